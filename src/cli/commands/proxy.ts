@@ -1,0 +1,175 @@
+import type { Command } from 'commander';
+import { Option } from 'commander';
+import chalk from 'chalk';
+import { PolarError } from '../../core/errors.js';
+import { isValidSessionName, newId } from '../../core/ids.js';
+import { DEFAULT_MAX_BODY_BYTES, isLoopbackHost, startProxy, type RunningProxy } from '../../proxy/server.js';
+import type { CallSummary } from '../../proxy/call-record.js';
+import { defaultDbPath, Store } from '../../store/store.js';
+import { createUpstream } from '../../upstream/create.js';
+import { UPSTREAM_KINDS, type Upstream } from '../../upstream/types.js';
+import { action, formatDuration } from '../output.js';
+
+interface ProxyCommandOptions {
+  upstream: string;
+  upstreamKind: string;
+  model?: string;
+  host: string;
+  port: string;
+  db?: string;
+  session?: string;
+  maxBody: string;
+  authToken?: string;
+  upstreamTimeout: string;
+  json?: boolean;
+  quiet?: boolean;
+}
+
+export function registerProxy(program: Command): void {
+  program
+    .command('proxy')
+    .description('serve the capture proxy: harnesses call it, it forwards to the inference server and records every call')
+    .requiredOption('--upstream <url>', 'inference server base URL, e.g. http://127.0.0.1:8000')
+    .addOption(new Option('--upstream-kind <kind>', 'inference server type').choices([...UPSTREAM_KINDS]).default('vllm'))
+    .option('--model <name>', 'model to serve every call with (default: the upstream\'s first model)')
+    .option('--host <host>', 'address to bind; non-loopback needs --auth-token', '127.0.0.1')
+    .option('--port <n>', 'port to listen on (0: any free port)', '8100')
+    .option('--db <file>', 'SQLite database (default: $POLAR_DB, else ./polar.db)')
+    .option('--session <name>', 'session for calls that name none (default: a new id)')
+    .option('--max-body <bytes>', 'largest request body accepted', String(DEFAULT_MAX_BODY_BYTES))
+    .option('--auth-token <token>', 'require this token on every call (default: $POLAR_AUTH_TOKEN)')
+    .option('--upstream-timeout <seconds>', 'longest wait for an upstream reply or between streamed chunks', '900')
+    .option('--json', 'print the listening address as one JSON line')
+    .option('-q, --quiet', 'do not print a line per call')
+    .addHelpText(
+      'after',
+      `
+Point a harness at the printed base URL. Calls are filed under a session by, first hit wins:
+  the path prefix   http://127.0.0.1:PORT/s/<session>/v1
+  the header        x-polar-session: <session>
+  the API key       polar-<session>
+  else the proxy's default session (--session).
+Upstream API keys for hosted OpenAI-compatible servers: set $POLAR_UPSTREAM_API_KEY (never recorded).`,
+    )
+    .action(action(runProxy));
+}
+
+async function runProxy(opts: ProxyCommandOptions): Promise<void> {
+  const port = parseInteger(opts.port, '--port', 0, 65535);
+  const maxBodyBytes = parseInteger(opts.maxBody, '--max-body', 1, Number.MAX_SAFE_INTEGER);
+  const timeoutMs = parseInteger(opts.upstreamTimeout, '--upstream-timeout', 1, 86_400) * 1000;
+  const session = opts.session ?? newId('ses');
+  if (!isValidSessionName(session)) {
+    throw new PolarError('POLAR_USAGE', `--session ${JSON.stringify(session)} is not a valid name: use letters, digits, . _ : -`, 2);
+  }
+  const dbPath = opts.db ?? defaultDbPath();
+  const upstream = createUpstream(opts.upstreamKind, {
+    baseUrl: opts.upstream,
+    apiKey: process.env.POLAR_UPSTREAM_API_KEY || undefined,
+    headersTimeoutMs: timeoutMs,
+    bodyTimeoutMs: timeoutMs,
+  });
+  const servedModel = opts.model ?? (await discoverModel(upstream, opts.quiet === true));
+  const store = Store.open(dbPath);
+  let proxy: RunningProxy;
+  try {
+    proxy = await startProxy({
+      store,
+      upstream,
+      servedModel,
+      defaultSession: session,
+      host: opts.host,
+      port,
+      maxBodyBytes,
+      authToken: opts.authToken ?? (process.env.POLAR_AUTH_TOKEN || undefined),
+      onCall: opts.quiet ? undefined : (s) => process.stderr.write(`${formatCall(s)}\n`),
+    });
+  } catch (err) {
+    store.close();
+    await upstream.close();
+    throw listenError(err, opts.host, port);
+  }
+  if (opts.json) {
+    process.stdout.write(
+      `${JSON.stringify({ url: proxy.url, baseUrl: proxy.baseUrl(), session, db: dbPath, upstream: upstream.baseUrl, upstreamKind: upstream.kind, model: servedModel })}\n`,
+    );
+  } else {
+    process.stdout.write(
+      [
+        `${chalk.bold('polar proxy')} listening on ${proxy.url}`,
+        `  base URL   ${proxy.baseUrl()}   (per session: ${proxy.baseUrl('<session>')})`,
+        `  upstream   ${upstream.baseUrl} (${upstream.kind}${upstream.capturesTokens ? ', token ids' : ', text only: token_source=none'})`,
+        `  model      ${servedModel ?? '(as requested by each call)'}`,
+        `  session    ${session}`,
+        `  database   ${dbPath}`,
+        '',
+      ].join('\n'),
+    );
+  }
+  if (!isLoopbackHost(opts.host)) {
+    process.stderr.write(chalk.yellow(`warning: listening on ${opts.host}: reachable from other machines; calls must present the auth token\n`));
+  }
+  await waitForShutdown(proxy, opts.quiet === true);
+  store.sessions.end(session, 'completed');
+  store.close();
+  await upstream.close();
+}
+
+async function discoverModel(upstream: Upstream, quiet: boolean): Promise<string | null> {
+  try {
+    const models = await upstream.models(AbortSignal.timeout(5000));
+    if (models[0]) return models[0];
+  } catch (err) {
+    if (!quiet) {
+      process.stderr.write(
+        chalk.yellow(`warning: could not list the upstream's models (${(err as Error).message}); pass --model NAME\n`),
+      );
+    }
+  }
+  return null;
+}
+
+/** Ctrl-C once: stop accepting, let in-flight calls finish, close the database. Twice: exit now. */
+function waitForShutdown(proxy: RunningProxy, quiet: boolean): Promise<void> {
+  return new Promise((resolve) => {
+    let stopping = false;
+    const stop = (signal: NodeJS.Signals) => {
+      if (stopping) {
+        process.stderr.write('polar proxy: forced exit\n');
+        process.exit(130);
+      }
+      stopping = true;
+      if (!quiet) process.stderr.write(`polar proxy: ${signal}, finishing ${proxy.inFlight()} in-flight call(s)…\n`);
+      void proxy.close().then(() => {
+        process.off('SIGINT', stop);
+        process.off('SIGTERM', stop);
+        resolve();
+      });
+    };
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+  });
+}
+
+function formatCall(s: CallSummary): string {
+  const status =
+    s.status === 'ok' ? chalk.green(String(s.httpStatus)) : s.status === 'aborted' ? chalk.yellow('aborted') : chalk.red(String(s.httpStatus ?? 'err'));
+  const tokens = s.promptTokens !== null ? `${s.promptTokens}→${s.sampledTokens ?? 0} tok` : 'no ids';
+  const err = s.error ? chalk.dim(` ${s.error.slice(0, 120)}`) : '';
+  return `${chalk.dim(new Date().toISOString().slice(11, 19))} ${s.sessionId} #${s.seq} ${s.agentId !== 'main' ? `${s.agentId} ` : ''}${s.provider} ${status}${s.streamed ? ' stream' : ''} ${tokens} ${formatDuration(s.durationMs)}${err}`;
+}
+
+function parseInteger(value: string, flag: string, min: number, max: number): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < min || n > max) {
+    throw new PolarError('POLAR_USAGE', `${flag} must be an integer from ${min} to ${max}, got ${JSON.stringify(value)}`, 2);
+  }
+  return n;
+}
+
+function listenError(err: unknown, host: string, port: number): unknown {
+  const code = (err as NodeJS.ErrnoException)?.code;
+  if (code === 'EADDRINUSE') return new PolarError('POLAR_USAGE', `port ${port} on ${host} is in use; pick another --port or 0`, 2);
+  if (code === 'EADDRNOTAVAIL') return new PolarError('POLAR_USAGE', `cannot bind ${host}: no such local address`, 2);
+  return err;
+}

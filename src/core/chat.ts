@@ -1,0 +1,113 @@
+/**
+ * The canonical shapes: OpenAI Chat Completions. Every provider codec decodes its request into a
+ * `CanonicalRequest` and encodes replies from `ChatCompletion` / `ChatCompletionChunk`; every
+ * upstream adapter takes and returns these. Only the fields polar reads or writes are typed; the
+ * rest pass through untouched.
+ */
+
+export type ProviderName = 'openai-chat';
+
+export interface ChatToolCall {
+  id?: string;
+  type?: 'function';
+  function: { name: string; arguments: string };
+  [extra: string]: unknown;
+}
+
+export interface ChatMessage {
+  role: string;
+  content?: unknown;
+  tool_calls?: ChatToolCall[];
+  tool_call_id?: string;
+  reasoning_content?: string;
+  [extra: string]: unknown;
+}
+
+/** The request body sent upstream, less `model` and `stream`/`stream_options` (the adapter sets those). */
+export interface ChatRequestBody {
+  messages: ChatMessage[];
+  tools?: unknown[];
+  tool_choice?: unknown;
+  [extra: string]: unknown;
+}
+
+export interface CanonicalRequest {
+  /** The model name the harness asked for; kept in the record and echoed back. */
+  requestedModel: string;
+  stream: boolean;
+  body: ChatRequestBody;
+  /** What the caller asked for itself, so its reply carries exactly that and nothing polar added. */
+  client: {
+    logprobs: boolean;
+    tokenIds: boolean;
+    includeUsage: boolean;
+  };
+}
+
+export interface ChatUsage {
+  prompt_tokens?: number;
+  completion_tokens?: number;
+  total_tokens?: number;
+  [extra: string]: unknown;
+}
+
+export interface ChatLogprobs {
+  content?: { token?: string; logprob: number; [extra: string]: unknown }[] | null;
+  [extra: string]: unknown;
+}
+
+export interface ChatChoice {
+  index: number;
+  message: ChatMessage;
+  finish_reason: string | null;
+  logprobs?: ChatLogprobs | null;
+  [extra: string]: unknown;
+}
+
+export interface ChatCompletion {
+  id: string;
+  object: string;
+  created: number;
+  model: string;
+  choices: ChatChoice[];
+  usage?: ChatUsage | null;
+  [extra: string]: unknown;
+}
+
+export interface ChatDeltaToolCall {
+  index: number;
+  id?: string;
+  type?: 'function';
+  function?: { name?: string; arguments?: string };
+  [extra: string]: unknown;
+}
+
+export interface ChatDelta {
+  role?: string;
+  content?: string | null;
+  reasoning_content?: string | null;
+  tool_calls?: ChatDeltaToolCall[];
+  [extra: string]: unknown;
+}
+
+export interface ChatChunkChoice {
+  index: number;
+  delta: ChatDelta;
+  finish_reason: string | null;
+  logprobs?: ChatLogprobs | null;
+  [extra: string]: unknown;
+}
+
+export interface ChatCompletionChunk {
+  id: string;
+  object: string;
+  created: number;
+  model: string;
+  choices: ChatChunkChoice[];
+  usage?: ChatUsage | null;
+  [extra: string]: unknown;
+}
+
+export function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

@@ -1,0 +1,53 @@
+/**
+ * What a call's token data is and where it came from. `upstream`: the inference server returned
+ * the ids it saw and sampled. `none`: it did not (an OpenAI-compatible server without token ids);
+ * such a call keeps its text but is never trainable. polar never re-tokenizes text to fill ids in.
+ */
+export type TokenSource = 'upstream' | 'none';
+
+export interface CapturedTokens {
+  source: TokenSource;
+  promptIds: number[] | null;
+  sampledIds: number[] | null;
+  /** One float64 per sampled id: the logprob the server reported for it. */
+  logprobs: number[] | null;
+}
+
+export const NO_TOKENS: CapturedTokens = Object.freeze({
+  source: 'none',
+  promptIds: null,
+  sampledIds: null,
+  logprobs: null,
+}) as CapturedTokens;
+
+export interface UsageCounts {
+  promptTokens?: number;
+  completionTokens?: number;
+}
+
+/**
+ * Disagreements inside a call's token data, in words. Nothing is fixed up: the ids and logprobs
+ * are stored exactly as received and these problems are stored beside them.
+ */
+export function tokenProblems(tokens: CapturedTokens, usage?: UsageCounts): string[] {
+  const problems: string[] = [];
+  if (tokens.source !== 'upstream') return problems;
+  const { promptIds, sampledIds, logprobs } = tokens;
+  if (!promptIds) problems.push('upstream returned no prompt token ids');
+  if (!sampledIds) problems.push('upstream returned no sampled token ids');
+  if (!logprobs) problems.push('upstream returned no logprobs');
+  if (sampledIds && logprobs && sampledIds.length !== logprobs.length) {
+    problems.push(`${sampledIds.length} sampled ids but ${logprobs.length} logprobs`);
+  }
+  if (usage?.promptTokens !== undefined && promptIds && usage.promptTokens !== promptIds.length) {
+    problems.push(`usage.prompt_tokens is ${usage.promptTokens} but ${promptIds.length} prompt ids`);
+  }
+  if (usage?.completionTokens !== undefined && sampledIds && usage.completionTokens !== sampledIds.length) {
+    problems.push(`usage.completion_tokens is ${usage.completionTokens} but ${sampledIds.length} sampled ids`);
+  }
+  if (logprobs) {
+    const bad = logprobs.findIndex((lp) => !Number.isFinite(lp) || lp > 0);
+    if (bad >= 0) problems.push(`logprob at position ${bad} is ${logprobs[bad]}, not a finite value <= 0`);
+  }
+  return problems;
+}

@@ -1,0 +1,97 @@
+import { PolarError } from '../core/errors.js';
+import { tokenProblems, type CapturedTokens } from '../core/tokens.js';
+import { scrubSecrets } from '../store/redact.js';
+import type { RequestEnd, RequestStart } from '../store/requests.js';
+import type { Store } from '../store/store.js';
+
+export interface CallSummary {
+  id: string;
+  sessionId: string;
+  agentId: string;
+  seq: number;
+  provider: string;
+  path: string;
+  status: RequestEnd['status'];
+  httpStatus: number | null;
+  streamed: boolean;
+  promptTokens: number | null;
+  sampledTokens: number | null;
+  durationMs: number;
+  error: string | null;
+}
+
+/**
+ * One call's row, from arrival to the last byte. The row is inserted when the call is understood
+ * (so a crash mid-generation leaves an `in_progress` row, not nothing) and completed in one UPDATE
+ * before the reply's last byte is released. Secret values seen in the request headers are
+ * scrubbed from every text written.
+ */
+export class CallRecord {
+  private seq = 0;
+  private begun = false;
+  private ended = false;
+
+  constructor(
+    private readonly store: Store,
+    private readonly start: RequestStart,
+    private readonly secrets: readonly string[],
+    private readonly onEnd?: (summary: CallSummary) => void,
+  ) {}
+
+  get id(): string {
+    return this.start.id;
+  }
+
+  get isEnded(): boolean {
+    return this.ended;
+  }
+
+  begin(fields: Partial<Pick<RequestStart, 'originalRequest' | 'upstreamRequest' | 'requestedModel' | 'servedModel' | 'streamed'>>): void {
+    if (this.begun) return;
+    Object.assign(this.start, fields);
+    this.start.originalRequest = this.scrub(this.start.originalRequest);
+    this.start.upstreamRequest = this.scrub(this.start.upstreamRequest);
+    this.seq = this.store.requests.begin(this.start);
+    this.begun = true;
+  }
+
+  /** Completes the row; throws PolarError('POLAR_STORE_WRITE') when the database refuses. */
+  end(end: Omit<RequestEnd, 'endedAt' | 'tokenError'> & { usageCounts?: { promptTokens?: number; completionTokens?: number } }): void {
+    if (this.ended) return;
+    const tokens: CapturedTokens | undefined = end.tokens;
+    const problems = tokens ? tokenProblems(tokens, end.usageCounts) : [];
+    const { usageCounts: _ignored, ...rest } = end;
+    try {
+      if (!this.begun) this.begin({});
+      this.store.requests.end(this.start.id, {
+        ...rest,
+        reply: this.scrub(end.reply),
+        error: this.scrub(end.error ?? null),
+        endedAt: Date.now(),
+        tokenError: problems.length > 0 ? problems.join('; ') : null,
+      });
+    } catch (err) {
+      throw new PolarError('POLAR_STORE_WRITE', `could not record the call: ${(err as Error).message}`, 500, { cause: err });
+    }
+    this.ended = true;
+    this.onEnd?.({
+      id: this.start.id,
+      sessionId: this.start.sessionId,
+      agentId: this.start.agentId,
+      seq: this.seq,
+      provider: this.start.provider,
+      path: this.start.path,
+      status: end.status,
+      httpStatus: end.httpStatus,
+      streamed: this.start.streamed,
+      promptTokens: tokens?.promptIds?.length ?? null,
+      sampledTokens: tokens?.sampledIds?.length ?? null,
+      durationMs: Date.now() - this.start.startedAt,
+      error: end.error ?? null,
+    });
+  }
+
+  private scrub(text: string | null): string | null {
+    return text && this.secrets.length > 0 ? scrubSecrets(text, this.secrets) : text;
+  }
+}

@@ -1,0 +1,243 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { CanonicalRequest, ChatCompletionChunk, ChatUsage } from '../core/chat.js';
+import { PolarError } from '../core/errors.js';
+import { formatSseEvent } from '../core/sse/write.js';
+import type { SseEvent } from '../core/sse/parse.js';
+import type { ProviderCodec } from '../providers/types.js';
+import { TokenAccumulator } from '../upstream/accumulate.js';
+import type { Upstream, UpstreamRequest } from '../upstream/types.js';
+import { readBody } from './body.js';
+import type { CallRecord } from './call-record.js';
+import { KeepAlive } from './keepalive.js';
+import { sendJson, toPolarError } from './reply.js';
+
+export interface ModelCallContext {
+  upstream: Upstream;
+  codec: ProviderCodec;
+  /** Replaces the model the harness asked for; null passes the requested name through. */
+  servedModel: string | null;
+  maxBodyBytes: number;
+  keepAliveMs: number;
+}
+
+/**
+ * One model call: read and decode the body, forward it, relay the reply, and record everything.
+ * Every path ends with the call's row completed: `ok`, `error` (with the error the harness got in
+ * its own provider's shape) or `aborted` (the harness left; what had arrived is kept).
+ */
+export async function handleModelCall(
+  req: IncomingMessage,
+  res: ServerResponse,
+  call: CallRecord,
+  ctx: ModelCallContext,
+): Promise<void> {
+  const abort = new AbortController();
+  const onClose = () => {
+    if (!res.writableFinished) abort.abort();
+  };
+  res.on('close', onClose);
+  let bodyText: string | null = null;
+  try {
+    bodyText = await readBody(req, ctx.maxBodyBytes);
+    const canonical = ctx.codec.decodeRequest(parseJsonBody(bodyText));
+    const model = ctx.servedModel ?? canonical.requestedModel;
+    if (!model) {
+      throw new PolarError('POLAR_BAD_REQUEST', 'request names no model and the proxy has no --model to serve', 400, { param: 'model' });
+    }
+    const upstreamReq = ctx.upstream.prepare(canonical, model);
+    call.begin({
+      originalRequest: bodyText,
+      upstreamRequest: upstreamReq.text,
+      requestedModel: canonical.requestedModel || null,
+      servedModel: model,
+      streamed: canonical.stream,
+    });
+    if (canonical.stream) await streamCall(res, call, ctx, canonical, upstreamReq, abort.signal);
+    else await completeCall(res, call, ctx, canonical, upstreamReq, abort.signal);
+  } catch (err) {
+    failBeforeHeaders(res, call, ctx.codec, toPolarError(err, abort.signal), bodyText);
+  } finally {
+    res.off('close', onClose);
+  }
+}
+
+async function completeCall(
+  res: ServerResponse,
+  call: CallRecord,
+  ctx: ModelCallContext,
+  canonical: CanonicalRequest,
+  upstreamReq: UpstreamRequest,
+  signal: AbortSignal,
+): Promise<void> {
+  const { completion, tokens } = await ctx.upstream.complete(upstreamReq, signal);
+  const text = JSON.stringify(ctx.codec.encodeResponse(completion, canonical, tokens));
+  // Committed before the reply is released: a reply the harness saw is always in the database.
+  call.end({
+    status: 'ok',
+    httpStatus: 200,
+    reply: text,
+    finishReason: completion.choices[0]?.finish_reason ?? null,
+    usage: completion.usage ?? null,
+    usageCounts: usageCounts(completion.usage),
+    servedModel: typeof completion.model === 'string' ? completion.model : null,
+    tokens,
+  });
+  sendJson(res, 200, text);
+}
+
+async function streamCall(
+  res: ServerResponse,
+  call: CallRecord,
+  ctx: ModelCallContext,
+  canonical: CanonicalRequest,
+  upstreamReq: UpstreamRequest,
+  signal: AbortSignal,
+): Promise<void> {
+  // Failures up to here (refused, 4xx/5xx, headers timeout) still get an ordinary HTTP error.
+  const chunks = await ctx.upstream.stream(upstreamReq, signal);
+  res.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+    'x-accel-buffering': 'no',
+  });
+  res.flushHeaders();
+  const sent: string[] = [];
+  const keepAlive = new KeepAlive(ctx.keepAliveMs, () => {
+    if (!res.writableEnded) res.write(ctx.codec.keepAlive());
+  });
+  keepAlive.start();
+  const translator = ctx.codec.createStream(canonical);
+  const accumulator = new TokenAccumulator(ctx.upstream.capturesTokens ? 'upstream' : 'none');
+  const seen: StreamFacts = { finishReason: null, usage: null, model: null };
+  const write = async (events: SseEvent[]) => {
+    if (events.length === 0) return;
+    const text = events.length === 1 ? formatSseEvent(events[0]!) : events.map(formatSseEvent).join('');
+    sent.push(text);
+    keepAlive.touch();
+    if (!res.write(text)) await drained(res);
+  };
+  try {
+    for await (const { chunk, tokens } of chunks) {
+      accumulator.add(tokens);
+      noteChunk(seen, chunk);
+      await write(translator.push(chunk, tokens));
+    }
+    const closing = translator.end().map(formatSseEvent).join('');
+    // Committed before the closing events (`data: [DONE]`) are released.
+    call.end({
+      status: 'ok',
+      httpStatus: 200,
+      reply: sent.join('') + closing,
+      finishReason: seen.finishReason,
+      usage: seen.usage,
+      usageCounts: usageCounts(seen.usage),
+      servedModel: seen.model,
+      tokens: accumulator.result(),
+    });
+    keepAlive.stop();
+    res.end(closing);
+  } catch (err) {
+    keepAlive.stop();
+    const error = toPolarError(err, signal);
+    const aborted = error.code === 'POLAR_CLIENT_ABORTED';
+    let tail = '';
+    if (!aborted && !res.writableEnded) {
+      tail = translator.error(error).map(formatSseEvent).join('');
+    }
+    recordQuietly(call, {
+      status: aborted ? 'aborted' : 'error',
+      httpStatus: 200,
+      reply: sent.join('') + tail,
+      error: aborted ? 'harness disconnected mid-stream' : error.message,
+      errorCode: error.code,
+      finishReason: seen.finishReason,
+      usage: seen.usage,
+      servedModel: seen.model,
+      tokens: accumulator.result(),
+    });
+    if (!res.writableEnded) res.end(tail);
+  }
+}
+
+interface StreamFacts {
+  finishReason: string | null;
+  usage: ChatUsage | null;
+  model: string | null;
+}
+
+function noteChunk(seen: StreamFacts, chunk: ChatCompletionChunk): void {
+  if (!seen.model && typeof chunk.model === 'string') seen.model = chunk.model;
+  const finish = chunk.choices[0]?.finish_reason;
+  if (finish) seen.finishReason = finish;
+  if (chunk.usage) seen.usage = chunk.usage;
+}
+
+function usageCounts(usage: ChatUsage | null | undefined): { promptTokens?: number; completionTokens?: number } {
+  if (!usage) return {};
+  const out: { promptTokens?: number; completionTokens?: number } = {};
+  if (typeof usage.prompt_tokens === 'number') out.promptTokens = usage.prompt_tokens;
+  if (typeof usage.completion_tokens === 'number') out.completionTokens = usage.completion_tokens;
+  return out;
+}
+
+function parseJsonBody(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new PolarError('POLAR_BAD_REQUEST', `request body is not valid JSON: ${(err as Error).message}`, 400);
+  }
+}
+
+/** An error before any reply bytes: the harness gets its provider's error shape and the call a row. */
+function failBeforeHeaders(
+  res: ServerResponse,
+  call: CallRecord,
+  codec: ProviderCodec,
+  error: PolarError,
+  bodyText: string | null,
+): void {
+  if (res.headersSent) {
+    // The stream path records its own failures; this is a store failure after the last event.
+    if (!res.writableEnded) res.end();
+    return;
+  }
+  const reply = codec.renderError(error);
+  const text = JSON.stringify(reply.body);
+  const aborted = error.code === 'POLAR_CLIENT_ABORTED';
+  if (!call.isEnded) {
+    call.begin({ originalRequest: bodyText });
+    recordQuietly(call, {
+      status: aborted ? 'aborted' : 'error',
+      httpStatus: aborted ? null : reply.status,
+      reply: aborted ? null : text,
+      error: error.message,
+      errorCode: error.code,
+    });
+  }
+  if (!aborted) sendJson(res, reply.status, text);
+  else if (!res.writableEnded) res.destroy();
+}
+
+function recordQuietly(call: CallRecord, end: Parameters<CallRecord['end']>[0]): void {
+  try {
+    call.end(end);
+  } catch (err) {
+    process.emitWarning(`polar: ${(err as Error).message}`, { code: 'POLAR_STORE_WRITE' });
+  }
+}
+
+function drained(res: ServerResponse): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onDrain = () => {
+      res.off('close', onClose);
+      resolve();
+    };
+    const onClose = () => {
+      res.off('drain', onDrain);
+      reject(new PolarError('POLAR_CLIENT_ABORTED', 'harness disconnected', 499));
+    };
+    res.once('drain', onDrain);
+    res.once('close', onClose);
+  });
+}

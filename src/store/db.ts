@@ -1,0 +1,85 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { PolarError } from '../core/errors.js';
+import { MIGRATIONS } from './migrations.js';
+
+export type Db = Database.Database;
+
+export interface OpenDbOptions {
+  /** Wait this long for another polar process's write lock before failing (ms). */
+  busyTimeoutMs?: number;
+  readonly?: boolean;
+}
+
+/**
+ * Opens (creating if needed) a polar database: WAL so readers never block the proxy's writes,
+ * `synchronous=NORMAL` (in WAL mode a commit survives a killed process; only power loss can
+ * lose the last transactions), a busy timeout so several polar processes share one file, and
+ * migrations up to the current schema. A new file is created 0600: it holds prompts and replies.
+ */
+export function openDb(file: string, options: OpenDbOptions = {}): Db {
+  const inMemory = file === ':memory:';
+  if (!inMemory && !options.readonly) createPrivateFile(file);
+  if (!inMemory && options.readonly && !fs.existsSync(file)) {
+    throw new PolarError('POLAR_USAGE', `no polar database at ${file}; pass --db FILE or set POLAR_DB`, 2);
+  }
+  const db = new Database(file, { readonly: options.readonly ?? false, fileMustExist: options.readonly ?? false });
+  db.pragma(`busy_timeout = ${Math.max(0, Math.floor(options.busyTimeoutMs ?? 10_000))}`);
+  if (!options.readonly) {
+    db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = NORMAL');
+    db.pragma('foreign_keys = ON');
+    migrate(db);
+  } else {
+    const version = db.pragma('user_version', { simple: true }) as number;
+    if (version > MIGRATIONS.length) throw newerSchema(file, version);
+  }
+  return db;
+}
+
+export function migrate(db: Db): number {
+  // BEGIN IMMEDIATE takes the write lock first, so two processes opening a new file at once
+  // cannot both run migration 1.
+  const step = db.transaction((index: number) => {
+    const version = db.pragma('user_version', { simple: true }) as number;
+    if (version !== index) return;
+    db.exec(MIGRATIONS[index]!);
+    db.pragma(`user_version = ${index + 1}`);
+  });
+  let version = db.pragma('user_version', { simple: true }) as number;
+  if (version > MIGRATIONS.length) throw newerSchema(db.name, version);
+  for (let i = version; i < MIGRATIONS.length; i++) step.immediate(i);
+  version = db.pragma('user_version', { simple: true }) as number;
+  return version;
+}
+
+export function closeDb(db: Db): void {
+  if (!db.open) return;
+  if (!db.readonly) {
+    try {
+      db.pragma('wal_checkpoint(TRUNCATE)');
+    } catch {
+      // another process holds the database; its own close will checkpoint
+    }
+  }
+  db.close();
+}
+
+function createPrivateFile(file: string): void {
+  fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
+  try {
+    // 'wx' creates only if absent, so an existing database keeps the mode its owner gave it.
+    fs.closeSync(fs.openSync(file, 'wx', 0o600));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  }
+}
+
+function newerSchema(file: string, version: number): PolarError {
+  return new PolarError(
+    'POLAR_USAGE',
+    `${file} has schema version ${version}, newer than this polar understands (${MIGRATIONS.length}); upgrade polar`,
+    2,
+  );
+}

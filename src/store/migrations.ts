@@ -1,0 +1,59 @@
+/**
+ * Numbered schema migrations. `PRAGMA user_version` holds the number of the last one applied;
+ * each runs in its own transaction. Append only: never edit a migration that has shipped.
+ * Times are milliseconds since the Unix epoch (UTC).
+ */
+export const MIGRATIONS: readonly string[] = [
+  // 1: sessions and one row per model call, with packed token columns.
+  `
+  CREATE TABLE sessions (
+    id              TEXT PRIMARY KEY,
+    created_at      INTEGER NOT NULL,
+    ended_at        INTEGER,
+    harness         TEXT,
+    harness_version TEXT,
+    cwd             TEXT,
+    upstream_url    TEXT,
+    served_model    TEXT,
+    status          TEXT NOT NULL DEFAULT 'active'
+                    CHECK (status IN ('active', 'completed', 'failed', 'timeout', 'aborted')),
+    metadata        TEXT NOT NULL DEFAULT '{}'
+  );
+
+  CREATE TABLE requests (
+    id                  TEXT PRIMARY KEY,
+    session_id          TEXT NOT NULL REFERENCES sessions(id),
+    agent_id            TEXT NOT NULL DEFAULT 'main',
+    seq                 INTEGER NOT NULL,
+    provider            TEXT NOT NULL,
+    method              TEXT NOT NULL,
+    path                TEXT NOT NULL,
+    started_at          INTEGER NOT NULL,
+    ended_at            INTEGER,
+    status              TEXT NOT NULL DEFAULT 'in_progress'
+                        CHECK (status IN ('in_progress', 'ok', 'error', 'aborted')),
+    http_status         INTEGER,
+    streamed            INTEGER NOT NULL DEFAULT 0,
+    request_headers     TEXT,
+    original_request    TEXT,
+    upstream_request    TEXT,
+    reply               TEXT,
+    error               TEXT,
+    error_code          TEXT,
+    finish_reason       TEXT,
+    usage               TEXT,
+    requested_model     TEXT,
+    served_model        TEXT,
+    token_source        TEXT NOT NULL DEFAULT 'none' CHECK (token_source IN ('upstream', 'none')),
+    prompt_ids          BLOB,
+    sampled_ids         BLOB,
+    logprobs            BLOB,
+    prompt_token_count  INTEGER,
+    sampled_token_count INTEGER,
+    token_error         TEXT,
+    UNIQUE (session_id, seq)
+  );
+
+  CREATE INDEX requests_started ON requests(started_at);
+  `,
+];

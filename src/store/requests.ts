@@ -1,0 +1,237 @@
+import type { CapturedTokens, TokenSource } from '../core/tokens.js';
+import type { Db } from './db.js';
+import { packFloat64, packUint32, unpackFloat64, unpackUint32 } from './tokens.js';
+
+export type RequestStatus = 'in_progress' | 'ok' | 'error' | 'aborted';
+
+/** What is known when a call arrives. */
+export interface RequestStart {
+  id: string;
+  sessionId: string;
+  agentId: string;
+  provider: string;
+  method: string;
+  path: string;
+  startedAt: number;
+  streamed: boolean;
+  requestHeaders: Record<string, string>;
+  originalRequest: string | null;
+  upstreamRequest: string | null;
+  requestedModel: string | null;
+  servedModel: string | null;
+}
+
+/** What is known when it ends, successfully or not. */
+export interface RequestEnd {
+  endedAt: number;
+  status: Exclude<RequestStatus, 'in_progress'>;
+  httpStatus: number | null;
+  reply: string | null;
+  error?: string | null;
+  errorCode?: string | null;
+  finishReason?: string | null;
+  usage?: unknown;
+  servedModel?: string | null;
+  tokens?: CapturedTokens;
+  tokenError?: string | null;
+}
+
+export interface RequestSummary {
+  id: string;
+  sessionId: string;
+  agentId: string;
+  seq: number;
+  provider: string;
+  method: string;
+  path: string;
+  startedAt: number;
+  endedAt: number | null;
+  status: RequestStatus;
+  httpStatus: number | null;
+  streamed: boolean;
+  error: string | null;
+  errorCode: string | null;
+  finishReason: string | null;
+  requestedModel: string | null;
+  servedModel: string | null;
+  tokenSource: TokenSource;
+  promptTokenCount: number | null;
+  sampledTokenCount: number | null;
+  tokenError: string | null;
+}
+
+export interface RequestRecord extends RequestSummary {
+  requestHeaders: Record<string, string>;
+  originalRequest: string | null;
+  upstreamRequest: string | null;
+  reply: string | null;
+  usage: unknown;
+  promptIds: number[] | null;
+  sampledIds: number[] | null;
+  logprobs: number[] | null;
+}
+
+const SUMMARY_COLUMNS = `id, session_id, agent_id, seq, provider, method, path, started_at, ended_at, status,
+  http_status, streamed, error, error_code, finish_reason, requested_model, served_model, token_source,
+  prompt_token_count, sampled_token_count, token_error`;
+
+const END_COLUMNS = {
+  ended_at: '@endedAt',
+  status: '@status',
+  http_status: '@httpStatus',
+  reply: '@reply',
+  error: '@error',
+  error_code: '@errorCode',
+  finish_reason: '@finishReason',
+  usage: '@usage',
+  served_model: 'COALESCE(@servedModel, served_model)',
+  token_source: '@tokenSource',
+  prompt_ids: '@promptIds',
+  sampled_ids: '@sampledIds',
+  logprobs: '@logprobs',
+  prompt_token_count: '@promptTokenCount',
+  sampled_token_count: '@sampledTokenCount',
+  token_error: '@tokenError',
+};
+
+/**
+ * Prepared statements over `requests`. The sequence number is allocated inside the INSERT, under
+ * SQLite's write lock, so it is monotonic per session even with several polar processes on one file.
+ */
+export class RequestsTable {
+  private readonly beginStmt;
+  private readonly endStmt;
+  private readonly listStmt;
+  private readonly getStmt;
+
+  constructor(db: Db) {
+    this.beginStmt = db.prepare(
+      `INSERT INTO requests (id, session_id, agent_id, seq, provider, method, path, started_at, streamed,
+                             request_headers, original_request, upstream_request, requested_model, served_model)
+       VALUES (@id, @sessionId, @agentId,
+               (SELECT COALESCE(MAX(seq), 0) + 1 FROM requests WHERE session_id = @sessionId),
+               @provider, @method, @path, @startedAt, @streamed,
+               @requestHeaders, @originalRequest, @upstreamRequest, @requestedModel, @servedModel)
+       RETURNING seq`,
+    );
+    this.endStmt = db.prepare(
+      `UPDATE requests SET ${Object.entries(END_COLUMNS)
+        .map(([col, expr]) => `${col} = ${expr}`)
+        .join(', ')} WHERE id = @id`,
+    );
+    this.listStmt = db.prepare(`SELECT ${SUMMARY_COLUMNS} FROM requests WHERE session_id = ? ORDER BY seq`);
+    this.getStmt = db.prepare('SELECT * FROM requests WHERE id = ?');
+  }
+
+  /** Records that a call started; returns its sequence number within the session. */
+  begin(start: RequestStart): number {
+    const row = this.beginStmt.get({
+      ...start,
+      streamed: start.streamed ? 1 : 0,
+      requestHeaders: JSON.stringify(start.requestHeaders),
+    }) as { seq: number };
+    return row.seq;
+  }
+
+  /** Completes a call's row in one statement (one implicit transaction). */
+  end(id: string, end: RequestEnd): void {
+    const tokens = end.tokens;
+    this.endStmt.run({
+      id,
+      endedAt: end.endedAt,
+      status: end.status,
+      httpStatus: end.httpStatus,
+      reply: end.reply,
+      error: end.error ?? null,
+      errorCode: end.errorCode ?? null,
+      finishReason: end.finishReason ?? null,
+      usage: end.usage === undefined || end.usage === null ? null : JSON.stringify(end.usage),
+      servedModel: end.servedModel ?? null,
+      tokenSource: tokens?.source ?? 'none',
+      promptIds: tokens?.promptIds ? packUint32(tokens.promptIds) : null,
+      sampledIds: tokens?.sampledIds ? packUint32(tokens.sampledIds) : null,
+      logprobs: tokens?.logprobs ? packFloat64(tokens.logprobs) : null,
+      promptTokenCount: tokens?.promptIds?.length ?? null,
+      sampledTokenCount: tokens?.sampledIds?.length ?? null,
+      tokenError: end.tokenError ?? null,
+    });
+  }
+
+  list(sessionId: string): RequestSummary[] {
+    return (this.listStmt.all(sessionId) as RawRequest[]).map(toSummary);
+  }
+
+  get(id: string): RequestRecord | undefined {
+    const raw = this.getStmt.get(id) as RawRequest | undefined;
+    if (!raw) return undefined;
+    return {
+      ...toSummary(raw),
+      requestHeaders: raw.request_headers ? (JSON.parse(raw.request_headers) as Record<string, string>) : {},
+      originalRequest: raw.original_request ?? null,
+      upstreamRequest: raw.upstream_request ?? null,
+      reply: raw.reply ?? null,
+      usage: raw.usage ? JSON.parse(raw.usage) : null,
+      promptIds: unpackUint32(raw.prompt_ids),
+      sampledIds: unpackUint32(raw.sampled_ids),
+      logprobs: unpackFloat64(raw.logprobs),
+    };
+  }
+}
+
+interface RawRequest {
+  id: string;
+  session_id: string;
+  agent_id: string;
+  seq: number;
+  provider: string;
+  method: string;
+  path: string;
+  started_at: number;
+  ended_at: number | null;
+  status: RequestStatus;
+  http_status: number | null;
+  streamed: number;
+  error: string | null;
+  error_code: string | null;
+  finish_reason: string | null;
+  requested_model: string | null;
+  served_model: string | null;
+  token_source: TokenSource;
+  prompt_token_count: number | null;
+  sampled_token_count: number | null;
+  token_error: string | null;
+  request_headers?: string | null;
+  original_request?: string | null;
+  upstream_request?: string | null;
+  reply?: string | null;
+  usage?: string | null;
+  prompt_ids?: Buffer | null;
+  sampled_ids?: Buffer | null;
+  logprobs?: Buffer | null;
+}
+
+function toSummary(raw: RawRequest): RequestSummary {
+  return {
+    id: raw.id,
+    sessionId: raw.session_id,
+    agentId: raw.agent_id,
+    seq: raw.seq,
+    provider: raw.provider,
+    method: raw.method,
+    path: raw.path,
+    startedAt: raw.started_at,
+    endedAt: raw.ended_at,
+    status: raw.status,
+    httpStatus: raw.http_status,
+    streamed: raw.streamed === 1,
+    error: raw.error,
+    errorCode: raw.error_code,
+    finishReason: raw.finish_reason,
+    requestedModel: raw.requested_model,
+    servedModel: raw.served_model,
+    tokenSource: raw.token_source,
+    promptTokenCount: raw.prompt_token_count,
+    sampledTokenCount: raw.sampled_token_count,
+    tokenError: raw.token_error,
+  };
+}

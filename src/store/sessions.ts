@@ -1,0 +1,155 @@
+import type { Db } from './db.js';
+
+export type SessionStatus = 'active' | 'completed' | 'failed' | 'timeout' | 'aborted';
+
+export interface SessionFields {
+  harness?: string | null;
+  harnessVersion?: string | null;
+  cwd?: string | null;
+  upstreamUrl?: string | null;
+  servedModel?: string | null;
+  metadata?: Record<string, unknown>;
+}
+
+export interface SessionRow {
+  id: string;
+  createdAt: number;
+  endedAt: number | null;
+  harness: string | null;
+  harnessVersion: string | null;
+  cwd: string | null;
+  upstreamUrl: string | null;
+  servedModel: string | null;
+  status: SessionStatus;
+  metadata: Record<string, unknown>;
+}
+
+export interface SessionSummary extends SessionRow {
+  requests: number;
+  failed: number;
+  promptTokens: number;
+  sampledTokens: number;
+  lastCallAt: number | null;
+}
+
+interface RawSession {
+  id: string;
+  created_at: number;
+  ended_at: number | null;
+  harness: string | null;
+  harness_version: string | null;
+  cwd: string | null;
+  upstream_url: string | null;
+  served_model: string | null;
+  status: SessionStatus;
+  metadata: string;
+}
+
+const SUMMARY_SQL = `
+  SELECT s.*,
+         COUNT(r.id)                                  AS requests,
+         COALESCE(SUM(r.status <> 'ok'), 0)           AS failed,
+         COALESCE(SUM(r.prompt_token_count), 0)       AS prompt_tokens,
+         COALESCE(SUM(r.sampled_token_count), 0)      AS sampled_tokens,
+         MAX(r.started_at)                            AS last_call_at
+    FROM sessions s LEFT JOIN requests r ON r.session_id = s.id`;
+
+/** Prepared statements over `sessions`. Session ids are chosen by callers (names) or generated. */
+export class SessionsTable {
+  private readonly insertStmt;
+  private readonly getStmt;
+  private readonly endStmt;
+  private readonly listStmt;
+  private readonly summaryStmt;
+  private readonly metadataStmt;
+  /** Ids this process has already ensured, so the hot path skips the INSERT OR IGNORE. */
+  private readonly known = new Set<string>();
+
+  constructor(private readonly db: Db) {
+    this.insertStmt = db.prepare(
+      `INSERT OR IGNORE INTO sessions (id, created_at, harness, harness_version, cwd, upstream_url, served_model, metadata)
+       VALUES (@id, @createdAt, @harness, @harnessVersion, @cwd, @upstreamUrl, @servedModel, @metadata)`,
+    );
+    this.getStmt = db.prepare('SELECT * FROM sessions WHERE id = ?');
+    this.endStmt = db.prepare(
+      `UPDATE sessions SET status = @status, ended_at = @endedAt WHERE id = @id AND status = 'active'`,
+    );
+    this.listStmt = db.prepare(`${SUMMARY_SQL} GROUP BY s.id ORDER BY s.created_at, s.id`);
+    this.summaryStmt = db.prepare(`${SUMMARY_SQL} WHERE s.id = ? GROUP BY s.id`);
+    this.metadataStmt = db.prepare(`UPDATE sessions SET metadata = json_patch(metadata, ?) WHERE id = ?`);
+  }
+
+  /** Creates the session if it does not exist; returns true when this call created it. */
+  ensure(id: string, fields: SessionFields = {}): boolean {
+    if (this.known.has(id)) return false;
+    const info = this.insertStmt.run({
+      id,
+      createdAt: Date.now(),
+      harness: fields.harness ?? null,
+      harnessVersion: fields.harnessVersion ?? null,
+      cwd: fields.cwd ?? null,
+      upstreamUrl: fields.upstreamUrl ?? null,
+      servedModel: fields.servedModel ?? null,
+      metadata: JSON.stringify(fields.metadata ?? {}),
+    });
+    this.known.add(id);
+    return info.changes > 0;
+  }
+
+  get(id: string): SessionRow | undefined {
+    const raw = this.getStmt.get(id) as RawSession | undefined;
+    return raw ? toSession(raw) : undefined;
+  }
+
+  /** Marks an active session finished; a session already ended keeps its first status. */
+  end(id: string, status: Exclude<SessionStatus, 'active'>, endedAt = Date.now()): boolean {
+    return this.endStmt.run({ id, status, endedAt }).changes > 0;
+  }
+
+  mergeMetadata(id: string, patch: Record<string, unknown>): void {
+    this.metadataStmt.run(JSON.stringify(patch), id);
+  }
+
+  list(): SessionSummary[] {
+    return (this.listStmt.all() as (RawSession & RawCounts)[]).map(toSummary);
+  }
+
+  summary(id: string): SessionSummary | undefined {
+    const raw = this.summaryStmt.get(id) as (RawSession & RawCounts) | undefined;
+    return raw ? toSummary(raw) : undefined;
+  }
+}
+
+interface RawCounts {
+  requests: number;
+  failed: number;
+  prompt_tokens: number;
+  sampled_tokens: number;
+  last_call_at: number | null;
+}
+
+function toSession(raw: RawSession): SessionRow {
+  return {
+    id: raw.id,
+    createdAt: raw.created_at,
+    endedAt: raw.ended_at,
+    harness: raw.harness,
+    harnessVersion: raw.harness_version,
+    cwd: raw.cwd,
+    upstreamUrl: raw.upstream_url,
+    servedModel: raw.served_model,
+    status: raw.status,
+    metadata: JSON.parse(raw.metadata) as Record<string, unknown>,
+  };
+}
+
+function toSummary(raw: RawSession & RawCounts): SessionSummary {
+  return {
+    ...toSession(raw),
+    requests: raw.requests,
+    failed: raw.failed,
+    promptTokens: raw.prompt_tokens,
+    sampledTokens: raw.sampled_tokens,
+    lastCallAt: raw.last_call_at,
+  };
+}

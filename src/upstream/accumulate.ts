@@ -1,0 +1,36 @@
+import type { CapturedTokens, TokenSource } from '../core/tokens.js';
+import type { TokenDelta } from './types.js';
+
+/** Joins the token data of a streamed reply, chunk by chunk, without altering a value. */
+export class TokenAccumulator {
+  private promptIds: number[] | null = null;
+  private sampledIds: number[] | null = null;
+  private logprobs: number[] | null = null;
+
+  constructor(private readonly source: TokenSource) {}
+
+  add(delta: TokenDelta | null): void {
+    if (!delta) return;
+    // vLLM sends the prompt ids once, on the first chunk; a second copy would be a server bug,
+    // and the first one is what the model saw.
+    if (delta.promptIds && !this.promptIds) this.promptIds = delta.promptIds;
+    if (delta.sampledIds) {
+      if (!this.sampledIds) this.sampledIds = [];
+      for (const id of delta.sampledIds) this.sampledIds.push(id);
+    }
+    if (delta.logprobs) {
+      if (!this.logprobs) this.logprobs = [];
+      for (const lp of delta.logprobs) this.logprobs.push(lp);
+    }
+  }
+
+  result(): CapturedTokens {
+    if (this.source === 'none') return { source: 'none', promptIds: null, sampledIds: null, logprobs: null };
+    return {
+      source: this.source,
+      promptIds: this.promptIds,
+      sampledIds: this.sampledIds ?? (this.promptIds ? [] : null),
+      logprobs: this.logprobs ?? (this.promptIds ? [] : null),
+    };
+  }
+}

@@ -1,0 +1,23 @@
+import type { ChatCompletion, ChatCompletionChunk } from '../core/chat.js';
+import { isRecord } from '../core/chat.js';
+import { PolarError } from '../core/errors.js';
+
+/** The minimal shape checks every OpenAI-compatible reply must pass before anything reads it. */
+export function expectCompletionShape(json: unknown): ChatCompletion {
+  if (!isRecord(json) || !Array.isArray(json.choices)) {
+    throw new PolarError('POLAR_UPSTREAM_PROTOCOL', 'upstream reply is not a chat completion (no choices array)', 502);
+  }
+  return json as ChatCompletion;
+}
+
+export function expectChunkShape(json: unknown): ChatCompletionChunk {
+  if (isRecord(json) && isRecord(json.error)) {
+    const message = typeof json.error.message === 'string' ? json.error.message : JSON.stringify(json.error);
+    throw new PolarError('POLAR_UPSTREAM_STATUS', `upstream error mid-stream: ${message}`, 502);
+  }
+  if (!isRecord(json) || !Array.isArray(json.choices)) {
+    throw new PolarError('POLAR_UPSTREAM_PROTOCOL', 'upstream stream chunk is not a chat completion chunk (no choices array)', 502);
+  }
+  return json as ChatCompletionChunk;
+}
+

@@ -1,0 +1,110 @@
+import type { CanonicalRequest, ChatCompletion, ChatCompletionChunk } from '../core/chat.js';
+import { isRecord } from '../core/chat.js';
+import { PolarError, UpstreamStatusError } from '../core/errors.js';
+import type { CapturedTokens } from '../core/tokens.js';
+import { SseParser } from '../core/sse/parse.js';
+import { UpstreamHttp, type UpstreamHttpOptions } from './http.js';
+import type { TokenDelta, Upstream, UpstreamChunk, UpstreamCompletion, UpstreamKind, UpstreamRequest } from './types.js';
+
+/** What differs between servers that speak OpenAI Chat: the request flags and where token data sits. */
+export interface ChatDialect {
+  kind: UpstreamKind;
+  capturesTokens: boolean;
+  body(req: CanonicalRequest, model: string): Record<string, unknown>;
+  completion(json: unknown): { completion: ChatCompletion; tokens: CapturedTokens };
+  chunk(json: unknown): { chunk: ChatCompletionChunk; tokens: TokenDelta | null };
+}
+
+const CHAT_PATH = '/v1/chat/completions';
+
+/** An upstream reached over `/v1/chat/completions`; the dialect supplies flags and extraction. */
+export class ChatCompletionsUpstream implements Upstream {
+  readonly kind: UpstreamKind;
+  readonly capturesTokens: boolean;
+  readonly baseUrl: string;
+  private readonly http: UpstreamHttp;
+
+  constructor(
+    private readonly dialect: ChatDialect,
+    options: UpstreamHttpOptions,
+  ) {
+    this.kind = dialect.kind;
+    this.capturesTokens = dialect.capturesTokens;
+    this.http = new UpstreamHttp({ ...options, baseUrl: normalizeBaseUrl(options.baseUrl) });
+    this.baseUrl = this.http.url('');
+  }
+
+  prepare(req: CanonicalRequest, model: string): UpstreamRequest {
+    const body = this.dialect.body(req, model);
+    return { path: CHAT_PATH, stream: req.stream, body, text: JSON.stringify(body) };
+  }
+
+  async complete(req: UpstreamRequest, signal: AbortSignal): Promise<UpstreamCompletion> {
+    const reply = await this.http.postJson(req.path, req.text, signal);
+    if (reply.status < 200 || reply.status >= 300) throw new UpstreamStatusError(reply.status, reply.text);
+    return this.dialect.completion(parseJson(reply.text, 'reply'));
+  }
+
+  async stream(req: UpstreamRequest, signal: AbortSignal): Promise<AsyncIterable<UpstreamChunk>> {
+    const body = await this.http.postStream(req.path, req.text, signal);
+    return readChunks(body, this.dialect);
+  }
+
+  async models(signal?: AbortSignal): Promise<string[]> {
+    const reply = await this.http.getJson('/v1/models', signal);
+    if (reply.status !== 200) throw new UpstreamStatusError(reply.status, reply.text);
+    const json = parseJson(reply.text, 'model list');
+    if (!isRecord(json) || !Array.isArray(json.data)) return [];
+    return json.data.flatMap((m) => (isRecord(m) && typeof m.id === 'string' ? [m.id] : []));
+  }
+
+  close(): Promise<void> {
+    return this.http.close();
+  }
+}
+
+async function* readChunks(body: AsyncIterable<Uint8Array>, dialect: ChatDialect): AsyncGenerator<UpstreamChunk> {
+  const parser = new SseParser();
+  let finished = false;
+  for await (const bytes of body) {
+    for (const event of parser.push(bytes)) {
+      if (event.data === '[DONE]') return;
+      const extracted = dialect.chunk(parseJson(event.data, 'stream chunk'));
+      if (extracted.chunk.choices.some((c) => c.finish_reason)) finished = true;
+      yield extracted;
+    }
+  }
+  for (const event of parser.end()) {
+    if (event.data === '[DONE]') return;
+  }
+  // Some OpenAI-compatible servers close without `[DONE]`; that is complete only once a choice finished.
+  if (!finished) {
+    throw new PolarError('POLAR_UPSTREAM_PROTOCOL', 'upstream stream ended before the reply finished', 502);
+  }
+}
+
+function parseJson(text: string, what: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    const head = text.length > 200 ? `${text.slice(0, 200)}…` : text;
+    throw new PolarError('POLAR_UPSTREAM_PROTOCOL', `upstream ${what} is not valid JSON: ${head}`, 502);
+  }
+}
+
+/** Accepts `http://host:8000`, `http://host:8000/` and `http://host:8000/v1` alike. */
+export function normalizeBaseUrl(raw: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new PolarError('POLAR_USAGE', `--upstream must be a URL like http://127.0.0.1:8000, got ${JSON.stringify(raw)}`, 2);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new PolarError('POLAR_USAGE', `--upstream must be an http(s) URL, got ${raw}`, 2);
+  }
+  url.pathname = url.pathname.replace(/\/+$/, '').replace(/\/v1$/, '');
+  url.search = '';
+  url.hash = '';
+  return url.toString().replace(/\/+$/, '');
+}
