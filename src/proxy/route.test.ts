@@ -1,0 +1,35 @@
+import { describe, expect, it } from 'vitest';
+import { agentFromHeaders, identifyCaller } from './identity.js';
+import { matchRoute } from './route.js';
+
+describe('matchRoute', () => {
+  it('finds the provider path with or without a session prefix and query', () => {
+    expect(matchRoute('POST', '/v1/chat/completions')).toEqual({ kind: 'model-call', provider: 'openai-chat', apiPath: '/v1/chat/completions', pathSession: null });
+    expect(matchRoute('POST', '/s/abc/v1/chat/completions?x=1')).toMatchObject({ kind: 'model-call', pathSession: 'abc' });
+    expect(matchRoute('POST', '/s/a%3Ab/v1//chat/completions/')).toMatchObject({ kind: 'model-call', pathSession: 'a:b' });
+    expect(matchRoute('GET', '/s/abc/v1/models')).toMatchObject({ kind: 'models', pathSession: 'abc' });
+  });
+
+  it('tells a wrong method from an unknown path', () => {
+    expect(matchRoute('GET', '/v1/chat/completions')).toMatchObject({ kind: 'not-found', methodNotAllowed: true });
+    expect(matchRoute('POST', '/v1/embeddings')).toMatchObject({ kind: 'not-found', methodNotAllowed: false });
+  });
+});
+
+describe('identifyCaller', () => {
+  it('path, then header, then polar- key, then the default', () => {
+    const all = { 'x-polar-session': 'h', authorization: 'Bearer polar-k' };
+    expect(identifyCaller(all, 'p', 'd')).toMatchObject({ sessionId: 'p', sessionSource: 'path' });
+    expect(identifyCaller(all, null, 'd')).toMatchObject({ sessionId: 'h', sessionSource: 'header' });
+    expect(identifyCaller({ authorization: 'Bearer polar-k' }, null, 'd')).toMatchObject({ sessionId: 'k', sessionSource: 'api-key' });
+    expect(identifyCaller({ 'x-goog-api-key': 'polar-g' }, null, 'd')).toMatchObject({ sessionId: 'g' });
+    expect(identifyCaller({ authorization: 'Bearer sk-other' }, null, 'd')).toMatchObject({ sessionId: 'd', sessionSource: 'default' });
+    expect(identifyCaller({ authorization: 'Bearer polar-' }, null, 'd')).toMatchObject({ sessionId: 'd' });
+  });
+
+  it('takes the agent id from the first configured header present', () => {
+    expect(agentFromHeaders({ 'x-b': 'two', 'x-a': 'one' }, ['x-a', 'x-b'])).toBe('one');
+    expect(agentFromHeaders({}, ['x-a'])).toBe('main');
+    expect(identifyCaller({ 'x-polar-agent': 'sub' }, null, 'd').agentId).toBe('sub');
+  });
+});

@@ -1,0 +1,78 @@
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Store } from '../../src/store/store.js';
+
+const run = promisify(execFile);
+const BIN = path.resolve(__dirname, '../../bin/polar.js');
+let dir: string;
+let db: string;
+
+async function polar(args: string[], env: NodeJS.ProcessEnv = {}) {
+  try {
+    const { stdout, stderr } = await run(process.execPath, [BIN, ...args], { env: { ...process.env, NO_COLOR: '1', ...env } });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+beforeAll(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-cli-'));
+  db = path.join(dir, 'polar.db');
+  const store = Store.open(db);
+  store.sessions.ensure('ses-a', { harness: 'custom' });
+  store.requests.begin({ id: 'r1', sessionId: 'ses-a', agentId: 'main', provider: 'openai-chat', method: 'POST', path: '/v1/chat/completions', startedAt: 1_700_000_000_000, streamed: true, requestHeaders: {}, originalRequest: '{}', upstreamRequest: '{}', requestedModel: 'x', servedModel: 'y' });
+  store.requests.end('r1', { endedAt: 1_700_000_001_500, status: 'ok', httpStatus: 200, reply: '', finishReason: 'stop', tokens: { source: 'upstream', promptIds: [1, 2, 3], sampledIds: [4, 5], logprobs: [-1, -2] } });
+  store.close();
+});
+
+afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+describe('polar CLI', () => {
+  it('--version prints the package version', async () => {
+    const pkg = JSON.parse(fs.readFileSync(path.resolve(__dirname, '../../package.json'), 'utf8'));
+    expect((await polar(['--version'])).stdout.trim()).toBe(pkg.version);
+  });
+
+  it('sessions --json lists sessions with call and token counts', async () => {
+    const { code, stdout } = await polar(['sessions', '--db', db, '--json']);
+    expect(code).toBe(0);
+    expect(JSON.parse(stdout).sessions).toEqual([expect.objectContaining({ id: 'ses-a', requests: 1, promptTokens: 3, sampledTokens: 2, harness: 'custom' })]);
+  });
+
+  it('sessions reads $POLAR_DB when --db is not given, and prints a table', async () => {
+    const { stdout } = await polar(['sessions'], { POLAR_DB: db });
+    expect(stdout).toMatch(/SESSION\s+STATUS/);
+    expect(stdout).toMatch(/ses-a\s+active\s+custom\s+1\s+0\s+3\s+2/);
+  });
+
+  it('show lists a session calls, as text and JSON', async () => {
+    const text = await polar(['show', 'ses-a', '--db', db]);
+    expect(text.stdout).toMatch(/1\s+main\s+openai-chat\s+ok\s+200\s+yes\s+3\s+2\s+stop\s+1\.5s\s+upstream/);
+    const json = JSON.parse((await polar(['show', 'ses-a', '--db', db, '--json'])).stdout);
+    expect(json.calls[0]).toMatchObject({ id: 'r1', seq: 1, promptTokenCount: 3, sampledTokenCount: 2 });
+  });
+
+  it('errors say what to do next and set the exit code', async () => {
+    const missing = await polar(['show', 'nope', '--db', db]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/no session "nope".*polar sessions/);
+    const nodb = await polar(['sessions', '--db', path.join(dir, 'absent.db'), '--json']);
+    expect(nodb.code).toBe(2);
+    expect(JSON.parse(nodb.stdout)).toMatchObject({ ok: false, error: { code: 'POLAR_USAGE' } });
+    const badPort = await polar(['proxy', '--upstream', 'http://127.0.0.1:1', '--model', 'm', '--port', 'x', '--db', db]);
+    expect(badPort.code).toBe(2);
+    expect(badPort.stderr).toMatch(/--port must be an integer/);
+  });
+
+  it('proxy refuses a non-loopback host without --auth-token', async () => {
+    const r = await polar(['proxy', '--upstream', 'http://127.0.0.1:1', '--model', 'm', '--host', '0.0.0.0', '--db', path.join(dir, 'x.db')]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/--auth-token/);
+  });
+});
