@@ -21,15 +21,19 @@ export interface CallSummary {
 }
 
 /**
- * One call's row, from arrival to the last byte. The row is inserted when the call is understood
- * (so a crash mid-generation leaves an `in_progress` row, not nothing) and completed in one UPDATE
- * before the reply's last byte is released. Secret values seen in the request headers are
+ * One call's row, from arrival to the last byte. A small row is inserted when the call is
+ * understood (it takes the sequence number, and a crash mid-generation leaves an `in_progress`
+ * row, not nothing). The request bodies are written next, on the event-loop turn after the
+ * upstream request went out, so that 100 KB write overlaps generation instead of adding to the
+ * call's latency. Outcome, reply and tokens are written in one UPDATE (with the bodies, if they
+ * are still pending) before the reply's last byte is released. Secret values seen in the request headers are
  * scrubbed from every text written.
  */
 export class CallRecord {
   private seq = 0;
   private begun = false;
   private ended = false;
+  private bodiesWritten = false;
 
   constructor(
     private readonly store: Store,
@@ -49,10 +53,28 @@ export class CallRecord {
   begin(fields: Partial<Pick<RequestStart, 'originalRequest' | 'upstreamRequest' | 'requestedModel' | 'servedModel' | 'streamed'>>): void {
     if (this.begun) return;
     Object.assign(this.start, fields);
-    this.start.originalRequest = this.scrub(this.start.originalRequest);
-    this.start.upstreamRequest = this.scrub(this.start.upstreamRequest);
     this.seq = this.store.requests.begin(this.start);
     this.begun = true;
+  }
+
+  /** Writes the request bodies on the next turn of the event loop (after the upstream send). */
+  writeBodiesSoon(): void {
+    setImmediate(() => {
+      if (this.ended || this.bodiesWritten || !this.begun) return;
+      try {
+        this.store.requests.writeBodies(this.start.id, this.bodies());
+        this.bodiesWritten = true;
+      } catch {
+        // left for end(), which writes them in its own transaction and reports a failure
+      }
+    });
+  }
+
+  private bodies() {
+    return {
+      originalRequest: this.scrub(this.start.originalRequest),
+      upstreamRequest: this.scrub(this.start.upstreamRequest),
+    };
   }
 
   /** Completes the row; throws PolarError('POLAR_STORE_WRITE') when the database refuses. */
@@ -63,13 +85,17 @@ export class CallRecord {
     const { usageCounts: _ignored, ...rest } = end;
     try {
       if (!this.begun) this.begin({});
-      this.store.requests.end(this.start.id, {
-        ...rest,
-        reply: this.scrub(end.reply),
-        error: this.scrub(end.error ?? null),
-        endedAt: Date.now(),
-        tokenError: problems.length > 0 ? problems.join('; ') : null,
-      });
+      this.store.requests.end(
+        this.start.id,
+        {
+          ...rest,
+          reply: this.scrub(end.reply),
+          error: this.scrub(end.error ?? null),
+          endedAt: Date.now(),
+          tokenError: problems.length > 0 ? problems.join('; ') : null,
+        },
+        this.bodiesWritten ? undefined : this.bodies(),
+      );
     } catch (err) {
       throw new PolarError('POLAR_STORE_WRITE', `could not record the call: ${(err as Error).message}`, 500, { cause: err });
     }

@@ -69,7 +69,9 @@ async function completeCall(
   upstreamReq: UpstreamRequest,
   signal: AbortSignal,
 ): Promise<void> {
-  const { completion, tokens } = await ctx.upstream.complete(upstreamReq, signal);
+  const pending = ctx.upstream.complete(upstreamReq, signal);
+  call.writeBodiesSoon();
+  const { completion, tokens } = await pending;
   const text = JSON.stringify(ctx.codec.encodeResponse(completion, canonical, tokens));
   // Committed before the reply is released: a reply the harness saw is always in the database.
   call.end({
@@ -94,7 +96,9 @@ async function streamCall(
   signal: AbortSignal,
 ): Promise<void> {
   // Failures up to here (refused, 4xx/5xx, headers timeout) still get an ordinary HTTP error.
-  const chunks = await ctx.upstream.stream(upstreamReq, signal);
+  const pending = ctx.upstream.stream(upstreamReq, signal);
+  call.writeBodiesSoon();
+  const chunks = await pending;
   res.writeHead(200, {
     'content-type': 'text/event-stream; charset=utf-8',
     'cache-control': 'no-cache',

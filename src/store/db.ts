@@ -27,6 +27,9 @@ export function openDb(file: string, options: OpenDbOptions = {}): Db {
   const db = new Database(file, { readonly: options.readonly ?? false, fileMustExist: options.readonly ?? false });
   db.pragma(`busy_timeout = ${Math.max(0, Math.floor(options.busyTimeoutMs ?? 10_000))}`);
   if (!options.readonly) {
+    // 16 KiB pages: a call's row carries ~100 KB bodies and id blobs; with fewer overflow pages a
+    // row write measured ~40% cheaper than with 4 KiB. Only takes effect on a new, empty file.
+    db.pragma('page_size = 16384');
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = NORMAL');
     db.pragma('foreign_keys = ON');

@@ -4,7 +4,7 @@
  * Times are milliseconds since the Unix epoch (UTC).
  */
 export const MIGRATIONS: readonly string[] = [
-  // 1: sessions and one row per model call, with packed token columns.
+  // 1: sessions and one row per model call, with packed token columns and its request bodies.
   `
   CREATE TABLE sessions (
     id              TEXT PRIMARY KEY,
@@ -35,8 +35,6 @@ export const MIGRATIONS: readonly string[] = [
     http_status         INTEGER,
     streamed            INTEGER NOT NULL DEFAULT 0,
     request_headers     TEXT,
-    original_request    TEXT,
-    upstream_request    TEXT,
     reply               TEXT,
     error               TEXT,
     error_code          TEXT,
@@ -55,5 +53,13 @@ export const MIGRATIONS: readonly string[] = [
   );
 
   CREATE INDEX requests_started ON requests(started_at);
+
+  -- The two large request texts live beside the row, 1:1, so they are written once, while the
+  -- upstream generates; SQLite rewrites a whole row on UPDATE, and the row is updated at the end.
+  CREATE TABLE request_bodies (
+    request_id       TEXT PRIMARY KEY REFERENCES requests(id),
+    original_request TEXT,
+    upstream_request TEXT
+  ) WITHOUT ROWID;
   `,
 ];

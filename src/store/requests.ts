@@ -36,6 +36,8 @@ export interface RequestEnd {
   tokenError?: string | null;
 }
 
+export type RequestBodies = Pick<RequestStart, 'originalRequest' | 'upstreamRequest'>;
+
 export interface RequestSummary {
   id: string;
   sessionId: string;
@@ -95,23 +97,28 @@ const END_COLUMNS = {
 };
 
 /**
- * Prepared statements over `requests`. The sequence number is allocated inside the INSERT, under
- * SQLite's write lock, so it is monotonic per session even with several polar processes on one file.
+ * Prepared statements over `requests` and `request_bodies`. The sequence number is allocated inside
+ * the INSERT, under SQLite's write lock, so it is monotonic per session even with several polar
+ * processes on one file. A call is written in up to three steps, each one statement: `begin` (a
+ * small row), `writeBodies` (the two request texts, ideally while the upstream generates) and
+ * `end` (outcome, reply and tokens; the bodies too, if not yet written, in the same transaction).
  */
 export class RequestsTable {
   private readonly beginStmt;
+  private readonly bodiesStmt;
   private readonly endStmt;
   private readonly listStmt;
   private readonly getStmt;
+  private readonly endWithBodies;
 
   constructor(db: Db) {
     this.beginStmt = db.prepare(
       `INSERT INTO requests (id, session_id, agent_id, seq, provider, method, path, started_at, streamed,
-                             request_headers, original_request, upstream_request, requested_model, served_model)
+                             request_headers, requested_model, served_model)
        VALUES (@id, @sessionId, @agentId,
                (SELECT COALESCE(MAX(seq), 0) + 1 FROM requests WHERE session_id = @sessionId),
                @provider, @method, @path, @startedAt, @streamed,
-               @requestHeaders, @originalRequest, @upstreamRequest, @requestedModel, @servedModel)
+               @requestHeaders, @requestedModel, @servedModel)
        RETURNING seq`,
     );
     this.endStmt = db.prepare(
@@ -119,22 +126,50 @@ export class RequestsTable {
         .map(([col, expr]) => `${col} = ${expr}`)
         .join(', ')} WHERE id = @id`,
     );
+    this.bodiesStmt = db.prepare(
+      `INSERT INTO request_bodies (request_id, original_request, upstream_request) VALUES (?, ?, ?)
+       ON CONFLICT (request_id) DO UPDATE SET original_request = excluded.original_request,
+                                              upstream_request = excluded.upstream_request`,
+    );
     this.listStmt = db.prepare(`SELECT ${SUMMARY_COLUMNS} FROM requests WHERE session_id = ? ORDER BY seq`);
-    this.getStmt = db.prepare('SELECT * FROM requests WHERE id = ?');
+    this.getStmt = db.prepare(
+      `SELECT r.*, b.original_request, b.upstream_request
+         FROM requests r LEFT JOIN request_bodies b ON b.request_id = r.id WHERE r.id = ?`,
+    );
+    this.endWithBodies = db.transaction((id: string, end: RequestEnd, bodies: RequestBodies) => {
+      this.writeBodies(id, bodies);
+      this.end(id, end);
+    });
   }
 
   /** Records that a call started; returns its sequence number within the session. */
-  begin(start: RequestStart): number {
+  begin(start: Omit<RequestStart, 'originalRequest' | 'upstreamRequest'>): number {
     const row = this.beginStmt.get({
-      ...start,
+      id: start.id,
+      sessionId: start.sessionId,
+      agentId: start.agentId,
+      provider: start.provider,
+      method: start.method,
+      path: start.path,
+      startedAt: start.startedAt,
       streamed: start.streamed ? 1 : 0,
       requestHeaders: JSON.stringify(start.requestHeaders),
+      requestedModel: start.requestedModel,
+      servedModel: start.servedModel,
     }) as { seq: number };
     return row.seq;
   }
 
-  /** Completes a call's row in one statement (one implicit transaction). */
-  end(id: string, end: RequestEnd): void {
+  writeBodies(id: string, bodies: RequestBodies): void {
+    this.bodiesStmt.run(id, bodies.originalRequest, bodies.upstreamRequest);
+  }
+
+  /** Completes a call's row; with `bodies`, writes them in the same transaction. */
+  end(id: string, end: RequestEnd, bodies?: RequestBodies): void {
+    if (bodies) {
+      this.endWithBodies(id, end, bodies);
+      return;
+    }
     const tokens = end.tokens;
     this.endStmt.run({
       id,

@@ -58,6 +58,7 @@ describe.each([
     store.sessions.ensure('s1', { harness: 'custom', servedModel: 'b' });
     expect(store.requests.begin(start('s1', 'r1'))).toBe(1);
     expect(store.requests.list('s1')[0]).toMatchObject({ status: 'in_progress', seq: 1 });
+    store.requests.writeBodies('r1', { originalRequest: '{"model":"a"}', upstreamRequest: '{"model":"b"}' });
     store.requests.end('r1', {
       endedAt: Date.now(),
       status: 'ok',
@@ -68,7 +69,7 @@ describe.each([
       tokens: { source: 'upstream', promptIds: [1, 2, 3], sampledIds: [9, 151645], logprobs: [-0.5, -1e-7] },
     });
     const row = store.requests.get('r1')!;
-    expect(row).toMatchObject({ status: 'ok', tokenSource: 'upstream', promptIds: [1, 2, 3], sampledIds: [9, 151645], logprobs: [-0.5, -1e-7], promptTokenCount: 3, sampledTokenCount: 2, usage: { prompt_tokens: 3, completion_tokens: 2 } });
+    expect(row).toMatchObject({ originalRequest: '{"model":"a"}', upstreamRequest: '{"model":"b"}', status: 'ok', tokenSource: 'upstream', promptIds: [1, 2, 3], sampledIds: [9, 151645], logprobs: [-0.5, -1e-7], promptTokenCount: 3, sampledTokenCount: 2, usage: { prompt_tokens: 3, completion_tokens: 2 } });
     expect(store.sessions.summary('s1')).toMatchObject({ requests: 1, failed: 0, promptTokens: 3, sampledTokens: 2 });
   });
 

@@ -1,6 +1,15 @@
 import type { ChatCompletion, ChatCompletionChunk } from '../core/chat.js';
 import { isRecord } from '../core/chat.js';
 import { PolarError } from '../core/errors.js';
+/** Parses an upstream JSON text; anything unparseable is a protocol error naming what it was. */
+export function parseUpstreamJson(text: string, what: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    const head = text.length > 200 ? `${text.slice(0, 200)}…` : text;
+    throw new PolarError('POLAR_UPSTREAM_PROTOCOL', `upstream ${what} is not valid JSON: ${head}`, 502);
+  }
+}
 
 /** The minimal shape checks every OpenAI-compatible reply must pass before anything reads it. */
 export function expectCompletionShape(json: unknown): ChatCompletion {

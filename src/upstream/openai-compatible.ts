@@ -3,6 +3,7 @@ import { isRecord } from '../core/chat.js';
 import { PolarError, UpstreamStatusError } from '../core/errors.js';
 import type { CapturedTokens } from '../core/tokens.js';
 import { SseParser } from '../core/sse/parse.js';
+import { parseUpstreamJson } from './chat-shape.js';
 import { UpstreamHttp, type UpstreamHttpOptions } from './http.js';
 import type { TokenDelta, Upstream, UpstreamChunk, UpstreamCompletion, UpstreamKind, UpstreamRequest } from './types.js';
 
@@ -42,7 +43,7 @@ export class ChatCompletionsUpstream implements Upstream {
   async complete(req: UpstreamRequest, signal: AbortSignal): Promise<UpstreamCompletion> {
     const reply = await this.http.postJson(req.path, req.text, signal);
     if (reply.status < 200 || reply.status >= 300) throw new UpstreamStatusError(reply.status, reply.text);
-    return this.dialect.completion(parseJson(reply.text, 'reply'));
+    return this.dialect.completion(parseUpstreamJson(reply.text, 'reply'));
   }
 
   async stream(req: UpstreamRequest, signal: AbortSignal): Promise<AsyncIterable<UpstreamChunk>> {
@@ -53,7 +54,7 @@ export class ChatCompletionsUpstream implements Upstream {
   async models(signal?: AbortSignal): Promise<string[]> {
     const reply = await this.http.getJson('/v1/models', signal);
     if (reply.status !== 200) throw new UpstreamStatusError(reply.status, reply.text);
-    const json = parseJson(reply.text, 'model list');
+    const json = parseUpstreamJson(reply.text, 'model list');
     if (!isRecord(json) || !Array.isArray(json.data)) return [];
     return json.data.flatMap((m) => (isRecord(m) && typeof m.id === 'string' ? [m.id] : []));
   }
@@ -69,7 +70,7 @@ async function* readChunks(body: AsyncIterable<Uint8Array>, dialect: ChatDialect
   for await (const bytes of body) {
     for (const event of parser.push(bytes)) {
       if (event.data === '[DONE]') return;
-      const extracted = dialect.chunk(parseJson(event.data, 'stream chunk'));
+      const extracted = dialect.chunk(parseUpstreamJson(event.data, 'stream chunk'));
       if (extracted.chunk.choices.some((c) => c.finish_reason)) finished = true;
       yield extracted;
     }
@@ -80,15 +81,6 @@ async function* readChunks(body: AsyncIterable<Uint8Array>, dialect: ChatDialect
   // Some OpenAI-compatible servers close without `[DONE]`; that is complete only once a choice finished.
   if (!finished) {
     throw new PolarError('POLAR_UPSTREAM_PROTOCOL', 'upstream stream ended before the reply finished', 502);
-  }
-}
-
-function parseJson(text: string, what: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    const head = text.length > 200 ? `${text.slice(0, 200)}…` : text;
-    throw new PolarError('POLAR_UPSTREAM_PROTOCOL', `upstream ${what} is not valid JSON: ${head}`, 502);
   }
 }
 

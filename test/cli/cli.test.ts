@@ -26,7 +26,7 @@ beforeAll(() => {
   db = path.join(dir, 'polar.db');
   const store = Store.open(db);
   store.sessions.ensure('ses-a', { harness: 'custom' });
-  store.requests.begin({ id: 'r1', sessionId: 'ses-a', agentId: 'main', provider: 'openai-chat', method: 'POST', path: '/v1/chat/completions', startedAt: 1_700_000_000_000, streamed: true, requestHeaders: {}, originalRequest: '{}', upstreamRequest: '{}', requestedModel: 'x', servedModel: 'y' });
+  store.requests.begin({ id: 'r1', sessionId: 'ses-a', agentId: 'main', provider: 'openai-chat', method: 'POST', path: '/v1/chat/completions', startedAt: 1_700_000_000_000, streamed: true, requestHeaders: {}, requestedModel: 'x', servedModel: 'y' });
   store.requests.end('r1', { endedAt: 1_700_000_001_500, status: 'ok', httpStatus: 200, reply: '', finishReason: 'stop', tokens: { source: 'upstream', promptIds: [1, 2, 3], sampledIds: [4, 5], logprobs: [-1, -2] } });
   store.close();
 });

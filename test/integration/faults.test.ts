@@ -130,7 +130,7 @@ describe('upstream faults', () => {
     try {
       const res = await fetch(`${dead.proxy.baseUrl()}/chat/completions`, { method: 'POST', body: chatBody() });
       expect(res.status).toBe(502);
-      expect((await res.json()).error.message).toMatch(/ECONNREFUSED/);
+      expect(((await res.json()) as { error: { message: string } }).error.message).toMatch(/ECONNREFUSED/);
       const row = dead.store.requests.list(dead.session)[0]!;
       expect(row).toMatchObject({ status: 'error', httpStatus: 502, errorCode: 'POLAR_UPSTREAM_CONNECT' });
       const again = await fetch(`${dead.proxy.baseUrl()}/chat/completions`, { method: 'POST', body: chatBody() });

@@ -65,7 +65,7 @@ describe('session routing', () => {
     const before = t.store.requests.list('default-one').length;
     const res = await fetch(`${t.proxy.url}/s/${encodeURIComponent('bad name!')}/v1/chat/completions`, { method: 'POST', body: '{}' });
     expect(res.status).toBe(400);
-    expect((await res.json()).error.message).toMatch(/invalid session name/);
+    expect(((await res.json()) as { error: { message: string } }).error.message).toMatch(/invalid session name/);
     expect(t.store.requests.list('default-one')).toHaveLength(before + 1);
   });
 });
@@ -84,7 +84,7 @@ describe('binding and auth', () => {
       const url = `http://127.0.0.1:${p.port}/s/authed/v1`;
       const denied = await fetch(`${url}/chat/completions`, { method: 'POST', body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }) });
       expect(denied.status).toBe(401);
-      expect((await denied.json()).error.type).toBe('authentication_error');
+      expect(((await denied.json()) as { error: { type: string } }).error.type).toBe('authentication_error');
       await ask(new OpenAI({ baseURL: url, apiKey: token, maxRetries: 0 }));
       const byHeader = await fetch(`${url}/chat/completions`, {
         method: 'POST',

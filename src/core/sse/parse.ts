@@ -59,29 +59,29 @@ export class SseParser {
     const events: SseEvent[] = [];
     if (text.length === 0) return events;
     let start = 0;
-    let i = 0;
     // A CR that ended the previous chunk already ended its line; a LF right after it is part of the CRLF.
-    if (this.lastWasCR && text.charCodeAt(0) === 10) {
-      start = i = 1;
-    }
+    if (this.lastWasCR && text.charCodeAt(0) === 10) start = 1;
     this.lastWasCR = false;
-    const buffered = this.buffer;
+    let pending = this.buffer;
     this.buffer = '';
-    let pending = buffered;
-    for (; i < text.length; i++) {
-      const c = text.charCodeAt(i);
-      if (c !== 10 && c !== 13) continue;
-      const line = pending + text.slice(start, i);
+    // Line ends are found with indexOf (native, fast on 100 KB data lines), not a per-char loop.
+    let lf = text.indexOf('\n', start);
+    let cr = text.indexOf('\r', start);
+    while (lf >= 0 || cr >= 0) {
+      const end = lf < 0 ? cr : cr < 0 ? lf : Math.min(lf, cr);
+      const line = pending.length > 0 ? pending + text.slice(start, end) : text.slice(start, end);
       pending = '';
       this.line(line, events);
-      if (c === 13) {
-        if (i + 1 < text.length) {
-          if (text.charCodeAt(i + 1) === 10) i++;
+      start = end + 1;
+      if (end === cr) {
+        if (start < text.length) {
+          if (text.charCodeAt(start) === 10) start++;
         } else {
           this.lastWasCR = true;
         }
       }
-      start = i + 1;
+      if (lf >= 0 && lf < start) lf = text.indexOf('\n', start);
+      if (cr >= 0 && cr < start) cr = text.indexOf('\r', start);
     }
     this.buffer = pending + text.slice(start);
     if (this.buffer.length + this.dataBytes > this.maxEventBytes) {

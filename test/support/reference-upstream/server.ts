@@ -21,6 +21,8 @@ export interface ReferenceUpstreamOptions {
   /** Sampled tokens per streamed chunk. */
   chunkTokens?: number;
   chunkDelayMs?: number;
+  /** Delay before the reply's first byte, standing in for prefill and generation time. */
+  latencyMs?: number;
   /** Benchmark mode: no template or tokenizer work; synthetic ids sized like the request. */
   fast?: boolean;
   /** vLLM ≥ 0.10 names it `reasoning`; older versions `reasoning_content`. */
@@ -157,6 +159,7 @@ export async function startReferenceUpstream(options: ReferenceUpstreamOptions =
       return;
     }
 
+    if (options.latencyMs) await sleep(options.latencyMs);
     const promptIds = qwen ? renderPrompt(qwen, chat) : syntheticPrompt(body.length);
     const maxTokens = chat.max_completion_tokens ?? chat.max_tokens;
     const reply = qwen
