@@ -24,8 +24,11 @@ export class TokenAccumulator {
     }
   }
 
+  /** `none` when the server sent no ids at all (e.g. a vLLM that ignores `return_token_ids`). */
   result(): CapturedTokens {
-    if (this.source === 'none') return { source: 'none', promptIds: null, sampledIds: null, logprobs: null };
+    if (this.source === 'none' || (!this.promptIds && !this.sampledIds)) {
+      return { source: 'none', promptIds: null, sampledIds: null, logprobs: null };
+    }
     return {
       source: this.source,
       promptIds: this.promptIds,

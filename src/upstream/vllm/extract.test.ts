@@ -36,6 +36,20 @@ describe('vLLM extraction', () => {
     expect(chunks[chunks.length - 1]!.chunk).toMatchObject({ choices: [], usage: { completion_tokens: 4 } });
   });
 
+  it('a server that ignored return_token_ids gives token_source none, not empty upstream ids', () => {
+    const reply = completionFixture();
+    delete reply.prompt_token_ids;
+    delete reply.choices[0].token_ids;
+    expect(extractVllmCompletion(reply).tokens).toEqual({ source: 'none', promptIds: null, sampledIds: null, logprobs: null });
+    const acc = new TokenAccumulator('upstream');
+    for (const e of streamFixture()) {
+      delete e.prompt_token_ids;
+      for (const c of e.choices) delete c.token_ids;
+      acc.add(extractVllmChunk(e).tokens);
+    }
+    expect(acc.result().source).toBe('none');
+  });
+
   it('renames vLLM `reasoning` to the canonical `reasoning_content`', () => {
     const reply = completionFixture();
     reply.choices[0].message.reasoning = 'think';

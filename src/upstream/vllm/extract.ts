@@ -28,9 +28,11 @@ export function extractVllmCompletion(json: unknown): { completion: ChatCompleti
     for (const field of CHOICE_TRAINING_FIELDS) delete c[field];
     if (isRecord(c.message)) renameReasoning(c.message as ChatMessage);
   }
+  // A vLLM older than 0.10.2 ignores `return_token_ids`: without ids the call is text only.
+  const source = promptIds || sampledIds ? 'upstream' : 'none';
   return {
     completion: obj,
-    tokens: { source: 'upstream', promptIds, sampledIds, logprobs },
+    tokens: source === 'upstream' ? { source, promptIds, sampledIds, logprobs } : { source, promptIds: null, sampledIds: null, logprobs: null },
   };
 }
 
