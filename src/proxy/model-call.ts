@@ -52,8 +52,9 @@ export async function handleModelCall(
       servedModel: model,
       streamed: canonical.stream,
     });
-    if (canonical.stream) await streamCall(res, call, ctx, canonical, upstreamReq, abort.signal);
-    else await completeCall(res, call, ctx, canonical, upstreamReq, abort.signal);
+    const plan: CallPlan = { res, call, ctx, canonical, upstreamReq, signal: abort.signal };
+    if (canonical.stream) await streamCall(plan);
+    else await completeCall(plan);
   } catch (err) {
     failBeforeHeaders(res, call, ctx.codec, toPolarError(err, abort.signal), bodyText);
   } finally {
@@ -61,14 +62,17 @@ export async function handleModelCall(
   }
 }
 
-async function completeCall(
-  res: ServerResponse,
-  call: CallRecord,
-  ctx: ModelCallContext,
-  canonical: CanonicalRequest,
-  upstreamReq: UpstreamRequest,
-  signal: AbortSignal,
-): Promise<void> {
+/** One understood call, ready to go upstream. */
+interface CallPlan {
+  res: ServerResponse;
+  call: CallRecord;
+  ctx: ModelCallContext;
+  canonical: CanonicalRequest;
+  upstreamReq: UpstreamRequest;
+  signal: AbortSignal;
+}
+
+async function completeCall({ res, call, ctx, canonical, upstreamReq, signal }: CallPlan): Promise<void> {
   const pending = ctx.upstream.complete(upstreamReq, signal);
   call.writeBodiesSoon();
   const { completion, tokens } = await pending;
@@ -87,14 +91,7 @@ async function completeCall(
   sendJson(res, 200, text);
 }
 
-async function streamCall(
-  res: ServerResponse,
-  call: CallRecord,
-  ctx: ModelCallContext,
-  canonical: CanonicalRequest,
-  upstreamReq: UpstreamRequest,
-  signal: AbortSignal,
-): Promise<void> {
+async function streamCall({ res, call, ctx, canonical, upstreamReq, signal }: CallPlan): Promise<void> {
   // Failures up to here (refused, 4xx/5xx, headers timeout) still get an ordinary HTTP error.
   const pending = ctx.upstream.stream(upstreamReq, signal);
   call.writeBodiesSoon();

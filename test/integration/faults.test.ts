@@ -222,3 +222,31 @@ async function waitFor(cond: () => boolean, timeoutMs = 5000): Promise<void> {
     await new Promise((r) => setTimeout(r, 10));
   }
 }
+
+describe('a database that refuses the write', () => {
+  it('never lets an unrecorded reply reach the harness: an error instead, in either mode', async () => {
+    const p = await startTestProxy(upstream.url);
+    try {
+      // Break the final write only: the small begin row still goes in, the end transaction cannot.
+      p.store.db.exec('DROP TABLE request_bodies');
+      const warnings: string[] = [];
+      const onWarning = (w: Error) => warnings.push(w.message);
+      process.on('warning', onWarning);
+      const plain = await fetch(`${p.proxy.baseUrl()}/chat/completions`, { method: 'POST', body: chatBody() });
+      expect(plain.status).toBe(500);
+      expect(((await plain.json()) as { error: { code: string } }).error.code).toBe('polar_store_write');
+
+      const streamed = await fetch(`${p.proxy.baseUrl()}/chat/completions`, { method: 'POST', body: chatBody({ stream: true }) });
+      const text = await streamed.text();
+      // Content chunks went out as they came; the close did not: an error event takes [DONE]'s place
+      // first, so an SDK raises instead of accepting a reply the database does not have.
+      const events = text.split('\n\n').filter(Boolean);
+      expect(events.at(-2)).toContain('polar_store_write');
+      expect(events.at(-1)).toBe('data: [DONE]');
+      process.off('warning', onWarning);
+      expect(warnings.some((w) => /could not record the call/.test(w))).toBe(true);
+    } finally {
+      await p.close();
+    }
+  });
+});
