@@ -7,7 +7,7 @@
  *   npm run bench            (writes bench/RESULTS.md)
  *   npm run bench -- --quick (fewer requests, for a smoke check)
  */
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -101,40 +101,51 @@ interface Row {
   scenario: Scenario;
   n: number;
   direct: number[];
+  relay: number[];
   proxy: number[];
+}
+
+async function spawnJsonLine(args: string[]): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+  const line = await new Promise<string>((resolve) => readline.createInterface({ input: child.stdout! }).once('line', resolve));
+  return { child, url: (JSON.parse(line) as { url: string }).url };
 }
 
 async function measure(latencyMs: number, tmp: string): Promise<{ rows: Row[]; peakRss: number }> {
   const upstream = await startReferenceUpstream({ fast: true, log: false, latencyMs });
   const db = path.join(tmp, `bench-${latencyMs}.db`);
-  const child = spawn(
-    process.execPath,
-    [path.join(ROOT, 'bin/polar.js'), 'proxy', '--upstream', upstream.url, '--model', 'Qwen/Qwen3-8B', '--port', '0', '--db', db, '--json', '--quiet'],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
-  );
-  const info = JSON.parse(await new Promise<string>((resolve) => readline.createInterface({ input: child.stdout! }).once('line', resolve))) as { url: string };
+  const polar = await spawnJsonLine([path.join(ROOT, 'bin/polar.js'), 'proxy', '--upstream', upstream.url, '--model', 'Qwen/Qwen3-8B', '--port', '0', '--db', db, '--json', '--quiet']);
+  const relay = await spawnJsonLine([path.join(ROOT, 'bench/bare-relay.mjs'), upstream.url]);
+  const child = polar.child;
   const direct = new Pool(upstream.url, { connections: 128 });
-  const viaProxy = new Pool(info.url, { connections: 128 });
-  // Warm up both paths (JIT, connection pools, SQLite page cache).
+  const viaRelay = new Pool(relay.url, { connections: 128 });
+  const viaProxy = new Pool(polar.url, { connections: 128 });
+  // Warm up every path (JIT, connection pools, SQLite page cache).
   for (const s of SCENARIOS) {
-    await runBatch(direct, '/v1/chat/completions', { ...s, perRound: Math.min(s.perRound, 64) }, true, 0);
-    await runBatch(viaProxy, '/v1/chat/completions', { ...s, perRound: Math.min(s.perRound, 64) }, false, 0);
+    const warm = { ...s, perRound: Math.min(s.perRound, 64) };
+    await runBatch(direct, '/v1/chat/completions', warm, true, 0);
+    await runBatch(viaRelay, '/v1/chat/completions', warm, true, 0);
+    await runBatch(viaProxy, '/v1/chat/completions', warm, false, 0);
   }
   const rows: Row[] = [];
   for (const s of SCENARIOS) {
     const d: Sample[] = [];
+    const b: Sample[] = [];
     const p: Sample[] = [];
     for (let r = 0; r < ROUNDS; r++) {
       d.push(...(await runBatch(direct, '/v1/chat/completions', s, true, r * s.perRound)));
+      b.push(...(await runBatch(viaRelay, '/v1/chat/completions', s, true, r * s.perRound)));
       p.push(...(await runBatch(viaProxy, '/v1/chat/completions', s, false, r * s.perRound)));
     }
     const metric = (xs: Sample[]) => (s.stream ? xs.map((x) => x.ttfbMs) : xs.map((x) => x.totalMs));
-    rows.push({ latencyMs, scenario: s, n: d.length, direct: metric(d), proxy: metric(p) });
+    rows.push({ latencyMs, scenario: s, n: d.length, direct: metric(d), relay: metric(b), proxy: metric(p) });
     process.stderr.write(`upstream ${latencyMs} ms, ${s.name}: added p50 ${(pct(metric(p), 50) - pct(metric(d), 50)).toFixed(2)} ms\n`);
   }
   const peakRss = readPeakRss(child.pid!);
   await direct.close();
+  await viaRelay.close();
   await viaProxy.close();
+  relay.child.kill('SIGTERM');
   child.kill('SIGINT');
   await new Promise((resolve) => child.once('exit', resolve));
   await upstream.close();
@@ -150,8 +161,8 @@ async function main(): Promise<void> {
   const fmt = (x: number) => x.toFixed(2);
   const lines = results.flatMap(({ rows }) =>
     rows.map((r) => {
-      const [d50, p50, d99, p99] = [pct(r.direct, 50), pct(r.proxy, 50), pct(r.direct, 99), pct(r.proxy, 99)];
-      return `| ${r.latencyMs} ms | ${r.scenario.name} | ${r.scenario.stream ? 'first byte' : 'total'} | ${r.n} | ${fmt(d50)} | ${fmt(p50)} | **${fmt(p50 - d50)}** | ${fmt(d99)} | ${fmt(p99)} | **${fmt(p99 - d99)}** |`;
+      const [d50, b50, p50, d99, p99] = [pct(r.direct, 50), pct(r.relay, 50), pct(r.proxy, 50), pct(r.direct, 99), pct(r.proxy, 99)];
+      return `| ${r.latencyMs} ms | ${r.scenario.name} | ${r.scenario.stream ? 'first byte' : 'total'} | ${r.n} | ${fmt(d50)} | ${fmt(b50)} | ${fmt(p50)} | **${fmt(p50 - d50)}** | ${fmt(p50 - b50)} | ${fmt(d99)} | ${fmt(p99)} | **${fmt(p99 - d99)}** |`;
     }),
   );
   const peak = Math.max(...results.map((r) => r.peakRss));
@@ -166,13 +177,15 @@ upstream does identical work and the difference is the proxy's own: parsing, rew
 relaying, and the SQLite commit before the last byte. "Upstream" is how long the upstream waits before
 answering: 0 ms exposes every cost of the proxy; 20 ms (a short generation) lets the proxy write the
 request bodies while the upstream works, as it does against a real inference server.
-Times in milliseconds; "added" is proxy minus direct at the same percentile.
+"Bare relay" (bench/bare-relay.mjs) is a pass-through proxy built from the same parts that moves bytes
+and nothing else: what any extra hop costs on this machine. Times in milliseconds; "added" is polar
+minus direct at the same percentile, "polar − relay" the part that is polar's own work.
 
 Machine: ${cpu}, ${os.cpus().length} cores, Node ${process.version}, ${new Date().toISOString().slice(0, 10)}${quick ? ' (--quick run)' : ''}.
 Load generator, upstream and proxy share those cores.
 
-| upstream | scenario | metric | n | direct p50 | proxy p50 | added p50 | direct p99 | proxy p99 | added p99 |
-|---|---|---|---:|---:|---:|---:|---:|---:|---:|
+| upstream | scenario | metric | n | direct p50 | bare relay p50 | polar p50 | added p50 | polar − relay p50 | direct p99 | polar p99 | added p99 |
+|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|
 ${lines.join('\n')}
 
 Peak RSS of the proxy process: **${(peak / 1024 / 1024).toFixed(1)} MiB** (VmHWM, the larger of the two runs).

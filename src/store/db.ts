@@ -31,6 +31,10 @@ export function openDb(file: string, options: OpenDbOptions = {}): Db {
     // row write measured ~40% cheaper than with 4 KiB. Only takes effect on a new, empty file.
     db.pragma('page_size = 16384');
     db.pragma('journal_mode = WAL');
+    // Checkpoint every ~4 MiB of WAL (SQLite's default 1,000 pages assumes 4 KiB pages): the
+    // commit that triggers a checkpoint copies the WAL inline, and 16 MiB copies stalled a call
+    // for ~50 ms where 4 MiB stalls it for ~10.
+    db.pragma(`wal_autocheckpoint = ${Math.ceil((4 * 1024 * 1024) / (db.pragma('page_size', { simple: true }) as number))}`);
     db.pragma('synchronous = NORMAL');
     db.pragma('foreign_keys = ON');
     migrate(db);
