@@ -5,7 +5,9 @@
  * rest pass through untouched.
  */
 
-export type ProviderName = 'openai-chat';
+export type ProviderName = 'openai-chat' | 'anthropic-messages' | 'openai-responses' | 'google-generate-content';
+
+export const PROVIDER_NAMES: readonly ProviderName[] = ['openai-chat', 'anthropic-messages', 'openai-responses', 'google-generate-content'];
 
 export interface ChatToolCall {
   id?: string;
@@ -42,6 +44,11 @@ export interface CanonicalRequest {
     tokenIds: boolean;
     includeUsage: boolean;
   };
+  /** The caller's thinking switch (Anthropic `thinking`, Responses `reasoning.effort`, Gemini
+   *  `thinkingConfig`), for the upstream adapter to apply; undefined leaves the template default. */
+  thinking?: boolean;
+  /** What the codec needs to encode the reply in its own terms (tool kinds, stop sequences). */
+  codecState?: unknown;
 }
 
 export interface ChatUsage {

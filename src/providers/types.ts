@@ -10,26 +10,49 @@ export interface ErrorReply {
   body: unknown;
 }
 
+/** What decoding may look up: earlier replies, for stateless APIs that refer back (Responses). */
+export interface DecodeContext {
+  /** The provider path, e.g. `/v1beta/models/gemini-2.5-pro:streamGenerateContent` (model names live there). */
+  path: string;
+  /** A reply this proxy recorded earlier, by the id it gave the caller; undefined when unknown. */
+  lookupResponse?: (responseId: string) => RecordedExchange | undefined;
+}
+
+export interface RecordedExchange {
+  /** The request body the caller sent, parsed. */
+  request: unknown;
+  /** The reply the caller received: a JSON body, or the SSE text of a stream. */
+  reply: string;
+  streamed: boolean;
+}
+
+/** Stable facts about one call that a reply is built from (ids derive from the call's id). */
+export interface EncodeContext {
+  callId: string;
+  /** Seconds since the epoch. */
+  created: number;
+}
+
 /**
  * Turns one call's canonical chunks into the provider's events. State (open blocks, tool-call
- * indexes) lives in the instance, one per call. `end()` returns the closing events, which the
- * proxy releases only after the call's record is committed.
+ * indexes, sequence numbers) lives in the instance, one per call. `end()` returns the closing
+ * events, which the proxy releases only after the call's record is committed.
  */
 export interface StreamTranslator {
   push(chunk: ChatCompletionChunk, tokens: TokenDelta | null): SseEvent[];
   end(): SseEvent[];
-  /** In-stream error events, for failures after the response headers went out. */
-  error(err: PolarError): SseEvent[];
+  /** The bytes that report a failure after the response headers went out (in-stream error). */
+  error(err: PolarError): string;
+  /** What keeps this stream alive for the harness's idle watchdog while nothing else flows. */
+  keepAlive(): string;
 }
 
 /** One provider API: pure functions from its wire format to the canonical one and back. */
 export interface ProviderCodec {
   readonly name: ProviderName;
   /** Narrows untrusted JSON once; throws PolarError('POLAR_BAD_REQUEST') on anything malformed. */
-  decodeRequest(body: unknown): CanonicalRequest;
-  encodeResponse(done: ChatCompletion, req: CanonicalRequest, tokens: CapturedTokens): unknown;
-  createStream(req: CanonicalRequest): StreamTranslator;
-  /** Bytes that keep a quiet stream alive for this provider's clients. */
-  keepAlive(): string;
+  decodeRequest(body: unknown, ctx: DecodeContext): CanonicalRequest;
+  encodeResponse(done: ChatCompletion, req: CanonicalRequest, tokens: CapturedTokens, ctx: EncodeContext): unknown;
+  createStream(req: CanonicalRequest, ctx: EncodeContext): StreamTranslator;
   renderError(err: PolarError): ErrorReply;
 }

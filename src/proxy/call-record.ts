@@ -46,6 +46,15 @@ export class CallRecord {
     return this.start.id;
   }
 
+  /** For calls whose API is known only once the body is read (a POST to an unknown path). */
+  setProvider(provider: string): void {
+    if (!this.begun) this.start.provider = provider;
+  }
+
+  get startedAt(): number {
+    return this.start.startedAt;
+  }
+
   get isEnded(): boolean {
     return this.ended;
   }

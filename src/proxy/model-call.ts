@@ -3,7 +3,8 @@ import type { CanonicalRequest, ChatCompletionChunk, ChatUsage } from '../core/c
 import { PolarError } from '../core/errors.js';
 import { formatSseEvent } from '../core/sse/write.js';
 import type { SseEvent } from '../core/sse/parse.js';
-import type { ProviderCodec } from '../providers/types.js';
+import { normalizeRequest } from '../providers/normalize.js';
+import type { DecodeContext, EncodeContext, ProviderCodec } from '../providers/types.js';
 import { TokenAccumulator } from '../upstream/accumulate.js';
 import type { Upstream, UpstreamRequest } from '../upstream/types.js';
 import { readBody } from './body.js';
@@ -16,8 +17,13 @@ export interface ModelCallContext {
   codec: ProviderCodec;
   /** Replaces the model the harness asked for; null passes the requested name through. */
   servedModel: string | null;
+  /** The served model's context length, for clamping `max_tokens`; null when unknown. */
+  contextWindow: number | null;
   maxBodyBytes: number;
   keepAliveMs: number;
+  /** The provider path (without a session prefix). */
+  apiPath: string;
+  lookupResponse?: DecodeContext['lookupResponse'];
 }
 
 /**
@@ -30,6 +36,7 @@ export async function handleModelCall(
   res: ServerResponse,
   call: CallRecord,
   ctx: ModelCallContext,
+  preRead?: string,
 ): Promise<void> {
   const abort = new AbortController();
   const onClose = () => {
@@ -38,8 +45,9 @@ export async function handleModelCall(
   res.on('close', onClose);
   let bodyText: string | null = null;
   try {
-    bodyText = await readBody(req, ctx.maxBodyBytes);
-    const canonical = ctx.codec.decodeRequest(parseJsonBody(bodyText));
+    bodyText = preRead ?? (await readBody(req, ctx.maxBodyBytes));
+    const decoded = ctx.codec.decodeRequest(parseJsonBody(bodyText), { path: ctx.apiPath, lookupResponse: ctx.lookupResponse });
+    const canonical = normalizeRequest(decoded, { contextWindow: ctx.contextWindow });
     const model = ctx.servedModel ?? canonical.requestedModel;
     if (!model) {
       throw new PolarError('POLAR_BAD_REQUEST', 'request names no model and the proxy has no --model to serve', 400, { param: 'model' });
@@ -76,7 +84,7 @@ async function completeCall({ res, call, ctx, canonical, upstreamReq, signal }: 
   const pending = ctx.upstream.complete(upstreamReq, signal);
   call.writeBodiesSoon();
   const { completion, tokens } = await pending;
-  const text = JSON.stringify(ctx.codec.encodeResponse(completion, canonical, tokens));
+  const text = JSON.stringify(ctx.codec.encodeResponse(completion, canonical, tokens, encodeContext(call)));
   // Committed before the reply is released: a reply the harness saw is always in the database.
   call.end({
     status: 'ok',
@@ -104,11 +112,11 @@ async function streamCall({ res, call, ctx, canonical, upstreamReq, signal }: Ca
   });
   res.flushHeaders();
   const sent: string[] = [];
+  const translator = ctx.codec.createStream(canonical, encodeContext(call));
   const keepAlive = new KeepAlive(ctx.keepAliveMs, () => {
-    if (!res.writableEnded) res.write(ctx.codec.keepAlive());
+    if (!res.writableEnded) res.write(translator.keepAlive());
   });
   keepAlive.start();
-  const translator = ctx.codec.createStream(canonical);
   const accumulator = new TokenAccumulator(ctx.upstream.capturesTokens ? 'upstream' : 'none');
   const seen: StreamFacts = { finishReason: null, usage: null, model: null };
   const write = async (events: SseEvent[]) => {
@@ -144,7 +152,7 @@ async function streamCall({ res, call, ctx, canonical, upstreamReq, signal }: Ca
     const aborted = error.code === 'POLAR_CLIENT_ABORTED';
     let tail = '';
     if (!aborted && !res.writableEnded) {
-      tail = translator.error(error).map(formatSseEvent).join('');
+      tail = translator.error(error);
     }
     recordQuietly(call, {
       status: aborted ? 'aborted' : 'error',
@@ -172,6 +180,10 @@ function noteChunk(seen: StreamFacts, chunk: ChatCompletionChunk): void {
   const finish = chunk.choices[0]?.finish_reason;
   if (finish) seen.finishReason = finish;
   if (chunk.usage) seen.usage = chunk.usage;
+}
+
+function encodeContext(call: CallRecord): EncodeContext {
+  return { callId: call.id, created: Math.floor(call.startedAt / 1000) };
 }
 
 function usageCounts(usage: ChatUsage | null | undefined): { promptTokens?: number; completionTokens?: number } {

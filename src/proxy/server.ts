@@ -3,22 +3,28 @@ import type { AddressInfo } from 'node:net';
 import { timingSafeEqual } from 'node:crypto';
 import { PolarError } from '../core/errors.js';
 import { isValidSessionName, newId } from '../core/ids.js';
-import type { ProviderCodec } from '../providers/types.js';
+import { CODECS } from '../providers/codecs.js';
 import { openaiChatCodec } from '../providers/openai-chat/index.js';
+import { callIdFromResponseId } from '../providers/openai-responses/index.js';
+import type { RecordedExchange } from '../providers/types.js';
 import { redactHeaders, redactPath, secretValues } from '../store/redact.js';
 import type { Store } from '../store/store.js';
 import type { Upstream } from '../upstream/types.js';
 import { CallRecord, type CallSummary } from './call-record.js';
 import { apiKey, DEFAULT_AGENT_HEADERS, identifyCaller, type CallerIdentity } from './identity.js';
+import { readBody } from './body.js';
+import { handleCountTokens } from './count-tokens.js';
 import { handleModelCall } from './model-call.js';
-import { sendJson } from './reply.js';
-import { matchRoute, SUPPORTED_ROUTES, type Route } from './route.js';
+import { sendJson, toPolarError } from './reply.js';
+import { detectProvider, matchRoute, SUPPORTED_ROUTES, type Route } from './route.js';
 
 export interface ProxyOptions {
   store: Store;
   upstream: Upstream;
   /** The model every call is served by; null passes the requested name through. */
   servedModel: string | null;
+  /** The served model's context length, for clamping `max_tokens`; null when unknown. */
+  contextWindow?: number | null;
   /** Session for calls that name none. Created if it does not exist. */
   defaultSession: string;
   host?: string;
@@ -44,7 +50,6 @@ export interface RunningProxy {
   close(graceMs?: number): Promise<void>;
 }
 
-const CODECS: Record<string, ProviderCodec> = { 'openai-chat': openaiChatCodec };
 
 export const DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024;
 
@@ -75,8 +80,10 @@ export async function startProxy(options: ProxyOptions): Promise<RunningProxy> {
   const modelCtx = {
     upstream,
     servedModel: options.servedModel,
+    contextWindow: options.contextWindow ?? null,
     maxBodyBytes,
     keepAliveMs: options.keepAliveMs ?? 15_000,
+    lookupResponse: (responseId: string) => lookupResponse(store, responseId),
   };
 
   function handle(req: IncomingMessage, res: ServerResponse): void {
@@ -97,10 +104,14 @@ export async function startProxy(options: ProxyOptions): Promise<RunningProxy> {
       sendJson(res, 200, JSON.stringify({ ok: true, inFlight: active.size - 1 }));
       return;
     }
+    if (route.kind === 'probe') {
+      // Warm-up probes (Claude Code's HEAD /api/hello): answered, not recorded.
+      res.writeHead(200).end();
+      return;
+    }
     const identity = identifyCaller(req.headers, route.pathSession, options.defaultSession, agentHeaders);
-    const call = newCall(req, route, identity);
-    const codec = route.kind === 'model-call' ? CODECS[route.provider]! : openaiChatCodec;
-    const fail = (err: PolarError) => {
+    const codec = route.kind === 'model-call' || route.kind === 'count-tokens' ? CODECS[route.provider] : openaiChatCodec;
+    const refuse = (err: PolarError, call: CallRecord) => {
       req.resume();
       const reply = codec.renderError(err);
       const text = JSON.stringify(reply.body);
@@ -108,36 +119,55 @@ export async function startProxy(options: ProxyOptions): Promise<RunningProxy> {
       sendJson(res, reply.status, text);
     };
     if (options.authToken && !authorized(req, options.authToken)) {
-      fail(new PolarError('POLAR_UNAUTHORIZED', 'missing or wrong polar auth token (send it as the API key or x-polar-auth-token)', 401));
+      refuse(new PolarError('POLAR_UNAUTHORIZED', 'missing or wrong polar auth token (send it as the API key or x-polar-auth-token)', 401), newCall(req, route, identity, 'unknown'));
       return;
     }
     if (!isValidSessionName(identity.sessionId)) {
-      // newCall filed this call under the default session; the caller learns why.
+      // newCall files this call under the default session; the caller learns why.
       const name = JSON.stringify(identity.sessionId);
-      fail(new PolarError('POLAR_BAD_REQUEST', `invalid session name ${name}: use letters, digits, . _ : - (max 128)`, 400));
+      refuse(new PolarError('POLAR_BAD_REQUEST', `invalid session name ${name}: use letters, digits, . _ : - (max 128)`, 400), newCall(req, route, identity, 'unknown'));
       return;
     }
-    if (route.kind === 'models') {
-      req.resume();
-      const model = options.servedModel ?? 'polar';
-      sendJson(
-        res,
-        200,
-        JSON.stringify({ object: 'list', data: [{ id: model, object: 'model', created: 0, owned_by: 'polar' }] }),
-      );
-      return;
+    switch (route.kind) {
+      case 'models':
+        req.resume();
+        sendJson(res, 200, JSON.stringify(modelList(options.servedModel, route.flavor)));
+        return;
+      case 'count-tokens':
+        await handleCountTokens(req, res, { codec, upstream, model: options.servedModel, apiPath: route.apiPath, maxBodyBytes });
+        return;
+      case 'model-call':
+        await handleModelCall(req, res, newCall(req, route, identity, route.provider), { ...modelCtx, codec, apiPath: route.apiPath });
+        return;
+      case 'detect': {
+        // A POST to a path no provider uses: the headers or the body's shape say which API it is.
+        const call = newCall(req, route, identity, 'unknown');
+        let body: string;
+        try {
+          body = await readBody(req, maxBodyBytes);
+        } catch (err) {
+          refuse(toPolarError(err), call);
+          return;
+        }
+        const provider = detectProvider(req.headers, safeParse(body));
+        if (!provider) {
+          refuse(new PolarError('POLAR_NOT_FOUND', `no route for POST ${route.apiPath}; supported routes: ${SUPPORTED_ROUTES.join(', ')}`, 404), call);
+          return;
+        }
+        call.setProvider(provider);
+        await handleModelCall(req, res, call, { ...modelCtx, codec: CODECS[provider], apiPath: route.apiPath }, body);
+        return;
+      }
+      default: {
+        const message = route.methodNotAllowed
+          ? `${req.method} is not supported on ${route.apiPath}; supported routes: ${SUPPORTED_ROUTES.join(', ')}`
+          : `no route for ${req.method} ${route.apiPath}; supported routes: ${SUPPORTED_ROUTES.join(', ')}`;
+        refuse(new PolarError('POLAR_NOT_FOUND', message, route.methodNotAllowed ? 405 : 404), newCall(req, route, identity, 'unknown'));
+      }
     }
-    if (route.kind === 'not-found') {
-      const message = route.methodNotAllowed
-        ? `${req.method} is not supported on ${route.apiPath}; supported routes: ${SUPPORTED_ROUTES.join(', ')}`
-        : `no route for ${req.method} ${route.apiPath}; supported routes: ${SUPPORTED_ROUTES.join(', ')}`;
-      fail(new PolarError('POLAR_NOT_FOUND', message, route.methodNotAllowed ? 405 : 404));
-      return;
-    }
-    await handleModelCall(req, res, call, { ...modelCtx, codec });
   }
 
-  function newCall(req: IncomingMessage, route: Route, identity: CallerIdentity): CallRecord {
+  function newCall(req: IncomingMessage, route: Route, identity: CallerIdentity, provider: string): CallRecord {
     const sessionId = isValidSessionName(identity.sessionId) ? identity.sessionId : options.defaultSession;
     if (sessionId !== options.defaultSession) {
       store.sessions.ensure(sessionId, {
@@ -152,7 +182,7 @@ export async function startProxy(options: ProxyOptions): Promise<RunningProxy> {
         id: newId('req'),
         sessionId,
         agentId: identity.agentId,
-        provider: route.kind === 'model-call' ? route.provider : 'unknown',
+        provider,
         method: req.method ?? 'GET',
         path: redactPath(req.url ?? '/'),
         startedAt: Date.now(),
@@ -202,6 +232,37 @@ export async function startProxy(options: ProxyOptions): Promise<RunningProxy> {
       await Promise.allSettled([...active]);
     },
   };
+}
+
+/** The model list in the shape each SDK expects: OpenAI and Anthropic share one, Google has its own. */
+function modelList(served: string | null, flavor: 'openai' | 'google'): unknown {
+  const id = served ?? 'polar';
+  if (flavor === 'google') {
+    return { models: [{ name: `models/${id}`, displayName: id, supportedGenerationMethods: ['generateContent', 'streamGenerateContent', 'countTokens'] }] };
+  }
+  return {
+    object: 'list',
+    data: [{ id, object: 'model', type: 'model', display_name: id, created: 0, created_at: '1970-01-01T00:00:00Z', owned_by: 'polar' }],
+    has_more: false,
+    first_id: id,
+    last_id: id,
+  };
+}
+
+/** A Responses reply this proxy recorded, by the response id it gave (`resp_…` names the call). */
+function lookupResponse(store: Store, responseId: string): RecordedExchange | undefined {
+  const callId = callIdFromResponseId(responseId);
+  const row = callId ? store.requests.get(callId) : undefined;
+  if (!row || row.status !== 'ok' || row.provider !== 'openai-responses' || !row.originalRequest || !row.reply) return undefined;
+  return { request: safeParse(row.originalRequest), reply: row.reply, streamed: row.streamed };
+}
+
+function safeParse(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
 }
 
 function authorized(req: IncomingMessage, token: string): boolean {

@@ -5,7 +5,7 @@ import type { CapturedTokens } from '../core/tokens.js';
 import { SseParser } from '../core/sse/parse.js';
 import { parseUpstreamJson } from './chat-shape.js';
 import { UpstreamHttp, type UpstreamHttpOptions } from './http.js';
-import type { TokenDelta, Upstream, UpstreamChunk, UpstreamCompletion, UpstreamKind, UpstreamRequest } from './types.js';
+import type { ServedModel, TokenDelta, Upstream, UpstreamChunk, UpstreamCompletion, UpstreamKind, UpstreamRequest } from './types.js';
 
 /** What differs between servers that speak OpenAI Chat: the request flags and where token data sits. */
 export interface ChatDialect {
@@ -14,6 +14,8 @@ export interface ChatDialect {
   body(req: CanonicalRequest, model: string): Record<string, unknown>;
   completion(json: unknown): { completion: ChatCompletion; tokens: CapturedTokens };
   chunk(json: unknown): { chunk: ChatCompletionChunk; tokens: TokenDelta | null };
+  /** The server's tokenizer endpoint for chat requests, if it has one (vLLM: `/tokenize`). */
+  tokenize?: { path: string; body(req: CanonicalRequest, model: string): Record<string, unknown> };
 }
 
 const CHAT_PATH = '/v1/chat/completions';
@@ -24,6 +26,7 @@ export class ChatCompletionsUpstream implements Upstream {
   readonly capturesTokens: boolean;
   readonly baseUrl: string;
   private readonly http: UpstreamHttp;
+  private noTokenizer = false;
 
   constructor(
     private readonly dialect: ChatDialect,
@@ -51,12 +54,28 @@ export class ChatCompletionsUpstream implements Upstream {
     return readChunks(body, this.dialect);
   }
 
-  async models(signal?: AbortSignal): Promise<string[]> {
+  async models(signal?: AbortSignal): Promise<ServedModel[]> {
     const reply = await this.http.getJson('/v1/models', signal);
     if (reply.status !== 200) throw new UpstreamStatusError(reply.status, reply.text);
     const json = parseUpstreamJson(reply.text, 'model list');
     if (!isRecord(json) || !Array.isArray(json.data)) return [];
-    return json.data.flatMap((m) => (isRecord(m) && typeof m.id === 'string' ? [m.id] : []));
+    return json.data.flatMap((m) => {
+      if (!isRecord(m) || typeof m.id !== 'string') return [];
+      return [typeof m.max_model_len === 'number' ? { id: m.id, maxModelLen: m.max_model_len } : { id: m.id }];
+    });
+  }
+
+  async countTokens(req: CanonicalRequest, model: string, signal?: AbortSignal): Promise<number | null> {
+    const tokenize = this.dialect.tokenize;
+    if (!tokenize || this.noTokenizer) return null;
+    const reply = await this.http.postJson(tokenize.path, JSON.stringify(tokenize.body(req, model)), signal);
+    if (reply.status === 404 || reply.status === 405) {
+      this.noTokenizer = true; // remembered: an upstream without the endpoint is not asked again
+      return null;
+    }
+    if (reply.status !== 200) throw new UpstreamStatusError(reply.status, reply.text);
+    const json = parseUpstreamJson(reply.text, 'tokenize reply');
+    return isRecord(json) && typeof json.count === 'number' ? json.count : null;
   }
 
   close(): Promise<void> {

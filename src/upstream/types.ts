@@ -14,6 +14,12 @@ export interface UpstreamRequest {
   text: string;
 }
 
+export interface ServedModel {
+  id: string;
+  /** vLLM's `max_model_len`. */
+  maxModelLen?: number;
+}
+
 /** A finished non-streaming call: the canonical reply (server-only fields removed) and its tokens. */
 export interface UpstreamCompletion {
   completion: ChatCompletion;
@@ -45,7 +51,9 @@ export interface Upstream {
   complete(req: UpstreamRequest, signal: AbortSignal): Promise<UpstreamCompletion>;
   /** Resolves once the server accepted the stream; rejects (before any chunk) when it did not. */
   stream(req: UpstreamRequest, signal: AbortSignal): Promise<AsyncIterable<UpstreamChunk>>;
-  /** Model ids the server serves. */
-  models(signal?: AbortSignal): Promise<string[]>;
+  /** The models the server serves, with their context length when it says. */
+  models(signal?: AbortSignal): Promise<ServedModel[]>;
+  /** Prompt tokens for a request, from the server's tokenizer; null when it has no such endpoint. */
+  countTokens(req: CanonicalRequest, model: string, signal?: AbortSignal): Promise<number | null>;
   close(): Promise<void>;
 }

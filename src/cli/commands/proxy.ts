@@ -7,7 +7,7 @@ import { DEFAULT_MAX_BODY_BYTES, isLoopbackHost, startProxy, type RunningProxy }
 import type { CallSummary } from '../../proxy/call-record.js';
 import { defaultDbPath, Store } from '../../store/store.js';
 import { createUpstream } from '../../upstream/create.js';
-import { UPSTREAM_KINDS, type Upstream } from '../../upstream/types.js';
+import { UPSTREAM_KINDS, type ServedModel, type Upstream } from '../../upstream/types.js';
 import { action, formatDuration } from '../output.js';
 
 interface ProxyCommandOptions {
@@ -21,6 +21,7 @@ interface ProxyCommandOptions {
   maxBody: string;
   authToken?: string;
   upstreamTimeout: string;
+  contextWindow?: string;
   json?: boolean;
   quiet?: boolean;
 }
@@ -39,6 +40,7 @@ export function registerProxy(program: Command): void {
     .option('--max-body <bytes>', 'largest request body accepted', String(DEFAULT_MAX_BODY_BYTES))
     .option('--auth-token <token>', 'require this token on every call (default: $POLAR_AUTH_TOKEN)')
     .option('--upstream-timeout <seconds>', 'longest wait for an upstream reply or between streamed chunks', '900')
+    .option('--context-window <tokens>', "the served model's context length, to clamp max_tokens (default: the upstream's max_model_len)")
     .option('--json', 'print the listening address as one JSON line')
     .option('-q, --quiet', 'do not print a line per call')
     .addHelpText(
@@ -69,7 +71,9 @@ async function runProxy(opts: ProxyCommandOptions): Promise<void> {
     headersTimeoutMs: timeoutMs,
     bodyTimeoutMs: timeoutMs,
   });
-  const servedModel = opts.model ?? (await discoverModel(upstream, opts.quiet === true));
+  const discovered = await discoverModel(upstream, opts.model, opts.quiet === true);
+  const servedModel = opts.model ?? discovered?.id ?? null;
+  const contextWindow = opts.contextWindow !== undefined ? parseInteger(opts.contextWindow, '--context-window', 1, 100_000_000) : (discovered?.maxModelLen ?? null);
   const store = Store.open(dbPath);
   let proxy: RunningProxy;
   try {
@@ -77,6 +81,7 @@ async function runProxy(opts: ProxyCommandOptions): Promise<void> {
       store,
       upstream,
       servedModel,
+      contextWindow,
       defaultSession: session,
       host: opts.host,
       port,
@@ -91,7 +96,7 @@ async function runProxy(opts: ProxyCommandOptions): Promise<void> {
   }
   if (opts.json) {
     process.stdout.write(
-      `${JSON.stringify({ url: proxy.url, baseUrl: proxy.baseUrl(), session, db: dbPath, upstream: upstream.baseUrl, upstreamKind: upstream.kind, model: servedModel })}\n`,
+      `${JSON.stringify({ url: proxy.url, baseUrl: proxy.baseUrl(), session, db: dbPath, upstream: upstream.baseUrl, upstreamKind: upstream.kind, model: servedModel, contextWindow })}\n`,
     );
   } else {
     process.stdout.write(
@@ -99,7 +104,7 @@ async function runProxy(opts: ProxyCommandOptions): Promise<void> {
         `${chalk.bold('polar proxy')} listening on ${proxy.url}`,
         `  base URL   ${proxy.baseUrl()}   (per session: ${proxy.baseUrl('<session>')})`,
         `  upstream   ${upstream.baseUrl} (${upstream.kind}${upstream.capturesTokens ? ', token ids' : ', text only: token_source=none'})`,
-        `  model      ${servedModel ?? '(as requested by each call)'}`,
+        `  model      ${servedModel ?? '(as requested by each call)'}${contextWindow ? ` (context ${contextWindow} tokens)` : ''}`,
         `  session    ${session}`,
         `  database   ${dbPath}`,
         '',
@@ -115,18 +120,17 @@ async function runProxy(opts: ProxyCommandOptions): Promise<void> {
   await upstream.close();
 }
 
-async function discoverModel(upstream: Upstream, quiet: boolean): Promise<string | null> {
+/** The upstream's model (the one named by --model, else its first) and its context length. */
+async function discoverModel(upstream: Upstream, wanted: string | undefined, quiet: boolean): Promise<ServedModel | null> {
   try {
     const models = await upstream.models(AbortSignal.timeout(5000));
-    if (models[0]) return models[0];
+    return models.find((m) => m.id === wanted) ?? (wanted ? null : (models[0] ?? null));
   } catch (err) {
-    if (!quiet) {
-      process.stderr.write(
-        chalk.yellow(`warning: could not list the upstream's models (${(err as Error).message}); pass --model NAME\n`),
-      );
+    if (!quiet && !wanted) {
+      process.stderr.write(chalk.yellow(`warning: could not list the upstream's models (${(err as Error).message}); pass --model NAME\n`));
     }
+    return null;
   }
-  return null;
 }
 
 /** Ctrl-C once: stop accepting, let in-flight calls finish, close the database. Twice: exit now. */

@@ -11,6 +11,8 @@ const completion: ChatCompletion = {
   choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'stop', logprobs: { content: [{ token: 'hi', logprob: -0.1 }] } }],
   usage: { prompt_tokens: 2, completion_tokens: 1 },
 };
+const CTX = { path: '/v1/chat/completions' };
+const ENC = { callId: 'req_1', created: 1 };
 const tokens = { source: 'upstream' as const, promptIds: [1, 2], sampledIds: [3], logprobs: [-0.1] };
 
 describe('openai-chat codec: requests', () => {
@@ -26,7 +28,7 @@ describe('openai-chat codec: requests', () => {
       tools: [{ type: 'function', function: { name: 'f' } }],
       seed: 7,
       chat_template_kwargs: { enable_thinking: false },
-    });
+    }, CTX);
     expect(req.requestedModel).toBe('claude-opus-4-8');
     expect(req.stream).toBe(true);
     expect(req.client).toEqual({ logprobs: true, tokenIds: true, includeUsage: true });
@@ -47,9 +49,9 @@ describe('openai-chat codec: requests', () => {
     ['a non-string model', { model: 3, messages: [{ role: 'user' }] }, /`model`/],
     ['a non-boolean stream', { stream: 'yes', messages: [{ role: 'user' }] }, /`stream`/],
   ])('refuses %s with POLAR_BAD_REQUEST', (_name, body, message) => {
-    expect(() => openaiChatCodec.decodeRequest(body)).toThrow(message);
+    expect(() => openaiChatCodec.decodeRequest(body, CTX)).toThrow(message);
     try {
-      openaiChatCodec.decodeRequest(body);
+      openaiChatCodec.decodeRequest(body, CTX);
     } catch (err) {
       expect(err).toMatchObject({ code: 'POLAR_BAD_REQUEST', status: 400 });
     }
@@ -57,11 +59,11 @@ describe('openai-chat codec: requests', () => {
 });
 
 describe('openai-chat codec: replies', () => {
-  const plain = openaiChatCodec.decodeRequest({ model: 'asked', messages: [{ role: 'user' }] });
-  const wants = openaiChatCodec.decodeRequest({ model: 'asked', logprobs: true, return_token_ids: true, messages: [{ role: 'user' }] });
+  const plain = openaiChatCodec.decodeRequest({ model: 'asked', messages: [{ role: 'user' }] }, CTX);
+  const wants = openaiChatCodec.decodeRequest({ model: 'asked', logprobs: true, return_token_ids: true, messages: [{ role: 'user' }] }, CTX);
 
   it('echoes the requested model and strips logprobs the caller did not ask for', () => {
-    const out = openaiChatCodec.encodeResponse(completion, plain, tokens) as ChatCompletion;
+    const out = openaiChatCodec.encodeResponse(completion, plain, tokens, ENC) as ChatCompletion;
     expect(out.model).toBe('asked');
     expect(out.choices[0]).not.toHaveProperty('logprobs');
     expect(out).not.toHaveProperty('prompt_token_ids');
@@ -69,7 +71,7 @@ describe('openai-chat codec: replies', () => {
   });
 
   it('gives logprobs and token ids to a caller that asked for them', () => {
-    const out = openaiChatCodec.encodeResponse(completion, wants, tokens) as ChatCompletion;
+    const out = openaiChatCodec.encodeResponse(completion, wants, tokens, ENC) as ChatCompletion;
     expect(out.choices[0]!.logprobs).toEqual(completion.choices[0]!.logprobs);
     expect(out.prompt_token_ids).toEqual([1, 2]);
     expect(out.choices[0]!.token_ids).toEqual([3]);
@@ -78,10 +80,10 @@ describe('openai-chat codec: replies', () => {
   it('streams chunks as data lines, drops the usage-only chunk unless asked, ends with [DONE]', () => {
     const chunk: ChatCompletionChunk = { id: 'c', object: 'chat.completion.chunk', created: 1, model: 'served', choices: [{ index: 0, delta: { content: 'a' }, finish_reason: null }] };
     const usage: ChatCompletionChunk = { ...chunk, choices: [], usage: { prompt_tokens: 1 } };
-    const s = openaiChatCodec.createStream(plain);
+    const s = openaiChatCodec.createStream(plain, ENC);
     const events = [...s.push(chunk, null), ...s.push(usage, null), ...s.end()];
     expect(events.map((e) => e.data)).toEqual([JSON.stringify({ ...chunk, model: 'asked' }), '[DONE]']);
-    const withUsage = openaiChatCodec.createStream(openaiChatCodec.decodeRequest({ messages: [{ role: 'user' }], stream_options: { include_usage: true } }));
+    const withUsage = openaiChatCodec.createStream(openaiChatCodec.decodeRequest({ messages: [{ role: 'user' }], stream_options: { include_usage: true } }, CTX), ENC);
     expect(withUsage.push(usage, null)).toHaveLength(1);
   });
 
@@ -91,9 +93,10 @@ describe('openai-chat codec: replies', () => {
       status: 502,
       body: { error: { message: 'cannot reach', type: 'api_error', param: null, code: 'polar_upstream_connect' } },
     });
-    const events = openaiChatCodec.createStream(plain).error(err);
-    expect(JSON.parse(events[0]!.data).error.message).toBe('cannot reach');
-    expect(events[1]!.data).toBe('[DONE]');
-    expect(openaiChatCodec.keepAlive()).toMatch(/^: /);
+    const text = openaiChatCodec.createStream(plain, ENC).error(err);
+    const events = text.split('\n\n').filter(Boolean);
+    expect(JSON.parse(events[0]!.slice('data: '.length)).error.message).toBe('cannot reach');
+    expect(events[1]).toBe('data: [DONE]');
+    expect(openaiChatCodec.createStream(plain, ENC).keepAlive()).toMatch(/^: /);
   });
 });

@@ -1,4 +1,3 @@
-import { formatSseComment } from '../../core/sse/write.js';
 import type { ProviderCodec } from '../types.js';
 import { renderChatError } from './errors.js';
 import { decodeChatRequest } from './request.js';
@@ -7,9 +6,8 @@ import { createChatStream } from './stream.js';
 
 export const openaiChatCodec: ProviderCodec = {
   name: 'openai-chat',
-  decodeRequest: decodeChatRequest,
-  encodeResponse: encodeChatResponse,
-  createStream: createChatStream,
-  keepAlive: () => formatSseComment('keep-alive'),
+  decodeRequest: (body) => decodeChatRequest(body),
+  encodeResponse: (done, req, tokens) => encodeChatResponse(done, req, tokens),
+  createStream: (req) => createChatStream(req),
   renderError: renderChatError,
 };

@@ -1,5 +1,6 @@
 import type { CanonicalRequest } from '../../core/chat.js';
 import type { SseEvent } from '../../core/sse/parse.js';
+import { formatSseComment, formatSseEvent } from '../../core/sse/write.js';
 import type { StreamTranslator } from '../types.js';
 import { openaiErrorBody } from './errors.js';
 import { encodeChatChunk } from './response.js';
@@ -18,8 +19,12 @@ export function createChatStream(req: CanonicalRequest): StreamTranslator {
     end(): SseEvent[] {
       return [{ data: '[DONE]' }];
     },
-    error(err): SseEvent[] {
-      return [{ data: JSON.stringify(openaiErrorBody(err)) }, { data: '[DONE]' }];
+    error(err) {
+      return [{ data: JSON.stringify(openaiErrorBody(err)) }, { data: '[DONE]' }].map(formatSseEvent).join('');
+    },
+    keepAlive() {
+      // A comment line: ignored by every SSE client, and it resets byte-idle watchdogs.
+      return formatSseComment('keep-alive');
     },
   };
 }

@@ -1,7 +1,7 @@
 import { ChatCompletionsUpstream, type ChatDialect } from '../openai-compatible.js';
 import type { UpstreamHttpOptions } from '../http.js';
 import { extractVllmChunk, extractVllmCompletion } from './extract.js';
-import { vllmChatBody } from './flags.js';
+import { vllmChatBody, vllmTokenizeBody } from './flags.js';
 
 export const vllmDialect: ChatDialect = {
   kind: 'vllm',
@@ -9,11 +9,12 @@ export const vllmDialect: ChatDialect = {
   body: vllmChatBody,
   completion: extractVllmCompletion,
   chunk: extractVllmChunk,
+  tokenize: { path: '/tokenize', body: vllmTokenizeBody },
 };
 
 export function createVllmUpstream(options: UpstreamHttpOptions): ChatCompletionsUpstream {
   return new ChatCompletionsUpstream(vllmDialect, options);
 }
 
-export { vllmChatBody } from './flags.js';
+export { vllmChatBody, vllmTokenizeBody } from './flags.js';
 export { extractVllmChunk, extractVllmCompletion } from './extract.js';
