@@ -39,7 +39,7 @@ export function decodeResponsesRequest(body: unknown, ctx: DecodeContext): Canon
   messages.push(...itemsToMessages(items));
 
   const out: Record<string, unknown> = { messages };
-  const { tools, kinds } = chatTools(Array.isArray(req.tools) ? req.tools : []);
+  const { tools, targets } = chatTools(Array.isArray(req.tools) ? req.tools : []);
   if (tools.length > 0) {
     out.tools = tools;
     const choice = toolChoice(req.tool_choice);
@@ -57,7 +57,7 @@ export function decodeResponsesRequest(body: unknown, ctx: DecodeContext): Canon
   }
 
   const state: ResponsesCodecState = {
-    toolKinds: kinds,
+    tools: targets,
     echo: {
       instructions: typeof req.instructions === 'string' ? req.instructions : null,
       tools: Array.isArray(req.tools) ? req.tools : [],

@@ -3,7 +3,7 @@ import type { CapturedTokens } from '../../core/tokens.js';
 import { parseArguments, replyView } from '../reply-view.js';
 import type { EncodeContext } from '../types.js';
 import { encodeReasoning } from './reasoning-content.js';
-import type { ResponsesCodecState, ToolKind } from './types.js';
+import type { ResponsesCodecState, ToolKind, ToolTarget } from './types.js';
 
 /** Ids derive from the call's id, so a response id names the recorded call (previous_response_id). */
 export function responseId(ctx: EncodeContext): string {
@@ -26,8 +26,9 @@ export function messageItem(id: string, text: string, status: 'in_progress' | 'c
   return { type: 'message', id, status, role: 'assistant', content: status === 'completed' ? [{ type: 'output_text', text, annotations: [] }] : [] };
 }
 
-/** A tool call as the item type its tool's kind calls for. */
-export function callItem(id: string, call: { id: string; name: string; arguments: string }, kind: ToolKind): Record<string, unknown> {
+/** A tool call as the item type its tool calls for (a model may also call a name it was not offered). */
+export function callItem(id: string, call: { id: string; name: string; arguments: string }, target: ToolTarget | undefined): Record<string, unknown> {
+  const kind: ToolKind = target?.kind ?? 'function';
   const args = kind === 'function' ? null : parseArguments(call.arguments);
   switch (kind) {
     case 'custom':
@@ -48,8 +49,11 @@ export function callItem(id: string, call: { id: string; name: string; arguments
         status: 'completed',
         action: { commands: Array.isArray(args!.commands) ? args!.commands : [], timeout_ms: args!.timeout_ms ?? null, max_output_length: args!.max_output_length ?? null },
       };
-    default:
-      return { type: 'function_call', id, call_id: call.id, name: call.name, arguments: call.arguments, status: 'completed' };
+    default: {
+      const item: Record<string, unknown> = { type: 'function_call', id, call_id: call.id, name: target?.name ?? call.name, arguments: call.arguments, status: 'completed' };
+      if (target?.namespace) item.namespace = target.namespace;
+      return item;
+    }
   }
 }
 
@@ -98,12 +102,12 @@ export function responseObject(
 
 export function encodeResponsesResponse(done: ChatCompletion, req: CanonicalRequest, tokens: CapturedTokens, ctx: EncodeContext) {
   const view = replyView(done, tokens, ctx.callId);
-  const kinds = (req.codecState as ResponsesCodecState).toolKinds;
+  const targets = (req.codecState as ResponsesCodecState).tools;
   const output: unknown[] = [];
   let n = 0;
   if (view.reasoning !== null) output.push(reasoningItem(itemId('rs', ctx, n++), view.reasoning));
   if (view.text) output.push(messageItem(itemId('msg', ctx, n++), view.text));
-  for (const call of view.toolCalls) output.push(callItem(itemId('fc', ctx, n++), call, kinds[call.name] ?? 'function'));
+  for (const call of view.toolCalls) output.push(callItem(itemId('fc', ctx, n++), call, targets[call.name]));
   return responseObject(req, ctx, {
     status: view.finishReason === 'length' ? 'incomplete' : 'completed',
     output,

@@ -6,12 +6,12 @@ import { StreamEventReader } from '../stream-events.js';
 import type { EncodeContext, StreamTranslator } from '../types.js';
 import { encodeReasoning } from './reasoning-content.js';
 import { callItem, itemId, messageItem, responseObject, usageObject } from './response.js';
-import type { ResponsesCodecState, ToolKind } from './types.js';
+import type { ResponsesCodecState, ToolTarget } from './types.js';
 
 type Open =
   | { kind: 'reasoning'; index: number; id: string; text: string }
   | { kind: 'message'; index: number; id: string; text: string }
-  | { kind: 'tool'; index: number; id: string; upstreamIndex: number; call: { id: string; name: string; arguments: string }; toolKind: ToolKind };
+  | { kind: 'tool'; index: number; id: string; upstreamIndex: number; call: { id: string; name: string; arguments: string }; target: ToolTarget | undefined };
 
 /**
  * The Responses streaming sequence, produced as chunks arrive: `response.created`,
@@ -25,7 +25,7 @@ type Open =
  * idle timer counts events, not bytes.
  */
 export function createResponsesStream(req: CanonicalRequest, ctx: EncodeContext): StreamTranslator {
-  const kinds = (req.codecState as ResponsesCodecState).toolKinds;
+  const targets = (req.codecState as ResponsesCodecState).tools;
   const reader = new StreamEventReader(ctx.callId);
   const output: unknown[] = [];
   let seq = 0;
@@ -60,8 +60,8 @@ export function createResponsesStream(req: CanonicalRequest, ctx: EncodeContext)
       output.push(item);
       out.push(event('response.output_item.done', { output_index: o.index, item }));
     } else {
-      const item = callItem(o.id, o.call, o.toolKind);
-      if (o.toolKind === 'function') {
+      const item = callItem(o.id, o.call, o.target);
+      if (streamsArguments(o.target)) {
         out.push(event('response.function_call_arguments.done', { item_id: o.id, output_index: o.index, arguments: o.call.arguments }));
       } else {
         out.push(event('response.output_item.added', { output_index: o.index, item: { ...item, status: 'in_progress' } }));
@@ -99,15 +99,15 @@ export function createResponsesStream(req: CanonicalRequest, ctx: EncodeContext)
         } else if (e.kind === 'tool-start') {
           close(out);
           const index = output.length;
-          const toolKind = kinds[e.name] ?? 'function';
-          open = { kind: 'tool', index, id: itemId('fc', ctx, index), upstreamIndex: e.index, call: { id: e.id, name: e.name, arguments: '' }, toolKind };
-          if (toolKind === 'function') {
-            out.push(event('response.output_item.added', { output_index: index, item: { type: 'function_call', id: open.id, call_id: e.id, name: e.name, arguments: '', status: 'in_progress' } }));
+          const target = targets[e.name];
+          open = { kind: 'tool', index, id: itemId('fc', ctx, index), upstreamIndex: e.index, call: { id: e.id, name: e.name, arguments: '' }, target };
+          if (streamsArguments(target)) {
+            out.push(event('response.output_item.added', { output_index: index, item: { ...callItem(open.id, open.call, target), status: 'in_progress' } }));
           }
         } else if (e.kind === 'tool-args') {
           if (open?.kind === 'tool' && open.upstreamIndex === e.index) {
             open.call.arguments += e.text;
-            if (open.toolKind === 'function') {
+            if (streamsArguments(open.target)) {
               out.push(event('response.function_call_arguments.delta', { item_id: open.id, output_index: open.index, delta: e.text }));
             }
           }
@@ -141,4 +141,9 @@ export function createResponsesStream(req: CanonicalRequest, ctx: EncodeContext)
       return out.map(formatSseEvent).join('');
     },
   };
+}
+
+/** Function calls stream their argument text; the other tool kinds carry parsed input, sent whole. */
+function streamsArguments(target: ToolTarget | undefined): boolean {
+  return (target?.kind ?? 'function') === 'function';
 }

@@ -1,24 +1,38 @@
 import { isRecord } from '../../core/chat.js';
-import type { ToolKind } from './types.js';
+import type { ToolKind, ToolTarget } from './types.js';
+
+/** Chat function name of a function inside a namespace (Codex groups its sub-agent tools so). */
+export function namespacedName(namespace: string, name: string): string {
+  return `${namespace}__${name}`;
+}
 
 /**
  * Responses tools as chat functions. Function tools map directly. The tool types that run in the
  * harness but are not functions become functions the model can call: `custom` (free-form input,
  * e.g. Codex's apply_patch) takes one string `input`; `local_shell` and `shell` take their action's
- * fields. Hosted tools (web_search, file_search, code_interpreter, mcp, image_generation) run at
- * OpenAI and are not offered to a local model.
+ * fields; the functions of a `namespace` tool become `namespace__name` functions, and their calls
+ * go back as function calls with `namespace` set. Hosted tools (web_search, file_search,
+ * code_interpreter, mcp, image_generation) run at OpenAI and are not offered to a local model.
  */
-export function chatTools(tools: unknown[]): { tools: unknown[]; kinds: Record<string, ToolKind> } {
+export function chatTools(tools: unknown[]): { tools: unknown[]; targets: Record<string, ToolTarget> } {
   const out: unknown[] = [];
-  const kinds: Record<string, ToolKind> = {};
+  const targets: Record<string, ToolTarget> = {};
+  const add = (tool: Record<string, unknown>, namespace?: string) => {
+    const fn = toFunction(tool);
+    if (!fn) return;
+    const name = namespace ? namespacedName(namespace, fn.name) : fn.name;
+    out.push({ type: 'function', function: { name, description: fn.description, parameters: fn.parameters } });
+    targets[name] = namespace ? { kind: fn.kind, name: fn.name, namespace } : { kind: fn.kind, name: fn.name };
+  };
   for (const tool of tools) {
     if (!isRecord(tool)) continue;
-    const fn = toFunction(tool);
-    if (!fn) continue;
-    out.push({ type: 'function', function: { name: fn.name, description: fn.description, parameters: fn.parameters } });
-    kinds[fn.name] = fn.kind;
+    if (tool.type === 'namespace' && typeof tool.name === 'string' && Array.isArray(tool.tools)) {
+      for (const inner of tool.tools) if (isRecord(inner)) add(inner, tool.name);
+    } else {
+      add(tool);
+    }
   }
-  return { tools: out, kinds };
+  return { tools: out, targets };
 }
 
 function toFunction(tool: Record<string, unknown>): { name: string; description: string; parameters: unknown; kind: ToolKind } | null {
@@ -92,5 +106,6 @@ export function callArguments(item: Record<string, unknown>): string {
 export function callName(item: Record<string, unknown>): string {
   if (item.type === 'local_shell_call') return 'local_shell';
   if (item.type === 'shell_call') return 'shell';
-  return String(item.name ?? '');
+  const name = String(item.name ?? '');
+  return typeof item.namespace === 'string' && item.namespace ? namespacedName(item.namespace, name) : name;
 }

@@ -24,8 +24,16 @@ export interface ResponsesRequest {
 /** How a canonical function maps back to a Responses tool: the kind of item its calls become. */
 export type ToolKind = 'function' | 'custom' | 'local_shell' | 'shell';
 
+/** The Responses tool behind a chat function name. */
+export interface ToolTarget {
+  kind: ToolKind;
+  /** The tool's own name (inside its namespace, for namespaced functions). */
+  name: string;
+  namespace?: string;
+}
+
 export interface ResponsesCodecState {
-  toolKinds: Record<string, ToolKind>;
+  tools: Record<string, ToolTarget>;
   /** Echoed in the response object, as the API does. */
   echo: {
     instructions: string | null;
