@@ -60,12 +60,16 @@ export interface ReferenceUpstream {
   calls: LoggedCall[];
   /** Requests seen, including ones that failed on purpose. */
   requestCount(): number;
+  /** `/tokenize` calls seen. */
+  tokenizeCount(): number;
   /** The next `count` chat requests misbehave this way. */
   fault(mode: FaultMode, count?: number): void;
   /** Resolves when the server has seen the client go away for a stalled or slow request. */
   clientGone(): Promise<void>;
   close(): Promise<void>;
 }
+
+export const MAX_MODEL_LEN = 40_960;
 
 export function defaultScript(body: ChatBody): ScriptedReply {
   const last = [...body.messages].reverse().find((m) => m.role === 'user' || m.role === 'tool');
@@ -102,6 +106,7 @@ export async function startReferenceUpstream(options: ReferenceUpstreamOptions =
   const calls: LoggedCall[] = [];
   const faults: FaultMode[] = [];
   let seen = 0;
+  let tokenizeCalls = 0;
   let goneWaiters: (() => void)[] = [];
   const sockets = new Set<import('node:net').Socket>();
 
@@ -121,7 +126,15 @@ export async function startReferenceUpstream(options: ReferenceUpstreamOptions =
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const body = await readAll(req);
     if (req.method === 'GET' && req.url === '/v1/models') {
-      json(res, 200, { object: 'list', data: [{ id: model, object: 'model', created: 0, owned_by: 'vllm' }] });
+      json(res, 200, { object: 'list', data: [{ id: model, object: 'model', created: 0, owned_by: 'vllm', max_model_len: MAX_MODEL_LEN }] });
+      return;
+    }
+    if (req.method === 'POST' && req.url === '/tokenize') {
+      // vLLM's /tokenize with `messages`: the prompt the chat endpoint would render, counted.
+      tokenizeCalls++;
+      const chat = JSON.parse(body) as ChatBody;
+      const ids = qwen ? renderPrompt(qwen, chat) : syntheticPrompt(body.length);
+      json(res, 200, { count: ids.length, max_model_len: MAX_MODEL_LEN, tokens: ids });
       return;
     }
     if (req.method !== 'POST' || req.url !== '/v1/chat/completions') {
@@ -159,7 +172,8 @@ export async function startReferenceUpstream(options: ReferenceUpstreamOptions =
       return;
     }
 
-    if (options.latencyMs) await sleep(options.latencyMs);
+    // vLLM answers a stream's headers at once and its first chunk after prefill; a plain call waits.
+    if (options.latencyMs && !chat.stream) await sleep(options.latencyMs);
     const promptIds = qwen ? renderPrompt(qwen, chat) : syntheticPrompt(body.length);
     const maxTokens = chat.max_completion_tokens ?? chat.max_tokens;
     const reply = qwen
@@ -177,6 +191,7 @@ export async function startReferenceUpstream(options: ReferenceUpstreamOptions =
   }
 
   function renderPrompt(q: Qwen3, chat: ChatBody): number[] {
+    // vLLM flattens text parts into one string for string-content templates such as Qwen3's.
     const messages = chat.messages.map((m) => ({ ...m, content: typeof m.content === 'string' || m.content == null ? m.content ?? '' : textOf(m.content) }));
     const text = q.render(messages, {
       ...(chat.tools ? { tools: chat.tools } : {}),
@@ -223,6 +238,8 @@ export async function startReferenceUpstream(options: ReferenceUpstreamOptions =
 
   async function stream(res: ServerResponse, chat: ChatBody, id: string, promptIds: number[], reply: SampledReply, fault: FaultMode | undefined) {
     res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
+    res.flushHeaders();
+    if (options.latencyMs) await sleep(options.latencyMs);
     const base = { id, object: 'chat.completion.chunk', created: 1_760_000_000, model };
     const send = (obj: unknown) => res.write(`data: ${JSON.stringify(obj)}\n\n`);
     send({
@@ -306,6 +323,7 @@ export async function startReferenceUpstream(options: ReferenceUpstreamOptions =
     model,
     calls,
     requestCount: () => seen,
+    tokenizeCount: () => tokenizeCalls,
     fault(mode, count = 1) {
       for (let i = 0; i < count; i++) faults.push(mode);
     },
