@@ -1,0 +1,40 @@
+import { describe, expect, it } from 'vitest';
+import type { CanonicalRequest } from '../core/chat.js';
+import { estimatePromptTokens, normalizeRequest } from './normalize.js';
+
+const req = (body: Record<string, unknown>): CanonicalRequest => ({
+  requestedModel: 'm',
+  stream: false,
+  body: { messages: [{ role: 'user', content: 'hi' }], ...body } as CanonicalRequest['body'],
+  client: { logprobs: false, tokenIds: false, includeUsage: false },
+});
+
+describe('normalizeRequest', () => {
+  it('maps developer to system (Qwen3 drops roles it does not know)', () => {
+    const out = normalizeRequest(req({ messages: [{ role: 'developer', content: 'rules' }, { role: 'user', content: 'hi' }] }), { contextWindow: null });
+    expect(out.body.messages.map((m) => m.role)).toEqual(['system', 'user']);
+  });
+
+  it('renames max_completion_tokens to max_tokens', () => {
+    expect(normalizeRequest(req({ max_completion_tokens: 100 }), { contextWindow: null }).body).toMatchObject({ max_tokens: 100 });
+    expect(normalizeRequest(req({ max_completion_tokens: 100 }), { contextWindow: null }).body).not.toHaveProperty('max_completion_tokens');
+  });
+
+  it('drops a max_tokens that cannot fit the context, so the server gives what the context leaves', () => {
+    expect(normalizeRequest(req({ max_tokens: 64_000 }), { contextWindow: 40_960 }).body).not.toHaveProperty('max_tokens');
+    expect(normalizeRequest(req({ max_tokens: 1_000 }), { contextWindow: 40_960 }).body.max_tokens).toBe(1_000);
+    // A long prompt leaves less room: 90,000 bytes estimates to 30,000 tokens.
+    const long = [{ role: 'user', content: 'x'.repeat(90_000) }];
+    expect(normalizeRequest(req({ messages: long, max_tokens: 20_000 }), { contextWindow: 40_960 }).body).not.toHaveProperty('max_tokens');
+    expect(normalizeRequest(req({ max_tokens: 64_000 }), { contextWindow: null }).body.max_tokens).toBe(64_000);
+  });
+
+  it('returns the request untouched when there is nothing to change', () => {
+    const r = req({ max_tokens: 10 });
+    expect(normalizeRequest(r, { contextWindow: 40_960 })).toBe(r);
+  });
+
+  it('estimates prompt tokens on the high side (bytes / 3)', () => {
+    expect(estimatePromptTokens([{ role: 'user', content: 'abc' }])).toBe(Math.ceil(JSON.stringify([{ role: 'user', content: 'abc' }]).length / 3));
+  });
+});
