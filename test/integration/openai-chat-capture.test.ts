@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadQwen3, startReferenceUpstream, type ReferenceUpstream } from '../support/reference-upstream/index.js';
 import { startTestProxy, type TestProxy } from '../support/start-proxy.js';
 import { float64Bits } from '../support/bits.js';
+import { expectExactCapture as expectCapture, lastCall } from '../support/capture.js';
 
 const TOOLS: OpenAI.Chat.Completions.ChatCompletionTool[] = [
   { type: 'function', function: { name: 'list_files', description: 'List files', parameters: { type: 'object', properties: { path: { type: 'string' }, recursive: { type: 'boolean' } }, required: ['path'] } } },
@@ -24,27 +25,8 @@ afterAll(async () => {
   await upstream?.close();
 });
 
-function lastRow() {
-  const calls = t.store.requests.list(t.session);
-  return t.store.requests.get(calls[calls.length - 1]!.id)!;
-}
-
-/** The recorded call must hold exactly what the upstream sampled: same ids, same logprob bits. */
-function expectExactCapture() {
-  const sampled = upstream.calls[upstream.calls.length - 1]!;
-  const row = lastRow();
-  expect(row.status).toBe('ok');
-  expect(row.tokenSource).toBe('upstream');
-  expect(row.tokenError).toBeNull();
-  expect(row.promptIds).toEqual(sampled.promptIds);
-  expect(row.sampledIds).toEqual(sampled.reply.ids);
-  expect(float64Bits(row.logprobs!)).toEqual(float64Bits(sampled.reply.logprobs));
-  // The sampler split tokens non-canonically; re-tokenizing the text would give other ids.
-  expect(sampled.reply.splits).toBeGreaterThan(0);
-  const qwen = loadQwen3();
-  expect(qwen.encode(qwen.decode(row.sampledIds!))).not.toEqual(row.sampledIds);
-  return { row, sampled };
-}
+const lastRow = () => lastCall(t.store, t.session);
+const expectExactCapture = () => expectCapture(t.store, t.session, upstream);
 
 describe('OpenAI Chat through polar proxy (official openai SDK as the client)', () => {
   it('non-streaming: the SDK parses the reply and the record is token-exact', async () => {

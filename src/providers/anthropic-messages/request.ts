@@ -1,4 +1,5 @@
 import type { CanonicalRequest, ChatMessage, ChatToolCall } from '../../core/chat.js';
+import { canonicalRequest } from '../canonical.js';
 import { isRecord } from '../../core/chat.js';
 import { PolarError } from '../../core/errors.js';
 import type { AnthropicBlock, AnthropicCodecState, AnthropicRequest, AnthropicTextBlock, AnthropicToolResultBlock } from './types.js';
@@ -46,16 +47,13 @@ export function decodeAnthropicRequest(body: unknown): CanonicalRequest {
   if (Array.isArray(req.stop_sequences) && req.stop_sequences.length > 0) out.stop = req.stop_sequences;
 
   const state: AnthropicCodecState = { stopSequences: Array.isArray(req.stop_sequences) ? req.stop_sequences : [] };
-  const canonical: CanonicalRequest = {
-    requestedModel: typeof req.model === 'string' ? req.model : '',
+  return canonicalRequest({
+    model: typeof req.model === 'string' ? req.model : '',
     stream: req.stream === true,
-    body: out as CanonicalRequest['body'],
-    client: { logprobs: false, tokenIds: false, includeUsage: false },
+    body: out,
+    thinking: thinkingSwitch(req.thinking),
     codecState: state,
-  };
-  const thinking = thinkingSwitch(req.thinking);
-  if (thinking !== undefined) canonical.thinking = thinking;
-  return canonical;
+  });
 }
 
 function systemText(system: AnthropicRequest['system']): string {

@@ -1,6 +1,7 @@
 import type { CanonicalRequest, ChatMessage, ChatToolCall } from '../../core/chat.js';
 import { isRecord } from '../../core/chat.js';
 import { PolarError } from '../../core/errors.js';
+import { canonicalRequest } from '../canonical.js';
 import type { DecodeContext } from '../types.js';
 import { toJsonSchema } from './schema.js';
 import type { GeminiCodecState, GeminiContent, GeminiPart, GeminiRequest } from './types.js';
@@ -63,20 +64,16 @@ export function decodeGeminiRequest(body: unknown, ctx: DecodeContext): Canonica
 
   const thinkingConfig = isRecord(gen.thinkingConfig) ? gen.thinkingConfig : undefined;
   const state: GeminiCodecState = { includeThoughts: thinkingConfig?.includeThoughts === true };
-  const canonical: CanonicalRequest = {
-    requestedModel: MODEL_IN_PATH.exec(ctx.path)?.[1] ?? '',
+  let thinking: boolean | undefined;
+  if (thinkingConfig?.thinkingBudget === 0) thinking = false;
+  else if (thinkingConfig?.includeThoughts === true || (typeof thinkingConfig?.thinkingBudget === 'number' && thinkingConfig.thinkingBudget !== 0)) thinking = true;
+  return canonicalRequest({
+    model: MODEL_IN_PATH.exec(ctx.path)?.[1] ?? '',
     stream: ctx.path.endsWith(':streamGenerateContent'),
-    body: out as CanonicalRequest['body'],
-    client: { logprobs: false, tokenIds: false, includeUsage: false },
+    body: out,
+    thinking,
     codecState: state,
-  };
-  if (thinkingConfig) {
-    if (thinkingConfig.thinkingBudget === 0) canonical.thinking = false;
-    else if (thinkingConfig.includeThoughts === true || (typeof thinkingConfig.thinkingBudget === 'number' && thinkingConfig.thinkingBudget !== 0)) {
-      canonical.thinking = true;
-    }
-  }
-  return canonical;
+  });
 }
 
 function systemText(system: GeminiRequest['systemInstruction']): string {

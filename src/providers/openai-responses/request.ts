@@ -1,6 +1,7 @@
 import type { CanonicalRequest, ChatMessage } from '../../core/chat.js';
 import { isRecord } from '../../core/chat.js';
 import { PolarError } from '../../core/errors.js';
+import { canonicalRequest } from '../canonical.js';
 import type { DecodeContext } from '../types.js';
 import { previousItems } from './previous-response.js';
 import { decodeReasoning } from './reasoning-content.js';
@@ -71,16 +72,14 @@ export function decodeResponsesRequest(body: unknown, ctx: DecodeContext): Canon
       store: req.store === true,
     },
   };
-  const canonical: CanonicalRequest = {
-    requestedModel: typeof req.model === 'string' ? req.model : '',
-    stream: req.stream === true,
-    body: out as CanonicalRequest['body'],
-    client: { logprobs: false, tokenIds: false, includeUsage: false },
-    codecState: state,
-  };
   const effort = req.reasoning?.effort;
-  if (typeof effort === 'string') canonical.thinking = effort !== 'none' && effort !== 'minimal';
-  return canonical;
+  return canonicalRequest({
+    model: typeof req.model === 'string' ? req.model : '',
+    stream: req.stream === true,
+    body: out,
+    thinking: typeof effort === 'string' ? effort !== 'none' && effort !== 'minimal' : undefined,
+    codecState: state,
+  });
 }
 
 export function itemsToMessages(items: ResponsesItem[]): ChatMessage[] {

@@ -76,7 +76,8 @@ describe('keep-alives while the upstream is silent', () => {
   it.each(PROVIDERS)('$name: keep-alives in its own form during a 1.2 s prefill, then the reply', async ({ path, body, keepAlive, last }) => {
     const { arrivals } = await timedStream(`${t.proxy.url}${path}`, body);
     const early = arrivals.filter((a) => a.at < 1150);
-    expect(early.filter((a) => keepAlive.test(a.text)).length).toBeGreaterThanOrEqual(3);
+    // ~5 are due at 200 ms intervals; 2 leaves room for a loaded CI machine.
+    expect(early.filter((a) => keepAlive.test(a.text)).length).toBeGreaterThanOrEqual(2);
     const all = arrivals.map((a) => a.text).join('');
     expect(all).toContain(last);
     expect(t.store.requests.list(t.session).at(-1)).toMatchObject({ status: 'ok', streamed: true });
