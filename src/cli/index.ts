@@ -1,5 +1,8 @@
 import { Command } from 'commander';
+import { registerDemo } from './commands/demo.js';
+import { registerMockServer } from './commands/mock-server.js';
 import { registerProxy } from './commands/proxy.js';
+import { registerRun } from './commands/run.js';
 import { registerSessions } from './commands/sessions.js';
 import { registerShow } from './commands/show.js';
 import { polarVersion } from './version.js';
@@ -9,7 +12,10 @@ export function buildProgram(): Command {
     .description('Capture token-exact RL training data from coding-agent harnesses, at their model API boundary.')
     .version(polarVersion(), '-V, --version')
     .showHelpAfterError('(run with --help for usage)');
+  registerDemo(program);
+  registerRun(program);
   registerProxy(program);
+  registerMockServer(program);
   registerSessions(program);
   registerShow(program);
   return program;

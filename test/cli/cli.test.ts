@@ -53,7 +53,8 @@ describe('polar CLI', () => {
 
   it('show lists a session calls, as text and JSON', async () => {
     const text = await polar(['show', 'ses-a', '--db', db]);
-    expect(text.stdout).toMatch(/1\s+main\s+openai-chat\s+ok\s+200\s+yes\s+3\s+2\s+stop\s+1\.5s\s+upstream/);
+    expect(text.stdout).toMatch(/agent main\s+1 calls/);
+    expect(text.stdout).toMatch(/1\s+openai-chat\s+ok\s+200\s+yes\s+3\s+2\s+stop\s+1\.5s\s+upstream/);
     const json = JSON.parse((await polar(['show', 'ses-a', '--db', db, '--json'])).stdout);
     expect(json.calls[0]).toMatchObject({ id: 'r1', seq: 1, promptTokenCount: 3, sampledTokenCount: 2 });
   });

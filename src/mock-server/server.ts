@@ -2,21 +2,27 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { loadQwen3, type Qwen3 } from './qwen3.js';
 import { logprobsFor, sampleReply, type SampledReply, type ScriptedReply } from './sampler.js';
+import { demoScript } from './script.js';
 
 /**
- * A stand-in for vLLM's OpenAI server (`/v1/chat/completions`, `/v1/models`) that speaks vLLM's
- * token fields (`return_token_ids` → top-level `prompt_token_ids`, `choices[].token_ids`;
- * `logprobs` + `top_logprobs` → `logprobs.content[]`), renders prompts with the real Qwen3 chat
- * template and tokenizer, and samples ids that include non-canonical splits. It logs every request
- * and reply, and misbehaves on command.
+ * `polar mock-server`: a scripted stand-in for a vLLM server, for trying polar and testing harness
+ * integrations without a GPU. It is not a model: replies follow a script (see script.ts). Everything
+ * else is real: it speaks vLLM's OpenAI endpoints and token fields (`/v1/chat/completions` with
+ * `return_token_ids` → top-level `prompt_token_ids` and `choices[].token_ids`, `logprobs` +
+ * `top_logprobs` → `logprobs.content[]`; `/v1/models` with `max_model_len`; `/tokenize`), renders
+ * prompts with the real Qwen3 chat template and tokenizer, and samples ids that include
+ * non-canonical token splits, so a recording made by re-tokenizing text would not match. It logs
+ * every call it served, and misbehaves on command (for polar's own fault tests).
  */
 
 export type FaultMode = 'http-500' | 'http-400-context' | 'bad-json' | 'stall' | 'drop' | 'error-event';
 
-export interface ReferenceUpstreamOptions {
+export interface MockServerOptions {
   model?: string;
-  /** Decides each reply; defaults to a short answer with reasoning, or a tool call when asked. */
+  /** Decides each reply; defaults to the demo task (script.ts). */
   script?: (body: ChatBody, callIndex: number) => ScriptedReply;
+  host?: string;
+  port?: number;
   splitEvery?: number;
   /** Sampled tokens per streamed chunk. */
   chunkTokens?: number;
@@ -54,7 +60,7 @@ export interface LoggedCall {
   reply: SampledReply;
 }
 
-export interface ReferenceUpstream {
+export interface MockServer {
   url: string;
   model: string;
   calls: LoggedCall[];
@@ -71,25 +77,6 @@ export interface ReferenceUpstream {
 
 export const MAX_MODEL_LEN = 40_960;
 
-export function defaultScript(body: ChatBody): ScriptedReply {
-  const last = [...body.messages].reverse().find((m) => m.role === 'user' || m.role === 'tool');
-  const text = textOf(last?.content);
-  const thinking = body.chat_template_kwargs?.enable_thinking !== false;
-  const tools = (body.tools ?? []) as { function?: { name?: string } }[];
-  if (last?.role === 'user' && tools.length > 0 && /\buse (a|the) tools?\b/i.test(text)) {
-    const names = tools.map((t) => t.function?.name ?? 'tool');
-    const parallel = /\bboth\b/i.test(text) && names.length > 1;
-    return {
-      ...(thinking ? { reasoning: 'The user wants a tool call. I will call it with a path.' } : {}),
-      toolCalls: (parallel ? names.slice(0, 2) : names.slice(0, 1)).map((name, i) => ({ name, arguments: { path: `src/file-${i}.ts`, recursive: i === 0 } })),
-    };
-  }
-  return {
-    ...(thinking ? { reasoning: `The last message has ${text.length} characters. Answer briefly — in plain words.` } : {}),
-    content: `Hello! You said: “${text.slice(0, 60)}”. Café, naïve, 日本語 and emoji 🚀 all work.`,
-  };
-}
-
 export function textOf(content: unknown): string {
   if (typeof content === 'string') return content;
   if (Array.isArray(content)) {
@@ -100,12 +87,13 @@ export function textOf(content: unknown): string {
   return '';
 }
 
-export async function startReferenceUpstream(options: ReferenceUpstreamOptions = {}): Promise<ReferenceUpstream> {
+export async function startMockServer(options: MockServerOptions = {}): Promise<MockServer> {
   const model = options.model ?? 'Qwen/Qwen3-8B';
   const qwen = options.fast ? undefined : loadQwen3();
   const calls: LoggedCall[] = [];
   const faults: FaultMode[] = [];
   let seen = 0;
+  let replies = 0;
   let tokenizeCalls = 0;
   let goneWaiters: (() => void)[] = [];
   const sockets = new Set<import('node:net').Socket>();
@@ -174,18 +162,21 @@ export async function startReferenceUpstream(options: ReferenceUpstreamOptions =
 
     // vLLM answers a stream's headers at once and its first chunk after prefill; a plain call waits.
     if (options.latencyMs && !chat.stream) await sleep(options.latencyMs);
+    const served = replies++;
     const promptIds = qwen ? renderPrompt(qwen, chat) : syntheticPrompt(body.length);
     const maxTokens = chat.max_completion_tokens ?? chat.max_tokens;
     const reply = qwen
-      ? sampleReply(qwen, (options.script ?? defaultScript)(chat, calls.length), {
+      ? sampleReply(qwen, (options.script ?? demoScript)(chat, served), {
           ...(maxTokens !== undefined ? { maxTokens } : {}),
           splitEvery: options.splitEvery ?? 3,
-          seed: calls.length + 1,
-          callId: String(calls.length),
+          seed: served + 1,
+          // Unique per reply whether or not calls are logged: harnesses drop a tool call whose id
+          // they have already seen.
+          callId: `${served}x`,
         })
       : syntheticReply(maxTokens);
     if (options.log !== false) calls.push({ path: req.url, headers: req.headers, body: chat, promptIds, reply });
-    const id = `chatcmpl-${(calls.length + seen).toString(16).padStart(8, '0')}`;
+    const id = `chatcmpl-${served.toString(16).padStart(8, '0')}`;
     if (chat.stream) await stream(res, chat, id, promptIds, reply, fault);
     else json(res, 200, completion(chat, id, promptIds, reply));
   }
@@ -316,10 +307,14 @@ export async function startReferenceUpstream(options: ReferenceUpstreamOptions =
     return pieces;
   }
 
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const host = options.host ?? '127.0.0.1';
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, host, () => resolve());
+  });
   const { port } = server.address() as AddressInfo;
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
     model,
     calls,
     requestCount: () => seen,

@@ -1,0 +1,68 @@
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import chalk from 'chalk';
+import { Option, type Command } from 'commander';
+import { HARNESS_NAMES, getHarness } from '../../harness/registry.js';
+import { runHarness } from '../../harness/run.js';
+import { startMockServer } from '../../mock-server/server.js';
+import { DEMO_FILE } from '../../mock-server/script.js';
+import { action, printJson } from '../output.js';
+import { summaryLine } from './run.js';
+import { printSession } from './show.js';
+
+interface DemoOptions {
+  harness: string;
+  db?: string;
+  node?: string;
+  json?: boolean;
+}
+
+export function registerDemo(program: Command): void {
+  program
+    .command('demo')
+    .description('see polar work end to end, no GPU: a real harness runs a small task against the mock server, and polar shows what it captured')
+    .addOption(new Option('--harness <name>', 'the harness to run').choices(HARNESS_NAMES.filter((h) => h !== 'custom')).default('claude-code'))
+    .option('--db <file>', 'where to record (default: a new temporary database)')
+    .option('--node <path>', 'a Node.js binary for harnesses that need a newer one')
+    .option('--json', 'print the result as JSON')
+    .action(action(demo));
+}
+
+async function demo(opts: DemoOptions): Promise<void> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'polar-demo-'));
+  const workspace = path.join(dir, 'workspace');
+  await import('node:fs/promises').then((fs) => fs.mkdir(workspace));
+  await writeFile(path.join(workspace, 'README.md'), '# demo project\n');
+  await writeFile(path.join(workspace, 'main.py'), 'print("hello")\n');
+  const dbPath = opts.db ?? path.join(dir, 'polar.db');
+  const mock = await startMockServer({ log: false });
+  if (!opts.json) process.stderr.write(`${chalk.bold('polar demo')}: ${opts.harness} in ${workspace}, model calls to the mock server (scripted, not a model) at ${mock.url}\n`);
+  try {
+    const result = await runHarness({
+      harness: getHarness(opts.harness, {}),
+      prompt: `List the files in this workspace with your shell tool, then create ${DEMO_FILE}, then say you are done.`,
+      cwd: workspace,
+      dbPath,
+      upstream: { url: mock.url, kind: 'vllm' },
+      timeoutSec: 300,
+      quiet: true,
+      ...(opts.node ? { nodeBin: opts.node } : {}),
+    });
+    const file = path.join(workspace, DEMO_FILE);
+    const wrote = existsSync(file) ? (await readFile(file, 'utf8')).trim() : null;
+    if (opts.json) {
+      printJson({ ok: result.exitCode === 0 && wrote !== null, ...result, db: dbPath, workspace, demoFile: wrote });
+    } else {
+      process.stdout.write('\n');
+      printSession(dbPath, result.session);
+      process.stdout.write(`\n${summaryLine(result)}\n`);
+      process.stdout.write(wrote !== null ? `the harness wrote ${DEMO_FILE}: "${wrote}"\n` : chalk.yellow(`the harness did not write ${DEMO_FILE}; see ${result.logFile}\n`));
+      process.stdout.write(`database ${dbPath}  (polar sessions --db ${dbPath})\n`);
+    }
+    process.exitCode = result.exitCode === 0 && wrote !== null ? 0 : 1;
+  } finally {
+    await mock.close();
+  }
+}

@@ -1,0 +1,109 @@
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import chalk from 'chalk';
+import { Option, type Command } from 'commander';
+import { PolarError } from '../../core/errors.js';
+import { HARNESS_NAMES, getHarness } from '../../harness/registry.js';
+import { runHarness, type RunHarnessResult } from '../../harness/run.js';
+import type { SessionSummary } from '../../store/sessions.js';
+import { defaultDbPath } from '../../store/store.js';
+import { UPSTREAM_KINDS } from '../../upstream/types.js';
+import { action, formatDuration, printJson } from '../output.js';
+
+interface RunCommandOptions {
+  harness: string;
+  upstream?: string;
+  upstreamKind: string;
+  proxy?: string;
+  model?: string;
+  prompt?: string;
+  promptFile?: string;
+  cwd?: string;
+  timeout?: string;
+  session?: string;
+  db?: string;
+  contextWindow?: string;
+  harnessBin?: string;
+  command?: string;
+  node?: string;
+  json?: boolean;
+}
+
+export function registerRun(program: Command): void {
+  program
+    .command('run')
+    .description('run a coding-agent harness with its model calls redirected through polar and recorded')
+    .addOption(new Option('--harness <name>', 'the harness to run').choices([...HARNESS_NAMES]).makeOptionMandatory())
+    .option('--upstream <url>', 'inference server base URL (a proxy is started for this run)')
+    .addOption(new Option('--upstream-kind <kind>', 'inference server type').choices([...UPSTREAM_KINDS]).default('vllm'))
+    .option('--proxy <url>', 'use a running `polar proxy` instead of starting one')
+    .option('--model <name>', 'model to serve every call with (default: the upstream\'s first model)')
+    .option('--prompt <text>', 'run headless with this task (without it: interactive)')
+    .option('--prompt-file <file>', 'run headless with the task in this file')
+    .option('--cwd <dir>', 'the workspace the harness works in (default: the current directory)')
+    .option('--timeout <seconds>', 'end the harness (its whole process tree) after this long; the partial session is kept')
+    .option('--session <name>', 'session id (default: a new one)')
+    .option('--db <file>', 'SQLite database (default: $POLAR_DB, else ./polar.db)')
+    .option('--context-window <tokens>', "the served model's context length (default: the upstream's max_model_len)")
+    .option('--harness-bin <path>', 'the harness executable (default: node_modules/.bin, then PATH)')
+    .option('--command <template>', "for --harness custom: e.g. 'mycli --base {base_url} {prompt}'")
+    .option('--node <path>', 'a Node.js binary for JavaScript harnesses that need a newer one (Qwen Code needs 22)')
+    .option('--json', 'print the result as JSON')
+    .argument('[harnessArgs...]', 'extra arguments for the harness, after --')
+    .addHelpText(
+      'after',
+      `
+Examples:
+  polar run --harness claude-code --upstream http://gpu-box:8000/v1 --model Qwen/Qwen3-4B --prompt "fix the failing test"
+  polar run --harness codex --upstream http://127.0.0.1:8000 --prompt-file task.md --timeout 1800
+  polar run --harness custom --command 'mycli --base-url {base_url} --model {model} {prompt}' --upstream http://127.0.0.1:8000 --prompt hi
+Placeholders for --command: {base_url} (…/v1), {base_root}, {model}, {session}, {api_key}, {prompt}.`,
+    )
+    .action(action(runCommand));
+}
+
+async function runCommand(harnessArgs: string[], opts: RunCommandOptions): Promise<void> {
+  if (opts.prompt !== undefined && opts.promptFile !== undefined) throw new PolarError('POLAR_USAGE', 'give --prompt or --prompt-file, not both', 2);
+  const prompt = opts.promptFile !== undefined ? await readFile(opts.promptFile, 'utf8') : (opts.prompt ?? null);
+  const harness = getHarness(opts.harness, opts.command !== undefined ? { command: opts.command } : {});
+  const timeoutSec = opts.timeout !== undefined ? positive(opts.timeout, '--timeout') : undefined;
+  const statusLine = prompt !== null && process.stderr.isTTY && !opts.json;
+  const result = await runHarness({
+    harness,
+    ...(opts.harnessBin ? { harnessBin: opts.harnessBin } : {}),
+    prompt,
+    cwd: path.resolve(opts.cwd ?? process.cwd()),
+    dbPath: opts.db ?? defaultDbPath(),
+    ...(opts.upstream ? { upstream: { url: opts.upstream, kind: opts.upstreamKind, ...(process.env.POLAR_UPSTREAM_API_KEY ? { apiKey: process.env.POLAR_UPSTREAM_API_KEY } : {}) } } : {}),
+    ...(opts.proxy ? { proxyUrl: opts.proxy } : {}),
+    ...(opts.model ? { model: opts.model } : {}),
+    ...(opts.contextWindow ? { contextWindow: positive(opts.contextWindow, '--context-window') } : {}),
+    ...(opts.session ? { session: opts.session } : {}),
+    ...(timeoutSec ? { timeoutSec } : {}),
+    ...(opts.node ? { nodeBin: opts.node } : {}),
+    extraArgs: harnessArgs,
+    quiet: opts.json === true,
+    ...(statusLine ? { onProgress: (s, ms) => process.stderr.write(`\r${chalk.dim(progressLine(s, ms))}\x1b[K`) } : {}),
+  });
+  if (statusLine) process.stderr.write('\r\x1b[K');
+  if (opts.json) printJson({ ok: result.exitCode === 0, ...result });
+  else process.stderr.write(`${summaryLine(result)}\n`);
+  process.exitCode = result.exitCode;
+}
+
+function progressLine(s: SessionSummary, ms: number): string {
+  return `polar: ${s.requests} calls · ${s.promptTokens.toLocaleString('en')} prompt / ${s.sampledTokens.toLocaleString('en')} sampled tokens · ${s.failed} errors · ${formatDuration(ms)}`;
+}
+
+export function summaryLine(r: RunHarnessResult): string {
+  const s = r.summary;
+  const status = r.status === 'completed' ? chalk.green(r.status) : chalk.yellow(r.status);
+  const counts = s ? `${s.requests} calls, ${s.promptTokens} prompt / ${s.sampledTokens} sampled tokens, ${s.failed} errors` : 'no calls';
+  return `${chalk.bold('polar')} session ${r.session} ${status} (exit ${r.exitCode}): ${counts}\n  log ${r.logFile}\n  next: polar show ${r.session}`;
+}
+
+function positive(value: string, flag: string): number {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0) throw new PolarError('POLAR_USAGE', `${flag} must be a positive number, got ${JSON.stringify(value)}`, 2);
+  return n;
+}

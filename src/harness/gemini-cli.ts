@@ -1,0 +1,60 @@
+/**
+ * Gemini CLI (`@google/gemini-cli`), config checked against 0.61.0 by recording it against a stub
+ * server (fixtures/requests/gemini-cli). Facts relied on, from harnesses.md §6:
+ * - `GOOGLE_GEMINI_BASE_URL` is the root with no version suffix (the SDK adds `/v1beta/models/…`);
+ *   plain http is accepted only for loopback hosts.
+ * - With env vars alone 0.61.0 stops with "Invalid auth method selected."; it needs
+ *   `security.auth.selectedType: "gemini-api-key"` in `$GEMINI_CLI_HOME/.gemini/settings.json`.
+ * - `--approval-mode yolo` is forced back to `default` in untrusted folders: `--skip-trust` and
+ *   `GEMINI_CLI_TRUST_WORKSPACE=true`.
+ * - It re-spawns itself with a larger heap unless `GEMINI_CLI_NO_RELAUNCH=true`, which would put a
+ *   second process between polar and the one doing the work.
+ * - `-m` is given because the default, `auto`, routes through a flash-lite classifier call.
+ */
+import { join } from 'node:path';
+import { privateDirs, writePrivateFile } from './private-files.js';
+import type { Harness, HarnessCommand, HarnessContext } from './types.js';
+import { sessionUrls } from './types.js';
+
+/** Gemini CLI reads `<GEMINI_CLI_HOME>/.gemini/`; the private home stands in for the user's. */
+export function geminiSettingsPath(ctx: HarnessContext): string {
+  return join(ctx.home, '.gemini', 'settings.json');
+}
+
+export const GEMINI_SETTINGS = {
+  security: { auth: { selectedType: 'gemini-api-key' } },
+  privacy: { usageStatisticsEnabled: false },
+  general: { enableAutoUpdate: false },
+} as const;
+
+export const geminiCli: Harness = {
+  name: 'gemini-cli',
+  provider: 'google-generate-content',
+  packageName: '@google/gemini-cli',
+  binName: 'gemini',
+  // The recorded calls (fixtures/requests/gemini-cli/*.json) carry no header that names an agent:
+  // main turns and the router's classifier call send the same header set. Nothing to read.
+  agentHeaders: [],
+
+  async writeConfig(ctx: HarnessContext): Promise<void> {
+    const file = geminiSettingsPath(ctx);
+    await privateDirs(ctx.home, join(ctx.home, '.gemini'));
+    await writePrivateFile(file, `${JSON.stringify(GEMINI_SETTINGS, null, 2)}\n`);
+  },
+
+  command(bin, ctx, prompt, extraArgs, baseEnv): HarnessCommand {
+    const env = {
+      ...baseEnv,
+      HOME: ctx.home,
+      GEMINI_CLI_HOME: ctx.home,
+      GOOGLE_GEMINI_BASE_URL: sessionUrls(ctx).root,
+      GEMINI_API_KEY: ctx.apiKey,
+      GEMINI_CLI_TRUST_WORKSPACE: 'true',
+      GEMINI_CLI_NO_RELAUNCH: 'true',
+    };
+    const common = ['--approval-mode=yolo', '--skip-trust', '-m', ctx.model];
+    if (prompt === null) return { file: bin, args: [...common, ...extraArgs], env };
+    // `--prompt=` keeps a prompt that starts with `-` from being parsed as options.
+    return { file: bin, args: [`--prompt=${prompt}`, ...common, '-o', 'stream-json', ...extraArgs], env };
+  },
+};

