@@ -1,5 +1,6 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { claudeCode } from '../../src/harness/claude-code.js';
 import { startProxy } from '../../src/proxy/server.js';
 import { startReferenceUpstream, type ReferenceUpstream } from '../support/reference-upstream/index.js';
 import { startTestProxy, type TestProxy } from '../support/start-proxy.js';
@@ -59,6 +60,19 @@ describe('session routing', () => {
       [1, 'sub-7'],
       [2, 'main'],
     ]);
+  });
+
+  it("a harness's sub-agent header names the agent (Claude Code's x-claude-code-agent-id)", async () => {
+    const p = await startProxy({ store: t.store, upstream: t.upstream, servedModel: 'Qwen/Qwen3-8B', defaultSession: 'cc', port: 0, agentHeaders: claudeCode.agentHeaders });
+    try {
+      const url = `${p.url}/s/cc-agents/v1/messages`;
+      const body = JSON.stringify({ model: 'm', max_tokens: 50, messages: [{ role: 'user', content: 'hi' }] });
+      await fetch(url, { method: 'POST', body, headers: { 'x-claude-code-session-id': 's-1' } });
+      await fetch(url, { method: 'POST', body, headers: { 'x-claude-code-session-id': 's-1', 'x-claude-code-agent-id': 'explore-7' } });
+      expect(t.store.requests.list('cc-agents').map((c) => c.agentId)).toEqual(['main', 'explore-7']);
+    } finally {
+      await p.close(1000);
+    }
   });
 
   it('an invalid session name is refused with 400 and filed under the default session', async () => {
