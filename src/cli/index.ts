@@ -2,6 +2,7 @@ import { Command } from 'commander';
 import { registerDemo } from './commands/demo.js';
 import { registerMockServer } from './commands/mock-server.js';
 import { registerProxy } from './commands/proxy.js';
+import { registerReconstruct } from './commands/reconstruct.js';
 import { registerRun } from './commands/run.js';
 import { registerSessions } from './commands/sessions.js';
 import { registerShow } from './commands/show.js';
@@ -18,6 +19,7 @@ export function buildProgram(): Command {
   registerMockServer(program);
   registerSessions(program);
   registerShow(program);
+  registerReconstruct(program);
   return program;
 }
 

@@ -110,6 +110,7 @@ export class RequestsTable {
   private readonly listStmt;
   private readonly getStmt;
   private readonly endWithBodies;
+  private readonly tokensStmt;
 
   constructor(db: Db) {
     this.beginStmt = db.prepare(
@@ -135,6 +136,12 @@ export class RequestsTable {
     this.getStmt = db.prepare(
       `SELECT r.*, b.original_request, b.upstream_request
          FROM requests r LEFT JOIN request_bodies b ON b.request_id = r.id WHERE r.id = ?`,
+    );
+    this.tokensStmt = db.prepare(
+      `SELECT r.id, r.agent_id, r.seq, r.status, r.token_source, r.prompt_ids, r.sampled_ids, r.logprobs, r.finish_reason,
+              COALESCE(json_array_length(b.upstream_request, '$.tools'), 0) AS tool_count
+         FROM requests r LEFT JOIN request_bodies b ON b.request_id = r.id
+        WHERE r.session_id = ? ORDER BY r.seq`,
     );
     this.endWithBodies = db.transaction((id: string, end: RequestEnd, bodies: RequestBodies) => {
       this.writeBodies(id, bodies);
@@ -192,6 +199,22 @@ export class RequestsTable {
     });
   }
 
+  /** A session's calls with their token data, in sequence order; the tool count is read in SQLite. */
+  tokens(sessionId: string): CallTokenRow[] {
+    return (this.tokensStmt.all(sessionId) as RawTokenRow[]).map((r) => ({
+      id: r.id,
+      agentId: r.agent_id,
+      seq: r.seq,
+      status: r.status,
+      tokenSource: r.token_source,
+      promptIds: unpackUint32(r.prompt_ids),
+      sampledIds: unpackUint32(r.sampled_ids),
+      logprobs: unpackFloat64(r.logprobs),
+      finishReason: r.finish_reason,
+      toolCount: r.tool_count,
+    }));
+  }
+
   list(sessionId: string): RequestSummary[] {
     return (this.listStmt.all(sessionId) as RawRequest[]).map(toSummary);
   }
@@ -211,6 +234,33 @@ export class RequestsTable {
       logprobs: unpackFloat64(raw.logprobs),
     };
   }
+}
+
+export interface CallTokenRow {
+  id: string;
+  agentId: string;
+  seq: number;
+  status: RequestStatus;
+  tokenSource: TokenSource;
+  promptIds: number[] | null;
+  sampledIds: number[] | null;
+  logprobs: number[] | null;
+  finishReason: string | null;
+  /** Tools offered in the request sent upstream (0 for side calls such as title requests). */
+  toolCount: number;
+}
+
+interface RawTokenRow {
+  id: string;
+  agent_id: string;
+  seq: number;
+  status: RequestStatus;
+  token_source: TokenSource;
+  prompt_ids: Buffer | null;
+  sampled_ids: Buffer | null;
+  logprobs: Buffer | null;
+  finish_reason: string | null;
+  tool_count: number;
 }
 
 interface RawRequest {

@@ -71,6 +71,22 @@ describe('polar CLI', () => {
     expect(badPort.stderr).toMatch(/--port must be an integer/);
   });
 
+  it('reconstruct writes trajectory JSONL and a summary; --stats-json has the numbers', async () => {
+    const out = path.join(dir, 'traces.jsonl');
+    const statsFile = path.join(dir, 'stats.json');
+    const r = await polar(['reconstruct', '--db', db, '--strategy', 'per-request', '--out', out, '--stats-json', statsFile]);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toMatch(/per-request: 1 sessions, 1 calls \(1 used, 0 excluded\) → 1 traces/);
+    const traces = fs.readFileSync(out, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    expect(traces).toEqual([
+      expect.objectContaining({ session_id: 'ses-a', agent_id: 'main', strategy: 'per-request', trace_index: 0, request_ids: ['r1'], prompt_ids: [1, 2, 3], response_ids: [4, 5], loss_mask: [1, 1], response_logprobs: [-1, -2], reward: null, status: 'active' }),
+    ]);
+    expect(JSON.parse(fs.readFileSync(statsFile, 'utf8'))).toMatchObject({ traces: 1, tokensPerRequest: 5, tokensMerged: 5 });
+    const bad = await polar(['reconstruct', '--db', db, '--strategy', 'nope']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/choose one of: per-request, prefix-merging/);
+  });
+
   it('proxy refuses a non-loopback host without --auth-token', async () => {
     const r = await polar(['proxy', '--upstream', 'http://127.0.0.1:1', '--model', 'm', '--host', '0.0.0.0', '--db', path.join(dir, 'x.db')]);
     expect(r.code).toBe(2);

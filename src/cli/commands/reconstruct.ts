@@ -1,0 +1,78 @@
+import { createWriteStream } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import { once } from 'node:events';
+import type { Writable } from 'node:stream';
+import chalk from 'chalk';
+import type { Command } from 'commander';
+import { defaultDbPath, Store } from '../../store/store.js';
+import { emptyStats, reconstruct, type ReconstructStats } from '../../trajectory/reconstruct.js';
+import { STRATEGIES, getStrategy } from '../../trajectory/registry.js';
+import { loadTokenText } from '../../trajectory/tokenizer.js';
+import { action } from '../output.js';
+
+interface ReconstructCommandOptions {
+  db?: string;
+  session?: string[];
+  strategy: string;
+  out?: string;
+  statsJson?: string;
+  tokenizer?: string;
+  includeSideCalls?: boolean;
+}
+
+export function registerReconstruct(program: Command): void {
+  program
+    .command('reconstruct')
+    .description('turn recorded sessions into trajectories (JSONL, one trace per line) for trainers')
+    .option('--db <file>', 'SQLite database (default: $POLAR_DB, else ./polar.db)')
+    .option('--session <id...>', 'only these sessions (default: all)')
+    .option('--strategy <name>', `${Object.keys(STRATEGIES).join(' | ')}`, 'prefix-merging')
+    .option('--out <file>', 'write the JSONL here (default: stdout)')
+    .option('--stats-json <file>', 'also write the summary as JSON')
+    .option('--tokenizer <path>', 'tokenizer.json (or its folder): classify breaks and decode examples')
+    .option('--include-side-calls', 'keep calls that offered no tools while their agent did elsewhere (titles, summaries)')
+    .addHelpText(
+      'after',
+      `
+prefix-merging joins a session's calls into one trace per agent while each call's prompt starts with
+every token of the trace so far (faithful: each token is what the model was conditioned on). A call
+that does not extend its trace starts a new one; the break is counted by class: template, retoken,
+rewrite (history changed: compaction, stripped earlier thinking) or other (no --tokenizer to tell).`,
+    )
+    .action(action(run));
+}
+
+async function run(opts: ReconstructCommandOptions): Promise<void> {
+  const store = Store.open(opts.db ?? defaultDbPath(), { readonly: true });
+  const strategy = getStrategy(opts.strategy);
+  const stats = emptyStats(strategy.name);
+  const out: Writable = opts.out ? createWriteStream(opts.out, { mode: 0o600 }) : process.stdout;
+  try {
+    const text = opts.tokenizer ? loadTokenText(opts.tokenizer) : undefined;
+    for (const trace of reconstruct(store, { strategy, ...(opts.session ? { sessions: opts.session } : {}), ...(text ? { text } : {}), includeSideCalls: opts.includeSideCalls === true }, stats)) {
+      if (!out.write(`${JSON.stringify(trace)}\n`)) await once(out, 'drain');
+    }
+  } finally {
+    store.close();
+    if (opts.out) {
+      out.end();
+      await once(out, 'finish');
+    }
+  }
+  process.stderr.write(`${summary(stats)}\n`);
+  if (opts.statsJson) await writeFile(opts.statsJson, `${JSON.stringify(stats, null, 2)}\n`);
+}
+
+function summary(s: ReconstructStats): string {
+  const saving = s.tokensPerRequest > 0 ? (1 - s.tokensMerged / s.tokensPerRequest) * 100 : 0;
+  const breaks = Object.entries(s.breaks).filter(([, n]) => n > 0).map(([k, n]) => `${k} ${n}`).join(', ') || 'none';
+  const lines = [
+    `${chalk.bold(s.strategy)}: ${s.sessions} sessions, ${s.calls} calls (${s.used} used, ${s.excluded.length} excluded) → ${s.traces} traces, ${s.mergeRatio.toFixed(2)} calls per trace`,
+    `  tokens: ${s.tokensPerRequest} per-request → ${s.tokensMerged} merged (${saving.toFixed(1)}% fewer)`,
+    `  breaks: ${breaks}`,
+  ];
+  const reasons = new Map<string, number>();
+  for (const e of s.excluded) reasons.set(e.reason, (reasons.get(e.reason) ?? 0) + 1);
+  if (reasons.size > 0) lines.push(`  excluded: ${[...reasons].map(([r, n]) => `${r} ${n}`).join(', ')}`);
+  return lines.join('\n');
+}

@@ -1,0 +1,36 @@
+import type { BreakClass, TokenText } from './types.js';
+
+/** Length of the common prefix of two id sequences. */
+export function commonPrefix(a: readonly number[], b: readonly number[]): number {
+  const n = Math.min(a.length, b.length);
+  let i = 0;
+  while (i < n && a[i] === b[i]) i++;
+  return i;
+}
+
+/**
+ * Why `prompt` does not extend `trace` (the previous call's prompt, `previousPromptLength` long,
+ * then what it sampled). A difference inside the previous prompt means the history was changed.
+ * A difference in the previous answer is compared as the re-render of that answer: the slice of
+ * `prompt` from the same start up to where the two agree again on what follows is not known, so
+ * the next `window` tokens are compared, which covers the answer and its end-of-turn markup.
+ */
+export function classifyBreak(trace: readonly number[], previousPromptLength: number, prompt: readonly number[], text?: TokenText): { class: BreakClass; position: number } {
+  const position = commonPrefix(trace, prompt);
+  if (position < previousPromptLength) return { class: 'rewrite', position };
+  if (!text) return { class: 'other', position };
+  const sampled = trace.slice(previousPromptLength);
+  const rendered = prompt.slice(previousPromptLength, previousPromptLength + sampled.length + 16);
+  const specials = (ids: readonly number[]) => ids.filter((id) => text.isSpecial(id));
+  const sampledText = text.decode(sampled.filter((id) => !text.isSpecial(id)));
+  const renderedText = text.decode(rendered.filter((id) => !text.isSpecial(id)));
+  if (renderedText.startsWith(sampledText) || sampledText.startsWith(renderedText)) {
+    // Same words: either the markup around them differs, or only the split into tokens does. The
+    // re-render can be shorter or longer than the sampled ids, so the special tokens are compared
+    // in order, the sampled ones against the start of the rendered ones.
+    const mine = specials(sampled);
+    const theirs = specials(rendered);
+    return { class: mine.every((id, i) => theirs[i] === id) ? 'retoken' : 'template', position };
+  }
+  return { class: 'rewrite', position };
+}

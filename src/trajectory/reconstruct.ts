@@ -1,0 +1,78 @@
+import type { SessionRow } from '../store/sessions.js';
+import type { Store } from '../store/store.js';
+import type { BreakClass, CallTokens, Strategy, TokenText, Trajectory } from './types.js';
+
+export interface ReconstructOptions {
+  strategy: Strategy;
+  /** Sessions to read; all of them when empty. */
+  sessions?: readonly string[];
+  text?: TokenText;
+  /** Keep calls that look like side traffic (no tools offered while the agent's other calls had some). */
+  includeSideCalls?: boolean;
+}
+
+export interface ReconstructStats {
+  strategy: string;
+  sessions: number;
+  calls: number;
+  /** Calls that went into traces. */
+  used: number;
+  excluded: { requestId: string; reason: string }[];
+  traces: number;
+  /** Calls per trace. */
+  mergeRatio: number;
+  /** Tokens a trainer processes in per-request form (every call's prompt + sampled ids) and merged. */
+  tokensPerRequest: number;
+  tokensMerged: number;
+  breaks: Record<BreakClass, number>;
+  breakExamples: { requestId: string; previousRequestId: string; class: BreakClass; position: number }[];
+}
+
+/**
+ * Recordings to trajectories, one session at a time in creation order (memory is bounded by the
+ * largest session, not the database). Calls without server token ids, failed or aborted calls, and
+ * (by default) side calls are not trained on; each is listed with its reason.
+ */
+export function* reconstruct(store: Store, options: ReconstructOptions, stats: ReconstructStats = emptyStats(options.strategy.name)): Generator<Trajectory, void> {
+  const wanted = options.sessions && options.sessions.length > 0 ? new Set(options.sessions) : null;
+  for (const summary of store.sessions.list()) {
+    if (wanted && !wanted.has(summary.id)) continue;
+    stats.sessions++;
+    const calls = selectCalls(store, summary, options, stats);
+    const result = options.strategy.run(calls, options.text);
+    let index = 0;
+    for (const trace of result.traces) {
+      stats.traces++;
+      stats.tokensMerged += trace.prompt_ids.length + trace.response_ids.length;
+      yield { session_id: summary.id, strategy: options.strategy.name, trace_index: index++, reward: null, status: summary.status, ...trace };
+    }
+    for (const b of result.breaks) {
+      stats.breaks[b.class]++;
+      if (stats.breakExamples.length < 5) stats.breakExamples.push({ requestId: b.requestId, previousRequestId: b.previousRequestId, class: b.class, position: b.position });
+    }
+  }
+  stats.mergeRatio = stats.traces > 0 ? stats.used / stats.traces : 0;
+}
+
+export function emptyStats(strategy: string): ReconstructStats {
+  return { strategy, sessions: 0, calls: 0, used: 0, excluded: [], traces: 0, mergeRatio: 0, tokensPerRequest: 0, tokensMerged: 0, breaks: { template: 0, retoken: 0, rewrite: 0, other: 0 }, breakExamples: [] };
+}
+
+function selectCalls(store: Store, session: SessionRow, options: ReconstructOptions, stats: ReconstructStats): CallTokens[] {
+  const rows = store.requests.tokens(session.id);
+  stats.calls += rows.length;
+  const agentsWithTools = new Set(rows.filter((r) => r.toolCount > 0).map((r) => r.agentId));
+  const calls: CallTokens[] = [];
+  for (const r of rows) {
+    const reason =
+      r.status !== 'ok' ? `status ${r.status}` : r.tokenSource !== 'upstream' || !r.promptIds || !r.sampledIds ? 'no server token ids' : !options.includeSideCalls && r.toolCount === 0 && agentsWithTools.has(r.agentId) ? 'side call (no tools offered)' : null;
+    if (reason) {
+      stats.excluded.push({ requestId: r.id, reason });
+      continue;
+    }
+    stats.used++;
+    stats.tokensPerRequest += r.promptIds!.length + r.sampledIds!.length;
+    calls.push({ requestId: r.id, agentId: r.agentId, seq: r.seq, promptIds: r.promptIds!, sampledIds: r.sampledIds!, logprobs: r.logprobs, finishReason: r.finishReason });
+  }
+  return calls;
+}

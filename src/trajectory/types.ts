@@ -1,0 +1,69 @@
+/**
+ * The trajectory record: one trace per line of JSONL, the contract every exporter and checker
+ * uses. `loss_mask` and `response_logprobs` run parallel to `response_ids`: mask 1 marks a token the
+ * model sampled (with the logprob it had); mask 0 marks context between turns (logprob 0).
+ */
+export interface Trajectory {
+  session_id: string;
+  agent_id: string;
+  strategy: string;
+  trace_index: number;
+  /** The calls merged into this trace, in order. */
+  request_ids: string[];
+  prompt_ids: number[];
+  response_ids: number[];
+  loss_mask: (0 | 1)[];
+  /** null for the whole trace when some sampled token has no logprob. */
+  response_logprobs: number[] | null;
+  finish_reason: string | null;
+  reward: number | null;
+  status: string;
+  metadata: Record<string, unknown>;
+}
+
+/** One recorded call, as the strategies see it: only calls whose ids the server returned. */
+export interface CallTokens {
+  requestId: string;
+  agentId: string;
+  seq: number;
+  promptIds: readonly number[];
+  sampledIds: readonly number[];
+  logprobs: readonly number[] | null;
+  finishReason: string | null;
+}
+
+/**
+ * Why a call could not extend the trace before it: `template` (the special-token sequence of the
+ * re-rendered turn differs), `retoken` (the text matches but the ids differ: BPE split differently),
+ * `rewrite` (the history itself changed: compaction, edited or stripped content such as earlier
+ * thinking), `other` (no tokenizer to tell, or none of these).
+ */
+export type BreakClass = 'template' | 'retoken' | 'rewrite' | 'other';
+
+export interface Break {
+  requestId: string;
+  seq: number;
+  agentId: string;
+  /** The call whose trace it could not extend. */
+  previousRequestId: string;
+  class: BreakClass;
+  /** Index of the first token where the call's prompt differs from the trace so far. */
+  position: number;
+}
+
+/** What a strategy returns for one session: traces without the session-level fields, and its breaks. */
+export interface StrategyResult {
+  traces: Omit<Trajectory, 'session_id' | 'strategy' | 'trace_index' | 'reward' | 'status'>[];
+  breaks: Break[];
+}
+
+/** Decoding help for break classification; optional, since ids alone cannot tell text apart. */
+export interface TokenText {
+  decode(ids: readonly number[]): string;
+  isSpecial(id: number): boolean;
+}
+
+export interface Strategy {
+  readonly name: string;
+  run(calls: readonly CallTokens[], text?: TokenText): StrategyResult;
+}

@@ -1,0 +1,96 @@
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { emptyStats, reconstruct } from '../../src/trajectory/reconstruct.js';
+import { getStrategy } from '../../src/trajectory/registry.js';
+import { loadTokenText } from '../../src/trajectory/tokenizer.js';
+import type { Trajectory } from '../../src/trajectory/types.js';
+import { qwen3ModelDir, startReferenceUpstream, type ReferenceUpstream } from '../support/reference-upstream/index.js';
+import { startTestProxy, type TestProxy } from '../support/start-proxy.js';
+
+/**
+ * Real recordings: conversations through the proxy against the reference upstream (real Qwen3
+ * template, thinking on so earlier <think> blocks are stripped from history, non-canonical sampled
+ * splits), with tool calls, a length-cut turn, two interleaved sub-agents, a side call without tools
+ * and a failed call. Reconstruction must keep every usable call exactly once, never mix agents,
+ * and explain every break.
+ */
+const TOOLS: OpenAI.Chat.Completions.ChatCompletionTool[] = [{ type: 'function', function: { name: 'list_files', parameters: { type: 'object', properties: { path: { type: 'string' } } } } }];
+let upstream: ReferenceUpstream;
+let t: TestProxy;
+
+async function converse(agent: string, turns: number, opts: { maxTokensOnTurn?: number } = {}): Promise<void> {
+  const client = new OpenAI({ baseURL: t.proxy.baseUrl('rec'), apiKey: 'x', maxRetries: 0, defaultHeaders: { 'x-polar-agent': agent } });
+  const messages: OpenAI.Chat.Completions.ChatCompletionMessageParam[] = [{ role: 'system', content: `You are ${agent}.` }, { role: 'user', content: 'Please use a tool to look around.' }];
+  for (let turn = 0; turn < turns; turn++) {
+    const reply = await client.chat.completions.create({ model: 'm', messages, tools: TOOLS, ...(opts.maxTokensOnTurn === turn ? { max_tokens: 5 } : {}) });
+    const message = reply.choices[0]!.message;
+    messages.push({ role: 'assistant', content: message.content ?? '', ...(message.tool_calls ? { tool_calls: message.tool_calls } : {}), ...({ reasoning_content: (message as unknown as { reasoning_content?: string }).reasoning_content } as object) });
+    for (const call of message.tool_calls ?? []) messages.push({ role: 'tool', tool_call_id: call.id, content: `file-${turn}.ts` });
+    if (!message.tool_calls) messages.push({ role: 'user', content: `Now step ${turn + 2}.` });
+  }
+}
+
+beforeAll(async () => {
+  upstream = await startReferenceUpstream();
+  t = await startTestProxy(upstream.url);
+  await converse('main', 3, { maxTokensOnTurn: 2 });
+  // Two sub-agents, interleaved call by call.
+  await Promise.all([converse('sub-a', 2), converse('sub-b', 2)]);
+  // A side call (a title request: no tools) and a failed call.
+  const side = new OpenAI({ baseURL: t.proxy.baseUrl('rec'), apiKey: 'x', maxRetries: 0 });
+  await side.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'Write a 3-word title.' }] });
+  upstream.fault('http-500');
+  await side.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'x' }], tools: TOOLS }).catch(() => undefined);
+});
+
+afterAll(async () => {
+  await t?.close();
+  await upstream?.close();
+});
+
+function run(strategy: string) {
+  const stats = emptyStats(strategy);
+  const traces: Trajectory[] = [...reconstruct(t.store, { strategy: getStrategy(strategy), sessions: ['rec'], text: loadTokenText(qwen3ModelDir()) }, stats)];
+  return { traces, stats };
+}
+
+describe('reconstruct on real recordings', () => {
+  it('per-request: one trace per usable call, token-exact; failed and side calls excluded with reasons', () => {
+    const { traces, stats } = run('per-request');
+    expect(stats.calls).toBe(9);
+    expect(stats.excluded.map((e) => e.reason).sort()).toEqual(['side call (no tools offered)', 'status error']);
+    expect(traces).toHaveLength(7);
+    for (const trace of traces) {
+      const row = t.store.requests.get(trace.request_ids[0]!)!;
+      expect(trace.prompt_ids).toEqual(row.promptIds);
+      expect(trace.response_ids).toEqual(row.sampledIds);
+      expect(trace.response_logprobs).toEqual(row.logprobs);
+      expect(trace.loss_mask.every((m) => m === 1)).toBe(true);
+    }
+    expect(stats.mergeRatio).toBe(1);
+  });
+
+  it('prefix-merging: every usable call exactly once, agents never mixed, every break classified', () => {
+    const { traces, stats } = run('prefix-merging');
+    const used = traces.flatMap((tr) => tr.request_ids);
+    expect(new Set(used).size).toBe(used.length);
+    expect(used).toHaveLength(7);
+    for (const trace of traces) {
+      const agents = new Set(trace.request_ids.map((id) => t.store.requests.get(id)!.agentId));
+      expect(agents).toEqual(new Set([trace.agent_id]));
+      // Every mask-1 run is exactly one call's sampled ids, in order.
+      const sampled = trace.request_ids.flatMap((id) => t.store.requests.get(id)!.sampledIds!);
+      expect(trace.response_ids.filter((_, i) => trace.loss_mask[i] === 1)).toEqual(sampled);
+      expect(trace.prompt_ids).toEqual(t.store.requests.get(trace.request_ids[0]!)!.promptIds);
+    }
+    // Server-side templates re-render history: Qwen3 strips earlier thinking and the sampler's
+    // non-canonical splits never survive re-tokenization, so strict merging breaks, and says why.
+    const breaks = Object.values(stats.breaks).reduce((a, b) => a + b, 0);
+    // Each break starts a trace: three agents' first traces plus one per break.
+    expect(stats.traces).toBe(3 + breaks);
+    expect(breaks).toBeGreaterThan(0);
+    expect(stats.breaks.other).toBe(0);
+    expect(stats.breaks.rewrite + stats.breaks.retoken + stats.breaks.template).toBe(breaks);
+    expect(stats.tokensMerged).toBeLessThanOrEqual(stats.tokensPerRequest);
+  });
+});
