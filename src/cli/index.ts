@@ -4,6 +4,7 @@ import { registerMockServer } from './commands/mock-server.js';
 import { registerProxy } from './commands/proxy.js';
 import { registerReconstruct } from './commands/reconstruct.js';
 import { registerRun } from './commands/run.js';
+import { registerVerify } from './commands/verify.js';
 import { registerSessions } from './commands/sessions.js';
 import { registerShow } from './commands/show.js';
 import { polarVersion } from './version.js';
@@ -20,6 +21,7 @@ export function buildProgram(): Command {
   registerSessions(program);
   registerShow(program);
   registerReconstruct(program);
+  registerVerify(program);
   return program;
 }
 

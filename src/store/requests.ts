@@ -138,7 +138,7 @@ export class RequestsTable {
          FROM requests r LEFT JOIN request_bodies b ON b.request_id = r.id WHERE r.id = ?`,
     );
     this.tokensStmt = db.prepare(
-      `SELECT r.id, r.agent_id, r.seq, r.status, r.token_source, r.prompt_ids, r.sampled_ids, r.logprobs, r.finish_reason,
+      `SELECT r.id, r.agent_id, r.seq, r.status, r.token_source, r.prompt_ids, r.sampled_ids, r.logprobs, r.finish_reason, r.usage,
               COALESCE(json_array_length(b.upstream_request, '$.tools'), 0) AS tool_count
          FROM requests r LEFT JOIN request_bodies b ON b.request_id = r.id
         WHERE r.session_id = ? ORDER BY r.seq`,
@@ -211,6 +211,7 @@ export class RequestsTable {
       sampledIds: unpackUint32(r.sampled_ids),
       logprobs: unpackFloat64(r.logprobs),
       finishReason: r.finish_reason,
+      usage: r.usage ? (JSON.parse(r.usage) as CallTokenRow['usage']) : null,
       toolCount: r.tool_count,
     }));
   }
@@ -246,6 +247,7 @@ export interface CallTokenRow {
   sampledIds: number[] | null;
   logprobs: number[] | null;
   finishReason: string | null;
+  usage: { prompt_tokens?: number; completion_tokens?: number } | null;
   /** Tools offered in the request sent upstream (0 for side calls such as title requests). */
   toolCount: number;
 }
@@ -260,6 +262,7 @@ interface RawTokenRow {
   sampled_ids: Buffer | null;
   logprobs: Buffer | null;
   finish_reason: string | null;
+  usage: string | null;
   tool_count: number;
 }
 

@@ -1,3 +1,4 @@
+import type { CallTokenRow } from '../store/requests.js';
 import type { SessionRow } from '../store/sessions.js';
 import type { Store } from '../store/store.js';
 import type { BreakClass, CallTokens, Strategy, TokenText, Trajectory } from './types.js';
@@ -59,13 +60,20 @@ export function emptyStats(strategy: string): ReconstructStats {
 }
 
 function selectCalls(store: Store, session: SessionRow, options: ReconstructOptions, stats: ReconstructStats): CallTokens[] {
-  const rows = store.requests.tokens(session.id);
+  return usableCalls(store.requests.tokens(session.id), options.includeSideCalls === true, stats);
+}
+
+/**
+ * The calls a trainer may learn from: successful, with the server's ids, and (unless asked) not
+ * side traffic — a call that offered no tools while its agent's other calls did (titles, summaries).
+ */
+export function usableCalls(rows: readonly CallTokenRow[], includeSideCalls: boolean, stats: Pick<ReconstructStats, 'calls' | 'used' | 'excluded' | 'tokensPerRequest'>): CallTokens[] {
   stats.calls += rows.length;
   const agentsWithTools = new Set(rows.filter((r) => r.toolCount > 0).map((r) => r.agentId));
   const calls: CallTokens[] = [];
   for (const r of rows) {
     const reason =
-      r.status !== 'ok' ? `status ${r.status}` : r.tokenSource !== 'upstream' || !r.promptIds || !r.sampledIds ? 'no server token ids' : !options.includeSideCalls && r.toolCount === 0 && agentsWithTools.has(r.agentId) ? 'side call (no tools offered)' : null;
+      r.status !== 'ok' ? `status ${r.status}` : r.tokenSource !== 'upstream' || !r.promptIds || !r.sampledIds ? 'no server token ids' : !includeSideCalls && r.toolCount === 0 && agentsWithTools.has(r.agentId) ? 'side call (no tools offered)' : null;
     if (reason) {
       stats.excluded.push({ requestId: r.id, reason });
       continue;

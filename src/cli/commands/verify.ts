@@ -1,0 +1,70 @@
+import { readFile } from 'node:fs/promises';
+import chalk from 'chalk';
+import type { Command } from 'commander';
+import { PolarError } from '../../core/errors.js';
+import { defaultDbPath, Store } from '../../store/store.js';
+import { STRATEGIES, getStrategy } from '../../trajectory/registry.js';
+import type { Trajectory } from '../../trajectory/types.js';
+import type { Violation } from '../../trajectory/verify.js';
+import { verifySessions, type VerifySummary } from '../../trajectory/verify-sessions.js';
+import { action, printJson } from '../output.js';
+
+interface VerifyCommandOptions {
+  db?: string;
+  session?: string[];
+  strategy: string;
+  traces?: string;
+  allowRerender?: boolean;
+  json?: boolean;
+}
+
+export function registerVerify(program: Command): void {
+  program
+    .command('verify-faithfulness')
+    .description('prove every trainable token is exactly a sampled token: exits 0 only when every check holds')
+    .option('--db <file>', 'SQLite database (default: $POLAR_DB, else ./polar.db)')
+    .option('--session <id...>', 'only these sessions (default: all)')
+    .option('--strategy <name>', `strategy to reconstruct with: ${Object.keys(STRATEGIES).join(' | ')}`, 'prefix-merging')
+    .option('--traces <file>', 'verify this trajectory JSONL (from polar reconstruct) instead of reconstructing')
+    .option('--allow-rerender', 'traces were built with --allow-rerender: do not require each call\'s context to be its recorded prompt')
+    .option('--json', 'print every violation as JSON')
+    .action(action(verify));
+}
+
+async function verify(opts: VerifyCommandOptions): Promise<void> {
+  const store = Store.open(opts.db ?? defaultDbPath(), { readonly: true });
+  const summary: VerifySummary = { sessions: 0, calls: 0, traces: 0, violations: 0 };
+  const violations: Violation[] = [];
+  try {
+    const traces = opts.traces ? await readTraces(opts.traces) : undefined;
+    for (const v of verifySessions(store, { strategy: getStrategy(opts.strategy), ...(opts.session ? { sessions: opts.session } : {}), ...(traces ? { traces } : {}), allowRerender: opts.allowRerender === true }, summary)) {
+      violations.push(v);
+      if (!opts.json && violations.length <= 50) process.stderr.write(`${chalk.red('violation')} ${describe(v)}\n`);
+    }
+  } finally {
+    store.close();
+  }
+  if (opts.json) printJson({ ok: violations.length === 0, ...summary, violations });
+  else {
+    if (violations.length > 50) process.stderr.write(`… and ${violations.length - 50} more (--json lists all)\n`);
+    const verdict = violations.length === 0 ? chalk.green('faithful') : chalk.red(`${violations.length} violations`);
+    process.stderr.write(`${verdict}: ${summary.sessions} sessions, ${summary.calls} calls, ${summary.traces} traces checked\n`);
+  }
+  process.exitCode = violations.length === 0 ? 0 : 1;
+}
+
+function describe(v: Violation): string {
+  const where = [`session ${v.session}`, v.traceIndex !== undefined ? `trace ${v.traceIndex}` : '', v.requestId ? `call ${v.requestId}` : '', v.position !== undefined ? `position ${v.position}` : ''].filter(Boolean).join(', ');
+  return `[${v.check}] ${where}: ${v.message}`;
+}
+
+async function readTraces(file: string): Promise<Trajectory[]> {
+  const lines = (await readFile(file, 'utf8')).split('\n').filter((l) => l.trim());
+  return lines.map((line, i) => {
+    try {
+      return JSON.parse(line) as Trajectory;
+    } catch {
+      throw new PolarError('POLAR_USAGE', `${file}:${i + 1} is not a JSON trajectory line`, 2);
+    }
+  });
+}

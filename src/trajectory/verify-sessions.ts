@@ -1,0 +1,58 @@
+import type { Store } from '../store/store.js';
+import { emptyStats, reconstruct, usableCalls } from './reconstruct.js';
+import type { Strategy, Trajectory } from './types.js';
+import { verifyCall, verifyCoverage, verifyTrace, type RecordedCall, type Violation } from './verify.js';
+
+export interface VerifyOptions {
+  strategy: Strategy;
+  sessions?: readonly string[];
+  /** Verify these traces (a trajectory file) instead of reconstructing them here. */
+  traces?: readonly Trajectory[];
+  allowRerender?: boolean;
+  includeSideCalls?: boolean;
+}
+
+export interface VerifySummary {
+  sessions: number;
+  calls: number;
+  traces: number;
+  violations: number;
+}
+
+/**
+ * Proves, session by session, that every trainable token is a sampled token: each usable call's
+ * own data is consistent, every usable call is in exactly one trace, and every trace matches the
+ * recordings token for token and logprob bit for bit.
+ */
+export function* verifySessions(store: Store, options: VerifyOptions, summary: VerifySummary = { sessions: 0, calls: 0, traces: 0, violations: 0 }): Generator<Violation, void> {
+  const wanted = options.sessions && options.sessions.length > 0 ? new Set(options.sessions) : null;
+  const given = options.traces ? groupBySession(options.traces) : null;
+  for (const session of store.sessions.list()) {
+    if (wanted && !wanted.has(session.id)) continue;
+    summary.sessions++;
+    const rows = store.requests.tokens(session.id);
+    const usable = usableCalls(rows, options.includeSideCalls === true, emptyStats(options.strategy.name));
+    const usableIds = new Set(usable.map((c) => c.requestId));
+    const recorded = new Map<string, RecordedCall>(rows.filter((r) => usableIds.has(r.id)).map((r) => [r.id, { requestId: r.id, tokenSource: r.tokenSource, promptIds: r.promptIds, sampledIds: r.sampledIds, logprobs: r.logprobs, usage: r.usage }]));
+    summary.calls += recorded.size;
+    const report = function* (violations: Violation[]) {
+      summary.violations += violations.length;
+      yield* violations;
+    };
+    for (const call of recorded.values()) yield* report(verifyCall(session.id, call));
+    const traces = given ? (given.get(session.id) ?? []) : [...reconstruct(store, { strategy: options.strategy, sessions: [session.id], includeSideCalls: options.includeSideCalls === true })];
+    summary.traces += traces.length;
+    yield* report(verifyCoverage(session.id, [...usableIds], traces));
+    for (const trace of traces) yield* report(verifyTrace(trace, recorded, { allowRerender: options.allowRerender === true }));
+  }
+}
+
+function groupBySession(traces: readonly Trajectory[]): Map<string, Trajectory[]> {
+  const out = new Map<string, Trajectory[]>();
+  for (const t of traces) {
+    const list = out.get(t.session_id) ?? [];
+    list.push(t);
+    out.set(t.session_id, list);
+  }
+  return out;
+}

@@ -1,0 +1,128 @@
+import type { Trajectory } from './types.js';
+
+/** One broken promise, named precisely enough to find: the session, the call or trace, the position. */
+export interface Violation {
+  session: string;
+  check: string;
+  message: string;
+  requestId?: string;
+  traceIndex?: number;
+  position?: number;
+}
+
+/** A recorded call as verification reads it. */
+export interface RecordedCall {
+  requestId: string;
+  tokenSource: string;
+  promptIds: readonly number[] | null;
+  sampledIds: readonly number[] | null;
+  logprobs: readonly number[] | null;
+  usage: { prompt_tokens?: number; completion_tokens?: number } | null;
+}
+
+/** Per-call checks: what the server sent is internally consistent and came with its ids. */
+export function verifyCall(session: string, call: RecordedCall): Violation[] {
+  const v: Violation[] = [];
+  const at = (check: string, message: string, position?: number) => v.push({ session, requestId: call.requestId, check, message, ...(position !== undefined ? { position } : {}) });
+  if (call.tokenSource !== 'upstream') at('token_source', `token_source is ${call.tokenSource}: these tokens are not the server's and must not be trained on`);
+  if (!call.promptIds || !call.sampledIds) {
+    at('ids', 'the call has no prompt or sampled ids');
+    return v;
+  }
+  if (!call.logprobs) at('logprobs', 'the call has no logprobs');
+  else if (call.logprobs.length !== call.sampledIds.length) at('logprobs', `${call.sampledIds.length} sampled ids but ${call.logprobs.length} logprobs`);
+  call.logprobs?.forEach((lp, i) => {
+    if (!Number.isFinite(lp) || lp > 0) at('logprobs', `logprob ${lp} is not a finite value <= 0`, i);
+  });
+  if (call.usage?.prompt_tokens !== undefined && call.usage.prompt_tokens !== call.promptIds.length) {
+    at('usage', `usage.prompt_tokens ${call.usage.prompt_tokens} but ${call.promptIds.length} prompt ids`);
+  }
+  if (call.usage?.completion_tokens !== undefined && call.usage.completion_tokens !== call.sampledIds.length) {
+    at('usage', `usage.completion_tokens ${call.usage.completion_tokens} but ${call.sampledIds.length} sampled ids`);
+  }
+  return v;
+}
+
+/**
+ * Per-trace checks against the recordings: the mask-1 runs are, in order, exactly the sampled ids
+ * and logprobs of the trace's calls; mask-0 tokens carry no logprob; the trace's prompt is its first
+ * call's prompt; and (faithful traces) the tokens before each call's run are exactly the prompt ids
+ * that call recorded — the context the model really saw.
+ */
+export function verifyTrace(trace: Trajectory, calls: ReadonlyMap<string, RecordedCall>, options: { allowRerender?: boolean } = {}): Violation[] {
+  const v: Violation[] = [];
+  const at = (check: string, message: string, extra: { requestId?: string; position?: number } = {}) =>
+    v.push({ session: trace.session_id, traceIndex: trace.trace_index, check, message, ...extra });
+  const n = trace.response_ids.length;
+  if (trace.loss_mask.length !== n) at('shape', `${n} response ids but ${trace.loss_mask.length} mask entries`);
+  if (trace.response_logprobs && trace.response_logprobs.length !== n) at('shape', `${n} response ids but ${trace.response_logprobs.length} logprobs`);
+  if (v.length > 0) return v;
+  trace.loss_mask.forEach((m, i) => {
+    if (m === 0 && trace.response_logprobs && trace.response_logprobs[i] !== 0) at('mask', `context token carries logprob ${trace.response_logprobs[i]}`, { position: i });
+  });
+  const first = calls.get(trace.request_ids[0] ?? '');
+  if (first?.promptIds && !same(trace.prompt_ids, first.promptIds)) at('prompt', 'prompt_ids differ from the first call\'s recorded prompt ids', { requestId: first.requestId, position: firstDifference(trace.prompt_ids, first.promptIds) });
+  let pos = 0;
+  for (const [k, id] of trace.request_ids.entries()) {
+    const call = calls.get(id);
+    if (!call?.sampledIds || !call.promptIds) {
+      at('calls', `call ${id} is not a recorded call with token ids`, { requestId: id });
+      return v;
+    }
+    // Context before this call's run: mask-0 tokens (none before the first call's run).
+    const runStart = k === 0 ? 0 : nextSampled(trace.loss_mask, pos);
+    if (!options.allowRerender) {
+      const seen = [...trace.prompt_ids, ...trace.response_ids.slice(0, runStart)];
+      if (!same(seen, call.promptIds)) {
+        at('context', 'the tokens before this call\'s sampled ids are not the prompt it recorded', { requestId: id, position: firstDifference(seen, call.promptIds) });
+      }
+    }
+    for (let i = 0; i < call.sampledIds.length; i++) {
+      const p = runStart + i;
+      if (p >= n || trace.loss_mask[p] !== 1 || trace.response_ids[p] !== call.sampledIds[i]) {
+        at('sampled', `position ${p} should be sampled id ${call.sampledIds[i]} (mask 1) of this call`, { requestId: id, position: p });
+        return v;
+      }
+      if (trace.response_logprobs && call.logprobs && !sameBits(trace.response_logprobs[p]!, call.logprobs[i]!)) {
+        at('logprob', `logprob ${trace.response_logprobs[p]} is not the recorded ${call.logprobs[i]}`, { requestId: id, position: p });
+      }
+    }
+    pos = runStart + call.sampledIds.length;
+  }
+  if (pos < n && trace.loss_mask.slice(pos).some((m) => m === 1)) at('sampled', 'mask-1 tokens that belong to no call', { position: pos });
+  return v;
+}
+
+/** Each usable call in exactly one trace. */
+export function verifyCoverage(session: string, usable: readonly string[], traces: readonly Trajectory[]): Violation[] {
+  const count = new Map<string, number>();
+  for (const t of traces) for (const id of t.request_ids) count.set(id, (count.get(id) ?? 0) + 1);
+  const v: Violation[] = [];
+  for (const id of usable) {
+    const c = count.get(id) ?? 0;
+    if (c !== 1) v.push({ session, requestId: id, check: 'coverage', message: c === 0 ? 'recorded call is in no trace' : `recorded call is in ${c} traces` });
+  }
+  for (const id of count.keys()) if (!usable.includes(id)) v.push({ session, requestId: id, check: 'coverage', message: 'trace names a call that is not a usable recording of this session' });
+  return v;
+}
+
+function nextSampled(mask: readonly (0 | 1)[], from: number): number {
+  let i = from;
+  while (i < mask.length && mask[i] === 0) i++;
+  return i;
+}
+
+function same(a: readonly number[], b: readonly number[]): boolean {
+  return a.length === b.length && a.every((x, i) => x === b[i]);
+}
+
+function firstDifference(a: readonly number[], b: readonly number[]): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) if (a[i] !== b[i]) return i;
+  return n;
+}
+
+/** Logprobs compare as float64 bits: a value rounded anywhere on the way is a violation. */
+function sameBits(a: number, b: number): boolean {
+  return Object.is(a, b) || (Number.isNaN(a) && Number.isNaN(b));
+}
