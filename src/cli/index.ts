@@ -1,5 +1,6 @@
 import { Command } from 'commander';
 import { registerDemo } from './commands/demo.js';
+import { registerExport } from './commands/export.js';
 import { registerMockServer } from './commands/mock-server.js';
 import { registerProxy } from './commands/proxy.js';
 import { registerReconstruct } from './commands/reconstruct.js';
@@ -22,6 +23,7 @@ export function buildProgram(): Command {
   registerShow(program);
   registerReconstruct(program);
   registerVerify(program);
+  registerExport(program);
   return program;
 }
 

@@ -9,6 +9,7 @@ import { TokenAccumulator } from '../upstream/accumulate.js';
 import type { Upstream, UpstreamRequest } from '../upstream/types.js';
 import { readBody } from './body.js';
 import type { CallRecord } from './call-record.js';
+import { AssistantMessageBuilder, assistantMessageOf } from './assistant-message.js';
 import { KeepAlive } from './keepalive.js';
 import { sendJson, toPolarError } from './reply.js';
 
@@ -95,6 +96,7 @@ async function completeCall({ res, call, ctx, canonical, upstreamReq, signal }: 
     usageCounts: usageCounts(completion.usage),
     servedModel: typeof completion.model === 'string' ? completion.model : null,
     tokens,
+    assistantMessage: assistantMessageOf(completion.choices[0]?.message),
   });
   sendJson(res, 200, text);
 }
@@ -119,6 +121,7 @@ async function streamCall({ res, call, ctx, canonical, upstreamReq, signal }: Ca
   keepAlive.start();
   const accumulator = new TokenAccumulator(ctx.upstream.capturesTokens ? 'upstream' : 'none');
   const seen: StreamFacts = { finishReason: null, usage: null, model: null };
+  const message = new AssistantMessageBuilder();
   const write = async (events: SseEvent[]) => {
     if (events.length === 0) return;
     const text = events.length === 1 ? formatSseEvent(events[0]!) : events.map(formatSseEvent).join('');
@@ -129,6 +132,7 @@ async function streamCall({ res, call, ctx, canonical, upstreamReq, signal }: Ca
   try {
     for await (const { chunk, tokens } of chunks) {
       accumulator.add(tokens);
+      message.add(chunk);
       noteChunk(seen, chunk);
       await write(translator.push(chunk, tokens));
     }
@@ -143,6 +147,7 @@ async function streamCall({ res, call, ctx, canonical, upstreamReq, signal }: Ca
       usageCounts: usageCounts(seen.usage),
       servedModel: seen.model,
       tokens: accumulator.result(),
+      assistantMessage: message.build(),
     });
     keepAlive.stop();
     res.end(closing);

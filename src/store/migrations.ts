@@ -62,4 +62,7 @@ export const MIGRATIONS: readonly string[] = [
     upstream_request TEXT
   ) WITHOUT ROWID;
   `,
+  // 2: the reply as a canonical (OpenAI Chat) assistant message, whatever the provider, so
+  // training exports need not parse four providers' reply formats.
+  `ALTER TABLE requests ADD COLUMN assistant_message TEXT;`,
 ];

@@ -34,6 +34,8 @@ export interface RequestEnd {
   servedModel?: string | null;
   tokens?: CapturedTokens;
   tokenError?: string | null;
+  /** The reply as a canonical assistant message (content, reasoning_content, tool_calls). */
+  assistantMessage?: unknown;
 }
 
 export type RequestBodies = Pick<RequestStart, 'originalRequest' | 'upstreamRequest'>;
@@ -68,6 +70,7 @@ export interface RequestRecord extends RequestSummary {
   upstreamRequest: string | null;
   reply: string | null;
   usage: unknown;
+  assistantMessage: unknown;
   promptIds: number[] | null;
   sampledIds: number[] | null;
   logprobs: number[] | null;
@@ -94,6 +97,7 @@ const END_COLUMNS = {
   prompt_token_count: '@promptTokenCount',
   sampled_token_count: '@sampledTokenCount',
   token_error: '@tokenError',
+  assistant_message: '@assistantMessage',
 };
 
 /**
@@ -196,6 +200,7 @@ export class RequestsTable {
       promptTokenCount: tokens?.promptIds?.length ?? null,
       sampledTokenCount: tokens?.sampledIds?.length ?? null,
       tokenError: end.tokenError ?? null,
+      assistantMessage: end.assistantMessage === undefined || end.assistantMessage === null ? null : JSON.stringify(end.assistantMessage),
     });
   }
 
@@ -230,6 +235,7 @@ export class RequestsTable {
       upstreamRequest: raw.upstream_request ?? null,
       reply: raw.reply ?? null,
       usage: raw.usage ? JSON.parse(raw.usage) : null,
+      assistantMessage: raw.assistant_message ? JSON.parse(raw.assistant_message) : null,
       promptIds: unpackUint32(raw.prompt_ids),
       sampledIds: unpackUint32(raw.sampled_ids),
       logprobs: unpackFloat64(raw.logprobs),
@@ -293,6 +299,7 @@ interface RawRequest {
   upstream_request?: string | null;
   reply?: string | null;
   usage?: string | null;
+  assistant_message?: string | null;
   prompt_ids?: Buffer | null;
   sampled_ids?: Buffer | null;
   logprobs?: Buffer | null;

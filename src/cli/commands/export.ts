@@ -1,0 +1,64 @@
+import { createWriteStream } from 'node:fs';
+import { once } from 'node:events';
+import type { Writable } from 'node:stream';
+import { Option, type Command } from 'commander';
+import { PolarError } from '../../core/errors.js';
+import { defaultDbPath, Store } from '../../store/store.js';
+import { sftExample } from '../../trajectory/export/sft.js';
+import { emptyStats, reconstruct } from '../../trajectory/reconstruct.js';
+import { STRATEGIES, getStrategy } from '../../trajectory/registry.js';
+import { action } from '../output.js';
+
+interface ExportOptions {
+  db?: string;
+  session?: string[];
+  format: 'tokens' | 'sft';
+  strategy: string;
+  minReward?: string;
+  out?: string;
+}
+
+export function registerExport(program: Command): void {
+  program
+    .command('export')
+    .description('write training data as JSONL: token trajectories for RL trainers, or chat examples for SFT')
+    .addOption(new Option('--format <format>', 'tokens: trajectory records; sft: NeMo-RL openai_format {messages, tools}').choices(['tokens', 'sft']).default('tokens'))
+    .option('--strategy <name>', Object.keys(STRATEGIES).join(' | '), 'prefix-merging')
+    .option('--min-reward <r>', 'only traces with a reward of at least this (traces without a reward are left out)')
+    .option('--db <file>', 'SQLite database (default: $POLAR_DB, else ./polar.db)')
+    .option('--session <id...>', 'only these sessions (default: all)')
+    .option('--out <file>', 'write here (default: stdout)')
+    .action(action(exportData));
+}
+
+async function exportData(opts: ExportOptions): Promise<void> {
+  const minReward = opts.minReward === undefined ? null : Number(opts.minReward);
+  if (minReward !== null && !Number.isFinite(minReward)) throw new PolarError('POLAR_USAGE', `--min-reward must be a number, got ${opts.minReward}`, 2);
+  const store = Store.open(opts.db ?? defaultDbPath(), { readonly: true });
+  const out: Writable = opts.out ? createWriteStream(opts.out, { mode: 0o600 }) : process.stdout;
+  let written = 0;
+  let skipped = 0;
+  try {
+    const stats = emptyStats(opts.strategy);
+    for (const trace of reconstruct(store, { strategy: getStrategy(opts.strategy), ...(opts.session ? { sessions: opts.session } : {}) }, stats)) {
+      if (minReward !== null && (trace.reward === null || trace.reward < minReward)) {
+        skipped++;
+        continue;
+      }
+      const line = opts.format === 'sft' ? sftExample(store.requests.get(trace.request_ids[trace.request_ids.length - 1]!)!) : trace;
+      if (!line) {
+        skipped++;
+        continue;
+      }
+      written++;
+      if (!out.write(`${JSON.stringify(line)}\n`)) await once(out, 'drain');
+    }
+  } finally {
+    store.close();
+    if (opts.out) {
+      out.end();
+      await once(out, 'finish');
+    }
+  }
+  process.stderr.write(`export ${opts.format}: ${written} written, ${skipped} left out\n`);
+}

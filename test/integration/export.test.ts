@@ -1,0 +1,62 @@
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import Anthropic from '@anthropic-ai/sdk';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startReferenceUpstream, type ReferenceUpstream } from '../support/reference-upstream/index.js';
+import { startTestProxy, type TestProxy } from '../support/start-proxy.js';
+
+const run = promisify(execFile);
+const BIN = path.resolve(__dirname, '../../bin/polar.js');
+let upstream: ReferenceUpstream;
+let t: TestProxy;
+
+beforeAll(async () => {
+  upstream = await startReferenceUpstream();
+  t = await startTestProxy(upstream.url);
+  const client = new Anthropic({ baseURL: `${t.proxy.url}/s/exp`, apiKey: 'x', maxRetries: 0 });
+  const tools: Anthropic.Tool[] = [{ name: 'list_files', description: 'List files', input_schema: { type: 'object', properties: { path: { type: 'string' } } } }];
+  await client.messages.stream({ model: 'claude', max_tokens: 500, tools, messages: [{ role: 'user', content: 'Please use a tool to look around.' }] }).finalMessage();
+  await client.messages.create({ model: 'claude', max_tokens: 500, tools, messages: [{ role: 'user', content: 'Just say hi.' }] });
+});
+
+afterAll(async () => {
+  await t?.close();
+  await upstream?.close();
+});
+
+async function polarExport(args: string[]): Promise<{ lines: unknown[]; stderr: string }> {
+  const { stdout, stderr } = await run(process.execPath, [BIN, 'export', '--db', t.dbPath, '--session', 'exp', ...args], { env: { ...process.env, NO_COLOR: '1' } });
+  return { lines: stdout.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l)), stderr };
+}
+
+describe('polar export', () => {
+  it('records each reply as a canonical assistant message, streamed or not, whatever the provider', () => {
+    const rows = t.store.requests.list('exp').map((c) => t.store.requests.get(c.id)!);
+    expect(rows[0]!.assistantMessage).toMatchObject({
+      role: 'assistant',
+      reasoning_content: upstream.calls[0]!.reply.reasoning,
+      tool_calls: [{ type: 'function', function: { name: 'list_files', arguments: upstream.calls[0]!.reply.toolCalls[0]!.arguments } }],
+    });
+    expect(rows[1]!.assistantMessage).toMatchObject({ role: 'assistant', content: upstream.calls[1]!.reply.content, reasoning_content: upstream.calls[1]!.reply.reasoning });
+  });
+
+  it('--format sft: one openai_format example per trace, the conversation sent upstream plus the reply', async () => {
+    const { lines, stderr } = await polarExport(['--format', 'sft', '--strategy', 'per-request']);
+    expect(stderr).toMatch(/export sft: 2 written, 0 left out/);
+    const [first] = lines as { messages: Record<string, unknown>[]; tools: { function: { name: string } }[] }[];
+    expect(first!.messages.map((m) => m.role)).toEqual(['user', 'assistant']);
+    expect(first!.messages[0]).toEqual({ role: 'user', content: 'Please use a tool to look around.' });
+    expect(first!.messages[1]).toMatchObject({ tool_calls: [{ function: { name: 'list_files' } }] });
+    expect(first!.tools.map((x) => x.function.name)).toEqual(['list_files']);
+  });
+
+  it('--format tokens: the trajectory records; --min-reward leaves out traces without a reward', async () => {
+    const tokens = await polarExport(['--format', 'tokens', '--strategy', 'per-request']);
+    expect(tokens.lines).toHaveLength(2);
+    expect(tokens.lines[0]).toMatchObject({ session_id: 'exp', strategy: 'per-request', response_ids: upstream.calls[0]!.reply.ids });
+    const rewarded = await polarExport(['--format', 'tokens', '--min-reward', '0.5']);
+    expect(rewarded.lines).toHaveLength(0);
+    expect(rewarded.stderr).toMatch(/0 written, 2 left out/);
+  });
+});
