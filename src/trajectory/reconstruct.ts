@@ -1,7 +1,7 @@
 import type { CallTokenRow } from '../store/requests.js';
 import type { SessionRow } from '../store/sessions.js';
 import type { Store } from '../store/store.js';
-import type { BreakClass, CallTokens, Strategy, TokenText, Trajectory } from './types.js';
+import type { Break, BreakClass, CallTokens, Strategy, TokenText, Trajectory } from './types.js';
 
 export interface ReconstructOptions {
   strategy: Strategy;
@@ -40,19 +40,27 @@ export function* reconstruct(store: Store, options: ReconstructOptions, stats: R
     if (wanted && !wanted.has(summary.id)) continue;
     stats.sessions++;
     const calls = selectCalls(store, summary, options, stats);
-    const result = options.strategy.run(calls, options.text);
-    let index = 0;
-    for (const trace of result.traces) {
+    const { traces, breaks } = sessionTraces(summary, options.strategy, calls, options.text);
+    for (const trace of traces) {
       stats.traces++;
       stats.tokensMerged += trace.prompt_ids.length + trace.response_ids.length;
-      yield { session_id: summary.id, strategy: options.strategy.name, trace_index: index++, reward: null, status: summary.status, ...trace };
+      yield trace;
     }
-    for (const b of result.breaks) {
+    for (const b of breaks) {
       stats.breaks[b.class]++;
       if (stats.breakExamples.length < 5) stats.breakExamples.push({ requestId: b.requestId, previousRequestId: b.previousRequestId, class: b.class, position: b.position });
     }
   }
   stats.mergeRatio = stats.traces > 0 ? stats.used / stats.traces : 0;
+}
+
+/** One session's traces, with the session-level fields filled in. */
+export function sessionTraces(session: Pick<SessionRow, 'id' | 'status'>, strategy: Strategy, calls: readonly CallTokens[], text?: TokenText): { traces: Trajectory[]; breaks: Break[] } {
+  const result = strategy.run(calls, text);
+  return {
+    traces: result.traces.map((trace, index) => ({ session_id: session.id, strategy: strategy.name, trace_index: index, reward: null, status: session.status, ...trace })),
+    breaks: result.breaks,
+  };
 }
 
 export function emptyStats(strategy: string): ReconstructStats {

@@ -1,5 +1,5 @@
 import type { Store } from '../store/store.js';
-import { emptyStats, reconstruct, usableCalls } from './reconstruct.js';
+import { emptyStats, sessionTraces, usableCalls } from './reconstruct.js';
 import type { Strategy, Trajectory } from './types.js';
 import { verifyCall, verifyCoverage, verifyTrace, type RecordedCall, type Violation } from './verify.js';
 
@@ -40,7 +40,7 @@ export function* verifySessions(store: Store, options: VerifyOptions, summary: V
       yield* violations;
     };
     for (const call of recorded.values()) yield* report(verifyCall(session.id, call));
-    const traces = given ? (given.get(session.id) ?? []) : [...reconstruct(store, { strategy: options.strategy, sessions: [session.id], includeSideCalls: options.includeSideCalls === true })];
+    const traces = given ? (given.get(session.id) ?? []) : sessionTraces(session, options.strategy, usable).traces;
     summary.traces += traces.length;
     yield* report(verifyCoverage(session.id, [...usableIds], traces));
     for (const trace of traces) yield* report(verifyTrace(trace, recorded, { allowRerender: options.allowRerender === true }));

@@ -72,10 +72,8 @@ export function verifyTrace(trace: Trajectory, calls: ReadonlyMap<string, Record
     // Context before this call's run: mask-0 tokens (none before the first call's run).
     const runStart = k === 0 ? 0 : nextSampled(trace.loss_mask, pos);
     if (!options.allowRerender) {
-      const seen = [...trace.prompt_ids, ...trace.response_ids.slice(0, runStart)];
-      if (!same(seen, call.promptIds)) {
-        at('context', 'the tokens before this call\'s sampled ids are not the prompt it recorded', { requestId: id, position: firstDifference(seen, call.promptIds) });
-      }
+      const differs = contextDifference(trace, runStart, call.promptIds);
+      if (differs >= 0) at('context', 'the tokens before this call\'s sampled ids are not the prompt it recorded', { requestId: id, position: differs });
     }
     for (let i = 0; i < call.sampledIds.length; i++) {
       const p = runStart + i;
@@ -104,6 +102,21 @@ export function verifyCoverage(session: string, usable: readonly string[], trace
   }
   for (const id of count.keys()) if (!usable.includes(id)) v.push({ session, requestId: id, check: 'coverage', message: 'trace names a call that is not a usable recording of this session' });
   return v;
+}
+
+/**
+ * Where the trace's tokens before `runStart` (its prompt, then its response up to there) first
+ * differ from `prompt`; -1 when they are the same. Compared in place: a merged trace is long.
+ */
+function contextDifference(trace: Trajectory, runStart: number, prompt: readonly number[]): number {
+  const head = trace.prompt_ids.length;
+  const length = head + runStart;
+  const n = Math.min(length, prompt.length);
+  for (let i = 0; i < n; i++) {
+    const token = i < head ? trace.prompt_ids[i] : trace.response_ids[i - head];
+    if (token !== prompt[i]) return i;
+  }
+  return length === prompt.length ? -1 : n;
 }
 
 function nextSampled(mask: readonly (0 | 1)[], from: number): number {
