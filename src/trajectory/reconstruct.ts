@@ -27,6 +27,8 @@ export interface ReconstructStats {
   tokensMerged: number;
   breaks: Record<BreakClass, number>;
   breakExamples: { requestId: string; previousRequestId: string; class: BreakClass; position: number }[];
+  /** Re-rendered boundaries joined under --allow-rerender (0 for faithful merging). */
+  contextDrift: number;
 }
 
 /**
@@ -43,6 +45,7 @@ export function* reconstruct(store: Store, options: ReconstructOptions, stats: R
     const { traces, breaks } = sessionTraces(summary, options.strategy, calls, options.text);
     for (const trace of traces) {
       stats.traces++;
+      stats.contextDrift += typeof trace.metadata.context_drift === 'number' ? trace.metadata.context_drift : 0;
       stats.tokensMerged += trace.prompt_ids.length + trace.response_ids.length;
       yield trace;
     }
@@ -64,7 +67,7 @@ export function sessionTraces(session: Pick<SessionRow, 'id' | 'status'>, strate
 }
 
 export function emptyStats(strategy: string): ReconstructStats {
-  return { strategy, sessions: 0, calls: 0, used: 0, excluded: [], traces: 0, mergeRatio: 0, tokensPerRequest: 0, tokensMerged: 0, breaks: { template: 0, retoken: 0, rewrite: 0, other: 0 }, breakExamples: [] };
+  return { strategy, sessions: 0, calls: 0, used: 0, excluded: [], traces: 0, mergeRatio: 0, tokensPerRequest: 0, tokensMerged: 0, breaks: { template: 0, retoken: 0, rewrite: 0, other: 0 }, breakExamples: [], contextDrift: 0 };
 }
 
 function selectCalls(store: Store, session: SessionRow, options: ReconstructOptions, stats: ReconstructStats): CallTokens[] {

@@ -4,6 +4,7 @@ import { emptyStats, reconstruct } from '../../src/trajectory/reconstruct.js';
 import { getStrategy } from '../../src/trajectory/registry.js';
 import { loadTokenText } from '../../src/trajectory/tokenizer.js';
 import type { Trajectory } from '../../src/trajectory/types.js';
+import { verifySessions } from '../../src/trajectory/verify-sessions.js';
 import { qwen3ModelDir, startReferenceUpstream, type ReferenceUpstream } from '../support/reference-upstream/index.js';
 import { startTestProxy, type TestProxy } from '../support/start-proxy.js';
 
@@ -48,9 +49,9 @@ afterAll(async () => {
   await upstream?.close();
 });
 
-function run(strategy: string) {
+function run(strategy: string, allowRerender = false) {
   const stats = emptyStats(strategy);
-  const traces: Trajectory[] = [...reconstruct(t.store, { strategy: getStrategy(strategy), sessions: ['rec'], text: loadTokenText(qwen3ModelDir()) }, stats)];
+  const traces: Trajectory[] = [...reconstruct(t.store, { strategy: getStrategy(strategy, { allowRerender }), sessions: ['rec'], text: loadTokenText(qwen3ModelDir()) }, stats)];
   return { traces, stats };
 }
 
@@ -92,5 +93,19 @@ describe('reconstruct on real recordings', () => {
     expect(stats.breaks.other).toBe(0);
     expect(stats.breaks.rewrite + stats.breaks.retoken + stats.breaks.template).toBe(breaks);
     expect(stats.tokensMerged).toBeLessThanOrEqual(stats.tokensPerRequest);
+  });
+
+  it('--allow-rerender joins across re-rendered answers, counts the drift, and still verifies', () => {
+    const strict = run('prefix-merging');
+    const { traces, stats } = run('prefix-merging', true);
+    expect(stats.traces).toBeLessThan(strict.stats.traces);
+    expect(stats.contextDrift).toBeGreaterThan(0);
+    const used = traces.flatMap((tr) => tr.request_ids);
+    expect(new Set(used).size).toBe(7);
+    const found = [...verifySessions(t.store, { strategy: getStrategy('prefix-merging', { allowRerender: true }), sessions: ['rec'], allowRerender: true })];
+    expect(found).toEqual([]);
+    // Without the allowance, the same traces fail the context check: the model never saw them.
+    const strictCheck = [...verifySessions(t.store, { strategy: getStrategy('prefix-merging'), sessions: ['rec'], traces })];
+    expect(strictCheck.map((v) => v.check)).toContain('context');
   });
 });

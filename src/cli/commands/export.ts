@@ -16,6 +16,7 @@ interface ExportOptions {
   strategy: string;
   minReward?: string;
   out?: string;
+  allowRerender?: boolean;
 }
 
 export function registerExport(program: Command): void {
@@ -24,6 +25,7 @@ export function registerExport(program: Command): void {
     .description('write training data as JSONL: token trajectories for RL trainers, or chat examples for SFT')
     .addOption(new Option('--format <format>', 'tokens: trajectory records; sft: NeMo-RL openai_format {messages, tools}').choices(['tokens', 'sft']).default('tokens'))
     .option('--strategy <name>', Object.keys(STRATEGIES).join(' | '), 'prefix-merging')
+    .option('--allow-rerender', 'prefix-merging with the looser rule (see polar reconstruct --help)')
     .option('--min-reward <r>', 'only traces with a reward of at least this (traces without a reward are left out)')
     .option('--db <file>', 'SQLite database (default: $POLAR_DB, else ./polar.db)')
     .option('--session <id...>', 'only these sessions (default: all)')
@@ -40,7 +42,7 @@ async function exportData(opts: ExportOptions): Promise<void> {
   let skipped = 0;
   try {
     const stats = emptyStats(opts.strategy);
-    for (const trace of reconstruct(store, { strategy: getStrategy(opts.strategy), ...(opts.session ? { sessions: opts.session } : {}) }, stats)) {
+    for (const trace of reconstruct(store, { strategy: getStrategy(opts.strategy, { allowRerender: opts.allowRerender === true }), ...(opts.session ? { sessions: opts.session } : {}) }, stats)) {
       if (minReward !== null && (trace.reward === null || trace.reward < minReward)) {
         skipped++;
         continue;

@@ -18,6 +18,7 @@ interface ReconstructCommandOptions {
   statsJson?: string;
   tokenizer?: string;
   includeSideCalls?: boolean;
+  allowRerender?: boolean;
 }
 
 export function registerReconstruct(program: Command): void {
@@ -30,6 +31,7 @@ export function registerReconstruct(program: Command): void {
     .option('--out <file>', 'write the JSONL here (default: stdout)')
     .option('--stats-json <file>', 'also write the summary as JSON')
     .option('--tokenizer <path>', 'tokenizer.json (or its folder): classify breaks and decode examples')
+    .option('--allow-rerender', 'also join calls whose previous prompt is a prefix although the answer was re-rendered differently (counted as context drift)')
     .option('--include-side-calls', 'keep calls that offered no tools while their agent did elsewhere (titles, summaries)')
     .addHelpText(
       'after',
@@ -44,7 +46,7 @@ rewrite (history changed: compaction, stripped earlier thinking) or other (no --
 
 async function run(opts: ReconstructCommandOptions): Promise<void> {
   const store = Store.open(opts.db ?? defaultDbPath(), { readonly: true });
-  const strategy = getStrategy(opts.strategy);
+  const strategy = getStrategy(opts.strategy, { allowRerender: opts.allowRerender === true });
   const stats = emptyStats(strategy.name);
   const out: Writable = opts.out ? createWriteStream(opts.out, { mode: 0o600 }) : process.stdout;
   try {
@@ -69,7 +71,7 @@ function summary(s: ReconstructStats): string {
   const lines = [
     `${chalk.bold(s.strategy)}: ${s.sessions} sessions, ${s.calls} calls (${s.used} used, ${s.excluded.length} excluded) → ${s.traces} traces, ${s.mergeRatio.toFixed(2)} calls per trace`,
     `  tokens: ${s.tokensPerRequest} per-request → ${s.tokensMerged} merged (${saving.toFixed(1)}% fewer)`,
-    `  breaks: ${breaks}`,
+    `  breaks: ${breaks}${s.contextDrift > 0 ? `; context drift: ${s.contextDrift} re-rendered boundaries joined (--allow-rerender)` : ''}`,
   ];
   const reasons = new Map<string, number>();
   for (const e of s.excluded) reasons.set(e.reason, (reasons.get(e.reason) ?? 0) + 1);

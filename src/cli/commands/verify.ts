@@ -37,7 +37,7 @@ async function verify(opts: VerifyCommandOptions): Promise<void> {
   const violations: Violation[] = [];
   try {
     const traces = opts.traces ? await readTraces(opts.traces) : undefined;
-    for (const v of verifySessions(store, { strategy: getStrategy(opts.strategy), ...(opts.session ? { sessions: opts.session } : {}), ...(traces ? { traces } : {}), allowRerender: opts.allowRerender === true }, summary)) {
+    for (const v of verifySessions(store, { strategy: getStrategy(opts.strategy, { allowRerender: opts.allowRerender === true }), ...(opts.session ? { sessions: opts.session } : {}), ...(traces ? { traces } : {}), allowRerender: opts.allowRerender === true }, summary)) {
       violations.push(v);
       if (!opts.json && violations.length <= 50) process.stderr.write(`${chalk.red('violation')} ${describe(v)}\n`);
     }

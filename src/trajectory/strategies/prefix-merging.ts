@@ -3,6 +3,12 @@ import type { Break, CallTokens, Strategy, StrategyResult, TokenText } from '../
 
 interface Chain {
   agentId: string;
+  /** The last call's recorded prompt ids (what --allow-rerender matches against). */
+  tip: readonly number[];
+  /** Whether the last call's sampled ids ended with the end-of-turn token. */
+  endedWithEot: boolean;
+  /** Boundaries joined on a re-render that differs from what was sampled (--allow-rerender). */
+  drift: number;
   requestIds: string[];
   promptIds: number[];
   responseIds: number[];
@@ -25,18 +31,39 @@ interface Chain {
  * that extends no chain starts a new trace, so nothing is dropped, and the break is classified
  * against its agent's most recent chain. Agents (sub-agents) never share a chain.
  */
-export const prefixMerging: Strategy = {
-  name: 'prefix-merging',
-  run(calls: readonly CallTokens[], text?: TokenText): StrategyResult {
+export interface PrefixMergingOptions {
+  /**
+   * The reference design's looser rule: a call also joins when the previous call's *prompt* is a
+   * prefix of its prompt, although the server re-rendered the previous answer differently from what
+   * was sampled. The interstitial after the re-rendered answer (found by its end-of-turn token)
+   * becomes context; each re-rendered boundary that differs from the sampled ids is counted as
+   * context drift — later turns were sampled on a context the trace does not contain.
+   */
+  allowRerender?: boolean;
+}
+
+export function createPrefixMerging(options: PrefixMergingOptions = {}): Strategy {
+  return {
+    name: 'prefix-merging',
+    run: (calls, text) => merge(calls, text, options),
+  };
+}
+
+export const prefixMerging: Strategy = createPrefixMerging();
+
+function merge(calls: readonly CallTokens[], text: TokenText | undefined, options: PrefixMergingOptions): StrategyResult {
     const chains: Chain[] = [];
     const breaks: Break[] = [];
+    const eot = options.allowRerender ? endOfTurnId(calls) : null;
     for (const call of calls) {
       const mine = chains.filter((c) => c.agentId === call.agentId);
       const target = [...mine].reverse().find((c) => extends_(c, call.promptIds));
       if (target) {
-        append(target, call);
+        append(target, call, eot);
         continue;
       }
+      const rerendered = eot !== null ? [...mine].reverse().find((c) => startsWith(call.promptIds, c.tip)) : undefined;
+      if (rerendered && appendRerendered(rerendered, call, eot!)) continue;
       const latest = mine[mine.length - 1];
       if (latest) {
         const tokens = [...latest.promptIds, ...latest.responseIds];
@@ -44,7 +71,7 @@ export const prefixMerging: Strategy = {
         breaks.push({ requestId: call.requestId, seq: call.seq, agentId: call.agentId, previousRequestId: latest.lastRequestId, class: cls, position });
         latest.breaks++;
       }
-      chains.push(start(call));
+      chains.push(start(call, eot));
     }
     return {
       traces: chains.map((c) => ({
@@ -55,12 +82,48 @@ export const prefixMerging: Strategy = {
         loss_mask: c.mask,
         response_logprobs: c.logprobs,
         finish_reason: c.finishReason,
-        metadata: { calls: c.requestIds.length, breaks_after: c.breaks },
+        metadata: { calls: c.requestIds.length, breaks_after: c.breaks, ...(options.allowRerender ? { allow_rerender: true, context_drift: c.drift } : {}) },
       })),
       breaks,
     };
-  },
-};
+}
+
+/** The end-of-turn id: the last sampled token of the first call that stopped on its own. */
+function endOfTurnId(calls: readonly CallTokens[]): number | null {
+  const done = calls.find((c) => (c.finishReason === 'stop' || c.finishReason === 'tool_calls') && c.sampledIds.length > 0);
+  return done ? done.sampledIds[done.sampledIds.length - 1]! : null;
+}
+
+function startsWith(prompt: readonly number[], head: readonly number[]): boolean {
+  return head.length > 0 && head.length <= prompt.length && commonPrefix(head, prompt) === head.length;
+}
+
+/**
+ * Joins `call` after a re-rendered answer: the tail of its prompt after the previous prompt is the
+ * server's re-render of the previous answer, up to its end-of-turn token, then the context. Returns
+ * false (a break) when the tail has no end-of-turn token to split at.
+ */
+function appendRerendered(chain: Chain, call: CallTokens, eot: number): boolean {
+  const tail = call.promptIds.slice(chain.tip.length);
+  const k = tail.indexOf(eot);
+  if (k < 0) return false;
+  const interstitial = chain.endedWithEot ? tail.slice(k + 1) : tail.slice(k);
+  const lastSampledEnd = chain.endedWithEot ? chain.responseIds.length - 1 : chain.responseIds.length;
+  const rerender = tail.slice(0, k);
+  // Drift: the re-rendered answer is not the ids the model sampled (the last call's mask-1 run).
+  let runStart = lastSampledEnd;
+  while (runStart > 0 && chain.mask[runStart - 1] === 1) runStart--;
+  const sampled = chain.responseIds.slice(runStart, lastSampledEnd);
+  if (rerender.length !== sampled.length || rerender.some((id, i) => id !== sampled[i])) chain.drift++;
+  for (const id of interstitial) {
+    chain.responseIds.push(id);
+    chain.mask.push(0);
+    chain.logprobs?.push(0);
+  }
+  chain.lastPromptEnd = chain.promptIds.length + chain.responseIds.length;
+  pushSampled(chain, call, eot);
+  return true;
+}
 
 /** The number of tokens of `prompt` the chain accounts for, or -1 when the prompt does not extend it. */
 function coveredBy(chain: Chain, prompt: readonly number[]): number {
@@ -76,7 +139,7 @@ function extends_(chain: Chain, prompt: readonly number[]): boolean {
   return coveredBy(chain, prompt) >= 0;
 }
 
-function append(chain: Chain, call: CallTokens): void {
+function append(chain: Chain, call: CallTokens, eot: number | null = null): void {
   const covered = coveredBy(chain, call.promptIds);
   // Context between turns (the tool result, the next user message, the end-of-turn token a
   // length-cut turn lacked): tokens the model read but did not sample.
@@ -86,12 +149,15 @@ function append(chain: Chain, call: CallTokens): void {
     chain.logprobs?.push(0);
   }
   chain.lastPromptEnd = chain.promptIds.length + chain.responseIds.length;
-  pushSampled(chain, call);
+  pushSampled(chain, call, eot);
 }
 
-function start(call: CallTokens): Chain {
+function start(call: CallTokens, eot: number | null = null): Chain {
   const chain: Chain = {
     agentId: call.agentId,
+    tip: call.promptIds,
+    endedWithEot: false,
+    drift: 0,
     requestIds: [],
     promptIds: [...call.promptIds],
     responseIds: [],
@@ -102,11 +168,13 @@ function start(call: CallTokens): Chain {
     lastRequestId: call.requestId,
     breaks: 0,
   };
-  pushSampled(chain, call);
+  pushSampled(chain, call, eot);
   return chain;
 }
 
-function pushSampled(chain: Chain, call: CallTokens): void {
+function pushSampled(chain: Chain, call: CallTokens, eot: number | null): void {
+  chain.tip = call.promptIds;
+  chain.endedWithEot = eot !== null && call.sampledIds[call.sampledIds.length - 1] === eot;
   chain.requestIds.push(call.requestId);
   chain.lastRequestId = call.requestId;
   chain.finishReason = call.finishReason;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { CallTokens, TokenText } from '../types.js';
 import { perRequest } from './per-request.js';
-import { prefixMerging } from './prefix-merging.js';
+import { createPrefixMerging, prefixMerging } from './prefix-merging.js';
 
 const call = (requestId: string, seq: number, promptIds: number[], sampledIds: number[], extra: Partial<CallTokens> = {}): CallTokens => ({
   requestId,
@@ -89,5 +89,36 @@ describe('prefix-merging (faithful)', () => {
     const { traces } = prefixMerging.run([call('r1', 1, [1], [2]), call('r2', 2, [1, 2, 3], [4], { logprobs: null })]);
     expect(traces[0]!.response_logprobs).toBeNull();
     expect(traces[0]!.loss_mask).toEqual([1, 0, 1]);
+  });
+});
+
+describe('prefix-merging --allow-rerender', () => {
+  const loose = createPrefixMerging({ allowRerender: true });
+  const EOT = 902;
+
+  it('joins after a re-rendered answer, counts the drift, keeps sampled ids as sampled', () => {
+    // Sampled [1, 2, EOT]; the server re-rendered that answer as [4, EOT] before the new context.
+    const { traces, breaks } = loose.run([call('r1', 1, [900, 10], [1, 2, EOT]), call('r2', 2, [900, 10, 4, EOT, 903, 11], [3, EOT])]);
+    expect(breaks).toEqual([]);
+    expect(traces[0]).toMatchObject({
+      request_ids: ['r1', 'r2'],
+      response_ids: [1, 2, EOT, 903, 11, 3, EOT],
+      loss_mask: [1, 1, 1, 0, 0, 1, 1],
+      metadata: { allow_rerender: true, context_drift: 1 },
+    });
+  });
+
+  it('an identical re-render is no drift; a length-cut answer keeps the end-of-turn token as context', () => {
+    const same = loose.run([call('r1', 1, [900, 10], [1, 2, EOT]), call('r2', 2, [900, 10, 1, 2, EOT, 903], [3, EOT])]);
+    expect(same.traces[0]!.metadata).toMatchObject({ context_drift: 0 });
+    const cut = loose.run([call('r0', 0, [5], [6, EOT]), call('r1', 1, [900, 10], [1, 2], { finishReason: 'length' }), call('r2', 2, [900, 10, 4, EOT, 903], [3])]);
+    const trace = cut.traces.find((t) => t.request_ids.includes('r1'))!;
+    expect(trace.response_ids).toEqual([1, 2, EOT, 903, 3]);
+    expect(trace.loss_mask).toEqual([1, 1, 0, 0, 1]);
+  });
+
+  it('history that changed before the previous answer still breaks', () => {
+    const { breaks } = loose.run([call('r1', 1, [900, 10, 11], [1, EOT]), call('r2', 2, [900, 7, EOT, 903], [3])]);
+    expect(breaks).toHaveLength(1);
   });
 });
