@@ -26,7 +26,7 @@ export interface ReconstructStats {
   tokensPerRequest: number;
   tokensMerged: number;
   breaks: Record<BreakClass, number>;
-  breakExamples: { requestId: string; previousRequestId: string; class: BreakClass; position: number }[];
+  breakExamples: { requestId: string; previousRequestId: string; class: BreakClass; position: number; expected?: string; found?: string }[];
   /** Re-rendered boundaries joined under --allow-rerender (0 for faithful merging). */
   contextDrift: number;
 }
@@ -51,7 +51,7 @@ export function* reconstruct(store: Store, options: ReconstructOptions, stats: R
     }
     for (const b of breaks) {
       stats.breaks[b.class]++;
-      if (stats.breakExamples.length < 5) stats.breakExamples.push({ requestId: b.requestId, previousRequestId: b.previousRequestId, class: b.class, position: b.position });
+      if (stats.breakExamples.length < 5) stats.breakExamples.push({ requestId: b.requestId, previousRequestId: b.previousRequestId, class: b.class, position: b.position, ...decodedAt(b, calls, options.text) });
     }
   }
   stats.mergeRatio = stats.traces > 0 ? stats.used / stats.traces : 0;
@@ -64,6 +64,19 @@ export function sessionTraces(session: Pick<SessionRow, 'id' | 'status'>, strate
     traces: result.traces.map((trace, index) => ({ session_id: session.id, strategy: strategy.name, trace_index: index, reward: null, status: session.status, ...trace })),
     breaks: result.breaks,
   };
+}
+
+/**
+ * A break's example, decoded: what the trace had from the point of difference (the previous call's
+ * prompt and sampled ids) and what the breaking call's prompt had there instead.
+ */
+function decodedAt(b: Break, calls: readonly CallTokens[], text: TokenText | undefined): { expected?: string; found?: string } {
+  if (!text) return {};
+  const previous = calls.find((c) => c.requestId === b.previousRequestId);
+  const current = calls.find((c) => c.requestId === b.requestId);
+  if (!previous || !current) return {};
+  const had = [...previous.promptIds, ...previous.sampledIds];
+  return { expected: text.decode(had.slice(b.position, b.position + 24)), found: text.decode(current.promptIds.slice(b.position, b.position + 24)) };
 }
 
 export function emptyStats(strategy: string): ReconstructStats {

@@ -59,4 +59,25 @@ describe('polar export', () => {
     expect(rewarded.lines).toHaveLength(0);
     expect(rewarded.stderr).toMatch(/0 written, 2 left out/);
   });
+
+  it('--format nemo-gym: rollout results whose model items carry the recorded token fields, as one append-only chain', async () => {
+    const { lines } = await polarExport(['--format', 'nemo-gym', '--strategy', 'per-request']);
+    expect(lines).toHaveLength(2);
+    const first = lines[0] as { responses_create_params: { input: unknown[]; tools: { name: string }[] }; response: { output: Record<string, unknown>[] }; reward: null };
+    expect(first.responses_create_params.input).toEqual([{ role: 'user', content: 'Please use a tool to look around.' }]);
+    expect(first.responses_create_params.tools.map((x) => x.name)).toEqual(['list_files']);
+    expect(first.response.output.map((o) => o.type)).toEqual(['reasoning', 'function_call']);
+    const last = first.response.output.at(-1)!;
+    expect(last).toMatchObject({ prompt_token_ids: upstream.calls[0]!.promptIds, generation_token_ids: upstream.calls[0]!.reply.ids });
+    expect((last.generation_log_probs as number[]).length).toBe(upstream.calls[0]!.reply.ids.length);
+    // NeMo-RL's contiguity rule, as it checks it: tokens so far must prefix the next call's prompt.
+    for (const line of lines as { response: { output: Record<string, unknown>[] } }[]) {
+      let seen: number[] = [];
+      for (const item of line.response.output.filter((o) => Array.isArray(o.generation_token_ids))) {
+        const prompt = item.prompt_token_ids as number[];
+        expect(prompt.slice(0, seen.length)).toEqual(seen);
+        seen = [...prompt, ...(item.generation_token_ids as number[])];
+      }
+    }
+  });
 });

@@ -93,6 +93,10 @@ describe('reconstruct on real recordings', () => {
     expect(stats.breaks.other).toBe(0);
     expect(stats.breaks.rewrite + stats.breaks.retoken + stats.breaks.template).toBe(breaks);
     expect(stats.tokensMerged).toBeLessThanOrEqual(stats.tokensPerRequest);
+    // With a tokenizer, examples show the two sides of a break in words.
+    const example = stats.breakExamples[0]!;
+    expect(example.expected).not.toBe(example.found);
+    expect(typeof example.found).toBe('string');
   });
 
   it('--allow-rerender joins across re-rendered answers, counts the drift, and still verifies', () => {

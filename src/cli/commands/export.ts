@@ -4,6 +4,7 @@ import type { Writable } from 'node:stream';
 import { Option, type Command } from 'commander';
 import { PolarError } from '../../core/errors.js';
 import { defaultDbPath, Store } from '../../store/store.js';
+import { nemoGymResult } from '../../trajectory/export/nemo-gym.js';
 import { sftExample } from '../../trajectory/export/sft.js';
 import { emptyStats, reconstruct } from '../../trajectory/reconstruct.js';
 import { STRATEGIES, getStrategy } from '../../trajectory/registry.js';
@@ -12,7 +13,7 @@ import { action } from '../output.js';
 interface ExportOptions {
   db?: string;
   session?: string[];
-  format: 'tokens' | 'sft';
+  format: 'tokens' | 'sft' | 'nemo-gym';
   strategy: string;
   minReward?: string;
   out?: string;
@@ -23,7 +24,11 @@ export function registerExport(program: Command): void {
   program
     .command('export')
     .description('write training data as JSONL: token trajectories for RL trainers, or chat examples for SFT')
-    .addOption(new Option('--format <format>', 'tokens: trajectory records; sft: NeMo-RL openai_format {messages, tools}').choices(['tokens', 'sft']).default('tokens'))
+    .addOption(
+      new Option('--format <format>', 'tokens: trajectory records; sft: NeMo-RL openai_format {messages, tools}; nemo-gym: a Gym rollout result per trace')
+        .choices(['tokens', 'sft', 'nemo-gym'])
+        .default('tokens'),
+    )
     .option('--strategy <name>', Object.keys(STRATEGIES).join(' | '), 'prefix-merging')
     .option('--allow-rerender', 'prefix-merging with the looser rule (see polar reconstruct --help)')
     .option('--min-reward <r>', 'only traces with a reward of at least this (traces without a reward are left out)')
@@ -47,7 +52,12 @@ async function exportData(opts: ExportOptions): Promise<void> {
         skipped++;
         continue;
       }
-      const line = opts.format === 'sft' ? sftExample(store.requests.get(trace.request_ids[trace.request_ids.length - 1]!)!) : trace;
+      const line =
+        opts.format === 'sft'
+          ? sftExample(store.requests.get(trace.request_ids[trace.request_ids.length - 1]!)!)
+          : opts.format === 'nemo-gym'
+            ? nemoGymResult(trace, trace.request_ids.map((id) => store.requests.get(id)!))
+            : trace;
       if (!line) {
         skipped++;
         continue;

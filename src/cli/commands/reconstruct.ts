@@ -73,6 +73,9 @@ function summary(s: ReconstructStats): string {
     `  tokens: ${s.tokensPerRequest} per-request → ${s.tokensMerged} merged (${saving.toFixed(1)}% fewer)`,
     `  breaks: ${breaks}${s.contextDrift > 0 ? `; context drift: ${s.contextDrift} re-rendered boundaries joined (--allow-rerender)` : ''}`,
   ];
+  for (const e of s.breakExamples.filter((x) => x.expected !== undefined)) {
+    lines.push(`  ${e.class} at token ${e.position} of ${e.requestId}: had ${JSON.stringify(e.expected)}, found ${JSON.stringify(e.found)}`);
+  }
   const reasons = new Map<string, number>();
   for (const e of s.excluded) reasons.set(e.reason, (reasons.get(e.reason) ?? 0) + 1);
   if (reasons.size > 0) lines.push(`  excluded: ${[...reasons].map(([r, n]) => `${r} ${n}`).join(', ')}`);
