@@ -1,7 +1,7 @@
 import type { Store } from '../store/store.js';
 import { emptyStats, sessionTraces, usableCalls } from './reconstruct.js';
-import type { Strategy, Trajectory } from './types.js';
-import { verifyCall, verifyCoverage, verifyTrace, type RecordedCall, type Violation } from './verify.js';
+import type { Strategy, TokenText, Trajectory } from './types.js';
+import { verifyCall, verifyCallText, verifyCoverage, verifyTrace, type CallText, type RecordedCall, type Violation } from './verify.js';
 
 export interface VerifyOptions {
   strategy: Strategy;
@@ -10,6 +10,8 @@ export interface VerifyOptions {
   traces?: readonly Trajectory[];
   allowRerender?: boolean;
   includeSideCalls?: boolean;
+  /** With a tokenizer, also check that ids decode to what the harness sent and received. */
+  text?: TokenText;
 }
 
 export interface VerifySummary {
@@ -39,7 +41,16 @@ export function* verifySessions(store: Store, options: VerifyOptions, summary: V
       summary.violations += violations.length;
       yield* violations;
     };
-    for (const call of recorded.values()) yield* report(verifyCall(session.id, call));
+    for (const call of recorded.values()) {
+      yield* report(verifyCall(session.id, call));
+      if (options.text && call.promptIds && call.sampledIds) {
+        const row = store.requests.get(call.requestId)!;
+        const body = row.upstreamRequest ? (JSON.parse(row.upstreamRequest) as { messages?: CallText['messages'] }) : {};
+        yield* report(
+          verifyCallText(session.id, { requestId: call.requestId, promptIds: call.promptIds, sampledIds: call.sampledIds, assistantMessage: row.assistantMessage as CallText['assistantMessage'], messages: body.messages ?? [] }, options.text),
+        );
+      }
+    }
     const traces = given ? (given.get(session.id) ?? []) : sessionTraces(session, options.strategy, usable).traces;
     summary.traces += traces.length;
     yield* report(verifyCoverage(session.id, [...usableIds], traces));

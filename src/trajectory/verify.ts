@@ -1,4 +1,4 @@
-import type { Trajectory } from './types.js';
+import type { TokenText, Trajectory } from './types.js';
 
 /** One broken promise, named precisely enough to find: the session, the call or trace, the position. */
 export interface Violation {
@@ -41,6 +41,47 @@ export function verifyCall(session: string, call: RecordedCall): Violation[] {
     at('usage', `usage.completion_tokens ${call.usage.completion_tokens} but ${call.sampledIds.length} sampled ids`);
   }
   return v;
+}
+
+/** What the text checks read: the reply as the harness got it, and the messages sent upstream. */
+export interface CallText {
+  requestId: string;
+  promptIds: readonly number[];
+  sampledIds: readonly number[];
+  assistantMessage: { content?: unknown; reasoning_content?: unknown; tool_calls?: { function?: { name?: string } }[] } | null;
+  messages: { role: string; content?: unknown }[];
+}
+
+/**
+ * With a tokenizer: the sampled ids decode to the reply the harness received (its text, reasoning
+ * and tool-call names), and the prompt ids decode to a prompt containing every message's text.
+ * Earlier reasoning is not required in the prompt: templates such as Qwen3's drop it by design.
+ */
+export function verifyCallText(session: string, call: CallText, text: TokenText): Violation[] {
+  const v: Violation[] = [];
+  const sampled = text.decode(call.sampledIds);
+  const m = call.assistantMessage;
+  if (m) {
+    const pieces: [string, unknown][] = [['content', m.content], ['reasoning', m.reasoning_content], ...(m.tool_calls ?? []).map((c): [string, unknown] => ['tool call', c.function?.name])];
+    for (const [what, value] of pieces) {
+      if (typeof value === 'string' && value.trim() && !sampled.includes(value.trim())) {
+        v.push({ session, requestId: call.requestId, check: 'text', message: `the sampled ids do not decode to the reply's ${what}` });
+      }
+    }
+  }
+  const prompt = text.decode(call.promptIds);
+  call.messages.forEach((message, i) => {
+    for (const part of textParts(message.content)) {
+      if (!prompt.includes(part)) v.push({ session, requestId: call.requestId, check: 'prompt-text', message: `the prompt ids do not contain message ${i} (${message.role})`, position: i });
+    }
+  });
+  return v;
+}
+
+function textParts(content: unknown): string[] {
+  if (typeof content === 'string') return content.trim() ? [content.trim()] : [];
+  if (!Array.isArray(content)) return [];
+  return content.flatMap((p) => (p && typeof p === 'object' && typeof (p as { text?: unknown }).text === 'string' ? textParts((p as { text: string }).text) : []));
 }
 
 /**

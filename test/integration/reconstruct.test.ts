@@ -112,4 +112,21 @@ describe('reconstruct on real recordings', () => {
     const strictCheck = [...verifySessions(t.store, { strategy: getStrategy('prefix-merging'), sessions: ['rec'], traces })];
     expect(strictCheck.map((v) => v.check)).toContain('context');
   });
+
+  it('with the tokenizer, every call decodes to what the harness sent and received; a tampered reply is caught', () => {
+    const text = loadTokenText(qwen3ModelDir());
+    const check = () => [...verifySessions(t.store, { strategy: getStrategy('per-request'), sessions: ['rec'], text })];
+    expect(check()).toEqual([]);
+    const victim = t.store.requests.list('rec').find((c) => c.status === 'ok')!;
+    const original = t.store.db.prepare('SELECT assistant_message FROM requests WHERE id = ?').get(victim.id) as { assistant_message: string };
+    t.store.db.prepare('UPDATE requests SET assistant_message = ? WHERE id = ?').run(JSON.stringify({ role: 'assistant', content: 'something the model never said', reasoning_content: 'nor thought' }), victim.id);
+    try {
+      expect(check().map((v) => [v.requestId, v.check])).toEqual([
+        [victim.id, 'text'],
+        [victim.id, 'text'],
+      ]);
+    } finally {
+      t.store.db.prepare('UPDATE requests SET assistant_message = ? WHERE id = ?').run(original.assistant_message, victim.id);
+    }
+  });
 });

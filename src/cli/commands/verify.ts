@@ -4,6 +4,7 @@ import type { Command } from 'commander';
 import { PolarError } from '../../core/errors.js';
 import { defaultDbPath, Store } from '../../store/store.js';
 import { STRATEGIES, getStrategy } from '../../trajectory/registry.js';
+import { loadTokenText } from '../../trajectory/tokenizer.js';
 import type { Trajectory } from '../../trajectory/types.js';
 import type { Violation } from '../../trajectory/verify.js';
 import { verifySessions, type VerifySummary } from '../../trajectory/verify-sessions.js';
@@ -15,6 +16,7 @@ interface VerifyCommandOptions {
   strategy: string;
   traces?: string;
   allowRerender?: boolean;
+  tokenizer?: string;
   json?: boolean;
 }
 
@@ -27,6 +29,7 @@ export function registerVerify(program: Command): void {
     .option('--strategy <name>', `strategy to reconstruct with: ${Object.keys(STRATEGIES).join(' | ')}`, 'prefix-merging')
     .option('--traces <file>', 'verify this trajectory JSONL (from polar reconstruct) instead of reconstructing')
     .option('--allow-rerender', 'traces were built with --allow-rerender: do not require each call\'s context to be its recorded prompt')
+    .option('--tokenizer <path>', 'tokenizer.json (or its folder): also check ids decode to the text the harness sent and received')
     .option('--json', 'print every violation as JSON')
     .action(action(verify));
 }
@@ -37,7 +40,8 @@ async function verify(opts: VerifyCommandOptions): Promise<void> {
   const violations: Violation[] = [];
   try {
     const traces = opts.traces ? await readTraces(opts.traces) : undefined;
-    for (const v of verifySessions(store, { strategy: getStrategy(opts.strategy, { allowRerender: opts.allowRerender === true }), ...(opts.session ? { sessions: opts.session } : {}), ...(traces ? { traces } : {}), allowRerender: opts.allowRerender === true }, summary)) {
+    const text = opts.tokenizer ? loadTokenText(opts.tokenizer) : undefined;
+    for (const v of verifySessions(store, { strategy: getStrategy(opts.strategy, { allowRerender: opts.allowRerender === true }), ...(opts.session ? { sessions: opts.session } : {}), ...(traces ? { traces } : {}), ...(text ? { text } : {}), allowRerender: opts.allowRerender === true }, summary)) {
       violations.push(v);
       if (!opts.json && violations.length <= 50) process.stderr.write(`${chalk.red('violation')} ${describe(v)}\n`);
     }
