@@ -37,6 +37,10 @@ beforeAll(async () => {
   await converse('main', 3, { maxTokensOnTurn: 2 });
   // Two sub-agents, interleaved call by call.
   await Promise.all([converse('sub-a', 2), converse('sub-b', 2)]);
+  // A compaction: the agent's next request replaces its history with a summary.
+  const compactor = new OpenAI({ baseURL: t.proxy.baseUrl('rec'), apiKey: 'x', maxRetries: 0, defaultHeaders: { 'x-polar-agent': 'compactor' } });
+  await compactor.chat.completions.create({ model: 'm', tools: TOOLS, messages: [{ role: 'system', content: 'You are compactor.' }, { role: 'user', content: 'Start a long task.' }] });
+  await compactor.chat.completions.create({ model: 'm', tools: TOOLS, messages: [{ role: 'system', content: 'You are compactor.' }, { role: 'user', content: 'Summary of the work so far: started a long task. Continue.' }] });
   // A side call (a title request: no tools) and a failed call.
   const side = new OpenAI({ baseURL: t.proxy.baseUrl('rec'), apiKey: 'x', maxRetries: 0 });
   await side.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'Write a 3-word title.' }] });
@@ -58,9 +62,9 @@ function run(strategy: string, allowRerender = false) {
 describe('reconstruct on real recordings', () => {
   it('per-request: one trace per usable call, token-exact; failed and side calls excluded with reasons', () => {
     const { traces, stats } = run('per-request');
-    expect(stats.calls).toBe(9);
+    expect(stats.calls).toBe(11);
     expect(stats.excluded.map((e) => e.reason).sort()).toEqual(['side call (no tools offered)', 'status error']);
-    expect(traces).toHaveLength(7);
+    expect(traces).toHaveLength(9);
     for (const trace of traces) {
       const row = t.store.requests.get(trace.request_ids[0]!)!;
       expect(trace.prompt_ids).toEqual(row.promptIds);
@@ -75,7 +79,7 @@ describe('reconstruct on real recordings', () => {
     const { traces, stats } = run('prefix-merging');
     const used = traces.flatMap((tr) => tr.request_ids);
     expect(new Set(used).size).toBe(used.length);
-    expect(used).toHaveLength(7);
+    expect(used).toHaveLength(9);
     for (const trace of traces) {
       const agents = new Set(trace.request_ids.map((id) => t.store.requests.get(id)!.agentId));
       expect(agents).toEqual(new Set([trace.agent_id]));
@@ -87,12 +91,19 @@ describe('reconstruct on real recordings', () => {
     // Server-side templates re-render history: Qwen3 strips earlier thinking and the sampler's
     // non-canonical splits never survive re-tokenization, so strict merging breaks, and says why.
     const breaks = Object.values(stats.breaks).reduce((a, b) => a + b, 0);
-    // Each break starts a trace: three agents' first traces plus one per break.
-    expect(stats.traces).toBe(3 + breaks);
+    // Each break starts a trace: four agents' first traces plus one per break.
+    expect(stats.traces).toBe(4 + breaks);
     expect(breaks).toBeGreaterThan(0);
     expect(stats.breaks.other).toBe(0);
     expect(stats.breaks.rewrite + stats.breaks.retoken + stats.breaks.template).toBe(breaks);
     expect(stats.tokensMerged).toBeLessThanOrEqual(stats.tokensPerRequest);
+    // The compaction rewrote the history: classified as such, at the first changed token.
+    const compacted = t.store.requests.list('rec').filter((c) => c.agentId === 'compactor')[1]!;
+    const { breaks: all } = getStrategy('prefix-merging').run(
+      t.store.requests.tokens('rec').filter((r) => r.agentId === 'compactor').map((r) => ({ requestId: r.id, agentId: r.agentId, seq: r.seq, promptIds: r.promptIds!, sampledIds: r.sampledIds!, logprobs: r.logprobs, finishReason: r.finishReason })),
+      loadTokenText(qwen3ModelDir()),
+    );
+    expect(all).toEqual([expect.objectContaining({ requestId: compacted.id, class: 'rewrite' })]);
     // With a tokenizer, examples show the two sides of a break in words.
     const example = stats.breakExamples[0]!;
     expect(example.expected).not.toBe(example.found);
@@ -105,7 +116,7 @@ describe('reconstruct on real recordings', () => {
     expect(stats.traces).toBeLessThan(strict.stats.traces);
     expect(stats.contextDrift).toBeGreaterThan(0);
     const used = traces.flatMap((tr) => tr.request_ids);
-    expect(new Set(used).size).toBe(7);
+    expect(new Set(used).size).toBe(9);
     const found = [...verifySessions(t.store, { strategy: getStrategy('prefix-merging', { allowRerender: true }), sessions: ['rec'], allowRerender: true })];
     expect(found).toEqual([]);
     // Without the allowance, the same traces fail the context check: the model never saw them.
