@@ -1,3 +1,6 @@
+import { once } from 'node:events';
+import { createWriteStream } from 'node:fs';
+import type { Writable } from 'node:stream';
 import chalk from 'chalk';
 import { PolarError } from '../core/errors.js';
 
@@ -61,4 +64,19 @@ export function formatDuration(ms: number | null): string {
   if (ms < 1000) return `${Math.round(ms)}ms`;
   if (ms < 60_000) return `${(ms / 1000).toFixed(1)}s`;
   return `${Math.floor(ms / 60_000)}m${Math.round((ms % 60_000) / 1000)}s`;
+}
+
+/** JSON lines to a file (created 0600: it holds training data) or stdout, with backpressure. */
+export function jsonLines(file: string | undefined): { write(value: unknown): Promise<void>; close(): Promise<void> } {
+  const out: Writable = file ? createWriteStream(file, { mode: 0o600 }) : process.stdout;
+  return {
+    async write(value) {
+      if (!out.write(`${JSON.stringify(value)}\n`)) await once(out, 'drain');
+    },
+    async close() {
+      if (!file) return;
+      out.end();
+      await once(out, 'finish');
+    },
+  };
 }

@@ -1,6 +1,3 @@
-import { createWriteStream } from 'node:fs';
-import { once } from 'node:events';
-import type { Writable } from 'node:stream';
 import { Option, type Command } from 'commander';
 import { PolarError } from '../../core/errors.js';
 import { defaultDbPath, Store } from '../../store/store.js';
@@ -8,7 +5,7 @@ import { nemoGymResult } from '../../trajectory/export/nemo-gym.js';
 import { sftExample } from '../../trajectory/export/sft.js';
 import { emptyStats, reconstruct } from '../../trajectory/reconstruct.js';
 import { STRATEGIES, getStrategy } from '../../trajectory/registry.js';
-import { action } from '../output.js';
+import { action, jsonLines } from '../output.js';
 
 interface ExportOptions {
   db?: string;
@@ -42,7 +39,7 @@ async function exportData(opts: ExportOptions): Promise<void> {
   const minReward = opts.minReward === undefined ? null : Number(opts.minReward);
   if (minReward !== null && !Number.isFinite(minReward)) throw new PolarError('POLAR_USAGE', `--min-reward must be a number, got ${opts.minReward}`, 2);
   const store = Store.open(opts.db ?? defaultDbPath(), { readonly: true });
-  const out: Writable = opts.out ? createWriteStream(opts.out, { mode: 0o600 }) : process.stdout;
+  const out = jsonLines(opts.out);
   let written = 0;
   let skipped = 0;
   try {
@@ -63,14 +60,11 @@ async function exportData(opts: ExportOptions): Promise<void> {
         continue;
       }
       written++;
-      if (!out.write(`${JSON.stringify(line)}\n`)) await once(out, 'drain');
+      await out.write(line);
     }
   } finally {
     store.close();
-    if (opts.out) {
-      out.end();
-      await once(out, 'finish');
-    }
+    await out.close();
   }
   process.stderr.write(`export ${opts.format}: ${written} written, ${skipped} left out\n`);
 }

@@ -1,14 +1,11 @@
-import { createWriteStream } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
-import { once } from 'node:events';
-import type { Writable } from 'node:stream';
 import chalk from 'chalk';
 import type { Command } from 'commander';
 import { defaultDbPath, Store } from '../../store/store.js';
 import { emptyStats, reconstruct, type ReconstructStats } from '../../trajectory/reconstruct.js';
 import { STRATEGIES, getStrategy } from '../../trajectory/registry.js';
 import { loadTokenText } from '../../trajectory/tokenizer.js';
-import { action } from '../output.js';
+import { action, jsonLines } from '../output.js';
 
 interface ReconstructCommandOptions {
   db?: string;
@@ -48,18 +45,15 @@ async function run(opts: ReconstructCommandOptions): Promise<void> {
   const store = Store.open(opts.db ?? defaultDbPath(), { readonly: true });
   const strategy = getStrategy(opts.strategy, { allowRerender: opts.allowRerender === true });
   const stats = emptyStats(strategy.name);
-  const out: Writable = opts.out ? createWriteStream(opts.out, { mode: 0o600 }) : process.stdout;
+  const out = jsonLines(opts.out);
   try {
     const text = opts.tokenizer ? loadTokenText(opts.tokenizer) : undefined;
     for (const trace of reconstruct(store, { strategy, ...(opts.session ? { sessions: opts.session } : {}), ...(text ? { text } : {}), includeSideCalls: opts.includeSideCalls === true }, stats)) {
-      if (!out.write(`${JSON.stringify(trace)}\n`)) await once(out, 'drain');
+      await out.write(trace);
     }
   } finally {
     store.close();
-    if (opts.out) {
-      out.end();
-      await once(out, 'finish');
-    }
+    await out.close();
   }
   process.stderr.write(`${summary(stats)}\n`);
   if (opts.statsJson) await writeFile(opts.statsJson, `${JSON.stringify(stats, null, 2)}\n`);

@@ -52,40 +52,40 @@ export function createPrefixMerging(options: PrefixMergingOptions = {}): Strateg
 export const prefixMerging: Strategy = createPrefixMerging();
 
 function merge(calls: readonly CallTokens[], text: TokenText | undefined, options: PrefixMergingOptions): StrategyResult {
-    const chains: Chain[] = [];
-    const breaks: Break[] = [];
-    const eot = options.allowRerender ? endOfTurnId(calls) : null;
-    for (const call of calls) {
-      const mine = chains.filter((c) => c.agentId === call.agentId);
-      const target = [...mine].reverse().find((c) => extends_(c, call.promptIds));
-      if (target) {
-        append(target, call, eot);
-        continue;
-      }
-      const rerendered = eot !== null ? [...mine].reverse().find((c) => startsWith(call.promptIds, c.tip)) : undefined;
-      if (rerendered && appendRerendered(rerendered, call, eot!)) continue;
-      const latest = mine[mine.length - 1];
-      if (latest) {
-        const tokens = [...latest.promptIds, ...latest.responseIds];
-        const { class: cls, position } = classifyBreak(tokens, latest.lastPromptEnd, call.promptIds, text);
-        breaks.push({ requestId: call.requestId, seq: call.seq, agentId: call.agentId, previousRequestId: latest.lastRequestId, class: cls, position });
-        latest.breaks++;
-      }
-      chains.push(start(call, eot));
+  const chains: Chain[] = [];
+  const breaks: Break[] = [];
+  const eot = options.allowRerender ? endOfTurnId(calls) : null;
+  for (const call of calls) {
+    const mine = chains.filter((c) => c.agentId === call.agentId);
+    const target = [...mine].reverse().find((c) => extends_(c, call.promptIds));
+    if (target) {
+      append(target, call, eot);
+      continue;
     }
-    return {
-      traces: chains.map((c) => ({
-        agent_id: c.agentId,
-        request_ids: c.requestIds,
-        prompt_ids: c.promptIds,
-        response_ids: c.responseIds,
-        loss_mask: c.mask,
-        response_logprobs: c.logprobs,
-        finish_reason: c.finishReason,
-        metadata: { calls: c.requestIds.length, breaks_after: c.breaks, ...(options.allowRerender ? { allow_rerender: true, context_drift: c.drift } : {}) },
-      })),
-      breaks,
-    };
+    const rerendered = eot !== null ? [...mine].reverse().find((c) => startsWith(call.promptIds, c.tip)) : undefined;
+    if (rerendered && appendRerendered(rerendered, call, eot!)) continue;
+    const latest = mine[mine.length - 1];
+    if (latest) {
+      const tokens = [...latest.promptIds, ...latest.responseIds];
+      const { class: cls, position } = classifyBreak(tokens, latest.lastPromptEnd, call.promptIds, text);
+      breaks.push({ requestId: call.requestId, seq: call.seq, agentId: call.agentId, previousRequestId: latest.lastRequestId, class: cls, position });
+      latest.breaks++;
+    }
+    chains.push(start(call, eot));
+  }
+  return {
+    traces: chains.map((c) => ({
+      agent_id: c.agentId,
+      request_ids: c.requestIds,
+      prompt_ids: c.promptIds,
+      response_ids: c.responseIds,
+      loss_mask: c.mask,
+      response_logprobs: c.logprobs,
+      finish_reason: c.finishReason,
+      metadata: { calls: c.requestIds.length, breaks_after: c.breaks, ...(options.allowRerender ? { allow_rerender: true, context_drift: c.drift } : {}) },
+    })),
+    breaks,
+  };
 }
 
 /** The end-of-turn id: the last sampled token of the first call that stopped on its own. */
