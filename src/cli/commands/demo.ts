@@ -57,9 +57,9 @@ async function demo(opts: DemoOptions): Promise<void> {
     } else {
       process.stdout.write('\n');
       printSession(dbPath, result.session);
-      process.stdout.write(`\n${summaryLine(result)}\n`);
+      process.stdout.write(`\n${summaryLine(result, dbPath)}\n`);
       process.stdout.write(wrote !== null ? `the harness wrote ${DEMO_FILE}: "${wrote}"\n` : chalk.yellow(`the harness did not write ${DEMO_FILE}; see ${result.logFile}\n`));
-      process.stdout.write(`database ${dbPath}  (polar sessions --db ${dbPath})\n`);
+      process.stdout.write(`recorded in ${dbPath}: try polar reconstruct --db ${dbPath} --tokenizer <tokenizer.json>, or polar verify-faithfulness --db ${dbPath}\n`);
     }
     process.exitCode = result.exitCode === 0 && wrote !== null ? 0 : 1;
   } finally {

@@ -87,7 +87,7 @@ async function runCommand(harnessArgs: string[], opts: RunCommandOptions): Promi
   });
   if (statusLine) process.stderr.write('\r\x1b[K');
   if (opts.json) printJson({ ok: result.exitCode === 0, ...result });
-  else process.stderr.write(`${summaryLine(result)}\n`);
+  else process.stderr.write(`${summaryLine(result, opts.db)}\n`);
   process.exitCode = result.exitCode;
 }
 
@@ -95,11 +95,12 @@ function progressLine(s: SessionSummary, ms: number): string {
   return `polar: ${s.requests} calls · ${s.promptTokens.toLocaleString('en')} prompt / ${s.sampledTokens.toLocaleString('en')} sampled tokens · ${s.failed} errors · ${formatDuration(ms)}`;
 }
 
-export function summaryLine(r: RunHarnessResult): string {
+export function summaryLine(r: RunHarnessResult, dbPath?: string): string {
   const s = r.summary;
   const status = r.status === 'completed' ? chalk.green(r.status) : chalk.yellow(r.status);
   const counts = s ? `${s.requests} calls, ${s.promptTokens} prompt / ${s.sampledTokens} sampled tokens, ${s.failed} errors` : 'no calls';
-  return `${chalk.bold('polar')} session ${r.session} ${status} (exit ${r.exitCode}): ${counts}\n  log ${r.logFile}\n  next: polar show ${r.session}`;
+  const db = dbPath && dbPath !== defaultDbPath() ? ` --db ${dbPath}` : '';
+  return `${chalk.bold('polar')} session ${r.session} ${status} (exit ${r.exitCode}): ${counts}\n  log ${r.logFile}\n  next: polar show ${r.session}${db}`;
 }
 
 function positive(value: string, flag: string): number {
