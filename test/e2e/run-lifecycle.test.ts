@@ -6,6 +6,7 @@ import { resolveHarnessBin } from '../../src/harness/resolve.js';
 import type { Harness } from '../../src/harness/types.js';
 import { Store } from '../../src/store/store.js';
 import { startReferenceUpstream, type ReferenceUpstream } from '../support/reference-upstream/index.js';
+import { startTestProxy } from '../support/start-proxy.js';
 import { expectSessionCapturedExactly, polarRun, spawnPolar, workspace, type Workspace } from './support.js';
 
 /** A minimal real agent: N chat calls to the base URL polar gives every custom harness. */
@@ -61,6 +62,18 @@ describe('polar run lifecycle', () => {
     expect(r.stderr).toMatch(/session custom-1 completed \(exit 0\): 3 calls/);
     expect(session('custom-1')).toMatchObject({ harness: 'custom', status: 'completed', requests: 3, failed: 0 });
     expect(expectSessionCapturedExactly(w.db, 'custom-1', upstream)).toBe(3);
+  });
+
+  it('--proxy uses a running polar proxy: the calls land in its database under the run\'s session', async () => {
+    const proxy = await startTestProxy(upstream.url);
+    try {
+      const r = await polarRun(['--harness', 'custom', '--command', `${process.execPath} ${agent} 2`, '--proxy', proxy.proxy.baseUrl(), '--model', 'Qwen/Qwen3-8B', '--prompt', 'go', '--cwd', w.ws, '--db', proxy.dbPath, '--session', 'via-proxy']);
+      expect(r.code, r.stderr).toBe(0);
+      expect(proxy.store.sessions.summary('via-proxy')).toMatchObject({ harness: 'custom', status: 'completed', requests: 2, failed: 0 });
+      expect(expectSessionCapturedExactly(proxy.dbPath, 'via-proxy', upstream)).toBe(2);
+    } finally {
+      await proxy.close();
+    }
   });
 
   it('--timeout ends the whole process tree and keeps the partial session as timeout', async () => {
