@@ -141,7 +141,8 @@ export function verifyCoverage(session: string, usable: readonly string[], trace
     const c = count.get(id) ?? 0;
     if (c !== 1) v.push({ session, requestId: id, check: 'coverage', message: c === 0 ? 'recorded call is in no trace' : `recorded call is in ${c} traces` });
   }
-  for (const id of count.keys()) if (!usable.includes(id)) v.push({ session, requestId: id, check: 'coverage', message: 'trace names a call that is not a usable recording of this session' });
+  const known = new Set(usable);
+  for (const id of count.keys()) if (!known.has(id)) v.push({ session, requestId: id, check: 'coverage', message: 'trace names a call that is not a usable recording of this session' });
   return v;
 }
 
