@@ -7,8 +7,6 @@
 
 export type ProviderName = 'openai-chat' | 'anthropic-messages' | 'openai-responses' | 'google-generate-content';
 
-export const PROVIDER_NAMES: readonly ProviderName[] = ['openai-chat', 'anthropic-messages', 'openai-responses', 'google-generate-content'];
-
 export interface ChatToolCall {
   id?: string;
   type?: 'function';

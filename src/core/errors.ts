@@ -75,7 +75,3 @@ export function extractErrorMessage(body: string): string {
   }
   return text.length > 500 ? `${text.slice(0, 500)}…` : text;
 }
-
-export function isPolarError(err: unknown): err is PolarError {
-  return err instanceof PolarError;
-}

@@ -4,6 +4,8 @@ import { PolarError } from '../core/errors.js';
 import { formatSseEvent } from '../core/sse/write.js';
 import type { SseEvent } from '../core/sse/parse.js';
 import { normalizeRequest } from '../providers/normalize.js';
+import { replyView } from '../providers/reply-view.js';
+import { StreamEventReader } from '../providers/stream-events.js';
 import type { DecodeContext, EncodeContext, ProviderCodec } from '../providers/types.js';
 import { TokenAccumulator } from '../upstream/accumulate.js';
 import type { Upstream, UpstreamRequest } from '../upstream/types.js';
@@ -93,10 +95,10 @@ async function completeCall({ res, call, ctx, canonical, upstreamReq, signal }: 
     reply: text,
     finishReason: completion.choices[0]?.finish_reason ?? null,
     usage: completion.usage ?? null,
-    usageCounts: usageCounts(completion.usage),
+    usageCounts: reportedUsage(completion.usage),
     servedModel: typeof completion.model === 'string' ? completion.model : null,
     tokens,
-    assistantMessage: assistantMessageOf(completion.choices[0]?.message),
+    assistantMessage: assistantMessageOf(replyView(completion, tokens, call.id)),
   });
   sendJson(res, 200, text);
 }
@@ -122,6 +124,7 @@ async function streamCall({ res, call, ctx, canonical, upstreamReq, signal }: Ca
   const accumulator = new TokenAccumulator(ctx.upstream.capturesTokens ? 'upstream' : 'none');
   const seen: StreamFacts = { finishReason: null, usage: null, model: null };
   const message = new AssistantMessageBuilder();
+  const events = new StreamEventReader(call.id);
   const write = async (events: SseEvent[]) => {
     if (events.length === 0) return;
     const text = events.length === 1 ? formatSseEvent(events[0]!) : events.map(formatSseEvent).join('');
@@ -132,7 +135,7 @@ async function streamCall({ res, call, ctx, canonical, upstreamReq, signal }: Ca
   try {
     for await (const { chunk, tokens } of chunks) {
       accumulator.add(tokens);
-      message.add(chunk);
+      message.add(events.read(chunk, tokens));
       noteChunk(seen, chunk);
       await write(translator.push(chunk, tokens));
     }
@@ -144,7 +147,7 @@ async function streamCall({ res, call, ctx, canonical, upstreamReq, signal }: Ca
       reply: sent.join('') + closing,
       finishReason: seen.finishReason,
       usage: seen.usage,
-      usageCounts: usageCounts(seen.usage),
+      usageCounts: reportedUsage(seen.usage),
       servedModel: seen.model,
       tokens: accumulator.result(),
       assistantMessage: message.build(),
@@ -191,7 +194,7 @@ function encodeContext(call: CallRecord): EncodeContext {
   return { callId: call.id, created: Math.floor(call.startedAt / 1000) };
 }
 
-function usageCounts(usage: ChatUsage | null | undefined): { promptTokens?: number; completionTokens?: number } {
+function reportedUsage(usage: ChatUsage | null | undefined): { promptTokens?: number; completionTokens?: number } {
   if (!usage) return {};
   const out: { promptTokens?: number; completionTokens?: number } = {};
   if (typeof usage.prompt_tokens === 'number') out.promptTokens = usage.prompt_tokens;

@@ -41,7 +41,7 @@ export function* reconstruct(store: Store, options: ReconstructOptions, stats: R
   for (const summary of store.sessions.list()) {
     if (wanted && !wanted.has(summary.id)) continue;
     stats.sessions++;
-    const calls = selectCalls(store, summary, options, stats);
+    const calls = usableCalls(store.requests.tokens(summary.id), options.includeSideCalls === true, stats);
     const { traces, breaks } = sessionTraces(summary, options.strategy, calls, options.text);
     for (const trace of traces) {
       stats.traces++;
@@ -81,10 +81,6 @@ function decodedAt(b: Break, calls: readonly CallTokens[], text: TokenText | und
 
 export function emptyStats(strategy: string): ReconstructStats {
   return { strategy, sessions: 0, calls: 0, used: 0, excluded: [], traces: 0, mergeRatio: 0, tokensPerRequest: 0, tokensMerged: 0, breaks: { template: 0, retoken: 0, rewrite: 0, other: 0 }, breakExamples: [], contextDrift: 0 };
-}
-
-function selectCalls(store: Store, session: SessionRow, options: ReconstructOptions, stats: ReconstructStats): CallTokens[] {
-  return usableCalls(store.requests.tokens(session.id), options.includeSideCalls === true, stats);
 }
 
 /**

@@ -57,11 +57,15 @@ function merge(calls: readonly CallTokens[], text: TokenText | undefined, option
   const eot = options.allowRerender ? endOfTurnId(calls) : null;
   for (const call of calls) {
     const mine = chains.filter((c) => c.agentId === call.agentId);
-    const target = [...mine].reverse().find((c) => extends_(c, call.promptIds));
-    if (target) {
-      append(target, call, eot);
-      continue;
+    let joined = false;
+    for (let i = mine.length - 1; i >= 0 && !joined; i--) {
+      const covered = coveredBy(mine[i]!, call.promptIds);
+      if (covered >= 0) {
+        append(mine[i]!, call, covered, eot);
+        joined = true;
+      }
     }
+    if (joined) continue;
     const rerendered = eot !== null ? [...mine].reverse().find((c) => startsWith(call.promptIds, c.tip)) : undefined;
     if (rerendered && appendRerendered(rerendered, call, eot!)) continue;
     const latest = mine[mine.length - 1];
@@ -135,12 +139,8 @@ function coveredBy(chain: Chain, prompt: readonly number[]): number {
   return length;
 }
 
-function extends_(chain: Chain, prompt: readonly number[]): boolean {
-  return coveredBy(chain, prompt) >= 0;
-}
-
-function append(chain: Chain, call: CallTokens, eot: number | null = null): void {
-  const covered = coveredBy(chain, call.promptIds);
+/** Adds a call whose prompt extends the chain (`covered` = the chain's length, from coveredBy). */
+function append(chain: Chain, call: CallTokens, covered: number, eot: number | null): void {
   // Context between turns (the tool result, the next user message, the end-of-turn token a
   // length-cut turn lacked): tokens the model read but did not sample.
   for (let i = covered; i < call.promptIds.length; i++) {
