@@ -16,6 +16,7 @@ export type PolarErrorCode =
   | 'POLAR_CLIENT_ABORTED'
   | 'POLAR_STORE_WRITE'
   | 'POLAR_USAGE'
+  | 'POLAR_BRIDGE_CHECK'
   | 'POLAR_INTERNAL';
 
 export class PolarError extends Error {

@@ -7,7 +7,7 @@ import { DEFAULT_AGENT_HEADERS } from '../proxy/identity.js';
 import { startProxy, type RunningProxy } from '../proxy/server.js';
 import type { SessionStatus, SessionSummary } from '../store/sessions.js';
 import { Store } from '../store/store.js';
-import { createUpstream } from '../upstream/create.js';
+import { createUpstream, type UpstreamOptions } from '../upstream/create.js';
 import type { Upstream } from '../upstream/types.js';
 import { baseEnvironment } from './env.js';
 import { resolveHarnessBin } from './resolve.js';
@@ -22,7 +22,7 @@ export interface RunHarnessOptions {
   cwd: string;
   dbPath: string;
   /** Start a proxy in this process against this upstream… */
-  upstream?: { url: string; kind: string; apiKey?: string; timeoutMs?: number };
+  upstream?: { url: string; kind: string; apiKey?: string; timeoutMs?: number } & Omit<UpstreamOptions, 'baseUrl'>;
   /** …or use a running `polar proxy` at this URL (it records into its own database). */
   proxyUrl?: string;
   model?: string;
@@ -76,10 +76,11 @@ export async function runHarness(opts: RunHarnessOptions): Promise<RunHarnessRes
     if (opts.proxyUrl) {
       proxyUrl = opts.proxyUrl.replace(/\/+$/, '').replace(/\/v1$/, '');
     } else if (opts.upstream) {
-      upstream = createUpstream(opts.upstream.kind, {
-        baseUrl: opts.upstream.url,
-        ...(opts.upstream.apiKey ? { apiKey: opts.upstream.apiKey } : {}),
-        ...(opts.upstream.timeoutMs ? { headersTimeoutMs: opts.upstream.timeoutMs, bodyTimeoutMs: opts.upstream.timeoutMs } : {}),
+      const { url, kind, timeoutMs, ...rest } = opts.upstream;
+      upstream = createUpstream(kind, {
+        ...rest,
+        baseUrl: url,
+        ...(timeoutMs ? { headersTimeoutMs: timeoutMs, bodyTimeoutMs: timeoutMs } : {}),
       });
       const served = await upstream.models(AbortSignal.timeout(5000)).catch(() => []);
       const match = served.find((m) => m.id === model) ?? (model ? undefined : served[0]);

@@ -3,6 +3,7 @@ import { tokenProblems, type CapturedTokens } from '../core/tokens.js';
 import { scrubSecrets } from '../store/redact.js';
 import type { RequestEnd, RequestStart } from '../store/requests.js';
 import type { Store } from '../store/store.js';
+import type { CallContext } from '../upstream/types.js';
 
 export interface CallSummary {
   id: string;
@@ -51,6 +52,11 @@ export class CallRecord {
     if (!this.begun) this.start.provider = provider;
   }
 
+  /** The call as upstreams see it: its id, session and agent. */
+  get context(): CallContext {
+    return { id: this.start.id, sessionId: this.start.sessionId, agentId: this.start.agentId };
+  }
+
   get startedAt(): number {
     return this.start.startedAt;
   }
@@ -59,7 +65,7 @@ export class CallRecord {
     return this.ended;
   }
 
-  begin(fields: Partial<Pick<RequestStart, 'originalRequest' | 'upstreamRequest' | 'requestedModel' | 'servedModel' | 'streamed'>>): void {
+  begin(fields: Partial<Pick<RequestStart, 'originalRequest' | 'upstreamRequest' | 'requestedModel' | 'servedModel' | 'streamed' | 'render' | 'toolCount'>>): void {
     if (this.begun) return;
     Object.assign(this.start, fields);
     this.seq = this.store.requests.begin(this.start);

@@ -8,7 +8,7 @@ import { replyView } from '../providers/reply-view.js';
 import { StreamEventReader } from '../providers/stream-events.js';
 import type { DecodeContext, EncodeContext, ProviderCodec } from '../providers/types.js';
 import { TokenAccumulator } from '../upstream/accumulate.js';
-import type { Upstream, UpstreamRequest } from '../upstream/types.js';
+import type { CallOutcome, Upstream, UpstreamRequest } from '../upstream/types.js';
 import { readBody } from './body.js';
 import type { CallRecord } from './call-record.js';
 import { AssistantMessageBuilder, assistantMessageOf } from './assistant-message.js';
@@ -47,6 +47,8 @@ export async function handleModelCall(
   };
   res.on('close', onClose);
   let bodyText: string | null = null;
+  let prepared = false;
+  let outcome: CallOutcome | null = null;
   try {
     bodyText = preRead ?? (await readBody(req, ctx.maxBodyBytes));
     const decoded = ctx.codec.decodeRequest(parseJsonBody(bodyText), { path: ctx.apiPath, lookupResponse: ctx.lookupResponse });
@@ -55,21 +57,25 @@ export async function handleModelCall(
     if (!model) {
       throw new PolarError('POLAR_BAD_REQUEST', 'request names no model and the proxy has no --model to serve', 400, { param: 'model' });
     }
-    const upstreamReq = ctx.upstream.prepare(canonical, model);
+    const upstreamReq = ctx.upstream.prepare(canonical, model, call.context);
+    prepared = true;
     call.begin({
       originalRequest: bodyText,
       upstreamRequest: upstreamReq.text,
       requestedModel: canonical.requestedModel || null,
       servedModel: model,
       streamed: canonical.stream,
+      render: upstreamReq.render ?? null,
+      toolCount: canonical.body.tools?.length ?? 0,
     });
     const plan: CallPlan = { res, call, ctx, canonical, upstreamReq, signal: abort.signal };
-    if (canonical.stream) await streamCall(plan);
-    else await completeCall(plan);
+    outcome = canonical.stream ? await streamCall(plan) : await completeCall(plan);
   } catch (err) {
     failBeforeHeaders(res, call, ctx.codec, toPolarError(err, abort.signal), bodyText);
   } finally {
     res.off('close', onClose);
+    // Upstreams that continue calls learn which replies reached the harness whole.
+    if (prepared) ctx.upstream.settle?.(call.context, outcome);
   }
 }
 
@@ -83,11 +89,12 @@ interface CallPlan {
   signal: AbortSignal;
 }
 
-async function completeCall({ res, call, ctx, canonical, upstreamReq, signal }: CallPlan): Promise<void> {
+async function completeCall({ res, call, ctx, canonical, upstreamReq, signal }: CallPlan): Promise<CallOutcome> {
   const pending = ctx.upstream.complete(upstreamReq, signal);
   call.writeBodiesSoon();
   const { completion, tokens } = await pending;
   const text = JSON.stringify(ctx.codec.encodeResponse(completion, canonical, tokens, encodeContext(call)));
+  const reply = assistantMessageOf(replyView(completion, tokens, call.id));
   // Committed before the reply is released: a reply the harness saw is always in the database.
   call.end({
     status: 'ok',
@@ -98,12 +105,14 @@ async function completeCall({ res, call, ctx, canonical, upstreamReq, signal }: 
     usageCounts: reportedUsage(completion.usage),
     servedModel: typeof completion.model === 'string' ? completion.model : null,
     tokens,
-    assistantMessage: assistantMessageOf(replyView(completion, tokens, call.id)),
+    assistantMessage: reply,
   });
   sendJson(res, 200, text);
+  return { tokens, reply };
 }
 
-async function streamCall({ res, call, ctx, canonical, upstreamReq, signal }: CallPlan): Promise<void> {
+/** Resolves with the outcome when the whole reply reached the harness, null when it did not. */
+async function streamCall({ res, call, ctx, canonical, upstreamReq, signal }: CallPlan): Promise<CallOutcome | null> {
   // Failures up to here (refused, 4xx/5xx, headers timeout) still get an ordinary HTTP error.
   const pending = ctx.upstream.stream(upstreamReq, signal);
   call.writeBodiesSoon();
@@ -140,6 +149,8 @@ async function streamCall({ res, call, ctx, canonical, upstreamReq, signal }: Ca
       await write(translator.push(chunk, tokens));
     }
     const closing = translator.end().map(formatSseEvent).join('');
+    const tokens = accumulator.result();
+    const reply = message.build();
     // Committed before the closing events (`data: [DONE]`) are released.
     call.end({
       status: 'ok',
@@ -149,11 +160,12 @@ async function streamCall({ res, call, ctx, canonical, upstreamReq, signal }: Ca
       usage: seen.usage,
       usageCounts: reportedUsage(seen.usage),
       servedModel: seen.model,
-      tokens: accumulator.result(),
-      assistantMessage: message.build(),
+      tokens,
+      assistantMessage: reply,
     });
     keepAlive.stop();
     res.end(closing);
+    return { tokens, reply };
   } catch (err) {
     keepAlive.stop();
     const error = toPolarError(err, signal);
@@ -174,6 +186,7 @@ async function streamCall({ res, call, ctx, canonical, upstreamReq, signal }: Ca
       tokens: accumulator.result(),
     });
     if (!res.writableEnded) res.end(tail);
+    return null;
   }
 }
 

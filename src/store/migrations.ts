@@ -65,4 +65,13 @@ export const MIGRATIONS: readonly string[] = [
   // 2: the reply as a canonical (OpenAI Chat) assistant message, whatever the provider, so
   // training exports need not parse four providers' reply formats.
   `ALTER TABLE requests ADD COLUMN assistant_message TEXT;`,
+  // 3: how the prompt was built, for upstreams where polar builds or pins it (token-in/token-out,
+  // nemo-rl): 'bridged' onto the call in parent_call_id, or 'full' for render_reason; null for
+  // upstreams that render prompts themselves. And the number of tools the call offered, which the
+  // upstream request no longer shows when it is token ids.
+  `ALTER TABLE requests ADD COLUMN tool_count INTEGER;
+   ALTER TABLE requests ADD COLUMN prompt_render TEXT CHECK (prompt_render IN ('bridged', 'full'));
+   ALTER TABLE requests ADD COLUMN parent_call_id TEXT;
+   ALTER TABLE requests ADD COLUMN render_reason TEXT;
+   ALTER TABLE requests ADD COLUMN rendered_tokens INTEGER;`,
 ];

@@ -19,6 +19,17 @@ export interface RequestStart {
   upstreamRequest: string | null;
   requestedModel: string | null;
   servedModel: string | null;
+  /** How the prompt was built, where polar built or pinned it (see migration 3). */
+  render?: PromptRenderRecord | null;
+  /** Tools the call offered. */
+  toolCount?: number | null;
+}
+
+export interface PromptRenderRecord {
+  mode: 'bridged' | 'full';
+  parentCallId: string | null;
+  reason: string | null;
+  renderedTokens: number | null;
 }
 
 /** What is known when it ends, successfully or not. */
@@ -62,6 +73,7 @@ export interface RequestSummary {
   promptTokenCount: number | null;
   sampledTokenCount: number | null;
   tokenError: string | null;
+  render: PromptRenderRecord | null;
 }
 
 export interface RequestRecord extends RequestSummary {
@@ -78,7 +90,7 @@ export interface RequestRecord extends RequestSummary {
 
 const SUMMARY_COLUMNS = `id, session_id, agent_id, seq, provider, method, path, started_at, ended_at, status,
   http_status, streamed, error, error_code, finish_reason, requested_model, served_model, token_source,
-  prompt_token_count, sampled_token_count, token_error`;
+  prompt_token_count, sampled_token_count, token_error, prompt_render, parent_call_id, render_reason, rendered_tokens`;
 
 const END_COLUMNS = {
   ended_at: '@endedAt',
@@ -119,11 +131,13 @@ export class RequestsTable {
   constructor(db: Db) {
     this.beginStmt = db.prepare(
       `INSERT INTO requests (id, session_id, agent_id, seq, provider, method, path, started_at, streamed,
-                             request_headers, requested_model, served_model)
+                             request_headers, requested_model, served_model,
+                             prompt_render, parent_call_id, render_reason, rendered_tokens, tool_count)
        VALUES (@id, @sessionId, @agentId,
                (SELECT COALESCE(MAX(seq), 0) + 1 FROM requests WHERE session_id = @sessionId),
                @provider, @method, @path, @startedAt, @streamed,
-               @requestHeaders, @requestedModel, @servedModel)
+               @requestHeaders, @requestedModel, @servedModel,
+               @promptRender, @parentCallId, @renderReason, @renderedTokens, @toolCount)
        RETURNING seq`,
     );
     this.endStmt = db.prepare(
@@ -143,7 +157,8 @@ export class RequestsTable {
     );
     this.tokensStmt = db.prepare(
       `SELECT r.id, r.agent_id, r.seq, r.status, r.token_source, r.prompt_ids, r.sampled_ids, r.logprobs, r.finish_reason, r.usage,
-              COALESCE(json_array_length(b.upstream_request, '$.tools'), 0) AS tool_count
+              r.prompt_render, r.parent_call_id, r.render_reason,
+              COALESCE(r.tool_count, json_array_length(b.upstream_request, '$.tools'), 0) AS tool_count
          FROM requests r LEFT JOIN request_bodies b ON b.request_id = r.id
         WHERE r.session_id = ? ORDER BY r.seq`,
     );
@@ -167,6 +182,11 @@ export class RequestsTable {
       requestHeaders: JSON.stringify(start.requestHeaders),
       requestedModel: start.requestedModel,
       servedModel: start.servedModel,
+      promptRender: start.render?.mode ?? null,
+      parentCallId: start.render?.parentCallId ?? null,
+      renderReason: start.render?.reason ?? null,
+      renderedTokens: start.render?.renderedTokens ?? null,
+      toolCount: start.toolCount ?? null,
     }) as { seq: number };
     return row.seq;
   }
@@ -218,6 +238,7 @@ export class RequestsTable {
       finishReason: r.finish_reason,
       usage: r.usage ? (JSON.parse(r.usage) as CallTokenRow['usage']) : null,
       toolCount: r.tool_count,
+      render: r.prompt_render ? { mode: r.prompt_render, parentCallId: r.parent_call_id, reason: r.render_reason } : null,
     }));
   }
 
@@ -256,6 +277,8 @@ export interface CallTokenRow {
   usage: { prompt_tokens?: number; completion_tokens?: number } | null;
   /** Tools offered in the request sent upstream (0 for side calls such as title requests). */
   toolCount: number;
+  /** How polar built the prompt, where it did (token-in/token-out and nemo-rl upstreams). */
+  render: { mode: 'bridged' | 'full'; parentCallId: string | null; reason: string | null } | null;
 }
 
 interface RawTokenRow {
@@ -270,6 +293,9 @@ interface RawTokenRow {
   finish_reason: string | null;
   usage: string | null;
   tool_count: number;
+  prompt_render: 'bridged' | 'full' | null;
+  parent_call_id: string | null;
+  render_reason: string | null;
 }
 
 interface RawRequest {
@@ -294,6 +320,10 @@ interface RawRequest {
   prompt_token_count: number | null;
   sampled_token_count: number | null;
   token_error: string | null;
+  prompt_render: 'bridged' | 'full' | null;
+  parent_call_id: string | null;
+  render_reason: string | null;
+  rendered_tokens: number | null;
   request_headers?: string | null;
   original_request?: string | null;
   upstream_request?: string | null;
@@ -328,5 +358,8 @@ function toSummary(raw: RawRequest): RequestSummary {
     promptTokenCount: raw.prompt_token_count,
     sampledTokenCount: raw.sampled_token_count,
     tokenError: raw.token_error,
+    render: raw.prompt_render
+      ? { mode: raw.prompt_render, parentCallId: raw.parent_call_id, reason: raw.render_reason, renderedTokens: raw.rendered_tokens }
+      : null,
   };
 }

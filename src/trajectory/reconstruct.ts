@@ -29,6 +29,12 @@ export interface ReconstructStats {
   breakExamples: { requestId: string; previousRequestId: string; class: BreakClass; position: number; expected?: string; found?: string }[];
   /** Re-rendered boundaries joined under --allow-rerender (0 for faithful merging). */
   contextDrift: number;
+  /**
+   * How prompts were built, where polar built or pinned them (token-in/token-out and nemo-rl
+   * upstreams): bridged calls, full renders by reason, and bridged calls that did not land in the
+   * same trace as the call they extend (0 unless a parent was left out or retried).
+   */
+  prompts: { bridged: number; full: number; fullReasons: Record<string, number>; bridgedUnmerged: string[] };
 }
 
 /**
@@ -41,8 +47,10 @@ export function* reconstruct(store: Store, options: ReconstructOptions, stats: R
   for (const summary of store.sessions.list()) {
     if (wanted && !wanted.has(summary.id)) continue;
     stats.sessions++;
-    const calls = usableCalls(store.requests.tokens(summary.id), options.includeSideCalls === true, stats);
+    const rows = store.requests.tokens(summary.id);
+    const calls = usableCalls(rows, options.includeSideCalls === true, stats);
     const { traces, breaks } = sessionTraces(summary, options.strategy, calls, options.text);
+    countPrompts(rows, calls, traces, stats.prompts);
     for (const trace of traces) {
       stats.traces++;
       stats.contextDrift += typeof trace.metadata.context_drift === 'number' ? trace.metadata.context_drift : 0;
@@ -80,7 +88,40 @@ function decodedAt(b: Break, calls: readonly CallTokens[], text: TokenText | und
 }
 
 export function emptyStats(strategy: string): ReconstructStats {
-  return { strategy, sessions: 0, calls: 0, used: 0, excluded: [], traces: 0, mergeRatio: 0, tokensPerRequest: 0, tokensMerged: 0, breaks: { template: 0, retoken: 0, rewrite: 0, other: 0 }, breakExamples: [], contextDrift: 0 };
+  return {
+    strategy,
+    sessions: 0,
+    calls: 0,
+    used: 0,
+    excluded: [],
+    traces: 0,
+    mergeRatio: 0,
+    tokensPerRequest: 0,
+    tokensMerged: 0,
+    breaks: { template: 0, retoken: 0, rewrite: 0, other: 0 },
+    breakExamples: [],
+    contextDrift: 0,
+    prompts: { bridged: 0, full: 0, fullReasons: {}, bridgedUnmerged: [] },
+  };
+}
+
+/** Bridged / full-render counts of the usable calls, and the bridged calls not merged onto their parent. */
+function countPrompts(rows: readonly CallTokenRow[], calls: readonly CallTokens[], traces: readonly Trajectory[], out: ReconstructStats['prompts']): void {
+  const used = new Set(calls.map((c) => c.requestId));
+  const traceOf = new Map<string, number>();
+  traces.forEach((t, i) => t.request_ids.forEach((id) => traceOf.set(id, i)));
+  for (const r of rows) {
+    if (!r.render || !used.has(r.id)) continue;
+    if (r.render.mode === 'full') {
+      out.full++;
+      const reason = r.render.reason ?? 'unknown';
+      out.fullReasons[reason] = (out.fullReasons[reason] ?? 0) + 1;
+      continue;
+    }
+    out.bridged++;
+    const parent = r.render.parentCallId;
+    if (!parent || traceOf.get(parent) === undefined || traceOf.get(parent) !== traceOf.get(r.id)) out.bridgedUnmerged.push(r.id);
+  }
 }
 
 /**

@@ -1,17 +1,54 @@
 import { PolarError } from '../core/errors.js';
+import { qwen3ModelDir } from './tito/bundled.js';
 import type { UpstreamHttpOptions } from './http.js';
+import { NemoRlUpstream } from './nemo-rl/index.js';
 import { createOpenAIUpstream } from './openai/index.js';
+import { sglangGenerateDialect } from './sglang/generate.js';
+import { loadChatTemplate } from './tito/chat-template.js';
+import type { ToolCallFormat } from './tito/output-parser.js';
+import { TokenInUpstream } from './tito/upstream.js';
 import { UPSTREAM_KINDS, type Upstream, type UpstreamKind } from './types.js';
+import { vllmCompletionsDialect } from './vllm/completions.js';
 import { createVllmUpstream } from './vllm/index.js';
 
-const FACTORIES: Record<UpstreamKind, (options: UpstreamHttpOptions) => Upstream> = {
-  vllm: createVllmUpstream,
-  openai: createOpenAIUpstream,
-};
+export interface UpstreamOptions extends UpstreamHttpOptions {
+  /** Token-in/token-out kinds: the model's tokenizer and chat template (`--tokenizer`). */
+  tokenizer?: string;
+  /** Overrides the tool-call format detected from the template (`--tool-parser`). */
+  toolParser?: string;
+  /** Test aid: check every bridged render against a render after the whole history. */
+  checkBridges?: boolean;
+  /** nemo-rl: the training sampling pair NeMo-RL asserts. */
+  temperature?: number;
+  topP?: number;
+}
 
-export function createUpstream(kind: string, options: UpstreamHttpOptions): Upstream {
+export const TOOL_PARSERS: readonly ToolCallFormat[] = ['hermes', 'qwen3-coder'];
+
+export function createUpstream(kind: string, options: UpstreamOptions): Upstream {
   if (!(UPSTREAM_KINDS as readonly string[]).includes(kind)) {
     throw new PolarError('POLAR_USAGE', `unknown --upstream-kind ${kind}; choose one of: ${UPSTREAM_KINDS.join(', ')}`, 2);
   }
-  return FACTORIES[kind as UpstreamKind](options);
+  switch (kind as UpstreamKind) {
+    case 'vllm':
+      return createVllmUpstream(options);
+    case 'openai':
+      return createOpenAIUpstream(options);
+    case 'nemo-rl':
+      return new NemoRlUpstream(options);
+    case 'vllm-tito':
+    case 'sglang-tito': {
+      if (!options.tokenizer) {
+        throw new PolarError('POLAR_USAGE', `--upstream-kind ${kind} renders prompts itself: pass --tokenizer PATH (the model's Hugging Face folder) or --tokenizer bundled:qwen3`, 2);
+      }
+      const template = loadChatTemplate(options.tokenizer, qwen3ModelDir);
+      if (options.toolParser) {
+        if (!(TOOL_PARSERS as readonly string[]).includes(options.toolParser)) {
+          throw new PolarError('POLAR_USAGE', `unknown --tool-parser ${options.toolParser}; choose one of: ${TOOL_PARSERS.join(', ')}`, 2);
+        }
+        template.toolFormat = options.toolParser as ToolCallFormat;
+      }
+      return new TokenInUpstream(kind === 'vllm-tito' ? vllmCompletionsDialect : sglangGenerateDialect, { ...options, template });
+    }
+  }
 }

@@ -54,15 +54,8 @@ export class ChatCompletionsUpstream implements Upstream {
     return readChunks(body, this.dialect);
   }
 
-  async models(signal?: AbortSignal): Promise<ServedModel[]> {
-    const reply = await this.http.getJson('/v1/models', signal);
-    if (reply.status !== 200) throw new UpstreamStatusError(reply.status, reply.text);
-    const json = parseUpstreamJson(reply.text, 'model list');
-    if (!isRecord(json) || !Array.isArray(json.data)) return [];
-    return json.data.flatMap((m) => {
-      if (!isRecord(m) || typeof m.id !== 'string') return [];
-      return [typeof m.max_model_len === 'number' ? { id: m.id, maxModelLen: m.max_model_len } : { id: m.id }];
-    });
+  models(signal?: AbortSignal): Promise<ServedModel[]> {
+    return listModels(this.http, signal);
   }
 
   async countTokens(req: CanonicalRequest, model: string, signal?: AbortSignal): Promise<number | null> {
@@ -81,6 +74,18 @@ export class ChatCompletionsUpstream implements Upstream {
   close(): Promise<void> {
     return this.http.close();
   }
+}
+
+/** `GET /v1/models`, with vLLM's `max_model_len` when the server gives it. */
+export async function listModels(http: UpstreamHttp, signal?: AbortSignal): Promise<ServedModel[]> {
+  const reply = await http.getJson('/v1/models', signal);
+  if (reply.status !== 200) throw new UpstreamStatusError(reply.status, reply.text);
+  const json = parseUpstreamJson(reply.text, 'model list');
+  if (!isRecord(json) || !Array.isArray(json.data)) return [];
+  return json.data.flatMap((m) => {
+    if (!isRecord(m) || typeof m.id !== 'string') return [];
+    return [typeof m.max_model_len === 'number' ? { id: m.id, maxModelLen: m.max_model_len } : { id: m.id }];
+  });
 }
 
 async function* readChunks(body: AsyncIterable<Uint8Array>, dialect: ChatDialect): AsyncGenerator<UpstreamChunk> {

@@ -1,9 +1,36 @@
-import type { CanonicalRequest, ChatCompletion, ChatCompletionChunk } from '../core/chat.js';
+import type { CanonicalRequest, ChatCompletion, ChatCompletionChunk, ChatMessage } from '../core/chat.js';
 import type { CapturedTokens } from '../core/tokens.js';
 
-export type UpstreamKind = 'vllm' | 'openai';
+export type UpstreamKind = 'vllm' | 'openai' | 'vllm-tito' | 'sglang-tito' | 'nemo-rl';
 
-export const UPSTREAM_KINDS: readonly UpstreamKind[] = ['vllm', 'openai'];
+export const UPSTREAM_KINDS: readonly UpstreamKind[] = ['vllm', 'openai', 'vllm-tito', 'sglang-tito', 'nemo-rl'];
+
+/** The call a request belongs to, for upstreams that continue earlier calls (bridging). */
+export interface CallContext {
+  id: string;
+  sessionId: string;
+  agentId: string;
+}
+
+/**
+ * How a call's prompt was built. `bridged`: the parent call's prompt and sampled ids, byte for
+ * byte, then only the new messages rendered (or, for `nemo-rl`, the parent's ids handed to the
+ * server to splice). `full`: the whole conversation rendered, for `reason`.
+ */
+export interface PromptRender {
+  mode: 'bridged' | 'full';
+  parentCallId: string | null;
+  reason: string | null;
+  /** Tokens polar rendered and tokenized for this call (the new messages, or everything). */
+  renderedTokens: number | null;
+}
+
+/** What a finished call leaves for the calls that continue it. */
+export interface CallOutcome {
+  tokens: CapturedTokens;
+  /** The reply the harness received, as a canonical assistant message. */
+  reply: ChatMessage;
+}
 
 /** What goes over the wire to the inference server; `body` is stored as the upstream request. */
 export interface UpstreamRequest {
@@ -12,6 +39,10 @@ export interface UpstreamRequest {
   body: Record<string, unknown>;
   /** `body` serialised once: sent upstream and stored as is. */
   text: string;
+  /** Set by upstreams that build prompts themselves or pin them (token-in/token-out, nemo-rl). */
+  render?: PromptRender;
+  /** The call it was prepared for, when the adapter keeps per-call state. */
+  callId?: string;
 }
 
 export interface ServedModel {
@@ -47,7 +78,12 @@ export interface Upstream {
   readonly baseUrl: string;
   /** Whether this adapter returns the server's token ids (`token_source = upstream`). */
   readonly capturesTokens: boolean;
-  prepare(req: CanonicalRequest, model: string): UpstreamRequest;
+  prepare(req: CanonicalRequest, model: string, call: CallContext): UpstreamRequest;
+  /**
+   * Called once per prepared call when it is over: with its outcome when the reply reached the
+   * harness whole, with null otherwise. Upstreams that bridge remember the call here.
+   */
+  settle?(call: CallContext, outcome: CallOutcome | null): void;
   complete(req: UpstreamRequest, signal: AbortSignal): Promise<UpstreamCompletion>;
   /** Resolves once the server accepted the stream; rejects (before any chunk) when it did not. */
   stream(req: UpstreamRequest, signal: AbortSignal): Promise<AsyncIterable<UpstreamChunk>>;

@@ -1,5 +1,4 @@
 import type { Command } from 'commander';
-import { Option } from 'commander';
 import chalk from 'chalk';
 import { PolarError } from '../../core/errors.js';
 import { isValidSessionName, newId } from '../../core/ids.js';
@@ -7,12 +6,12 @@ import { DEFAULT_MAX_BODY_BYTES, isLoopbackHost, startProxy, type RunningProxy }
 import type { CallSummary } from '../../proxy/call-record.js';
 import { defaultDbPath, Store } from '../../store/store.js';
 import { createUpstream } from '../../upstream/create.js';
-import { UPSTREAM_KINDS, type ServedModel, type Upstream } from '../../upstream/types.js';
+import type { ServedModel, Upstream } from '../../upstream/types.js';
 import { action, formatDuration } from '../output.js';
+import { addUpstreamOptions, UPSTREAM_KINDS_HELP, upstreamOptionsFrom, type UpstreamFlags } from '../upstream-options.js';
 
-interface ProxyCommandOptions {
+interface ProxyCommandOptions extends UpstreamFlags {
   upstream: string;
-  upstreamKind: string;
   model?: string;
   host: string;
   port: string;
@@ -27,11 +26,11 @@ interface ProxyCommandOptions {
 }
 
 export function registerProxy(program: Command): void {
-  program
+  const command = program
     .command('proxy')
     .description('serve the capture proxy: harnesses call it, it forwards to the inference server and records every call')
-    .requiredOption('--upstream <url>', 'inference server base URL, e.g. http://127.0.0.1:8000')
-    .addOption(new Option('--upstream-kind <kind>', 'inference server type').choices([...UPSTREAM_KINDS]).default('vllm'))
+    .requiredOption('--upstream <url>', 'inference server base URL, e.g. http://127.0.0.1:8000');
+  addUpstreamOptions(command)
     .option('--model <name>', 'model to serve every call with (default: the upstream\'s first model)')
     .option('--host <host>', 'address to bind; non-loopback needs --auth-token', '127.0.0.1')
     .option('--port <n>', 'port to listen on (0: any free port)', '8100')
@@ -51,7 +50,8 @@ Point a harness at the printed base URL. Calls are filed under a session by, fir
   the header        x-polar-session: <session>
   the API key       polar-<session>
   else the proxy's default session (--session).
-Upstream API keys for hosted OpenAI-compatible servers: set $POLAR_UPSTREAM_API_KEY (never recorded).`,
+Upstream API keys for hosted OpenAI-compatible servers: set $POLAR_UPSTREAM_API_KEY (never recorded).
+${UPSTREAM_KINDS_HELP}`,
     )
     .action(action(runProxy));
 }
@@ -70,6 +70,7 @@ async function runProxy(opts: ProxyCommandOptions): Promise<void> {
     apiKey: process.env.POLAR_UPSTREAM_API_KEY || undefined,
     headersTimeoutMs: timeoutMs,
     bodyTimeoutMs: timeoutMs,
+    ...upstreamOptionsFrom(opts),
   });
   const discovered = await discoverModel(upstream, opts.model, opts.quiet === true);
   const servedModel = opts.model ?? discovered?.id ?? null;

@@ -70,6 +70,11 @@ function summary(s: ReconstructStats): string {
   for (const e of s.breakExamples.filter((x) => x.expected !== undefined)) {
     lines.push(`  ${e.class} at token ${e.position} of ${e.requestId}: had ${JSON.stringify(e.expected)}, found ${JSON.stringify(e.found)}`);
   }
+  const p = s.prompts;
+  if (p.bridged + p.full > 0) {
+    const full = Object.entries(p.fullReasons).map(([r, n]) => `${r} ${n}`).join(', ');
+    lines.push(`  prompts built by polar: ${p.bridged} bridged, ${p.full} full renders${full ? ` (${full})` : ''}${p.bridgedUnmerged.length > 0 ? chalk.yellow(`; ${p.bridgedUnmerged.length} bridged calls not merged onto their parent`) : ''}`);
+  }
   const reasons = new Map<string, number>();
   for (const e of s.excluded) reasons.set(e.reason, (reasons.get(e.reason) ?? 0) + 1);
   if (reasons.size > 0) lines.push(`  excluded: ${[...reasons].map(([r, n]) => `${r} ${n}`).join(', ')}`);

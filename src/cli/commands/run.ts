@@ -7,10 +7,10 @@ import { HARNESS_NAMES, getHarness } from '../../harness/registry.js';
 import { runHarness, type RunHarnessResult } from '../../harness/run.js';
 import type { SessionSummary } from '../../store/sessions.js';
 import { defaultDbPath } from '../../store/store.js';
-import { UPSTREAM_KINDS } from '../../upstream/types.js';
 import { action, formatDuration, printJson } from '../output.js';
+import { addUpstreamOptions, UPSTREAM_KINDS_HELP, upstreamOptionsFrom, type UpstreamFlags } from '../upstream-options.js';
 
-interface RunCommandOptions {
+interface RunCommandOptions extends UpstreamFlags {
   harness: string;
   upstream?: string;
   upstreamKind: string;
@@ -30,12 +30,12 @@ interface RunCommandOptions {
 }
 
 export function registerRun(program: Command): void {
-  program
+  const command = program
     .command('run')
     .description('run a coding-agent harness with its model calls redirected through polar and recorded')
     .addOption(new Option('--harness <name>', 'the harness to run').choices([...HARNESS_NAMES]).makeOptionMandatory())
-    .option('--upstream <url>', 'inference server base URL (a proxy is started for this run)')
-    .addOption(new Option('--upstream-kind <kind>', 'inference server type').choices([...UPSTREAM_KINDS]).default('vllm'))
+    .option('--upstream <url>', 'inference server base URL (a proxy is started for this run)');
+  addUpstreamOptions(command)
     .option('--proxy <url>', 'use a running `polar proxy` instead of starting one')
     .option('--model <name>', 'model to serve every call with (default: the upstream\'s first model)')
     .option('--prompt <text>', 'run headless with this task (without it: interactive)')
@@ -57,7 +57,9 @@ Examples:
   polar run --harness claude-code --upstream http://gpu-box:8000/v1 --model Qwen/Qwen3-4B --prompt "fix the failing test"
   polar run --harness codex --upstream http://127.0.0.1:8000 --prompt-file task.md --timeout 1800
   polar run --harness custom --command 'mycli --base-url {base_url} --model {model} {prompt}' --upstream http://127.0.0.1:8000 --prompt hi
-Placeholders for --command: {base_url} (…/v1), {base_root}, {model}, {session}, {api_key}, {prompt}.`,
+  polar run --harness pi --upstream http://127.0.0.1:8000 --upstream-kind vllm-tito --tokenizer ~/models/Qwen3-8B --prompt "add a test"
+Placeholders for --command: {base_url} (…/v1), {base_root}, {model}, {session}, {api_key}, {prompt}.
+${UPSTREAM_KINDS_HELP}`,
     )
     .action(action(runCommand));
 }
@@ -74,7 +76,9 @@ async function runCommand(harnessArgs: string[], opts: RunCommandOptions): Promi
     prompt,
     cwd: path.resolve(opts.cwd ?? process.cwd()),
     dbPath: opts.db ?? defaultDbPath(),
-    ...(opts.upstream ? { upstream: { url: opts.upstream, kind: opts.upstreamKind, ...(process.env.POLAR_UPSTREAM_API_KEY ? { apiKey: process.env.POLAR_UPSTREAM_API_KEY } : {}) } } : {}),
+    ...(opts.upstream
+      ? { upstream: { url: opts.upstream, kind: opts.upstreamKind, ...upstreamOptionsFrom(opts), ...(process.env.POLAR_UPSTREAM_API_KEY ? { apiKey: process.env.POLAR_UPSTREAM_API_KEY } : {}) } }
+      : {}),
     ...(opts.proxy ? { proxyUrl: opts.proxy } : {}),
     ...(opts.model ? { model: opts.model } : {}),
     ...(opts.contextWindow ? { contextWindow: positive(opts.contextWindow, '--context-window') } : {}),

@@ -1,9 +1,9 @@
 import type { ChatCompletion, ChatCompletionChunk, ChatDelta, ChatLogprobs, ChatMessage } from '../../core/chat.js';
 import { isRecord } from '../../core/chat.js';
-import { PolarError } from '../../core/errors.js';
 import { expectChunkShape, expectCompletionShape } from '../chat-shape.js';
 import type { CapturedTokens } from '../../core/tokens.js';
 import type { TokenDelta } from '../types.js';
+import { idArray, logprobValue } from '../token-fields.js';
 
 /**
  * vLLM's token fields, read from replies and removed from what goes on to the harness.
@@ -65,30 +65,13 @@ function renameReasoning(message: ChatMessage | ChatDelta): void {
   delete message.reasoning;
 }
 
-function idArray(value: unknown, field: string): number[] | null {
-  if (value === undefined || value === null) return null;
-  if (!Array.isArray(value)) throw protocolError(`${field} is not an array`);
-  for (let i = 0; i < value.length; i++) {
-    const v = value[i];
-    if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > 0xffffffff) {
-      throw protocolError(`${field}[${i}] is not a token id: ${JSON.stringify(v)}`);
-    }
-  }
-  return value as number[];
-}
-
 function logprobValues(logprobs: ChatLogprobs | null | undefined): number[] | null {
   const content = logprobs?.content;
   if (!Array.isArray(content)) return null;
   const out = new Array<number>(content.length);
   for (let i = 0; i < content.length; i++) {
     const lp = content[i]?.logprob;
-    // Kept as received (a non-number becomes NaN), so verification names it instead of hiding it.
-    out[i] = typeof lp === 'number' ? lp : Number.NaN;
+    out[i] = logprobValue(lp);
   }
   return out;
-}
-
-function protocolError(message: string): PolarError {
-  return new PolarError('POLAR_UPSTREAM_PROTOCOL', message, 502);
 }

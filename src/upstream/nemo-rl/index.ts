@@ -1,0 +1,151 @@
+import type { CanonicalRequest, ChatCompletion, ChatMessage } from '../../core/chat.js';
+import { isRecord } from '../../core/chat.js';
+import type { CapturedTokens } from '../../core/tokens.js';
+import { expectCompletionShape } from '../chat-shape.js';
+import type { UpstreamHttpOptions } from '../http.js';
+import { ChatCompletionsUpstream, type ChatDialect } from '../openai-compatible.js';
+import { idArray, logprobValue } from '../token-fields.js';
+import { contextKey, findParent, messageKeys } from '../tito/bridge.js';
+import { ChainMemory } from '../tito/chain-memory.js';
+import type { CallContext, CallOutcome, ServedModel, Upstream, UpstreamChunk, UpstreamCompletion, UpstreamRequest } from '../types.js';
+import { applyChatConventions } from '../vllm/flags.js';
+import { completionChunks } from './chunks.js';
+
+/**
+ * NeMo-RL's vLLM HTTP server during GRPO (`expose_http_server: true`): `/v1/chat/completions`
+ * only, which splices token ids itself. With `logprobs: true, top_logprobs: 0` each reply's message
+ * carries `prompt_token_ids`, `generation_token_ids` and `generation_log_probs`; a request whose
+ * assistant message carries the first two gets them as a required prefix (NeMo-RL
+ * `_replace_prefix_tokens`). So polar bridges without rendering anything: it finds the call a request
+ * continues (the same matching as token-in/token-out mode) and puts that call's ids back on the
+ * assistant message the harness returned. NeMo-RL asserts its training sampling settings, so
+ * `temperature` and `top_p` are set to the configured pair on every request and `top_k` removed.
+ * The server does not stream; a streaming harness gets the finished reply as a stream.
+ */
+export interface NemoRlOptions extends UpstreamHttpOptions {
+  temperature?: number;
+  topP?: number;
+}
+
+const TOKEN_FIELDS = ['prompt_token_ids', 'generation_token_ids', 'generation_log_probs'] as const;
+
+export function nemoRlDialect(options: NemoRlOptions): ChatDialect {
+  return {
+    kind: 'nemo-rl',
+    capturesTokens: true,
+    body(req: CanonicalRequest, model: string) {
+      const body: Record<string, unknown> = { ...req.body, model, stream: false };
+      delete body.stream_options;
+      applyChatConventions(body, req);
+      body.logprobs = true;
+      body.top_logprobs = 0;
+      delete body.top_k;
+      if (options.temperature !== undefined) body.temperature = options.temperature;
+      body.top_p = options.topP ?? (typeof req.body.top_p === 'number' ? req.body.top_p : 1.0);
+      return body;
+    },
+    completion: extractNemoRlCompletion,
+    chunk() {
+      throw new Error('nemo-rl replies are not streamed');
+    },
+    tokenize: { path: '/tokenize', body: (req, model) => ({ model, messages: req.body.messages, add_generation_prompt: true, ...(req.body.tools ? { tools: req.body.tools } : {}) }) },
+  };
+}
+
+export function extractNemoRlCompletion(json: unknown): { completion: ChatCompletion; tokens: CapturedTokens } {
+  const obj = expectCompletionShape(json);
+  const message = obj.choices[0]?.message as (ChatMessage & Record<string, unknown>) | undefined;
+  const promptIds = message ? idArray(message.prompt_token_ids, 'choices[0].message.prompt_token_ids') : null;
+  const sampledIds = message ? idArray(message.generation_token_ids, 'choices[0].message.generation_token_ids') : null;
+  const lps = message?.generation_log_probs;
+  const logprobs = Array.isArray(lps) ? lps.map(logprobValue) : null;
+  for (const c of obj.choices) {
+    if (!isRecord(c.message)) continue;
+    for (const f of TOKEN_FIELDS) delete c.message[f];
+    const m = c.message as ChatMessage;
+    if (typeof m.reasoning === 'string' && m.reasoning_content == null) m.reasoning_content = m.reasoning;
+    delete m.reasoning;
+  }
+  delete obj.prompt_token_ids;
+  if (!promptIds && !sampledIds) return { completion: obj, tokens: { source: 'none', promptIds: null, sampledIds: null, logprobs: null } };
+  return { completion: obj, tokens: { source: 'upstream', promptIds, sampledIds, logprobs } };
+}
+
+interface Pending {
+  messagesKey: string;
+  messageCount: number;
+  contextKey: string;
+}
+
+export class NemoRlUpstream implements Upstream {
+  readonly kind = 'nemo-rl' as const;
+  readonly capturesTokens = true;
+  readonly baseUrl: string;
+  private readonly chat: ChatCompletionsUpstream;
+  private readonly memory = new ChainMemory();
+  private readonly pending = new Map<string, Pending>();
+
+  constructor(options: NemoRlOptions) {
+    this.chat = new ChatCompletionsUpstream(nemoRlDialect(options), options);
+    this.baseUrl = this.chat.baseUrl;
+  }
+
+  prepare(req: CanonicalRequest, model: string, call: CallContext): UpstreamRequest {
+    const messages = req.body.messages;
+    const kwargs: Record<string, unknown> = req.thinking !== undefined ? { enable_thinking: req.thinking } : {};
+    const keys = messageKeys(messages);
+    const context = contextKey(req.body.tools, kwargs);
+    const found = findParent(messages, keys, context, this.memory.entries(call.sessionId, call.agentId));
+    this.pending.set(call.id, { messagesKey: keys[keys.length - 1]!, messageCount: messages.length, contextKey: context });
+    let sent = req;
+    if (found.parent) {
+      const { parent, replyIndex } = found;
+      const pinned = messages.map((m, i) =>
+        i === replyIndex ? { ...m, prompt_token_ids: [...parent.promptIds], generation_token_ids: [...parent.sampledIds], generation_log_probs: parent.logprobs ? [...parent.logprobs] : [] } : m,
+      );
+      sent = { ...req, body: { ...req.body, messages: pinned } };
+    }
+    const prepared = this.chat.prepare(sent, model);
+    prepared.stream = req.stream;
+    prepared.callId = call.id;
+    prepared.render = found.parent
+      ? { mode: 'bridged', parentCallId: found.parent.callId, reason: null, renderedTokens: null }
+      : { mode: 'full', parentCallId: null, reason: found.reason, renderedTokens: null };
+    return prepared;
+  }
+
+  settle(call: CallContext, outcome: CallOutcome | null): void {
+    const p = this.pending.get(call.id);
+    this.pending.delete(call.id);
+    if (!p || !outcome?.tokens.promptIds || !outcome.tokens.sampledIds) return;
+    this.memory.remember(call.sessionId, call.agentId, {
+      callId: call.id,
+      ...p,
+      promptIds: outcome.tokens.promptIds,
+      sampledIds: outcome.tokens.sampledIds,
+      logprobs: outcome.tokens.logprobs,
+      reply: outcome.reply,
+    });
+  }
+
+  complete(req: UpstreamRequest, signal: AbortSignal): Promise<UpstreamCompletion> {
+    return this.chat.complete(req, signal);
+  }
+
+  async stream(req: UpstreamRequest, signal: AbortSignal): Promise<AsyncIterable<UpstreamChunk>> {
+    const done = await this.chat.complete(req, signal);
+    return completionChunks(done.completion, done.tokens);
+  }
+
+  models(signal?: AbortSignal): Promise<ServedModel[]> {
+    return this.chat.models(signal);
+  }
+
+  countTokens(req: CanonicalRequest, model: string, signal?: AbortSignal): Promise<number | null> {
+    return this.chat.countTokens(req, model, signal);
+  }
+
+  close(): Promise<void> {
+    return this.chat.close();
+  }
+}

@@ -1,0 +1,68 @@
+import { isRecord } from '../../core/chat.js';
+import { PolarError } from '../../core/errors.js';
+import { idArray, logprobValue, protocolError } from '../token-fields.js';
+import { samplingOf, type Generation, type TokenInDialect } from '../tito/dialect.js';
+
+/**
+ * SGLang's native `/generate` with `input_ids`:
+ * - request: `input_ids`, `sampling_params` (`max_new_tokens`, `stop_token_ids`,
+ *   `skip_special_tokens: false`, `no_stop_trim: true`), `return_logprob: true`;
+ * - reply: `output_ids`, `meta_info.output_token_logprobs` = `[[logprob, id, text], …]`,
+ *   `meta_info.finish_reason` = `{type: "stop" | "length" | "abort", …}`, prompt/completion counts.
+ *   SGLang does not echo the input ids: the prompt is the ids polar sent.
+ * - streaming: by default each event repeats the output so far (`output_ids`, logprobs);
+ *   with `--incremental-streaming-output` it sends only the new part. `meta_info.completion_tokens`
+ *   is the running total either way, so the new ids are the last (total − seen) of the event's.
+ */
+export const sglangGenerateDialect: TokenInDialect = {
+  kind: 'sglang-tito',
+  path: '/generate',
+  body(promptIds, req, _model, stopIds) {
+    const s = samplingOf(req);
+    const params: Record<string, unknown> = { skip_special_tokens: false, no_stop_trim: true, stop_token_ids: [...stopIds] };
+    if (s.maxTokens !== undefined) params.max_new_tokens = s.maxTokens;
+    for (const key of ['temperature', 'top_p', 'top_k', 'min_p', 'presence_penalty', 'frequency_penalty', 'repetition_penalty'] as const) {
+      if (s[key] !== undefined) params[key] = s[key];
+    }
+    if (s.seed !== undefined) params.sampling_seed = s.seed;
+    if (s.stop && s.stop.length > 0) params.stop = s.stop;
+    return { input_ids: promptIds, sampling_params: params, return_logprob: true, stream: req.stream };
+  },
+  completion(json) {
+    const g = read(json);
+    return { sampledIds: g.ids, logprobs: g.logprobs, promptIds: null, finishReason: g.finishReason, usage: g.usage };
+  },
+  streamReader() {
+    let seen = 0;
+    return (json) => {
+      const g = read(json);
+      const total = g.usage.completionTokens ?? seen + g.ids.length;
+      const fresh = Math.max(0, total - seen);
+      if (fresh > g.ids.length) throw protocolError(`stream event reports ${total} tokens so far but carries ${g.ids.length} after ${seen}`);
+      seen = total;
+      const sampledIds = g.ids.slice(g.ids.length - fresh);
+      const logprobs = g.logprobs ? g.logprobs.slice(g.logprobs.length - fresh) : null;
+      return { sampledIds, logprobs, promptIds: null, finishReason: g.finishReason, usage: g.usage };
+    };
+  },
+};
+
+function read(json: unknown): { ids: number[]; logprobs: number[] | null; finishReason: string | null; usage: { promptTokens?: number; completionTokens?: number } } {
+  if (isRecord(json) && (isRecord(json.error) || typeof json.error === 'string')) {
+    const e = json.error;
+    const message = typeof e === 'string' ? e : typeof (e as Record<string, unknown>).message === 'string' ? ((e as Record<string, unknown>).message as string) : JSON.stringify(e);
+    throw new PolarError('POLAR_UPSTREAM_STATUS', `upstream error: ${message}`, 502);
+  }
+  if (!isRecord(json) || !isRecord(json.meta_info)) throw protocolError('upstream reply is not an SGLang generate result (no meta_info)');
+  const meta = json.meta_info;
+  const entries = Array.isArray(meta.output_token_logprobs) ? meta.output_token_logprobs : null;
+  let ids = idArray(json.output_ids, 'output_ids');
+  if (!ids && entries) ids = idArray(entries.map((e) => (Array.isArray(e) ? e[1] : undefined)), 'meta_info.output_token_logprobs[][1]');
+  if (!ids) throw protocolError('the SGLang reply has neither output_ids nor output_token_logprobs');
+  const logprobs = entries ? entries.map((e) => logprobValue(Array.isArray(e) ? e[0] : undefined)) : null;
+  const finish = isRecord(meta.finish_reason) && typeof meta.finish_reason.type === 'string' ? meta.finish_reason.type : null;
+  const usage: { promptTokens?: number; completionTokens?: number } = {};
+  if (typeof meta.prompt_tokens === 'number') usage.promptTokens = meta.prompt_tokens;
+  if (typeof meta.completion_tokens === 'number') usage.completionTokens = meta.completion_tokens;
+  return { ids, logprobs, finishReason: finish === 'abort' ? 'abort' : finish, usage };
+}

@@ -1,0 +1,46 @@
+import type { CanonicalRequest } from '../../core/chat.js';
+import type { UpstreamKind } from '../types.js';
+
+/** What a token-in/token-out server returned for one reply, or one piece of a streamed reply. */
+export interface Generation {
+  sampledIds: number[];
+  logprobs: number[] | null;
+  /** The prompt ids the server reports it saw, when it reports them. */
+  promptIds: number[] | null;
+  /** `stop` / `length` (or the server's word), on the last piece. */
+  finishReason: string | null;
+  usage: { promptTokens?: number; completionTokens?: number } | null;
+}
+
+/** One server's token-in endpoint: its request body and where it puts ids and logprobs. */
+export interface TokenInDialect {
+  kind: UpstreamKind;
+  path: string;
+  body(promptIds: readonly number[], req: CanonicalRequest, model: string, stopIds: readonly number[]): Record<string, unknown>;
+  completion(json: unknown): Generation;
+  /** A reader for one stream: each event's new ids and logprobs (some servers resend all so far). */
+  streamReader(): (json: unknown) => Generation;
+}
+
+/** The harness's sampling settings that carry over to a token-in request, by their chat names. */
+export function samplingOf(req: CanonicalRequest): SamplingSettings {
+  const b = req.body;
+  const out: SamplingSettings = {};
+  const maxTokens = numberOr(b.max_completion_tokens) ?? numberOr(b.max_tokens);
+  if (maxTokens !== undefined) out.maxTokens = maxTokens;
+  for (const key of SAMPLING_KEYS) {
+    const v = numberOr(b[key]);
+    if (v !== undefined) out[key] = v;
+  }
+  if (typeof b.stop === 'string') out.stop = [b.stop];
+  else if (Array.isArray(b.stop)) out.stop = b.stop.filter((s): s is string => typeof s === 'string');
+  return out;
+}
+
+const SAMPLING_KEYS = ['temperature', 'top_p', 'top_k', 'min_p', 'presence_penalty', 'frequency_penalty', 'repetition_penalty', 'seed'] as const;
+
+export type SamplingSettings = Partial<Record<(typeof SAMPLING_KEYS)[number] | 'maxTokens', number>> & { stop?: string[] };
+
+function numberOr(value: unknown): number | undefined {
+  return typeof value === 'number' && Number.isFinite(value) ? value : undefined;
+}

@@ -1,0 +1,227 @@
+import type { CanonicalRequest } from '../../core/chat.js';
+import { PolarError, UpstreamStatusError } from '../../core/errors.js';
+import { SseParser } from '../../core/sse/parse.js';
+import { parseUpstreamJson } from '../chat-shape.js';
+import { UpstreamHttp, type UpstreamHttpOptions } from '../http.js';
+import { listModels, normalizeBaseUrl } from '../openai-compatible.js';
+import type { CallContext, CallOutcome, ServedModel, Upstream, UpstreamChunk, UpstreamCompletion, UpstreamKind, UpstreamRequest } from '../types.js';
+import { bridgeTail, contextKey, findParent, messageKeys, tailAfterTurn } from './bridge.js';
+import { ChainMemory } from './chain-memory.js';
+import type { ChatTemplate, TemplateMessage } from './chat-template.js';
+import type { Generation, TokenInDialect } from './dialect.js';
+import { ReplyAssembler } from './reply.js';
+
+export interface TokenInOptions extends UpstreamHttpOptions {
+  template: ChatTemplate;
+  /**
+   * Also render each bridged call's new messages after the whole history and fail the call if the
+   * template gives other tokens than the short render did (a check for templates whose rendering
+   * of a message depends on what came long before it). Costs a full render per call.
+   */
+  checkBridges?: boolean;
+}
+
+/** What prepare() worked out, for the reply and for remembering the call. */
+interface Prepared {
+  callId: string;
+  promptIds: number[];
+  messagesKey: string;
+  messageCount: number;
+  contextKey: string;
+  startsInReasoning: boolean;
+  clientLogprobs: boolean;
+  model: string;
+}
+
+/**
+ * A token-in/token-out upstream: polar renders the chat template and sends token ids (vLLM
+ * `/v1/completions`, SGLang `/generate`), bridges each call onto the one it continues, and parses
+ * the sampled ids back into a reply. See bridge.ts for the prompt rule and reply.ts for the reply.
+ */
+export class TokenInUpstream implements Upstream {
+  readonly kind: UpstreamKind;
+  readonly baseUrl: string;
+  readonly capturesTokens = true;
+  private readonly http: UpstreamHttp;
+  private readonly template: ChatTemplate;
+  private readonly memory = new ChainMemory();
+  private readonly prepared = new Map<string, Prepared>();
+  private readonly checkBridges: boolean;
+
+  constructor(
+    private readonly dialect: TokenInDialect,
+    options: TokenInOptions,
+  ) {
+    this.kind = dialect.kind;
+    this.template = options.template;
+    this.checkBridges = options.checkBridges ?? false;
+    this.http = new UpstreamHttp({ ...options, baseUrl: normalizeBaseUrl(options.baseUrl) });
+    this.baseUrl = this.http.url('');
+  }
+
+  prepare(req: CanonicalRequest, model: string, call: CallContext): UpstreamRequest {
+    const messages = req.body.messages;
+    const tools = req.body.tools;
+    const kwargs = templateKwargs(req);
+    const keys = messageKeys(messages);
+    const context = contextKey(tools, kwargs);
+    const found = findParent(messages, keys, context, this.memory.entries(call.sessionId, call.agentId));
+    let promptIds: number[];
+    let opener: string;
+    let render: NonNullable<UpstreamRequest['render']>;
+    if (found.parent) {
+      const { parent, replyIndex } = found;
+      const newMessages = messages.slice(replyIndex + 1);
+      const tail = bridgeTail(this.template, parent, messages[replyIndex]!, newMessages, tools, kwargs);
+      if (this.checkBridges) this.checkTail(tail.text, messages.slice(0, replyIndex + 1), newMessages, tools, kwargs, parent.callId);
+      promptIds = [...parent.promptIds, ...parent.sampledIds, ...tail.ids];
+      opener = tail.text;
+      render = { mode: 'bridged', parentCallId: parent.callId, reason: null, renderedTokens: tail.ids.length };
+    } else {
+      const text = this.renderAll(messages, tools, kwargs);
+      promptIds = this.template.encode(text);
+      opener = text;
+      render = { mode: 'full', parentCallId: null, reason: found.reason, renderedTokens: promptIds.length };
+    }
+    this.prepared.set(call.id, {
+      callId: call.id,
+      promptIds,
+      messagesKey: keys[keys.length - 1]!,
+      messageCount: messages.length,
+      contextKey: context,
+      startsInReasoning: this.template.reasons && /<think>\s*$/.test(opener),
+      clientLogprobs: req.client.logprobs,
+      model,
+    });
+    const body = this.dialect.body(promptIds, req, model, this.template.stopIds);
+    return { path: this.dialect.path, stream: req.stream, body, text: JSON.stringify(body), render, callId: call.id };
+  }
+
+  settle(call: CallContext, outcome: CallOutcome | null): void {
+    const p = this.prepared.get(call.id);
+    this.prepared.delete(call.id);
+    if (!p || !outcome) return;
+    const { promptIds, sampledIds } = outcome.tokens;
+    if (!promptIds || !sampledIds) return;
+    this.memory.remember(call.sessionId, call.agentId, {
+      callId: call.id,
+      messagesKey: p.messagesKey,
+      messageCount: p.messageCount,
+      contextKey: p.contextKey,
+      promptIds,
+      sampledIds,
+      reply: outcome.reply,
+    });
+  }
+
+  async complete(req: UpstreamRequest, signal: AbortSignal): Promise<UpstreamCompletion> {
+    const p = this.preparedFor(req);
+    const reply = await this.http.postJson(req.path, req.text, signal);
+    if (reply.status < 200 || reply.status >= 300) throw new UpstreamStatusError(reply.status, reply.text);
+    const g = this.dialect.completion(parseUpstreamJson(reply.text, 'reply'));
+    if (g.finishReason === 'abort') throw aborted();
+    return this.assembler(p).complete(g);
+  }
+
+  async stream(req: UpstreamRequest, signal: AbortSignal): Promise<AsyncIterable<UpstreamChunk>> {
+    const p = this.preparedFor(req);
+    const body = await this.http.postStream(req.path, req.text, signal);
+    return this.readStream(body, this.assembler(p));
+  }
+
+  private async *readStream(body: AsyncIterable<Uint8Array>, assembler: ReplyAssembler): AsyncGenerator<UpstreamChunk> {
+    const sse = new SseParser();
+    const read = this.dialect.streamReader();
+    let usage: Generation['usage'] = null;
+    const take = (data: string): UpstreamChunk[] => {
+      const g = read(parseUpstreamJson(data, 'stream event'));
+      if (g.finishReason === 'abort') throw aborted();
+      if (g.usage) usage = g.usage;
+      return assembler.push(g);
+    };
+    let done = false;
+    for await (const bytes of body) {
+      for (const event of sse.push(bytes)) {
+        if (event.data === '[DONE]') {
+          done = true;
+          break;
+        }
+        yield* take(event.data);
+      }
+      if (done) break;
+    }
+    if (!done) for (const event of sse.end()) if (event.data !== '[DONE]') yield* take(event.data);
+    if (!assembler.isFinished) throw new PolarError('POLAR_UPSTREAM_PROTOCOL', 'upstream stream ended before the reply finished', 502);
+    yield assembler.usageChunk(usage);
+  }
+
+  async models(signal?: AbortSignal): Promise<ServedModel[]> {
+    return listModels(this.http, signal);
+  }
+
+  /** Counted locally: polar renders and tokenizes prompts itself in this mode. */
+  async countTokens(req: CanonicalRequest): Promise<number | null> {
+    return this.template.encode(this.renderAll(req.body.messages, req.body.tools, templateKwargs(req))).length;
+  }
+
+  close(): Promise<void> {
+    return this.http.close();
+  }
+
+  private renderAll(messages: CanonicalRequest['body']['messages'], tools: readonly unknown[] | undefined, kwargs: Record<string, unknown>): string {
+    try {
+      return this.template.render(messages as TemplateMessage[], { tools, addGenerationPrompt: true, kwargs });
+    } catch (err) {
+      if (err instanceof PolarError) throw err;
+      throw new PolarError('POLAR_BAD_REQUEST', `the chat template (${this.template.source}) cannot render this request: ${(err as Error).message}`, 400);
+    }
+  }
+
+  private checkTail(
+    short: string,
+    history: CanonicalRequest['body']['messages'],
+    newMessages: CanonicalRequest['body']['messages'],
+    tools: readonly unknown[] | undefined,
+    kwargs: Record<string, unknown>,
+    parent: string,
+  ): void {
+    const full = tailAfterTurn(this.template, history as TemplateMessage[], newMessages, tools, kwargs);
+    if (full !== short) {
+      throw new PolarError(
+        'POLAR_BRIDGE_CHECK',
+        `bridge check failed after call ${parent}: the template renders the new messages as ${JSON.stringify(full.slice(0, 200))} after the whole history but ${JSON.stringify(short.slice(0, 200))} on their own`,
+        500,
+      );
+    }
+  }
+
+  private preparedFor(req: UpstreamRequest): Prepared {
+    const p = req.callId ? this.prepared.get(req.callId) : undefined;
+    if (!p) throw new PolarError('POLAR_INTERNAL', 'token-in upstream: request was not prepared by this upstream', 500);
+    return p;
+  }
+
+  private assembler(p: Prepared): ReplyAssembler {
+    return new ReplyAssembler({
+      template: this.template,
+      promptIds: p.promptIds,
+      callId: p.callId,
+      model: p.model,
+      created: Math.floor(Date.now() / 1000),
+      startsInReasoning: p.startsInReasoning,
+      clientLogprobs: p.clientLogprobs,
+    });
+  }
+}
+
+/** Template switches: the request's own `chat_template_kwargs`, and the harness's thinking switch. */
+function templateKwargs(req: CanonicalRequest): Record<string, unknown> {
+  const own = req.body.chat_template_kwargs;
+  const kwargs: Record<string, unknown> = own && typeof own === 'object' ? { ...(own as Record<string, unknown>) } : {};
+  if (req.thinking !== undefined) kwargs.enable_thinking = req.thinking;
+  return kwargs;
+}
+
+function aborted(): PolarError {
+  return new PolarError('POLAR_UPSTREAM_STATUS', 'the upstream aborted the generation', 502);
+}
