@@ -57,7 +57,7 @@ export async function handleModelCall(
     if (!model) {
       throw new PolarError('POLAR_BAD_REQUEST', 'request names no model and the proxy has no --model to serve', 400, { param: 'model' });
     }
-    const upstreamReq = ctx.upstream.prepare(canonical, model, call.context);
+    const upstreamReq = ctx.upstream.prepare(canonical, model, { ...call.context, contextWindow: ctx.contextWindow });
     prepared = true;
     call.begin({
       originalRequest: bodyText,

@@ -1,3 +1,6 @@
+import type { ProviderName } from '../core/chat.js';
+import { CODECS } from '../providers/codecs.js';
+import type { RequestRecord } from '../store/requests.js';
 import type { Store } from '../store/store.js';
 import { emptyStats, sessionTraces, usableCalls } from './reconstruct.js';
 import type { Strategy, TokenText, Trajectory } from './types.js';
@@ -45,9 +48,8 @@ export function* verifySessions(store: Store, options: VerifyOptions, summary: V
       yield* report(verifyCall(session.id, call));
       if (options.text && call.promptIds && call.sampledIds) {
         const row = store.requests.get(call.requestId)!;
-        const body = row.upstreamRequest ? (JSON.parse(row.upstreamRequest) as { messages?: CallText['messages'] }) : {};
         yield* report(
-          verifyCallText(session.id, { requestId: call.requestId, promptIds: call.promptIds, sampledIds: call.sampledIds, assistantMessage: row.assistantMessage as CallText['assistantMessage'], messages: body.messages ?? [] }, options.text),
+          verifyCallText(session.id, { requestId: call.requestId, promptIds: call.promptIds, sampledIds: call.sampledIds, assistantMessage: row.assistantMessage as CallText['assistantMessage'], messages: messagesOf(row) }, options.text),
         );
       }
     }
@@ -55,6 +57,22 @@ export function* verifySessions(store: Store, options: VerifyOptions, summary: V
     summary.traces += traces.length;
     yield* report(verifyCoverage(session.id, [...usableIds], traces));
     for (const trace of traces) yield* report(verifyTrace(trace, recorded, { allowRerender: options.allowRerender === true }));
+  }
+}
+
+/**
+ * The conversation a call sent: the upstream request's messages, or, where polar sent token ids
+ * (token-in/token-out), the harness's request decoded by its provider's codec.
+ */
+function messagesOf(row: RequestRecord): CallText['messages'] {
+  const upstream = row.upstreamRequest ? (JSON.parse(row.upstreamRequest) as { messages?: CallText['messages'] }) : {};
+  if (upstream.messages) return upstream.messages;
+  const codec = CODECS[row.provider as ProviderName];
+  if (!codec || !row.originalRequest) return [];
+  try {
+    return codec.decodeRequest(JSON.parse(row.originalRequest), { path: row.path }).body.messages as CallText['messages'];
+  } catch {
+    return []; // e.g. a Responses call that continued a stored response: its history is elsewhere
   }
 }
 

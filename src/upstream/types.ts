@@ -10,6 +10,8 @@ export interface CallContext {
   id: string;
   sessionId: string;
   agentId: string;
+  /** The served model's context length, when known: token-in upstreams size max_tokens with it. */
+  contextWindow?: number | null;
 }
 
 /**

@@ -17,10 +17,11 @@ import { samplingOf, type Generation, type TokenInDialect } from '../tito/dialec
 export const sglangGenerateDialect: TokenInDialect = {
   kind: 'sglang-tito',
   path: '/generate',
-  body(promptIds, req, _model, stopIds) {
+  body(promptIds, req, _model, stopIds, maxTokens) {
     const s = samplingOf(req);
     const params: Record<string, unknown> = { skip_special_tokens: false, no_stop_trim: true, stop_token_ids: [...stopIds] };
-    if (s.maxTokens !== undefined) params.max_new_tokens = s.maxTokens;
+    // SGLang's own default is 128 new tokens.
+    if (maxTokens !== null) params.max_new_tokens = maxTokens;
     for (const key of ['temperature', 'top_p', 'top_k', 'min_p', 'presence_penalty', 'frequency_penalty', 'repetition_penalty'] as const) {
       if (s[key] !== undefined) params[key] = s[key];
     }

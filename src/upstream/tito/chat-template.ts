@@ -24,6 +24,8 @@ export interface ChatTemplate {
   toolFormat: ToolCallFormat | null;
   /** Whether the template knows `<think>` reasoning. */
   reasons: boolean;
+  /** tokenizer_config's `model_max_length`, a stand-in when the server does not say its context. */
+  maxLength: number | null;
 }
 
 export interface TemplateMessage {
@@ -117,6 +119,7 @@ function buildChatTemplate(files: ModelFiles, source: string): ChatTemplate {
     turnEnd,
     toolFormat: detectToolFormat(files.template),
     reasons: files.template.includes('<think>'),
+    maxLength: typeof files.config.model_max_length === 'number' && files.config.model_max_length < 1e9 ? files.config.model_max_length : null,
   };
 }
 
@@ -157,10 +160,14 @@ function findTurnEnd(render: (m: readonly TemplateMessage[], o: RenderOptions) =
   return { text: best.text, id: best.id };
 }
 
-/** vLLM's preparation of a message for a template: one content string, tool arguments as objects. */
+/**
+ * vLLM's preparation of a message for a template: one content string (absent content is empty),
+ * tool arguments as objects.
+ */
 function templateMessage(message: TemplateMessage): TemplateMessage {
   const out: TemplateMessage = { ...message };
   if (Array.isArray(message.content)) out.content = textOfParts(message.content);
+  else if (message.content === null || message.content === undefined) out.content = '';
   if (Array.isArray(message.tool_calls)) {
     out.tool_calls = (message.tool_calls as { function?: { arguments?: unknown } }[]).map((call) => {
       const args = call.function?.arguments;

@@ -16,7 +16,8 @@ export interface Generation {
 export interface TokenInDialect {
   kind: UpstreamKind;
   path: string;
-  body(promptIds: readonly number[], req: CanonicalRequest, model: string, stopIds: readonly number[]): Record<string, unknown>;
+  /** `maxTokens`: the reply budget polar worked out (see TokenInUpstream.replyBudget). */
+  body(promptIds: readonly number[], req: CanonicalRequest, model: string, stopIds: readonly number[], maxTokens: number | null): Record<string, unknown>;
   completion(json: unknown): Generation;
   /** A reader for one stream: each event's new ids and logprobs (some servers resend all so far). */
   streamReader(): (json: unknown) => Generation;
@@ -26,8 +27,6 @@ export interface TokenInDialect {
 export function samplingOf(req: CanonicalRequest): SamplingSettings {
   const b = req.body;
   const out: SamplingSettings = {};
-  const maxTokens = numberOr(b.max_completion_tokens) ?? numberOr(b.max_tokens);
-  if (maxTokens !== undefined) out.maxTokens = maxTokens;
   for (const key of SAMPLING_KEYS) {
     const v = numberOr(b[key]);
     if (v !== undefined) out[key] = v;
@@ -39,7 +38,12 @@ export function samplingOf(req: CanonicalRequest): SamplingSettings {
 
 const SAMPLING_KEYS = ['temperature', 'top_p', 'top_k', 'min_p', 'presence_penalty', 'frequency_penalty', 'repetition_penalty', 'seed'] as const;
 
-export type SamplingSettings = Partial<Record<(typeof SAMPLING_KEYS)[number] | 'maxTokens', number>> & { stop?: string[] };
+export type SamplingSettings = Partial<Record<(typeof SAMPLING_KEYS)[number], number>> & { stop?: string[] };
+
+/** The harness's own reply budget, if it set one. */
+export function requestedMaxTokens(req: CanonicalRequest): number | undefined {
+  return numberOr(req.body.max_completion_tokens) ?? numberOr(req.body.max_tokens);
+}
 
 function numberOr(value: unknown): number | undefined {
   return typeof value === 'number' && Number.isFinite(value) ? value : undefined;

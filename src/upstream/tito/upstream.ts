@@ -8,7 +8,7 @@ import type { CallContext, CallOutcome, ServedModel, Upstream, UpstreamChunk, Up
 import { bridgeTail, contextKey, findParent, messageKeys, tailAfterTurn } from './bridge.js';
 import { ChainMemory } from './chain-memory.js';
 import type { ChatTemplate, TemplateMessage } from './chat-template.js';
-import type { Generation, TokenInDialect } from './dialect.js';
+import { requestedMaxTokens, type Generation, type TokenInDialect } from './dialect.js';
 import { ReplyAssembler } from './reply.js';
 
 export interface TokenInOptions extends UpstreamHttpOptions {
@@ -93,7 +93,7 @@ export class TokenInUpstream implements Upstream {
       clientLogprobs: req.client.logprobs,
       model,
     });
-    const body = this.dialect.body(promptIds, req, model, this.template.stopIds);
+    const body = this.dialect.body(promptIds, req, model, this.template.stopIds, replyBudget(req, promptIds.length, call.contextWindow ?? this.template.maxLength));
     return { path: this.dialect.path, stream: req.stream, body, text: JSON.stringify(body), render, callId: call.id };
   }
 
@@ -220,6 +220,20 @@ function templateKwargs(req: CanonicalRequest): Record<string, unknown> {
   const kwargs: Record<string, unknown> = own && typeof own === 'object' ? { ...(own as Record<string, unknown>) } : {};
   if (req.thinking !== undefined) kwargs.enable_thinking = req.thinking;
   return kwargs;
+}
+
+/**
+ * The reply's token budget: the harness's own, clamped to what the context leaves (polar knows the
+ * prompt's exact length here), else everything the context leaves, as vLLM's chat endpoint does.
+ */
+export function replyBudget(req: CanonicalRequest, promptTokens: number, contextWindow: number | null): number | null {
+  const asked = requestedMaxTokens(req);
+  if (contextWindow === null) return asked ?? null;
+  const room = contextWindow - promptTokens;
+  if (room < 1) {
+    throw new PolarError('POLAR_BAD_REQUEST', `the prompt is ${promptTokens} tokens, which leaves no room in the model's ${contextWindow}-token context`, 400, { param: 'messages' });
+  }
+  return asked === undefined ? room : Math.min(asked, room);
 }
 
 function aborted(): PolarError {

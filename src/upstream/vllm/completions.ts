@@ -14,10 +14,11 @@ import { samplingOf, type Generation, type TokenInDialect } from '../tito/dialec
 export const vllmCompletionsDialect: TokenInDialect = {
   kind: 'vllm-tito',
   path: '/v1/completions',
-  body(promptIds, req, model, stopIds) {
+  body(promptIds, req, model, stopIds, maxTokens) {
     const s = samplingOf(req);
     const body: Record<string, unknown> = { model, prompt: promptIds, stream: req.stream };
-    if (s.maxTokens !== undefined) body.max_tokens = s.maxTokens;
+    // Without it vLLM's completions endpoint stops after 16 tokens (its default, unlike chat's).
+    if (maxTokens !== null) body.max_tokens = maxTokens;
     for (const key of ['temperature', 'top_p', 'top_k', 'min_p', 'presence_penalty', 'frequency_penalty', 'repetition_penalty', 'seed'] as const) {
       if (s[key] !== undefined) body[key] = s[key];
     }
