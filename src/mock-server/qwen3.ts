@@ -14,7 +14,8 @@ export interface Qwen3 {
   eosId: number;
   render(messages: unknown[], options?: { tools?: unknown[]; enableThinking?: boolean; addGenerationPrompt?: boolean }): string;
   encode(text: string): number[];
-  decode(ids: readonly number[]): string;
+  /** Text of ids; special tokens (`<|im_end|>`, not `<think>` or `<tool_call>`) kept unless skipped. */
+  decode(ids: readonly number[], options?: { skipSpecialTokens?: boolean }): string;
   /** Byte-level token string for an id (e.g. "Ġhello"), or undefined. */
   tokenString(id: number): string | undefined;
   /** Id of a byte-level token string, or undefined when it is not one token. */
@@ -59,8 +60,8 @@ export function loadQwen3(): Qwen3 {
     encode(text) {
       return tokenizer.encode(text, { add_special_tokens: false }).ids;
     },
-    decode(ids) {
-      return tokenizer.decode([...ids], { skip_special_tokens: false });
+    decode(ids, options = {}) {
+      return tokenizer.decode([...ids], { skip_special_tokens: options.skipSpecialTokens ?? false });
     },
     tokenString(id) {
       return tokenizer.id_to_token(id);

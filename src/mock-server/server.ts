@@ -1,21 +1,42 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { chatCompletion, chatStream } from './chat.js';
+import { completionRequestError, completionResponse, completionStream, COMPLETIONS_DEFAULT_MAX_TOKENS, type CompletionRequest } from './completions.js';
+import { vllmError, type ReplyContext } from './context.js';
+import { generateRequestError, generateResults, generateStream, maxNewTokens, sglangError, type GenerateRequest } from './generate.js';
+import { messagesToLastAssistant, NemoRlAssertion, nemoRlSamplingError, replacePrefixTokens, requiredPrefix, type NemoRlSampling } from './nemo-rl.js';
+import { parsePrompt } from './prompt-parser.js';
 import { loadQwen3, type Qwen3 } from './qwen3.js';
+import { renderPrompt, type ChatBody } from './render.js';
 import { logprobsFor, sampleReply, type SampledReply, type ScriptedReply } from './sampler.js';
 import { demoScript } from './script.js';
+import { sleep, writeSse, type FaultMode } from './sse.js';
+import { tokenOut } from './token-out.js';
 
 /**
- * `polar mock-server`: a scripted stand-in for a vLLM server, for trying polar and testing harness
- * integrations without a GPU. It is not a model: replies follow a script (see script.ts). Everything
- * else is real: it speaks vLLM's OpenAI endpoints and token fields (`/v1/chat/completions` with
- * `return_token_ids` → top-level `prompt_token_ids` and `choices[].token_ids`, `logprobs` +
- * `top_logprobs` → `logprobs.content[]`; `/v1/models` with `max_model_len`; `/tokenize`), renders
- * prompts with the real Qwen3 chat template and tokenizer, and samples ids that include
- * non-canonical token splits, so a recording made by re-tokenizing text would not match. It logs
- * every call it served, and misbehaves on command (for polar's own fault tests).
+ * `polar mock-server`: a scripted stand-in for a vLLM (or SGLang, or NeMo-RL) server, for trying
+ * polar and testing harness integrations without a GPU. It is not a model: replies follow a script
+ * (see script.ts). Everything else is real: prompts are rendered with the real Qwen3 chat template
+ * and tokenizer, sampled ids include non-canonical token splits (so a recording made by
+ * re-tokenizing text would not match), and it speaks the servers' own wire formats:
+ *
+ * - vLLM `/v1/chat/completions` (chat.ts): `return_token_ids` → top-level `prompt_token_ids` and
+ *   `choices[].token_ids`, `logprobs` + `top_logprobs` → `logprobs.content[]`; `/v1/models` with
+ *   `max_model_len`; `/tokenize` with `messages`;
+ * - vLLM `/v1/completions` with a token-id `prompt` (completions.ts) and SGLang `/generate` with
+ *   `input_ids` (generate.ts), for token-in/token-out clients. The prompt ids are read back into the
+ *   chat request they render (prompt-parser.ts), so for the same conversation these endpoints
+ *   sample exactly what `/v1/chat/completions` would: same script answer, same ids, same logprobs
+ *   (every endpoint shares one reply counter, which seeds them). Text prompts are refused (400);
+ * - with `nemoRl`, NeMo-RL's vLLM HTTP server instead (nemo-rl.ts): only `/v1/chat/completions`
+ *   and `/tokenize`, its sampling-parameter asserts, token ids on the message, `token_id:N` logprob
+ *   tokens, and `required_prefix_token_ids` spliced into the prompt.
+ *
+ * It logs every call it served, and misbehaves on command (for polar's own fault tests).
  */
 
-export type FaultMode = 'http-500' | 'http-400-context' | 'bad-json' | 'stall' | 'drop' | 'error-event';
+export type { FaultMode } from './sse.js';
+export { textOf, type ChatBody } from './render.js';
 
 export interface MockServerOptions {
   model?: string;
@@ -35,27 +56,17 @@ export interface MockServerOptions {
   reasoningField?: 'reasoning' | 'reasoning_content';
   /** Log request bodies (off for benchmarks, where they would pile up). */
   log?: boolean;
-}
-
-export interface ChatBody {
-  model?: string;
-  messages: { role: string; content?: unknown; [k: string]: unknown }[];
-  tools?: unknown[];
-  stream?: boolean;
-  stream_options?: { include_usage?: boolean };
-  logprobs?: boolean;
-  top_logprobs?: number;
-  return_token_ids?: boolean;
-  max_tokens?: number;
-  max_completion_tokens?: number;
-  chat_template_kwargs?: { enable_thinking?: boolean };
-  [k: string]: unknown;
+  /** Behave as NeMo-RL's vLLM HTTP server, trained with this (temperature, top_p). */
+  nemoRl?: NemoRlSampling;
 }
 
 export interface LoggedCall {
   path: string;
   headers: http.IncomingHttpHeaders;
+  /** The chat request the script was asked about (for token-in endpoints: read back from the prompt). */
   body: ChatBody;
+  /** The request body as received. */
+  request: Record<string, unknown>;
   promptIds: number[];
   reply: SampledReply;
 }
@@ -68,7 +79,7 @@ export interface MockServer {
   requestCount(): number;
   /** `/tokenize` calls seen. */
   tokenizeCount(): number;
-  /** The next `count` chat requests misbehave this way. */
+  /** The next `count` generation requests (any endpoint) misbehave this way. */
   fault(mode: FaultMode, count?: number): void;
   /** Resolves when the server has seen the client go away for a stalled or slow request. */
   clientGone(): Promise<void>;
@@ -77,19 +88,24 @@ export interface MockServer {
 
 export const MAX_MODEL_LEN = 40_960;
 
-export function textOf(content: unknown): string {
-  if (typeof content === 'string') return content;
-  if (Array.isArray(content)) {
-    return content
-      .map((p) => (p && typeof p === 'object' && typeof (p as { text?: unknown }).text === 'string' ? (p as { text: string }).text : ''))
-      .join('\n');
-  }
-  return '';
-}
+type Route = 'chat' | 'completions' | 'generate';
+const ROUTES = new Map<string, Route>([
+  ['/v1/chat/completions', 'chat'],
+  ['/v1/completions', 'completions'],
+  ['/generate', 'generate'],
+]);
 
 export async function startMockServer(options: MockServerOptions = {}): Promise<MockServer> {
   const model = options.model ?? 'Qwen/Qwen3-8B';
   const qwen = options.fast ? undefined : loadQwen3();
+  const nemoRl = options.nemoRl;
+  const ctx: ReplyContext = {
+    model,
+    qwen,
+    chunkTokens: Math.max(1, options.chunkTokens ?? 2),
+    reasoningField: options.reasoningField ?? 'reasoning',
+    tokensAsIds: nemoRl !== undefined,
+  };
   const calls: LoggedCall[] = [];
   const faults: FaultMode[] = [];
   let seen = 0;
@@ -100,10 +116,10 @@ export async function startMockServer(options: MockServerOptions = {}): Promise<
 
   const server = http.createServer((req, res) => {
     void handle(req, res).catch((err) => {
-      if (!res.headersSent) {
-        res.writeHead(500, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ error: { message: String(err), type: 'InternalServerError', param: null, code: 500 } }));
-      } else res.destroy();
+      if (res.headersSent) res.destroy();
+      // An assert in NeMo-RL's handlers reaches Starlette's catch-all.
+      else if (err instanceof NemoRlAssertion) plain(res, 500, 'Internal Server Error');
+      else json(res, 500, vllmError(String(err), 'InternalServerError', 500));
     });
   });
   server.on('connection', (s) => {
@@ -112,7 +128,12 @@ export async function startMockServer(options: MockServerOptions = {}): Promise<
   });
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const body = await readAll(req);
+    const text = await readAll(req);
+    const route = req.method === 'POST' ? ROUTES.get(req.url ?? '') : undefined;
+    if (nemoRl && !(req.method === 'POST' && (req.url === '/tokenize' || route === 'chat'))) {
+      json(res, 404, { detail: 'Not Found' });
+      return;
+    }
     if (req.method === 'GET' && req.url === '/v1/models') {
       json(res, 200, { object: 'list', data: [{ id: model, object: 'model', created: 0, owned_by: 'vllm', max_model_len: MAX_MODEL_LEN }] });
       return;
@@ -120,18 +141,25 @@ export async function startMockServer(options: MockServerOptions = {}): Promise<
     if (req.method === 'POST' && req.url === '/tokenize') {
       // vLLM's /tokenize with `messages`: the prompt the chat endpoint would render, counted.
       tokenizeCalls++;
-      const chat = JSON.parse(body) as ChatBody;
-      const ids = qwen ? renderPrompt(qwen, chat) : syntheticPrompt(body.length);
+      const chat = JSON.parse(text) as ChatBody;
+      const ids = qwen ? chatPrompt(qwen, chat) : syntheticPrompt(text.length);
       json(res, 200, { count: ids.length, max_model_len: MAX_MODEL_LEN, tokens: ids });
       return;
     }
-    if (req.method !== 'POST' || req.url !== '/v1/chat/completions') {
-      json(res, 404, { error: { message: 'Not Found', type: 'NotFoundError', param: null, code: 404 } });
+    if (!route) {
+      json(res, 404, vllmError('Not Found', 'NotFoundError', 404));
       return;
     }
     seen++;
+    const request = JSON.parse(text) as Record<string, unknown>;
+    const stream = request.stream === true;
+    const rejected = rejection(route, request);
+    if (rejected) {
+      if (rejected.status === 500) plain(res, 500, 'Internal Server Error');
+      else json(res, rejected.status, rejected.body);
+      return;
+    }
     const fault = faults.shift();
-    const chat = JSON.parse(body) as ChatBody;
     res.on('close', () => {
       if (!res.writableFinished) {
         const waiters = goneWaiters;
@@ -140,171 +168,121 @@ export async function startMockServer(options: MockServerOptions = {}): Promise<
       }
     });
     if (fault === 'http-500') {
-      json(res, 500, { error: { message: 'EngineCore encountered an issue', type: 'InternalServerError', param: null, code: 500 } });
+      json(res, 500, route === 'generate' ? sglangError('EngineCore encountered an issue') : vllmError('EngineCore encountered an issue', 'InternalServerError', 500));
       return;
     }
     if (fault === 'http-400-context') {
-      json(res, 400, {
-        error: { message: "This model's maximum context length is 40960 tokens. However, you requested 50000 tokens.", type: 'BadRequestError', param: null, code: 400 },
-      });
+      json(res, 400, contextError(route));
       return;
     }
-    if (fault === 'drop' && !chat.stream) {
+    if (fault === 'drop' && !stream) {
       req.socket.destroy();
       return;
     }
-    if (fault === 'stall' && !chat.stream) return; // never answers
-    if (fault === 'bad-json' && !chat.stream) {
+    if (fault === 'stall' && !stream) return; // never answers
+    if (fault === 'bad-json' && !stream) {
       res.writeHead(200, { 'content-type': 'application/json' });
-      res.end('{"id": "chatcmpl-broken", "choices": [');
+      res.end(route === 'generate' ? '{"text": "broken", "meta_info": {' : '{"id": "chatcmpl-broken", "choices": [');
       return;
     }
 
     // vLLM answers a stream's headers at once and its first chunk after prefill; a plain call waits.
-    if (options.latencyMs && !chat.stream) await sleep(options.latencyMs);
+    if (options.latencyMs && !stream) await sleep(options.latencyMs);
+    const startedAt = Date.now();
+    const timing = { latencyMs: options.latencyMs, chunkDelayMs: options.chunkDelayMs };
+    const log = (body: ChatBody, promptIds: number[], reply: SampledReply) => {
+      if (options.log !== false) calls.push({ path: req.url!, headers: req.headers, body, request, promptIds, reply });
+    };
+
+    if (route === 'chat') {
+      const chat = request as ChatBody;
+      const promptIds = qwen ? chatPrompt(qwen, chat) : syntheticPrompt(text.length);
+      const served = replies++;
+      let maxTokens = chat.max_completion_tokens ?? chat.max_tokens ?? undefined;
+      // NeMo-RL clamps the request's budget to what the context leaves.
+      if (nemoRl && maxTokens !== undefined) maxTokens = Math.min(maxTokens, MAX_MODEL_LEN - promptIds.length);
+      const reply = sample(chat, served, maxTokens);
+      log(chat, promptIds, reply);
+      const id = `chatcmpl-${served.toString(16).padStart(8, '0')}`;
+      if (stream) await writeSse(res, chatStream(ctx, chat, id, promptIds, reply), fault, timing);
+      else json(res, 200, chatCompletion(ctx, chat, id, promptIds, reply, nemoRl !== undefined));
+      return;
+    }
+
+    // Token in: read the conversation back out of the ids, ask the script as the chat endpoint would.
+    const body = request as CompletionRequest & GenerateRequest;
+    const promptIds = (route === 'completions' ? body.prompt : body.input_ids) as number[];
+    const chat: ChatBody = qwen ? { ...parsePrompt(qwen.decode(promptIds)), ...(typeof body.model === 'string' ? { model: body.model } : {}) } : { messages: [] };
+    const maxTokens = route === 'completions' ? (body.max_tokens ?? COMPLETIONS_DEFAULT_MAX_TOKENS) : maxNewTokens(body);
     const served = replies++;
-    const promptIds = qwen ? renderPrompt(qwen, chat) : syntheticPrompt(body.length);
-    const maxTokens = chat.max_completion_tokens ?? chat.max_tokens;
-    const reply = qwen
-      ? sampleReply(qwen, (options.script ?? demoScript)(chat, served), {
-          ...(maxTokens !== undefined ? { maxTokens } : {}),
-          splitEvery: options.splitEvery ?? 3,
-          seed: served + 1,
-          // Unique per reply whether or not calls are logged: harnesses drop a tool call whose id
-          // they have already seen.
-          callId: `${served}x`,
-        })
-      : syntheticReply(maxTokens);
-    if (options.log !== false) calls.push({ path: req.url, headers: req.headers, body: chat, promptIds, reply });
-    const id = `chatcmpl-${served.toString(16).padStart(8, '0')}`;
-    if (chat.stream) await stream(res, chat, id, promptIds, reply, fault);
-    else json(res, 200, completion(chat, id, promptIds, reply));
-  }
-
-  function renderPrompt(q: Qwen3, chat: ChatBody): number[] {
-    // vLLM flattens text parts into one string for string-content templates such as Qwen3's.
-    const messages = chat.messages.map((m) => ({ ...m, content: typeof m.content === 'string' || m.content == null ? m.content ?? '' : textOf(m.content) }));
-    const text = q.render(messages, {
-      ...(chat.tools ? { tools: chat.tools } : {}),
-      enableThinking: chat.chat_template_kwargs?.enable_thinking !== false,
-    });
-    return q.encode(text);
-  }
-
-  function logprobEntries(ids: number[], lps: number[]) {
-    return ids.map((tid, i) => {
-      const token = qwen ? qwen.decode([tid]) : `t${tid}`;
-      return { token, logprob: lps[i]!, bytes: [...Buffer.from(token, 'utf8')], top_logprobs: [] };
-    });
-  }
-
-  function completion(chat: ChatBody, id: string, promptIds: number[], reply: SampledReply) {
-    const message: Record<string, unknown> = { role: 'assistant', content: reply.content ?? (reply.toolCalls.length > 0 ? null : '') };
-    if (reply.reasoning !== null) message[options.reasoningField ?? 'reasoning'] = reply.reasoning;
-    if (reply.toolCalls.length > 0) {
-      message.tool_calls = reply.toolCalls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } }));
-    }
-    const choice: Record<string, unknown> = {
-      index: 0,
-      message,
-      logprobs: chat.logprobs ? { content: logprobEntries(reply.ids, reply.logprobs) } : null,
-      finish_reason: reply.finishReason,
-      stop_reason: null,
-    };
-    if (chat.return_token_ids) choice.token_ids = reply.ids;
-    return {
-      id,
-      object: 'chat.completion',
-      created: 1_760_000_000,
-      model,
-      choices: [choice],
-      service_tier: null,
-      system_fingerprint: null,
-      usage: { prompt_tokens: promptIds.length, total_tokens: promptIds.length + reply.ids.length, completion_tokens: reply.ids.length, prompt_tokens_details: null },
-      prompt_logprobs: null,
-      prompt_token_ids: chat.return_token_ids ? promptIds : null,
-      kv_transfer_params: null,
-    };
-  }
-
-  async function stream(res: ServerResponse, chat: ChatBody, id: string, promptIds: number[], reply: SampledReply, fault: FaultMode | undefined) {
-    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
-    res.flushHeaders();
-    if (options.latencyMs) await sleep(options.latencyMs);
-    const base = { id, object: 'chat.completion.chunk', created: 1_760_000_000, model };
-    const send = (obj: unknown) => res.write(`data: ${JSON.stringify(obj)}\n\n`);
-    send({
-      ...base,
-      choices: [{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }],
-      prompt_token_ids: chat.return_token_ids ? promptIds : null,
-    });
-    if (fault === 'stall') return;
-    if (fault === 'error-event') {
-      send({ error: { message: 'generation failed: CUDA error', type: 'InternalServerError', param: null, code: 500 } });
-      res.end('data: [DONE]\n\n');
+    const reply = sample(chat, served, maxTokens);
+    log(chat, promptIds, reply);
+    const stopIds = (route === 'completions' ? body.stop_token_ids : body.sampling_params?.stop_token_ids) ?? [];
+    const out = tokenOut(reply, stopIds, qwen?.eosId);
+    if (route === 'completions') {
+      const id = `cmpl-${served.toString(16).padStart(8, '0')}`;
+      if (stream) await writeSse(res, completionStream(ctx, body, id, promptIds, out), fault, timing);
+      else json(res, 200, completionResponse(ctx, body, id, promptIds, out));
       return;
     }
-    if (fault === 'bad-json') {
-      res.end('data: {"id": "chatcmpl-broken", "choices": [\n\n');
-      return;
-    }
-    const chunkTokens = Math.max(1, options.chunkTokens ?? 2);
-    const pieces = qwen ? streamPieces(qwen, reply, chunkTokens) : [{ ids: reply.ids, delta: { content: 'x'.repeat(reply.ids.length) } }];
-    let offset = 0;
-    let sentChunks = 0;
-    for (let p = 0; p < pieces.length; p++) {
-      const piece = pieces[p]!;
-      if (fault === 'drop' && sentChunks >= 3) {
-        res.socket?.destroy();
-        return;
-      }
-      if (options.chunkDelayMs) await sleep(options.chunkDelayMs);
-      if (res.destroyed) return;
-      const last = p === pieces.length - 1;
-      const lps = reply.logprobs.slice(offset, offset + piece.ids.length);
-      const choice: Record<string, unknown> = {
-        index: 0,
-        delta: piece.delta,
-        logprobs: chat.logprobs ? { content: logprobEntries(piece.ids, lps) } : null,
-        finish_reason: last ? reply.finishReason : null,
-      };
-      if (last) choice.stop_reason = null;
-      if (chat.return_token_ids) choice.token_ids = piece.ids;
-      send({ ...base, choices: [choice] });
-      offset += piece.ids.length;
-      sentChunks++;
-    }
-    if (chat.stream_options?.include_usage) {
-      send({ ...base, choices: [], usage: { prompt_tokens: promptIds.length, total_tokens: promptIds.length + reply.ids.length, completion_tokens: reply.ids.length } });
-    }
-    res.end('data: [DONE]\n\n');
+    const rid = typeof body.rid === 'string' ? body.rid : served.toString(16).padStart(32, '0');
+    const results = generateResults(ctx, body, rid, promptIds, out, startedAt);
+    if (stream) await writeSse(res, generateStream(results), fault, timing);
+    else json(res, 200, results[results.length - 1]);
   }
 
-  /** Cuts a reply into streamed chunks the way vLLM's incremental detokenizer and parsers would. */
-  function streamPieces(q: Qwen3, reply: SampledReply, chunkTokens: number) {
-    const pieces: { ids: number[]; delta: Record<string, unknown> }[] = [];
-    const field = options.reasoningField ?? 'reasoning';
-    for (const seg of reply.segments) {
-      let emitted = '';
-      for (let i = 0; i < seg.ids.length; i += chunkTokens) {
-        const ids = seg.ids.slice(i, i + chunkTokens);
-        const end = i + chunkTokens >= seg.ids.length;
-        let delta: Record<string, unknown> = {};
-        if (seg.kind === 'content' || seg.kind === 'reasoning') {
-          let text = q.decode(seg.ids.slice(0, i + ids.length));
-          // Hold back a split UTF-8 sequence until its last byte arrives, as vLLM's detokenizer does.
-          if (!end) while (text.endsWith('\uFFFD')) text = text.slice(0, -1);
-          const piece = text.slice(emitted.length);
-          emitted = text;
-          if (piece) delta = seg.kind === 'content' ? { content: piece } : { [field]: piece };
-        } else if (seg.kind === 'tool' && end) {
-          const call = reply.toolCalls[seg.toolIndex ?? 0]!;
-          delta = { tool_calls: [{ index: seg.toolIndex ?? 0, id: call.id, type: 'function', function: { name: call.name, arguments: call.arguments } }] };
-        }
-        pieces.push({ ids, delta });
-      }
+  /** A request the server turns away before generating: status and body. */
+  function rejection(route: Route, request: Record<string, unknown>): { status: number; body: unknown } | null {
+    if (route === 'completions') {
+      const error = completionRequestError(request as CompletionRequest) ?? vocabularyError(request.prompt as number[]);
+      return error ? { status: 400, body: vllmError(error, 'BadRequestError', 400) } : null;
     }
-    return pieces;
+    if (route === 'generate') {
+      const error = generateRequestError(request as GenerateRequest) ?? vocabularyError(request.input_ids as number[]);
+      return error ? { status: 400, body: sglangError(error) } : null;
+    }
+    if (!nemoRl) return null;
+    const chat = request as ChatBody;
+    if (nemoRlSamplingError(chat, nemoRl)) return { status: 500, body: null };
+    if (chat.logprobs && chat.top_logprobs === null && !chat.stream) {
+      return { status: 400, body: vllmError('`top_logprobs` must be set when requesting token information from the NeMo-RL chat endpoint.', 'BadRequestError', 400, 'top_logprobs') };
+    }
+    return null;
+  }
+
+  /** vLLM's input check: every prompt id must be a token of the model. */
+  function vocabularyError(ids: number[]): string | null {
+    const bad = qwen ? ids.find((id) => qwen.tokenString(id) === undefined) : undefined;
+    return bad === undefined ? null : `Token id ${bad} is out of vocabulary`;
+  }
+
+  function contextError(route: Route) {
+    const message = "This model's maximum context length is 40960 tokens. However, you requested 50000 tokens.";
+    if (route === 'generate') return sglangError('The input (50000 tokens) is longer than the model\'s context length (40960 tokens).');
+    // NeMo-RL turns vLLM's length error into its own 400 body.
+    if (nemoRl) return { error: { message, type: 'invalid_request_error', code: 400 } };
+    return vllmError(message, 'BadRequestError', 400);
+  }
+
+  /** The chat endpoint's prompt; under NeMo-RL, with the required prefix spliced in. */
+  function chatPrompt(q: Qwen3, chat: ChatBody): number[] {
+    const full = renderPrompt(q, chat);
+    const prefix = nemoRl ? requiredPrefix(chat) : null;
+    if (!prefix) return full;
+    const templatePrefix = renderPrompt(q, { ...chat, messages: messagesToLastAssistant(chat.messages) }, { addGenerationPrompt: false });
+    return replacePrefixTokens(q.eosId, prefix, templatePrefix, full);
+  }
+
+  function sample(chat: ChatBody, served: number, maxTokens: number | undefined): SampledReply {
+    if (!qwen) return syntheticReply(maxTokens);
+    return sampleReply(qwen, (options.script ?? demoScript)(chat, served), {
+      ...(maxTokens !== undefined ? { maxTokens } : {}),
+      splitEvery: options.splitEvery ?? 3,
+      seed: served + 1,
+      // Unique per reply whether or not calls are logged: harnesses drop a tool call whose id
+      // they have already seen.
+      callId: `${served}x`,
+    });
   }
 
   const host = options.host ?? '127.0.0.1';
@@ -349,6 +327,11 @@ function json(res: ServerResponse, status: number, value: unknown): void {
   res.end(text);
 }
 
+function plain(res: ServerResponse, status: number, text: string): void {
+  res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
 function readAll(req: IncomingMessage): Promise<string> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
@@ -356,8 +339,4 @@ function readAll(req: IncomingMessage): Promise<string> {
     req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
     req.on('error', reject);
   });
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }

@@ -9,6 +9,9 @@ interface MockServerOptions {
   port: string;
   model: string;
   json?: boolean;
+  nemoRl?: boolean;
+  nemoRlTemperature: string;
+  nemoRlTopP: string;
 }
 
 export function registerMockServer(program: Command): void {
@@ -19,13 +22,31 @@ export function registerMockServer(program: Command): void {
     .option('--port <n>', 'port (0: any free port)', '8000')
     .option('--model <name>', 'model id it reports', 'polar/mock-qwen3')
     .option('--json', 'print the listening URL as one JSON line')
+    .option('--nemo-rl', "behave as NeMo-RL's vLLM HTTP server: chat and /tokenize only, fixed sampling, prefix splicing")
+    .option('--nemo-rl-temperature <t>', 'the training temperature every --nemo-rl request must send', '1')
+    .option('--nemo-rl-top-p <p>', 'the training top_p every --nemo-rl request must send', '1')
     .addHelpText(
       'after',
       `
 It is not a model. Every reply follows one short script that any harness can carry out with its
 shell tool: list the workspace, write polar-demo.txt, answer. Token ids, logprobs and the prompt
 rendering are real (Qwen3's tokenizer and chat template), so everything polar records from it is
-shaped exactly like a real vLLM capture.`,
+shaped exactly like a real vLLM capture.
+
+Endpoints:
+  POST /v1/chat/completions   vLLM chat, with return_token_ids, logprobs, streaming
+  POST /v1/completions        vLLM completions with a token-id prompt (text prompts get 400)
+  POST /generate              SGLang's native generate with input_ids
+  POST /tokenize              vLLM's, with messages
+  GET  /v1/models             with max_model_len
+The token-id endpoints read the conversation back out of the prompt ids and sample exactly what
+the chat endpoint would for it: same ids, same logprobs.
+
+With --nemo-rl it answers as NeMo-RL's server during GRPO instead: only /v1/chat/completions and
+/tokenize; a request must send top_p, no top_k (or -1), and the configured temperature and top_p,
+else 500; logprobs put prompt_token_ids, generation_token_ids and generation_log_probs on the
+message; a message carrying prompt_token_ids + generation_token_ids (or a top-level
+required_prefix_token_ids) has its exact tokens spliced into the next prompt.`,
     )
     .action(action(serve));
 }
@@ -33,9 +54,18 @@ shaped exactly like a real vLLM capture.`,
 async function serve(opts: MockServerOptions): Promise<void> {
   const port = Number(opts.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new PolarError('POLAR_USAGE', `--port must be 0-65535, got ${opts.port}`, 2);
-  const server = await startMockServer({ host: opts.host, port, model: opts.model, log: false });
-  if (opts.json) process.stdout.write(`${JSON.stringify({ url: server.url, model: server.model })}\n`);
-  else process.stdout.write(`${chalk.bold('polar mock-server')} (scripted, not a model) on ${server.url}  model ${server.model}\n  try: polar proxy --upstream ${server.url}\n`);
+  let nemoRl: { temperature: number; topP: number } | undefined;
+  if (opts.nemoRl) {
+    const temperature = Number(opts.nemoRlTemperature);
+    const topP = Number(opts.nemoRlTopP);
+    if (!Number.isFinite(temperature) || temperature < 0) throw new PolarError('POLAR_USAGE', `--nemo-rl-temperature must be a number ≥ 0, got ${opts.nemoRlTemperature}`, 2);
+    if (!Number.isFinite(topP) || topP <= 0 || topP > 1) throw new PolarError('POLAR_USAGE', `--nemo-rl-top-p must be in (0, 1], got ${opts.nemoRlTopP}`, 2);
+    nemoRl = { temperature, topP };
+  }
+  const server = await startMockServer({ host: opts.host, port, model: opts.model, log: false, ...(nemoRl ? { nemoRl } : {}) });
+  const flavor = nemoRl ? `, as NeMo-RL's server (temperature ${nemoRl.temperature}, top_p ${nemoRl.topP})` : '';
+  if (opts.json) process.stdout.write(`${JSON.stringify({ url: server.url, model: server.model, ...(nemoRl ? { nemoRl } : {}) })}\n`);
+  else process.stdout.write(`${chalk.bold('polar mock-server')} (scripted, not a model${flavor}) on ${server.url}  model ${server.model}\n  try: polar proxy --upstream ${server.url}\n`);
   await new Promise<void>((resolve) => {
     const stop = () => resolve();
     process.once('SIGINT', stop);
