@@ -18,6 +18,8 @@ export interface UpstreamOptions extends UpstreamHttpOptions {
   toolParser?: string;
   /** Test aid: check every bridged render against a render after the whole history. */
   checkBridges?: boolean;
+  /** Benchmark aid: false renders every token-in call in full. */
+  bridge?: boolean;
   /** nemo-rl: the training sampling pair NeMo-RL asserts. */
   temperature?: number;
   topP?: number;

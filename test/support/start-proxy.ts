@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { startProxy, type ProxyOptions, type RunningProxy } from '../../src/proxy/server.js';
 import { Store } from '../../src/store/store.js';
-import { createUpstream } from '../../src/upstream/create.js';
+import { createUpstream, type UpstreamOptions } from '../../src/upstream/create.js';
 import type { Upstream } from '../../src/upstream/types.js';
 
 export interface TestProxy {
@@ -19,7 +19,7 @@ export interface TestProxy {
 /** A real proxy on 127.0.0.1:0 over a real SQLite file in a fresh temp dir. */
 export async function startTestProxy(
   upstreamUrl: string,
-  options: Partial<Omit<ProxyOptions, 'store' | 'upstream'>> & { upstreamKind?: string; upstreamTimeoutMs?: number } = {},
+  options: Partial<Omit<ProxyOptions, 'store' | 'upstream'>> & { upstreamKind?: string; upstreamTimeoutMs?: number; upstreamOptions?: Omit<UpstreamOptions, 'baseUrl'> } = {},
 ): Promise<TestProxy> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-test-'));
   const dbPath = path.join(dir, 'polar.db');
@@ -27,6 +27,7 @@ export async function startTestProxy(
   const upstream = createUpstream(options.upstreamKind ?? 'vllm', {
     baseUrl: upstreamUrl,
     connectTimeoutMs: 2000,
+    ...options.upstreamOptions,
     ...(options.upstreamTimeoutMs ? { headersTimeoutMs: options.upstreamTimeoutMs, bodyTimeoutMs: options.upstreamTimeoutMs } : {}),
   });
   const session = options.defaultSession ?? 'test-session';

@@ -19,8 +19,9 @@ import { completionChunks } from './chunks.js';
  * `_replace_prefix_tokens`). So polar bridges without rendering anything: it finds the call a request
  * continues (the same matching as token-in/token-out mode) and puts that call's ids back on the
  * assistant message the harness returned. NeMo-RL asserts its training sampling settings, so
- * `temperature` and `top_p` are set to the configured pair on every request and `top_k` removed.
- * The server does not stream; a streaming harness gets the finished reply as a stream.
+ * `temperature` and `top_p` are set to the configured pair (default 1.0, NeMo-RL's default) on
+ * every request and `top_k` removed. The token fields come only on unstreamed replies, so polar
+ * always asks for one; a streaming harness gets the finished reply as a stream.
  */
 export interface NemoRlOptions extends UpstreamHttpOptions {
   temperature?: number;
@@ -40,8 +41,9 @@ export function nemoRlDialect(options: NemoRlOptions): ChatDialect {
       body.logprobs = true;
       body.top_logprobs = 0;
       delete body.top_k;
-      if (options.temperature !== undefined) body.temperature = options.temperature;
-      body.top_p = options.topP ?? (typeof req.body.top_p === 'number' ? req.body.top_p : 1.0);
+      // NeMo-RL asserts both equal its training pair (policy.generation.temperature / top_p).
+      body.temperature = options.temperature ?? 1.0;
+      body.top_p = options.topP ?? 1.0;
       return body;
     },
     completion: extractNemoRlCompletion,

@@ -115,8 +115,12 @@ export function bridgeTail(
   tools: readonly unknown[] | undefined,
   kwargs: Record<string, unknown>,
 ): { ids: number[]; text: string } {
+  // The tool list is left out of the window: templates put it in a header (the system turn, or the
+  // first user turn) that is cut away, and rendering a harness's 30 KB of tool schemas twice per
+  // call would cost more than the new messages. `checkBridges` compares with a render that has it.
+  void tools;
   const window: TemplateMessage[] = [{ role: 'user', content: '.' }, echo as TemplateMessage];
-  const text = tailAfterTurn(template, window, newMessages, tools, kwargs);
+  const text = tailAfterTurn(template, window, newMessages, undefined, kwargs);
   const ids: number[] = [];
   const last = parent.sampledIds[parent.sampledIds.length - 1];
   if (last === undefined || !template.stopIds.includes(last)) ids.push(template.turnEnd.id);

@@ -19,6 +19,8 @@ export interface TokenInOptions extends UpstreamHttpOptions {
    * of a message depends on what came long before it). Costs a full render per call.
    */
   checkBridges?: boolean;
+  /** false: render every call in full (for comparison in benchmarks; never drift-proof). */
+  bridge?: boolean;
 }
 
 /** What prepare() worked out, for the reply and for remembering the call. */
@@ -47,6 +49,7 @@ export class TokenInUpstream implements Upstream {
   private readonly memory = new ChainMemory();
   private readonly prepared = new Map<string, Prepared>();
   private readonly checkBridges: boolean;
+  private readonly bridge: boolean;
 
   constructor(
     private readonly dialect: TokenInDialect,
@@ -55,6 +58,7 @@ export class TokenInUpstream implements Upstream {
     this.kind = dialect.kind;
     this.template = options.template;
     this.checkBridges = options.checkBridges ?? false;
+    this.bridge = options.bridge ?? true;
     this.http = new UpstreamHttp({ ...options, baseUrl: normalizeBaseUrl(options.baseUrl) });
     this.baseUrl = this.http.url('');
   }
@@ -65,7 +69,7 @@ export class TokenInUpstream implements Upstream {
     const kwargs = templateKwargs(req);
     const keys = messageKeys(messages);
     const context = contextKey(tools, kwargs);
-    const found = findParent(messages, keys, context, this.memory.entries(call.sessionId, call.agentId));
+    const found = findParent(messages, keys, context, this.bridge ? this.memory.entries(call.sessionId, call.agentId) : []);
     let promptIds: number[];
     let opener: string;
     let render: NonNullable<UpstreamRequest['render']>;

@@ -1,0 +1,63 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startMockServer, type MockServer } from '../../src/mock-server/server.js';
+import { DEMO_CONTENT, DEMO_FILE } from '../../src/mock-server/script.js';
+import { Store } from '../../src/store/store.js';
+import { emptyStats, reconstruct } from '../../src/trajectory/reconstruct.js';
+import { prefixMerging } from '../../src/trajectory/strategies/prefix-merging.js';
+import { verifySessions } from '../../src/trajectory/verify-sessions.js';
+import { expectSessionCapturedExactly, polarRun, workspace } from './support.js';
+
+/**
+ * The real harness CLIs, streaming as they do, through `polar run --upstream-kind vllm-tito`: polar
+ * renders the Qwen3 template, sends token ids to the mock server's /v1/completions, parses the
+ * sampled ids back into each harness's own stream format, and bridges every turn. The harness must
+ * still finish the task, and its main agent's calls must form one faithful trace.
+ */
+const TASK = `List the files in this directory with your shell tool, then create ${DEMO_FILE}, then say done.`;
+const HARNESSES = ['claude-code', 'codex', 'gemini-cli', 'pi'];
+
+let mock: MockServer;
+beforeAll(async () => {
+  mock = await startMockServer();
+});
+afterAll(async () => {
+  await mock?.close();
+});
+
+describe.each(HARNESSES)('polar run --harness %s --upstream-kind vllm-tito', (name) => {
+  it('completes the task; every turn after the first is bridged and the main agent merges into one trace', { timeout: 300_000 }, async () => {
+    const w = workspace();
+    try {
+      const session = `tito-${name}`;
+      const r = await polarRun([
+        '--harness', name, '--upstream', mock.url, '--upstream-kind', 'vllm-tito', '--tokenizer', 'bundled:qwen3',
+        '--prompt', TASK, '--cwd', w.ws, '--db', w.db, '--session', session, '--timeout', '240', '--json',
+      ]);
+      const result = JSON.parse(r.stdout.slice(r.stdout.lastIndexOf('\n{') + 1)) as { exitCode: number; logFile: string };
+      expect(result.exitCode, `${name} exited ${result.exitCode}; log:\n${fs.existsSync(result.logFile) ? fs.readFileSync(result.logFile, 'utf8').slice(-3000) : r.stderr}`).toBe(0);
+      expect(fs.readFileSync(path.join(w.ws, DEMO_FILE), 'utf8').trim()).toBe(DEMO_CONTENT);
+      expect(expectSessionCapturedExactly(w.db, session, mock)).toBeGreaterThanOrEqual(3);
+
+      const store = Store.open(w.db, { readonly: true });
+      try {
+        const rows = store.requests.tokens(session).filter((c) => c.status === 'ok' && c.agentId === 'main' && c.toolCount > 0);
+        expect(rows.length).toBeGreaterThanOrEqual(3);
+        expect(rows[0]!.render).toMatchObject({ mode: 'full' });
+        for (const row of rows.slice(1)) expect(row.render, `call #${row.seq}`).toMatchObject({ mode: 'bridged' });
+        const stats = emptyStats(prefixMerging.name);
+        const traces = [...reconstruct(store, { strategy: prefixMerging, sessions: [session] }, stats)];
+        const main = traces.filter((t) => t.agent_id === 'main' && t.request_ids.includes(rows[0]!.id));
+        expect(main).toHaveLength(1);
+        expect(main[0]!.request_ids).toEqual(expect.arrayContaining(rows.map((x) => x.id)));
+        expect(stats.prompts.bridgedUnmerged).toEqual([]);
+        expect([...verifySessions(store, { strategy: prefixMerging, sessions: [session] })]).toEqual([]);
+      } finally {
+        store.close();
+      }
+    } finally {
+      w.cleanup();
+    }
+  });
+});
