@@ -157,6 +157,18 @@ for (const [lo, hi] of buckets) {
   });
   lines.push(`| ${lo + 1}–${hi} | ${prompt.toLocaleString('en')} | ${cells.join(' | ')} |`);
 }
+const quarter = (r: (typeof results)[number], [lo, hi]: readonly [number, number]) => median(r.costs.filter((c) => c.turn >= lo && c.turn < hi).map((c) => c.prepareMs));
+const [served, full, bridged] = results as [(typeof results)[number], (typeof results)[number], (typeof results)[number]];
+const first = buckets[0]!;
+const last = buckets[buckets.length - 1]!;
+lines.push('');
+lines.push(
+  `Reading: bridged prompt building stays flat (${quarter(bridged, first).toFixed(1)} → ${quarter(bridged, last).toFixed(1)} ms per call from the first to the last quarter; ` +
+    `most of it is tokenizing the new tool output; the small rise is hashing the history to check that it is unchanged and serialising the ever longer id prompt, both linear and cheap), while rendering the whole conversation grows with it ` +
+    `(${quarter(full, first).toFixed(0)} → ${quarter(full, last).toFixed(0)} ms). With the server applying the template, strict merging joins ${served.stats.traces === served.stats.used ? 'nothing' : `${served.stats.used} calls into ${served.stats.traces} traces`}: ` +
+    'the re-rendered history differs from what was sampled (Qwen3 drops earlier reasoning after a user turn: `rewrite`; non-canonical splits and re-serialised tool calls: `other` without `--tokenizer`). ' +
+    `Bridged, each session is one trace and a trainer reads ${(bridged.stats.tokensPerRequest / bridged.stats.tokensMerged).toFixed(1)}× fewer tokens.`,
+);
 const report = lines.join('\n');
 process.stdout.write(`${report}\n`);
 if (!quick) {

@@ -26,10 +26,10 @@ export function addUpstreamOptions(command: Command): Command {
 export const UPSTREAM_KINDS_HELP = `
 Upstream kinds:
   vllm         vLLM /v1/chat/completions; vLLM renders the template, polar records its token ids
-  sglang-tito  SGLang /generate with token ids: polar renders and bridges (needs --tokenizer)
   vllm-tito    vLLM /v1/completions with token ids: polar renders and bridges (needs --tokenizer);
                every turn continues the previous prompt + sampled ids byte for byte, so
                multi-turn sessions merge into one trajectory without drift
+  sglang-tito  SGLang /generate with token ids: polar renders and bridges (needs --tokenizer)
   nemo-rl      NeMo-RL's vLLM HTTP server during GRPO: polar hands back earlier calls' token ids
                and the server splices them (--temperature/--top-p must match training)
   openai       any OpenAI-compatible server without token ids (recorded as text only)`;

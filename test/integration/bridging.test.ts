@@ -93,6 +93,8 @@ describe.each(CASES)('bridging a replayed $harness session through $kind', ({ pr
     tito.rows.forEach((row, i) => {
       if (row.render?.mode === 'bridged') expect(row.render.parentCallId).toBe(tito.rows[i - 1]!.id);
     });
+    expect(tito.proxy.store.sessions.summary(SESSION)).toMatchObject({ bridgedCalls: 4, fullRenders: 2 });
+    expect(served.proxy.store.sessions.summary(SESSION)).toMatchObject({ bridgedCalls: 0, fullRenders: 0 });
     // A bridged prompt is the parent's prompt and sampled ids byte for byte (+ <|im_end|> after the length cut).
     const qwen = loadQwen3();
     for (let i = 1; i < tito.rows.length; i++) {

@@ -8,12 +8,14 @@ import { HARNESS_NAMES, getHarness } from '../../harness/registry.js';
 import { runHarness } from '../../harness/run.js';
 import { startMockServer } from '../../mock-server/server.js';
 import { DEMO_FILE } from '../../mock-server/script.js';
+import { BUNDLED_QWEN3 } from '../../upstream/tito/chat-template.js';
 import { action, printJson } from '../output.js';
 import { summaryLine } from './run.js';
 import { printSession } from './show.js';
 
 interface DemoOptions {
   harness: string;
+  upstreamKind: string;
   db?: string;
   node?: string;
   json?: boolean;
@@ -24,6 +26,11 @@ export function registerDemo(program: Command): void {
     .command('demo')
     .description('see polar work end to end, no GPU: a real harness runs a small task against the mock server, and polar shows what it captured')
     .addOption(new Option('--harness <name>', 'the harness to run').choices(HARNESS_NAMES.filter((h) => h !== 'custom')).default('claude-code'))
+    .addOption(
+      new Option('--upstream-kind <kind>', 'vllm: the mock renders prompts (as vLLM chat does); vllm-tito / sglang-tito: polar renders and bridges, with the bundled Qwen3 template')
+        .choices(['vllm', 'vllm-tito', 'sglang-tito'])
+        .default('vllm'),
+    )
     .option('--db <file>', 'where to record (default: a new temporary database)')
     .option('--node <path>', 'a Node.js binary for harnesses that need a newer one')
     .option('--json', 'print the result as JSON')
@@ -45,7 +52,7 @@ async function demo(opts: DemoOptions): Promise<void> {
       prompt: `List the files in this workspace with your shell tool, then create ${DEMO_FILE}, then say you are done.`,
       cwd: workspace,
       dbPath,
-      upstream: { url: mock.url, kind: 'vllm' },
+      upstream: { url: mock.url, kind: opts.upstreamKind, ...(opts.upstreamKind === 'vllm' ? {} : { tokenizer: BUNDLED_QWEN3 }) },
       timeoutSec: 300,
       quiet: true,
       ...(opts.node ? { nodeBin: opts.node } : {}),
@@ -59,7 +66,7 @@ async function demo(opts: DemoOptions): Promise<void> {
       printSession(dbPath, result.session);
       process.stdout.write(`\n${summaryLine(result, dbPath)}\n`);
       process.stdout.write(wrote !== null ? `the harness wrote ${DEMO_FILE}: "${wrote}"\n` : chalk.yellow(`the harness did not write ${DEMO_FILE}; see ${result.logFile}\n`));
-      process.stdout.write(`recorded in ${dbPath}: try polar reconstruct --db ${dbPath} --tokenizer <tokenizer.json>, or polar verify-faithfulness --db ${dbPath}\n`);
+      process.stdout.write(`recorded in ${dbPath}: try polar reconstruct --db ${dbPath}, or polar verify-faithfulness --db ${dbPath}\n`);
     }
     process.exitCode = result.exitCode === 0 && wrote !== null ? 0 : 1;
   } finally {

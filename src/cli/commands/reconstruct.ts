@@ -73,7 +73,7 @@ function summary(s: ReconstructStats): string {
   const p = s.prompts;
   if (p.bridged + p.full > 0) {
     const full = Object.entries(p.fullReasons).map(([r, n]) => `${r} ${n}`).join(', ');
-    lines.push(`  prompts built by polar: ${p.bridged} bridged, ${p.full} full renders${full ? ` (${full})` : ''}${p.bridgedUnmerged.length > 0 ? chalk.yellow(`; ${p.bridgedUnmerged.length} bridged calls not merged onto their parent`) : ''}`);
+    lines.push(`  prompts built by polar: ${p.bridged} bridged, ${p.full} full render${p.full === 1 ? '' : 's'}${full ? ` (${full})` : ''}${p.bridgedUnmerged.length > 0 ? chalk.yellow(`; ${p.bridgedUnmerged.length} bridged calls not merged onto their parent`) : ''}`);
   }
   const reasons = new Map<string, number>();
   for (const e of s.excluded) reasons.set(e.reason, (reasons.get(e.reason) ?? 0) + 1);

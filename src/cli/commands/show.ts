@@ -46,6 +46,8 @@ export function printSession(dbPath: string, sessionId: string): void {
     process.stdout.write(
       `session ${chalk.bold(session.id)}  ${session.status}${harness}  ${session.requests} calls  ${session.promptTokens} prompt / ${session.sampledTokens} sampled tokens  created ${formatTime(session.createdAt)}\n`,
     );
+    const prompts = promptCounts(calls);
+    if (prompts) process.stdout.write(`prompts built by polar: ${prompts}\n`);
     for (const agent of agentsOf(calls)) {
       const mine = calls.filter((c) => c.agentId === agent.id);
       process.stdout.write(`\n${chalk.bold(`agent ${agent.id}`)}  ${agent.calls} calls\n`);
@@ -54,6 +56,17 @@ export function printSession(dbPath: string, sessionId: string): void {
   } finally {
     store.close();
   }
+}
+
+/** Bridged / full-render counts and the reasons for full renders, for token-in and nemo-rl sessions. */
+export function promptCounts(calls: readonly RequestSummary[]): string | null {
+  const rendered = calls.filter((c) => c.render);
+  if (rendered.length === 0) return null;
+  const bridged = rendered.filter((c) => c.render!.mode === 'bridged').length;
+  const reasons = new Map<string, number>();
+  for (const c of rendered) if (c.render!.mode === 'full') reasons.set(c.render!.reason ?? 'unknown', (reasons.get(c.render!.reason ?? 'unknown') ?? 0) + 1);
+  const full = rendered.length - bridged;
+  return `${bridged} bridged, ${full} full render${full === 1 ? '' : 's'}${reasons.size > 0 ? ` (${[...reasons].map(([r, n]) => `${r} ${n}`).join(', ')})` : ''}`;
 }
 
 function requireSession(store: Store, sessionId: string) {
@@ -76,9 +89,17 @@ function agentsOf(calls: RequestSummary[]): { id: string; calls: number }[] {
   return order.map((id) => ({ id, calls: counts.get(id)! }));
 }
 
+/** `bridged #3` (onto call 3), `full: first-call`, or `-` where the server rendered the prompt. */
+function renderCell(c: RequestSummary, calls: readonly RequestSummary[]): string {
+  if (!c.render) return '-';
+  if (c.render.mode === 'full') return `full: ${c.render.reason ?? '?'}`;
+  const parent = calls.find((p) => p.id === c.render!.parentCallId);
+  return `bridged ${parent ? `#${parent.seq}` : (c.render.parentCallId ?? '')}`;
+}
+
 function callTable(calls: RequestSummary[]): string {
   return table(
-    ['#', 'API', 'STATUS', 'HTTP', 'STREAM', 'PROMPT', 'SAMPLED', 'FINISH', 'TIME', 'TOKENS', 'NOTE'],
+    ['#', 'API', 'STATUS', 'HTTP', 'STREAM', 'PROMPT', 'SAMPLED', 'FINISH', 'TIME', 'TOKENS', 'RENDER', 'NOTE'],
     calls.map((c) => [
       c.seq,
       c.provider,
@@ -90,6 +111,7 @@ function callTable(calls: RequestSummary[]): string {
       c.finishReason ?? '-',
       formatDuration(c.endedAt === null ? null : c.endedAt - c.startedAt),
       c.tokenSource,
+      renderCell(c, calls),
       (c.error ?? c.tokenError ?? '').slice(0, 80),
     ]),
   );
