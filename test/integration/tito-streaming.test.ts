@@ -94,4 +94,20 @@ describe.each(['vllm-tito', 'sglang-tito'])('%s streaming', (kind) => {
     const after = await client.chat.completions.create(ask('hi again', false));
     expect(after.choices[0]!.message.content).toContain('hi again');
   });
+
+  it('knows the exact prompt length: max_tokens is clamped to what the context leaves, an overflowing prompt is a 400', async () => {
+    const small = await startTestProxy(upstream.url, { upstreamKind: kind, contextWindow: 400, upstreamOptions: { tokenizer: BUNDLED_QWEN3 } });
+    try {
+      const c = new OpenAI({ baseURL: `${small.proxy.url}/v1`, apiKey: 'polar-small', maxRetries: 0 });
+      await c.chat.completions.create({ ...ask('hi', false), max_tokens: 100_000 });
+      const sent = JSON.parse(small.store.requests.get(small.store.requests.list('small').at(-1)!.id)!.upstreamRequest!) as Record<string, any>;
+      const budget = sent.max_tokens ?? sent.sampling_params.max_new_tokens;
+      const prompt = (sent.prompt ?? sent.input_ids) as number[];
+      expect(budget).toBe(400 - prompt.length);
+      await expect(c.chat.completions.create(ask('x'.repeat(4000), false))).rejects.toMatchObject({ status: 400 });
+      expect(small.store.requests.list('small').at(-1)).toMatchObject({ status: 'error', httpStatus: 400 });
+    } finally {
+      await small.close();
+    }
+  });
 });

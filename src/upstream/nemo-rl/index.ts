@@ -20,13 +20,16 @@ import { completionChunks } from './chunks.js';
  * continues (the same matching as token-in/token-out mode) and puts that call's ids back on the
  * assistant message the harness returned. NeMo-RL asserts its training sampling settings, so
  * `temperature` and `top_p` are set to the configured pair (default 1.0, NeMo-RL's default) on
- * every request and `top_k` removed. The token fields come only on unstreamed replies, so polar
+ * every request, and `top_k`, `min_p`, penalties and `logit_bias` removed (they would sample from
+ * another distribution than the trainer's). The token fields come only on unstreamed replies, so polar
  * always asks for one; a streaming harness gets the finished reply as a stream.
  */
 export interface NemoRlOptions extends UpstreamHttpOptions {
   temperature?: number;
   topP?: number;
 }
+
+const OFF_POLICY_SETTINGS = ['top_k', 'min_p', 'presence_penalty', 'frequency_penalty', 'repetition_penalty', 'logit_bias'] as const;
 
 const TOKEN_FIELDS = ['prompt_token_ids', 'generation_token_ids', 'generation_log_probs'] as const;
 
@@ -40,7 +43,9 @@ export function nemoRlDialect(options: NemoRlOptions): ChatDialect {
       applyChatConventions(body, req);
       body.logprobs = true;
       body.top_logprobs = 0;
-      delete body.top_k;
+      // Settings NeMo-RL does not check but that would change the sampling distribution away from
+      // the one the trainer computes logprobs under.
+      for (const k of OFF_POLICY_SETTINGS) delete body[k];
       // NeMo-RL asserts both equal its training pair (policy.generation.temperature / top_p).
       body.temperature = options.temperature ?? 1.0;
       body.top_p = options.topP ?? 1.0;

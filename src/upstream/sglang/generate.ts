@@ -37,7 +37,9 @@ export const sglangGenerateDialect: TokenInDialect = {
     let seen = 0;
     return (json) => {
       const g = read(json);
-      const total = g.usage.completionTokens ?? seen + g.ids.length;
+      // Without the running count, cumulative and incremental events cannot be told apart.
+      if (g.usage.completionTokens === undefined) throw protocolError('SGLang stream event without meta_info.completion_tokens');
+      const total = g.usage.completionTokens;
       const fresh = Math.max(0, total - seen);
       if (fresh > g.ids.length) throw protocolError(`stream event reports ${total} tokens so far but carries ${g.ids.length} after ${seen}`);
       seen = total;

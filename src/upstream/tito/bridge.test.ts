@@ -65,6 +65,25 @@ describe('bridging', () => {
     expect(tail).toBe('\n<|im_start|>user\nNow the next one.<|im_end|>\n<|im_start|>assistant\n');
   });
 
+  it('is not moved by end-of-turn text inside the conversation (reasoning, tool output)', () => {
+    const echo: ChatMessage = {
+      role: 'assistant',
+      content: '',
+      reasoning_content: 'Qwen closes a turn with <|im_end|>; grep for it.',
+      tool_calls: [{ id: 'c', type: 'function', function: { name: 'bash', arguments: '{"command":"grep -r \'<|im_end|>\' ."}' } }],
+    };
+    const result: ChatMessage = { role: 'tool', tool_call_id: 'c', content: 'template.jinja: {{ "<|im_end|>" }}' };
+    const reminder: ChatMessage = { role: 'user', content: '<system-reminder>keep going</system-reminder>' };
+    const parent: ChainEntry = { callId: 'p', messagesKey: '', messageCount: 2, contextKey: '', promptIds: [1], sampledIds: [template.turnEnd.id], reply: echo };
+    const tail = bridgeTail(template, parent, echo, [result, reminder], tools, kwargs);
+    expect(tail.text).toBe(
+      '\n<|im_start|>user\n<tool_response>\ntemplate.jinja: {{ "<|im_end|>" }}\n</tool_response><|im_end|>\n<|im_start|>user\n<system-reminder>keep going</system-reminder><|im_end|>\n<|im_start|>assistant\n',
+    );
+    expect(tailAfterTurn(template, [system, user, echo], [result, reminder], tools, kwargs)).toBe(tail.text);
+    // Only a new user turn: it is there, not lost.
+    expect(bridgeTail(template, parent, echo, [reminder], tools, kwargs).text).toContain('keep going');
+  });
+
   it('names why a call is rendered in full', () => {
     const messages1 = [system, user];
     const parent = turn([1], messages1, call1, 'c1', 'r');

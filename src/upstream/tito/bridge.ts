@@ -32,7 +32,8 @@ export type FullRenderReason =
   | 'history-rewritten' // no earlier call's messages are a prefix of this one's (compaction, edits)
   | 'reply-edited' // the earlier messages match, but the harness sent back a different reply
   | 'context-changed' // tools or template switches differ from the call it would extend
-  | 'foreign-assistant'; // a new assistant message that no recorded call produced
+  | 'foreign-assistant' // a new assistant message that no recorded call produced
+  | 'template-unbridgeable'; // the template does not show where the earlier turn ends
 
 export type ParentSearch = { parent: ChainEntry; replyIndex: number } | { parent: null; reason: FullRenderReason };
 
@@ -102,10 +103,11 @@ export function replyMatches(echo: ChatMessage, reply: ChatMessage): boolean {
 }
 
 /**
- * The tokens that follow the parent's turn: its end token (when the model did not sample one) and
- * the rendering of the new messages plus the generation prompt — cut from a render of a small
- * window (a stand-in user turn, the echoed reply, the new messages) after the reply's end token,
- * so the work is proportional to the new messages, not the history.
+ * The tokens that follow the parent's turn: the template's end-of-turn token when the model did
+ * not sample that very token (a length cut, a stop string, another stop id), then the rendering of
+ * the new messages plus the generation prompt — cut from a render of a small window (a stand-in
+ * user turn, the parent's turn, the new messages), so the work is proportional to the new
+ * messages, not the history.
  */
 export function bridgeTail(
   template: ChatTemplate,
@@ -115,24 +117,24 @@ export function bridgeTail(
   tools: readonly unknown[] | undefined,
   kwargs: Record<string, unknown>,
 ): { ids: number[]; text: string } {
-  // The tool list is left out of the window: templates put it in a header (the system turn, or the
-  // first user turn) that is cut away, and rendering a harness's 30 KB of tool schemas twice per
-  // call would cost more than the new messages. `checkBridges` compares with a render that has it.
-  void tools;
   const window: TemplateMessage[] = [{ role: 'user', content: '.' }, echo as TemplateMessage];
-  const text = tailAfterTurn(template, window, newMessages, undefined, kwargs);
+  const text = tailAfterTurn(template, window, newMessages, tools, kwargs);
   const ids: number[] = [];
-  const last = parent.sampledIds[parent.sampledIds.length - 1];
-  if (last === undefined || !template.stopIds.includes(last)) ids.push(template.turnEnd.id);
+  if (parent.sampledIds[parent.sampledIds.length - 1] !== template.turnEnd.id) ids.push(template.turnEnd.id);
   for (const id of template.encode(text)) ids.push(id);
   return { ids, text };
 }
 
+/** A string no conversation contains, standing in for the parent turn's text. */
+const MARKER = '\u2063polar-bridge-turn\u2063';
+
 /**
- * The template's own text for `newMessages` and the generation prompt after `history` (which
- * ends with an assistant turn): render both, count turn-end tokens in the history, and cut the
- * full render after that many. Templates that drop earlier reasoning change text inside the
- * history but never the number of turns, so the cut lands on the same boundary.
+ * The template's own text for `newMessages` and the generation prompt after `history`, whose last
+ * message is the assistant turn they follow. That turn is rendered with a marker for its text, no
+ * reasoning and empty tool arguments (its real tokens are the sampled ids, not this render), and the
+ * tail starts after the first end-of-turn token past the marker — so nothing the conversation
+ * contains (a literal `<|im_end|>` in reasoning or arguments, reasoning a template drops) can move
+ * the cut. Throws when the template does not show the turn's text (the caller renders in full).
  */
 export function tailAfterTurn(
   template: ChatTemplate,
@@ -142,21 +144,20 @@ export function tailAfterTurn(
   kwargs: Record<string, unknown>,
 ): string {
   const end = template.turnEnd.text;
-  const head = template.render(history, { tools, addGenerationPrompt: false, kwargs });
-  const turns = count(head, end);
-  const full = template.render([...history, ...(newMessages as TemplateMessage[])], { tools, addGenerationPrompt: true, kwargs });
-  let at = -end.length;
-  for (let k = 0; k < turns; k++) {
-    at = full.indexOf(end, at + end.length);
-    if (at < 0) throw new Error('the chat template rendered fewer turns with the new messages than without');
-  }
-  return full.slice(at + end.length);
+  const turn = history[history.length - 1]!;
+  const calls = Array.isArray(turn.tool_calls) ? (turn.tool_calls as ChatMessage['tool_calls'])! : [];
+  const stand: TemplateMessage = { role: 'assistant', content: MARKER };
+  if (calls.length > 0) stand.tool_calls = calls.map((c) => ({ ...c, function: { name: c.function.name, arguments: '{}' } }));
+  const full = template.render([...history.slice(0, -1), stand, ...(newMessages as TemplateMessage[])], { tools, addGenerationPrompt: true, kwargs });
+  const at = full.indexOf(MARKER);
+  const cut = at < 0 ? -1 : full.indexOf(end, at + MARKER.length);
+  if (cut < 0) throw new BridgeUnavailable('the chat template does not render the assistant turn\'s text followed by its end token');
+  return full.slice(cut + end.length);
 }
 
-function count(text: string, needle: string): number {
-  let n = 0;
-  for (let at = text.indexOf(needle); at >= 0; at = text.indexOf(needle, at + needle.length)) n++;
-  return n;
+/** The template cannot show where a turn ends, so this call is rendered in full. */
+export class BridgeUnavailable extends Error {
+  override name = 'BridgeUnavailable';
 }
 
 function lastIndexOfRole(messages: readonly ChatMessage[], role: string): number {

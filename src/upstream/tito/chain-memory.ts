@@ -2,16 +2,19 @@ import type { ChainEntry } from './bridge.js';
 
 /**
  * The calls a proxy can still continue, per session and agent (sub-agents have their own chains).
- * A call is remembered only once its reply reached the harness. Bounded: the newest calls of each
- * agent (a harness continues its latest turn, or retries one just before it) and the most recently
- * active agents; a session beyond that starts again with a full render, which is recorded.
+ * A call is remembered only once its reply reached the harness. Bounded two ways: the newest calls
+ * of each agent (a harness continues its latest turn, or retries one just before it), and a budget
+ * of token ids held in all (each entry holds its full prompt), spent on the most recently active
+ * agents. A chain pushed out starts again with a full render, which is recorded with its reason.
  */
 export class ChainMemory {
   private readonly chains = new Map<string, ChainEntry[]>();
+  private held = 0;
 
   constructor(
-    private readonly perAgent = 16,
-    private readonly agents = 4096,
+    private readonly perAgent = 8,
+    /** Token ids kept in all: 16 M ids is ~128 MB of JavaScript arrays. */
+    private readonly budget = 16_000_000,
   ) {}
 
   /** Newest first. */
@@ -19,22 +22,40 @@ export class ChainMemory {
     return this.chains.get(key(sessionId, agentId)) ?? [];
   }
 
+  /** Token ids held now. */
+  get size(): number {
+    return this.held;
+  }
+
   remember(sessionId: string, agentId: string, entry: ChainEntry): void {
     const k = key(sessionId, agentId);
     const chain = this.chains.get(k) ?? [];
-    this.chains.delete(k); // re-inserted: Map order is recency
+    this.chains.delete(k); // re-inserted last: Map order is recency
     chain.unshift(entry);
-    if (chain.length > this.perAgent) chain.length = this.perAgent;
+    this.held += weight(entry);
+    while (chain.length > this.perAgent) this.held -= weight(chain.pop()!);
     this.chains.set(k, chain);
-    if (this.chains.size > this.agents) this.chains.delete(this.chains.keys().next().value!);
+    for (const [oldest, dropped] of this.chains) {
+      if (this.held <= this.budget || oldest === k) break;
+      this.chains.delete(oldest);
+      for (const e of dropped) this.held -= weight(e);
+    }
   }
 
   /** Drops a session's chains (the session ended). */
   forget(sessionId: string): void {
-    for (const k of [...this.chains.keys()]) if (k.startsWith(`${sessionId}\0`)) this.chains.delete(k);
+    for (const [k, chain] of [...this.chains]) {
+      if (!k.startsWith(`${sessionId}\0`)) continue;
+      this.chains.delete(k);
+      for (const e of chain) this.held -= weight(e);
+    }
   }
 }
 
 function key(sessionId: string, agentId: string): string {
   return `${sessionId}\0${agentId}`;
+}
+
+function weight(e: ChainEntry): number {
+  return e.promptIds.length + e.sampledIds.length;
 }

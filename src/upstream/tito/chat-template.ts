@@ -24,8 +24,8 @@ export interface ChatTemplate {
   toolFormat: ToolCallFormat | null;
   /** Whether the template knows `<think>` reasoning. */
   reasons: boolean;
-  /** tokenizer_config's `model_max_length`, a stand-in when the server does not say its context. */
-  maxLength: number | null;
+  /** Whether an id is a special token (markup such as `<|endoftext|>`, never reply text). */
+  isSpecial(id: number): boolean;
 }
 
 export interface TemplateMessage {
@@ -109,6 +109,8 @@ function buildChatTemplate(files: ModelFiles, source: string): ChatTemplate {
   const generationEos = files.generationConfig?.eos_token_id;
   for (const id of Array.isArray(generationEos) ? generationEos : [generationEos]) if (typeof id === 'number') stopIds.add(id);
   const turnEnd = findTurnEnd(render, tokenizer);
+  const special = new Set<number>();
+  for (const [id, token] of tokenizer.get_added_tokens_decoder()) if (token.special) special.add(id);
   stopIds.add(turnEnd.id);
   return {
     source,
@@ -119,7 +121,7 @@ function buildChatTemplate(files: ModelFiles, source: string): ChatTemplate {
     turnEnd,
     toolFormat: detectToolFormat(files.template),
     reasons: files.template.includes('<think>'),
-    maxLength: typeof files.config.model_max_length === 'number' && files.config.model_max_length < 1e9 ? files.config.model_max_length : null,
+    isSpecial: (id) => special.has(id),
   };
 }
 

@@ -55,7 +55,7 @@ export class ReplyAssembler {
       tokens.logprobs = g.logprobs ?? [];
     }
     this.sampled += g.sampledIds.length;
-    const parsed = this.parser.push(this.detokenizer.push(this.visible(g.sampledIds)));
+    const parsed = this.parser.push(this.detokenizer.push(this.visible(g.sampledIds, g.finishReason !== null)));
     const delta = this.delta(parsed);
     if (g.finishReason && !this.finished) {
       this.finished = true;
@@ -82,7 +82,7 @@ export class ReplyAssembler {
 
   /** A whole non-streamed reply. */
   complete(g: Generation): { completion: ChatCompletion; tokens: CapturedTokens } {
-    const text = this.detokenizer.push(this.visible(g.sampledIds)) + this.detokenizer.end();
+    const text = this.detokenizer.push(this.visible(g.sampledIds, true)) + this.detokenizer.end();
     const parsed: ChatDelta = {};
     merge(parsed, this.parser.push(text));
     merge(parsed, this.parser.end());
@@ -119,10 +119,16 @@ export class ReplyAssembler {
     return { chunk: { ...this.base(), choices: [], usage: this.usage(usage) }, tokens: null };
   }
 
-  /** Ids that reach the text: the server's stop token ends the turn and is not part of the reply. */
-  private visible(ids: readonly number[]): readonly number[] {
-    const stops = this.options.template.stopIds;
-    return ids.some((id) => stops.includes(id)) ? ids.filter((id) => !stops.includes(id)) : ids;
+  /**
+   * Ids that reach the text: the token that stopped the turn is not part of the reply — a stop id,
+   * or, on the last piece, any special token the output ends with (the server may stop on eos ids
+   * from the model's generation_config that the tokenizer files do not name).
+   */
+  private visible(ids: readonly number[], last: boolean): readonly number[] {
+    const t = this.options.template;
+    let out = ids.some((id) => t.stopIds.includes(id)) ? ids.filter((id) => !t.stopIds.includes(id)) : ids;
+    if (last && out.length > 0 && out.length === ids.length && t.isSpecial(out[out.length - 1]!)) out = out.slice(0, -1);
+    return out;
   }
 
   private finishReason(reason: string): string {

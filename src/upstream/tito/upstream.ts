@@ -1,11 +1,11 @@
-import type { CanonicalRequest } from '../../core/chat.js';
+import type { CanonicalRequest, ChatMessage } from '../../core/chat.js';
 import { PolarError, UpstreamStatusError } from '../../core/errors.js';
 import { SseParser } from '../../core/sse/parse.js';
 import { parseUpstreamJson } from '../chat-shape.js';
 import { UpstreamHttp, type UpstreamHttpOptions } from '../http.js';
 import { listModels, normalizeBaseUrl } from '../openai-compatible.js';
 import type { CallContext, CallOutcome, ServedModel, Upstream, UpstreamChunk, UpstreamCompletion, UpstreamKind, UpstreamRequest } from '../types.js';
-import { bridgeTail, contextKey, findParent, messageKeys, tailAfterTurn } from './bridge.js';
+import { BridgeUnavailable, bridgeTail, contextKey, findParent, messageKeys, tailAfterTurn, type ChainEntry, type FullRenderReason } from './bridge.js';
 import { ChainMemory } from './chain-memory.js';
 import type { ChatTemplate, TemplateMessage } from './chat-template.js';
 import { requestedMaxTokens, type Generation, type TokenInDialect } from './dialect.js';
@@ -70,23 +70,12 @@ export class TokenInUpstream implements Upstream {
     const keys = messageKeys(messages);
     const context = contextKey(tools, kwargs);
     const found = findParent(messages, keys, context, this.bridge ? this.memory.entries(call.sessionId, call.agentId) : []);
-    let promptIds: number[];
-    let opener: string;
-    let render: NonNullable<UpstreamRequest['render']>;
-    if (found.parent) {
-      const { parent, replyIndex } = found;
-      const newMessages = messages.slice(replyIndex + 1);
-      const tail = bridgeTail(this.template, parent, messages[replyIndex]!, newMessages, tools, kwargs);
-      if (this.checkBridges) this.checkTail(tail.text, messages.slice(0, replyIndex + 1), newMessages, tools, kwargs, parent.callId);
-      promptIds = [...parent.promptIds, ...parent.sampledIds, ...tail.ids];
-      opener = tail.text;
-      render = { mode: 'bridged', parentCallId: parent.callId, reason: null, renderedTokens: tail.ids.length };
-    } else {
-      const text = this.renderAll(messages, tools, kwargs);
-      promptIds = this.template.encode(text);
-      opener = text;
-      render = { mode: 'full', parentCallId: null, reason: found.reason, renderedTokens: promptIds.length };
-    }
+    let built = found.parent ? this.bridged(found.parent, found.replyIndex, messages, tools, kwargs) : null;
+    built ??= this.full(messages, tools, kwargs, found.parent ? 'template-unbridgeable' : found.reason);
+    const { promptIds, opener, render } = built;
+    const budget = replyBudget(req, promptIds.length, call.contextWindow ?? null);
+    const body = this.dialect.body(promptIds, req, model, this.template.stopIds, budget);
+    // Stored only once nothing more can throw: settle() is called for prepared calls alone.
     this.prepared.set(call.id, {
       callId: call.id,
       promptIds,
@@ -97,8 +86,32 @@ export class TokenInUpstream implements Upstream {
       clientLogprobs: req.client.logprobs,
       model,
     });
-    const body = this.dialect.body(promptIds, req, model, this.template.stopIds, replyBudget(req, promptIds.length, call.contextWindow ?? this.template.maxLength));
     return { path: this.dialect.path, stream: req.stream, body, text: JSON.stringify(body), render, callId: call.id };
+  }
+
+  /** The parent's prompt and sampled ids + the new messages' tokens; null when the template cannot say where the turn ends. */
+  private bridged(parent: ChainEntry, replyIndex: number, messages: ChatMessage[], tools: readonly unknown[] | undefined, kwargs: Record<string, unknown>): Built | null {
+    const newMessages = messages.slice(replyIndex + 1);
+    let tail: { ids: number[]; text: string };
+    try {
+      tail = bridgeTail(this.template, parent, messages[replyIndex]!, newMessages, tools, kwargs);
+    } catch (err) {
+      if (err instanceof BridgeUnavailable) return null;
+      throw templateError(this.template, err);
+    }
+    if (this.checkBridges) this.checkTail(tail.text, messages.slice(0, replyIndex + 1), newMessages, tools, kwargs, parent.callId);
+    const promptIds = new Array<number>(parent.promptIds.length + parent.sampledIds.length + tail.ids.length);
+    let n = 0;
+    for (const id of parent.promptIds) promptIds[n++] = id;
+    for (const id of parent.sampledIds) promptIds[n++] = id;
+    for (const id of tail.ids) promptIds[n++] = id;
+    return { promptIds, opener: tail.text, render: { mode: 'bridged', parentCallId: parent.callId, reason: null, renderedTokens: tail.ids.length } };
+  }
+
+  private full(messages: ChatMessage[], tools: readonly unknown[] | undefined, kwargs: Record<string, unknown>, reason: FullRenderReason): Built {
+    const text = this.renderAll(messages, tools, kwargs);
+    const promptIds = this.template.encode(text);
+    return { promptIds, opener: text, render: { mode: 'full', parentCallId: null, reason, renderedTokens: promptIds.length } };
   }
 
   settle(call: CallContext, outcome: CallOutcome | null): void {
@@ -176,8 +189,7 @@ export class TokenInUpstream implements Upstream {
     try {
       return this.template.render(messages as TemplateMessage[], { tools, addGenerationPrompt: true, kwargs });
     } catch (err) {
-      if (err instanceof PolarError) throw err;
-      throw new PolarError('POLAR_BAD_REQUEST', `the chat template (${this.template.source}) cannot render this request: ${(err as Error).message}`, 400);
+      throw templateError(this.template, err);
     }
   }
 
@@ -218,6 +230,18 @@ export class TokenInUpstream implements Upstream {
   }
 }
 
+interface Built {
+  promptIds: number[];
+  /** The rendered text the prompt ends with (to see whether it opens reasoning). */
+  opener: string;
+  render: NonNullable<UpstreamRequest['render']>;
+}
+
+function templateError(template: ChatTemplate, err: unknown): PolarError {
+  if (err instanceof PolarError) return err;
+  return new PolarError('POLAR_BAD_REQUEST', `the chat template (${template.source}) cannot render this request: ${(err as Error).message}`, 400);
+}
+
 /** Template switches: the request's own `chat_template_kwargs`, and the harness's thinking switch. */
 function templateKwargs(req: CanonicalRequest): Record<string, unknown> {
   const own = req.body.chat_template_kwargs;
@@ -226,13 +250,17 @@ function templateKwargs(req: CanonicalRequest): Record<string, unknown> {
   return kwargs;
 }
 
+const UNKNOWN_WINDOW_BUDGET = 4096;
+
 /**
  * The reply's token budget: the harness's own, clamped to what the context leaves (polar knows the
  * prompt's exact length here), else everything the context leaves, as vLLM's chat endpoint does.
  */
-export function replyBudget(req: CanonicalRequest, promptTokens: number, contextWindow: number | null): number | null {
+export function replyBudget(req: CanonicalRequest, promptTokens: number, contextWindow: number | null): number {
   const asked = requestedMaxTokens(req);
-  if (contextWindow === null) return asked ?? null;
+  // Unknown context (no max_model_len from the server, no --context-window): the harness's own
+  // budget, else a modest default rather than the server's (16 on vLLM's completions endpoint).
+  if (contextWindow === null) return asked ?? UNKNOWN_WINDOW_BUDGET;
   const room = contextWindow - promptTokens;
   if (room < 1) {
     throw new PolarError('POLAR_BAD_REQUEST', `the prompt is ${promptTokens} tokens, which leaves no room in the model's ${contextWindow}-token context`, 400, { param: 'messages' });

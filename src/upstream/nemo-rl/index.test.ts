@@ -1,0 +1,35 @@
+import { describe, expect, it } from 'vitest';
+import type { CanonicalRequest } from '../../core/chat.js';
+import { extractNemoRlCompletion, nemoRlDialect } from './index.js';
+
+const req = (body: Record<string, unknown>): CanonicalRequest => ({
+  requestedModel: 'm',
+  stream: true,
+  body: { messages: [{ role: 'user', content: 'hi' }], ...body },
+  client: { logprobs: false, tokenIds: false, includeUsage: false },
+});
+
+describe('nemo-rl dialect', () => {
+  it('asks for the token fields unstreamed, with the training sampling pair and nothing that changes the distribution', () => {
+    const body = nemoRlDialect({ baseUrl: 'http://x', temperature: 0.7, topP: 0.9 }).body(
+      req({ temperature: 0.2, top_p: 0.5, top_k: 20, min_p: 0.1, presence_penalty: 1, frequency_penalty: 1, repetition_penalty: 1.1, logit_bias: { 1: 2 }, max_tokens: 100 }),
+      'Qwen/Qwen3-8B',
+    );
+    expect(body).toMatchObject({ model: 'Qwen/Qwen3-8B', stream: false, logprobs: true, top_logprobs: 0, temperature: 0.7, top_p: 0.9, max_tokens: 100 });
+    for (const k of ['top_k', 'min_p', 'presence_penalty', 'frequency_penalty', 'repetition_penalty', 'logit_bias', 'stream_options']) expect(body).not.toHaveProperty(k);
+    // NeMo-RL's own default pair when none is given.
+    expect(nemoRlDialect({ baseUrl: 'http://x' }).body(req({}), 'm')).toMatchObject({ temperature: 1, top_p: 1 });
+  });
+
+  it('reads the ids and logprobs off the message and takes them out of what the harness gets', () => {
+    const { completion, tokens } = extractNemoRlCompletion({
+      id: 'x',
+      object: 'chat.completion',
+      created: 0,
+      model: 'm',
+      choices: [{ index: 0, finish_reason: 'stop', message: { role: 'assistant', content: 'hi', reasoning: 'r', prompt_token_ids: [1, 2], generation_token_ids: [3, 4], generation_log_probs: [-0.5, -0.25] } }],
+    });
+    expect(tokens).toEqual({ source: 'upstream', promptIds: [1, 2], sampledIds: [3, 4], logprobs: [-0.5, -0.25] });
+    expect(completion.choices[0]!.message).toEqual({ role: 'assistant', content: 'hi', reasoning_content: 'r' });
+  });
+});
