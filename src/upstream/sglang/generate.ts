@@ -31,7 +31,7 @@ export const sglangGenerateDialect: TokenInDialect = {
   },
   completion(json) {
     const g = read(json);
-    return { sampledIds: g.ids, logprobs: g.logprobs, promptIds: null, finishReason: g.finishReason, usage: g.usage };
+    return { sampledIds: g.ids, logprobs: g.logprobs, promptIds: null, finishReason: g.finishReason, stopReason: g.stopReason, usage: g.usage };
   },
   streamReader() {
     let seen = 0;
@@ -45,12 +45,18 @@ export const sglangGenerateDialect: TokenInDialect = {
       seen = total;
       const sampledIds = g.ids.slice(g.ids.length - fresh);
       const logprobs = g.logprobs ? g.logprobs.slice(g.logprobs.length - fresh) : null;
-      return { sampledIds, logprobs, promptIds: null, finishReason: g.finishReason, usage: g.usage };
+      return { sampledIds, logprobs, promptIds: null, finishReason: g.finishReason, stopReason: g.stopReason, usage: g.usage };
     };
   },
 };
 
-function read(json: unknown): { ids: number[]; logprobs: number[] | null; finishReason: string | null; usage: { promptTokens?: number; completionTokens?: number } } {
+function read(json: unknown): {
+  ids: number[];
+  logprobs: number[] | null;
+  finishReason: string | null;
+  stopReason: string | number | null;
+  usage: { promptTokens?: number; completionTokens?: number };
+} {
   if (isRecord(json) && (isRecord(json.error) || typeof json.error === 'string')) {
     const e = json.error;
     const message = typeof e === 'string' ? e : typeof (e as Record<string, unknown>).message === 'string' ? ((e as Record<string, unknown>).message as string) : JSON.stringify(e);
@@ -64,8 +70,9 @@ function read(json: unknown): { ids: number[]; logprobs: number[] | null; finish
   if (!ids) throw protocolError('the SGLang reply has neither output_ids nor output_token_logprobs');
   const logprobs = entries ? entries.map((e) => logprobValue(Array.isArray(e) ? e[0] : undefined)) : null;
   const finish = isRecord(meta.finish_reason) && typeof meta.finish_reason.type === 'string' ? meta.finish_reason.type : null;
+  const matched = isRecord(meta.finish_reason) ? meta.finish_reason.matched : null;
   const usage: { promptTokens?: number; completionTokens?: number } = {};
   if (typeof meta.prompt_tokens === 'number') usage.promptTokens = meta.prompt_tokens;
   if (typeof meta.completion_tokens === 'number') usage.completionTokens = meta.completion_tokens;
-  return { ids, logprobs, finishReason: finish === 'abort' ? 'abort' : finish, usage };
+  return { ids, logprobs, finishReason: finish, stopReason: typeof matched === 'string' || typeof matched === 'number' ? matched : null, usage };
 }

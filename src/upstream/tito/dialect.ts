@@ -9,6 +9,8 @@ export interface Generation {
   promptIds: number[] | null;
   /** `stop` / `length` (or the server's word), on the last piece. */
   finishReason: string | null;
+  /** What stopped it, when the server says: the matched stop string, or a stop token id. */
+  stopReason: string | number | null;
   usage: { promptTokens?: number; completionTokens?: number } | null;
 }
 

@@ -5,6 +5,7 @@ import type { ChatTemplate } from './chat-template.js';
 import { IncrementalDetokenizer } from './detokenize.js';
 import type { Generation } from './dialect.js';
 import { OutputParser, type ParsedDelta } from './output-parser.js';
+import { StopStringTrimmer } from './stop-strings.js';
 
 export interface ReplyOptions {
   template: ChatTemplate;
@@ -17,6 +18,8 @@ export interface ReplyOptions {
   startsInReasoning: boolean;
   /** Whether the harness asked for logprobs (its reply then carries them, per token). */
   clientLogprobs: boolean;
+  /** The harness's stop strings. */
+  stop: readonly string[];
 }
 
 /**
@@ -27,6 +30,7 @@ export interface ReplyOptions {
  */
 export class ReplyAssembler {
   private readonly detokenizer: IncrementalDetokenizer;
+  private readonly stops: StopStringTrimmer;
   private readonly parser: OutputParser;
   private first = true;
   private finished = false;
@@ -37,6 +41,7 @@ export class ReplyAssembler {
   constructor(private readonly options: ReplyOptions) {
     const t = options.template;
     this.detokenizer = new IncrementalDetokenizer(t.decode);
+    this.stops = new StopStringTrimmer(options.stop);
     this.parser = new OutputParser({ format: t.toolFormat ?? 'hermes', startsInReasoning: options.startsInReasoning, idPrefix: `call_${options.callId}_` });
     this.id = `chatcmpl-${options.callId}`;
   }
@@ -55,16 +60,15 @@ export class ReplyAssembler {
       tokens.logprobs = g.logprobs ?? [];
     }
     this.sampled += g.sampledIds.length;
-    const parsed = this.parser.push(this.detokenizer.push(this.visible(g.sampledIds, g.finishReason !== null)));
-    const delta = this.delta(parsed);
-    if (g.finishReason && !this.finished) {
+    const ending = g.finishReason !== null && !this.finished;
+    const text = this.detokenizer.push(this.visible(g.sampledIds, g.finishReason !== null));
+    const delta = this.delta(this.parser.push(ending ? this.rest(text, g) : this.stops.push(text)));
+    if (ending) {
       this.finished = true;
-      const rest = this.parser.push(this.detokenizer.end());
-      merge(delta, rest);
       merge(delta, this.parser.end());
-      out.push(this.chunk(delta, tokens, this.finishReason(g.finishReason), g.sampledIds, g.logprobs));
+      out.push(this.chunk(delta, tokens, this.finishReason(g.finishReason ?? 'stop'), g.sampledIds, g.logprobs, g.stopReason));
     } else if (hasContent(delta) || Object.keys(tokens).length > 0) {
-      out.push(this.chunk(delta, tokens, null, g.sampledIds, g.logprobs));
+      out.push(this.chunk(delta, tokens, null, g.sampledIds, g.logprobs, null));
     }
     return out;
   }
@@ -82,7 +86,7 @@ export class ReplyAssembler {
 
   /** A whole non-streamed reply. */
   complete(g: Generation): { completion: ChatCompletion; tokens: CapturedTokens } {
-    const text = this.detokenizer.push(this.visible(g.sampledIds, true)) + this.detokenizer.end();
+    const text = this.rest(this.detokenizer.push(this.visible(g.sampledIds, true)), g);
     const parsed: ChatDelta = {};
     merge(parsed, this.parser.push(text));
     merge(parsed, this.parser.end());
@@ -103,6 +107,7 @@ export class ReplyAssembler {
           index: 0,
           message,
           finish_reason: this.finishReason(g.finishReason ?? 'stop'),
+          stop_reason: g.stopReason,
           logprobs: this.options.clientLogprobs ? this.logprobs(g.sampledIds, g.logprobs) : null,
         },
       ],
@@ -146,11 +151,15 @@ export class ReplyAssembler {
     return delta;
   }
 
-  private chunk(delta: ChatDelta, tokens: TokenDelta, finish: string | null, ids: readonly number[], lps: number[] | null): UpstreamChunk {
-    const chunk: ChatCompletionChunk = {
-      ...this.base(),
-      choices: [{ index: 0, delta, finish_reason: finish, logprobs: this.options.clientLogprobs ? this.logprobs(ids, lps) : null }],
-    };
+  /** The output's last text with everything held back, cut at the stop string the server matched. */
+  private rest(text: string, g: Generation): string {
+    return this.stops.end(text + this.detokenizer.end(), typeof g.stopReason === 'string' ? g.stopReason : null);
+  }
+
+  private chunk(delta: ChatDelta, tokens: TokenDelta, finish: string | null, ids: readonly number[], lps: number[] | null, stopReason: Generation['stopReason']): UpstreamChunk {
+    const choice: ChatCompletionChunk['choices'][number] = { index: 0, delta, finish_reason: finish, logprobs: this.options.clientLogprobs ? this.logprobs(ids, lps) : null };
+    if (finish) choice.stop_reason = stopReason;
+    const chunk: ChatCompletionChunk = { ...this.base(), choices: [choice] };
     return { chunk, tokens: Object.keys(tokens).length > 0 ? tokens : null };
   }
 

@@ -8,7 +8,7 @@ import type { CallContext, CallOutcome, ServedModel, Upstream, UpstreamChunk, Up
 import { BridgeUnavailable, bridgeTail, contextKey, findParent, messageKeys, tailAfterTurn, type ChainEntry, type FullRenderReason } from './bridge.js';
 import { ChainMemory } from './chain-memory.js';
 import type { ChatTemplate, TemplateMessage } from './chat-template.js';
-import { requestedMaxTokens, type Generation, type TokenInDialect } from './dialect.js';
+import { requestedMaxTokens, samplingOf, type Generation, type TokenInDialect } from './dialect.js';
 import { ReplyAssembler } from './reply.js';
 
 export interface TokenInOptions extends UpstreamHttpOptions {
@@ -32,6 +32,7 @@ interface Prepared {
   contextKey: string;
   startsInReasoning: boolean;
   clientLogprobs: boolean;
+  stop: readonly string[];
   model: string;
 }
 
@@ -84,6 +85,7 @@ export class TokenInUpstream implements Upstream {
       contextKey: context,
       startsInReasoning: this.template.reasons && /<think>\s*$/.test(opener),
       clientLogprobs: req.client.logprobs,
+      stop: samplingOf(req).stop ?? [],
       model,
     });
     return { path: this.dialect.path, stream: req.stream, body, text: JSON.stringify(body), render, callId: call.id };
@@ -226,6 +228,7 @@ export class TokenInUpstream implements Upstream {
       created: Math.floor(Date.now() / 1000),
       startsInReasoning: p.startsInReasoning,
       clientLogprobs: p.clientLogprobs,
+      stop: p.stop,
     });
   }
 }

@@ -39,7 +39,7 @@ export const vllmCompletionsDialect: TokenInDialect = {
     return (json) => {
       const choice = firstChoice(json, false);
       const usage = readUsage(json);
-      if (!choice) return { sampledIds: [], logprobs: null, promptIds: null, finishReason: null, usage };
+      if (!choice) return { sampledIds: [], logprobs: null, promptIds: null, finishReason: null, stopReason: null, usage };
       return { ...readChoice(choice), usage };
     };
   },
@@ -70,6 +70,7 @@ function readChoice(choice: Record<string, unknown>): Omit<Generation, 'usage'> 
     logprobs,
     promptIds: idArray(choice.prompt_token_ids, 'choices[0].prompt_token_ids'),
     finishReason: typeof choice.finish_reason === 'string' ? choice.finish_reason : null,
+    stopReason: typeof choice.stop_reason === 'string' || typeof choice.stop_reason === 'number' ? choice.stop_reason : null,
   };
 }
 
