@@ -23,6 +23,8 @@ export interface UpstreamOptions extends UpstreamHttpOptions {
   /** nemo-rl: the training sampling pair NeMo-RL asserts. */
   temperature?: number;
   topP?: number;
+  /** nemo-rl: how long a streaming call waits for the reply before opening the stream. */
+  streamOpenAfterMs?: number;
 }
 
 export const TOOL_PARSERS: readonly ToolCallFormat[] = ['hermes', 'qwen3-coder'];

@@ -22,11 +22,18 @@ import { completionChunks } from './chunks.js';
  * `temperature` and `top_p` are set to the configured pair (default 1.0, NeMo-RL's default) on
  * every request, and `top_k`, `min_p`, penalties and `logit_bias` removed (they would sample from
  * another distribution than the trainer's). The token fields come only on unstreamed replies, so polar
- * always asks for one; a streaming harness gets the finished reply as a stream.
+ * always asks for one; a streaming harness gets the finished reply as a stream (opened, with
+ * keep-alives, if the generation takes longer than a few seconds).
  */
 export interface NemoRlOptions extends UpstreamHttpOptions {
   temperature?: number;
   topP?: number;
+  /**
+   * A streaming harness's reply waits for the whole generation. Up to this long, polar waits before
+   * answering at all (so a refusal is still an HTTP error the harness understands); after it, the
+   * stream opens and keep-alives flow while the server generates, so no idle timeout fires.
+   */
+  streamOpenAfterMs?: number;
 }
 
 const OFF_POLICY_SETTINGS = ['top_k', 'min_p', 'presence_penalty', 'frequency_penalty', 'repetition_penalty', 'logit_bias'] as const;
@@ -92,7 +99,10 @@ export class NemoRlUpstream implements Upstream {
   private readonly memory = new ChainMemory();
   private readonly pending = new Map<string, Pending>();
 
+  private readonly streamOpenAfterMs: number;
+
   constructor(options: NemoRlOptions) {
+    this.streamOpenAfterMs = options.streamOpenAfterMs ?? 5_000;
     this.chat = new ChatCompletionsUpstream(nemoRlDialect(options), options);
     this.baseUrl = this.chat.baseUrl;
   }
@@ -140,8 +150,18 @@ export class NemoRlUpstream implements Upstream {
   }
 
   async stream(req: UpstreamRequest, signal: AbortSignal): Promise<AsyncIterable<UpstreamChunk>> {
-    const done = await this.chat.complete(req, signal);
-    return completionChunks(done.completion, done.tokens);
+    const pending = this.chat.complete(req, signal);
+    pending.catch(() => {}); // awaited below; this only keeps an early rejection from being unhandled
+    let timer: NodeJS.Timeout | undefined;
+    const opened = new Promise<null>((resolve) => {
+      timer = setTimeout(() => resolve(null), this.streamOpenAfterMs);
+    });
+    const early = await Promise.race([pending, opened]).finally(() => clearTimeout(timer));
+    if (early) return completionChunks(early.completion, early.tokens);
+    return (async function* () {
+      const done = await pending;
+      yield* completionChunks(done.completion, done.tokens);
+    })();
   }
 
   models(signal?: AbortSignal): Promise<ServedModel[]> {
