@@ -7,16 +7,23 @@ import { Store } from '../../src/store/store.js';
 import { emptyStats, reconstruct } from '../../src/trajectory/reconstruct.js';
 import { prefixMerging } from '../../src/trajectory/strategies/prefix-merging.js';
 import { verifySessions } from '../../src/trajectory/verify-sessions.js';
-import { expectSessionCapturedExactly, polarRun, workspace } from './support.js';
+import { expectSessionCapturedExactly, node22, polarRun, workspace } from './support.js';
 
 /**
- * The real harness CLIs, streaming as they do, through `polar run --upstream-kind vllm-tito`: polar
+ * All six real harness CLIs, streaming as they do, through `polar run --upstream-kind vllm-tito`: polar
  * renders the Qwen3 template, sends token ids to the mock server's /v1/completions, parses the
  * sampled ids back into each harness's own stream format, and bridges every turn. The harness must
  * still finish the task, and its main agent's calls must form one faithful trace.
  */
 const TASK = `List the files in this directory with your shell tool, then create ${DEMO_FILE}, then say done.`;
-const HARNESSES = ['claude-code', 'codex', 'gemini-cli', 'pi'];
+const HARNESSES: { name: string; needsNode22?: boolean }[] = [
+  { name: 'claude-code' },
+  { name: 'codex' },
+  { name: 'gemini-cli' },
+  { name: 'pi' },
+  { name: 'opencode' },
+  { name: 'qwen-code', needsNode22: true },
+];
 
 let mock: MockServer;
 beforeAll(async () => {
@@ -26,14 +33,17 @@ afterAll(async () => {
   await mock?.close();
 });
 
-describe.each(HARNESSES)('polar run --harness %s --upstream-kind vllm-tito', (name) => {
-  it('completes the task; every turn after the first is bridged and the main agent merges into one trace', { timeout: 300_000 }, async () => {
+describe.each(HARNESSES)('polar run --harness $name --upstream-kind vllm-tito', ({ name, needsNode22 }) => {
+  const node = needsNode22 ? node22() : null;
+  const skip = needsNode22 === true && !node;
+  it.skipIf(skip)('completes the task; every turn after the first is bridged and the main agent merges into one trace', { timeout: 300_000 }, async () => {
     const w = workspace();
     try {
       const session = `tito-${name}`;
       const r = await polarRun([
         '--harness', name, '--upstream', mock.url, '--upstream-kind', 'vllm-tito', '--tokenizer', 'bundled:qwen3',
         '--prompt', TASK, '--cwd', w.ws, '--db', w.db, '--session', session, '--timeout', '240', '--json',
+        ...(node ? ['--node', node] : []),
       ]);
       const result = JSON.parse(r.stdout.slice(r.stdout.lastIndexOf('\n{') + 1)) as { exitCode: number; logFile: string };
       expect(result.exitCode, `${name} exited ${result.exitCode}; log:\n${fs.existsSync(result.logFile) ? fs.readFileSync(result.logFile, 'utf8').slice(-3000) : r.stderr}`).toBe(0);
