@@ -95,6 +95,15 @@ describe.each(['vllm-tito', 'sglang-tito'])('%s streaming', (kind) => {
     expect(after.choices[0]!.message.content).toContain('hi again');
   });
 
+  it('counts tokens locally with the template (Anthropic count_tokens): the length of the prompt it would send', async () => {
+    const body = { model: 'm', messages: [{ role: 'user', content: 'count me, please' }] };
+    const res = await fetch(`${t.proxy.url}/v1/messages/count_tokens`, { method: 'POST', headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' }, body: JSON.stringify(body) });
+    const counted = ((await res.json()) as { input_tokens: number }).input_tokens;
+    await client.chat.completions.create({ model: 'm', stream: false, messages: [{ role: 'user', content: 'count me, please' }] });
+    expect(counted).toBe(t.store.requests.get(t.store.requests.list('tito').at(-1)!.id)!.promptIds!.length);
+    expect(upstream.tokenizeCount()).toBe(0);
+  });
+
   it('knows the exact prompt length: max_tokens is clamped to what the context leaves, an overflowing prompt is a 400', async () => {
     const small = await startTestProxy(upstream.url, { upstreamKind: kind, contextWindow: 400, upstreamOptions: { tokenizer: BUNDLED_QWEN3 } });
     try {
