@@ -22,6 +22,8 @@ export async function* completionChunks(done: ChatCompletion, tokens: CapturedTo
       : null;
   const first: ChatCompletionChunk = { ...base, choices: [{ index: 0, delta, finish_reason: null, logprobs: choice?.logprobs ?? null }] };
   yield { chunk: first, tokens: tokenDelta };
-  yield { chunk: { ...base, choices: [{ index: 0, delta: {}, finish_reason: choice?.finish_reason ?? 'stop' }] }, tokens: null };
+  const finish: ChatCompletionChunk['choices'][number] = { index: 0, delta: {}, finish_reason: choice?.finish_reason ?? 'stop' };
+  if (choice?.stop_reason !== undefined) finish.stop_reason = choice.stop_reason;
+  yield { chunk: { ...base, choices: [finish] }, tokens: null };
   if (done.usage) yield { chunk: { ...base, choices: [], usage: done.usage }, tokens: null };
 }

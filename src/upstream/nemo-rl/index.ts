@@ -20,8 +20,9 @@ import { completionChunks } from './chunks.js';
  * continues (the same matching as token-in/token-out mode) and puts that call's ids back on the
  * assistant message the harness returned. NeMo-RL asserts its training sampling settings, so
  * `temperature` and `top_p` are set to the configured pair (default 1.0, NeMo-RL's default) on
- * every request, and `top_k`, `min_p`, penalties and `logit_bias` removed (they would sample from
- * another distribution than the trainer's). The token fields come only on unstreamed replies, so polar
+ * every request, and everything else that would sample from another distribution than the
+ * trainer's is removed: `top_k`, `min_p`, `min_tokens`, penalties, `logit_bias`, banned or allowed
+ * tokens, structured outputs; a forced `tool_choice` becomes `auto`. The token fields come only on unstreamed replies, so polar
  * always asks for one; a streaming harness gets the finished reply as a stream (opened, with
  * keep-alives, if the generation takes longer than a few seconds).
  */
@@ -36,7 +37,23 @@ export interface NemoRlOptions extends UpstreamHttpOptions {
   streamOpenAfterMs?: number;
 }
 
-const OFF_POLICY_SETTINGS = ['top_k', 'min_p', 'presence_penalty', 'frequency_penalty', 'repetition_penalty', 'logit_bias'] as const;
+const OFF_POLICY_SETTINGS = [
+  'top_k',
+  'min_p',
+  'min_tokens',
+  'presence_penalty',
+  'frequency_penalty',
+  'repetition_penalty',
+  'logit_bias',
+  'bad_words',
+  'allowed_token_ids',
+  'response_format',
+  'structured_outputs',
+  'guided_json',
+  'guided_regex',
+  'guided_choice',
+  'guided_grammar',
+] as const;
 
 const TOKEN_FIELDS = ['prompt_token_ids', 'generation_token_ids', 'generation_log_probs'] as const;
 
@@ -53,6 +70,8 @@ export function nemoRlDialect(options: NemoRlOptions): ChatDialect {
       // Settings NeMo-RL does not check but that would change the sampling distribution away from
       // the one the trainer computes logprobs under.
       for (const k of OFF_POLICY_SETTINGS) delete body[k];
+      // `required` or a named tool is guided decoding in vLLM: the model chooses, as in training.
+      if (body.tool_choice !== undefined && body.tool_choice !== 'auto' && body.tool_choice !== 'none') body.tool_choice = 'auto';
       // NeMo-RL asserts both equal its training pair (policy.generation.temperature / top_p).
       body.temperature = options.temperature ?? 1.0;
       body.top_p = options.topP ?? 1.0;
@@ -113,6 +132,7 @@ export class NemoRlUpstream implements Upstream {
     const keys = messageKeys(messages);
     const context = contextKey(req.body.tools, kwargs);
     const found = findParent(messages, keys, context, this.memory.entries(call.sessionId, call.agentId));
+    const reason = !found.parent && found.reason === 'first-call' && this.memory.wasDropped(call.sessionId, call.agentId) ? 'chain-evicted' : found.parent ? null : found.reason;
     this.pending.set(call.id, { messagesKey: keys[keys.length - 1]!, messageCount: messages.length, contextKey: context });
     let sent = req;
     if (found.parent) {
@@ -127,7 +147,7 @@ export class NemoRlUpstream implements Upstream {
     prepared.callId = call.id;
     prepared.render = found.parent
       ? { mode: 'bridged', parentCallId: found.parent.callId, reason: null, renderedTokens: null }
-      : { mode: 'full', parentCallId: null, reason: found.reason, renderedTokens: null };
+      : { mode: 'full', parentCallId: null, reason, renderedTokens: null };
     return prepared;
   }
 

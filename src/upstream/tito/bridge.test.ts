@@ -84,6 +84,13 @@ describe('bridging', () => {
     expect(bridgeTail(template, parent, echo, [reminder], tools, kwargs).text).toContain('keep going');
   });
 
+  it('is not moved by the end text in a tool name, nor by the marker text in the conversation', () => {
+    const echo: ChatMessage = { role: 'assistant', content: '', tool_calls: [{ id: 'c', type: 'function', function: { name: 'ba<|im_end|>sh', arguments: '{}' } }] };
+    const result: ChatMessage = { role: 'tool', tool_call_id: 'c', content: 'ok' };
+    const parent: ChainEntry = { callId: 'p', messagesKey: '', messageCount: 2, contextKey: '', promptIds: [1], sampledIds: [template.turnEnd.id], reply: echo };
+    expect(bridgeTail(template, parent, echo, [result], tools, kwargs).text).toBe('\n<|im_start|>user\n<tool_response>\nok\n</tool_response><|im_end|>\n<|im_start|>assistant\n');
+  });
+
   it('names why a call is rendered in full', () => {
     const messages1 = [system, user];
     const parent = turn([1], messages1, call1, 'c1', 'r');

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import type { ChatMessage } from '../../core/chat.js';
 import type { ChatTemplate, TemplateMessage } from './chat-template.js';
 
@@ -18,10 +18,11 @@ export interface ChainEntry {
   messageCount: number;
   /** Hash of its tools and template switches: a change in either means a full render. */
   contextKey: string;
-  promptIds: readonly number[];
-  sampledIds: readonly number[];
+  /** Kept as Uint32Array by ChainMemory (half the memory of a number array). */
+  promptIds: ArrayLike<number> & Iterable<number>;
+  sampledIds: ArrayLike<number> & Iterable<number>;
   /** Kept for servers that take them back with the ids (NeMo-RL). */
-  logprobs?: readonly number[] | null;
+  logprobs?: (ArrayLike<number> & Iterable<number>) | null;
   /** The reply the harness received, as a canonical assistant message. */
   reply: ChatMessage;
 }
@@ -29,6 +30,7 @@ export interface ChainEntry {
 /** Why a call's prompt was rendered in full rather than bridged. */
 export type FullRenderReason =
   | 'first-call' // nothing earlier in this agent's chain
+  | 'chain-evicted' // its chain was dropped from memory (budget), or the proxy restarted
   | 'history-rewritten' // no earlier call's messages are a prefix of this one's (compaction, edits)
   | 'reply-edited' // the earlier messages match, but the harness sent back a different reply
   | 'context-changed' // tools or template switches differ from the call it would extend
@@ -125,8 +127,8 @@ export function bridgeTail(
   return { ids, text };
 }
 
-/** A string no conversation contains, standing in for the parent turn's text. */
-const MARKER = '\u2063polar-bridge-turn\u2063';
+/** A string no conversation contains (random per process), standing in for the parent turn's text. */
+const MARKER = `\u2063polar-bridge-${randomBytes(8).toString('hex')}\u2063`;
 
 /**
  * The template's own text for `newMessages` and the generation prompt after `history`, whose last
@@ -147,10 +149,12 @@ export function tailAfterTurn(
   const turn = history[history.length - 1]!;
   const calls = Array.isArray(turn.tool_calls) ? (turn.tool_calls as ChatMessage['tool_calls'])! : [];
   const stand: TemplateMessage = { role: 'assistant', content: MARKER };
-  if (calls.length > 0) stand.tool_calls = calls.map((c) => ({ ...c, function: { name: c.function.name, arguments: '{}' } }));
+  // A tool name is kept (templates may pair results with it) unless it contains the end text itself.
+  if (calls.length > 0) stand.tool_calls = calls.map((c, i) => ({ ...c, function: { name: c.function.name.includes(end) ? `tool_${i}` : c.function.name, arguments: '{}' } }));
   const full = template.render([...history.slice(0, -1), stand, ...(newMessages as TemplateMessage[])], { tools, addGenerationPrompt: true, kwargs });
   const at = full.indexOf(MARKER);
-  const cut = at < 0 ? -1 : full.indexOf(end, at + MARKER.length);
+  const once = at >= 0 && full.indexOf(MARKER, at + MARKER.length) < 0;
+  const cut = once ? full.indexOf(end, at + MARKER.length) : -1;
   if (cut < 0) throw new BridgeUnavailable('the chat template does not render the assistant turn\'s text followed by its end token');
   return full.slice(cut + end.length);
 }

@@ -38,7 +38,11 @@ describe('ChainMemory', () => {
     m.remember('s3', 'main', entry('big', 500));
     expect(m.entries('s3', 'main').map((e) => e.callId)).toEqual(['big']);
     expect(m.entries('s1', 'main')).toEqual([]);
+    // A dropped chain is known as dropped (its next call is not mistaken for a first call).
+    expect(m.wasDropped('s1', 'main')).toBe(true);
+    expect(m.wasDropped('s3', 'main')).toBe(false);
     m.forget('s3');
     expect(m.size).toBe(0);
+    expect(m.entries('s1', 'main')).toEqual([]);
   });
 });

@@ -9,13 +9,20 @@ import type { ChainEntry } from './bridge.js';
  */
 export class ChainMemory {
   private readonly chains = new Map<string, ChainEntry[]>();
+  /** Chains dropped for the budget (bounded), so their next call is not mistaken for a first one. */
+  private readonly dropped = new Set<string>();
   private held = 0;
 
   constructor(
-    private readonly perAgent = 8,
-    /** Token ids kept in all: 16 M ids is ~128 MB of JavaScript arrays. */
-    private readonly budget = 16_000_000,
+    private readonly perAgent = 4,
+    /** Token ids kept in all, as Uint32Array: 32 M ids is 128 MB. */
+    private readonly budget = 32_000_000,
   ) {}
+
+  /** Whether this agent's chain was dropped to stay within the budget. */
+  wasDropped(sessionId: string, agentId: string): boolean {
+    return this.dropped.has(key(sessionId, agentId));
+  }
 
   /** Newest first. */
   entries(sessionId: string, agentId: string): readonly ChainEntry[] {
@@ -27,10 +34,13 @@ export class ChainMemory {
     return this.held;
   }
 
-  remember(sessionId: string, agentId: string, entry: ChainEntry): void {
+  /** Keeps a copy of the entry's ids as Uint32Array. */
+  remember(sessionId: string, agentId: string, given: ChainEntry): void {
+    const entry: ChainEntry = { ...given, promptIds: Uint32Array.from(given.promptIds), sampledIds: Uint32Array.from(given.sampledIds) };
     const k = key(sessionId, agentId);
     const chain = this.chains.get(k) ?? [];
     this.chains.delete(k); // re-inserted last: Map order is recency
+    this.dropped.delete(k);
     chain.unshift(entry);
     this.held += weight(entry);
     while (chain.length > this.perAgent) this.held -= weight(chain.pop()!);
@@ -39,6 +49,8 @@ export class ChainMemory {
       if (this.held <= this.budget || oldest === k) break;
       this.chains.delete(oldest);
       for (const e of dropped) this.held -= weight(e);
+      this.dropped.add(oldest);
+      if (this.dropped.size > 65_536) this.dropped.delete(this.dropped.values().next().value!);
     }
   }
 

@@ -77,6 +77,19 @@ describe('ReplyAssembler on real Qwen3 ids', () => {
     expect(s.stopReason).toBe('END');
   });
 
+  it('holds back enough to cut a stop string or hide a stop token even when the finish comes in a piece of its own', () => {
+    const a = assembler(['END']);
+    const text: string[] = [];
+    for (const id of qwen.encode('Hello there. END')) for (const { chunk } of a.push(gen([id], null))) text.push(chunk.choices[0]!.delta.content ?? '');
+    for (const { chunk } of a.push(gen([], 'stop', 'END'))) text.push(chunk.choices[0]!.delta.content ?? '');
+    expect(text.join('')).toBe('Hello there. ');
+    const b = assembler();
+    const shown: string[] = [];
+    for (const id of [...qwen.encode('Done.'), qwen.tokenId('<|endoftext|>')!]) for (const { chunk } of b.push(gen([id], null))) shown.push(chunk.choices[0]!.delta.content ?? '');
+    for (const { chunk } of b.push(gen([], 'stop'))) shown.push(chunk.choices[0]!.delta.content ?? '');
+    expect(shown.join('')).toBe('Done.');
+  });
+
   it('does not show the token that ended the turn, whichever stop token it was', () => {
     const ids = [...qwen.encode('Done.'), qwen.tokenId('<|endoftext|>')!];
     expect(assembler().complete(gen(ids, 'stop')).completion.choices[0]!.message.content).toBe('Done.');

@@ -36,6 +36,7 @@ export class ReplyAssembler {
   private finished = false;
   private sampled = 0;
   private prompt = 0;
+  private heldSpecial: number[] = [];
   private readonly id: string;
 
   constructor(private readonly options: ReplyOptions) {
@@ -126,13 +127,20 @@ export class ReplyAssembler {
 
   /**
    * Ids that reach the text: the token that stopped the turn is not part of the reply — a stop id,
-   * or, on the last piece, any special token the output ends with (the server may stop on eos ids
-   * from the model's generation_config that the tokenizer files do not name).
+   * or any special token the output ends with (the server may stop on eos ids from the model's
+   * generation_config that the tokenizer files do not name). A piece ending in a special token
+   * keeps it back until the next piece shows whether the output ended there.
    */
   private visible(ids: readonly number[], last: boolean): readonly number[] {
     const t = this.options.template;
-    let out = ids.some((id) => t.stopIds.includes(id)) ? ids.filter((id) => !t.stopIds.includes(id)) : ids;
-    if (last && out.length > 0 && out.length === ids.length && t.isSpecial(out[out.length - 1]!)) out = out.slice(0, -1);
+    let out = this.heldSpecial.length > 0 ? [...this.heldSpecial, ...ids] : ids;
+    this.heldSpecial = [];
+    if (out.some((id) => t.stopIds.includes(id))) out = out.filter((id) => !t.stopIds.includes(id));
+    const end = out[out.length - 1];
+    if (end !== undefined && t.isSpecial(end)) {
+      if (!last) this.heldSpecial = [end];
+      out = out.slice(0, -1);
+    }
     return out;
   }
 

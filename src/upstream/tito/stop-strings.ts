@@ -1,6 +1,6 @@
 /**
  * Harness stop strings, applied to the text polar decodes itself (the servers trim them only from
- * their own text output): the last (longest stop − 1) characters are held back while streaming, so
+ * their own text output): the last (longest stop) characters are held back while streaming, so
  * a stop string split across pieces is never shown, and at the end the text is cut where the stop
  * string the server matched begins — what vLLM's chat endpoint returns.
  */
@@ -9,7 +9,9 @@ export class StopStringTrimmer {
   private readonly keep: number;
 
   constructor(stops: readonly string[]) {
-    this.keep = stops.length > 0 ? Math.max(...stops.map((s) => s.length)) - 1 : 0;
+    // The whole longest stop string, not one less: the piece that completes it may come before
+    // the one that says the reply finished.
+    this.keep = stops.length > 0 ? Math.max(...stops.map((s) => s.length)) : 0;
   }
 
   push(text: string): string {

@@ -72,7 +72,8 @@ export class TokenInUpstream implements Upstream {
     const context = contextKey(tools, kwargs);
     const found = findParent(messages, keys, context, this.bridge ? this.memory.entries(call.sessionId, call.agentId) : []);
     let built = found.parent ? this.bridged(found.parent, found.replyIndex, messages, tools, kwargs) : null;
-    built ??= this.full(messages, tools, kwargs, found.parent ? 'template-unbridgeable' : found.reason);
+    const reason = found.parent ? 'template-unbridgeable' : found.reason === 'first-call' && this.memory.wasDropped(call.sessionId, call.agentId) ? 'chain-evicted' : found.reason;
+    built ??= this.full(messages, tools, kwargs, reason);
     const { promptIds, opener, render } = built;
     const budget = replyBudget(req, promptIds.length, call.contextWindow ?? null);
     const body = this.dialect.body(promptIds, req, model, this.template.stopIds, budget);
