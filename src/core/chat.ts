@@ -116,3 +116,10 @@ export interface ChatCompletionChunk {
 export function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
+
+/** A message's content as text: a string as is, or the text of its parts joined by `separator`. */
+export function contentText(content: unknown, separator: string): string {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return '';
+  return content.map((p) => (isRecord(p) && typeof p.text === 'string' ? p.text : '')).join(separator);
+}

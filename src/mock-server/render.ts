@@ -1,3 +1,4 @@
+import { contentText } from '../core/chat.js';
 import type { Qwen3 } from './qwen3.js';
 
 /** A chat request as the mock reads it: what vLLM's `/v1/chat/completions` accepts, loosely typed. */
@@ -18,13 +19,7 @@ export interface ChatBody {
 }
 
 export function textOf(content: unknown): string {
-  if (typeof content === 'string') return content;
-  if (Array.isArray(content)) {
-    return content
-      .map((p) => (p && typeof p === 'object' && typeof (p as { text?: unknown }).text === 'string' ? (p as { text: string }).text : ''))
-      .join('\n');
-  }
-  return '';
+  return contentText(content, '\n');
 }
 
 /**

@@ -19,11 +19,16 @@ export function expectCompletionShape(json: unknown): ChatCompletion {
   return json as ChatCompletion;
 }
 
+/** A server's `{"error": …}` in place of a reply or stream event, thrown as the upstream error it is. */
+export function throwIfErrorBody(json: unknown, where = 'mid-stream'): void {
+  if (!isRecord(json) || json.error === undefined || json.error === null) return;
+  const e = json.error;
+  const message = typeof e === 'string' ? e : isRecord(e) && typeof e.message === 'string' ? e.message : JSON.stringify(e);
+  throw new PolarError('POLAR_UPSTREAM_STATUS', `upstream error ${where}: ${message}`, 502);
+}
+
 export function expectChunkShape(json: unknown): ChatCompletionChunk {
-  if (isRecord(json) && isRecord(json.error)) {
-    const message = typeof json.error.message === 'string' ? json.error.message : JSON.stringify(json.error);
-    throw new PolarError('POLAR_UPSTREAM_STATUS', `upstream error mid-stream: ${message}`, 502);
-  }
+  throwIfErrorBody(json);
   if (!isRecord(json) || !Array.isArray(json.choices)) {
     throw new PolarError('POLAR_UPSTREAM_PROTOCOL', 'upstream stream chunk is not a chat completion chunk (no choices array)', 502);
   }

@@ -7,7 +7,7 @@ import { Store } from '../../src/store/store.js';
 import { emptyStats, reconstruct } from '../../src/trajectory/reconstruct.js';
 import { prefixMerging } from '../../src/trajectory/strategies/prefix-merging.js';
 import { verifySessions } from '../../src/trajectory/verify-sessions.js';
-import { expectSessionCapturedExactly, node22, polarRun, workspace } from './support.js';
+import { expectSessionCapturedExactly, HARNESSES, nodeFor, polarRun, TASK, workspace } from './support.js';
 
 /**
  * All six real harness CLIs, streaming as they do, through `polar run --upstream-kind vllm-tito`: polar
@@ -15,16 +15,6 @@ import { expectSessionCapturedExactly, node22, polarRun, workspace } from './sup
  * sampled ids back into each harness's own stream format, and bridges every turn. The harness must
  * still finish the task, and its main agent's calls must form one faithful trace.
  */
-const TASK = `List the files in this directory with your shell tool, then create ${DEMO_FILE}, then say done.`;
-const HARNESSES: { name: string; needsNode22?: boolean }[] = [
-  { name: 'claude-code' },
-  { name: 'codex' },
-  { name: 'gemini-cli' },
-  { name: 'pi' },
-  { name: 'opencode' },
-  { name: 'qwen-code', needsNode22: true },
-];
-
 let mock: MockServer;
 beforeAll(async () => {
   mock = await startMockServer();
@@ -33,9 +23,9 @@ afterAll(async () => {
   await mock?.close();
 });
 
-describe.each(HARNESSES)('polar run --harness $name --upstream-kind vllm-tito', ({ name, needsNode22 }) => {
-  const node = needsNode22 ? node22() : null;
-  const skip = needsNode22 === true && !node;
+describe.each(HARNESSES)('polar run --harness $name --upstream-kind vllm-tito', (harness) => {
+  const { name } = harness;
+  const { node, skip } = nodeFor(harness);
   it.skipIf(skip)('completes the task; every turn after the first is bridged and the main agent merges into one trace', { timeout: 300_000 }, async () => {
     const w = workspace();
     try {

@@ -4,24 +4,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMockServer, type MockServer } from '../../src/mock-server/server.js';
 import { DEMO_CONTENT, DEMO_FILE } from '../../src/mock-server/script.js';
 import { Store } from '../../src/store/store.js';
-import { expectSessionCapturedExactly, node22, polarRun, workspace } from './support.js';
+import { expectSessionCapturedExactly, HARNESSES, nodeFor, polarRun, TASK, workspace } from './support.js';
 
 /**
  * The real harness CLIs (devDependencies), each run by `polar run` against the mock server: the
  * harness must really carry out the scripted task with its shell tool (the file it writes exists
  * with the right content), and every call must be in the database, token-exact, in the session.
  */
-const TASK = `List the files in this directory with your shell tool, then create ${DEMO_FILE}, then say done.`;
-
-const HARNESSES: { name: string; needsNode22?: boolean }[] = [
-  { name: 'claude-code' },
-  { name: 'codex' },
-  { name: 'gemini-cli' },
-  { name: 'pi' },
-  { name: 'opencode' },
-  { name: 'qwen-code', needsNode22: true },
-];
-
 let mock: MockServer;
 beforeAll(async () => {
   mock = await startMockServer();
@@ -30,10 +19,9 @@ afterAll(async () => {
   await mock?.close();
 });
 
-describe.each(HARNESSES)('polar run --harness $name', ({ name, needsNode22 }) => {
-  const node = needsNode22 ? node22() : null;
-  const skip = needsNode22 && !node;
-  if (skip) console.warn(`skipping ${name}: it needs Node >= 22 and none was found (this is Node ${process.version}; set POLAR_TEST_NODE22 or run npm test, which installs one under .tools/)`);
+describe.each(HARNESSES)('polar run --harness $name', (harness) => {
+  const { name } = harness;
+  const { node, skip } = nodeFor(harness);
 
   it.skipIf(skip)('completes the scripted task with its own shell tool, every call captured exactly', { timeout: 300_000 }, async () => {
     const w = workspace();

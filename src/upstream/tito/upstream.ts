@@ -5,8 +5,8 @@ import { parseUpstreamJson } from '../chat-shape.js';
 import { UpstreamHttp, type UpstreamHttpOptions } from '../http.js';
 import { listModels, normalizeBaseUrl } from '../openai-compatible.js';
 import type { CallContext, CallOutcome, ServedModel, Upstream, UpstreamChunk, UpstreamCompletion, UpstreamKind, UpstreamRequest } from '../types.js';
-import { BridgeUnavailable, bridgeTail, contextKey, findParent, messageKeys, tailAfterTurn, type ChainEntry, type FullRenderReason } from './bridge.js';
-import { ChainMemory } from './chain-memory.js';
+import { BridgeUnavailable, bridgeTail, tailAfterTurn, type ChainEntry, type FullRenderReason } from './bridge.js';
+import { ChainMemory, templateKwargs, type ChainMark } from './chain-memory.js';
 import type { ChatTemplate, TemplateMessage } from './chat-template.js';
 import { requestedMaxTokens, samplingOf, type Generation, type TokenInDialect } from './dialect.js';
 import { ReplyAssembler } from './reply.js';
@@ -27,9 +27,7 @@ export interface TokenInOptions extends UpstreamHttpOptions {
 interface Prepared {
   callId: string;
   promptIds: number[];
-  messagesKey: string;
-  messageCount: number;
-  contextKey: string;
+  mark: ChainMark;
   startsInReasoning: boolean;
   clientLogprobs: boolean;
   stop: readonly string[];
@@ -68,12 +66,9 @@ export class TokenInUpstream implements Upstream {
     const messages = req.body.messages;
     const tools = req.body.tools;
     const kwargs = templateKwargs(req);
-    const keys = messageKeys(messages);
-    const context = contextKey(tools, kwargs);
-    const found = findParent(messages, keys, context, this.bridge ? this.memory.entries(call.sessionId, call.agentId) : []);
+    const { search: found, mark } = this.memory.locate(call, messages, tools, kwargs, this.bridge);
     let built = found.parent ? this.bridged(found.parent, found.replyIndex, messages, tools, kwargs) : null;
-    const reason = found.parent ? 'template-unbridgeable' : found.reason === 'first-call' && this.memory.wasDropped(call.sessionId, call.agentId) ? 'chain-evicted' : found.reason;
-    built ??= this.full(messages, tools, kwargs, reason);
+    built ??= this.full(messages, tools, kwargs, found.parent ? 'template-unbridgeable' : found.reason);
     const { promptIds, opener, render } = built;
     const budget = replyBudget(req, promptIds.length, call.contextWindow ?? null);
     const body = this.dialect.body(promptIds, req, model, this.template.stopIds, budget);
@@ -81,12 +76,10 @@ export class TokenInUpstream implements Upstream {
     this.prepared.set(call.id, {
       callId: call.id,
       promptIds,
-      messagesKey: keys[keys.length - 1]!,
-      messageCount: messages.length,
-      contextKey: context,
+      mark,
       startsInReasoning: this.template.reasons && /<think>\s*$/.test(opener),
       clientLogprobs: req.client.logprobs,
-      stop: samplingOf(req).stop ?? [],
+      stop: samplingOf(req).stop,
       model,
     });
     return { path: this.dialect.path, stream: req.stream, body, text: JSON.stringify(body), render, callId: call.id };
@@ -120,18 +113,7 @@ export class TokenInUpstream implements Upstream {
   settle(call: CallContext, outcome: CallOutcome | null): void {
     const p = this.prepared.get(call.id);
     this.prepared.delete(call.id);
-    if (!p || !outcome) return;
-    const { promptIds, sampledIds } = outcome.tokens;
-    if (!promptIds || !sampledIds) return;
-    this.memory.remember(call.sessionId, call.agentId, {
-      callId: call.id,
-      messagesKey: p.messagesKey,
-      messageCount: p.messageCount,
-      contextKey: p.contextKey,
-      promptIds,
-      sampledIds,
-      reply: outcome.reply,
-    });
+    if (p) this.memory.settle(call, p.mark, outcome);
   }
 
   async complete(req: UpstreamRequest, signal: AbortSignal): Promise<UpstreamCompletion> {
@@ -244,14 +226,6 @@ interface Built {
 function templateError(template: ChatTemplate, err: unknown): PolarError {
   if (err instanceof PolarError) return err;
   return new PolarError('POLAR_BAD_REQUEST', `the chat template (${template.source}) cannot render this request: ${(err as Error).message}`, 400);
-}
-
-/** Template switches: the request's own `chat_template_kwargs`, and the harness's thinking switch. */
-function templateKwargs(req: CanonicalRequest): Record<string, unknown> {
-  const own = req.body.chat_template_kwargs;
-  const kwargs: Record<string, unknown> = own && typeof own === 'object' ? { ...(own as Record<string, unknown>) } : {};
-  if (req.thinking !== undefined) kwargs.enable_thinking = req.thinking;
-  return kwargs;
 }
 
 const UNKNOWN_WINDOW_BUDGET = 4096;

@@ -1,5 +1,5 @@
 import { isRecord } from '../../core/chat.js';
-import { PolarError } from '../../core/errors.js';
+import { throwIfErrorBody } from '../chat-shape.js';
 import { idArray, logprobValue, protocolError } from '../token-fields.js';
 import { samplingOf, type Generation, type TokenInDialect } from '../tito/dialect.js';
 
@@ -18,11 +18,9 @@ export const vllmCompletionsDialect: TokenInDialect = {
     const s = samplingOf(req);
     const body: Record<string, unknown> = { model, prompt: promptIds, stream: req.stream };
     // Without it vLLM's completions endpoint stops after 16 tokens (its default, unlike chat's).
-    if (maxTokens !== null) body.max_tokens = maxTokens;
-    for (const key of ['temperature', 'top_p', 'top_k', 'min_p', 'presence_penalty', 'frequency_penalty', 'repetition_penalty', 'seed'] as const) {
-      if (s[key] !== undefined) body[key] = s[key];
-    }
-    if (s.stop && s.stop.length > 0) body.stop = s.stop;
+    body.max_tokens = maxTokens;
+    Object.assign(body, s.params);
+    if (s.stop.length > 0) body.stop = s.stop;
     body.stop_token_ids = [...stopIds];
     body.logprobs = 0;
     body.return_token_ids = true;
@@ -46,10 +44,7 @@ export const vllmCompletionsDialect: TokenInDialect = {
 };
 
 function firstChoice(json: unknown, required: boolean): Record<string, unknown> | null {
-  if (isRecord(json) && isRecord(json.error)) {
-    const message = typeof json.error.message === 'string' ? json.error.message : JSON.stringify(json.error);
-    throw new PolarError('POLAR_UPSTREAM_STATUS', `upstream error mid-stream: ${message}`, 502);
-  }
+  throwIfErrorBody(json);
   if (!isRecord(json) || !Array.isArray(json.choices)) throw protocolError('upstream reply is not a completion (no choices array)');
   const choice = json.choices[0];
   if (choice === undefined) {
