@@ -33,7 +33,15 @@ export function reportError(err: unknown, json: boolean): void {
     process.stderr.write(`${chalk.red(`error[${code}]`)}: ${message}\n`);
     if (!polar && err instanceof Error && err.stack) process.stderr.write(`${chalk.dim(err.stack)}\n`);
   }
-  process.exitCode = polar && polar.status === 2 ? 2 : 1;
+  process.exitCode = exitCodeFor(err);
+}
+
+/**
+ * Exit codes belong to the CLI, not to errors (a PolarError's status is the HTTP status a harness
+ * would get): 2 for a command used wrongly (fix the flags and run it again), 1 for anything else.
+ */
+export function exitCodeFor(err: unknown): number {
+  return err instanceof PolarError && err.code === 'POLAR_USAGE' ? 2 : 1;
 }
 
 export function printJson(value: unknown): void {

@@ -45,6 +45,6 @@ export function upstreamOptionsFrom(flags: UpstreamFlags): Omit<UpstreamOptions,
 
 function number(value: string, flag: string, min: number, max: number): number {
   const n = Number(value);
-  if (!Number.isFinite(n) || n < min || n > max) throw new PolarError('POLAR_USAGE', `${flag} must be a number from ${min} to ${max}, got ${JSON.stringify(value)}`, 2);
+  if (!Number.isFinite(n) || n < min || n > max) throw new PolarError('POLAR_USAGE', `${flag} must be a number from ${min} to ${max}, got ${JSON.stringify(value)}`);
   return n;
 }

@@ -8,6 +8,7 @@ export type PolarErrorCode =
   | 'POLAR_BODY_TOO_LARGE'
   | 'POLAR_NOT_FOUND'
   | 'POLAR_UNAUTHORIZED'
+  | 'POLAR_FORBIDDEN'
   | 'POLAR_UPSTREAM_CONNECT'
   | 'POLAR_UPSTREAM_HEADERS_TIMEOUT'
   | 'POLAR_UPSTREAM_BODY_TIMEOUT'
@@ -17,6 +18,8 @@ export type PolarErrorCode =
   | 'POLAR_STORE_WRITE'
   | 'POLAR_USAGE'
   | 'POLAR_BRIDGE_CHECK'
+  | 'POLAR_INTERRUPTED'
+  | 'POLAR_EMPTY_EXPORT'
   | 'POLAR_INTERNAL';
 
 export class PolarError extends Error {

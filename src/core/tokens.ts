@@ -13,6 +13,13 @@ export interface CapturedTokens {
   logprobs: number[] | null;
 }
 
+/** Token data carried by one streamed chunk. */
+export interface TokenDelta {
+  promptIds?: number[];
+  sampledIds?: number[];
+  logprobs?: number[];
+}
+
 export const NO_TOKENS: CapturedTokens = Object.freeze({
   source: 'none',
   promptIds: null,

@@ -27,12 +27,12 @@ function isPlaceholder(name: string): name is Placeholder {
 
 /** Throws on `{name}` that is not a placeholder (a typo would otherwise reach the CLI as text). */
 function checkTemplate(template: string): void {
-  if (template.trim() === '') throw new PolarError('POLAR_USAGE', 'the custom harness needs a command template', 2);
+  if (template.trim() === '') throw new PolarError('POLAR_USAGE', 'the custom harness needs a command template');
   for (const m of template.matchAll(PLACEHOLDER)) {
     const name = m[1] ?? '';
     // `${name}` is shell parameter expansion, left to the shell.
     if (template[(m.index ?? 0) - 1] === '$' || isPlaceholder(name)) continue;
-    throw new PolarError('POLAR_USAGE', `unknown placeholder {${name}} in the custom command; known: ${CUSTOM_PLACEHOLDERS.map((p) => `{${p}}`).join(', ')}`, 2);
+    throw new PolarError('POLAR_USAGE', `unknown placeholder {${name}} in the custom command; known: ${CUSTOM_PLACEHOLDERS.map((p) => `{${p}}`).join(', ')}`);
   }
 }
 

@@ -26,11 +26,11 @@ function isHarnessName(name: string): name is HarnessName {
 /** The adapter for a harness name; `custom` is built from `options.command`, its command template. */
 export function getHarness(name: string, options: { command?: string } = {}): Harness {
   if (!isHarnessName(name)) {
-    throw new PolarError('POLAR_USAGE', `unknown harness "${name}"; expected one of: ${HARNESS_NAMES.join(', ')}`, 2);
+    throw new PolarError('POLAR_USAGE', `unknown harness "${name}"; expected one of: ${HARNESS_NAMES.join(', ')}`);
   }
   if (name !== 'custom') return ADAPTERS[name];
   if (options.command === undefined || options.command.trim() === '') {
-    throw new PolarError('POLAR_USAGE', 'the custom harness needs a command template (--command), e.g. "mycli --base {base_url} --model {model} {prompt}"', 2);
+    throw new PolarError('POLAR_USAGE', 'the custom harness needs a command template (--command), e.g. "mycli --base {base_url} --model {model} {prompt}"');
   }
   return createCustomHarness(options.command);
 }

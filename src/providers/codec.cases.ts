@@ -3,6 +3,7 @@ import type { CanonicalRequest, ChatCompletion, ChatCompletionChunk } from '../c
 import { PolarError } from '../core/errors.js';
 import { SseParser, type SseEvent } from '../core/sse/parse.js';
 import { formatSseEvent } from '../core/sse/write.js';
+import { StreamEventReader } from './stream-events.js';
 import type { ProviderCodec } from './types.js';
 
 /** A reply in provider-neutral terms, as a client would read it back from the wire. */
@@ -60,7 +61,8 @@ export function runCodecCases(k: CodecCase): void {
   const decode = (tools: string[] = ['read', 'list']): CanonicalRequest => k.codec.decodeRequest(k.request(tools), { path: k.path });
   const streamOf = (req: CanonicalRequest, input: ChatCompletionChunk[], error?: PolarError) => {
     const s = k.codec.createStream(req, ENC);
-    const text = input.flatMap((ch) => s.push(ch, null)).map(formatSseEvent).join('') + (error ? s.error(error) : s.end().map(formatSseEvent).join(''));
+    const reader = new StreamEventReader(ENC.callId);
+    const text = input.flatMap((ch) => s.push(reader.step(ch, null))).map(formatSseEvent).join('') + (error ? s.error(error) : s.end(reader.counts()).map(formatSseEvent).join(''));
     return new SseParser().push(text);
   };
 

@@ -1,5 +1,6 @@
 import type { ChatCompletionChunk, ChatUsage } from '../core/chat.js';
-import type { TokenDelta } from '../upstream/types.js';
+import type { TokenDelta } from '../core/tokens.js';
+import type { StreamCounts, StreamStep } from './types.js';
 
 /**
  * Canonical chunks as provider-neutral events, in order. vLLM's chunks come in many shapes
@@ -52,8 +53,14 @@ export class StreamEventReader {
     return events;
   }
 
+  /** Reads one chunk into the step the translator and the recorder share. */
+  step(chunk: ChatCompletionChunk, tokens: TokenDelta | null): StreamStep {
+    const events = this.read(chunk, tokens);
+    return { chunk, tokens, events, counts: this.counts() };
+  }
+
   /** Token counts so far: captured ids when present, else the server's usage chunk. */
-  counts(): { promptTokens: number; completionTokens: number } {
+  counts(): StreamCounts {
     return {
       promptTokens: this.promptTokens ?? this.usage?.prompt_tokens ?? 0,
       completionTokens: this.completionTokens || (this.usage?.completion_tokens ?? 0),

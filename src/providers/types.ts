@@ -1,8 +1,8 @@
 import type { CanonicalRequest, ChatCompletion, ChatCompletionChunk, ProviderName } from '../core/chat.js';
 import type { PolarError } from '../core/errors.js';
 import type { SseEvent } from '../core/sse/parse.js';
-import type { CapturedTokens } from '../core/tokens.js';
-import type { TokenDelta } from '../upstream/types.js';
+import type { CapturedTokens, TokenDelta } from '../core/tokens.js';
+import type { StreamEvent } from './stream-events.js';
 
 /** An HTTP error reply in the caller's own provider shape. */
 export interface ErrorReply {
@@ -33,18 +33,45 @@ export interface EncodeContext {
   created: number;
 }
 
+/** Token counts of a stream so far: captured ids when present, else the server's usage chunk. */
+export interface StreamCounts {
+  promptTokens: number;
+  completionTokens: number;
+}
+
 /**
- * Turns one call's canonical chunks into the provider's events. State (open blocks, tool-call
- * indexes, sequence numbers) lives in the instance, one per call. `end()` returns the closing
- * events, which the proxy releases only after the call's record is committed.
+ * One upstream chunk, read once (stream-events.ts): the chunk, its token data, the provider-neutral
+ * events it holds (tool-call ids already minted), and the counts so far. The proxy hands the same
+ * step to the codec's translator and to the call's recorder.
+ */
+export interface StreamStep {
+  chunk: ChatCompletionChunk;
+  tokens: TokenDelta | null;
+  events: readonly StreamEvent[];
+  counts: StreamCounts;
+}
+
+/**
+ * Turns one call's stream steps into the provider's events. State (open blocks, tool-call indexes,
+ * sequence numbers) lives in the instance, one per call. `end()` returns the closing events, which
+ * the proxy releases only after the call's record is committed.
  */
 export interface StreamTranslator {
-  push(chunk: ChatCompletionChunk, tokens: TokenDelta | null): SseEvent[];
-  end(): SseEvent[];
+  push(step: StreamStep): SseEvent[];
+  end(counts: StreamCounts): SseEvent[];
   /** The bytes that report a failure after the response headers went out (in-stream error). */
   error(err: PolarError): string;
   /** What keeps this stream alive for the harness's idle watchdog while nothing else flows. */
   keepAlive(): string;
+}
+
+/** A provider's token-counting endpoint (Anthropic `count_tokens`, Gemini `countTokens`). */
+export interface CountTokensShape {
+  /** The request to decode, from the endpoint's body (Gemini may wrap it). */
+  request(body: unknown): unknown;
+  /** The provider path of the model call the count stands for (model names live in Gemini paths). */
+  path(apiPath: string): string;
+  reply(count: number): unknown;
 }
 
 /** One provider API: pure functions from its wire format to the canonical one and back. */
@@ -55,4 +82,6 @@ export interface ProviderCodec {
   encodeResponse(done: ChatCompletion, req: CanonicalRequest, tokens: CapturedTokens, ctx: EncodeContext): unknown;
   createStream(req: CanonicalRequest, ctx: EncodeContext): StreamTranslator;
   renderError(err: PolarError): ErrorReply;
+  /** Null for APIs without a token-counting endpoint. */
+  readonly countTokens: CountTokensShape | null;
 }

@@ -92,6 +92,19 @@ export class CallRecord {
     };
   }
 
+  /**
+   * Writes what a streaming call has received so far, so a crash keeps it (the row is marked
+   * `interrupted` later). Best effort: a failed checkpoint never disturbs the reply.
+   */
+  checkpoint(tokens: CapturedTokens, reply: string): void {
+    if (!this.begun || this.ended) return;
+    try {
+      this.store.requests.checkpoint(this.start.id, tokens, this.scrub(reply) ?? '');
+    } catch {
+      // the final write reports store failures; a missed checkpoint only loses crash coverage
+    }
+  }
+
   /** Completes the row; throws PolarError('POLAR_STORE_WRITE') when the database refuses. */
   end(end: Omit<RequestEnd, 'endedAt' | 'tokenError'> & { usageCounts?: { promptTokens?: number; completionTokens?: number } }): void {
     if (this.ended) return;

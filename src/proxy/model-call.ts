@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { CanonicalRequest, ChatCompletionChunk, ChatUsage } from '../core/chat.js';
+import type { CanonicalRequest, ChatUsage } from '../core/chat.js';
 import { PolarError } from '../core/errors.js';
 import { formatSseEvent } from '../core/sse/write.js';
 import type { SseEvent } from '../core/sse/parse.js';
@@ -7,13 +7,17 @@ import { normalizeRequest } from '../providers/normalize.js';
 import { replyView } from '../providers/reply-view.js';
 import { StreamEventReader } from '../providers/stream-events.js';
 import type { DecodeContext, EncodeContext, ProviderCodec } from '../providers/types.js';
-import { TokenAccumulator } from '../upstream/accumulate.js';
 import type { CallOutcome, Upstream, UpstreamRequest } from '../upstream/types.js';
-import { readBody } from './body.js';
+import { parseJsonBody, readBody } from './body.js';
 import type { CallRecord } from './call-record.js';
-import { AssistantMessageBuilder, assistantMessageOf } from './assistant-message.js';
+import { assistantMessageOf } from './assistant-message.js';
 import { KeepAlive } from './keepalive.js';
+import { renderError, sendError } from './render-error.js';
 import { sendJson, toPolarError } from './reply.js';
+import { StreamCollector } from './stream-collector.js';
+
+/** A streaming call writes what it has received so far at most this often (see RequestsTable.checkpoint). */
+const CHECKPOINT_EVERY_MS = 1000;
 
 export interface ModelCallContext {
   upstream: Upstream;
@@ -130,10 +134,10 @@ async function streamCall({ res, call, ctx, canonical, upstreamReq, signal }: Ca
     if (!res.writableEnded) res.write(translator.keepAlive());
   });
   keepAlive.start();
-  const accumulator = new TokenAccumulator(ctx.upstream.capturesTokens ? 'upstream' : 'none');
-  const seen: StreamFacts = { finishReason: null, usage: null, model: null };
-  const message = new AssistantMessageBuilder();
-  const events = new StreamEventReader(call.id);
+  // Each chunk is read once, into a step the codec translates and the collector records.
+  const reader = new StreamEventReader(call.id);
+  const collected = new StreamCollector(ctx.upstream.capturesTokens);
+  let checkpointed = Date.now();
   const write = async (events: SseEvent[]) => {
     if (events.length === 0) return;
     const text = events.length === 1 ? formatSseEvent(events[0]!) : events.map(formatSseEvent).join('');
@@ -143,23 +147,26 @@ async function streamCall({ res, call, ctx, canonical, upstreamReq, signal }: Ca
   };
   try {
     for await (const { chunk, tokens } of chunks) {
-      accumulator.add(tokens);
-      message.add(events.read(chunk, tokens));
-      noteChunk(seen, chunk);
-      await write(translator.push(chunk, tokens));
+      const step = reader.step(chunk, tokens);
+      collected.add(step);
+      await write(translator.push(step));
+      if (Date.now() - checkpointed >= CHECKPOINT_EVERY_MS) {
+        checkpointed = Date.now();
+        call.checkpoint(collected.tokensSoFar(), sent.join(''));
+      }
     }
-    const closing = translator.end().map(formatSseEvent).join('');
-    const tokens = accumulator.result();
-    const reply = message.build();
+    const closing = translator.end(reader.counts()).map(formatSseEvent).join('');
+    const tokens = collected.tokensSoFar();
+    const reply = collected.message();
     // Committed before the closing events (`data: [DONE]`) are released.
     call.end({
       status: 'ok',
       httpStatus: 200,
       reply: sent.join('') + closing,
-      finishReason: seen.finishReason,
-      usage: seen.usage,
-      usageCounts: reportedUsage(seen.usage),
-      servedModel: seen.model,
+      finishReason: collected.finishReason,
+      usage: collected.usage,
+      usageCounts: reportedUsage(collected.usage),
+      servedModel: collected.model,
       tokens,
       assistantMessage: reply,
     });
@@ -180,27 +187,14 @@ async function streamCall({ res, call, ctx, canonical, upstreamReq, signal }: Ca
       reply: sent.join('') + tail,
       error: aborted ? 'harness disconnected mid-stream' : error.message,
       errorCode: error.code,
-      finishReason: seen.finishReason,
-      usage: seen.usage,
-      servedModel: seen.model,
-      tokens: accumulator.result(),
+      finishReason: collected.finishReason,
+      usage: collected.usage,
+      servedModel: collected.model,
+      tokens: collected.tokensSoFar(),
     });
     if (!res.writableEnded) res.end(tail);
     return null;
   }
-}
-
-interface StreamFacts {
-  finishReason: string | null;
-  usage: ChatUsage | null;
-  model: string | null;
-}
-
-function noteChunk(seen: StreamFacts, chunk: ChatCompletionChunk): void {
-  if (!seen.model && typeof chunk.model === 'string') seen.model = chunk.model;
-  const finish = chunk.choices[0]?.finish_reason;
-  if (finish) seen.finishReason = finish;
-  if (chunk.usage) seen.usage = chunk.usage;
 }
 
 function encodeContext(call: CallRecord): EncodeContext {
@@ -213,14 +207,6 @@ function reportedUsage(usage: ChatUsage | null | undefined): { promptTokens?: nu
   if (typeof usage.prompt_tokens === 'number') out.promptTokens = usage.prompt_tokens;
   if (typeof usage.completion_tokens === 'number') out.completionTokens = usage.completion_tokens;
   return out;
-}
-
-function parseJsonBody(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch (err) {
-    throw new PolarError('POLAR_BAD_REQUEST', `request body is not valid JSON: ${(err as Error).message}`, 400);
-  }
 }
 
 /** An error before any reply bytes: the harness gets its provider's error shape and the call a row. */
@@ -236,20 +222,19 @@ function failBeforeHeaders(
     if (!res.writableEnded) res.end();
     return;
   }
-  const reply = codec.renderError(error);
-  const text = JSON.stringify(reply.body);
+  const reply = renderError(codec, error);
   const aborted = error.code === 'POLAR_CLIENT_ABORTED';
   if (!call.isEnded) {
     call.begin({ originalRequest: bodyText });
     recordQuietly(call, {
       status: aborted ? 'aborted' : 'error',
       httpStatus: aborted ? null : reply.status,
-      reply: aborted ? null : text,
+      reply: aborted ? null : reply.text,
       error: error.message,
       errorCode: error.code,
     });
   }
-  if (!aborted) sendJson(res, reply.status, text);
+  if (!aborted) sendError(res, reply);
   else if (!res.writableEnded) res.destroy();
 }
 

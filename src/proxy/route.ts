@@ -16,7 +16,8 @@ export type Route =
   | { kind: 'health'; apiPath: string; pathSession: string | null }
   | { kind: 'probe'; apiPath: string; pathSession: string | null }
   | { kind: 'detect'; apiPath: string; pathSession: string | null }
-  | { kind: 'not-found'; apiPath: string; pathSession: string | null; methodNotAllowed: boolean };
+  /** `provider`: the API the path belongs to, so the error comes in that API's shape. */
+  | { kind: 'not-found'; provider: ProviderName; apiPath: string; pathSession: string | null; methodNotAllowed: boolean };
 
 export const SUPPORTED_ROUTES: readonly string[] = [
   'POST /v1/chat/completions',
@@ -86,7 +87,19 @@ export function detectProvider(headers: IncomingHttpHeaders, body: unknown): Pro
 }
 
 function notFound(base: { apiPath: string; pathSession: string | null }, methodNotAllowed: boolean): Route {
-  return { kind: 'not-found', ...base, methodNotAllowed };
+  return { kind: 'not-found', provider: providerOfPath(base.apiPath), ...base, methodNotAllowed };
+}
+
+/**
+ * The API a path belongs to, for answering a wrong method or an unknown path in that API's error
+ * shape: Anthropic under `/messages`, Google under `/v1beta` or `/v1alpha` (or a `:method` model
+ * path), Responses under `/responses`, else OpenAI's.
+ */
+export function providerOfPath(path: string): ProviderName {
+  if (/\/messages(\/|$)/.test(path)) return 'anthropic-messages';
+  if (/\/(v1beta|v1alpha)(\/|$)/.test(path) || /\/models\/[^/]+:[A-Za-z]+$/.test(path)) return 'google-generate-content';
+  if (/\/responses(\/|$)/.test(path)) return 'openai-responses';
+  return 'openai-chat';
 }
 
 function safeDecode(segment: string): string {

@@ -10,6 +10,11 @@ export interface OpenDbOptions {
   /** Wait this long for another polar process's write lock before failing (ms). */
   busyTimeoutMs?: number;
   readonly?: boolean;
+  /**
+   * Open an existing file for writing without creating, tuning or migrating it: for reconciling
+   * crashed processes' rows before a read-only command reads it.
+   */
+  reconcileOnly?: boolean;
 }
 
 /**
@@ -19,10 +24,20 @@ export interface OpenDbOptions {
  * migrations up to the current schema. A new file is created 0600: it holds prompts and replies.
  */
 export function openDb(file: string, options: OpenDbOptions = {}): Db {
+  if (options.reconcileOnly) {
+    const db = new Database(file, { fileMustExist: true });
+    db.pragma('busy_timeout = 2000');
+    const version = db.pragma('user_version', { simple: true }) as number;
+    if (version > MIGRATIONS.length) {
+      db.close();
+      throw newerSchema(file, version);
+    }
+    return db;
+  }
   const inMemory = file === ':memory:';
   if (!inMemory && !options.readonly) createPrivateFile(file);
   if (!inMemory && options.readonly && !fs.existsSync(file)) {
-    throw new PolarError('POLAR_USAGE', `no polar database at ${file}; pass --db FILE or set POLAR_DB`, 2);
+    throw new PolarError('POLAR_USAGE', `no polar database at ${file}; pass --db FILE or set POLAR_DB`);
   }
   const db = new Database(file, { readonly: options.readonly ?? false, fileMustExist: options.readonly ?? false });
   db.pragma(`busy_timeout = ${Math.max(0, Math.floor(options.busyTimeoutMs ?? 10_000))}`);
@@ -56,14 +71,28 @@ export function migrate(db: Db): number {
   });
   let version = db.pragma('user_version', { simple: true }) as number;
   if (version > MIGRATIONS.length) throw newerSchema(db.name, version);
-  for (let i = version; i < MIGRATIONS.length; i++) step.immediate(i);
+  if (version === MIGRATIONS.length) return version;
+  // Rebuilding a table (the only way SQLite changes a constraint) drops the old one, which with
+  // foreign keys on would first delete its rows' children; the pragma is a no-op inside a
+  // transaction, so it is switched here, around the steps, and the keys are checked after each.
+  const keys = db.pragma('foreign_keys', { simple: true }) as number;
+  db.pragma('foreign_keys = OFF');
+  try {
+    for (let i = version; i < MIGRATIONS.length; i++) {
+      step.immediate(i);
+      const broken = db.pragma('foreign_key_check') as unknown[];
+      if (broken.length > 0) throw new PolarError('POLAR_STORE_WRITE', `migration ${i + 1} left ${broken.length} rows with a missing parent`);
+    }
+  } finally {
+    db.pragma(`foreign_keys = ${keys ? 'ON' : 'OFF'}`);
+  }
   version = db.pragma('user_version', { simple: true }) as number;
   return version;
 }
 
-export function closeDb(db: Db): void {
+export function closeDb(db: Db, options: { checkpoint?: boolean } = {}): void {
   if (!db.open) return;
-  if (!db.readonly) {
+  if (!db.readonly && options.checkpoint !== false) {
     try {
       db.pragma('wal_checkpoint(TRUNCATE)');
     } catch {
@@ -86,7 +115,5 @@ function createPrivateFile(file: string): void {
 function newerSchema(file: string, version: number): PolarError {
   return new PolarError(
     'POLAR_USAGE',
-    `${file} has schema version ${version}, newer than this polar understands (${MIGRATIONS.length}); upgrade polar`,
-    2,
-  );
+    `${file} has schema version ${version}, newer than this polar understands (${MIGRATIONS.length}); upgrade polar`);
 }

@@ -74,4 +74,106 @@ export const MIGRATIONS: readonly string[] = [
    ALTER TABLE requests ADD COLUMN parent_call_id TEXT;
    ALTER TABLE requests ADD COLUMN render_reason TEXT;
    ALTER TABLE requests ADD COLUMN rendered_tokens INTEGER;`,
+  // 4: who wrote each row, and the `interrupted` status. A process registers itself in `owners`
+  // (host, pid, boot id, start ticks) and stamps the sessions and calls it creates; a later process
+  // on the same host that finds the owner gone marks its unfinished rows `interrupted`, keeping
+  // whatever tokens arrived. SQLite cannot change a CHECK constraint in place, so both tables are
+  // rebuilt (foreign keys are off while migrations run; see db.ts). Rows left unfinished by
+  // versions that recorded no owner are reconciled here when they are over an hour old.
+  `
+  CREATE TABLE owners (
+    id          INTEGER PRIMARY KEY,
+    host        TEXT NOT NULL,
+    pid         INTEGER NOT NULL,
+    boot_id     TEXT,
+    start_ticks INTEGER,
+    started_at  INTEGER NOT NULL,
+    command     TEXT,
+    ended_at    INTEGER
+  );
+
+  CREATE TABLE sessions_v4 (
+    id              TEXT PRIMARY KEY,
+    created_at      INTEGER NOT NULL,
+    ended_at        INTEGER,
+    harness         TEXT,
+    harness_version TEXT,
+    cwd             TEXT,
+    upstream_url    TEXT,
+    served_model    TEXT,
+    status          TEXT NOT NULL DEFAULT 'active'
+                    CHECK (status IN ('active', 'completed', 'failed', 'timeout', 'aborted', 'interrupted')),
+    metadata        TEXT NOT NULL DEFAULT '{}',
+    owner_id        INTEGER REFERENCES owners(id)
+  );
+  INSERT INTO sessions_v4 (id, created_at, ended_at, harness, harness_version, cwd, upstream_url, served_model, status, metadata)
+    SELECT id, created_at, ended_at, harness, harness_version, cwd, upstream_url, served_model, status, metadata FROM sessions;
+  DROP TABLE sessions;
+  ALTER TABLE sessions_v4 RENAME TO sessions;
+  CREATE INDEX sessions_active ON sessions(owner_id) WHERE status = 'active';
+
+  CREATE TABLE requests_v4 (
+    id                  TEXT PRIMARY KEY,
+    session_id          TEXT NOT NULL REFERENCES sessions(id),
+    agent_id            TEXT NOT NULL DEFAULT 'main',
+    seq                 INTEGER NOT NULL,
+    provider            TEXT NOT NULL,
+    method              TEXT NOT NULL,
+    path                TEXT NOT NULL,
+    started_at          INTEGER NOT NULL,
+    ended_at            INTEGER,
+    status              TEXT NOT NULL DEFAULT 'in_progress'
+                        CHECK (status IN ('in_progress', 'ok', 'error', 'aborted', 'interrupted')),
+    http_status         INTEGER,
+    streamed            INTEGER NOT NULL DEFAULT 0,
+    request_headers     TEXT,
+    reply               TEXT,
+    error               TEXT,
+    error_code          TEXT,
+    finish_reason       TEXT,
+    usage               TEXT,
+    requested_model     TEXT,
+    served_model        TEXT,
+    token_source        TEXT NOT NULL DEFAULT 'none' CHECK (token_source IN ('upstream', 'none')),
+    prompt_ids          BLOB,
+    sampled_ids         BLOB,
+    logprobs            BLOB,
+    prompt_token_count  INTEGER,
+    sampled_token_count INTEGER,
+    token_error         TEXT,
+    assistant_message   TEXT,
+    tool_count          INTEGER,
+    prompt_render       TEXT CHECK (prompt_render IN ('bridged', 'full')),
+    parent_call_id      TEXT,
+    render_reason       TEXT,
+    rendered_tokens     INTEGER,
+    owner_id            INTEGER REFERENCES owners(id),
+    UNIQUE (session_id, seq)
+  );
+  INSERT INTO requests_v4 (id, session_id, agent_id, seq, provider, method, path, started_at, ended_at, status, http_status,
+                           streamed, request_headers, reply, error, error_code, finish_reason, usage, requested_model,
+                           served_model, token_source, prompt_ids, sampled_ids, logprobs, prompt_token_count,
+                           sampled_token_count, token_error, assistant_message, tool_count, prompt_render,
+                           parent_call_id, render_reason, rendered_tokens)
+    SELECT id, session_id, agent_id, seq, provider, method, path, started_at, ended_at, status, http_status,
+           streamed, request_headers, reply, error, error_code, finish_reason, usage, requested_model,
+           served_model, token_source, prompt_ids, sampled_ids, logprobs, prompt_token_count,
+           sampled_token_count, token_error, assistant_message, tool_count, prompt_render,
+           parent_call_id, render_reason, rendered_tokens FROM requests;
+  DROP TABLE requests;
+  ALTER TABLE requests_v4 RENAME TO requests;
+  CREATE INDEX requests_started ON requests(started_at);
+  CREATE INDEX requests_in_progress ON requests(owner_id) WHERE status = 'in_progress';
+
+  UPDATE requests SET status = 'interrupted',
+                      ended_at = COALESCE(ended_at, started_at),
+                      error = COALESCE(error, 'the polar process serving this call ended before it finished (found when upgrading the database)'),
+                      error_code = COALESCE(error_code, 'POLAR_INTERRUPTED')
+   WHERE status = 'in_progress' AND started_at < CAST(strftime('%s', 'now') AS INTEGER) * 1000 - 3600000;
+  UPDATE sessions SET status = 'interrupted', ended_at = COALESCE(ended_at, created_at)
+   WHERE status = 'active'
+     AND COALESCE((SELECT MAX(started_at) FROM requests r WHERE r.session_id = sessions.id), created_at)
+         < CAST(strftime('%s', 'now') AS INTEGER) * 1000 - 3600000;
+  `,
 ];
+

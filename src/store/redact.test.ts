@@ -10,9 +10,12 @@ describe('redaction', () => {
     'proxy-authorization': 'Basic dXNlcjpwYXNz',
     'content-type': 'application/json',
     'x-claude-code-session-id': 'abc',
+    'x-auth-token': 'tok-1234567890',
+    'openai-api-key': 'sk-proj-0987654321',
+    'x-stainless-retry-count': '0',
   };
 
-  it('replaces every secret header and keeps the rest', () => {
+  it('replaces every header whose name says secret (auth, key, token, secret, password, cookie, session) and keeps the rest', () => {
     expect(redactHeaders(headers)).toEqual({
       authorization: '[redacted]',
       'x-api-key': '[redacted]',
@@ -20,8 +23,18 @@ describe('redaction', () => {
       cookie: '[redacted]',
       'proxy-authorization': '[redacted]',
       'content-type': 'application/json',
-      'x-claude-code-session-id': 'abc',
+      'x-claude-code-session-id': '[redacted]',
+      'x-auth-token': '[redacted]',
+      'openai-api-key': '[redacted]',
+      'x-stainless-retry-count': '0',
     });
+    expect(redactHeaders({ 'X-Client-Secret': 's', 'x-db-password': 'p', 'keep-alive': 'timeout=5' })).toEqual({ 'x-client-secret': '[redacted]', 'x-db-password': '[redacted]', 'keep-alive': 'timeout=5' });
+  });
+
+  it('scrubs the values of credential headers from bodies, but not session ids (they are not credentials)', () => {
+    const secrets = secretValues({ 'x-auth-token': 'tok-1234567890', 'openai-api-key': 'sk-proj-0987654321', 'x-session-id': 'ses-123456789' });
+    expect(secrets).toEqual(expect.arrayContaining(['tok-1234567890', 'sk-proj-0987654321']));
+    expect(secrets).not.toContain('ses-123456789');
   });
 
   it('scrubs secret values that appear elsewhere (a body echoing the key, a ?key= query)', () => {
@@ -35,5 +48,6 @@ describe('redaction', () => {
       '/v1beta/models/m:streamGenerateContent?alt=sse&key=%5Bredacted%5D',
     );
     expect(redactPath('/v1/chat/completions')).toBe('/v1/chat/completions');
+    expect(redactPath('/v1/x?access_token=abc&client_secret=def&session_id=s1&alt=sse')).toBe('/v1/x?access_token=%5Bredacted%5D&client_secret=%5Bredacted%5D&session_id=%5Bredacted%5D&alt=sse');
   });
 });

@@ -1,54 +1,52 @@
 /**
- * Secrets never reach the database or a log. Headers are matched by name; the values seen in
- * them are also scrubbed from bodies and paths, so a harness that echoes its key elsewhere
- * (a query string, a body field) does not leak it either.
+ * Secrets never reach the database or a log. Headers and query parameters are matched by name:
+ * any name containing auth, key, token, secret, passw(ord), credential, cookie or session is
+ * redacted, so a harness's own credential header (`x-auth-token`, `openai-api-key`, …) is covered
+ * without a list to keep current. The values of credential-bearing ones are also scrubbed from
+ * bodies and paths, so a harness that echoes its key elsewhere does not leak it either. Session
+ * identifiers are redacted where they are named but not scrubbed from bodies: they are not
+ * credentials, and scrubbing them would change the request polar records as sent.
  */
 
-export const SECRET_HEADERS: ReadonlySet<string> = new Set([
-  'authorization',
-  'proxy-authorization',
-  'x-api-key',
-  'x-goog-api-key',
-  'api-key',
-  'cookie',
-  'set-cookie',
-  'x-polar-auth-token',
-]);
-
-/** Query parameters that carry credentials (Google's SDKs put the API key in `?key=`). */
-const SECRET_QUERY_PARAMS: ReadonlySet<string> = new Set(['key', 'api_key', 'apikey', 'access_token', 'token']);
+const SECRET_NAME = /auth|key|token|secret|passw|credential|cookie|session/i;
+const CREDENTIAL_NAME = /auth|key|token|secret|passw|credential|cookie/i;
 
 export const REDACTED = '[redacted]';
 
 export type HeaderBag = Record<string, string | string[] | undefined>;
+
+/** Whether a header or query parameter of this name is stored as `[redacted]`. */
+export function isSecretName(name: string): boolean {
+  return SECRET_NAME.test(name);
+}
 
 export function redactHeaders(headers: HeaderBag): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [name, value] of Object.entries(headers)) {
     if (value === undefined) continue;
     const lower = name.toLowerCase();
-    out[lower] = SECRET_HEADERS.has(lower) ? REDACTED : Array.isArray(value) ? value.join(', ') : value;
+    out[lower] = isSecretName(lower) ? REDACTED : Array.isArray(value) ? value.join(', ') : value;
   }
   return out;
 }
 
-/** The secret values a request carries, for scrubbing them from other fields. Short values are ignored. */
+/** The credential values a request carries, for scrubbing them from other fields. Short values are ignored. */
 export function secretValues(headers: HeaderBag, url?: string): string[] {
   const values = new Set<string>();
   const add = (v: string) => {
-    const bearer = /^(bearer|basic)\s+/i.exec(v);
-    const raw = bearer ? v.slice(bearer[0].length) : v;
+    const scheme = /^(bearer|basic)\s+/i.exec(v);
+    const raw = scheme ? v.slice(scheme[0].length) : v;
     if (raw.length >= 8) values.add(raw);
   };
   for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined || !SECRET_HEADERS.has(name.toLowerCase())) continue;
+    if (value === undefined || !CREDENTIAL_NAME.test(name)) continue;
     for (const v of Array.isArray(value) ? value : [value]) add(v);
   }
   if (url) {
     const q = url.indexOf('?');
     if (q >= 0) {
       for (const [name, value] of new URLSearchParams(url.slice(q + 1))) {
-        if (SECRET_QUERY_PARAMS.has(name.toLowerCase())) add(value);
+        if (CREDENTIAL_NAME.test(name)) add(value);
       }
     }
   }
@@ -63,14 +61,14 @@ export function scrubSecrets(text: string, secrets: readonly string[]): string {
   return out;
 }
 
-/** A request path with credential query parameters replaced. */
+/** A request path with secret-named query parameters replaced. */
 export function redactPath(url: string): string {
   const q = url.indexOf('?');
   if (q < 0) return url;
   const params = new URLSearchParams(url.slice(q + 1));
   let changed = false;
   for (const name of [...params.keys()]) {
-    if (SECRET_QUERY_PARAMS.has(name.toLowerCase())) {
+    if (isSecretName(name)) {
       params.set(name, REDACTED);
       changed = true;
     }

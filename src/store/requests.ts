@@ -2,7 +2,8 @@ import type { CapturedTokens, TokenSource } from '../core/tokens.js';
 import type { Db } from './db.js';
 import { packFloat64, packUint32, unpackFloat64, unpackUint32 } from './tokens.js';
 
-export type RequestStatus = 'in_progress' | 'ok' | 'error' | 'aborted';
+/** `interrupted`: the process serving it ended first (see owners.ts); tokens checkpointed so far are kept. */
+export type RequestStatus = 'in_progress' | 'ok' | 'error' | 'aborted' | 'interrupted';
 
 /** What is known when a call arrives. */
 export interface RequestStart {
@@ -35,7 +36,7 @@ export interface PromptRenderRecord {
 /** What is known when it ends, successfully or not. */
 export interface RequestEnd {
   endedAt: number;
-  status: Exclude<RequestStatus, 'in_progress'>;
+  status: Exclude<RequestStatus, 'in_progress' | 'interrupted'>;
   httpStatus: number | null;
   reply: string | null;
   error?: string | null;
@@ -127,18 +128,27 @@ export class RequestsTable {
   private readonly getStmt;
   private readonly endWithBodies;
   private readonly tokensStmt;
+  private readonly checkpointStmt;
 
-  constructor(db: Db) {
+  constructor(
+    db: Db,
+    private readonly ownerId: number | null = null,
+  ) {
     this.beginStmt = db.prepare(
       `INSERT INTO requests (id, session_id, agent_id, seq, provider, method, path, started_at, streamed,
                              request_headers, requested_model, served_model,
-                             prompt_render, parent_call_id, render_reason, rendered_tokens, tool_count)
+                             prompt_render, parent_call_id, render_reason, rendered_tokens, tool_count, owner_id)
        VALUES (@id, @sessionId, @agentId,
                (SELECT COALESCE(MAX(seq), 0) + 1 FROM requests WHERE session_id = @sessionId),
                @provider, @method, @path, @startedAt, @streamed,
                @requestHeaders, @requestedModel, @servedModel,
-               @promptRender, @parentCallId, @renderReason, @renderedTokens, @toolCount)
+               @promptRender, @parentCallId, @renderReason, @renderedTokens, @toolCount, @ownerId)
        RETURNING seq`,
+    );
+    this.checkpointStmt = db.prepare(
+      `UPDATE requests SET token_source = @tokenSource, prompt_ids = @promptIds, sampled_ids = @sampledIds, logprobs = @logprobs,
+                           prompt_token_count = @promptTokenCount, sampled_token_count = @sampledTokenCount, reply = @reply
+        WHERE id = @id AND status = 'in_progress'`,
     );
     this.endStmt = db.prepare(
       `UPDATE requests SET ${Object.entries(END_COLUMNS)
@@ -187,12 +197,22 @@ export class RequestsTable {
       renderReason: start.render?.reason ?? null,
       renderedTokens: start.render?.renderedTokens ?? null,
       toolCount: start.toolCount ?? null,
+      ownerId: this.ownerId,
     }) as { seq: number };
     return row.seq;
   }
 
   writeBodies(id: string, bodies: RequestBodies): void {
     this.bodiesStmt.run(id, bodies.originalRequest, bodies.upstreamRequest);
+  }
+
+  /**
+   * What a streaming call has received so far (tokens and the reply text the harness was sent),
+   * written while it is still in progress: if the process dies, the row keeps them and is later
+   * marked `interrupted` (owners.ts). Never trainable, since the call did not finish.
+   */
+  checkpoint(id: string, tokens: CapturedTokens, reply: string): void {
+    this.checkpointStmt.run({ id, reply, ...tokenColumns(tokens) });
   }
 
   /** Completes a call's row; with `bodies`, writes them in the same transaction. */
@@ -213,12 +233,7 @@ export class RequestsTable {
       finishReason: end.finishReason ?? null,
       usage: end.usage === undefined || end.usage === null ? null : JSON.stringify(end.usage),
       servedModel: end.servedModel ?? null,
-      tokenSource: tokens?.source ?? 'none',
-      promptIds: tokens?.promptIds ? packUint32(tokens.promptIds) : null,
-      sampledIds: tokens?.sampledIds ? packUint32(tokens.sampledIds) : null,
-      logprobs: tokens?.logprobs ? packFloat64(tokens.logprobs) : null,
-      promptTokenCount: tokens?.promptIds?.length ?? null,
-      sampledTokenCount: tokens?.sampledIds?.length ?? null,
+      ...tokenColumns(tokens),
       tokenError: end.tokenError ?? null,
       assistantMessage: end.assistantMessage === undefined || end.assistantMessage === null ? null : JSON.stringify(end.assistantMessage),
     });
@@ -262,6 +277,17 @@ export class RequestsTable {
       logprobs: unpackFloat64(raw.logprobs),
     };
   }
+}
+
+function tokenColumns(tokens: CapturedTokens | undefined) {
+  return {
+    tokenSource: tokens?.source ?? 'none',
+    promptIds: tokens?.promptIds ? packUint32(tokens.promptIds) : null,
+    sampledIds: tokens?.sampledIds ? packUint32(tokens.sampledIds) : null,
+    logprobs: tokens?.logprobs ? packFloat64(tokens.logprobs) : null,
+    promptTokenCount: tokens?.promptIds?.length ?? null,
+    sampledTokenCount: tokens?.sampledIds?.length ?? null,
+  };
 }
 
 export interface CallTokenRow {

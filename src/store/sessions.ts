@@ -1,6 +1,7 @@
 import type { Db } from './db.js';
 
-export type SessionStatus = 'active' | 'completed' | 'failed' | 'timeout' | 'aborted';
+/** `interrupted`: the process that ran it ended without closing it (killed, crashed); see owners.ts. */
+export type SessionStatus = 'active' | 'completed' | 'failed' | 'timeout' | 'aborted' | 'interrupted';
 
 export interface SessionFields {
   harness?: string | null;
@@ -70,11 +71,16 @@ export class SessionsTable {
   /** Ids this process has already ensured, so the hot path skips the INSERT OR IGNORE. */
   private readonly known = new Set<string>();
 
-  constructor(private readonly db: Db) {
-    this.insertStmt = db.prepare(
-      `INSERT OR IGNORE INTO sessions (id, created_at, harness, harness_version, cwd, upstream_url, served_model, metadata)
-       VALUES (@id, @createdAt, @harness, @harnessVersion, @cwd, @upstreamUrl, @servedModel, @metadata)`,
-    );
+  constructor(
+    private readonly db: Db,
+    private readonly ownerId: number | null = null,
+  ) {
+    this.insertStmt = db.readonly
+      ? null
+      : db.prepare(
+          `INSERT OR IGNORE INTO sessions (id, created_at, harness, harness_version, cwd, upstream_url, served_model, metadata, owner_id)
+           VALUES (@id, @createdAt, @harness, @harnessVersion, @cwd, @upstreamUrl, @servedModel, @metadata, @ownerId)`,
+        );
     this.getStmt = db.prepare('SELECT * FROM sessions WHERE id = ?');
     this.endStmt = db.prepare(
       `UPDATE sessions SET status = @status, ended_at = @endedAt WHERE id = @id AND status = 'active'`,
@@ -87,7 +93,9 @@ export class SessionsTable {
   /** Creates the session if it does not exist; returns true when this call created it. */
   ensure(id: string, fields: SessionFields = {}): boolean {
     if (this.known.has(id)) return false;
+    if (!this.insertStmt) throw new Error('this store was opened read-only');
     const info = this.insertStmt.run({
+      ownerId: this.ownerId,
       id,
       createdAt: Date.now(),
       harness: fields.harness ?? null,

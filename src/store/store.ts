@@ -1,23 +1,73 @@
-import { closeDb, openDb, type Db, type OpenDbOptions } from './db.js';
+import fs from 'node:fs';
+import { closeDb, migrate, openDb, type Db, type OpenDbOptions } from './db.js';
+import { MIGRATIONS } from './migrations.js';
+import { OwnersTable, type ReconcileResult } from './owners.js';
 import { RequestsTable } from './requests.js';
 import { SessionsTable } from './sessions.js';
 
-/** One open polar database: its sessions and requests tables. Pass it around; there is no global one. */
+/**
+ * One open polar database: its sessions and requests tables. Pass it around; there is no global one.
+ * A writable store registers this process as an owner, stamps what it writes with it, and first
+ * reconciles what crashed processes left unfinished (see owners.ts).
+ */
 export class Store {
   readonly sessions: SessionsTable;
   readonly requests: RequestsTable;
+  readonly owners: OwnersTable | null;
+  /** This process's owner id; null for a read-only store. */
+  readonly ownerId: number | null;
+  /** What reconciling at open found. */
+  readonly reconciled: ReconcileResult;
 
   constructor(readonly db: Db) {
-    this.sessions = new SessionsTable(db);
-    this.requests = new RequestsTable(db);
+    this.owners = db.readonly ? null : new OwnersTable(db);
+    this.ownerId = this.owners ? this.owners.register() : null;
+    this.reconciled = this.owners ? this.owners.reconcile(this.ownerId) : { owners: 0, calls: 0, sessions: 0 };
+    this.sessions = new SessionsTable(db, this.ownerId);
+    this.requests = new RequestsTable(db, this.ownerId);
   }
 
   static open(file: string, options?: OpenDbOptions): Store {
+    if (options?.readonly) reconcileFile(file);
     return new Store(openDb(file, options));
   }
 
   close(): void {
+    if (this.db.open && this.owners && this.ownerId !== null) {
+      try {
+        this.owners.close(this.ownerId);
+      } catch {
+        // a database that can no longer be written keeps the owner open; the next opener reconciles it
+      }
+    }
     closeDb(this.db);
+  }
+}
+
+/**
+ * Before a command reads a database, it is brought to the current schema (a database written by an
+ * older polar) and what crashed processes left unfinished is reconciled, so every reader sees
+ * `interrupted` rather than calls that look in progress forever. Best effort: a database this user
+ * cannot write is read as it is.
+ */
+export function reconcileFile(file: string): ReconcileResult | null {
+  if (file === ':memory:' || !fs.existsSync(file)) return null;
+  try {
+    fs.accessSync(file, fs.constants.W_OK);
+  } catch {
+    return null;
+  }
+  let db: Db | undefined;
+  try {
+    db = openDb(file, { reconcileOnly: true });
+    const version = db.pragma('user_version', { simple: true }) as number;
+    if (version === 0) return null; // not a polar database (yet)
+    if (version < MIGRATIONS.length) migrate(db);
+    return new OwnersTable(db).reconcile(null);
+  } catch {
+    return null;
+  } finally {
+    if (db) closeDb(db, { checkpoint: false });
   }
 }
 

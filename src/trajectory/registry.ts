@@ -11,9 +11,9 @@ export const STRATEGIES: Readonly<Record<string, Strategy>> = {
 
 export function getStrategy(name: string, options: { allowRerender?: boolean } = {}): Strategy {
   const strategy = STRATEGIES[name];
-  if (!strategy) throw new PolarError('POLAR_USAGE', `unknown --strategy ${name}; choose one of: ${Object.keys(STRATEGIES).join(', ')}`, 2);
+  if (!strategy) throw new PolarError('POLAR_USAGE', `unknown --strategy ${name}; choose one of: ${Object.keys(STRATEGIES).join(', ')}`);
   if (options.allowRerender) {
-    if (name !== prefixMerging.name) throw new PolarError('POLAR_USAGE', '--allow-rerender applies to --strategy prefix-merging only', 2);
+    if (name !== prefixMerging.name) throw new PolarError('POLAR_USAGE', '--allow-rerender applies to --strategy prefix-merging only');
     return createPrefixMerging({ allowRerender: true });
   }
   return strategy;

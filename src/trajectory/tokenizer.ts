@@ -10,7 +10,7 @@ import type { TokenText } from './types.js';
  */
 export function loadTokenText(file: string): TokenText {
   const jsonFile = fs.statSync(file, { throwIfNoEntry: false })?.isDirectory() ? path.join(file, 'tokenizer.json') : file;
-  if (!fs.existsSync(jsonFile)) throw new PolarError('POLAR_USAGE', `--tokenizer ${file}: no tokenizer.json there`, 2);
+  if (!fs.existsSync(jsonFile)) throw new PolarError('POLAR_USAGE', `--tokenizer ${file}: no tokenizer.json there`);
   const configFile = path.join(path.dirname(jsonFile), 'tokenizer_config.json');
   const config = fs.existsSync(configFile) ? JSON.parse(fs.readFileSync(configFile, 'utf8')) : {};
   const tokenizer = new Tokenizer(JSON.parse(fs.readFileSync(jsonFile, 'utf8')), config);

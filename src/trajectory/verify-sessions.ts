@@ -1,7 +1,6 @@
-import type { ProviderName } from '../core/chat.js';
-import { CODECS } from '../providers/codecs.js';
 import type { RequestRecord } from '../store/requests.js';
 import type { Store } from '../store/store.js';
+import { callConversation, isConversation } from './conversation.js';
 import { emptyStats, sessionTraces, usableCalls } from './reconstruct.js';
 import type { Strategy, TokenText, Trajectory } from './types.js';
 import { verifyCall, verifyCallText, verifyCoverage, verifyTrace, type CallText, type RecordedCall, type Violation } from './verify.js';
@@ -60,20 +59,10 @@ export function* verifySessions(store: Store, options: VerifyOptions, summary: V
   }
 }
 
-/**
- * The conversation a call sent: the upstream request's messages, or, where polar sent token ids
- * (token-in/token-out), the harness's request decoded by its provider's codec.
- */
+/** The conversation a call sent, whatever its upstream kind (conversation.ts); empty when unknown. */
 function messagesOf(row: RequestRecord): CallText['messages'] {
-  const upstream = row.upstreamRequest ? (JSON.parse(row.upstreamRequest) as { messages?: CallText['messages'] }) : {};
-  if (upstream.messages) return upstream.messages;
-  const codec = CODECS[row.provider as ProviderName];
-  if (!codec || !row.originalRequest) return [];
-  try {
-    return codec.decodeRequest(JSON.parse(row.originalRequest), { path: row.path }).body.messages as CallText['messages'];
-  } catch {
-    return []; // e.g. a Responses call that continued a stored response: its history is elsewhere
-  }
+  const conversation = callConversation(row);
+  return isConversation(conversation) ? (conversation.messages as CallText['messages']) : [];
 }
 
 function groupBySession(traces: readonly Trajectory[]): Map<string, Trajectory[]> {

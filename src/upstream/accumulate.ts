@@ -1,5 +1,4 @@
-import type { CapturedTokens, TokenSource } from '../core/tokens.js';
-import type { TokenDelta } from './types.js';
+import type { CapturedTokens, TokenDelta, TokenSource } from '../core/tokens.js';
 
 /** Joins the token data of a streamed reply, chunk by chunk, without altering a value. */
 export class TokenAccumulator {

@@ -31,7 +31,7 @@ export const TOOL_PARSERS: readonly ToolCallFormat[] = ['hermes', 'qwen3-coder']
 
 export function createUpstream(kind: string, options: UpstreamOptions): Upstream {
   if (!(UPSTREAM_KINDS as readonly string[]).includes(kind)) {
-    throw new PolarError('POLAR_USAGE', `unknown --upstream-kind ${kind}; choose one of: ${UPSTREAM_KINDS.join(', ')}`, 2);
+    throw new PolarError('POLAR_USAGE', `unknown --upstream-kind ${kind}; choose one of: ${UPSTREAM_KINDS.join(', ')}`);
   }
   switch (kind as UpstreamKind) {
     case 'vllm':
@@ -43,12 +43,12 @@ export function createUpstream(kind: string, options: UpstreamOptions): Upstream
     case 'vllm-tito':
     case 'sglang-tito': {
       if (!options.tokenizer) {
-        throw new PolarError('POLAR_USAGE', `--upstream-kind ${kind} renders prompts itself: pass --tokenizer PATH (the model's Hugging Face folder) or --tokenizer bundled:qwen3`, 2);
+        throw new PolarError('POLAR_USAGE', `--upstream-kind ${kind} renders prompts itself: pass --tokenizer PATH (the model's Hugging Face folder) or --tokenizer bundled:qwen3`);
       }
       const template = loadChatTemplate(options.tokenizer, qwen3ModelDir);
       if (options.toolParser) {
         if (!(TOOL_PARSERS as readonly string[]).includes(options.toolParser)) {
-          throw new PolarError('POLAR_USAGE', `unknown --tool-parser ${options.toolParser}; choose one of: ${TOOL_PARSERS.join(', ')}`, 2);
+          throw new PolarError('POLAR_USAGE', `unknown --tool-parser ${options.toolParser}; choose one of: ${TOOL_PARSERS.join(', ')}`);
         }
         template.toolFormat = options.toolParser as ToolCallFormat;
       }

@@ -5,7 +5,8 @@ import type { CapturedTokens } from '../core/tokens.js';
 import { SseParser } from '../core/sse/parse.js';
 import { parseUpstreamJson } from './chat-shape.js';
 import { UpstreamHttp, type UpstreamHttpOptions } from './http.js';
-import type { ServedModel, TokenDelta, Upstream, UpstreamChunk, UpstreamCompletion, UpstreamKind, UpstreamRequest } from './types.js';
+import type { TokenDelta } from '../core/tokens.js';
+import type { ServedModel, Upstream, UpstreamChunk, UpstreamCompletion, UpstreamKind, UpstreamRequest } from './types.js';
 
 /** What differs between servers that speak OpenAI Chat: the request flags and where token data sits. */
 export interface ChatDialect {
@@ -114,10 +115,10 @@ export function normalizeBaseUrl(raw: string): string {
   try {
     url = new URL(raw);
   } catch {
-    throw new PolarError('POLAR_USAGE', `--upstream must be a URL like http://127.0.0.1:8000, got ${JSON.stringify(raw)}`, 2);
+    throw new PolarError('POLAR_USAGE', `--upstream must be a URL like http://127.0.0.1:8000, got ${JSON.stringify(raw)}`);
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new PolarError('POLAR_USAGE', `--upstream must be an http(s) URL, got ${raw}`, 2);
+    throw new PolarError('POLAR_USAGE', `--upstream must be an http(s) URL, got ${raw}`);
   }
   url.pathname = url.pathname.replace(/\/+$/, '').replace(/\/v1$/, '');
   url.search = '';

@@ -1,5 +1,5 @@
 import type { CanonicalRequest, ChatCompletion, ChatCompletionChunk, ChatMessage } from '../core/chat.js';
-import type { CapturedTokens } from '../core/tokens.js';
+import type { CapturedTokens, TokenDelta } from '../core/tokens.js';
 
 export type UpstreamKind = 'vllm' | 'openai' | 'vllm-tito' | 'sglang-tito' | 'nemo-rl';
 
@@ -57,13 +57,6 @@ export interface ServedModel {
 export interface UpstreamCompletion {
   completion: ChatCompletion;
   tokens: CapturedTokens;
-}
-
-/** Token data carried by one streamed chunk. */
-export interface TokenDelta {
-  promptIds?: number[];
-  sampledIds?: number[];
-  logprobs?: number[];
 }
 
 export interface UpstreamChunk {

@@ -28,6 +28,7 @@ beforeAll(() => {
   store.sessions.ensure('ses-a', { harness: 'custom' });
   store.requests.begin({ id: 'r1', sessionId: 'ses-a', agentId: 'main', provider: 'openai-chat', method: 'POST', path: '/v1/chat/completions', startedAt: 1_700_000_000_000, streamed: true, requestHeaders: {}, requestedModel: 'x', servedModel: 'y' });
   store.requests.end('r1', { endedAt: 1_700_000_001_500, status: 'ok', httpStatus: 200, reply: '', finishReason: 'stop', tokens: { source: 'upstream', promptIds: [1, 2, 3], sampledIds: [4, 5], logprobs: [-1, -2] } });
+  // A clean close completes the sessions this process created and left open (store/owners.ts).
   store.close();
 });
 
@@ -48,7 +49,7 @@ describe('polar CLI', () => {
   it('sessions reads $POLAR_DB when --db is not given, and prints a table', async () => {
     const { stdout } = await polar(['sessions'], { POLAR_DB: db });
     expect(stdout).toMatch(/SESSION\s+STATUS/);
-    expect(stdout).toMatch(/ses-a\s+active\s+custom\s+1\s+0\s+3\s+2/);
+    expect(stdout).toMatch(/ses-a\s+completed\s+custom\s+1\s+0\s+3\s+2/);
   });
 
   it('show lists a session calls, as text and JSON', async () => {
@@ -79,7 +80,7 @@ describe('polar CLI', () => {
     expect(r.stderr).toMatch(/per-request: 1 sessions, 1 calls \(1 used, 0 excluded\) → 1 traces/);
     const traces = fs.readFileSync(out, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
     expect(traces).toEqual([
-      expect.objectContaining({ session_id: 'ses-a', agent_id: 'main', strategy: 'per-request', trace_index: 0, request_ids: ['r1'], prompt_ids: [1, 2, 3], response_ids: [4, 5], loss_mask: [1, 1], response_logprobs: [-1, -2], reward: null, status: 'active' }),
+      expect.objectContaining({ session_id: 'ses-a', agent_id: 'main', strategy: 'per-request', trace_index: 0, request_ids: ['r1'], prompt_ids: [1, 2, 3], response_ids: [4, 5], loss_mask: [1, 1], response_logprobs: [-1, -2], reward: null, status: 'completed' }),
     ]);
     expect(JSON.parse(fs.readFileSync(statsFile, 'utf8'))).toMatchObject({ traces: 1, tokensPerRequest: 5, tokensMerged: 5 });
     const bad = await polar(['reconstruct', '--db', db, '--strategy', 'nope']);

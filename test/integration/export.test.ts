@@ -25,9 +25,14 @@ afterAll(async () => {
   await upstream?.close();
 });
 
-async function polarExport(args: string[]): Promise<{ lines: unknown[]; stderr: string }> {
-  const { stdout, stderr } = await run(process.execPath, [BIN, 'export', '--db', t.dbPath, '--session', 'exp', ...args], { env: { ...process.env, NO_COLOR: '1' } });
-  return { lines: stdout.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l)), stderr };
+async function polarExport(args: string[]): Promise<{ lines: unknown[]; stderr: string; code: number }> {
+  try {
+    const { stdout, stderr } = await run(process.execPath, [BIN, 'export', '--db', t.dbPath, '--session', 'exp', ...args], { env: { ...process.env, NO_COLOR: '1' } });
+    return { lines: stdout.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l)), stderr, code: 0 };
+  } catch (err) {
+    const e = err as { stdout: string; stderr: string; code: number };
+    return { lines: e.stdout.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l)), stderr: e.stderr, code: e.code };
+  }
 }
 
 describe('polar export', () => {
@@ -55,16 +60,20 @@ describe('polar export', () => {
     const tokens = await polarExport(['--format', 'tokens', '--strategy', 'per-request']);
     expect(tokens.lines).toHaveLength(2);
     expect(tokens.lines[0]).toMatchObject({ session_id: 'exp', strategy: 'per-request', response_ids: upstream.calls[0]!.reply.ids });
+    // Leaving everything out is a failure a script must notice, with the reasons counted.
     const rewarded = await polarExport(['--format', 'tokens', '--min-reward', '0.5']);
     expect(rewarded.lines).toHaveLength(0);
+    expect(rewarded.code).toBe(1);
     expect(rewarded.stderr).toMatch(/0 written, 2 left out/);
+    expect(rewarded.stderr).toMatch(/left out 2: no reward \(--min-reward\)/);
+    expect(rewarded.stderr).toMatch(/POLAR_EMPTY_EXPORT.*nothing exported/);
   });
 
   it('--format nemo-gym: rollout results whose model items carry the recorded token fields, as one append-only chain', async () => {
     const { lines } = await polarExport(['--format', 'nemo-gym', '--strategy', 'per-request']);
     expect(lines).toHaveLength(2);
     const first = lines[0] as { responses_create_params: { input: unknown[]; tools: { name: string }[] }; response: { output: Record<string, unknown>[] }; reward: null };
-    expect(first.responses_create_params.input).toEqual([{ role: 'user', content: 'Please use a tool to look around.' }]);
+    expect(first.responses_create_params.input).toEqual([{ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Please use a tool to look around.' }] }]);
     expect(first.responses_create_params.tools.map((x) => x.name)).toEqual(['list_files']);
     expect(first.response.output.map((o) => o.type)).toEqual(['reasoning', 'function_call']);
     const last = first.response.output.at(-1)!;

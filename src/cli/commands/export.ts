@@ -3,6 +3,7 @@ import { PolarError } from '../../core/errors.js';
 import { defaultDbPath, Store } from '../../store/store.js';
 import { nemoGymResult } from '../../trajectory/export/nemo-gym.js';
 import { sftExample } from '../../trajectory/export/sft.js';
+import { lookupResponse } from '../../proxy/recorded-response.js';
 import { emptyStats, reconstruct } from '../../trajectory/reconstruct.js';
 import { STRATEGIES, getStrategy } from '../../trajectory/registry.js';
 import { action, jsonLines } from '../output.js';
@@ -37,26 +38,28 @@ export function registerExport(program: Command): void {
 
 async function exportData(opts: ExportOptions): Promise<void> {
   const minReward = opts.minReward === undefined ? null : Number(opts.minReward);
-  if (minReward !== null && !Number.isFinite(minReward)) throw new PolarError('POLAR_USAGE', `--min-reward must be a number, got ${opts.minReward}`, 2);
+  if (minReward !== null && !Number.isFinite(minReward)) throw new PolarError('POLAR_USAGE', `--min-reward must be a number, got ${opts.minReward}`);
   const store = Store.open(opts.db ?? defaultDbPath(), { readonly: true });
   const out = jsonLines(opts.out);
+  const lookup = (responseId: string) => lookupResponse(store, responseId);
+  const leftOut = new Map<string, number>();
+  const leave = (reason: string) => leftOut.set(reason, (leftOut.get(reason) ?? 0) + 1);
   let written = 0;
-  let skipped = 0;
+  const stats = emptyStats(opts.strategy);
   try {
-    const stats = emptyStats(opts.strategy);
     for (const trace of reconstruct(store, { strategy: getStrategy(opts.strategy, { allowRerender: opts.allowRerender === true }), ...(opts.session ? { sessions: opts.session } : {}) }, stats)) {
       if (minReward !== null && (trace.reward === null || trace.reward < minReward)) {
-        skipped++;
+        leave(trace.reward === null ? 'no reward (--min-reward)' : `reward below ${minReward} (--min-reward)`);
         continue;
       }
       const line =
         opts.format === 'sft'
-          ? sftExample(store.requests.get(trace.request_ids[trace.request_ids.length - 1]!)!)
+          ? sftExample(store.requests.get(trace.request_ids[trace.request_ids.length - 1]!)!, lookup)
           : opts.format === 'nemo-gym'
-            ? nemoGymResult(trace, trace.request_ids.map((id) => store.requests.get(id)!))
+            ? nemoGymResult(trace, trace.request_ids.map((id) => store.requests.get(id)!), lookup)
             : trace;
-      if (!line) {
-        skipped++;
+      if ('problem' in line) {
+        leave(line.problem);
         continue;
       }
       written++;
@@ -66,5 +69,23 @@ async function exportData(opts: ExportOptions): Promise<void> {
     store.close();
     await out.close();
   }
+  const skipped = [...leftOut.values()].reduce((a, b) => a + b, 0);
   process.stderr.write(`export ${opts.format}: ${written} written, ${skipped} left out\n`);
+  for (const [reason, n] of leftOut) process.stderr.write(`  left out ${n}: ${reason}\n`);
+  if (written === 0) {
+    const excluded = countReasons(stats.excluded.map((e) => e.reason));
+    const why =
+      skipped > 0
+        ? 'every trace was left out (reasons above)'
+        : stats.calls === 0
+          ? 'no recorded calls in the selected sessions'
+          : `no call could be trained on (${[...excluded].map(([r, n]) => `${r}: ${n}`).join(', ')})`;
+    throw new PolarError('POLAR_EMPTY_EXPORT', `nothing exported: ${why}; see \`polar reconstruct\` for the calls and traces`);
+  }
+}
+
+function countReasons(reasons: readonly string[]): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const r of reasons) out.set(r, (out.get(r) ?? 0) + 1);
+  return out;
 }

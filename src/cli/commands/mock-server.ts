@@ -53,13 +53,13 @@ required_prefix_token_ids) has its exact tokens spliced into the next prompt.`,
 
 async function serve(opts: MockServerOptions): Promise<void> {
   const port = Number(opts.port);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new PolarError('POLAR_USAGE', `--port must be 0-65535, got ${opts.port}`, 2);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new PolarError('POLAR_USAGE', `--port must be 0-65535, got ${opts.port}`);
   let nemoRl: { temperature: number; topP: number } | undefined;
   if (opts.nemoRl) {
     const temperature = Number(opts.nemoRlTemperature);
     const topP = Number(opts.nemoRlTopP);
-    if (!Number.isFinite(temperature) || temperature < 0) throw new PolarError('POLAR_USAGE', `--nemo-rl-temperature must be a number ≥ 0, got ${opts.nemoRlTemperature}`, 2);
-    if (!Number.isFinite(topP) || topP <= 0 || topP > 1) throw new PolarError('POLAR_USAGE', `--nemo-rl-top-p must be in (0, 1], got ${opts.nemoRlTopP}`, 2);
+    if (!Number.isFinite(temperature) || temperature < 0) throw new PolarError('POLAR_USAGE', `--nemo-rl-temperature must be a number ≥ 0, got ${opts.nemoRlTemperature}`);
+    if (!Number.isFinite(topP) || topP <= 0 || topP > 1) throw new PolarError('POLAR_USAGE', `--nemo-rl-top-p must be in (0, 1], got ${opts.nemoRlTopP}`);
     nemoRl = { temperature, topP };
   }
   const server = await startMockServer({ host: opts.host, port, model: opts.model, log: false, ...(nemoRl ? { nemoRl } : {}) });

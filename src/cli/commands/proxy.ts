@@ -62,7 +62,7 @@ async function runProxy(opts: ProxyCommandOptions): Promise<void> {
   const timeoutMs = parseInteger(opts.upstreamTimeout, '--upstream-timeout', 1, 86_400) * 1000;
   const session = opts.session ?? newId('ses');
   if (!isValidSessionName(session)) {
-    throw new PolarError('POLAR_USAGE', `--session ${JSON.stringify(session)} is not a valid name: use letters, digits, . _ : -`, 2);
+    throw new PolarError('POLAR_USAGE', `--session ${JSON.stringify(session)} is not a valid name: use letters, digits, . _ : -`);
   }
   const dbPath = opts.db ?? defaultDbPath();
   const upstream = createUpstream(opts.upstreamKind, {
@@ -167,14 +167,14 @@ function formatCall(s: CallSummary): string {
 function parseInteger(value: string, flag: string, min: number, max: number): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < min || n > max) {
-    throw new PolarError('POLAR_USAGE', `${flag} must be an integer from ${min} to ${max}, got ${JSON.stringify(value)}`, 2);
+    throw new PolarError('POLAR_USAGE', `${flag} must be an integer from ${min} to ${max}, got ${JSON.stringify(value)}`);
   }
   return n;
 }
 
 function listenError(err: unknown, host: string, port: number): unknown {
   const code = (err as NodeJS.ErrnoException)?.code;
-  if (code === 'EADDRINUSE') return new PolarError('POLAR_USAGE', `port ${port} on ${host} is in use; pick another --port or 0`, 2);
-  if (code === 'EADDRNOTAVAIL') return new PolarError('POLAR_USAGE', `cannot bind ${host}: no such local address`, 2);
+  if (code === 'EADDRINUSE') return new PolarError('POLAR_USAGE', `port ${port} on ${host} is in use; pick another --port or 0`);
+  if (code === 'EADDRNOTAVAIL') return new PolarError('POLAR_USAGE', `cannot bind ${host}: no such local address`);
   return err;
 }

@@ -65,7 +65,7 @@ ${UPSTREAM_KINDS_HELP}`,
 }
 
 async function runCommand(harnessArgs: string[], opts: RunCommandOptions): Promise<void> {
-  if (opts.prompt !== undefined && opts.promptFile !== undefined) throw new PolarError('POLAR_USAGE', 'give --prompt or --prompt-file, not both', 2);
+  if (opts.prompt !== undefined && opts.promptFile !== undefined) throw new PolarError('POLAR_USAGE', 'give --prompt or --prompt-file, not both');
   const prompt = opts.promptFile !== undefined ? await readFile(opts.promptFile, 'utf8') : (opts.prompt ?? null);
   const harness = getHarness(opts.harness, opts.command !== undefined ? { command: opts.command } : {});
   const timeoutSec = opts.timeout !== undefined ? positive(opts.timeout, '--timeout') : undefined;
@@ -109,6 +109,6 @@ export function summaryLine(r: RunHarnessResult, dbPath?: string): string {
 
 function positive(value: string, flag: string): number {
   const n = Number(value);
-  if (!Number.isFinite(n) || n <= 0) throw new PolarError('POLAR_USAGE', `${flag} must be a positive number, got ${JSON.stringify(value)}`, 2);
+  if (!Number.isFinite(n) || n <= 0) throw new PolarError('POLAR_USAGE', `${flag} must be a positive number, got ${JSON.stringify(value)}`);
   return n;
 }

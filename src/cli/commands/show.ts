@@ -72,7 +72,7 @@ export function promptCounts(calls: readonly RequestSummary[]): string | null {
 function requireSession(store: Store, sessionId: string) {
   const session = store.sessions.summary(sessionId);
   if (!session) {
-    throw new PolarError('POLAR_USAGE', `no session ${JSON.stringify(sessionId)} in this database; list them with \`polar sessions\``, 2);
+    throw new PolarError('POLAR_USAGE', `no session ${JSON.stringify(sessionId)} in this database; list them with \`polar sessions\``);
   }
   return session;
 }

@@ -68,7 +68,7 @@ async function readTraces(file: string): Promise<Trajectory[]> {
     try {
       return JSON.parse(line) as Trajectory;
     } catch {
-      throw new PolarError('POLAR_USAGE', `${file}:${i + 1} is not a JSON trajectory line`, 2);
+      throw new PolarError('POLAR_USAGE', `${file}:${i + 1} is not a JSON trajectory line`);
     }
   });
 }

@@ -10,4 +10,10 @@ export const anthropicMessagesCodec: ProviderCodec = {
   encodeResponse: encodeAnthropicResponse,
   createStream: createAnthropicStream,
   renderError: renderAnthropicError,
+  // count_tokens bodies are Messages bodies without max_tokens.
+  countTokens: {
+    request: (body) => body,
+    path: (apiPath) => apiPath.replace(/\/count_tokens$/, ''),
+    reply: (count) => ({ input_tokens: count }),
+  },
 };

@@ -1,8 +1,7 @@
 import type { CanonicalRequest } from '../../core/chat.js';
 import type { SseEvent } from '../../core/sse/parse.js';
 import { formatSseEvent } from '../../core/sse/write.js';
-import { StreamEventReader } from '../stream-events.js';
-import type { EncodeContext, StreamTranslator } from '../types.js';
+import type { EncodeContext, StreamCounts, StreamTranslator } from '../types.js';
 import { anthropicError } from './errors.js';
 import { messageId, stopReason, usageBlock } from './response.js';
 import { thinkingSignature } from './thinking-signature.js';
@@ -18,7 +17,6 @@ type OpenBlock = { kind: 'thinking'; index: number; text: string } | { kind: 'te
  * order; parallel tool calls arrive one after another and get consecutive indexes.
  */
 export function createAnthropicStream(req: CanonicalRequest, ctx: EncodeContext): StreamTranslator {
-  const reader = new StreamEventReader(ctx.callId);
   let started = false;
   let open: OpenBlock | null = null;
   let nextIndex = 0;
@@ -33,7 +31,7 @@ export function createAnthropicStream(req: CanonicalRequest, ctx: EncodeContext)
     out.push(event('content_block_stop', { index: open.index }));
     open = null;
   };
-  const start = (out: SseEvent[]) => {
+  const start = (out: SseEvent[], counts: StreamCounts) => {
     if (started) return;
     started = true;
     out.push(
@@ -46,17 +44,16 @@ export function createAnthropicStream(req: CanonicalRequest, ctx: EncodeContext)
           content: [],
           stop_reason: null,
           stop_sequence: null,
-          usage: usageBlock(reader.counts().promptTokens, 0),
+          usage: usageBlock(counts.promptTokens, 0),
         },
       }),
     );
   };
 
   return {
-    push(chunk, tokens) {
+    push({ events, counts }) {
       const out: SseEvent[] = [];
-      const events = reader.read(chunk, tokens);
-      start(out);
+      start(out, counts);
       for (const e of events) {
         if (e.kind === 'reasoning') {
           if (open?.kind !== 'thinking') {
@@ -88,9 +85,9 @@ export function createAnthropicStream(req: CanonicalRequest, ctx: EncodeContext)
       }
       return out;
     },
-    end() {
+    end(counts) {
       const out: SseEvent[] = [];
-      start(out);
+      start(out, counts);
       if (nextIndex === 0) {
         // A reply with no content still gets one (empty) text block; clients index content[0].
         open = { kind: 'text', index: nextIndex++ };
@@ -98,7 +95,7 @@ export function createAnthropicStream(req: CanonicalRequest, ctx: EncodeContext)
       }
       close(out);
       const { reason, sequence } = stopReason(finish?.reason ?? 'stop', finish?.stopReason ?? null, req);
-      out.push(event('message_delta', { delta: { stop_reason: reason, stop_sequence: sequence }, usage: { output_tokens: reader.counts().completionTokens } }));
+      out.push(event('message_delta', { delta: { stop_reason: reason, stop_sequence: sequence }, usage: { output_tokens: counts.completionTokens } }));
       out.push(event('message_stop', {}));
       return out;
     },

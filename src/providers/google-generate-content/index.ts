@@ -1,3 +1,4 @@
+import { isRecord } from '../../core/chat.js';
 import type { ProviderCodec } from '../types.js';
 import { renderGeminiError } from './errors.js';
 import { decodeGeminiRequest } from './request.js';
@@ -10,4 +11,10 @@ export const googleGenerateContentCodec: ProviderCodec = {
   encodeResponse: encodeGeminiResponse,
   createStream: createGeminiStream,
   renderError: renderGeminiError,
+  // countTokens bodies are generateContent bodies, or wrap one in `generateContentRequest`.
+  countTokens: {
+    request: (body) => (isRecord(body) && isRecord(body.generateContentRequest) ? body.generateContentRequest : body),
+    path: (apiPath) => apiPath.replace(':countTokens', ':generateContent'),
+    reply: (count) => ({ totalTokens: count }),
+  },
 };

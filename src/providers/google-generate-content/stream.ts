@@ -1,7 +1,6 @@
 import type { CanonicalRequest } from '../../core/chat.js';
 import type { SseEvent } from '../../core/sse/parse.js';
 import { formatSseComment } from '../../core/sse/write.js';
-import { StreamEventReader } from '../stream-events.js';
 import type { EncodeContext, StreamTranslator } from '../types.js';
 import { geminiError } from './errors.js';
 import { finishReason, functionCallPart, usageMetadata } from './response.js';
@@ -17,16 +16,15 @@ import type { GeminiCodecState } from './types.js';
  */
 export function createGeminiStream(req: CanonicalRequest, ctx: EncodeContext): StreamTranslator {
   const includeThoughts = (req.codecState as GeminiCodecState).includeThoughts;
-  const reader = new StreamEventReader(ctx.callId);
   const calls = new Map<number, { id: string; name: string; arguments: string }>();
   let finish: string | null = null;
   const frame = (parts: unknown[], candidate: Record<string, unknown> = {}, top: Record<string, unknown> = {}): SseEvent => ({
     data: JSON.stringify({ candidates: [{ content: { role: 'model', parts }, index: 0, ...candidate }], ...top, modelVersion: req.requestedModel, responseId: ctx.callId }),
   });
   return {
-    push(chunk, tokens) {
+    push({ events }) {
       const parts: unknown[] = [];
-      for (const e of reader.read(chunk, tokens)) {
+      for (const e of events) {
         if (e.kind === 'reasoning' && includeThoughts) parts.push({ text: e.text, thought: true });
         else if (e.kind === 'text') parts.push({ text: e.text });
         else if (e.kind === 'tool-start') calls.set(e.index, { id: e.id, name: e.name, arguments: '' });
@@ -37,8 +35,7 @@ export function createGeminiStream(req: CanonicalRequest, ctx: EncodeContext): S
       }
       return parts.length > 0 ? [frame(parts)] : [];
     },
-    end() {
-      const { promptTokens, completionTokens } = reader.counts();
+    end({ promptTokens, completionTokens }) {
       const parts = [...calls.values()].map(functionCallPart);
       return [frame(parts, { finishReason: finishReason(finish) }, { usageMetadata: usageMetadata(promptTokens, completionTokens) })];
     },

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { PolarError } from '../../core/errors.js';
 import type { ChatCompletion, ChatCompletionChunk } from '../../core/chat.js';
+import { StreamEventReader } from '../stream-events.js';
 import { openaiChatCodec } from './index.js';
 
 const completion: ChatCompletion = {
@@ -81,10 +82,11 @@ describe('openai-chat codec: replies', () => {
     const chunk: ChatCompletionChunk = { id: 'c', object: 'chat.completion.chunk', created: 1, model: 'served', choices: [{ index: 0, delta: { content: 'a' }, finish_reason: null }] };
     const usage: ChatCompletionChunk = { ...chunk, choices: [], usage: { prompt_tokens: 1 } };
     const s = openaiChatCodec.createStream(plain, ENC);
-    const events = [...s.push(chunk, null), ...s.push(usage, null), ...s.end()];
+    const reader = new StreamEventReader(ENC.callId);
+    const events = [...s.push(reader.step(chunk, null)), ...s.push(reader.step(usage, null)), ...s.end(reader.counts())];
     expect(events.map((e) => e.data)).toEqual([JSON.stringify({ ...chunk, model: 'asked' }), '[DONE]']);
     const withUsage = openaiChatCodec.createStream(openaiChatCodec.decodeRequest({ messages: [{ role: 'user' }], stream_options: { include_usage: true } }, CTX), ENC);
-    expect(withUsage.push(usage, null)).toHaveLength(1);
+    expect(withUsage.push(new StreamEventReader(ENC.callId).step(usage, null))).toHaveLength(1);
   });
 
   it('renders errors in the OpenAI shape, before and inside a stream', () => {

@@ -10,4 +10,5 @@ export const openaiChatCodec: ProviderCodec = {
   encodeResponse: (done, req, tokens) => encodeChatResponse(done, req, tokens),
   createStream: (req) => createChatStream(req),
   renderError: renderChatError,
+  countTokens: null,
 };

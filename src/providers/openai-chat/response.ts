@@ -1,6 +1,5 @@
 import type { CanonicalRequest, ChatCompletion, ChatCompletionChunk } from '../../core/chat.js';
-import type { CapturedTokens } from '../../core/tokens.js';
-import type { TokenDelta } from '../../upstream/types.js';
+import type { CapturedTokens, TokenDelta } from '../../core/tokens.js';
 
 /**
  * The reply the harness gets: the upstream's completion with the model name it asked for, and
@@ -23,6 +22,7 @@ export function encodeChatChunk(
   chunk: ChatCompletionChunk,
   req: CanonicalRequest,
   tokens: TokenDelta | null,
+  toolIds: ReadonlyMap<number, string> | null = null,
 ): ChatCompletionChunk | null {
   // The usage-only chunk exists because polar asked for it; a harness that did not may index choices[0].
   if (chunk.choices.length === 0 && !req.client.includeUsage) return null;
@@ -30,6 +30,10 @@ export function encodeChatChunk(
   if (!req.client.includeUsage) delete out.usage;
   out.choices = chunk.choices.map((choice) => {
     const c = { ...choice };
+    // A tool call the server sent without an id gets the one polar recorded for it.
+    if (toolIds && choice.index === 0 && c.delta?.tool_calls) {
+      c.delta = { ...c.delta, tool_calls: c.delta.tool_calls.map((t, i) => (t.id ? t : { ...t, id: toolIds.get(typeof t.index === 'number' ? t.index : i) ?? t.id })) };
+    }
     if (!req.client.logprobs) delete c.logprobs;
     if (req.client.tokenIds && choice.index === 0 && tokens?.sampledIds) c.token_ids = tokens.sampledIds;
     return c;

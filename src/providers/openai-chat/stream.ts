@@ -1,6 +1,7 @@
 import type { CanonicalRequest } from '../../core/chat.js';
 import type { SseEvent } from '../../core/sse/parse.js';
 import { formatSseComment, formatSseEvent } from '../../core/sse/write.js';
+import type { StreamEvent } from '../stream-events.js';
 import type { StreamTranslator } from '../types.js';
 import { openaiErrorBody } from './errors.js';
 import { encodeChatChunk } from './response.js';
@@ -12,8 +13,8 @@ import { encodeChatChunk } from './response.js';
  */
 export function createChatStream(req: CanonicalRequest): StreamTranslator {
   return {
-    push(chunk, tokens) {
-      const out = encodeChatChunk(chunk, req, tokens);
+    push({ chunk, tokens, events }) {
+      const out = encodeChatChunk(chunk, req, tokens, mintedIds(events));
       return out ? [{ data: JSON.stringify(out) }] : [];
     },
     end(): SseEvent[] {
@@ -27,4 +28,13 @@ export function createChatStream(req: CanonicalRequest): StreamTranslator {
       return formatSseComment('keep-alive');
     },
   };
+}
+
+/** Tool-call ids by upstream index, for the calls this chunk opened (minted where the server gave none). */
+function mintedIds(events: readonly StreamEvent[]): Map<number, string> | null {
+  let out: Map<number, string> | null = null;
+  for (const e of events) {
+    if (e.kind === 'tool-start') (out ??= new Map()).set(e.index, e.id);
+  }
+  return out;
 }

@@ -10,6 +10,7 @@ export const openaiResponsesCodec: ProviderCodec = {
   encodeResponse: encodeResponsesResponse,
   createStream: createResponsesStream,
   renderError: renderResponsesError,
+  countTokens: null,
 };
 
 export { callIdFromResponseId, responseId } from './response.js';

@@ -2,7 +2,6 @@ import type { CanonicalRequest } from '../../core/chat.js';
 import type { SseEvent } from '../../core/sse/parse.js';
 import { formatSseEvent } from '../../core/sse/write.js';
 import { openaiErrorBody } from '../openai-chat/errors.js';
-import { StreamEventReader } from '../stream-events.js';
 import type { EncodeContext, StreamTranslator } from '../types.js';
 import { encodeReasoning } from './reasoning-content.js';
 import { callItem, itemId, messageItem, responseObject, usageObject } from './response.js';
@@ -26,7 +25,6 @@ type Open =
  */
 export function createResponsesStream(req: CanonicalRequest, ctx: EncodeContext): StreamTranslator {
   const targets = (req.codecState as ResponsesCodecState).tools;
-  const reader = new StreamEventReader(ctx.callId);
   const output: unknown[] = [];
   let seq = 0;
   let started = false;
@@ -72,10 +70,10 @@ export function createResponsesStream(req: CanonicalRequest, ctx: EncodeContext)
   };
 
   return {
-    push(chunk, tokens) {
+    push({ events }) {
       const out: SseEvent[] = [];
       start(out);
-      for (const e of reader.read(chunk, tokens)) {
+      for (const e of events) {
         if (e.kind === 'reasoning') {
           if (open?.kind !== 'reasoning') {
             close(out);
@@ -117,11 +115,10 @@ export function createResponsesStream(req: CanonicalRequest, ctx: EncodeContext)
       }
       return out;
     },
-    end() {
+    end({ promptTokens, completionTokens }) {
       const out: SseEvent[] = [];
       start(out);
       close(out);
-      const { promptTokens, completionTokens } = reader.counts();
       const status = finish === 'length' ? 'incomplete' : 'completed';
       const response = responseObject(req, ctx, { status, output, usage: usageObject(promptTokens, completionTokens) });
       out.push(event(status === 'completed' ? 'response.completed' : 'response.incomplete', { response }));

@@ -211,5 +211,5 @@ function readJson(file: string): unknown {
 }
 
 function usage(message: string): PolarError {
-  return new PolarError('POLAR_USAGE', message, 2);
+  return new PolarError('POLAR_USAGE', message);
 }

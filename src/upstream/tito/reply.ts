@@ -1,6 +1,7 @@
 import type { ChatCompletion, ChatCompletionChunk, ChatDelta, ChatLogprobs, ChatMessage, ChatUsage } from '../../core/chat.js';
 import type { CapturedTokens } from '../../core/tokens.js';
-import type { TokenDelta, UpstreamChunk } from '../types.js';
+import type { TokenDelta } from '../../core/tokens.js';
+import type { UpstreamChunk } from '../types.js';
 import type { ChatTemplate } from './chat-template.js';
 import { IncrementalDetokenizer } from './detokenize.js';
 import type { Generation } from './dialect.js';

@@ -2,7 +2,7 @@ import type { ChatCompletion, ChatCompletionChunk, ChatDelta, ChatLogprobs, Chat
 import { isRecord } from '../../core/chat.js';
 import { expectChunkShape, expectCompletionShape } from '../chat-shape.js';
 import type { CapturedTokens } from '../../core/tokens.js';
-import type { TokenDelta } from '../types.js';
+import type { TokenDelta } from '../../core/tokens.js';
 import { idArray, logprobValue } from '../token-fields.js';
 
 /**
