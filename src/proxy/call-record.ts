@@ -118,6 +118,8 @@ export class CallRecord {
         {
           ...rest,
           reply: this.scrub(end.reply),
+          // Serialised here so it is scrubbed like every other text: a reply may echo a key.
+          assistantMessage: end.assistantMessage === undefined || end.assistantMessage === null ? null : this.scrub(JSON.stringify(end.assistantMessage)),
           error: this.scrub(end.error ?? null),
           endedAt: Date.now(),
           tokenError: problems.length > 0 ? problems.join('; ') : null,

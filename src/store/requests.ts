@@ -46,7 +46,7 @@ export interface RequestEnd {
   servedModel?: string | null;
   tokens?: CapturedTokens;
   tokenError?: string | null;
-  /** The reply as a canonical assistant message (content, reasoning_content, tool_calls). */
+  /** The reply as a canonical assistant message (content, reasoning_content, tool_calls), or its JSON text. */
   assistantMessage?: unknown;
 }
 
@@ -235,7 +235,8 @@ export class RequestsTable {
       servedModel: end.servedModel ?? null,
       ...tokenColumns(tokens),
       tokenError: end.tokenError ?? null,
-      assistantMessage: end.assistantMessage === undefined || end.assistantMessage === null ? null : JSON.stringify(end.assistantMessage),
+      assistantMessage:
+        end.assistantMessage === undefined || end.assistantMessage === null ? null : typeof end.assistantMessage === 'string' ? end.assistantMessage : JSON.stringify(end.assistantMessage),
     });
   }
 

@@ -2,8 +2,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import Database from 'better-sqlite3';
 import { MIGRATIONS } from './migrations.js';
-import type { RequestStart } from './requests.js';
+import { currentProcess } from './owner.js';
+import { OwnersTable } from './owners.js';
+import { SessionsTable } from './sessions.js';
+import { RequestsTable, type RequestStart } from './requests.js';
 import { Store } from './store.js';
 
 const dirs: string[] = [];
@@ -126,5 +130,71 @@ describe('Store on a shared file', () => {
     const s = open(file);
     s.db.pragma(`user_version = ${MIGRATIONS.length + 1}`);
     expect(() => Store.open(file)).toThrow(/upgrade polar/);
+  });
+});
+
+describe('owners and reconciliation (issue 10)', () => {
+  const here = currentProcess();
+
+  it('marks what a dead owner left unfinished interrupted; a live owner, a reused pid and another host are told apart', () => {
+    const file = tempDb();
+    const setup = open(file);
+    const owners = new OwnersTable(setup.db);
+    const dead = owners.register({ ...here, pid: 2 ** 22 + 7 }); // above Linux's pid_max default
+    const reused = owners.register({ ...here, startTicks: (here.startTicks ?? 0) + 1 }); // this pid, another start time
+    const alive = owners.register(here);
+    const remote = owners.register({ ...here, host: 'another-machine', pid: 2 ** 22 + 8 });
+    for (const [name, owner] of [['dead', dead], ['reused', reused], ['alive', alive], ['remote', remote]] as const) {
+      new SessionsTable(setup.db, owner).ensure(`s-${name}`);
+      new RequestsTable(setup.db, owner).begin(start(`s-${name}`, `r-${name}`));
+    }
+    const reader = open(file);
+    const status = (name: string) => [reader.sessions.get(`s-${name}`)!.status, reader.requests.get(`r-${name}`)!.status];
+    if (here.startTicks !== null) expect(status('reused')).toEqual(['interrupted', 'interrupted']);
+    expect(status('dead')).toEqual(['interrupted', 'interrupted']);
+    expect(status('alive')).toEqual(['active', 'in_progress']);
+    expect(status('remote')).toEqual(['active', 'in_progress']);
+    expect(reader.requests.get('r-dead')).toMatchObject({ errorCode: 'POLAR_INTERRUPTED', error: expect.stringMatching(/ended before it finished/) });
+    expect(reader.reconciled.owners).toBe(here.startTicks !== null ? 2 : 1);
+  });
+
+  it('a checkpointed call keeps the tokens that arrived when it is interrupted', () => {
+    const file = tempDb();
+    const setup = open(file);
+    const dead = new OwnersTable(setup.db).register({ ...here, pid: 2 ** 22 + 9 });
+    new SessionsTable(setup.db, dead).ensure('s');
+    const calls = new RequestsTable(setup.db, dead);
+    calls.begin(start('s', 'r'));
+    calls.checkpoint('r', { source: 'upstream', promptIds: [1, 2], sampledIds: [3], logprobs: [-0.25] }, 'data: {}\n\n');
+    const row = open(file).requests.get('r')!;
+    expect(row).toMatchObject({ status: 'interrupted', promptIds: [1, 2], sampledIds: [3], logprobs: [-0.25], reply: 'data: {}\n\n' });
+  });
+
+  it('a clean close completes the sessions it left open and ends its owner', () => {
+    const file = tempDb();
+    const s = Store.open(file);
+    s.sessions.ensure('mine');
+    s.close();
+    const again = open(file);
+    expect(again.sessions.get('mine')!.status).toBe('completed');
+    expect(again.reconciled.owners).toBe(0);
+  });
+
+  it('upgrading a database from before owners interrupts only leftovers over an hour old', () => {
+    const file = tempDb();
+    const db = new Database(file);
+    for (let i = 0; i < 3; i++) db.exec(MIGRATIONS[i]!);
+    db.pragma('user_version = 3');
+    const now = Date.now();
+    db.prepare(`INSERT INTO sessions (id, created_at) VALUES ('old', ?), ('new', ?)`).run(now - 7_200_000, now - 60_000);
+    const insert = db.prepare(`INSERT INTO requests (id, session_id, seq, provider, method, path, started_at) VALUES (?, ?, 1, 'openai-chat', 'POST', '/', ?)`);
+    insert.run('r-old', 'old', now - 7_200_000);
+    insert.run('r-new', 'new', now - 60_000);
+    db.close();
+    const upgraded = open(file);
+    expect(upgraded.db.pragma('user_version', { simple: true })).toBe(MIGRATIONS.length);
+    expect([upgraded.sessions.get('old')!.status, upgraded.requests.get('r-old')!.status]).toEqual(['interrupted', 'interrupted']);
+    expect([upgraded.sessions.get('new')!.status, upgraded.requests.get('r-new')!.status]).toEqual(['active', 'in_progress']);
+    expect(upgraded.db.pragma('foreign_key_check')).toEqual([]);
   });
 });
