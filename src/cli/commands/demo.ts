@@ -9,7 +9,8 @@ import { runHarness } from '../../harness/run.js';
 import { startMockServer } from '../../mock-server/server.js';
 import { DEMO_FILE } from '../../mock-server/script.js';
 import { BUNDLED_QWEN3 } from '../../upstream/tito/chat-template.js';
-import { action, printJson } from '../output.js';
+import { defaultDbPath } from '../../store/store.js';
+import { action, invokedAs, printJson } from '../output.js';
 import { summaryLine } from './run.js';
 import { printSession } from './show.js';
 
@@ -31,7 +32,7 @@ export function registerDemo(program: Command): void {
         .choices(['vllm', 'vllm-tito', 'sglang-tito'])
         .default('vllm'),
     )
-    .option('--db <file>', 'where to record (default: a new temporary database)')
+    .option('--db <file>', 'where to record (default: $POLAR_DB, else ./polar.db — where `polar sessions` and `polar show` look next)')
     .option('--node <path>', 'a Node.js binary for harnesses that need a newer one')
     .option('--json', 'print the result as JSON')
     .action(action(demo));
@@ -43,7 +44,8 @@ async function demo(opts: DemoOptions): Promise<void> {
   await import('node:fs/promises').then((fs) => fs.mkdir(workspace));
   await writeFile(path.join(workspace, 'README.md'), '# demo project\n');
   await writeFile(path.join(workspace, 'main.py'), 'print("hello")\n');
-  const dbPath = opts.db ?? path.join(dir, 'polar.db');
+  // The database later commands find by default, so `polar sessions` / `polar show` work next.
+  const dbPath = opts.db ?? defaultDbPath();
   const mock = await startMockServer({ log: false });
   if (!opts.json) process.stderr.write(`${chalk.bold('polar demo')}: ${opts.harness} in ${workspace}, model calls to the mock server (scripted, not a model) at ${mock.url}\n`);
   try {
@@ -56,6 +58,7 @@ async function demo(opts: DemoOptions): Promise<void> {
       timeoutSec: 300,
       quiet: true,
       ...(opts.node ? { nodeBin: opts.node } : {}),
+      onNotice: (line) => process.stderr.write(`${line}\n`),
     });
     const file = path.join(workspace, DEMO_FILE);
     const wrote = existsSync(file) ? (await readFile(file, 'utf8')).trim() : null;
@@ -64,12 +67,19 @@ async function demo(opts: DemoOptions): Promise<void> {
     } else {
       process.stdout.write('\n');
       printSession(dbPath, result.session);
-      process.stdout.write(`\n${summaryLine(result, dbPath)}\n`);
+      process.stdout.write(`\n${summaryLine(result, dbPath, { next: false })}\n`);
       process.stdout.write(wrote !== null ? `the harness wrote ${DEMO_FILE}: "${wrote}"\n` : chalk.yellow(`the harness did not write ${DEMO_FILE}; see ${result.logFile}\n`));
-      process.stdout.write(`recorded in ${dbPath}: try polar reconstruct --db ${dbPath}, or polar verify-faithfulness --db ${dbPath}\n`);
+      process.stdout.write(`\nrecorded in ${dbPath}; next:\n${nextCommands(result.session, dbPath).map((c) => `  ${c}`).join('\n')}\n`);
     }
     process.exitCode = result.exitCode === 0 && wrote !== null ? 0 : 1;
   } finally {
     await mock.close();
   }
+}
+
+/** The commands to try next, exactly as the user can paste them (with `npx` when that is how polar ran). */
+export function nextCommands(session: string, dbPath: string): string[] {
+  const polar = invokedAs();
+  const db = dbPath === defaultDbPath() ? '' : ` --db ${dbPath}`;
+  return [`${polar} sessions${db}`, `${polar} show ${session}${db}`, `${polar} reconstruct --session ${session}${db} --out traces.jsonl`, `${polar} verify-faithfulness --session ${session}${db}`];
 }

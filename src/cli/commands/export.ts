@@ -6,6 +6,7 @@ import { sftExample } from '../../trajectory/export/sft.js';
 import { lookupResponse } from '../../proxy/recorded-response.js';
 import { emptyStats, reconstruct } from '../../trajectory/reconstruct.js';
 import { STRATEGIES, getStrategy } from '../../trajectory/registry.js';
+import { numberArg } from '../numbers.js';
 import { action, jsonLines } from '../output.js';
 
 interface ExportOptions {
@@ -13,7 +14,7 @@ interface ExportOptions {
   session?: string[];
   format: 'tokens' | 'sft' | 'nemo-gym';
   strategy: string;
-  minReward?: string;
+  minReward?: number;
   out?: string;
   allowRerender?: boolean;
 }
@@ -29,7 +30,7 @@ export function registerExport(program: Command): void {
     )
     .option('--strategy <name>', Object.keys(STRATEGIES).join(' | '), 'prefix-merging')
     .option('--allow-rerender', 'prefix-merging with the looser rule (see polar reconstruct --help)')
-    .option('--min-reward <r>', 'only traces with a reward of at least this (traces without a reward are left out)')
+    .option('--min-reward <r>', 'only traces with a reward of at least this (traces without a reward are left out)', numberArg('--min-reward', -Number.MAX_VALUE, Number.MAX_VALUE))
     .option('--db <file>', 'SQLite database (default: $POLAR_DB, else ./polar.db)')
     .option('--session <id...>', 'only these sessions (default: all)')
     .option('--out <file>', 'write here (default: stdout)')
@@ -37,8 +38,7 @@ export function registerExport(program: Command): void {
 }
 
 async function exportData(opts: ExportOptions): Promise<void> {
-  const minReward = opts.minReward === undefined ? null : Number(opts.minReward);
-  if (minReward !== null && !Number.isFinite(minReward)) throw new PolarError('POLAR_USAGE', `--min-reward must be a number, got ${opts.minReward}`);
+  const minReward = opts.minReward ?? null;
   const store = Store.open(opts.db ?? defaultDbPath(), { readonly: true });
   const out = jsonLines(opts.out);
   const lookup = (responseId: string) => lookupResponse(store, responseId);

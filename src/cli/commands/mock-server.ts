@@ -1,17 +1,17 @@
 import chalk from 'chalk';
 import type { Command } from 'commander';
-import { PolarError } from '../../core/errors.js';
 import { startMockServer } from '../../mock-server/server.js';
+import { integerArg, numberArg } from '../numbers.js';
 import { action } from '../output.js';
 
 interface MockServerOptions {
   host: string;
-  port: string;
+  port: number;
   model: string;
   json?: boolean;
   nemoRl?: boolean;
-  nemoRlTemperature: string;
-  nemoRlTopP: string;
+  nemoRlTemperature: number;
+  nemoRlTopP: number;
 }
 
 export function registerMockServer(program: Command): void {
@@ -19,12 +19,12 @@ export function registerMockServer(program: Command): void {
     .command('mock-server')
     .description('serve a scripted stand-in for a vLLM server (real Qwen3 tokenizer, no GPU): for trying polar and testing harnesses')
     .option('--host <host>', 'address to bind', '127.0.0.1')
-    .option('--port <n>', 'port (0: any free port)', '8000')
+    .option('--port <n>', 'port (0: any free port)', integerArg('--port', 0, 65535), 8000)
     .option('--model <name>', 'model id it reports', 'polar/mock-qwen3')
     .option('--json', 'print the listening URL as one JSON line')
     .option('--nemo-rl', "behave as NeMo-RL's vLLM HTTP server: chat and /tokenize only, fixed sampling, prefix splicing")
-    .option('--nemo-rl-temperature <t>', 'the training temperature every --nemo-rl request must send', '1')
-    .option('--nemo-rl-top-p <p>', 'the training top_p every --nemo-rl request must send', '1')
+    .option('--nemo-rl-temperature <t>', 'the training temperature every --nemo-rl request must send', numberArg('--nemo-rl-temperature', 0, 100), 1)
+    .option('--nemo-rl-top-p <p>', 'the training top_p every --nemo-rl request must send', numberArg('--nemo-rl-top-p', Number.MIN_VALUE, 1), 1)
     .addHelpText(
       'after',
       `
@@ -52,16 +52,8 @@ required_prefix_token_ids) has its exact tokens spliced into the next prompt.`,
 }
 
 async function serve(opts: MockServerOptions): Promise<void> {
-  const port = Number(opts.port);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new PolarError('POLAR_USAGE', `--port must be 0-65535, got ${opts.port}`);
-  let nemoRl: { temperature: number; topP: number } | undefined;
-  if (opts.nemoRl) {
-    const temperature = Number(opts.nemoRlTemperature);
-    const topP = Number(opts.nemoRlTopP);
-    if (!Number.isFinite(temperature) || temperature < 0) throw new PolarError('POLAR_USAGE', `--nemo-rl-temperature must be a number ≥ 0, got ${opts.nemoRlTemperature}`);
-    if (!Number.isFinite(topP) || topP <= 0 || topP > 1) throw new PolarError('POLAR_USAGE', `--nemo-rl-top-p must be in (0, 1], got ${opts.nemoRlTopP}`);
-    nemoRl = { temperature, topP };
-  }
+  const { port } = opts;
+  const nemoRl = opts.nemoRl ? { temperature: opts.nemoRlTemperature, topP: opts.nemoRlTopP } : undefined;
   const server = await startMockServer({ host: opts.host, port, model: opts.model, log: false, ...(nemoRl ? { nemoRl } : {}) });
   const flavor = nemoRl ? `, as NeMo-RL's server (temperature ${nemoRl.temperature}, top_p ${nemoRl.topP})` : '';
   if (opts.json) process.stdout.write(`${JSON.stringify({ url: server.url, model: server.model, ...(nemoRl ? { nemoRl } : {}) })}\n`);

@@ -7,6 +7,7 @@ import type { CallSummary } from '../../proxy/call-record.js';
 import { defaultDbPath, Store } from '../../store/store.js';
 import { createUpstream } from '../../upstream/create.js';
 import type { ServedModel, Upstream } from '../../upstream/types.js';
+import { integerArg } from '../numbers.js';
 import { action, formatDuration } from '../output.js';
 import { addUpstreamOptions, UPSTREAM_KINDS_HELP, upstreamOptionsFrom, type UpstreamFlags } from '../upstream-options.js';
 
@@ -14,13 +15,14 @@ interface ProxyCommandOptions extends UpstreamFlags {
   upstream: string;
   model?: string;
   host: string;
-  port: string;
+  port: number;
   db?: string;
   session?: string;
-  maxBody: string;
+  maxBody: number;
   authToken?: string;
-  upstreamTimeout: string;
-  contextWindow?: string;
+  allowHost?: string[];
+  upstreamTimeout: number;
+  contextWindow?: number;
   json?: boolean;
   quiet?: boolean;
 }
@@ -33,13 +35,14 @@ export function registerProxy(program: Command): void {
   addUpstreamOptions(command)
     .option('--model <name>', 'model to serve every call with (default: the upstream\'s first model)')
     .option('--host <host>', 'address to bind; non-loopback needs --auth-token', '127.0.0.1')
-    .option('--port <n>', 'port to listen on (0: any free port)', '8100')
+    .option('--port <n>', 'port to listen on (0: any free port)', integerArg('--port', 0, 65535), 8100)
     .option('--db <file>', 'SQLite database (default: $POLAR_DB, else ./polar.db)')
     .option('--session <name>', 'session for calls that name none (default: a new id)')
-    .option('--max-body <bytes>', 'largest request body accepted', String(DEFAULT_MAX_BODY_BYTES))
+    .option('--max-body <bytes>', 'largest request body accepted', integerArg('--max-body', 1), DEFAULT_MAX_BODY_BYTES)
     .option('--auth-token <token>', 'require this token on every call (default: $POLAR_AUTH_TOKEN)')
-    .option('--upstream-timeout <seconds>', 'longest wait for an upstream reply or between streamed chunks', '900')
-    .option('--context-window <tokens>', "the served model's context length, to clamp max_tokens (default: the upstream's max_model_len)")
+    .option('--allow-host <name...>', 'host names callers may reach the proxy by, besides its address and loopback names (DNS-rebinding protection refuses others)')
+    .option('--upstream-timeout <seconds>', 'longest wait for an upstream reply or between streamed chunks', integerArg('--upstream-timeout', 1, 86_400), 900)
+    .option('--context-window <tokens>', "the served model's context length, to clamp max_tokens (default: the upstream's max_model_len)", integerArg('--context-window', 1, 100_000_000))
     .option('--json', 'print the listening address as one JSON line')
     .option('-q, --quiet', 'do not print a line per call')
     .addHelpText(
@@ -57,9 +60,8 @@ ${UPSTREAM_KINDS_HELP}`,
 }
 
 async function runProxy(opts: ProxyCommandOptions): Promise<void> {
-  const port = parseInteger(opts.port, '--port', 0, 65535);
-  const maxBodyBytes = parseInteger(opts.maxBody, '--max-body', 1, Number.MAX_SAFE_INTEGER);
-  const timeoutMs = parseInteger(opts.upstreamTimeout, '--upstream-timeout', 1, 86_400) * 1000;
+  const { port, maxBody: maxBodyBytes } = opts;
+  const timeoutMs = opts.upstreamTimeout * 1000;
   const session = opts.session ?? newId('ses');
   if (!isValidSessionName(session)) {
     throw new PolarError('POLAR_USAGE', `--session ${JSON.stringify(session)} is not a valid name: use letters, digits, . _ : -`);
@@ -74,7 +76,7 @@ async function runProxy(opts: ProxyCommandOptions): Promise<void> {
   });
   const discovered = await discoverModel(upstream, opts.model, opts.quiet === true);
   const servedModel = opts.model ?? discovered?.id ?? null;
-  const contextWindow = opts.contextWindow !== undefined ? parseInteger(opts.contextWindow, '--context-window', 1, 100_000_000) : (discovered?.maxModelLen ?? null);
+  const contextWindow = opts.contextWindow ?? discovered?.maxModelLen ?? null;
   const store = Store.open(dbPath);
   let proxy: RunningProxy;
   try {
@@ -88,6 +90,8 @@ async function runProxy(opts: ProxyCommandOptions): Promise<void> {
       port,
       maxBodyBytes,
       authToken: opts.authToken ?? (process.env.POLAR_AUTH_TOKEN || undefined),
+      ...(opts.allowHost ? { allowHosts: opts.allowHost } : {}),
+      onRefused: opts.quiet ? undefined : (reason) => process.stderr.write(`${chalk.yellow('refused')}: ${reason}\n`),
       onCall: opts.quiet ? undefined : (s) => process.stderr.write(`${formatCall(s)}\n`),
     });
   } catch (err) {
@@ -162,14 +166,6 @@ function formatCall(s: CallSummary): string {
   const tokens = s.promptTokens !== null ? `${s.promptTokens}→${s.sampledTokens ?? 0} tok` : 'no ids';
   const err = s.error ? chalk.dim(` ${s.error.slice(0, 120)}`) : '';
   return `${chalk.dim(new Date().toISOString().slice(11, 19))} ${s.sessionId} #${s.seq} ${s.agentId !== 'main' ? `${s.agentId} ` : ''}${s.provider} ${status}${s.streamed ? ' stream' : ''} ${tokens} ${formatDuration(s.durationMs)}${err}`;
-}
-
-function parseInteger(value: string, flag: string, min: number, max: number): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < min || n > max) {
-    throw new PolarError('POLAR_USAGE', `${flag} must be an integer from ${min} to ${max}, got ${JSON.stringify(value)}`);
-  }
-  return n;
 }
 
 function listenError(err: unknown, host: string, port: number): unknown {

@@ -67,6 +67,8 @@ function summary(s: ReconstructStats): string {
     `  tokens: ${s.tokensPerRequest} per-request → ${s.tokensMerged} merged (${saving.toFixed(1)}% fewer)`,
     `  breaks: ${breaks}${s.contextDrift > 0 ? `; context drift: ${s.contextDrift} re-rendered boundaries joined (--allow-rerender)` : ''}`,
   ];
+  const hint = breakHint(s);
+  if (hint) lines.push(`  ${chalk.yellow('why')}: ${hint}`);
   for (const e of s.breakExamples.filter((x) => x.expected !== undefined)) {
     lines.push(`  ${e.class} at token ${e.position} of ${e.requestId}: had ${JSON.stringify(e.expected)}, found ${JSON.stringify(e.found)}`);
   }
@@ -79,4 +81,26 @@ function summary(s: ReconstructStats): string {
   for (const e of s.excluded) reasons.set(e.reason, (reasons.get(e.reason) ?? 0) + 1);
   if (reasons.size > 0) lines.push(`  excluded: ${[...reasons].map(([r, n]) => `${r} ${n}`).join(', ')}`);
   return lines.join('\n');
+}
+
+/**
+ * One line on why calls did not merge and what to do: the question a user has when a session of
+ * many calls comes out as many traces.
+ */
+export function breakHint(s: ReconstructStats): string | null {
+  const b = s.breaks;
+  const total = b.template + b.retoken + b.rewrite + b.other;
+  if (total === 0) return null;
+  const polarRendered = s.prompts.bridged + s.prompts.full > 0;
+  const calls = `${total} call${total === 1 ? '' : 's'} did not extend the trace before ${total === 1 ? 'it' : 'them'}`;
+  if (b.other > 0) {
+    return polarRendered
+      ? `${calls}; pass --tokenizer PATH (the model's folder, or bundled:qwen3) to tell template, retoken and rewrite breaks apart`
+      : `${calls}: the server rendered each prompt itself and re-rendered earlier replies differently from the ids it sampled. Pass --tokenizer PATH to classify the breaks; record with --upstream-kind vllm-tito (polar renders and bridges every turn) to merge whole sessions`;
+  }
+  if (b.template + b.retoken > 0 && !polarRendered) {
+    return `${calls}: the server's chat template re-rendered earlier replies differently from the sampled ids (template ${b.template}, retoken ${b.retoken}); record with --upstream-kind vllm-tito so polar bridges every turn and whole sessions merge`;
+  }
+  if (b.rewrite === total) return `${calls}: the harness rewrote its history (compaction, edited or dropped turns), so a new trace starts there; nothing is lost`;
+  return `${calls} (template ${b.template}, retoken ${b.retoken}, rewrite ${b.rewrite}); rewrites (compaction) always start a new trace, template and retoken breaks go away with --upstream-kind vllm-tito`;
 }

@@ -5,9 +5,10 @@ import { Option, type Command } from 'commander';
 import { PolarError } from '../../core/errors.js';
 import { HARNESS_NAMES, getHarness } from '../../harness/registry.js';
 import { runHarness, type RunHarnessResult } from '../../harness/run.js';
-import type { SessionSummary } from '../../store/sessions.js';
 import { defaultDbPath } from '../../store/store.js';
-import { action, formatDuration, printJson } from '../output.js';
+import { integerArg, secondsArg } from '../numbers.js';
+import { action, invokedAs, printJson } from '../output.js';
+import { RunStatusLine } from '../status-line.js';
 import { addUpstreamOptions, UPSTREAM_KINDS_HELP, upstreamOptionsFrom, type UpstreamFlags } from '../upstream-options.js';
 
 interface RunCommandOptions extends UpstreamFlags {
@@ -19,10 +20,10 @@ interface RunCommandOptions extends UpstreamFlags {
   prompt?: string;
   promptFile?: string;
   cwd?: string;
-  timeout?: string;
+  timeout?: number;
   session?: string;
   db?: string;
-  contextWindow?: string;
+  contextWindow?: number;
   harnessBin?: string;
   command?: string;
   node?: string;
@@ -41,10 +42,10 @@ export function registerRun(program: Command): void {
     .option('--prompt <text>', 'run headless with this task (without it: interactive)')
     .option('--prompt-file <file>', 'run headless with the task in this file')
     .option('--cwd <dir>', 'the workspace the harness works in (default: the current directory)')
-    .option('--timeout <seconds>', 'end the harness (its whole process tree) after this long; the partial session is kept')
+    .option('--timeout <seconds>', 'end the harness (its whole process tree) after this long; the partial session is kept', secondsArg('--timeout'))
     .option('--session <name>', 'session id (default: a new one)')
     .option('--db <file>', 'SQLite database (default: $POLAR_DB, else ./polar.db)')
-    .option('--context-window <tokens>', "the served model's context length (default: the upstream's max_model_len)")
+    .option('--context-window <tokens>', "the served model's context length (default: the upstream's max_model_len)", integerArg('--context-window', 1, 100_000_000))
     .option('--harness-bin <path>', 'the harness executable (default: node_modules/.bin, then PATH)')
     .option('--command <template>', "for --harness custom: e.g. 'mycli --base {base_url} {prompt}'")
     .option('--node <path>', 'a Node.js binary for JavaScript harnesses that need a newer one (Qwen Code needs 22)')
@@ -68,47 +69,43 @@ async function runCommand(harnessArgs: string[], opts: RunCommandOptions): Promi
   if (opts.prompt !== undefined && opts.promptFile !== undefined) throw new PolarError('POLAR_USAGE', 'give --prompt or --prompt-file, not both');
   const prompt = opts.promptFile !== undefined ? await readFile(opts.promptFile, 'utf8') : (opts.prompt ?? null);
   const harness = getHarness(opts.harness, opts.command !== undefined ? { command: opts.command } : {});
-  const timeoutSec = opts.timeout !== undefined ? positive(opts.timeout, '--timeout') : undefined;
-  const statusLine = prompt !== null && process.stderr.isTTY && !opts.json;
-  const result = await runHarness({
-    harness,
-    ...(opts.harnessBin ? { harnessBin: opts.harnessBin } : {}),
-    prompt,
-    cwd: path.resolve(opts.cwd ?? process.cwd()),
-    dbPath: opts.db ?? defaultDbPath(),
-    ...(opts.upstream
-      ? { upstream: { url: opts.upstream, kind: opts.upstreamKind, ...upstreamOptionsFrom(opts), ...(process.env.POLAR_UPSTREAM_API_KEY ? { apiKey: process.env.POLAR_UPSTREAM_API_KEY } : {}) } }
-      : {}),
-    ...(opts.proxy ? { proxyUrl: opts.proxy } : {}),
-    ...(opts.model ? { model: opts.model } : {}),
-    ...(opts.contextWindow ? { contextWindow: positive(opts.contextWindow, '--context-window') } : {}),
-    ...(opts.session ? { session: opts.session } : {}),
-    ...(timeoutSec ? { timeoutSec } : {}),
-    ...(opts.node ? { nodeBin: opts.node } : {}),
-    extraArgs: harnessArgs,
-    quiet: opts.json === true,
-    ...(statusLine ? { onProgress: (s, ms) => process.stderr.write(`\r${chalk.dim(progressLine(s, ms))}\x1b[K`) } : {}),
-  });
-  if (statusLine) process.stderr.write('\r\x1b[K');
+  const timeoutSec = opts.timeout;
+  const statusLine = prompt !== null && process.stderr.isTTY && !opts.json ? new RunStatusLine() : null;
+  let result: RunHarnessResult;
+  try {
+    result = await runHarness({
+      harness,
+      ...(opts.harnessBin ? { harnessBin: opts.harnessBin } : {}),
+      prompt,
+      cwd: path.resolve(opts.cwd ?? process.cwd()),
+      dbPath: opts.db ?? defaultDbPath(),
+      ...(opts.upstream
+        ? { upstream: { url: opts.upstream, kind: opts.upstreamKind, ...upstreamOptionsFrom(opts), ...(process.env.POLAR_UPSTREAM_API_KEY ? { apiKey: process.env.POLAR_UPSTREAM_API_KEY } : {}) } }
+        : {}),
+      ...(opts.proxy ? { proxyUrl: opts.proxy } : {}),
+      ...(opts.model ? { model: opts.model } : {}),
+      ...(opts.contextWindow ? { contextWindow: opts.contextWindow } : {}),
+      ...(opts.session ? { session: opts.session } : {}),
+      ...(timeoutSec ? { timeoutSec } : {}),
+      ...(opts.node ? { nodeBin: opts.node } : {}),
+      extraArgs: harnessArgs,
+      quiet: opts.json === true,
+      onNotice: (line) => process.stderr.write(`${line}\n`),
+      ...(statusLine ? { onCall: (s) => statusLine.call(s), onSessionSummary: (s) => statusLine.session(s) } : {}),
+    });
+  } finally {
+    statusLine?.stop();
+  }
   if (opts.json) printJson({ ok: result.exitCode === 0, ...result });
   else process.stderr.write(`${summaryLine(result, opts.db)}\n`);
   process.exitCode = result.exitCode;
 }
 
-function progressLine(s: SessionSummary, ms: number): string {
-  return `polar: ${s.requests} calls · ${s.promptTokens.toLocaleString('en')} prompt / ${s.sampledTokens.toLocaleString('en')} sampled tokens · ${s.failed} errors · ${formatDuration(ms)}`;
-}
-
-export function summaryLine(r: RunHarnessResult, dbPath?: string): string {
+export function summaryLine(r: RunHarnessResult, dbPath?: string, options: { next?: boolean } = {}): string {
   const s = r.summary;
   const status = r.status === 'completed' ? chalk.green(r.status) : chalk.yellow(r.status);
   const counts = s ? `${s.requests} calls, ${s.promptTokens} prompt / ${s.sampledTokens} sampled tokens, ${s.failed} errors` : 'no calls';
   const db = dbPath && dbPath !== defaultDbPath() ? ` --db ${dbPath}` : '';
-  return `${chalk.bold('polar')} session ${r.session} ${status} (exit ${r.exitCode}): ${counts}\n  log ${r.logFile}\n  next: polar show ${r.session}${db}`;
-}
-
-function positive(value: string, flag: string): number {
-  const n = Number(value);
-  if (!Number.isFinite(n) || n <= 0) throw new PolarError('POLAR_USAGE', `${flag} must be a positive number, got ${JSON.stringify(value)}`);
-  return n;
+  const next = options.next === false ? '' : `\n  next: ${invokedAs()} show ${r.session}${db}`;
+  return `${chalk.bold('polar')} session ${r.session} ${status} (exit ${r.exitCode}): ${counts}\n  log ${r.logFile}${next}`;
 }

@@ -15,7 +15,7 @@ const call = (requestId: string, seq: number, promptIds: number[], sampledIds: n
 });
 
 // A toy vocabulary: 900+ are special tokens; others decode to their own letter(s).
-const WORDS: Record<number, string> = { 1: 'a', 2: 'b', 3: 'c', 4: 'ab', 5: 'x', 6: 'y', 7: 'z' };
+const WORDS: Record<number, string> = { 1: 'a', 2: 'b', 3: 'c', 4: 'ab', 5: 'x', 6: 'y', 7: 'z', 8: '\n', 9: ' ' };
 const text: TokenText = { decode: (ids) => ids.map((i) => WORDS[i] ?? `<${i}>`).join(''), isSpecial: (id) => id >= 900 };
 
 describe('per-request', () => {
@@ -60,6 +60,12 @@ describe('prefix-merging (faithful)', () => {
 
   it('different special tokens around the same text break as template', () => {
     const { breaks } = prefixMerging.run([call('r1', 1, [900, 10], [1, 902]), call('r2', 2, [900, 10, 1, 905, 903], [3])], text);
+    expect(breaks[0]!.class).toBe('template');
+  });
+
+  it('a re-render that differs only in whitespace (Qwen3\'s "\\n" before <tool_call>) breaks as template, not rewrite', () => {
+    // Sampled "a<tool_call>…" straight after the text; the template renders "a\n<tool_call>…" with its own spacing.
+    const { breaks } = prefixMerging.run([call('r1', 1, [900, 10], [1, 2, 3, 902]), call('r2', 2, [900, 10, 1, 8, 2, 9, 3, 902, 903], [5])], text);
     expect(breaks[0]!.class).toBe('template');
   });
 

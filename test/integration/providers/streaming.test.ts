@@ -3,9 +3,10 @@ import { startReferenceUpstream, type ReferenceUpstream } from '../../support/re
 import { startTestProxy, type TestProxy } from '../../support/start-proxy.js';
 
 /**
- * Streaming is real: with an upstream that paces its tokens over seconds, each provider's first
- * event reaches the client long before the upstream finishes, and while the upstream is silent
- * (prefill) the harness gets keep-alives in its own provider's form.
+ * Streaming is real: each provider's first events reach the client while the upstream is still
+ * generating, and while the upstream is silent (prefill) the harness gets keep-alives in its own
+ * provider's form. Asserted as an order of events (the upstream is held until the test releases
+ * it), never as timings.
  */
 const PROVIDERS = [
   { name: 'openai-chat', path: '/v1/chat/completions', body: { model: 'm', stream: true, messages: [{ role: 'user', content: 'hello there' }] }, keepAlive: /^: keep-alive$/m, last: 'data: [DONE]' },
@@ -21,28 +22,39 @@ const PROVIDERS = [
   },
 ] as const;
 
-interface Arrival {
-  at: number;
-  text: string;
-}
-
-async function timedStream(url: string, body: unknown): Promise<{ arrivals: Arrival[]; total: number }> {
-  const start = performance.now();
+/** Reads a streamed reply piece by piece, so a test can act between pieces. */
+async function openStream(url: string, body: unknown): Promise<{ next(): Promise<string | null>; rest(): Promise<string> }> {
   const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
   expect(res.status).toBe(200);
+  const reader = (res.body as ReadableStream<Uint8Array>).getReader();
   const decoder = new TextDecoder();
-  const arrivals: Arrival[] = [];
-  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) arrivals.push({ at: performance.now() - start, text: decoder.decode(chunk, { stream: true }) });
-  return { arrivals, total: performance.now() - start };
+  const next = async () => {
+    const { value, done } = await reader.read();
+    return done ? null : decoder.decode(value, { stream: true });
+  };
+  return {
+    next,
+    async rest() {
+      let all = '';
+      for (let piece = await next(); piece !== null; piece = await next()) all += piece;
+      return all;
+    },
+  };
 }
 
-const isKeepAlive = (text: string) => /^(: keep-alive|event: ping|event: response\.(created|in_progress))/.test(text.trim());
+/** Whether a piece of the stream carries generated text (a non-empty text or reasoning delta, in any provider's form). */
+const hasContent = (text: string) => /"(content|reasoning_content|reasoning|text|delta|thinking)":"[^"]/.test(text) || /content_block_delta/.test(text);
 
+/**
+ * Order, not clocks: the upstream holds its reply after a few tokens until the test lets it go.
+ * Events that reach the harness while it is held were relayed as generated; buffering until the
+ * end would deliver nothing before the release.
+ */
 describe('streams are relayed as they are generated', () => {
   let paced: ReferenceUpstream;
   let t: TestProxy;
   beforeAll(async () => {
-    paced = await startReferenceUpstream({ chunkDelayMs: 60, chunkTokens: 1 });
+    paced = await startReferenceUpstream({ chunkTokens: 1, holdAt: 6 });
     t = await startTestProxy(paced.url, { keepAliveMs: 60_000 });
   });
   afterAll(async () => {
@@ -50,14 +62,21 @@ describe('streams are relayed as they are generated', () => {
     await paced?.close();
   });
 
-  it.each(PROVIDERS)('$name: the first event arrives long before the upstream finishes', async ({ path, body }) => {
-    const { arrivals, total } = await timedStream(`${t.proxy.url}${path}`, body);
-    const firstEvent = arrivals.find((a) => !isKeepAlive(a.text) && /data:|^\{/m.test(a.text))!;
-    expect(total).toBeGreaterThan(1500); // the upstream paced ~40 tokens 60 ms apart
-    expect(firstEvent.at).toBeLessThan(total / 4);
-    // Many separate arrivals spread over the stream, not one burst at the end.
-    const spread = arrivals.filter((a) => a.at > total / 4 && a.at < (3 * total) / 4);
-    expect(spread.length).toBeGreaterThan(5);
+  it.each(PROVIDERS)('$name: the first events reach the harness while the upstream is still generating', async ({ path, body, last }) => {
+    const stream = await openStream(`${t.proxy.url}${path}`, body);
+    await paced.held();
+    let before = '';
+    while (!hasContent(before)) {
+      const piece = await stream.next();
+      expect(piece, 'the stream ended before the upstream finished').not.toBeNull();
+      before += piece;
+    }
+    // The upstream has sent 6 of its tokens and is held: the reply is not finished.
+    expect(before).not.toContain(last);
+    paced.release();
+    const after = await stream.rest();
+    expect(after).toContain(last);
+    expect(t.store.requests.list(t.session).at(-1)).toMatchObject({ status: 'ok', streamed: true });
   });
 });
 
@@ -65,21 +84,27 @@ describe('keep-alives while the upstream is silent', () => {
   let slow: ReferenceUpstream;
   let t: TestProxy;
   beforeAll(async () => {
-    slow = await startReferenceUpstream({ latencyMs: 1200 });
-    t = await startTestProxy(slow.url, { keepAliveMs: 200 });
+    // Held before its first token: a prefill that lasts until the test says so.
+    slow = await startReferenceUpstream({ holdAt: 0 });
+    t = await startTestProxy(slow.url, { keepAliveMs: 100 });
   });
   afterAll(async () => {
     await t?.close();
     await slow?.close();
   });
 
-  it.each(PROVIDERS)('$name: keep-alives in its own form during a 1.2 s prefill, then the reply', async ({ path, body, keepAlive, last }) => {
-    const { arrivals } = await timedStream(`${t.proxy.url}${path}`, body);
-    const early = arrivals.filter((a) => a.at < 1150);
-    // ~5 are due at 200 ms intervals; 2 leaves room for a loaded CI machine.
-    expect(early.filter((a) => keepAlive.test(a.text)).length).toBeGreaterThanOrEqual(2);
-    const all = arrivals.map((a) => a.text).join('');
-    expect(all).toContain(last);
+  it.each(PROVIDERS)('$name: keep-alives in its own form during the prefill, then the reply', async ({ path, body, keepAlive, last }) => {
+    const stream = await openStream(`${t.proxy.url}${path}`, body);
+    await slow.held();
+    let early = '';
+    while ((early.match(new RegExp(keepAlive.source, 'gm')) ?? []).length < 2) {
+      const piece = await stream.next();
+      expect(piece, 'the stream ended during the prefill').not.toBeNull();
+      early += piece;
+    }
+    expect(hasContent(early)).toBe(false);
+    slow.release();
+    expect(early + (await stream.rest())).toContain(last);
     expect(t.store.requests.list(t.session).at(-1)).toMatchObject({ status: 'ok', streamed: true });
   });
 });
