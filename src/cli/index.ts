@@ -6,6 +6,7 @@ import { registerExport } from './commands/export.js';
 import { registerMockServer } from './commands/mock-server.js';
 import { registerProxy } from './commands/proxy.js';
 import { registerReconstruct } from './commands/reconstruct.js';
+import { registerRollout } from './commands/rollout.js';
 import { registerRun } from './commands/run.js';
 import { registerVerify } from './commands/verify.js';
 import { registerSessions } from './commands/sessions.js';
@@ -29,6 +30,7 @@ export function buildProgram(argv: readonly string[] = process.argv): Command {
     });
   registerDemo(program);
   registerRun(program);
+  registerRollout(program);
   registerProxy(program);
   registerMockServer(program);
   registerSessions(program);

@@ -12,6 +12,7 @@ import type { Upstream } from '../upstream/types.js';
 import { baseEnvironment } from './env.js';
 import { resolveHarnessBin } from './resolve.js';
 import { ensureNode } from './node-runtime.js';
+import { sandboxed, type Sandbox } from './sandbox.js';
 import { runCommand, runHarnessProcess } from './spawn.js';
 import type { Harness, HarnessContext } from './types.js';
 
@@ -43,6 +44,14 @@ export interface RunHarnessOptions {
   quiet?: boolean;
   /** One-off lines for the user while preparing (e.g. installing a Node.js runtime). */
   onNotice?: (line: string) => void;
+  /** Run the harness inside this sandbox (rollouts); the workspace and its private home stay writable. */
+  sandbox?: Sandbox;
+  /** Extra session metadata (a rollout's sample, task and group). */
+  sessionMetadata?: Record<string, unknown>;
+  /** An open store on `dbPath` to use (a rollout's), instead of opening one; it is left open. */
+  store?: Store;
+  /** The harness's version when already known (a rollout asks once), so `--version` is not run again. */
+  harnessVersion?: string | null;
 }
 
 export interface RunHarnessResult {
@@ -72,7 +81,7 @@ export async function runHarness(opts: RunHarnessOptions): Promise<RunHarnessRes
   await mkdir(home, { recursive: true, mode: 0o700 });
   const logFile = path.join(runDir, 'harness.log');
 
-  const store = Store.open(opts.dbPath);
+  const store = opts.store ?? Store.open(opts.dbPath);
   let upstream: Upstream | undefined;
   let proxy: RunningProxy | undefined;
   try {
@@ -98,14 +107,14 @@ export async function runHarness(opts: RunHarnessOptions): Promise<RunHarnessRes
     if (!model) throw new PolarError('POLAR_USAGE', 'could not learn the served model from the upstream; pass --model NAME');
 
     const ctxBase: Omit<HarnessContext, 'proxyUrl'> = { session, apiKey: `polar-${session}`, model, home, cwd: opts.cwd, contextWindow, isRoot: process.getuid?.() === 0 };
-    const harnessVersion = await versionOf(harness, bin, { ...ctxBase, proxyUrl: 'http://127.0.0.1:9' }, baseEnv);
+    const harnessVersion = opts.harnessVersion !== undefined ? opts.harnessVersion : await versionOf(harness, bin, { ...ctxBase, proxyUrl: 'http://127.0.0.1:9' }, baseEnv);
     store.sessions.ensure(session, {
       harness: harness.name,
       harnessVersion,
       cwd: opts.cwd,
       upstreamUrl: upstream?.baseUrl ?? proxyUrlOrNull(opts.proxyUrl),
       servedModel: model,
-      metadata: { prompt: opts.prompt, log_file: logFile, interactive: opts.prompt === null },
+      metadata: { prompt: opts.prompt, log_file: logFile, interactive: opts.prompt === null, ...(opts.sandbox ? { sandbox: opts.sandbox.kind } : {}), ...opts.sessionMetadata },
     });
     if (upstream) {
       proxy = await startProxy({
@@ -124,7 +133,8 @@ export async function runHarness(opts: RunHarnessOptions): Promise<RunHarnessRes
 
     const ctx: HarnessContext = { ...ctxBase, proxyUrl };
     await harness.writeConfig(ctx);
-    const cmd = harness.command(bin, ctx, opts.prompt, opts.extraArgs ?? [], baseEnv);
+    const plain = harness.command(bin, ctx, opts.prompt, opts.extraArgs ?? [], baseEnv);
+    const cmd = opts.sandbox ? sandboxed(plain, { ...opts.sandbox, writable: [home, ...opts.sandbox.writable] }, opts.cwd) : plain;
     // A running `polar proxy` records in its own process: its calls reach this one only through the database.
     const progress =
       !proxy && opts.onSessionSummary
@@ -155,7 +165,7 @@ export async function runHarness(opts: RunHarnessOptions): Promise<RunHarnessRes
   } finally {
     await proxy?.close(1000);
     await upstream?.close();
-    store.close();
+    if (!opts.store) store.close();
   }
 }
 

@@ -10,6 +10,7 @@ import { loadQwen3, type Qwen3 } from './qwen3.js';
 import { renderPrompt, type ChatBody } from './render.js';
 import { logprobsFor, sampleReply, type SampledReply, type ScriptedReply } from './sampler.js';
 import { demoScript } from './script.js';
+import { taskScript, type CallMeta, type MockTask } from './tasks.js';
 import { sleep, writeSse, type FaultMode } from './sse.js';
 import { tokenOut } from './token-out.js';
 
@@ -40,8 +41,12 @@ export { textOf, type ChatBody } from './render.js';
 
 export interface MockServerOptions {
   model?: string;
-  /** Decides each reply; defaults to the demo task (script.ts). */
-  script?: (body: ChatBody, callIndex: number) => ScriptedReply;
+  /** Decides each reply; defaults to the demo task (script.ts), or the tasks below. */
+  script?: (body: ChatBody, callIndex: number, meta: CallMeta) => ScriptedReply;
+  /** Rollout tasks with scripted correct and wrong solutions (tasks.ts), chosen per session. */
+  tasks?: readonly MockTask[];
+  /** Seeds which solution a task's first session gets. */
+  seed?: number;
   host?: string;
   port?: number;
   splitEvery?: number;
@@ -118,6 +123,8 @@ interface MockState {
   replies: number;
   tokenizeCalls: number;
   goneWaiters: (() => void)[];
+  /** What decides each reply: the given script, the task scripts, or the demo task. */
+  readonly script: NonNullable<MockServerOptions['script']>;
   /** Held replies' resumptions, and tests waiting for a reply to be held (`holdAt`). */
   gate: { held: (() => void)[]; waiting: (() => void)[] };
 }
@@ -144,6 +151,7 @@ export async function startMockServer(options: MockServerOptions = {}): Promise<
     tokenizeCalls: 0,
     goneWaiters: [],
     gate: { held: [], waiting: [] },
+    script: options.script ?? (options.tasks && options.tasks.length > 0 ? taskScript(options.tasks, options.seed ?? 0) : demoScript),
   };
   const sockets = new Set<import('node:net').Socket>();
   const server = http.createServer((req, res) => {
@@ -245,6 +253,8 @@ async function handle(state: MockState, req: IncomingMessage, res: ServerRespons
     if (options.log !== false) state.calls.push({ path: req.url!, headers: req.headers, body, request, promptIds, reply });
   };
   const ctx = state.reply;
+  const session = req.headers['x-polar-session'];
+  const meta: CallMeta = { session: typeof session === 'string' ? session : null };
 
   if (route === 'chat') {
     const chat = request as ChatBody;
@@ -253,7 +263,7 @@ async function handle(state: MockState, req: IncomingMessage, res: ServerRespons
     let maxTokens = chat.max_completion_tokens ?? chat.max_tokens ?? undefined;
     // NeMo-RL clamps the request's budget to what the context leaves.
     if (nemoRl && maxTokens !== undefined) maxTokens = Math.min(maxTokens, MAX_MODEL_LEN - promptIds.length);
-    const sampled = sample(state, chat, served, maxTokens);
+    const sampled = sample(state, chat, served, maxTokens, meta);
     log(chat, promptIds, sampled);
     const id = `chatcmpl-${served.toString(16).padStart(8, '0')}`;
     if (stream) await writeSse(res, chatStream(ctx, chat, id, promptIds, sampled), fault, timing);
@@ -267,7 +277,7 @@ async function handle(state: MockState, req: IncomingMessage, res: ServerRespons
   const chat: ChatBody = qwen ? { ...parsePrompt(qwen.decode(promptIds)), ...(typeof body.model === 'string' ? { model: body.model } : {}) } : { messages: [] };
   const maxTokens = route === 'completions' ? (body.max_tokens ?? COMPLETIONS_DEFAULT_MAX_TOKENS) : maxNewTokens(body);
   const served = state.replies++;
-  const sampled = sample(state, chat, served, maxTokens);
+  const sampled = sample(state, chat, served, maxTokens, meta);
   log(chat, promptIds, sampled);
   const stopIds = (route === 'completions' ? body.stop_token_ids : body.sampling_params?.stop_token_ids) ?? [];
   const out = tokenOut(sampled, stopIds, qwen?.eosId);
@@ -356,9 +366,9 @@ function chatPrompt(state: MockState, q: Qwen3, chat: ChatBody): number[] {
   return replacePrefixTokens(q.eosId, prefix, templatePrefix, full);
 }
 
-function sample(state: MockState, chat: ChatBody, served: number, maxTokens: number | undefined): SampledReply {
+function sample(state: MockState, chat: ChatBody, served: number, maxTokens: number | undefined, meta: CallMeta): SampledReply {
   if (!state.qwen) return syntheticReply(maxTokens);
-  return sampleReply(state.qwen, (state.options.script ?? demoScript)(chat, served), {
+  return sampleReply(state.qwen, state.script(chat, served, meta), {
     ...(maxTokens !== undefined ? { maxTokens } : {}),
     splitEvery: state.options.splitEvery ?? 3,
     seed: served + 1,

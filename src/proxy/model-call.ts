@@ -16,6 +16,8 @@ import { renderError, sendError } from './render-error.js';
 import { sendJson, toPolarError } from './reply.js';
 import { StreamCollector } from './stream-collector.js';
 
+export const UPSTREAM_SESSION_HEADER = 'x-polar-session';
+
 /** A streaming call writes what it has received so far at most this often (see RequestsTable.checkpoint). */
 const CHECKPOINT_EVERY_MS = 1000;
 
@@ -62,6 +64,9 @@ export async function handleModelCall(
       throw new PolarError('POLAR_BAD_REQUEST', 'request names no model and the proxy has no --model to serve', 400, { param: 'model' });
     }
     const upstreamReq = ctx.upstream.prepare(canonical, model, { ...call.context, contextWindow: ctx.contextWindow });
+    // The session rides along so a server (or a scheduler in front of it) can tell sessions apart;
+    // vLLM and SGLang ignore headers they do not know.
+    upstreamReq.headers = { ...upstreamReq.headers, [UPSTREAM_SESSION_HEADER]: call.context.sessionId };
     prepared = true;
     call.begin({
       originalRequest: bodyText,

@@ -175,5 +175,78 @@ export const MIGRATIONS: readonly string[] = [
      AND COALESCE((SELECT MAX(started_at) FROM requests r WHERE r.session_id = sessions.id), created_at)
          < CAST(strftime('%s', 'now') AS INTEGER) * 1000 - 3600000;
   `,
+  // 5: rollouts (tasks × N samples as GRPO groups). A rollout keeps the tasks it ran (so it can be
+  // resumed from the database alone); each sample is one attempt-numbered session through the
+  // stages INIT → READY → RUNNING → POSTRUN, ending completed / failed / timeout / error with its
+  // reward; a group's statistics and advantages are written when all its samples have ended. A
+  // sample's final status is set once (see RolloutsTable.finish), so no sample is rewarded twice.
+  `
+  CREATE TABLE rollouts (
+    id               TEXT PRIMARY KEY,
+    created_at       INTEGER NOT NULL,
+    ended_at         INTEGER,
+    status           TEXT NOT NULL DEFAULT 'running'
+                     CHECK (status IN ('running', 'completed', 'interrupted', 'failed')),
+    harness          TEXT NOT NULL,
+    upstream_url     TEXT,
+    upstream_kind    TEXT,
+    served_model     TEXT,
+    samples_per_task INTEGER NOT NULL,
+    tasks_file       TEXT,
+    accept           TEXT,
+    config           TEXT NOT NULL DEFAULT '{}',
+    owner_id         INTEGER REFERENCES owners(id)
+  );
+
+  CREATE TABLE rollout_tasks (
+    rollout_id TEXT NOT NULL REFERENCES rollouts(id),
+    task_id    TEXT NOT NULL,
+    position   INTEGER NOT NULL,
+    task       TEXT NOT NULL,
+    PRIMARY KEY (rollout_id, task_id)
+  ) WITHOUT ROWID;
+
+  CREATE TABLE samples (
+    id            TEXT PRIMARY KEY,
+    rollout_id    TEXT NOT NULL REFERENCES rollouts(id),
+    task_id       TEXT NOT NULL,
+    sample_index  INTEGER NOT NULL,
+    group_id      TEXT NOT NULL,
+    attempt       INTEGER NOT NULL DEFAULT 0,
+    session_id    TEXT,
+    status        TEXT NOT NULL DEFAULT 'queued'
+                  CHECK (status IN ('queued', 'init', 'ready', 'running', 'post',
+                                    'completed', 'failed', 'timeout', 'error', 'interrupted')),
+    error_stage   TEXT,
+    error         TEXT,
+    reward        REAL,
+    trace_rewards TEXT,
+    evaluator     TEXT,
+    diff          TEXT,
+    accepted      INTEGER,
+    advantage     REAL,
+    loo_advantage REAL,
+    timing        TEXT NOT NULL DEFAULT '{}',
+    started_at    INTEGER,
+    ended_at      INTEGER,
+    owner_id      INTEGER REFERENCES owners(id),
+    UNIQUE (rollout_id, task_id, sample_index)
+  );
+  CREATE INDEX samples_session ON samples(session_id);
+  CREATE INDEX samples_active ON samples(owner_id) WHERE status IN ('init', 'ready', 'running', 'post');
+
+  CREATE TABLE groups (
+    rollout_id   TEXT NOT NULL REFERENCES rollouts(id),
+    task_id      TEXT NOT NULL,
+    group_id     TEXT NOT NULL,
+    samples      INTEGER NOT NULL,
+    rewarded     INTEGER NOT NULL,
+    mean         REAL,
+    std          REAL,
+    accepted     INTEGER NOT NULL DEFAULT 0,
+    completed_at INTEGER NOT NULL,
+    PRIMARY KEY (rollout_id, task_id)
+  ) WITHOUT ROWID;
+  `,
 ];
 

@@ -1,8 +1,9 @@
 import fs from 'node:fs';
 import { closeDb, migrate, openDb, type Db, type OpenDbOptions } from './db.js';
 import { MIGRATIONS } from './migrations.js';
-import { OwnersTable, type ReconcileResult } from './owners.js';
+import { NOTHING, OwnersTable, type ReconcileResult } from './owners.js';
 import { RequestsTable } from './requests.js';
+import { RolloutsTable } from './rollouts.js';
 import { SessionsTable } from './sessions.js';
 
 /**
@@ -13,6 +14,7 @@ import { SessionsTable } from './sessions.js';
 export class Store {
   readonly sessions: SessionsTable;
   readonly requests: RequestsTable;
+  readonly rollouts: RolloutsTable;
   readonly owners: OwnersTable | null;
   /** This process's owner id; null for a read-only store. */
   readonly ownerId: number | null;
@@ -22,9 +24,10 @@ export class Store {
   constructor(readonly db: Db) {
     this.owners = db.readonly ? null : new OwnersTable(db);
     this.ownerId = this.owners ? this.owners.register() : null;
-    this.reconciled = this.owners ? this.owners.reconcile(this.ownerId) : { owners: 0, calls: 0, sessions: 0 };
+    this.reconciled = this.owners ? this.owners.reconcile(this.ownerId) : { ...NOTHING };
     this.sessions = new SessionsTable(db, this.ownerId);
     this.requests = new RequestsTable(db, this.ownerId);
+    this.rollouts = new RolloutsTable(db, this.ownerId);
   }
 
   static open(file: string, options?: OpenDbOptions): Store {

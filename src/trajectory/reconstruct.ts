@@ -1,11 +1,12 @@
 import type { CallTokenRow } from '../store/requests.js';
+import type { SampleRow } from '../store/rollouts.js';
 import type { SessionRow } from '../store/sessions.js';
 import type { Store } from '../store/store.js';
 import type { Break, BreakClass, CallTokens, Strategy, TokenText, Trajectory } from './types.js';
 
 export interface ReconstructOptions {
   strategy: Strategy;
-  /** Sessions to read; all of them when empty. */
+  /** Sessions to read (an empty list: none); all of them when not given. */
   sessions?: readonly string[];
   text?: TokenText;
   /** Keep calls that look like side traffic (no tools offered while the agent's other calls had some). */
@@ -43,13 +44,13 @@ export interface ReconstructStats {
  * (by default) side calls are not trained on; each is listed with its reason.
  */
 export function* reconstruct(store: Store, options: ReconstructOptions, stats: ReconstructStats = emptyStats(options.strategy.name)): Generator<Trajectory, void> {
-  const wanted = options.sessions && options.sessions.length > 0 ? new Set(options.sessions) : null;
+  const wanted = options.sessions ? new Set(options.sessions) : null;
   for (const summary of store.sessions.list()) {
     if (wanted && !wanted.has(summary.id)) continue;
     stats.sessions++;
     const rows = store.requests.tokens(summary.id);
     const calls = usableCalls(rows, options.includeSideCalls === true, stats);
-    const { traces, breaks } = sessionTraces(summary, options.strategy, calls, options.text);
+    const { traces, breaks } = sessionTraces(summary, options.strategy, calls, options.text, store.rollouts.sampleForSession(summary.id));
     countPrompts(rows, calls, traces, stats.prompts);
     for (const trace of traces) {
       stats.traces++;
@@ -65,11 +66,39 @@ export function* reconstruct(store: Store, options: ReconstructOptions, stats: R
   stats.mergeRatio = stats.traces > 0 ? stats.used / stats.traces : 0;
 }
 
-/** One session's traces, with the session-level fields filled in. */
-export function sessionTraces(session: Pick<SessionRow, 'id' | 'status'>, strategy: Strategy, calls: readonly CallTokens[], text?: TokenText): { traces: Trajectory[]; breaks: Break[] } {
+/** Session statuses whose traces are partial: the session did not end on its own. */
+export const PARTIAL_STATUSES: ReadonlySet<string> = new Set(['timeout', 'interrupted', 'aborted']);
+
+/**
+ * One session's traces, with the session-level fields filled in: its status (and whether that makes
+ * the traces partial) and, for a rollout sample, its group, advantages and reward (the evaluator's
+ * per-trace rewards when it gave one per trace, else the sample's reward on every trace).
+ */
+export function sessionTraces(
+  session: Pick<SessionRow, 'id' | 'status'>,
+  strategy: Strategy,
+  calls: readonly CallTokens[],
+  text?: TokenText,
+  sample?: SampleRow,
+): { traces: Trajectory[]; breaks: Break[] } {
   const result = strategy.run(calls, text);
+  const perTrace = sample?.traceRewards && sample.traceRewards.length === result.traces.length ? sample.traceRewards : null;
   return {
-    traces: result.traces.map((trace, index) => ({ session_id: session.id, strategy: strategy.name, trace_index: index, reward: null, status: session.status, ...trace })),
+    traces: result.traces.map((trace, index) => ({
+      session_id: session.id,
+      strategy: strategy.name,
+      trace_index: index,
+      reward: perTrace ? perTrace[index]! : (sample?.reward ?? null),
+      status: session.status,
+      partial: PARTIAL_STATUSES.has(session.status),
+      rollout_id: sample?.rolloutId ?? null,
+      task_id: sample?.taskId ?? null,
+      group_id: sample?.groupId ?? null,
+      advantage: sample?.advantage ?? null,
+      loo_advantage: sample?.looAdvantage ?? null,
+      accepted: sample?.accepted ?? null,
+      ...trace,
+    })),
     breaks: result.breaks,
   };
 }

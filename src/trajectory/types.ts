@@ -16,8 +16,19 @@ export interface Trajectory {
   /** null for the whole trace when some sampled token has no logprob. */
   response_logprobs: number[] | null;
   finish_reason: string | null;
+  /** The evaluator's reward for this trace (its per-trace reward, else the sample's); null outside rollouts. */
   reward: number | null;
+  /** The session's status. */
   status: string;
+  /** The session did not end on its own (timeout, interrupted, aborted): kept, labelled, not trained on by default. */
+  partial: boolean;
+  /** Rollout fields, null for sessions outside a rollout: the GRPO group and the sample's advantages. */
+  rollout_id: string | null;
+  task_id: string | null;
+  group_id: string | null;
+  advantage: number | null;
+  loo_advantage: number | null;
+  accepted: boolean | null;
   metadata: Record<string, unknown>;
 }
 
@@ -52,8 +63,11 @@ export interface Break {
 }
 
 /** What a strategy returns for one session: traces without the session-level fields, and its breaks. */
+/** Fields a trajectory takes from its session and rollout sample, not from the strategy. */
+export type SessionFields = 'session_id' | 'strategy' | 'trace_index' | 'reward' | 'status' | 'partial' | 'rollout_id' | 'task_id' | 'group_id' | 'advantage' | 'loo_advantage' | 'accepted';
+
 export interface StrategyResult {
-  traces: Omit<Trajectory, 'session_id' | 'strategy' | 'trace_index' | 'reward' | 'status'>[];
+  traces: Omit<Trajectory, SessionFields>[];
   breaks: Break[];
 }
 

@@ -29,7 +29,7 @@ export interface VerifySummary {
  * recordings token for token and logprob bit for bit.
  */
 export function* verifySessions(store: Store, options: VerifyOptions, summary: VerifySummary = { sessions: 0, calls: 0, traces: 0, violations: 0 }): Generator<Violation, void> {
-  const wanted = options.sessions && options.sessions.length > 0 ? new Set(options.sessions) : null;
+  const wanted = options.sessions ? new Set(options.sessions) : null;
   const given = options.traces ? groupBySession(options.traces) : null;
   for (const session of store.sessions.list()) {
     if (wanted && !wanted.has(session.id)) continue;

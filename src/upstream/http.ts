@@ -54,16 +54,16 @@ export class UpstreamHttp {
     return this.send('GET', path, undefined, signal);
   }
 
-  async postJson(path: string, body: string, signal?: AbortSignal): Promise<JsonReply> {
-    return this.send('POST', path, body, signal);
+  async postJson(path: string, body: string, signal?: AbortSignal, extra?: Record<string, string>): Promise<JsonReply> {
+    return this.send('POST', path, body, signal, extra);
   }
 
   /**
    * Starts a streaming POST and resolves once a 2xx status arrived: before that point every
    * failure is an ordinary HTTP error for the caller; after it, the body is the caller's to read.
    */
-  async postStream(path: string, body: string, signal: AbortSignal): Promise<AsyncIterable<Uint8Array>> {
-    const res = await this.dispatch('POST', path, body, signal, { ...this.headers, accept: 'text/event-stream' });
+  async postStream(path: string, body: string, signal: AbortSignal, extra?: Record<string, string>): Promise<AsyncIterable<Uint8Array>> {
+    const res = await this.dispatch('POST', path, body, signal, { ...this.headers, ...extra, accept: 'text/event-stream' });
     if (res.statusCode < 200 || res.statusCode >= 300) {
       const text = await readText(res.body);
       throw new UpstreamStatusError(res.statusCode, text);
@@ -75,8 +75,8 @@ export class UpstreamHttp {
     await this.pool.close();
   }
 
-  private async send(method: 'GET' | 'POST', path: string, body: string | undefined, signal?: AbortSignal): Promise<JsonReply> {
-    const res = await this.dispatch(method, path, body, signal, this.headers);
+  private async send(method: 'GET' | 'POST', path: string, body: string | undefined, signal?: AbortSignal, extra?: Record<string, string>): Promise<JsonReply> {
+    const res = await this.dispatch(method, path, body, signal, extra ? { ...this.headers, ...extra } : this.headers);
     let text: string;
     try {
       text = await res.body.text();

@@ -45,13 +45,13 @@ export class ChatCompletionsUpstream implements Upstream {
   }
 
   async complete(req: UpstreamRequest, signal: AbortSignal): Promise<UpstreamCompletion> {
-    const reply = await this.http.postJson(req.path, req.text, signal);
+    const reply = await this.http.postJson(req.path, req.text, signal, req.headers);
     if (reply.status < 200 || reply.status >= 300) throw new UpstreamStatusError(reply.status, reply.text);
     return this.dialect.completion(parseUpstreamJson(reply.text, 'reply'));
   }
 
   async stream(req: UpstreamRequest, signal: AbortSignal): Promise<AsyncIterable<UpstreamChunk>> {
-    const body = await this.http.postStream(req.path, req.text, signal);
+    const body = await this.http.postStream(req.path, req.text, signal, req.headers);
     return readChunks(body, this.dialect);
   }
 

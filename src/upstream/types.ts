@@ -45,6 +45,8 @@ export interface UpstreamRequest {
   render?: PromptRender;
   /** The call it was prepared for, when the adapter keeps per-call state. */
   callId?: string;
+  /** Extra request headers: the proxy names the call's session (`x-polar-session`; servers ignore it). */
+  headers?: Record<string, string>;
 }
 
 export interface ServedModel {

@@ -10,7 +10,9 @@ import { startMockServer } from '../../mock-server/server.js';
 import { DEMO_FILE } from '../../mock-server/script.js';
 import { BUNDLED_QWEN3 } from '../../upstream/tito/chat-template.js';
 import { defaultDbPath } from '../../store/store.js';
+import { integerArg } from '../numbers.js';
 import { action, invokedAs, printJson } from '../output.js';
+import { demoRollout } from './demo-rollout.js';
 import { summaryLine } from './run.js';
 import { printSession } from './show.js';
 
@@ -20,6 +22,8 @@ interface DemoOptions {
   db?: string;
   node?: string;
   json?: boolean;
+  rollout?: boolean;
+  samples?: number;
 }
 
 export function registerDemo(program: Command): void {
@@ -35,10 +39,16 @@ export function registerDemo(program: Command): void {
     .option('--db <file>', 'where to record (default: $POLAR_DB, else ./polar.db — where `polar sessions` and `polar show` look next)')
     .option('--node <path>', 'a Node.js binary for harnesses that need a newer one')
     .option('--json', 'print the result as JSON')
+    .option('--rollout', 'instead: the fixture tasks (fixtures/tasks) × 4 samples as a rollout, with rewards and GRPO advantages')
+    .option('--samples <n>', 'with --rollout: samples per task', integerArg('--samples', 1, 64), 4)
     .action(action(demo));
 }
 
 async function demo(opts: DemoOptions): Promise<void> {
+  if (opts.rollout) {
+    await demoRollout(opts);
+    return;
+  }
   const dir = await mkdtemp(path.join(os.tmpdir(), 'polar-demo-'));
   const workspace = path.join(dir, 'workspace');
   await import('node:fs/promises').then((fs) => fs.mkdir(workspace));

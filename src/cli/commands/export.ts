@@ -17,6 +17,9 @@ interface ExportOptions {
   minReward?: number;
   out?: string;
   allowRerender?: boolean;
+  rollout?: string;
+  accepted?: boolean;
+  includePartial?: boolean;
 }
 
 export function registerExport(program: Command): void {
@@ -33,6 +36,9 @@ export function registerExport(program: Command): void {
     .option('--min-reward <r>', 'only traces with a reward of at least this (traces without a reward are left out)', numberArg('--min-reward', -Number.MAX_VALUE, Number.MAX_VALUE))
     .option('--db <file>', 'SQLite database (default: $POLAR_DB, else ./polar.db)')
     .option('--session <id...>', 'only these sessions (default: all)')
+    .option('--rollout <id>', "only this rollout's samples (their final attempts)")
+    .option('--accepted', 'only samples a rollout accepted (--accept): offline SFT generation')
+    .option('--include-partial', 'also traces of sessions that did not end on their own (timeout, interrupted, aborted)')
     .option('--out <file>', 'write here (default: stdout)')
     .action(action(exportData));
 }
@@ -47,7 +53,16 @@ async function exportData(opts: ExportOptions): Promise<void> {
   let written = 0;
   const stats = emptyStats(opts.strategy);
   try {
-    for (const trace of reconstruct(store, { strategy: getStrategy(opts.strategy, { allowRerender: opts.allowRerender === true }), ...(opts.session ? { sessions: opts.session } : {}) }, stats)) {
+    const sessions = selectedSessions(store, opts);
+    for (const trace of reconstruct(store, { strategy: getStrategy(opts.strategy, { allowRerender: opts.allowRerender === true }), ...(sessions ? { sessions } : {}) }, stats)) {
+      if (trace.partial && !opts.includePartial) {
+        leave(`partial: session ${trace.status} (--include-partial keeps it)`);
+        continue;
+      }
+      if (opts.accepted && trace.accepted !== true) {
+        leave(trace.accepted === null ? 'not a rollout sample (--accepted)' : 'not accepted (--accepted)');
+        continue;
+      }
       if (minReward !== null && (trace.reward === null || trace.reward < minReward)) {
         leave(trace.reward === null ? 'no reward (--min-reward)' : `reward below ${minReward} (--min-reward)`);
         continue;
@@ -82,6 +97,14 @@ async function exportData(opts: ExportOptions): Promise<void> {
           : `no call could be trained on (${[...excluded].map(([r, n]) => `${r}: ${n}`).join(', ')})`;
     throw new PolarError('POLAR_EMPTY_EXPORT', `nothing exported: ${why}; see \`polar reconstruct\` for the calls and traces`);
   }
+}
+
+/** --session, --rollout: the sessions to export (a rollout's: its samples' final attempts); undefined: all. */
+export function selectedSessions(store: Store, opts: { session?: string[]; rollout?: string }): string[] | undefined {
+  if (!opts.rollout) return opts.session;
+  if (!store.rollouts.get(opts.rollout)) throw new PolarError('POLAR_USAGE', `no rollout ${JSON.stringify(opts.rollout)} in this database; list them with \`polar rollouts\``);
+  const ids = store.rollouts.samples(opts.rollout).map((s) => s.sessionId).filter((id): id is string => id !== null);
+  return opts.session ? ids.filter((id) => opts.session!.includes(id)) : ids;
 }
 
 function countReasons(reasons: readonly string[]): Map<string, number> {

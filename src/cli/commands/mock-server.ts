@@ -1,6 +1,8 @@
 import chalk from 'chalk';
 import type { Command } from 'commander';
 import { startMockServer } from '../../mock-server/server.js';
+import { mockTasksFrom } from '../../mock-server/tasks.js';
+import { readTaskFile } from '../../rollout/task-file.js';
 import { integerArg, numberArg } from '../numbers.js';
 import { action } from '../output.js';
 
@@ -12,6 +14,8 @@ interface MockServerOptions {
   nemoRl?: boolean;
   nemoRlTemperature: number;
   nemoRlTopP: number;
+  tasks?: string;
+  seed: number;
 }
 
 export function registerMockServer(program: Command): void {
@@ -22,6 +26,8 @@ export function registerMockServer(program: Command): void {
     .option('--port <n>', 'port (0: any free port)', integerArg('--port', 0, 65535), 8000)
     .option('--model <name>', 'model id it reports', 'polar/mock-qwen3')
     .option('--json', 'print the listening URL as one JSON line')
+    .option('--tasks <file>', "a rollout task file: for tasks with metadata.mock {correct, wrong}, follow one of the two scripted solutions per session (alternating, seeded)")
+    .option('--seed <n>', 'seeds which solution each task\'s first session gets', integerArg('--seed', 0), 0)
     .option('--nemo-rl', "behave as NeMo-RL's vLLM HTTP server: chat and /tokenize only, fixed sampling, prefix splicing")
     .option('--nemo-rl-temperature <t>', 'the training temperature every --nemo-rl request must send', numberArg('--nemo-rl-temperature', 0, 100), 1)
     .option('--nemo-rl-top-p <p>', 'the training top_p every --nemo-rl request must send', numberArg('--nemo-rl-top-p', Number.MIN_VALUE, 1), 1)
@@ -54,7 +60,8 @@ required_prefix_token_ids) has its exact tokens spliced into the next prompt.`,
 async function serve(opts: MockServerOptions): Promise<void> {
   const { port } = opts;
   const nemoRl = opts.nemoRl ? { temperature: opts.nemoRlTemperature, topP: opts.nemoRlTopP } : undefined;
-  const server = await startMockServer({ host: opts.host, port, model: opts.model, log: false, ...(nemoRl ? { nemoRl } : {}) });
+  const tasks = opts.tasks ? mockTasksFrom(readTaskFile(opts.tasks)) : [];
+  const server = await startMockServer({ host: opts.host, port, model: opts.model, log: false, tasks, seed: opts.seed, ...(nemoRl ? { nemoRl } : {}) });
   const flavor = nemoRl ? `, as NeMo-RL's server (temperature ${nemoRl.temperature}, top_p ${nemoRl.topP})` : '';
   if (opts.json) process.stdout.write(`${JSON.stringify({ url: server.url, model: server.model, ...(nemoRl ? { nemoRl } : {}) })}\n`);
   else process.stdout.write(`${chalk.bold('polar mock-server')} (scripted, not a model${flavor}) on ${server.url}  model ${server.model}\n  try: polar proxy --upstream ${server.url}\n`);

@@ -6,6 +6,7 @@ import { emptyStats, reconstruct, type ReconstructStats } from '../../trajectory
 import { STRATEGIES, getStrategy } from '../../trajectory/registry.js';
 import { loadTokenText } from '../../trajectory/tokenizer.js';
 import { action, jsonLines } from '../output.js';
+import { selectedSessions } from './export.js';
 
 interface ReconstructCommandOptions {
   db?: string;
@@ -16,6 +17,7 @@ interface ReconstructCommandOptions {
   tokenizer?: string;
   includeSideCalls?: boolean;
   allowRerender?: boolean;
+  rollout?: string;
 }
 
 export function registerReconstruct(program: Command): void {
@@ -24,6 +26,7 @@ export function registerReconstruct(program: Command): void {
     .description('turn recorded sessions into trajectories (JSONL, one trace per line) for trainers')
     .option('--db <file>', 'SQLite database (default: $POLAR_DB, else ./polar.db)')
     .option('--session <id...>', 'only these sessions (default: all)')
+    .option('--rollout <id>', "only this rollout's samples (their final attempts)")
     .option('--strategy <name>', `${Object.keys(STRATEGIES).join(' | ')}`, 'prefix-merging')
     .option('--out <file>', 'write the JSONL here (default: stdout)')
     .option('--stats-json <file>', 'also write the summary as JSON')
@@ -48,7 +51,8 @@ async function run(opts: ReconstructCommandOptions): Promise<void> {
   const out = jsonLines(opts.out);
   try {
     const text = opts.tokenizer ? loadTokenText(opts.tokenizer) : undefined;
-    for (const trace of reconstruct(store, { strategy, ...(opts.session ? { sessions: opts.session } : {}), ...(text ? { text } : {}), includeSideCalls: opts.includeSideCalls === true }, stats)) {
+    const sessions = selectedSessions(store, opts);
+    for (const trace of reconstruct(store, { strategy, ...(sessions ? { sessions } : {}), ...(text ? { text } : {}), includeSideCalls: opts.includeSideCalls === true }, stats)) {
       await out.write(trace);
     }
   } finally {

@@ -118,7 +118,7 @@ export class TokenInUpstream implements Upstream {
 
   async complete(req: UpstreamRequest, signal: AbortSignal): Promise<UpstreamCompletion> {
     const p = this.preparedFor(req);
-    const reply = await this.http.postJson(req.path, req.text, signal);
+    const reply = await this.http.postJson(req.path, req.text, signal, req.headers);
     if (reply.status < 200 || reply.status >= 300) throw new UpstreamStatusError(reply.status, reply.text);
     const g = this.dialect.completion(parseUpstreamJson(reply.text, 'reply'));
     if (g.finishReason === 'abort') throw aborted();
@@ -127,7 +127,7 @@ export class TokenInUpstream implements Upstream {
 
   async stream(req: UpstreamRequest, signal: AbortSignal): Promise<AsyncIterable<UpstreamChunk>> {
     const p = this.preparedFor(req);
-    const body = await this.http.postStream(req.path, req.text, signal);
+    const body = await this.http.postStream(req.path, req.text, signal, req.headers);
     return this.readStream(body, this.assembler(p));
   }
 

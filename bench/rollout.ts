@@ -1,0 +1,103 @@
+/**
+ * `npx tsx bench/rollout.ts [--harnesses claude-code,codex,…]`: the rollout scheduler.
+ *
+ * 1. Stage overlap: 8 sessions, each with 2 s of setup (INIT) and 2 s of harness run (RUNNING), 2 run
+ *    workers and 2 init workers. With overlap the rollout is run-bound: the first setup, then 8 runs
+ *    two at a time = 2 + 8 × 2 / 2 = 10 s; without it every session costs setup + run = 8 × 4 / 2 =
+ *    16 s. Scheduler overhead per session = (wall − run-bound) / 8.
+ * 2. Sessions per minute per harness: the fixture tasks × 2 samples against the mock model, with the
+ *    real harness CLIs, 2 at a time, in the default sandbox.
+ * Prints a Markdown table for bench/RESULTS.md.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { findBwrap } from '../src/harness/sandbox.js';
+import { startMockServer } from '../src/mock-server/server.js';
+import { mockTasksFrom } from '../src/mock-server/tasks.js';
+import type { RolloutConfig } from '../src/rollout/config.js';
+import { runRollout } from '../src/rollout/run-rollout.js';
+import { readTaskFile, type RolloutTask } from '../src/rollout/task-file.js';
+
+const harnesses = (process.argv.find((a) => a.startsWith('--harnesses='))?.split('=')[1] ?? 'claude-code,codex,gemini-cli,pi,opencode').split(',').filter(Boolean);
+// Not under /tmp: the bwrap sandbox gives commands a private /tmp, where the agent script would not be.
+fs.mkdirSync(path.resolve(import.meta.dirname, '.tmp'), { recursive: true });
+const dir = fs.mkdtempSync(path.join(path.resolve(import.meta.dirname, '.tmp'), 'rollout-'));
+const sandbox = findBwrap() ? 'bwrap' : 'none';
+
+function config(over: Partial<RolloutConfig>): RolloutConfig {
+  return { harness: 'custom', upstream: { url: '', kind: 'vllm' }, model: null, samples: 1, concurrency: 2, initWorkers: 2, postWorkers: 2, timeoutSec: 300, outDir: path.join(os.tmpdir(), `polar-bench-out-${Math.random().toString(36).slice(2)}`), accept: null, keepWorkspaces: false, sandbox, ...over };
+}
+
+async function overlap(): Promise<string[]> {
+  const mock = await startMockServer({ fast: true, log: false });
+  const agent = path.join(dir, 'agent.mjs');
+  fs.writeFileSync(
+    agent,
+    `await (await fetch(process.env.OPENAI_BASE_URL + '/chat/completions', { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer ' + process.env.OPENAI_API_KEY }, body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }) })).json();
+await new Promise((r) => setTimeout(r, Number(process.argv[2]) * 1000));`,
+  );
+  const rows: string[] = [];
+  for (const [setup, work] of [
+    [2, 2],
+    [0, 0],
+  ] as const) {
+    const tasks: RolloutTask[] = Array.from({ length: 4 }, (_, i) => ({
+      id: `t${i}`,
+      prompt: 'go',
+      workspace: { empty: true },
+      setup: setup > 0 ? [`sleep ${setup}`] : [],
+      evaluator: { type: 'session-completed' },
+      timeout: null,
+      metadata: {},
+    }));
+    const started = Date.now();
+    const summary = await runRollout({ dbPath: path.join(dir, `overlap-${setup}.db`), tasks, config: config({ command: `${process.execPath} ${agent} ${work}`, upstream: { url: mock.url, kind: 'vllm' }, samples: 2 }) });
+    const wall = (Date.now() - started) / 1000;
+    const sessions = summary.outcomes.completed;
+    const runBound = setup + (sessions * work) / 2;
+    const sum = (sessions * (setup + work)) / 2;
+    rows.push(`| ${setup} s | ${work} s | ${sessions} | ${wall.toFixed(2)} s | ${runBound.toFixed(1)} s | ${sum.toFixed(1)} s | ${(((wall - runBound) / sessions) * 1000).toFixed(0)} ms | ${((sessions / wall) * 60).toFixed(1)} |`);
+  }
+  await mock.close();
+  return rows;
+}
+
+async function perHarness(): Promise<string[]> {
+  const file = path.resolve(import.meta.dirname, '..', 'fixtures', 'tasks', 'tasks.jsonl');
+  const tasks = readTaskFile(file);
+  const mock = await startMockServer({ log: false, tasks: mockTasksFrom(tasks), seed: 1 });
+  const rows: string[] = [];
+  for (const harness of harnesses) {
+    const started = Date.now();
+    const summary = await runRollout({ dbPath: path.join(dir, `${harness}.db`), tasks, tasksFile: file, config: config({ harness, upstream: { url: mock.url, kind: 'vllm' }, samples: 2 }) });
+    const wall = (Date.now() - started) / 1000;
+    const ended = summary.outcomes.completed + summary.outcomes.failed + summary.outcomes.timeout + summary.outcomes.error;
+    rows.push(`| ${harness} | ${ended} | ${summary.outcomes.completed} | ${wall.toFixed(1)} s | ${((ended / wall) * 60).toFixed(1)} | ${summary.meanReward?.toFixed(3) ?? '-'} |`);
+    process.stderr.write(`${harness}: ${ended} sessions in ${wall.toFixed(1)} s\n`);
+  }
+  await mock.close();
+  return rows;
+}
+
+const overlapRows = await overlap();
+const harnessRows = await perHarness();
+console.log(`## Rollouts: stage overlap and sessions per minute (${new Date().toISOString().slice(0, 10)}, ${os.cpus().length} cores, Node ${process.version}, sandbox ${sandbox})
+
+\`npx tsx bench/rollout.ts\`. Stage overlap: 8 sessions (4 tasks × 2), 2 init / 2 run / 2 post workers, a custom agent
+that makes one model call and then works for "run" seconds; "run-bound" is the first setup plus the runs two at a time,
+"sum" what the same workers take if setup and run do not overlap. Overhead is the wall time beyond run-bound, per session:
+workspace, git baseline and diff, harness start, capture, evaluation, sandbox.
+
+| setup | run | sessions | wall | run-bound | sum | overhead / session | sessions / min |
+|---:|---:|---:|---:|---:|---:|---:|---:|
+${overlapRows.join('\n')}
+
+Sessions per minute per harness: the fixture tasks (fixtures/tasks) × 2 samples against the mock model, 2 sessions at a
+time; each session is the real CLI starting, 2–4 model calls through the proxy, shell commands, and the evaluator.
+
+| harness | sessions | completed | wall | sessions / min | mean reward |
+|---|---:|---:|---:|---:|---:|
+${harnessRows.join('\n')}
+`);
+fs.rmSync(dir, { recursive: true, force: true });

@@ -1,0 +1,246 @@
+import chalk from 'chalk';
+import { Option, type Command } from 'commander';
+import { PolarError } from '../../core/errors.js';
+import { HARNESS_NAMES } from '../../harness/registry.js';
+import { findBwrap } from '../../harness/sandbox.js';
+import type { RolloutConfig, RolloutSummary } from '../../rollout/config.js';
+import { runRollout, summarize, type RolloutRun } from '../../rollout/run-rollout.js';
+import { readTaskFile } from '../../rollout/task-file.js';
+import { SAMPLE_OUTCOMES } from '../../store/rollouts.js';
+import { defaultDbPath, Store } from '../../store/store.js';
+import { integerArg, secondsArg } from '../numbers.js';
+import { action, formatTime, invokedAs, printJson, table } from '../output.js';
+import { RolloutProgress } from '../rollout-progress.js';
+import { addUpstreamOptions, UPSTREAM_KINDS_HELP, upstreamOptionsFrom, type UpstreamFlags } from '../upstream-options.js';
+
+export interface RolloutOptions extends UpstreamFlags {
+  tasks?: string;
+  harness?: string;
+  upstream?: string;
+  model?: string;
+  samples?: number;
+  concurrency: number;
+  initWorkers: number;
+  postWorkers: number;
+  timeout: number;
+  db?: string;
+  out?: string;
+  accept?: string;
+  resume?: string;
+  keepWorkspaces?: boolean;
+  sandbox?: 'bwrap' | 'none';
+  command?: string;
+  harnessBin?: string;
+  node?: string;
+  json?: boolean;
+}
+
+export function registerRollout(program: Command): void {
+  const rollout = program
+    .command('rollout')
+    .description('run tasks × N samples through a harness as rewarded GRPO groups (or resume one); `rollout show ID` for its groups')
+    .option('--tasks <file>', 'the task file (JSONL; see "Task file" below)')
+    .addOption(new Option('--harness <name>', 'the harness every session runs').choices([...HARNESS_NAMES]))
+    .option('--upstream <url>', 'inference server base URL');
+  addUpstreamOptions(rollout)
+    .option('--model <name>', "model to serve every call with (default: the upstream's first)")
+    .option('--samples <n>', 'sessions per task: the GRPO group size', integerArg('--samples', 1, 10_000))
+    .option('--concurrency <k>', 'harness sessions at once (RUNNING workers)', integerArg('--concurrency', 1, 1024), 2)
+    .option('--init-workers <i>', 'workspaces prepared at once; also the READY buffer of pre-warmed workspaces', integerArg('--init-workers', 1, 1024), 2)
+    .option('--post-workers <p>', 'evaluations at once', integerArg('--post-workers', 1, 1024), 2)
+    .option('--timeout <seconds>', "a session's budget from INIT on, when its task gives none", secondsArg('--timeout'), 600)
+    .option('--db <file>', 'SQLite database (default: $POLAR_DB, else ./polar.db)')
+    .option('--out <dir>', 'where workspaces and evaluators work (default: a new temporary folder)')
+    .option('--accept <expr>', "mark accepted samples, e.g. 'reward>=1' (offline SFT generation; export --accepted)")
+    .option('--resume <rollout>', 'run only the samples of this rollout that did not end (after a crash or Ctrl-C)')
+    .option('--keep-workspaces', 'keep each workspace after evaluation (default: removed)')
+    .addOption(new Option('--sandbox <kind>', 'isolate harness and evaluator commands: bwrap (default when installed) or none').choices(['bwrap', 'none']))
+    .option('--command <template>', 'for --harness custom (see polar run --help)')
+    .option('--harness-bin <path>', 'the harness executable (default: node_modules/.bin, then PATH)')
+    .option('--node <path>', 'a Node.js binary for harnesses that need a newer one')
+    .option('--json', 'print the summary as JSON')
+    .addHelpText('after', ROLLOUT_HELP + UPSTREAM_KINDS_HELP)
+    .action(action(rolloutCommand));
+  rollout
+    .command('show')
+    .description("one rollout's groups: each sample's outcome, reward and advantages")
+    .argument('<rollout>', 'rollout id (see `polar rollouts`)')
+    .option('--db <file>', 'SQLite database (default: $POLAR_DB, else ./polar.db)')
+    .option('--json', 'print JSON')
+    .action(action(showRollout));
+  program
+    .command('rollouts')
+    .description('list rollouts with their progress, mean reward and accepted samples')
+    .option('--db <file>', 'SQLite database (default: $POLAR_DB, else ./polar.db)')
+    .option('--json', 'print JSON')
+    .action(action(listRollouts));
+}
+
+const ROLLOUT_HELP = `
+Task file: JSONL, one task per line:
+  {"id", "prompt", "workspace": {"dir": PATH} | {"git": URL_OR_PATH, "commit": SHA} | {"empty": true},
+   "setup": [commands], "evaluator": {"type": "command", "command", "timeout"}
+   | {"type": "tests", "fail_to_pass": [...], "pass_to_pass": [...]} | {"type": "session-completed"},
+   "timeout": SECONDS, "metadata": {...}}
+Stages: INIT (workspace + setup; the budget starts) → READY → RUNNING (the harness) → POSTRUN
+(diff, evaluator, reward). Example:
+  polar rollout --tasks fixtures/tasks/tasks.jsonl --harness claude-code --upstream http://gpu:8000 --samples 4
+`;
+
+async function rolloutCommand(opts: RolloutOptions): Promise<void> {
+  const dbPath = opts.db ?? defaultDbPath();
+  const sandbox = opts.sandbox ?? (findBwrap() ? 'bwrap' : 'none');
+  if (!opts.sandbox && sandbox === 'none' && !opts.json) {
+    process.stderr.write(chalk.yellow('warning: bubblewrap is not installed, so harness and evaluator commands run unsandboxed with full access to this machine (Debian: apt-get install bubblewrap; or pass --sandbox none to say so)\n'));
+  }
+  const base = opts.resume ? resumeArgs(opts, sandbox) : newArgs(opts, sandbox);
+  await executeRollout({ dbPath, ...base }, { json: opts.json === true });
+}
+
+/** Runs a rollout with live progress (bars on a TTY, a line per sample otherwise) and prints its summary. */
+export async function executeRollout(run: RolloutRun, opts: { json: boolean }, extra: { mock?: MockServerTasks } = {}): Promise<RolloutSummary> {
+  let progress: RolloutProgress | null = null;
+  const summary = await runRollout({
+    ...run,
+    ...(process.env.POLAR_UPSTREAM_API_KEY ? { upstreamApiKey: process.env.POLAR_UPSTREAM_API_KEY } : {}),
+    onNotice: (line) => process.stderr.write(`${line}\n`),
+    onStart: ({ rolloutId, samples }) => {
+      if (opts.json) return;
+      const done = samples.filter((s) => (SAMPLE_OUTCOMES as readonly string[]).includes(s.status)).length;
+      process.stderr.write(`${chalk.bold('polar rollout')} ${rolloutId}: ${samples.length - done} of ${samples.length} samples to run${extra.mock ? ` (mock model: ${extra.mock})` : ''}\n`);
+      if (process.stderr.isTTY) progress = new RolloutProgress(samples.length, done);
+    },
+    onEvent: (e) => {
+      if (progress) progress.event(e);
+      else if (!opts.json && e.type === 'done') {
+        process.stderr.write(`  ${e.sampleId} ${e.outcome}${e.reward !== null ? ` reward ${e.reward}` : ''}${e.error ? chalk.dim(` ${e.error.slice(0, 160)}`) : ''}\n`);
+      }
+    },
+  }).finally(() => (progress as RolloutProgress | null)?.stop());
+  if (opts.json) printJson({ ok: summary.status === 'completed', ...summary });
+  else process.stdout.write(`${summaryText(summary, run.dbPath)}\n`);
+  process.exitCode = summary.status === 'completed' ? 0 : 1;
+  return summary;
+}
+
+/** A description of the mock's scripted solutions, for the demo's first line. */
+type MockServerTasks = string;
+
+export function newArgs(opts: RolloutOptions, sandbox: 'bwrap' | 'none'): { tasks: ReturnType<typeof readTaskFile>; tasksFile: string; config: RolloutConfig } {
+  const missing = [['--tasks', opts.tasks], ['--harness', opts.harness], ['--upstream', opts.upstream], ['--samples', opts.samples]].filter(([, v]) => v === undefined).map(([f]) => f);
+  if (missing.length > 0) throw new PolarError('POLAR_USAGE', `a new rollout needs ${missing.join(', ')} (or --resume ROLLOUT to continue one)`);
+  const tasks = readTaskFile(opts.tasks!);
+  return {
+    tasks,
+    tasksFile: opts.tasks!,
+    config: {
+      harness: opts.harness!,
+      ...(opts.command !== undefined ? { command: opts.command } : {}),
+      ...(opts.harnessBin ? { harnessBin: opts.harnessBin } : {}),
+      ...(opts.node ? { nodeBin: opts.node } : {}),
+      upstream: { url: opts.upstream!, kind: opts.upstreamKind, ...upstreamOptionsFrom(opts) },
+      model: opts.model ?? null,
+      samples: opts.samples!,
+      concurrency: opts.concurrency,
+      initWorkers: opts.initWorkers,
+      postWorkers: opts.postWorkers,
+      timeoutSec: opts.timeout,
+      outDir: opts.out ?? '',
+      accept: opts.accept ?? null,
+      keepWorkspaces: opts.keepWorkspaces === true,
+      sandbox,
+    },
+  };
+}
+
+/** A resume runs with the stored configuration; flags given again override it (a moved upstream, more workers). */
+function resumeArgs(opts: RolloutOptions, sandbox: 'bwrap' | 'none'): { resume: string; overrides: Partial<RolloutConfig> } {
+  if (opts.tasks) throw new PolarError('POLAR_USAGE', '--resume continues a rollout with the tasks it stored; drop --tasks');
+  const overrides: Partial<RolloutConfig> = {};
+  if (opts.upstream) overrides.upstream = { url: opts.upstream, kind: opts.upstreamKind, ...upstreamOptionsFrom(opts) };
+  if (opts.sandbox) overrides.sandbox = sandbox;
+  if (opts.harnessBin) overrides.harnessBin = opts.harnessBin;
+  if (opts.node) overrides.nodeBin = opts.node;
+  return { resume: opts.resume!, overrides };
+}
+
+function summaryText(s: RolloutSummary, dbPath: string): string {
+  const o = s.outcomes;
+  const db = dbPath === defaultDbPath() ? '' : ` --db ${dbPath}`;
+  const lines = [
+    `${chalk.bold('rollout')} ${s.rolloutId} ${s.status === 'completed' ? chalk.green(s.status) : chalk.yellow(s.status)}: ${s.harness}, ${s.tasks} tasks × ${s.samplesPerTask} samples`,
+    `  outcomes: ${o.completed} completed, ${o.failed} failed, ${o.timeout} timeout, ${o.error} error${o.interrupted + o.unfinished > 0 ? `, ${o.interrupted + o.unfinished} not finished` : ''}`,
+    `  mean reward ${fmt(s.meanReward)} · accepted ${s.accepted}/${s.attempted} · ${s.sessionsPerMinute.toFixed(1)} sessions/min · ${(s.durationMs / 1000).toFixed(0)} s`,
+    '',
+    groupTable(s),
+    '',
+    s.status === 'completed'
+      ? `next: ${invokedAs()} rollout show ${s.rolloutId}${db}   ${invokedAs()} export --rollout ${s.rolloutId}${db} --out traces.jsonl`
+      : `resume: ${invokedAs()} rollout --resume ${s.rolloutId}${db}`,
+  ];
+  return lines.join('\n');
+}
+
+function groupTable(s: RolloutSummary): string {
+  return table(
+    ['TASK', 'REWARDS', 'MEAN', 'STD', 'ADVANTAGES'],
+    s.groups.map((g) => [g.taskId, g.rewards.map((r) => fmt(r)).join(' '), fmt(g.mean), fmt(g.std), g.advantages.map((a) => fmt(a, 2)).join(' ')]),
+  );
+}
+
+function fmt(n: number | null, digits = 3): string {
+  return n === null ? '-' : Number.isInteger(n) ? String(n) : n.toFixed(digits);
+}
+
+function showRollout(id: string, opts: { db?: string; json?: boolean }): void {
+  const dbPath = opts.db ?? defaultDbPath();
+  const store = Store.open(dbPath, { readonly: true });
+  try {
+    const row = store.rollouts.get(id);
+    if (!row) throw new PolarError('POLAR_USAGE', `no rollout ${JSON.stringify(id)} in this database; list them with \`polar rollouts\``);
+    const summary = summarize(store, id, dbPath, (row.endedAt ?? Date.now()) - row.createdAt);
+    const samples = store.rollouts.samples(id);
+    if (opts.json) {
+      printJson({ ok: true, rollout: row, summary, samples: samples.map(({ diff: _diff, ...rest }) => rest) });
+      return;
+    }
+    process.stdout.write(`${summaryText(summary, dbPath).split('\n').slice(0, 3).join('\n')}\n`);
+    for (const g of summary.groups) {
+      process.stdout.write(`\n${chalk.bold(g.taskId)}  group ${g.groupId}  mean ${fmt(g.mean)}  std ${fmt(g.std)}\n`);
+      const members = samples.filter((m) => m.taskId === g.taskId);
+      process.stdout.write(
+        `${table(
+          ['#', 'OUTCOME', 'REWARD', 'ADVANTAGE', 'LOO', 'ACCEPTED', 'ATTEMPT', 'SESSION', 'ERROR'],
+          members.map((m) => [m.sampleIndex, m.status, fmt(m.reward), fmt(m.advantage), fmt(m.looAdvantage), m.accepted === null ? '-' : m.accepted ? 'yes' : 'no', m.attempt, m.sessionId ?? '-', m.error ? `${m.errorStage}: ${m.error.slice(0, 80)}` : '']),
+        )}\n`,
+      );
+    }
+  } finally {
+    store.close();
+  }
+}
+
+function listRollouts(opts: { db?: string; json?: boolean }): void {
+  const dbPath = opts.db ?? defaultDbPath();
+  const store = Store.open(dbPath, { readonly: true });
+  try {
+    const rows = store.rollouts.list().map((r) => summarize(store, r.id, dbPath, (r.endedAt ?? Date.now()) - r.createdAt));
+    if (opts.json) {
+      printJson({ ok: true, rollouts: rows.map(({ groups: _g, ...rest }) => rest) });
+      return;
+    }
+    if (rows.length === 0) {
+      process.stdout.write('no rollouts yet: start one with `polar rollout --tasks FILE --harness NAME --upstream URL --samples N`\n');
+      return;
+    }
+    const created = new Map(store.rollouts.list().map((r) => [r.id, r.createdAt]));
+    process.stdout.write(
+      `${table(
+        ['ROLLOUT', 'STATUS', 'HARNESS', 'TASKS', 'SAMPLES', 'DONE', 'MEAN REWARD', 'ACCEPTED', 'CREATED'],
+        rows.map((r) => [r.rolloutId, r.status, r.harness, r.tasks, r.tasks * r.samplesPerTask, r.outcomes.completed + r.outcomes.failed + r.outcomes.timeout + r.outcomes.error, fmt(r.meanReward), `${r.accepted}/${r.attempted}`, formatTime(created.get(r.rolloutId) ?? null)]),
+      )}\n`,
+    );
+  } finally {
+    store.close();
+  }
+}

@@ -1,0 +1,71 @@
+import type { SandboxKind } from '../harness/sandbox.js';
+import type { SampleOutcome } from '../store/rollouts.js';
+
+/**
+ * Everything a rollout needs to run, and to be resumed from the database alone (stored as the
+ * rollout's `config`; the upstream API key is never stored: it comes from the environment).
+ */
+export interface RolloutConfig {
+  harness: string;
+  /** For `--harness custom`. */
+  command?: string;
+  harnessBin?: string;
+  nodeBin?: string;
+  upstream: {
+    url: string;
+    kind: string;
+    tokenizer?: string;
+    toolParser?: string;
+    temperature?: number;
+    topP?: number;
+  };
+  /** The served model; null: the upstream's first. */
+  model: string | null;
+  samples: number;
+  /** RUNNING workers: harness sessions at once. */
+  concurrency: number;
+  initWorkers: number;
+  postWorkers: number;
+  /** A session's budget in seconds, from INIT, when its task gives none. */
+  timeoutSec: number;
+  /** Holds workspaces (kept with keepWorkspaces) and evaluators' scratch copies. */
+  outDir: string;
+  accept: string | null;
+  keepWorkspaces: boolean;
+  sandbox: SandboxKind;
+}
+
+/** What one sample's progress looks like to a watcher (the CLI's bars, a test). */
+export type RolloutEvent =
+  | { type: 'stage'; sampleId: string; taskId: string; stage: 'init' | 'ready' | 'running' | 'post' }
+  | { type: 'done'; sampleId: string; taskId: string; outcome: SampleOutcome | 'interrupted'; reward: number | null; error: string | null };
+
+export interface GroupSummary {
+  taskId: string;
+  groupId: string;
+  rewards: (number | null)[];
+  outcomes: string[];
+  mean: number | null;
+  std: number | null;
+  advantages: (number | null)[];
+  looAdvantages: (number | null)[];
+  accepted: number;
+}
+
+export interface RolloutSummary {
+  rolloutId: string;
+  status: string;
+  harness: string;
+  tasks: number;
+  samplesPerTask: number;
+  outcomes: Record<SampleOutcome | 'interrupted' | 'unfinished', number>;
+  meanReward: number | null;
+  /** Offline SFT generation: accepted / attempted (samples that ended with a reward). */
+  accepted: number;
+  attempted: number;
+  groups: GroupSummary[];
+  durationMs: number;
+  sessionsPerMinute: number;
+  db: string;
+  outDir: string;
+}

@@ -1,0 +1,217 @@
+import os from 'node:os';
+import path from 'node:path';
+import { PolarError } from '../core/errors.js';
+import { newId } from '../core/ids.js';
+import { getHarness } from '../harness/registry.js';
+import { findBwrap } from '../harness/sandbox.js';
+import { DEFAULT_AGENT_HEADERS } from '../proxy/identity.js';
+import { startProxy } from '../proxy/server.js';
+import { SAMPLE_OUTCOMES, type SampleRow } from '../store/rollouts.js';
+import { Store } from '../store/store.js';
+import { createUpstream } from '../upstream/create.js';
+import { parseAccept } from './accept.js';
+import { Channel, pool } from './channel.js';
+import type { RolloutConfig, RolloutEvent, RolloutSummary } from './config.js';
+import { initStage, postStage, runStage, type Prepared, type Ran, type StageContext } from './stages.js';
+import type { RolloutTask } from './task-file.js';
+
+export interface RolloutRun {
+  dbPath: string;
+  /** A new rollout: its tasks and configuration… */
+  tasks?: readonly RolloutTask[];
+  tasksFile?: string;
+  config?: RolloutConfig;
+  /** …or one to resume: only its samples that did not end run again. */
+  resume?: string;
+  /** Overrides for a resume (a new upstream URL, more workers); the stored config is the base. */
+  overrides?: Partial<RolloutConfig>;
+  /** The upstream's API key, from the environment: never stored. */
+  upstreamApiKey?: string;
+  onEvent?: (event: RolloutEvent) => void;
+  onNotice?: (line: string) => void;
+  /** Called once the rollout exists (its id is known), before any sample starts. */
+  onStart?: (info: { rolloutId: string; samples: SampleRow[]; config: RolloutConfig }) => void;
+}
+
+/**
+ * A rollout: every task × N samples as GRPO groups, through four stages with their own worker pools
+ * so workspace preparation and evaluation overlap other sessions' harness runs:
+ * INIT (`initWorkers`: workspace, setup; the session's budget starts) → READY (a buffer of at most
+ * `initWorkers` prepared workspaces) → RUNNING (`concurrency` harnesses through one shared capture
+ * proxy, sessions addressed by id) → POSTRUN (`postWorkers`: diff, evaluator, reward, group
+ * statistics). Every sample is in the database from the start and ends once; a crash leaves the rest
+ * for `resume`.
+ */
+export async function runRollout(options: RolloutRun): Promise<RolloutSummary> {
+  const run = { ...options, dbPath: path.resolve(options.dbPath) };
+  const store = Store.open(run.dbPath);
+  const started = Date.now();
+  let stopping = false;
+  const onSigint = () => {
+    stopping = true;
+  };
+  try {
+    const { rolloutId, config, tasks, tasksFile } = openRollout(store, run);
+    const harness = getHarness(config.harness, config.command !== undefined ? { command: config.command } : {});
+    const bwrap = config.sandbox === 'bwrap' ? findBwrap() : null;
+    if (config.sandbox === 'bwrap' && !bwrap) throw new PolarError('POLAR_USAGE', '--sandbox bwrap needs bubblewrap (Debian: apt-get install bubblewrap); or pass --sandbox none');
+    const upstream = createUpstream(config.upstream.kind, {
+      baseUrl: config.upstream.url,
+      ...(run.upstreamApiKey ? { apiKey: run.upstreamApiKey } : {}),
+      ...(config.upstream.tokenizer ? { tokenizer: config.upstream.tokenizer } : {}),
+      ...(config.upstream.toolParser ? { toolParser: config.upstream.toolParser } : {}),
+      ...(config.upstream.temperature !== undefined ? { temperature: config.upstream.temperature } : {}),
+      ...(config.upstream.topP !== undefined ? { topP: config.upstream.topP } : {}),
+    });
+    const served = await upstream.models(AbortSignal.timeout(5000)).catch(() => []);
+    const match = served.find((m) => m.id === config.model) ?? (config.model ? undefined : served[0]);
+    const model = config.model ?? match?.id ?? null;
+    if (!model) {
+      await upstream.close();
+      throw new PolarError('POLAR_USAGE', `could not learn the served model from ${config.upstream.url}; pass --model NAME`);
+    }
+    const proxy = await startProxy({
+      store,
+      upstream,
+      servedModel: model,
+      contextWindow: match?.maxModelLen ?? null,
+      defaultSession: `${rolloutId}-unattributed`,
+      agentHeaders: [...harness.agentHeaders, ...DEFAULT_AGENT_HEADERS],
+    });
+    process.on('SIGINT', onSigint);
+    process.on('SIGTERM', onSigint);
+    const ctx: StageContext = {
+      rolloutId,
+      store,
+      dbPath: run.dbPath,
+      config,
+      tasks: new Map(tasks.map((t) => [t.id, t])),
+      harness,
+      proxyUrl: proxy.url,
+      model,
+      contextWindow: match?.maxModelLen ?? null,
+      accept: config.accept ? parseAccept(config.accept) : null,
+      bwrap: bwrap ?? 'bwrap',
+      secrets: run.upstreamApiKey ? [run.upstreamApiKey] : [],
+      tasksDir: tasksFile ? path.dirname(path.resolve(tasksFile)) : null,
+      emit: (e) => run.onEvent?.(e),
+      onNotice: (line) => run.onNotice?.(line),
+      stopping: () => stopping,
+    };
+    const pending = store.rollouts.samples(rolloutId).filter((s) => s.status === 'queued');
+    run.onStart?.({ rolloutId, samples: store.rollouts.samples(rolloutId), config });
+    try {
+      await pipeline(ctx, pending, () => stopping);
+    } finally {
+      await proxy.close(5000);
+      await upstream.close();
+    }
+    const unfinished = store.rollouts.samples(rolloutId).some((s) => !(SAMPLE_OUTCOMES as readonly string[]).includes(s.status));
+    store.rollouts.end(rolloutId, unfinished ? 'interrupted' : 'completed');
+    return summarize(store, rolloutId, run.dbPath, Date.now() - started);
+  } finally {
+    process.off('SIGINT', onSigint);
+    process.off('SIGTERM', onSigint);
+    store.close();
+  }
+}
+
+/** The three pools and the channels between them. */
+async function pipeline(ctx: StageContext, samples: readonly SampleRow[], stopping: () => boolean): Promise<void> {
+  const queued = new Channel<SampleRow>();
+  const ready = new Channel<Prepared>(Math.max(1, ctx.config.initWorkers));
+  const post = new Channel<Ran>();
+  for (const s of samples) await queued.put(s);
+  queued.close();
+  const init = pool(ctx.config.initWorkers, queued, async (sample) => {
+    if (stopping()) return; // never started: stays queued for a resume
+    const prepared = await initStage(ctx, sample);
+    if (prepared) await ready.put(prepared);
+  }).finally(() => ready.close());
+  const running = pool(ctx.config.concurrency, ready, async (prepared) => {
+    const ran = await runStage(ctx, prepared);
+    if (ran) await post.put(ran);
+  }).finally(() => post.close());
+  const posting = pool(ctx.config.postWorkers, post, (ran) => postStage(ctx, ran));
+  await Promise.all([init, running, posting]);
+}
+
+/** Creates the rollout (new) or takes it over and re-queues what did not end (resume). */
+function openRollout(store: Store, run: RolloutRun): { rolloutId: string; config: RolloutConfig; tasks: RolloutTask[]; tasksFile: string | null } {
+  if (run.resume) {
+    const row = store.rollouts.get(run.resume);
+    if (!row) throw new PolarError('POLAR_USAGE', `no rollout ${JSON.stringify(run.resume)} in this database; list them with \`polar rollouts\``);
+    if (row.status === 'completed') throw new PolarError('POLAR_USAGE', `rollout ${row.id} already completed every sample; see \`polar rollout show ${row.id}\``);
+    if (row.status === 'running') {
+      throw new PolarError('POLAR_USAGE', `rollout ${row.id} is still running in another process; resume it once that process has ended`);
+    }
+    const config = { ...(row.config as unknown as RolloutConfig), ...run.overrides };
+    store.rollouts.claim(row.id);
+    store.rollouts.requeueUnfinished(row.id);
+    return { rolloutId: row.id, config, tasks: store.rollouts.tasks(row.id).map((t) => JSON.parse(t) as RolloutTask), tasksFile: row.tasksFile };
+  }
+  if (!run.tasks || !run.config) throw new PolarError('POLAR_USAGE', 'a rollout needs --tasks FILE (or --resume ID)');
+  const rolloutId = newId('rol');
+  // Absolute: workspaces, harness runs and git all work from other directories.
+  const config: RolloutConfig = { ...run.config, outDir: path.resolve(run.config.outDir || path.join(os.tmpdir(), `polar-${rolloutId}`)) };
+  store.rollouts.create(
+    {
+      id: rolloutId,
+      harness: config.harness,
+      upstreamUrl: config.upstream.url,
+      upstreamKind: config.upstream.kind,
+      servedModel: config.model,
+      samplesPerTask: config.samples,
+      tasksFile: run.tasksFile ? path.resolve(run.tasksFile) : null,
+      accept: config.accept,
+      config: config as unknown as Record<string, unknown>,
+    },
+    run.tasks.map((t) => ({ id: t.id, json: JSON.stringify(t) })),
+  );
+  return { rolloutId, config, tasks: [...run.tasks], tasksFile: run.tasksFile ? path.resolve(run.tasksFile) : null };
+}
+
+/** The rollout as it stands in the database: outcomes, groups with their rewards and advantages. */
+export function summarize(store: Store, rolloutId: string, dbPath: string, durationMs: number): RolloutSummary {
+  const row = store.rollouts.get(rolloutId)!;
+  const samples = store.rollouts.samples(rolloutId);
+  const groups = store.rollouts.groups(rolloutId);
+  const outcomes = { completed: 0, failed: 0, timeout: 0, error: 0, interrupted: 0, unfinished: 0 };
+  for (const s of samples) {
+    if (s.status in outcomes) outcomes[s.status as keyof typeof outcomes]++;
+    else outcomes.unfinished++;
+  }
+  const rewards = samples.map((s) => s.reward).filter((r): r is number => r !== null);
+  const byTask = new Map<string, SampleRow[]>();
+  for (const s of samples) byTask.set(s.taskId, [...(byTask.get(s.taskId) ?? []), s]);
+  const ended = outcomes.completed + outcomes.failed + outcomes.timeout + outcomes.error;
+  return {
+    rolloutId,
+    status: row.status,
+    harness: row.harness,
+    tasks: byTask.size,
+    samplesPerTask: row.samplesPerTask,
+    outcomes,
+    meanReward: rewards.length > 0 ? rewards.reduce((a, b) => a + b, 0) / rewards.length : null,
+    accepted: samples.filter((s) => s.accepted).length,
+    attempted: rewards.length,
+    groups: [...byTask].map(([taskId, members]) => {
+      const g = groups.find((x) => x.taskId === taskId);
+      return {
+        taskId,
+        groupId: members[0]!.groupId,
+        rewards: members.map((m) => m.reward),
+        outcomes: members.map((m) => m.status),
+        mean: g?.mean ?? null,
+        std: g?.std ?? null,
+        advantages: members.map((m) => m.advantage),
+        looAdvantages: members.map((m) => m.looAdvantage),
+        accepted: members.filter((m) => m.accepted).length,
+      };
+    }),
+    durationMs,
+    sessionsPerMinute: durationMs > 0 ? (ended / durationMs) * 60_000 : 0,
+    db: dbPath,
+    outDir: String(row.config.outDir ?? ''),
+  };
+}

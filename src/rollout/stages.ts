@@ -1,0 +1,201 @@
+import path from 'node:path';
+import { newId } from '../core/ids.js';
+import { baseEnvironment } from '../harness/env.js';
+import { runHarness } from '../harness/run.js';
+import { sandboxed } from '../harness/sandbox.js';
+import type { Harness, HarnessCommand } from '../harness/types.js';
+import type { SampleRow } from '../store/rollouts.js';
+import type { Store } from '../store/store.js';
+import { sessionTraces, usableCalls, emptyStats } from '../trajectory/reconstruct.js';
+import { prefixMerging } from '../trajectory/strategies/prefix-merging.js';
+import type { AcceptFacts } from './accept.js';
+import type { RolloutConfig, RolloutEvent } from './config.js';
+import { evaluate } from './evaluate.js';
+import { groupStats } from './stats.js';
+import type { RolloutTask } from './task-file.js';
+import { captureDiff, prepareWorkspace, removeWorkspace, StageError, type PreparedWorkspace } from './workspace.js';
+
+/** What every stage shares: no globals; a rollout builds one and passes it in. */
+export interface StageContext {
+  rolloutId: string;
+  store: Store;
+  dbPath: string;
+  config: RolloutConfig;
+  tasks: ReadonlyMap<string, RolloutTask>;
+  harness: Harness;
+  proxyUrl: string;
+  model: string;
+  contextWindow: number | null;
+  accept: ((facts: AcceptFacts) => boolean) | null;
+  bwrap: string;
+  secrets: readonly string[];
+  /** The task file's folder, for evaluators' own files (`$POLAR_TASKS_DIR`). */
+  tasksDir: string | null;
+  emit: (event: RolloutEvent) => void;
+  onNotice: (line: string) => void;
+  /** Set on Ctrl-C: no new work starts; what runs is recorded as interrupted. */
+  stopping: () => boolean;
+  /** The harness's version, learned from the first session (undefined until then). */
+  harnessVersion?: string | null;
+}
+
+/** A sample past INIT: its prepared workspace and its budget. */
+export interface Prepared {
+  sample: SampleRow;
+  task: RolloutTask;
+  sessionId: string;
+  workspace: PreparedWorkspace;
+  deadline: number;
+  startedAt: number;
+  timing: Record<string, number>;
+}
+
+/** A sample past RUNNING: how its harness run ended. */
+export interface Ran extends Prepared {
+  sessionStatus: 'completed' | 'failed' | 'timeout';
+  exitCode: number | null;
+}
+
+const toolEnv = () => baseEnvironment();
+
+/**
+ * INIT: a new attempt (a session id), the budget starts, the workspace is prepared. Returns null when
+ * the sample ended here (its outcome recorded) or was already done.
+ */
+export async function initStage(ctx: StageContext, sample: SampleRow): Promise<Prepared | null> {
+  const task = ctx.tasks.get(sample.taskId)!;
+  const sessionId = newId('ses');
+  const attempt = ctx.store.rollouts.start(sample.id, sessionId);
+  if (attempt === null) return null;
+  ctx.emit({ type: 'stage', sampleId: sample.id, taskId: sample.taskId, stage: 'init' });
+  const startedAt = Date.now();
+  const deadline = startedAt + (task.timeout ?? ctx.config.timeoutSec) * 1000;
+  const dir = path.join(ctx.config.outDir, 'workspaces', `${task.id}-${sample.sampleIndex}-a${attempt}`);
+  try {
+    const workspace = await prepareWorkspace(task, dir, deadline, toolEnv());
+    const timing = { init_ms: Date.now() - startedAt };
+    ctx.store.rollouts.stage(sample.id, 'ready', timing);
+    ctx.emit({ type: 'stage', sampleId: sample.id, taskId: sample.taskId, stage: 'ready' });
+    return { sample, task, sessionId, workspace, deadline, startedAt, timing };
+  } catch (err) {
+    await removeWorkspace(dir);
+    finish(ctx, sample, stageFailure(err, 'init', startedAt));
+    return null;
+  }
+}
+
+/** RUNNING: the harness through the rollout's proxy, in the sandbox, for what is left of the budget. */
+export async function runStage(ctx: StageContext, p: Prepared): Promise<Ran | null> {
+  const readyMs = Date.now() - p.startedAt - (p.timing.init_ms ?? 0);
+  if (ctx.stopping()) {
+    interrupt(ctx, p);
+    return null;
+  }
+  ctx.store.rollouts.stage(p.sample.id, 'running', { ready_ms: readyMs });
+  ctx.emit({ type: 'stage', sampleId: p.sample.id, taskId: p.sample.taskId, stage: 'running' });
+  const left = p.deadline - Date.now();
+  const timing = { ...p.timing, ready_ms: readyMs };
+  if (left <= 0) return { ...p, timing, sessionStatus: 'timeout', exitCode: null };
+  const started = Date.now();
+  try {
+    const result = await runHarness({
+      harness: ctx.harness,
+      ...(ctx.config.harnessBin ? { harnessBin: ctx.config.harnessBin } : {}),
+      ...(ctx.config.nodeBin ? { nodeBin: ctx.config.nodeBin } : {}),
+      prompt: p.task.prompt,
+      cwd: p.workspace.dir,
+      dbPath: ctx.dbPath,
+      store: ctx.store,
+      proxyUrl: ctx.proxyUrl,
+      model: ctx.model,
+      ...(ctx.contextWindow ? { contextWindow: ctx.contextWindow } : {}),
+      session: p.sessionId,
+      ...(ctx.harnessVersion !== undefined ? { harnessVersion: ctx.harnessVersion } : {}),
+      timeoutSec: left / 1000,
+      quiet: true,
+      onNotice: ctx.onNotice,
+      ...(ctx.config.sandbox !== 'none' ? { sandbox: { kind: ctx.config.sandbox, writable: [] } } : {}),
+      sessionMetadata: { rollout_id: ctx.rolloutId, task_id: p.task.id, group_id: p.sample.groupId, sample_index: p.sample.sampleIndex },
+    });
+    ctx.harnessVersion ??= result.harnessVersion;
+    const runTiming = { ...timing, run_ms: Date.now() - started };
+    if (result.status === 'aborted') {
+      interrupt(ctx, { ...p, timing: runTiming });
+      return null;
+    }
+    return { ...p, timing: runTiming, sessionStatus: result.status === 'completed' || result.status === 'timeout' ? result.status : 'failed', exitCode: result.exitCode };
+  } catch (err) {
+    ctx.store.sessions.end(p.sessionId, 'failed');
+    finish(ctx, p.sample, stageFailure(err, 'run', p.startedAt, { ...timing, run_ms: Date.now() - started }));
+    await cleanup(ctx, p);
+    return null;
+  }
+}
+
+/** POSTRUN: the agent's diff, the evaluator, the reward (once), the group's statistics, cleanup. */
+export async function postStage(ctx: StageContext, r: Ran): Promise<void> {
+  ctx.store.rollouts.stage(r.sample.id, 'post');
+  ctx.emit({ type: 'stage', sampleId: r.sample.id, taskId: r.sample.taskId, stage: 'post' });
+  const started = Date.now();
+  let diff: string | null = null;
+  try {
+    diff = await captureDiff(r.workspace, toolEnv());
+    const evaluation = await evaluate({
+      task: r.task,
+      workspace: r.workspace,
+      diff,
+      sessionStatus: r.sessionStatus,
+      sessionId: r.sessionId,
+      traceCount: traceCount(ctx.store, r.sessionId),
+      env: { ...toolEnv(), ...(ctx.tasksDir ? { POLAR_TASKS_DIR: ctx.tasksDir } : {}) },
+      wrap: (writable) => (cmd: HarnessCommand) => (ctx.config.sandbox === 'none' ? cmd : sandboxed(cmd, { kind: ctx.config.sandbox, writable: [writable] }, writable, ctx.bwrap)),
+      scratch: path.join(ctx.config.outDir, 'scratch'),
+      secrets: ctx.secrets,
+    });
+    const accepted = ctx.accept ? ctx.accept({ reward: evaluation.reward, status: r.sessionStatus }) : null;
+    finish(ctx, r.sample, {
+      status: r.sessionStatus,
+      reward: evaluation.reward,
+      traceRewards: evaluation.traceRewards,
+      evaluator: evaluation.record,
+      diff,
+      accepted,
+      timing: { ...r.timing, post_ms: Date.now() - started },
+    });
+  } catch (err) {
+    finish(ctx, r.sample, { ...stageFailure(err, 'post', r.startedAt, { ...r.timing, post_ms: Date.now() - started }), diff });
+  } finally {
+    await cleanup(ctx, r);
+  }
+}
+
+/** The number of traces prefix-merging makes of a session: what per-trace rewards must match. */
+function traceCount(store: Store, sessionId: string): number {
+  const session = store.sessions.get(sessionId);
+  if (!session) return 0;
+  const calls = usableCalls(store.requests.tokens(sessionId), false, emptyStats(prefixMerging.name));
+  return sessionTraces(session, prefixMerging, calls).traces.length;
+}
+
+type End = Parameters<Store['rollouts']['finish']>[1];
+
+function stageFailure(err: unknown, stage: 'init' | 'run' | 'post', startedAt: number, timing: Record<string, number> = {}): End {
+  const e = err instanceof StageError ? err : new StageError(stage, (err as Error)?.message ?? String(err));
+  return { status: e.timedOut && e.stage !== 'post' ? 'timeout' : 'error', errorStage: e.stage, error: e.message, timing: { ...timing, total_ms: Date.now() - startedAt } };
+}
+
+function finish(ctx: StageContext, sample: SampleRow, end: End): void {
+  ctx.store.rollouts.finish(sample.id, end, groupStats);
+  ctx.emit({ type: 'done', sampleId: sample.id, taskId: sample.taskId, outcome: end.status, reward: end.reward ?? null, error: end.error ?? null });
+}
+
+/** Ctrl-C reached this sample: it stays unfinished (a resume runs it again). */
+function interrupt(ctx: StageContext, p: Prepared): void {
+  ctx.store.rollouts.interrupt(p.sample.id);
+  ctx.emit({ type: 'done', sampleId: p.sample.id, taskId: p.sample.taskId, outcome: 'interrupted', reward: null, error: 'interrupted' });
+  void cleanup(ctx, p);
+}
+
+async function cleanup(ctx: StageContext, p: Prepared): Promise<void> {
+  if (!ctx.config.keepWorkspaces) await removeWorkspace(p.workspace.dir);
+}

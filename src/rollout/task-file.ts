@@ -1,0 +1,197 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { isRecord } from '../core/chat.js';
+import { PolarError } from '../core/errors.js';
+
+/**
+ * The rollout task file: JSONL, one task per line (blank lines and lines starting with `#` are
+ * skipped). Every problem is reported with its line and field, all of them at once, before anything
+ * starts. Relative workspace paths are resolved against the task file's folder.
+ *
+ * {"id", "prompt",
+ *  "workspace": {"dir": PATH} | {"git": URL_OR_PATH, "commit": SHA} | {"empty": true},
+ *  "setup": [commands run in the workspace at INIT],
+ *  "evaluator": {"type": "command", "command": CMD, "timeout": S}
+ *             | {"type": "tests", "fail_to_pass": [CMD…], "pass_to_pass": [CMD…], "timeout": S}
+ *             | {"type": "session-completed"},
+ *  "timeout": S, "metadata": {…}}
+ */
+export type TaskWorkspace = { dir: string } | { git: string; commit: string } | { empty: true };
+
+export type TaskEvaluator =
+  | { type: 'command'; command: string; timeout: number }
+  | { type: 'tests'; fail_to_pass: string[]; pass_to_pass: string[]; timeout: number }
+  | { type: 'session-completed' };
+
+export interface RolloutTask {
+  id: string;
+  prompt: string;
+  workspace: TaskWorkspace;
+  setup: string[];
+  evaluator: TaskEvaluator;
+  /** The session's budget in seconds, from INIT on; null: the rollout's --timeout. */
+  timeout: number | null;
+  metadata: Record<string, unknown>;
+}
+
+/** An evaluator's own time limit when the task gives none (seconds). */
+export const DEFAULT_EVALUATOR_TIMEOUT = 300;
+
+const TASK_KEYS = new Set(['id', 'prompt', 'workspace', 'setup', 'evaluator', 'timeout', 'metadata']);
+const ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+
+export function readTaskFile(file: string): RolloutTask[] {
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new PolarError('POLAR_USAGE', `cannot read the task file ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+  return parseTaskFile(text, { name: file, baseDir: path.dirname(path.resolve(file)), checkPaths: true });
+}
+
+/**
+ * Parses and validates a task file's text. With `checkPaths`, a `dir` workspace must be a folder
+ * and a local `git` source must exist.
+ */
+export function parseTaskFile(text: string, options: { name: string; baseDir: string; checkPaths?: boolean }): RolloutTask[] {
+  const problems: string[] = [];
+  const tasks: RolloutTask[] = [];
+  const seen = new Map<string, number>();
+  text.split('\n').forEach((raw, index) => {
+    const line = index + 1;
+    const trimmed = raw.trim();
+    if (trimmed === '' || trimmed.startsWith('#')) return;
+    const at: At = (field, what) => {
+      problems.push(`${options.name} line ${line}${field ? `, field "${field}"` : ''}: ${what}`);
+    };
+    let value: unknown;
+    try {
+      value = JSON.parse(trimmed);
+    } catch (err) {
+      at(null, `not valid JSON (${(err as Error).message})`);
+      return;
+    }
+    const task = validateTask(value, at, () => problems.length, options);
+    if (!task) return;
+    const first = seen.get(task.id);
+    if (first !== undefined) at('id', `duplicate id ${JSON.stringify(task.id)} (first on line ${first})`);
+    else seen.set(task.id, line);
+    tasks.push(task);
+  });
+  if (problems.length > 0) {
+    const shown = problems.slice(0, 20);
+    if (problems.length > shown.length) shown.push(`… and ${problems.length - shown.length} more`);
+    throw new PolarError('POLAR_USAGE', `the task file has ${problems.length} problem${problems.length === 1 ? '' : 's'}; nothing was started:\n  ${shown.join('\n  ')}`);
+  }
+  if (tasks.length === 0) throw new PolarError('POLAR_USAGE', `${options.name} holds no tasks (one JSON object per line)`);
+  return tasks;
+}
+
+type At = (field: string | null, what: string) => void;
+
+function validateTask(value: unknown, at: At, problems: () => number, options: { baseDir: string; checkPaths?: boolean }): RolloutTask | null {
+  if (!isRecord(value)) {
+    at(null, 'a task is a JSON object');
+    return null;
+  }
+  const before = problems();
+  for (const key of Object.keys(value)) if (!TASK_KEYS.has(key)) at(key, `unknown field; a task has ${[...TASK_KEYS].join(', ')}`);
+  const id = value.id;
+  if (typeof id !== 'string' || !ID.test(id)) at('id', 'required: letters, digits, . _ - (up to 128), starting with a letter or digit');
+  if (typeof value.prompt !== 'string' || value.prompt.trim() === '') at('prompt', 'required: the task as the agent is given it (a non-empty string)');
+  const workspace = validateWorkspace(value.workspace, at, options);
+  const setup = value.setup ?? [];
+  if (!Array.isArray(setup) || setup.some((c) => typeof c !== 'string')) at('setup', 'a list of shell commands (strings)');
+  const evaluator = validateEvaluator(value.evaluator, at);
+  const timeout = value.timeout ?? null;
+  if (timeout !== null && !positive(timeout)) at('timeout', 'seconds, a positive number');
+  if (value.metadata !== undefined && !isRecord(value.metadata)) at('metadata', 'an object');
+  if (problems() > before || !workspace || !evaluator) return null;
+  return {
+    id: id as string,
+    prompt: value.prompt as string,
+    workspace,
+    setup: setup as string[],
+    evaluator,
+    timeout: timeout as number | null,
+    metadata: (value.metadata as Record<string, unknown> | undefined) ?? {},
+  };
+}
+
+function validateWorkspace(value: unknown, at: At, options: { baseDir: string; checkPaths?: boolean }): TaskWorkspace | null {
+  const usage = 'required: {"dir": PATH}, {"git": URL_OR_PATH, "commit": SHA} or {"empty": true}';
+  if (!isRecord(value)) {
+    at('workspace', usage);
+    return null;
+  }
+  if (value.empty === true && Object.keys(value).length === 1) return { empty: true };
+  if (typeof value.dir === 'string' && Object.keys(value).length === 1) {
+    const dir = path.resolve(options.baseDir, value.dir);
+    if (options.checkPaths && !isDir(dir)) {
+      at('workspace.dir', `no such folder: ${dir}`);
+      return null;
+    }
+    return { dir };
+  }
+  if (typeof value.git === 'string' && Object.keys(value).every((k) => k === 'git' || k === 'commit')) {
+    if (typeof value.commit !== 'string' || !/^[0-9a-f]{7,64}$/i.test(value.commit)) {
+      at('workspace.commit', 'required with "git": the commit to check out (a hex SHA)');
+      return null;
+    }
+    const local = !/^[a-z][a-z0-9+.-]*:\/\//i.test(value.git) && !/^[^/]+@[^:]+:/.test(value.git);
+    const git = local ? path.resolve(options.baseDir, value.git) : value.git;
+    if (local && options.checkPaths && !fs.existsSync(git)) {
+      at('workspace.git', `no such repository: ${git}`);
+      return null;
+    }
+    return { git, commit: value.commit };
+  }
+  at('workspace', usage);
+  return null;
+}
+
+function validateEvaluator(value: unknown, at: At): TaskEvaluator | null {
+  if (!isRecord(value) || typeof value.type !== 'string') {
+    at('evaluator', 'required: {"type": "command" | "tests" | "session-completed", …}');
+    return null;
+  }
+  const timeout = value.timeout ?? DEFAULT_EVALUATOR_TIMEOUT;
+  if (!positive(timeout)) at('evaluator.timeout', 'seconds, a positive number');
+  switch (value.type) {
+    case 'command':
+      if (typeof value.command !== 'string' || value.command.trim() === '') {
+        at('evaluator.command', 'required: the shell command that scores the workspace');
+        return null;
+      }
+      return positive(timeout) ? { type: 'command', command: value.command, timeout: timeout as number } : null;
+    case 'tests': {
+      const lists = ['fail_to_pass', 'pass_to_pass'] as const;
+      for (const key of lists) {
+        const list = value[key] ?? [];
+        if (!Array.isArray(list) || list.some((c) => typeof c !== 'string')) at(`evaluator.${key}`, 'a list of shell commands (strings)');
+      }
+      const f2p = (value.fail_to_pass ?? []) as string[];
+      const p2p = (value.pass_to_pass ?? []) as string[];
+      if (Array.isArray(f2p) && Array.isArray(p2p) && f2p.length + p2p.length === 0) at('evaluator', 'a tests evaluator needs at least one fail_to_pass or pass_to_pass command');
+      return positive(timeout) && Array.isArray(f2p) && Array.isArray(p2p) ? { type: 'tests', fail_to_pass: f2p, pass_to_pass: p2p, timeout: timeout as number } : null;
+    }
+    case 'session-completed':
+      return { type: 'session-completed' };
+    default:
+      at('evaluator.type', `unknown evaluator ${JSON.stringify(value.type)}; use command, tests or session-completed`);
+      return null;
+  }
+}
+
+function positive(v: unknown): boolean {
+  return typeof v === 'number' && Number.isFinite(v) && v > 0;
+}
+
+function isDir(p: string): boolean {
+  try {
+    return fs.statSync(p).isDirectory();
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,109 @@
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { runCommand, runShell } from '../harness/spawn.js';
+import type { RolloutTask } from './task-file.js';
+
+/**
+ * A session's workspace: prepared at INIT from the task (a copy of a folder, a clone at a commit,
+ * or an empty folder), then the task's setup commands, then a baseline commit of everything, so the
+ * agent's changes are exactly `git diff` against it whatever the workspace was. The same preparation
+ * makes the fresh copy a `tests` evaluator applies the diff to.
+ */
+export class StageError extends Error {
+  override name = 'StageError';
+  constructor(
+    readonly stage: 'init' | 'run' | 'post',
+    message: string,
+    readonly timedOut = false,
+  ) {
+    super(message);
+  }
+}
+
+/** Paths a harness may leave in the workspace that are not the agent's work. */
+export const HARNESS_DIRS = ['.claude', '.codex', '.gemini', '.qwen', '.pi', '.opencode', '.polar'];
+
+const GIT = ['-c', 'user.name=polar', '-c', 'user.email=polar@localhost', '-c', 'commit.gpgsign=false', '-c', 'core.hooksPath=/dev/null', '-c', 'init.defaultBranch=main'];
+
+export interface PreparedWorkspace {
+  dir: string;
+  /** The commit holding the workspace as the agent got it. */
+  baseline: string;
+}
+
+/** Builds the workspace in `dest` (which must not exist) within `deadline` (ms since the epoch). */
+export async function prepareWorkspace(task: RolloutTask, dest: string, deadline: number, env: Record<string, string>): Promise<PreparedWorkspace> {
+  const left = () => {
+    const ms = deadline - Date.now();
+    if (ms <= 0) throw new StageError('init', 'the session budget ran out while preparing the workspace', true);
+    return ms;
+  };
+  await fs.mkdir(path.dirname(dest), { recursive: true });
+  const ws = task.workspace;
+  if ('dir' in ws) {
+    await fs.cp(ws.dir, dest, { recursive: true, verbatimSymlinks: true });
+  } else if ('git' in ws) {
+    await git(['clone', '--quiet', '--no-checkout', ws.git, dest], path.dirname(dest), env, left(), 'clone');
+    await git(['checkout', '--quiet', '--detach', ws.commit], dest, env, left(), `check out ${ws.commit}`);
+  } else {
+    await fs.mkdir(dest, { recursive: true });
+  }
+  for (const [i, command] of task.setup.entries()) {
+    const r = await runShell(command, { cwd: dest, env, timeoutMs: left() });
+    if (r.timedOut) throw new StageError('init', `setup command ${i + 1} (${command}) ran past the session budget`, true);
+    if (r.failedToStart || r.exitCode !== 0) {
+      throw new StageError('init', `setup command ${i + 1} (${command}) failed: ${r.failedToStart ?? `exit ${r.exitCode ?? r.signal}`}${lastLines(r.stderr || r.stdout)}`);
+    }
+  }
+  if (!(await exists(path.join(dest, '.git')))) await git(['init', '--quiet'], dest, env, left(), 'init');
+  await git(['add', '--all', '--', '.', ...excludes()], dest, env, left(), 'stage the baseline');
+  await git(['commit', '--quiet', '--allow-empty', '--no-verify', '-m', 'polar baseline'], dest, env, left(), 'commit the baseline');
+  const baseline = (await git(['rev-parse', 'HEAD'], dest, env, left(), 'read the baseline')).trim();
+  return { dir: dest, baseline };
+}
+
+/** The agent's changes since the baseline, as a binary-safe patch (harness folders left out). */
+export async function captureDiff(ws: PreparedWorkspace, env: Record<string, string>): Promise<string> {
+  await git(['add', '--all', '--', '.', ...excludes()], ws.dir, env, 60_000, 'stage the changes', 'post');
+  return git(['diff', '--cached', '--binary', ws.baseline, '--', '.', ...excludes()], ws.dir, env, 60_000, 'diff', 'post');
+}
+
+/** Applies a captured diff to a freshly prepared workspace. */
+export async function applyDiff(ws: PreparedWorkspace, diff: string, env: Record<string, string>): Promise<void> {
+  if (diff.trim() === '') return;
+  const file = path.join(path.dirname(ws.dir), `${path.basename(ws.dir)}.patch`);
+  await fs.writeFile(file, diff);
+  try {
+    await git(['apply', '--whitespace=nowarn', '--binary', file], ws.dir, env, 60_000, "apply the agent's diff", 'post');
+  } finally {
+    await fs.rm(file, { force: true });
+  }
+}
+
+export async function removeWorkspace(dir: string): Promise<void> {
+  await fs.rm(dir, { recursive: true, force: true });
+}
+
+function excludes(): string[] {
+  return HARNESS_DIRS.map((d) => `:(exclude)${d}`);
+}
+
+async function git(args: string[], cwd: string, env: Record<string, string>, timeoutMs: number, what: string, stage: 'init' | 'post' = 'init'): Promise<string> {
+  const r = await runCommand('git', [...GIT, ...args], { cwd, env: { ...env, GIT_TERMINAL_PROMPT: '0' }, timeoutMs });
+  if (r.failed || r.exitCode !== 0) throw new StageError(stage, `git could not ${what}: ${r.failed ?? `exit ${r.exitCode}`}${lastLines(r.output)}`);
+  return r.stdout;
+}
+
+function lastLines(text: string): string {
+  const lines = text.trim().split('\n').slice(-3).join(' | ');
+  return lines ? ` — ${lines.slice(0, 500)}` : '';
+}
+
+async function exists(p: string): Promise<boolean> {
+  try {
+    await fs.access(p);
+    return true;
+  } catch {
+    return false;
+  }
+}

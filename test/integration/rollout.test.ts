@@ -1,0 +1,300 @@
+import { execFile, execFileSync, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { findBwrap } from '../../src/harness/sandbox.js';
+import { Store } from '../../src/store/store.js';
+import { startReferenceUpstream, type ReferenceUpstream } from '../support/reference-upstream/index.js';
+
+/**
+ * `polar rollout` with a small real agent (the custom harness) whose behaviour the task prompt
+ * picks, so each lifecycle case is exact: groups and rewards, a crash and a resume, a hang past the
+ * budget, a broken evaluator, bad task files, and the sandbox.
+ */
+const BIN = path.resolve(__dirname, '../../bin/polar.js');
+const run = promisify(execFile);
+
+/** Makes `calls` model calls through polar, then does what the prompt says: write:F:TEXT, sleep:S, touch:PATH. */
+const AGENT = `
+import fs from 'node:fs';
+const prompt = process.argv[2] ?? '';
+const calls = Number(/calls=(\\d+)/.exec(prompt)?.[1] ?? 1);
+for (let i = 0; i < calls; i++) {
+  const res = await fetch(process.env.OPENAI_BASE_URL + '/chat/completions', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: 'Bearer ' + process.env.OPENAI_API_KEY },
+    body: JSON.stringify({ model: 'any', messages: [{ role: 'user', content: prompt + ' #' + i }], tools: [{ type: 'function', function: { name: 'noop', parameters: { type: 'object' } } }] }),
+  });
+  if (!res.ok) process.exit(3);
+  await res.json();
+}
+for (const step of prompt.split(' ')) {
+  const [verb, a, b] = step.split(':');
+  if (verb === 'write') fs.writeFileSync(a, b + '\\n');
+  if (verb === 'sleep') await new Promise((r) => setTimeout(r, Number(a) * 1000));
+  if (verb === 'touch') fs.writeFileSync(a, 'escaped\\n');
+  if (verb === 'fail') process.exit(1);
+}
+`;
+
+let upstream: ReferenceUpstream;
+let dir: string;
+let agent: string;
+
+beforeAll(async () => {
+  upstream = await startReferenceUpstream();
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-rollout-'));
+  agent = path.join(dir, 'agent.mjs');
+  fs.writeFileSync(agent, AGENT);
+});
+afterAll(async () => {
+  await upstream?.close();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+function taskFile(name: string, tasks: Record<string, unknown>[]): string {
+  const file = path.join(dir, name);
+  fs.writeFileSync(file, tasks.map((t) => JSON.stringify({ workspace: { empty: true }, evaluator: { type: 'command', command: 'cat answer.txt 2>/dev/null | tail -1' }, ...t })).join('\n'));
+  return file;
+}
+
+function rolloutArgs(tasks: string, db: string, extra: string[] = []): string[] {
+  return [BIN, 'rollout', '--tasks', tasks, '--harness', 'custom', '--command', `${process.execPath} ${agent} {prompt}`, '--upstream', upstream.url, '--db', db, '--sandbox', 'none', '--out', path.join(dir, `out-${path.basename(db)}`), ...extra];
+}
+
+async function polar(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const r = await run(process.execPath, args, { env: { ...process.env, NO_COLOR: '1' }, timeout: 120_000 });
+    return { code: 0, ...r };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+function open(db: string): Store {
+  return Store.open(db, { readonly: true });
+}
+
+describe('polar rollout', () => {
+  it('tasks × N samples become groups: rewards from the evaluator, GRPO and leave-one-out advantages, exports that carry them', async () => {
+    const tasks = taskFile('groups.jsonl', [
+      // The reward is the agent's answer, so each sample's reward is known: 1 and 0 alternate by sample.
+      { id: 'alpha', prompt: 'calls=2 write:answer.txt:1' },
+      { id: 'beta', prompt: 'calls=1 write:answer.txt:0.25' },
+    ]);
+    const db = path.join(dir, 'groups.db');
+    const r = await polar([...rolloutArgs(tasks, db, ['--samples', '3', '--accept', 'reward>=1']), '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    const summary = JSON.parse(r.stdout);
+    expect(summary).toMatchObject({ ok: true, status: 'completed', tasks: 2, samplesPerTask: 3, outcomes: { completed: 6, error: 0 }, accepted: 3, attempted: 6 });
+    const store = open(db);
+    try {
+      const samples = store.rollouts.samples(summary.rolloutId);
+      expect(samples.map((s) => s.reward)).toEqual([1, 1, 1, 0.25, 0.25, 0.25]);
+      // Each sample is one session with its calls captured exactly.
+      for (const s of samples) {
+        expect(store.sessions.get(s.sessionId!)).toMatchObject({ status: 'completed', harness: 'custom' });
+        expect(store.requests.list(s.sessionId!)).toHaveLength(s.taskId === 'alpha' ? 2 : 1);
+        expect(s.evaluator).toMatchObject({ type: 'command', exit_code: 0 });
+        expect(s.timing.init_ms).toBeGreaterThanOrEqual(0);
+      }
+      const groups = store.rollouts.groups(summary.rolloutId);
+      expect(groups.map((g) => [g.taskId, g.samples, g.mean, g.std, g.accepted])).toEqual([
+        ['alpha', 3, 1, 0, 3],
+        ['beta', 3, 0.25, 0, 0],
+      ]);
+    } finally {
+      store.close();
+    }
+    const exported = await polar([BIN, 'export', '--db', db, '--rollout', summary.rolloutId, '--format', 'tokens']);
+    const traces = exported.stdout.trim().split('\n').map((l) => JSON.parse(l));
+    // alpha's two calls are separate conversations, so two traces per session; each carries the sample's reward.
+    expect(traces).toHaveLength(9);
+    for (const t of traces) {
+      expect(t).toMatchObject({ rollout_id: summary.rolloutId, group_id: `${summary.rolloutId}/${t.task_id}`, partial: false, advantage: 0 });
+      expect(t.reward).toBe(t.task_id === 'alpha' ? 1 : 0.25);
+    }
+    const accepted = await polar([BIN, 'export', '--db', db, '--rollout', summary.rolloutId, '--format', 'sft', '--accepted']);
+    expect(accepted.stdout.trim().split('\n')).toHaveLength(6); // alpha's three accepted sessions, two traces each
+    expect(accepted.stderr).toMatch(/left out 3: not accepted \(--accepted\)/);
+  });
+
+  it('mixed rewards give advantages that sum to zero per group', async () => {
+    // Rewards 1, 0, 0.5 by the order in which the evaluator runs (one evaluation at a time).
+    const counter = path.join(dir, 'mixed-counter');
+    const tasks = taskFile('mixed.jsonl', [{ id: 'mix', prompt: 'calls=1', evaluator: { type: 'command', command: `n=$(cat ${counter} 2>/dev/null || echo 0); echo $((n+1)) > ${counter}; echo "[1,0,0.5][$n % 3]" | node -p "eval(require('fs').readFileSync(0,'utf8'))"` } }]);
+    const db = path.join(dir, 'mixed.db');
+    const r = await polar([...rolloutArgs(tasks, db, ['--samples', '6', '--post-workers', '1']), '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    const { rolloutId, groups } = JSON.parse(r.stdout);
+    const g = groups[0];
+    const rewards = g.rewards as number[];
+    expect([...rewards].sort()).toEqual([0, 0, 0.5, 0.5, 1, 1]);
+    const mean = rewards.reduce((a, b) => a + b, 0) / rewards.length;
+    const std = Math.sqrt(rewards.reduce((a, x) => a + (x - mean) ** 2, 0) / (rewards.length - 1));
+    expect(g.mean).toBeCloseTo(mean, 12);
+    g.advantages.forEach((a: number, i: number) => expect(a).toBeCloseTo((rewards[i]! - mean) / (std + 1e-6), 9));
+    expect(g.advantages.reduce((a: number, b: number) => a + b, 0)).toBeCloseTo(0, 9);
+    expect(g.looAdvantages.reduce((a: number, b: number) => a + b, 0)).toBeCloseTo(0, 9);
+    expect(rolloutId).toMatch(/^rol_/);
+  });
+
+  it('a harness that hangs past its budget: its process tree ends, its calls are kept, its traces are partial', async () => {
+    const tasks = taskFile('hang.jsonl', [{ id: 'hang', prompt: 'calls=1 sleep:63.5', timeout: 3, evaluator: { type: 'session-completed' } }]);
+    const db = path.join(dir, 'hang.db');
+    const r = await polar([...rolloutArgs(tasks, db, ['--samples', '1']), '--json']);
+    const summary = JSON.parse(r.stdout);
+    expect(summary.outcomes).toMatchObject({ timeout: 1 });
+    const store = open(db);
+    try {
+      const [sample] = store.rollouts.samples(summary.rolloutId);
+      expect(sample).toMatchObject({ status: 'timeout', reward: 0 });
+      expect(store.sessions.get(sample!.sessionId!)!.status).toBe('timeout');
+      expect(store.requests.list(sample!.sessionId!)).toEqual([expect.objectContaining({ status: 'ok' })]);
+    } finally {
+      store.close();
+    }
+    expect(execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' })).not.toMatch(/sleep:63\.5/);
+    const plain = await polar([BIN, 'export', '--db', db, '--rollout', summary.rolloutId]);
+    expect(plain.code).toBe(1);
+    expect(plain.stderr).toMatch(/left out 1: partial: session timeout \(--include-partial keeps it\)/);
+    const partial = await polar([BIN, 'export', '--db', db, '--rollout', summary.rolloutId, '--include-partial']);
+    expect(JSON.parse(partial.stdout.trim())).toMatchObject({ partial: true, status: 'timeout', reward: 0 });
+  });
+
+  it('an evaluator that crashes or times out ends its sample as error with the reason; the group still completes', async () => {
+    const tasks = taskFile('broken.jsonl', [
+      { id: 'crash', prompt: 'calls=1', evaluator: { type: 'command', command: 'kill -SEGV $$' } },
+      { id: 'slow', prompt: 'calls=1', evaluator: { type: 'command', command: 'sleep 20', timeout: 1 } },
+    ]);
+    const db = path.join(dir, 'broken.db');
+    const r = await polar([...rolloutArgs(tasks, db, ['--samples', '2']), '--json']);
+    const summary = JSON.parse(r.stdout);
+    expect(summary.outcomes).toMatchObject({ error: 4, completed: 0 });
+    const store = open(db);
+    try {
+      const samples = store.rollouts.samples(summary.rolloutId);
+      for (const s of samples) {
+        expect(s).toMatchObject({ status: 'error', errorStage: 'post', reward: null });
+        expect(s.error).toMatch(s.taskId === 'crash' ? /killed by SIGSEGV/ : /timed out after 1 s/);
+      }
+      expect(store.rollouts.groups(summary.rolloutId).map((g) => [g.taskId, g.samples, g.rewarded])).toEqual([
+        ['crash', 2, 0],
+        ['slow', 2, 0],
+      ]);
+    } finally {
+      store.close();
+    }
+  });
+
+  it('bad task files are refused with the line and field, and nothing starts', async () => {
+    const bad = path.join(dir, 'bad.jsonl');
+    fs.writeFileSync(
+      bad,
+      [
+        JSON.stringify({ id: 'a', prompt: 'x', workspace: { empty: true }, evaluator: { type: 'session-completed' } }),
+        JSON.stringify({ id: 'b', workspace: { empty: true }, evaluator: { type: 'session-completed' } }),
+        JSON.stringify({ id: 'c', prompt: 'x', workspace: { empty: true }, evaluator: { type: 'llm-judge' } }),
+        JSON.stringify({ id: 'd', prompt: 'x', workspace: { dir: 'no/such/folder' }, evaluator: { type: 'session-completed' } }),
+        JSON.stringify({ id: 'a', prompt: 'x', workspace: { empty: true }, evaluator: { type: 'session-completed' } }),
+      ].join('\n'),
+    );
+    const db = path.join(dir, 'bad.db');
+    const r = await polar(rolloutArgs(bad, db, ['--samples', '2']));
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/line 2, field "prompt": required/);
+    expect(r.stderr).toMatch(/line 3, field "evaluator.type": unknown evaluator "llm-judge"/);
+    expect(r.stderr).toMatch(/line 4, field "workspace.dir": no such folder/);
+    expect(r.stderr).toMatch(/line 5, field "id": duplicate id "a" \(first on line 1\)/);
+    expect(fs.existsSync(db)).toBe(false);
+  });
+
+  it('kill -9 mid-rollout, then --resume: every task ends with exactly N samples, and no sample is run or rewarded twice', async () => {
+    const tasks = taskFile('crash.jsonl', [
+      { id: 't1', prompt: 'calls=1 sleep:0.4 write:answer.txt:1' },
+      { id: 't2', prompt: 'calls=1 sleep:0.4 write:answer.txt:0' },
+      { id: 't3', prompt: 'calls=1 sleep:0.4 write:answer.txt:0.5' },
+    ]);
+    const db = path.join(dir, 'crash.db');
+    const child = spawn(process.execPath, [...rolloutArgs(tasks, db, ['--samples', '4', '--concurrency', '2']).slice(0)], { stdio: 'ignore' });
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    // Wait until some samples have ended, then kill it mid-flight.
+    let before: { id: string; sessionId: string | null; reward: number | null; endedAt: number | null }[] = [];
+    for (let i = 0; i < 300; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      if (!fs.existsSync(db)) continue;
+      const store = open(db);
+      try {
+        const rollout = store.rollouts.list()[0];
+        const samples = rollout ? store.rollouts.samples(rollout.id) : [];
+        const ended = samples.filter((s) => s.endedAt !== null);
+        if (ended.length >= 3 && samples.some((s) => s.status === 'running')) {
+          child.kill('SIGKILL');
+          before = ended.map((s) => ({ id: s.id, sessionId: s.sessionId, reward: s.reward, endedAt: s.endedAt }));
+          break;
+        }
+      } finally {
+        store.close();
+      }
+    }
+    await exited;
+    expect(before.length).toBeGreaterThanOrEqual(3);
+    const listed = await polar([BIN, 'rollouts', '--db', db, '--json']);
+    const [rollout] = JSON.parse(listed.stdout).rollouts;
+    expect(rollout.status).toBe('interrupted');
+    expect(rollout.outcomes.completed).toBeLessThan(12);
+
+    const resumed = await polar([BIN, 'rollout', '--resume', rollout.rolloutId, '--db', db, '--json']);
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(JSON.parse(resumed.stdout)).toMatchObject({ status: 'completed', outcomes: { completed: 12 } });
+    const store = open(db);
+    try {
+      const samples = store.rollouts.samples(rollout.rolloutId);
+      expect(samples).toHaveLength(12);
+      for (const task of ['t1', 't2', 't3']) expect(samples.filter((s) => s.taskId === task && s.status === 'completed')).toHaveLength(4);
+      // Samples that had ended before the kill were not run again: same session, same reward, same end.
+      for (const b of before) expect(samples.find((s) => s.id === b.id)).toMatchObject({ sessionId: b.sessionId, reward: b.reward, endedAt: b.endedAt });
+      // The interrupted attempts' sessions are labelled; the samples that ran again have a new attempt.
+      const retried = samples.filter((s) => s.attempt > 1);
+      expect(retried.length).toBeGreaterThan(0);
+      expect(new Set(samples.map((s) => s.sessionId)).size).toBe(12);
+      expect(store.sessions.list().filter((s) => s.status === 'interrupted').length).toBeGreaterThan(0);
+      expect(store.rollouts.groups(rollout.rolloutId).map((g) => g.samples)).toEqual([4, 4, 4]);
+    } finally {
+      store.close();
+    }
+  }, 120_000);
+
+  it.skipIf(!findBwrap())('--sandbox bwrap: a command writing outside the workspace fails inside the sandbox and succeeds with none', async () => {
+    // Outside /tmp, which the sandbox replaces with a private one: the agent must be readable in it.
+    const outside = fs.mkdtempSync(path.join(path.resolve(__dirname, '..'), '.sandbox-probe-'));
+    try {
+      const boxedAgent = path.join(outside, 'agent.mjs');
+      fs.copyFileSync(agent, boxedAgent);
+      const target = path.join(outside, 'escaped.txt');
+      const tasks = taskFile('sandbox.jsonl', [{ id: 'escape', prompt: `calls=1 touch:${target}`, evaluator: { type: 'session-completed' } }]);
+      const args = rolloutArgs(tasks, path.join(dir, 'boxed.db'), ['--samples', '1']).map((a) => a.replace(agent, boxedAgent));
+      const boxed = await polar([...args.slice(0, args.indexOf('--sandbox')), ...args.slice(args.indexOf('--sandbox') + 2), '--sandbox', 'bwrap', '--json']);
+      const summary = JSON.parse(boxed.stdout);
+      // The agent ran (its model call is captured), then its write outside the workspace failed.
+      expect(summary.groups[0].rewards).toEqual([0]);
+      const store = open(path.join(dir, 'boxed.db'));
+      try {
+        const [sample] = store.rollouts.samples(summary.rolloutId);
+        expect(store.requests.list(sample!.sessionId!)).toEqual([expect.objectContaining({ status: 'ok' })]);
+        expect(fs.readFileSync(store.sessions.get(sample!.sessionId!)!.metadata.log_file as string, 'utf8')).toMatch(/EROFS|read-only file system/i);
+      } finally {
+        store.close();
+      }
+      expect(fs.existsSync(target)).toBe(false);
+      const open_ = await polar([...rolloutArgs(tasks, path.join(dir, 'open.db'), ['--samples', '1']), '--json']);
+      expect(JSON.parse(open_.stdout).groups[0].rewards).toEqual([1]);
+      expect(fs.existsSync(target)).toBe(true);
+    } finally {
+      fs.rmSync(outside, { recursive: true, force: true });
+    }
+  });
+});
