@@ -20,6 +20,7 @@ export type PolarErrorCode =
   | 'POLAR_BRIDGE_CHECK'
   | 'POLAR_INTERRUPTED'
   | 'POLAR_EMPTY_EXPORT'
+  | 'POLAR_PAUSED'
   | 'POLAR_INTERNAL';
 
 export class PolarError extends Error {

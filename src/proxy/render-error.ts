@@ -19,6 +19,6 @@ export function renderError(codec: ProviderCodec, err: PolarError): RenderedErro
   return { status: reply.status, text: JSON.stringify(reply.body) };
 }
 
-export function sendError(res: ServerResponse, rendered: RenderedError): void {
-  sendJson(res, rendered.status, rendered.text);
+export function sendError(res: ServerResponse, rendered: RenderedError, headers: Record<string, string> = {}): void {
+  sendJson(res, rendered.status, rendered.text, headers);
 }

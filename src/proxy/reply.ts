@@ -1,12 +1,13 @@
 import type { ServerResponse } from 'node:http';
 import { PolarError } from '../core/errors.js';
 
-export function sendJson(res: ServerResponse, status: number, text: string): void {
+export function sendJson(res: ServerResponse, status: number, text: string, headers: Record<string, string> = {}): void {
   if (res.headersSent) {
     if (!res.writableEnded) res.end();
     return;
   }
   res.writeHead(status, {
+    ...headers,
     'content-type': 'application/json',
     'content-length': Buffer.byteLength(text),
   });

@@ -14,6 +14,7 @@ export type Route =
   | { kind: 'count-tokens'; provider: 'anthropic-messages' | 'google-generate-content'; apiPath: string; pathSession: string | null }
   | { kind: 'models'; flavor: 'openai' | 'google'; apiPath: string; pathSession: string | null }
   | { kind: 'health'; apiPath: string; pathSession: string | null }
+  | { kind: 'admin'; action: 'pause' | 'resume' | 'policy-version' | 'status'; apiPath: string; pathSession: string | null }
   | { kind: 'probe'; apiPath: string; pathSession: string | null }
   | { kind: 'detect'; apiPath: string; pathSession: string | null }
   /** `provider`: the API the path belongs to, so the error comes in that API's shape. */
@@ -29,6 +30,7 @@ export const SUPPORTED_ROUTES: readonly string[] = [
   'POST /v1beta/models/{model}:countTokens',
   'GET /v1/models',
   'GET /health',
+  'POST /admin/pause, /admin/resume, /admin/policy-version; GET /admin/status',
   '(each also under /s/<session>/…)',
 ];
 
@@ -53,6 +55,11 @@ export function matchRoute(method: string, url: string): Route {
 
   if (method === 'HEAD') return { kind: 'probe', ...base };
   if (path === '/health' || path === '/healthz') return method === 'GET' ? { kind: 'health', ...base } : notFound(base, true);
+  const admin = /^\/admin\/(pause|resume|policy-version|status)$/.exec(path);
+  if (admin && !pathSession) {
+    const action = admin[1] as 'pause' | 'resume' | 'policy-version' | 'status';
+    return (action === 'status' ? method === 'GET' : post) ? { kind: 'admin', action, ...base } : notFound(base, true);
+  }
   if (path.endsWith('/messages/count_tokens')) return post ? { kind: 'count-tokens', provider: 'anthropic-messages', ...base } : notFound(base, true);
   if (path.endsWith('/chat/completions')) return post ? { kind: 'model-call', provider: 'openai-chat', ...base } : notFound(base, true);
   if (path.endsWith('/messages')) return post ? { kind: 'model-call', provider: 'anthropic-messages', ...base } : notFound(base, true);

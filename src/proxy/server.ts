@@ -11,10 +11,12 @@ import type { Upstream } from '../upstream/types.js';
 import { CallRecord, type CallSummary } from './call-record.js';
 import { apiKey, DEFAULT_AGENT_HEADERS, identifyCaller, type CallerIdentity } from './identity.js';
 import { readBody } from './body.js';
+import { fromLoopback, handleAdmin, type AdminState } from './admin.js';
 import { handleCountTokens } from './count-tokens.js';
 import { handleModelCall, type ModelCallContext } from './model-call.js';
 import { modelList } from './models.js';
 import { hostPolicy, originProblem, type HostPolicy } from './origin.js';
+import { PauseGate } from './pause.js';
 import { lookupResponse, safeParse } from './recorded-response.js';
 import { renderError, sendError } from './render-error.js';
 import { sendJson, toPolarError } from './reply.js';
@@ -42,6 +44,10 @@ export interface ProxyOptions {
   onCall?: (summary: CallSummary) => void;
   /** A request refused before it was read (foreign Host, a web page's Origin); not recorded. */
   onRefused?: (reason: string) => void;
+  /** How long a model call waits while the proxy is paused before it gets 503 (default 300 s). */
+  pauseLimitMs?: number;
+  /** The policy version recorded on calls until a trainer sets another. */
+  policyVersion?: string | null;
 }
 
 export interface RunningProxy {
@@ -52,6 +58,8 @@ export interface RunningProxy {
   baseUrl(session?: string): string;
   /** Calls being served right now. */
   inFlight(): number;
+  /** The trainer's controls (also over HTTP at /admin/…). */
+  readonly admin: AdminState;
   /** Stops accepting, lets in-flight calls finish (up to `graceMs`), then closes connections. */
   close(graceMs?: number): Promise<void>;
 }
@@ -75,6 +83,8 @@ interface ProxyContext {
   /** Requests being served (not counting health checks and probes). */
   inFlight: number;
   readonly tasks: Set<Promise<void>>;
+  /** Pause/drain and the policy version (admin.ts). */
+  readonly admin: AdminState;
 }
 
 export async function startProxy(options: ProxyOptions): Promise<RunningProxy> {
@@ -101,6 +111,7 @@ export async function startProxy(options: ProxyOptions): Promise<RunningProxy> {
     policy: hostPolicy(host, options.port ?? 0, options.allowHosts),
     inFlight: 0,
     tasks: new Set(),
+    admin: { gate: new PauseGate(options.pauseLimitMs ?? 300_000), policyVersion: options.policyVersion ?? null },
   };
 
   const server = http.createServer({ keepAliveTimeout: 75_000 }, (req, res) => handle(ctx, req, res));
@@ -122,7 +133,10 @@ export async function startProxy(options: ProxyOptions): Promise<RunningProxy> {
     port: address.port,
     baseUrl: (session?: string) => (session ? `${url}/s/${encodeURIComponent(session)}/v1` : `${url}/v1`),
     inFlight: () => ctx.inFlight,
+    admin: ctx.admin,
     async close(graceMs = 30_000) {
+      // Calls waiting out a pause are let through: closing finishes what was accepted.
+      ctx.admin.gate.resume();
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       const drained = Promise.allSettled([...ctx.tasks]);
@@ -142,7 +156,7 @@ export async function startProxy(options: ProxyOptions): Promise<RunningProxy> {
 
 function handle(ctx: ProxyContext, req: IncomingMessage, res: ServerResponse): void {
   const route = matchRoute(req.method ?? 'GET', req.url ?? '/');
-  const counted = route.kind !== 'health' && route.kind !== 'probe';
+  const counted = route.kind !== 'health' && route.kind !== 'probe' && route.kind !== 'admin';
   if (counted) ctx.inFlight++;
   const task = dispatch(ctx, route, req, res)
     .catch((err) => {
@@ -180,6 +194,16 @@ async function dispatch(ctx: ProxyContext, route: Route, req: IncomingMessage, r
     res.writeHead(200).end();
     return;
   }
+  if (route.kind === 'admin') {
+    // Never open to other machines without the token; with one, only to its holders.
+    if (options.authToken ? !authorized(req, options.authToken) : !fromLoopback(req)) {
+      req.resume();
+      sendError(res, renderError(codec, new PolarError('POLAR_UNAUTHORIZED', 'admin routes need the polar auth token (or, without one, a caller on this machine)', 401)));
+      return;
+    }
+    await handleAdmin(req, res, route.action, ctx.admin).catch((err: unknown) => sendError(res, renderError(codec, toPolarError(err))));
+    return;
+  }
   const identity = identifyCaller(req.headers, route.pathSession, options.defaultSession, ctx.agentHeaders);
   if (options.authToken && !authorized(req, options.authToken)) {
     refuse(res, req, codec, newCall(ctx, req, identity, 'unknown'), new PolarError('POLAR_UNAUTHORIZED', 'missing or wrong polar auth token (send it as the API key, x-polar-auth-token, or ?key=)', 401));
@@ -200,11 +224,23 @@ async function dispatch(ctx: ProxyContext, route: Route, req: IncomingMessage, r
       await handleCountTokens(req, res, { codec, upstream: options.upstream, model: options.servedModel, apiPath: route.apiPath, maxBodyBytes: ctx.maxBodyBytes });
       return;
     case 'model-call':
-      await handleModelCall(req, res, newCall(ctx, req, identity, route.provider), { ...ctx.modelCall, codec, apiPath: route.apiPath });
+    case 'detect': {
+      // Paused for a weight update: wait for resume (or give up with 503 and Retry-After).
+      let leave: () => void;
+      try {
+        leave = await ctx.admin.gate.admit();
+      } catch (err) {
+        refuse(res, req, codec, newCall(ctx, req, identity, route.kind === 'model-call' ? route.provider : 'unknown'), toPolarError(err), { 'retry-after': '30' });
+        return;
+      }
+      try {
+        if (route.kind === 'detect') await detectAndCall(ctx, route, req, res, identity);
+        else await handleModelCall(req, res, newCall(ctx, req, identity, route.provider), { ...ctx.modelCall, codec, apiPath: route.apiPath });
+      } finally {
+        leave();
+      }
       return;
-    case 'detect':
-      await detectAndCall(ctx, route, req, res, identity);
-      return;
+    }
     case 'not-found': {
       const message = route.methodNotAllowed
         ? `${req.method} is not supported on ${route.apiPath}; supported routes: ${SUPPORTED_ROUTES.join(', ')}`
@@ -240,11 +276,11 @@ function codecFor(route: Route): ProviderCodec {
 }
 
 /** Answers a call the proxy will not serve, recording it with the error the caller got. */
-function refuse(res: ServerResponse, req: IncomingMessage, codec: ProviderCodec, call: CallRecord, err: PolarError): void {
+function refuse(res: ServerResponse, req: IncomingMessage, codec: ProviderCodec, call: CallRecord, err: PolarError, headers: Record<string, string> = {}): void {
   req.resume();
   const reply = renderError(codec, err);
   call.end({ status: 'error', httpStatus: reply.status, reply: reply.text, error: err.message, errorCode: err.code });
-  sendError(res, reply);
+  sendError(res, reply, headers);
 }
 
 function newCall(ctx: ProxyContext, req: IncomingMessage, identity: CallerIdentity, provider: string): CallRecord {
@@ -273,6 +309,7 @@ function newCall(ctx: ProxyContext, req: IncomingMessage, identity: CallerIdenti
       upstreamRequest: null,
       requestedModel: null,
       servedModel: null,
+      policyVersion: ctx.admin.policyVersion,
     },
     secretValues(req.headers, req.url),
     options.onCall,

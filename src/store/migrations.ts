@@ -248,5 +248,8 @@ export const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (rollout_id, task_id)
   ) WITHOUT ROWID;
   `,
+  // 6: the policy (weights) version each call was served by, as the trainer announced it to the proxy
+  // (POST /admin/policy-version); a trace whose calls span two versions is off-policy in part.
+  `ALTER TABLE requests ADD COLUMN policy_version TEXT;`,
 ];
 

@@ -24,6 +24,8 @@ export interface RequestStart {
   render?: PromptRenderRecord | null;
   /** Tools the call offered. */
   toolCount?: number | null;
+  /** The policy version the proxy was serving when the call arrived (set by the trainer). */
+  policyVersion?: string | null;
 }
 
 export interface PromptRenderRecord {
@@ -75,6 +77,7 @@ export interface RequestSummary {
   sampledTokenCount: number | null;
   tokenError: string | null;
   render: PromptRenderRecord | null;
+  policyVersion: string | null;
 }
 
 export interface RequestRecord extends RequestSummary {
@@ -91,7 +94,7 @@ export interface RequestRecord extends RequestSummary {
 
 const SUMMARY_COLUMNS = `id, session_id, agent_id, seq, provider, method, path, started_at, ended_at, status,
   http_status, streamed, error, error_code, finish_reason, requested_model, served_model, token_source,
-  prompt_token_count, sampled_token_count, token_error, prompt_render, parent_call_id, render_reason, rendered_tokens`;
+  prompt_token_count, sampled_token_count, token_error, prompt_render, parent_call_id, render_reason, rendered_tokens, policy_version`;
 
 const END_COLUMNS = {
   ended_at: '@endedAt',
@@ -137,12 +140,12 @@ export class RequestsTable {
     this.beginStmt = db.prepare(
       `INSERT INTO requests (id, session_id, agent_id, seq, provider, method, path, started_at, streamed,
                              request_headers, requested_model, served_model,
-                             prompt_render, parent_call_id, render_reason, rendered_tokens, tool_count, owner_id)
+                             prompt_render, parent_call_id, render_reason, rendered_tokens, tool_count, owner_id, policy_version)
        VALUES (@id, @sessionId, @agentId,
                (SELECT COALESCE(MAX(seq), 0) + 1 FROM requests WHERE session_id = @sessionId),
                @provider, @method, @path, @startedAt, @streamed,
                @requestHeaders, @requestedModel, @servedModel,
-               @promptRender, @parentCallId, @renderReason, @renderedTokens, @toolCount, @ownerId)
+               @promptRender, @parentCallId, @renderReason, @renderedTokens, @toolCount, @ownerId, @policyVersion)
        RETURNING seq`,
     );
     this.checkpointStmt = db.prepare(
@@ -167,7 +170,7 @@ export class RequestsTable {
     );
     this.tokensStmt = db.prepare(
       `SELECT r.id, r.agent_id, r.seq, r.status, r.token_source, r.prompt_ids, r.sampled_ids, r.logprobs, r.finish_reason, r.usage,
-              r.prompt_render, r.parent_call_id, r.render_reason,
+              r.prompt_render, r.parent_call_id, r.render_reason, r.policy_version,
               COALESCE(r.tool_count, json_array_length(b.upstream_request, '$.tools'), 0) AS tool_count
          FROM requests r LEFT JOIN request_bodies b ON b.request_id = r.id
         WHERE r.session_id = ? ORDER BY r.seq`,
@@ -198,6 +201,7 @@ export class RequestsTable {
       renderedTokens: start.render?.renderedTokens ?? null,
       toolCount: start.toolCount ?? null,
       ownerId: this.ownerId,
+      policyVersion: start.policyVersion ?? null,
     }) as { seq: number };
     return row.seq;
   }
@@ -255,6 +259,7 @@ export class RequestsTable {
       usage: r.usage ? (JSON.parse(r.usage) as CallTokenRow['usage']) : null,
       toolCount: r.tool_count,
       render: r.prompt_render ? { mode: r.prompt_render, parentCallId: r.parent_call_id, reason: r.render_reason } : null,
+      policyVersion: r.policy_version,
     }));
   }
 
@@ -306,6 +311,7 @@ export interface CallTokenRow {
   toolCount: number;
   /** How polar built the prompt, where it did (token-in/token-out and nemo-rl upstreams). */
   render: { mode: 'bridged' | 'full'; parentCallId: string | null; reason: string | null } | null;
+  policyVersion: string | null;
 }
 
 interface RawTokenRow {
@@ -323,6 +329,7 @@ interface RawTokenRow {
   prompt_render: 'bridged' | 'full' | null;
   parent_call_id: string | null;
   render_reason: string | null;
+  policy_version: string | null;
 }
 
 interface RawRequest {
@@ -351,6 +358,7 @@ interface RawRequest {
   parent_call_id: string | null;
   render_reason: string | null;
   rendered_tokens: number | null;
+  policy_version?: string | null;
   request_headers?: string | null;
   original_request?: string | null;
   upstream_request?: string | null;
@@ -388,5 +396,6 @@ function toSummary(raw: RawRequest): RequestSummary {
     render: raw.prompt_render
       ? { mode: raw.prompt_render, parentCallId: raw.parent_call_id, reason: raw.render_reason, renderedTokens: raw.rendered_tokens }
       : null,
+    policyVersion: raw.policy_version ?? null,
   };
 }

@@ -83,6 +83,7 @@ export function sessionTraces(
 ): { traces: Trajectory[]; breaks: Break[] } {
   const result = strategy.run(calls, text);
   const perTrace = sample?.traceRewards && sample.traceRewards.length === result.traces.length ? sample.traceRewards : null;
+  const versionOf = new Map(calls.map((c) => [c.requestId, c.policyVersion ?? null]));
   return {
     traces: result.traces.map((trace, index) => ({
       session_id: session.id,
@@ -98,9 +99,24 @@ export function sessionTraces(
       loo_advantage: sample?.looAdvantage ?? null,
       accepted: sample?.accepted ?? null,
       ...trace,
+      metadata: { ...trace.metadata, ...policyVersions(trace.request_ids, versionOf) },
     })),
     breaks: result.breaks,
   };
+}
+
+/**
+ * The policy versions a trace's calls were served by, in order, when the trainer announced any;
+ * a trace that spans two is marked: its later tokens came from other weights than its first.
+ */
+function policyVersions(ids: readonly string[], versionOf: ReadonlyMap<string, string | null>): Record<string, unknown> {
+  const versions: string[] = [];
+  for (const id of ids) {
+    const v = versionOf.get(id);
+    if (v && versions[versions.length - 1] !== v) versions.push(v);
+  }
+  if (versions.length === 0) return {};
+  return { policy_versions: [...new Set(versions)], ...(new Set(versions).size > 1 ? { spans_policy_versions: true } : {}) };
 }
 
 /**
@@ -170,7 +186,7 @@ export function usableCalls(rows: readonly CallTokenRow[], includeSideCalls: boo
     }
     stats.used++;
     stats.tokensPerRequest += r.promptIds!.length + r.sampledIds!.length;
-    calls.push({ requestId: r.id, agentId: r.agentId, seq: r.seq, promptIds: r.promptIds!, sampledIds: r.sampledIds!, logprobs: r.logprobs, finishReason: r.finishReason });
+    calls.push({ requestId: r.id, agentId: r.agentId, seq: r.seq, promptIds: r.promptIds!, sampledIds: r.sampledIds!, logprobs: r.logprobs, finishReason: r.finishReason, policyVersion: r.policyVersion });
   }
   return calls;
 }

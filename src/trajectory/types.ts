@@ -41,6 +41,8 @@ export interface CallTokens {
   sampledIds: readonly number[];
   logprobs: readonly number[] | null;
   finishReason: string | null;
+  /** The policy version that served the call, when the trainer announced one. */
+  policyVersion?: string | null;
 }
 
 /**

@@ -23,6 +23,8 @@ interface ProxyCommandOptions extends UpstreamFlags {
   allowHost?: string[];
   upstreamTimeout: number;
   contextWindow?: number;
+  pauseLimit: number;
+  policyVersion?: string;
   json?: boolean;
   quiet?: boolean;
 }
@@ -43,6 +45,8 @@ export function registerProxy(program: Command): void {
     .option('--allow-host <name...>', 'host names callers may reach the proxy by, besides its address and loopback names (DNS-rebinding protection refuses others)')
     .option('--upstream-timeout <seconds>', 'longest wait for an upstream reply or between streamed chunks', integerArg('--upstream-timeout', 1, 86_400), 900)
     .option('--context-window <tokens>', "the served model's context length, to clamp max_tokens (default: the upstream's max_model_len)", integerArg('--context-window', 1, 100_000_000))
+    .option('--pause-limit <seconds>', 'while paused (POST /admin/pause), how long a new call waits before it gets 503', integerArg('--pause-limit', 1, 86_400), 300)
+    .option('--policy-version <v>', 'the policy version to record on calls until POST /admin/policy-version sets another')
     .option('--json', 'print the listening address as one JSON line')
     .option('-q, --quiet', 'do not print a line per call')
     .addHelpText(
@@ -54,6 +58,11 @@ Point a harness at the printed base URL. Calls are filed under a session by, fir
   the API key       polar-<session>
   else the proxy's default session (--session).
 Upstream API keys for hosted OpenAI-compatible servers: set $POLAR_UPSTREAM_API_KEY (never recorded).
+Around weight updates (from this machine, or with the auth token):
+  POST /admin/pause {"drain_timeout_seconds": 300}   new calls wait; answers when in-flight calls are done
+  POST /admin/policy-version {"version": "step-12"}  recorded on every call from now on
+  POST /admin/resume                                 waiting calls go on
+  GET  /admin/status
 ${UPSTREAM_KINDS_HELP}`,
     )
     .action(action(runProxy));
@@ -91,6 +100,8 @@ async function runProxy(opts: ProxyCommandOptions): Promise<void> {
       maxBodyBytes,
       authToken: opts.authToken ?? (process.env.POLAR_AUTH_TOKEN || undefined),
       ...(opts.allowHost ? { allowHosts: opts.allowHost } : {}),
+      pauseLimitMs: opts.pauseLimit * 1000,
+      ...(opts.policyVersion ? { policyVersion: opts.policyVersion } : {}),
       onRefused: opts.quiet ? undefined : (reason) => process.stderr.write(`${chalk.yellow('refused')}: ${reason}\n`),
       onCall: opts.quiet ? undefined : (s) => process.stderr.write(`${formatCall(s)}\n`),
     });
