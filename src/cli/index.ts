@@ -3,6 +3,7 @@ import { PolarError } from '../core/errors.js';
 import { reportError } from './output.js';
 import { registerDemo } from './commands/demo.js';
 import { registerExport } from './commands/export.js';
+import { registerGymAgent } from './commands/gym-agent.js';
 import { registerMockServer } from './commands/mock-server.js';
 import { registerProxy } from './commands/proxy.js';
 import { registerReconstruct } from './commands/reconstruct.js';
@@ -38,6 +39,7 @@ export function buildProgram(argv: readonly string[] = process.argv): Command {
   registerReconstruct(program);
   registerVerify(program);
   registerExport(program);
+  registerGymAgent(program);
   return program;
 }
 

@@ -88,6 +88,17 @@ export function parseTaskFile(text: string, options: { name: string; baseDir: st
   return tasks;
 }
 
+/** One task object (a NeMo Gym row's `task`), validated as a task-file line would be. */
+export function validateTaskObject(value: unknown, options: { name: string; baseDir: string; checkPaths?: boolean }): RolloutTask {
+  const problems: string[] = [];
+  const at: At = (field, what) => {
+    problems.push(`${options.name}${field ? `, field "${field}"` : ''}: ${what}`);
+  };
+  const task = validateTask(value, at, () => problems.length, options);
+  if (!task || problems.length > 0) throw new PolarError('POLAR_BAD_REQUEST', problems.join('; ') || `${options.name}: not a task`, 400);
+  return task;
+}
+
 type At = (field: string | null, what: string) => void;
 
 function validateTask(value: unknown, at: At, problems: () => number, options: { baseDir: string; checkPaths?: boolean }): RolloutTask | null {

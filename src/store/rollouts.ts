@@ -127,6 +127,11 @@ export class RolloutsTable {
          ON CONFLICT (rollout_id, task_id) DO UPDATE SET samples = excluded.samples, rewarded = excluded.rewarded, mean = excluded.mean,
            std = excluded.std, accepted = excluded.accepted, completed_at = excluded.completed_at`,
       ),
+      addTask: db.prepare(
+        `INSERT OR IGNORE INTO rollout_tasks (rollout_id, task_id, position, task)
+         VALUES (?, ?, (SELECT COUNT(*) FROM rollout_tasks WHERE rollout_id = ?), ?)`,
+      ),
+      nextIndex: db.prepare(`SELECT COALESCE(MAX(sample_index) + 1, 0) AS n FROM samples WHERE rollout_id = ? AND task_id = ?`),
       interrupt: db.prepare(`UPDATE samples SET status = 'interrupted' WHERE id = ? AND status NOT IN ${FINAL}`),
       requeue: db.prepare(`UPDATE samples SET status = 'queued' WHERE rollout_id = ? AND status NOT IN ${FINAL} AND status <> 'queued'`),
       endRollout: db.prepare(`UPDATE rollouts SET status = ?, ended_at = ? WHERE id = ?`),
@@ -145,6 +150,20 @@ export class RolloutsTable {
         }
       });
     })();
+  }
+
+  /**
+   * A sample added to a running rollout (the gym agent gets its tasks one `/run` at a time): the task
+   * is stored the first time it is seen, and the sample takes the task's next index.
+   */
+  addSample(rolloutId: string, task: { id: string; json: string }): SampleRow {
+    return this.db.transaction((): SampleRow => {
+      this.stmts.addTask.run(rolloutId, task.id, rolloutId, task.json);
+      const { n } = this.stmts.nextIndex.get(rolloutId, task.id) as { n: number };
+      const id = sampleId(rolloutId, task.id, n);
+      this.stmts.insertSample.run(id, rolloutId, task.id, n, groupId(rolloutId, task.id));
+      return this.sample(id)!;
+    }).immediate();
   }
 
   get(id: string): RolloutRow | undefined {

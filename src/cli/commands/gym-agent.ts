@@ -1,0 +1,99 @@
+import chalk from 'chalk';
+import { Option, type Command } from 'commander';
+import { PolarError } from '../../core/errors.js';
+import { HARNESS_NAMES } from '../../harness/registry.js';
+import { findBwrap } from '../../harness/sandbox.js';
+import { defaultAgentOutDir, gymEnvironment, startGymAgent } from '../../train/gym-agent.js';
+import { UPSTREAM_KINDS } from '../../upstream/types.js';
+import { defaultDbPath } from '../../store/store.js';
+import { integerArg, secondsArg } from '../numbers.js';
+import { action } from '../output.js';
+
+interface GymAgentCommandOptions {
+  harness: string;
+  port: number;
+  host: string;
+  upstream?: string[];
+  upstreamKind: string;
+  tokenizer?: string;
+  model?: string;
+  db?: string;
+  concurrency: number;
+  timeout: number;
+  sandbox?: 'bwrap' | 'none';
+  out?: string;
+  command?: string;
+  harnessBin?: string;
+  node?: string;
+  fromGym?: boolean;
+  exitWithParent?: boolean;
+  json?: boolean;
+}
+
+export function registerGymAgent(program: Command): void {
+  program
+    .command('gym-agent')
+    .description("serve NeMo Gym's agent contract for NeMo-RL: each POST /run row runs one harness session through polar and answers with token fields and the reward")
+    .addOption(new Option('--harness <name>', 'the harness every session runs').choices([...HARNESS_NAMES]).makeOptionMandatory())
+    .option('--port <n>', 'port (0: any free port)', integerArg('--port', 0, 65535), 0)
+    .option('--host <host>', 'address to bind', '127.0.0.1')
+    .option('--upstream <url...>', "the policy server(s) (NeMo-RL's vLLM HTTP server, …/v1); under NeMo Gym, its policy_base_url")
+    .addOption(new Option('--upstream-kind <kind>', 'how to talk to it (see polar proxy --help)').choices([...UPSTREAM_KINDS]).default('nemo-rl'))
+    .option('--tokenizer <path>', 'for vllm-tito / sglang-tito')
+    .option('--model <name>', "the served model (NeMo-RL's server lists none; under NeMo Gym, its policy_model_name)")
+    .option('--db <file>', 'SQLite database (default: $POLAR_DB, else ./polar.db)')
+    .option('--concurrency <k>', 'harness sessions at once; other rows wait', integerArg('--concurrency', 1, 1024), 4)
+    .option('--timeout <seconds>', "a session's budget when its task gives none", secondsArg('--timeout'), 1800)
+    .addOption(new Option('--sandbox <kind>', 'bwrap (default when installed) or none').choices(['bwrap', 'none']))
+    .option('--out <dir>', 'where workspaces are prepared (default: a temporary folder)')
+    .option('--command <template>', 'for --harness custom')
+    .option('--harness-bin <path>', 'the harness executable')
+    .option('--node <path>', 'a Node.js binary for harnesses that need a newer one')
+    .option('--from-gym', "started by NeMo Gym: host, port, policy URL and model from NEMO_GYM_CONFIG_DICT")
+    .option('--exit-with-parent', 'exit when the process that started this one is gone (Gym stops servers by signalling their launcher)')
+    .option('--json', 'print the listening URL as one JSON line')
+    .action(action(serve));
+}
+
+async function serve(opts: GymAgentCommandOptions): Promise<void> {
+  const gym = opts.fromGym ? gymEnvironment() : null;
+  const upstreams = opts.upstream ?? gym?.policyBaseUrls ?? [];
+  if (upstreams.length === 0) throw new PolarError('POLAR_USAGE', 'gym-agent needs the policy server: --upstream URL (or --from-gym, under NeMo Gym)');
+  const sandbox = opts.sandbox ?? (findBwrap() ? 'bwrap' : 'none');
+  const agent = await startGymAgent({
+    harness: opts.harness,
+    ...(opts.command !== undefined ? { command: opts.command } : {}),
+    ...(opts.harnessBin ? { harnessBin: opts.harnessBin } : {}),
+    ...(opts.node ? { nodeBin: opts.node } : {}),
+    dbPath: opts.db ?? defaultDbPath(),
+    host: gym?.host ?? opts.host,
+    port: gym?.port ?? opts.port,
+    upstreams,
+    upstreamKind: opts.upstreamKind,
+    ...(opts.tokenizer ? { tokenizer: opts.tokenizer } : {}),
+    model: opts.model ?? gym?.policyModel ?? null,
+    concurrency: opts.concurrency,
+    timeoutSec: opts.timeout,
+    sandbox,
+    outDir: opts.out ?? defaultAgentOutDir(),
+    onNotice: (line) => process.stderr.write(`${line}\n`),
+    onRun: (r) =>
+      process.stderr.write(
+        `polar gym-agent: ${r.polar_session_id ?? '(no session)'} reward ${r.reward}${r.instance_config ? chalk.yellow(` masked: ${r.polar_mask_reason}`) : ''} · ${r.polar_calls} calls\n`,
+      ),
+  });
+  if (opts.json) process.stdout.write(`${JSON.stringify({ url: agent.url, rolloutId: agent.rolloutId, upstreams, upstreamKind: opts.upstreamKind })}\n`);
+  else process.stdout.write(`${chalk.bold('polar gym-agent')} on ${agent.url} (rollout ${agent.rolloutId}): ${opts.harness} against ${upstreams.join(', ')} (${opts.upstreamKind}), sandbox ${sandbox}\n`);
+  await new Promise<void>((resolve) => {
+    const stop = () => resolve();
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+    if (opts.exitWithParent) {
+      const parent = process.ppid;
+      setInterval(() => {
+        if (process.ppid !== parent) resolve();
+      }, 2000).unref();
+    }
+  });
+  await agent.close();
+}

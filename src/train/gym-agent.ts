@@ -1,0 +1,316 @@
+import { createHash } from 'node:crypto';
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { isRecord } from '../core/chat.js';
+import { PolarError } from '../core/errors.js';
+import { newId } from '../core/ids.js';
+import { getHarness } from '../harness/registry.js';
+import { findBwrap, type SandboxKind } from '../harness/sandbox.js';
+import { parseJsonBody, readBody } from '../proxy/body.js';
+import { DEFAULT_AGENT_HEADERS } from '../proxy/identity.js';
+import { startProxy, type RunningProxy } from '../proxy/server.js';
+import { Semaphore } from '../rollout/channel.js';
+import type { RolloutConfig } from '../rollout/config.js';
+import { initStage, postStage, runStage, type StageContext } from '../rollout/stages.js';
+import { validateTaskObject } from '../rollout/task-file.js';
+import { Store } from '../store/store.js';
+import { createUpstream } from '../upstream/create.js';
+import type { Upstream } from '../upstream/types.js';
+import { gymRunResult, type GymRunResult } from './gym-result.js';
+import { AGENT_NAME } from './gym-wiring.js';
+import { parseYaml, type Yaml } from './yaml.js';
+
+export interface GymAgentOptions {
+  harness: string;
+  command?: string;
+  harnessBin?: string;
+  nodeBin?: string;
+  dbPath: string;
+  host: string;
+  port: number;
+  /** The policy server(s); from NeMo Gym's `policy_base_url` when Gym started this agent. */
+  upstreams: string[];
+  upstreamKind: string;
+  tokenizer?: string;
+  model: string | null;
+  /** Sessions at once (RUNNING); NeMo-RL posts every row of a step at once, the rest wait. */
+  concurrency: number;
+  timeoutSec: number;
+  sandbox: SandboxKind;
+  outDir: string;
+  onNotice?: (line: string) => void;
+  onRun?: (result: GymRunResult) => void;
+}
+
+export interface RunningGymAgent {
+  url: string;
+  rolloutId: string;
+  close(): Promise<void>;
+}
+
+/** The agent's own host/port and the policy server Gym told it about (NEMO_GYM_CONFIG_DICT). */
+export interface GymEnvironment {
+  host: string | null;
+  port: number | null;
+  policyBaseUrls: string[];
+  policyModel: string | null;
+}
+
+/**
+ * Reads the merged config NeMo Gym gives every server it starts: the instance named by
+ * NEMO_GYM_CONFIG_PATH holds this server's host and port (`<name>.responses_api_agents.<impl>`),
+ * the top level NeMo-RL's `policy_base_url` (a list, one per vLLM data-parallel worker, each
+ * ending in /v1) and `policy_model_name`.
+ */
+export function gymEnvironment(env: NodeJS.ProcessEnv = process.env): GymEnvironment {
+  const dict = env.NEMO_GYM_CONFIG_DICT;
+  if (!dict) throw new PolarError('POLAR_USAGE', '--from-gym: NEMO_GYM_CONFIG_DICT is not set; NeMo Gym sets it when it starts an agent server');
+  const config = parseYaml(dict);
+  const name = env.NEMO_GYM_CONFIG_PATH ?? AGENT_NAME;
+  const instance = get(config, name);
+  const typed = isMap(instance) ? Object.values(instance)[0] : undefined;
+  const impl = isMap(typed) ? Object.values(typed)[0] : undefined;
+  const server = isMap(impl) ? impl : {};
+  const urls = get(config, 'policy_base_url');
+  return {
+    host: typeof server.host === 'string' ? server.host : null,
+    port: typeof server.port === 'number' ? server.port : null,
+    policyBaseUrls: (Array.isArray(urls) ? urls : typeof urls === 'string' ? [urls] : []).filter((u): u is string => typeof u === 'string'),
+    policyModel: typeof get(config, 'policy_model_name') === 'string' ? (get(config, 'policy_model_name') as string) : null,
+  };
+}
+
+/**
+ * `polar gym-agent`: NeMo Gym's agent-server contract for NeMo-RL. One `/run` row is one session:
+ * its `task` (a rollout task: workspace, setup, evaluator, timeout) goes through the rollout stages
+ * (workspace, the harness through polar's capture proxy against the policy server, evaluation),
+ * recorded in the database under one rollout per agent process; the answer is gym-result.ts's.
+ * Sampling follows the row (NeMo-RL puts the training or validation temperature and top_p in it), so
+ * each (server, temperature, top_p) gets its own upstream and proxy. Every answer is 200: NeMo-RL
+ * stops the run on any other status, so failures come back masked.
+ */
+export async function startGymAgent(options: GymAgentOptions): Promise<RunningGymAgent> {
+  if (options.upstreams.length === 0) throw new PolarError('POLAR_USAGE', 'gym-agent needs the policy server: --upstream URL, or --from-gym under NeMo Gym');
+  const store = Store.open(options.dbPath);
+  const harness = getHarness(options.harness, options.command !== undefined ? { command: options.command } : {});
+  const bwrap = options.sandbox === 'bwrap' ? findBwrap() : null;
+  if (options.sandbox === 'bwrap' && !bwrap) throw new PolarError('POLAR_USAGE', '--sandbox bwrap needs bubblewrap (Debian: apt-get install bubblewrap); or pass --sandbox none');
+  const rolloutId = newId('gym');
+  const config: RolloutConfig = {
+    harness: options.harness,
+    ...(options.command !== undefined ? { command: options.command } : {}),
+    ...(options.harnessBin ? { harnessBin: options.harnessBin } : {}),
+    ...(options.nodeBin ? { nodeBin: options.nodeBin } : {}),
+    upstream: { url: options.upstreams[0]!, kind: options.upstreamKind, ...(options.tokenizer ? { tokenizer: options.tokenizer } : {}) },
+    model: options.model,
+    samples: 1,
+    concurrency: options.concurrency,
+    initWorkers: options.concurrency,
+    postWorkers: options.concurrency,
+    timeoutSec: options.timeoutSec,
+    outDir: path.resolve(options.outDir),
+    accept: null,
+    keepWorkspaces: false,
+    sandbox: options.sandbox,
+  };
+  store.rollouts.create(
+    { id: rolloutId, harness: options.harness, upstreamUrl: options.upstreams.join(' '), upstreamKind: options.upstreamKind, servedModel: options.model, samplesPerTask: 1, tasksFile: null, accept: null, config: { ...config, source: 'gym-agent' } as unknown as Record<string, unknown> },
+    [],
+  );
+  const profiles = new Map<string, Promise<{ upstream: Upstream; proxy: RunningProxy; model: string; contextWindow: number | null }>>();
+  const profile = (url: string, temperature: number | undefined, topP: number | undefined) => {
+    const key = `${url}|${temperature ?? ''}|${topP ?? ''}`;
+    let p = profiles.get(key);
+    if (!p) {
+      p = (async () => {
+        const upstream = createUpstream(options.upstreamKind, {
+          baseUrl: url,
+          ...(options.tokenizer ? { tokenizer: options.tokenizer } : {}),
+          ...(temperature !== undefined ? { temperature } : {}),
+          ...(topP !== undefined ? { topP } : {}),
+        });
+        const served = await upstream.models(AbortSignal.timeout(5000)).catch(() => []);
+        const model = options.model ?? served[0]?.id;
+        if (!model) throw new PolarError('POLAR_USAGE', `no model for ${url}: pass --model (NeMo-RL's server lists none)`);
+        const proxy = await startProxy({ store, upstream, servedModel: model, contextWindow: served[0]?.maxModelLen ?? null, defaultSession: `${rolloutId}-unattributed`, agentHeaders: [...harness.agentHeaders, ...DEFAULT_AGENT_HEADERS] });
+        return { upstream, proxy, model, contextWindow: served[0]?.maxModelLen ?? null };
+      })();
+      profiles.set(key, p);
+    }
+    return p;
+  };
+  const slots = { init: new Semaphore(config.initWorkers), run: new Semaphore(config.concurrency), post: new Semaphore(config.postWorkers) };
+  let next = 0;
+  const inFlight = new Map<string, Promise<GymRunResult>>();
+
+  async function run(row: Record<string, unknown>): Promise<GymRunResult> {
+    const params = isRecord(row.responses_create_params) ? row.responses_create_params : {};
+    const prompt = userText(params.input);
+    const taskValue = isRecord(row.task) ? { ...row.task, ...(prompt && !row.task.prompt ? { prompt } : {}) } : undefined;
+    const task = validateTaskObject(taskValue, { name: 'row.task', baseDir: process.cwd(), checkPaths: true });
+    const url = options.upstreams[next++ % options.upstreams.length]!;
+    const p = await profile(url, num(params.temperature), num(params.top_p));
+    const sample = store.rollouts.addSample(rolloutId, { id: task.id, json: JSON.stringify(task) });
+    const ctx: StageContext = {
+      rolloutId,
+      store,
+      dbPath: path.resolve(options.dbPath),
+      config,
+      tasks: new Map([[task.id, task]]),
+      harness,
+      proxyUrl: p.proxy.url,
+      model: p.model,
+      contextWindow: p.contextWindow,
+      accept: null,
+      bwrap: bwrap ?? 'bwrap',
+      secrets: [],
+      tasksDir: null,
+      emit: () => {},
+      onNotice: (line) => options.onNotice?.(line),
+      stopping: () => false,
+    };
+    const prepared = await slots.init.run(() => initStage(ctx, sample));
+    const ran = prepared ? await slots.run.run(() => runStage(ctx, prepared)) : null;
+    if (ran) await slots.post.run(() => postStage(ctx, ran));
+    const result = gymRunResult(store, store.rollouts.sample(sample.id)!, params, p.model);
+    options.onRun?.(result);
+    return result;
+  }
+
+  const server = http.createServer({ keepAliveTimeout: 75_000 }, (req, res) => {
+    void handle(req, res).catch((err: unknown) => {
+      // Never a non-200 for /run (it would stop training): bad rows are answered masked below.
+      if (!res.headersSent) send(res, 500, { error: { message: (err as Error).message } });
+    });
+  });
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = (req.url ?? '/').split('?')[0] ?? '/';
+    if (req.method === 'GET' && url === '/') {
+      req.resume();
+      send(res, 200, { status: 'ok', agent: AGENT_NAME, rollout_id: rolloutId });
+      return;
+    }
+    if (req.method === 'POST' && url === '/run') {
+      const text = await readBody(req, 64 * 1024 * 1024);
+      // A dropped connection makes Gym send the same row again: while the first is running, share it.
+      const key = createHash('sha256').update(text).digest('hex');
+      let pending = inFlight.get(key);
+      if (!pending) {
+        pending = (async () => {
+          let row: Record<string, unknown> = {};
+          try {
+            const body = parseJsonBody(text);
+            row = isRecord(body) ? body : {};
+            return await run(row);
+          } catch (err) {
+            return refused(row, (err as Error).message);
+          }
+        })().finally(() => inFlight.delete(key));
+        inFlight.set(key, pending);
+      }
+      send(res, 200, await pending);
+      return;
+    }
+    if (req.method === 'POST' && url === '/aggregate_metrics') {
+      const body = parseJsonBody(await readBody(req, 64 * 1024 * 1024));
+      const responses = isRecord(body) && Array.isArray(body.verify_responses) ? body.verify_responses.filter(isRecord) : [];
+      const rewards = responses.map((r) => r.reward).filter((r): r is number => typeof r === 'number');
+      const mean = rewards.length > 0 ? rewards.reduce((a, b) => a + b, 0) / rewards.length : null;
+      send(res, 200, { group_level_metrics: [], agent_metrics: { samples: responses.length, mean_reward: mean }, key_metrics: { mean_reward: mean } });
+      return;
+    }
+    req.resume();
+    if (url === '/v1/responses' || url.endsWith('/v1/responses')) {
+      send(res, 501, { error: { message: 'polar gym-agent serves /run; its harness talks to the policy through polar, not through /v1/responses' } });
+      return;
+    }
+    send(res, 404, { error: { message: `no route ${req.method} ${url}; polar gym-agent serves GET /, POST /run, POST /aggregate_metrics` } });
+  }
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.host, () => resolve());
+  });
+  const address = server.address() as AddressInfo;
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return {
+    url: `http://${host}:${address.port}`,
+    rolloutId,
+    async close() {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeAllConnections();
+      for (const p of profiles.values()) {
+        const { proxy, upstream } = await p.catch(() => ({ proxy: null, upstream: null }));
+        await proxy?.close(1000);
+        await upstream?.close();
+      }
+      store.rollouts.end(rolloutId, 'completed');
+      store.close();
+    },
+  };
+}
+
+/** A row polar could not run (not a task, a broken workspace path): a masked placeholder, still 200. */
+function refused(row: Record<string, unknown>, reason: string): GymRunResult {
+  return {
+    responses_create_params: row.responses_create_params ?? { input: [] },
+    response: {
+      id: `resp_${newId('req')}`,
+      object: 'response',
+      created_at: Math.floor(Date.now() / 1000),
+      model: 'polar',
+      status: 'completed',
+      parallel_tool_calls: true,
+      tool_choice: 'auto',
+      tools: [],
+      output: [{ type: 'message', id: 'msg_refused', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: '', annotations: [] }], prompt_token_ids: [0], generation_token_ids: [0], generation_log_probs: [0] }],
+    },
+    reward: 0,
+    instance_config: { mask_sample: true },
+    polar_mask_reason: `row refused: ${reason}`,
+    polar_session_id: null,
+    polar_calls: 0,
+    polar_subagent_calls: 0,
+    polar_side_calls: 0,
+    polar_traces: 0,
+    polar_masked: 1,
+  };
+}
+
+function userText(input: unknown): string | null {
+  if (typeof input === 'string') return input;
+  if (!Array.isArray(input)) return null;
+  const texts: string[] = [];
+  for (const item of input) {
+    if (!isRecord(item) || (item.role !== undefined && item.role !== 'user')) continue;
+    if (typeof item.content === 'string') texts.push(item.content);
+    else if (Array.isArray(item.content)) for (const part of item.content) if (isRecord(part) && typeof part.text === 'string') texts.push(part.text);
+  }
+  return texts.length > 0 ? texts.join('\n') : null;
+}
+
+function num(v: unknown): number | undefined {
+  return typeof v === 'number' && Number.isFinite(v) ? v : undefined;
+}
+
+function send(res: ServerResponse, status: number, value: unknown): void {
+  const text = JSON.stringify(value);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+function get(config: Yaml, key: string): Yaml | undefined {
+  return isMap(config) ? config[key] : undefined;
+}
+
+function isMap(v: Yaml | undefined): v is { [key: string]: Yaml } {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** Where an agent under Gym works: beside the database's folder, not in Gym's venv. */
+export function defaultAgentOutDir(): string {
+  return path.join(os.tmpdir(), `polar-gym-agent-${process.pid}`);
+}

@@ -1,0 +1,114 @@
+import type { SampleRow } from '../store/rollouts.js';
+import type { Store } from '../store/store.js';
+import { nemoGymResult } from '../trajectory/export/nemo-gym.js';
+import type { ResponsesItem } from '../trajectory/export/responses-items.js';
+import { emptyStats, sessionTraces, usableCalls } from '../trajectory/reconstruct.js';
+import { prefixMerging } from '../trajectory/strategies/prefix-merging.js';
+
+/**
+ * What `polar gym-agent` answers NeMo-RL for one `/run` (one sample), from the session it recorded:
+ * `responses_create_params` echoed, a `response` whose `output` items carry the token fields on the
+ * last item of each model call, `reward` (the evaluator's), and `instance_config.mask_sample` with a
+ * reason when the sample must not be trained on. NeMo-RL asserts that each sample is one append-only
+ * token chain (`nemo_rl/environments/nemo_gym.py`, "Non-contiguous messages found!"), so the items are
+ * the main agent's first faithful trace (prefix-merging), checked again here the way NeMo-RL checks
+ * it; a session that merged into more than one trace is answered with its first and masked. Sub-agent
+ * calls and side calls (no tools offered) are never part of the sample; the numeric `polar_*` fields
+ * count them (NeMo-RL turns a result's numeric fields into rollout metrics).
+ */
+export interface GymRunResult {
+  responses_create_params: unknown;
+  response: Record<string, unknown> & { output: ResponsesItem[] };
+  reward: number;
+  instance_config?: { mask_sample: true };
+  polar_mask_reason?: string;
+  polar_session_id: string | null;
+  polar_calls: number;
+  polar_subagent_calls: number;
+  polar_side_calls: number;
+  polar_traces: number;
+  polar_masked: number;
+}
+
+export function gymRunResult(store: Store, sample: SampleRow, params: unknown, model: string): GymRunResult {
+  const sessionId = sample.sessionId;
+  const rows = sessionId ? store.requests.tokens(sessionId) : [];
+  const stats = emptyStats(prefixMerging.name);
+  const usable = usableCalls(rows, false, stats);
+  const mainAgent = usable.some((c) => c.agentId === 'main') ? 'main' : (usable[0]?.agentId ?? 'main');
+  const main = usable.filter((c) => c.agentId === mainAgent);
+  const session = sessionId ? store.sessions.get(sessionId) : undefined;
+  const { traces } = session ? sessionTraces(session, prefixMerging, main, undefined, sample) : { traces: [] };
+  const counts = {
+    polar_session_id: sessionId,
+    polar_calls: main.length,
+    polar_subagent_calls: usable.length - main.length,
+    polar_side_calls: stats.excluded.filter((e) => e.reason.startsWith('side call')).length,
+    polar_traces: traces.length,
+  };
+  const reasons: string[] = [];
+  if (sample.status === 'error') reasons.push(`error at ${sample.errorStage}: ${sample.error}`);
+  if (sample.status === 'timeout') reasons.push('the session ran past its budget (timeout)');
+  if (traces.length > 1) reasons.push(`not append-only: the session's main agent merged into ${traces.length} traces; the first is answered`);
+  let output: ResponsesItem[] = [];
+  let response: Record<string, unknown> = {};
+  const first = traces[0];
+  if (first) {
+    const built = nemoGymResult(first, first.request_ids.map((id) => store.requests.get(id)!));
+    if ('problem' in built) reasons.push(built.problem);
+    else {
+      output = built.response.output;
+      response = built.response;
+    }
+  } else {
+    reasons.push('no model call with server token ids');
+  }
+  const broken = chainProblem(output);
+  if (broken) {
+    reasons.push(broken);
+    output = [];
+  }
+  if (output.length === 0) output = [placeholder(sample.id)];
+  const masked = reasons.length > 0;
+  return {
+    responses_create_params: params,
+    response: { id: `resp_${sample.id}`, object: 'response', created_at: Math.floor((sample.startedAt ?? Date.now()) / 1000), model, status: 'completed', parallel_tool_calls: true, tool_choice: 'auto', tools: [], ...response, output },
+    reward: sample.reward ?? 0,
+    ...(masked ? { instance_config: { mask_sample: true as const }, polar_mask_reason: reasons.join('; ') } : {}),
+    ...counts,
+    polar_masked: masked ? 1 : 0,
+  };
+}
+
+/**
+ * NeMo-RL's contiguity rule, checked before answering: walking the items, the tokens so far (each
+ * trainable item's prompt and generation) must be a prefix of every next trainable item's prompt.
+ */
+export function chainProblem(output: readonly ResponsesItem[]): string | null {
+  let seen: readonly number[] = [];
+  for (const item of output) {
+    const gen = item.generation_token_ids as number[] | undefined;
+    if (!gen || gen.length === 0) continue;
+    const prompt = item.prompt_token_ids as number[];
+    if (prompt.length < seen.length || seen.some((id, i) => prompt[i] !== id)) return 'not append-only: a call does not continue the tokens before it';
+    seen = [...prompt, ...gen];
+  }
+  return null;
+}
+
+/**
+ * NeMo-RL needs at least one item with generation data even for a sample it will mask ("NeMo Gym
+ * returned a result with no generation data"): one token, used only when nothing was generated.
+ */
+function placeholder(id: string): ResponsesItem {
+  return {
+    type: 'message',
+    id: `msg_${id}_placeholder`,
+    role: 'assistant',
+    status: 'completed',
+    content: [{ type: 'output_text', text: '', annotations: [] }],
+    prompt_token_ids: [0],
+    generation_token_ids: [0],
+    generation_log_probs: [0],
+  };
+}

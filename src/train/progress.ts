@@ -1,0 +1,76 @@
+/**
+ * NeMo-RL's stdout, read line by line into what a live view and metrics.jsonl need (pure). The lines
+ * are NeMo-RL's own (`nemo_rl/algorithms/grpo.py` and `sft.py` at 7ea279a): the `SETUP COMPLETE`
+ * banner, `===== Step s/M =====` banners, `▶ …` phase lines, `📊 Training Results:` with `• Loss:`,
+ * `• Avg Reward:`, `⏱️  Timing:` with `• Total step time:`, validation, and checkpoint saves.
+ */
+export type Phase = 'setup' | 'generation' | 'training' | 'validation' | 'checkpoint' | 'done';
+
+export interface StepMetrics {
+  step: number;
+  maxSteps: number | null;
+  loss: number | null;
+  reward: number | null;
+  stepTimeS: number | null;
+  generationLength: number | null;
+}
+
+export interface TrainProgress {
+  phase: Phase;
+  step: number;
+  maxSteps: number | null;
+  setupSeconds: number | null;
+  /** The step whose results are being read, completed when its total step time arrives. */
+  current: StepMetrics;
+  /** Steps with results, newest last. */
+  completed: StepMetrics[];
+  lastLine: string;
+}
+
+export function initialProgress(): TrainProgress {
+  return { phase: 'setup', step: 0, maxSteps: null, setupSeconds: null, current: emptyStep(0, null), completed: [], lastLine: '' };
+}
+
+const STEP = /^=+ Step (\d+)\/(\d+) =+$/;
+const NUM = '([-+]?(?:\\d+\\.?\\d*(?:[eE][-+]?\\d+)?|nan|inf))';
+
+/** Reads one line; returns the step that just completed, if this line completed one. */
+export function readLine(p: TrainProgress, raw: string): StepMetrics | null {
+  const line = raw.replace(/\r$/, '');
+  const text = line.trim();
+  if (text) p.lastLine = text;
+  const step = STEP.exec(text);
+  if (step) {
+    p.step = Number(step[1]);
+    p.maxSteps = Number(step[2]);
+    p.current = emptyStep(p.step, p.maxSteps);
+    p.phase = 'generation';
+    return null;
+  }
+  if (/^SETUP COMPLETE$/.test(text)) p.phase = 'generation';
+  const setup = /^Total setup time: ([\d.]+)s/.exec(text);
+  if (setup) p.setupSeconds = Number(setup[1]);
+  if (/^▶ (Generating responses|Preparing batch|Processing rewards|Computing advantages)/.test(text) || /Collecting rollouts/.test(text)) p.phase = 'generation';
+  if (/^▶ (Computing logprobs|Preparing for training|Training policy|Taking a training step)/.test(text)) p.phase = 'training';
+  if (/^▶ Starting validation/.test(text) || /^📊 Validation Results/.test(text)) p.phase = 'validation';
+  if (/^Saving checkpoint for step/.test(text)) p.phase = 'checkpoint';
+  const value = (label: string) => new RegExp(`^• ${label}: ${NUM}`).exec(text);
+  const loss = value('Loss');
+  if (loss) p.current.loss = Number(loss[1]);
+  const reward = value('Avg (?:Filtered )?Reward');
+  if (reward) p.current.reward = Number(reward[1]);
+  const length = value('Mean Generation Length');
+  if (length) p.current.generationLength = Number(length[1]);
+  const time = /^• Total step time: ([\d.]+)s/.exec(text);
+  if (time) {
+    p.current.stepTimeS = Number(time[1]);
+    const done = { ...p.current };
+    p.completed.push(done);
+    return done;
+  }
+  return null;
+}
+
+function emptyStep(step: number, maxSteps: number | null): StepMetrics {
+  return { step, maxSteps, loss: null, reward: null, stepTimeS: null, generationLength: null };
+}
