@@ -12,6 +12,7 @@ import { registerRun } from './commands/run.js';
 import { registerVerify } from './commands/verify.js';
 import { registerSessions } from './commands/sessions.js';
 import { registerShow } from './commands/show.js';
+import { registerTrain } from './commands/train.js';
 import { polarVersion } from './version.js';
 
 export function buildProgram(argv: readonly string[] = process.argv): Command {
@@ -40,6 +41,7 @@ export function buildProgram(argv: readonly string[] = process.argv): Command {
   registerVerify(program);
   registerExport(program);
   registerGymAgent(program);
+  registerTrain(program);
   return program;
 }
 

@@ -67,7 +67,7 @@ describe.each(['claude-code', 'codex'])('polar gym-agent --harness %s', (harness
       .split('\n')
       .flatMap((l) => [JSON.parse(l), JSON.parse(l)])
       .map((row, i) => ({ ...row, responses_create_params: { ...row.responses_create_params, temperature: 1, top_p: 1, max_output_tokens: 4096 }, _rowidx: i }));
-    const results = await Promise.all(rows.map(async (row) => (await fetch(`${url}/run`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(row) })).json()));
+    const results: Record<string, any>[] = await Promise.all(rows.map(async (row) => (await fetch(`${url}/run`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(row) })).json() as Promise<Record<string, any>>));
     const store = Store.open(db(), { readonly: true });
     try {
       results.forEach((r, i) => {
@@ -89,11 +89,11 @@ describe.each(['claude-code', 'codex'])('polar gym-agent --harness %s', (harness
       store.close();
     }
     // The mock alternates correct and wrong solutions per task: each group of two has both rewards.
-    for (let g = 0; g < results.length; g += 2) expect(new Set([results[g].reward, results[g + 1].reward]).size).toBe(2);
+    for (let g = 0; g < results.length; g += 2) expect(new Set([results[g]!.reward, results[g + 1]!.reward]).size).toBe(2);
   }, 240_000);
 
   it('a row it cannot run is answered 200, masked, with one placeholder token item', async () => {
-    const r = await (await fetch(`${url}/run`, { method: 'POST', body: JSON.stringify({ responses_create_params: { input: 'x' }, task: { id: 'bad', workspace: { dir: '/no/such/dir' }, evaluator: { type: 'session-completed' } } }) })).json();
+    const r = (await (await fetch(`${url}/run`, { method: 'POST', body: JSON.stringify({ responses_create_params: { input: 'x' }, task: { id: 'bad', workspace: { dir: '/no/such/dir' }, evaluator: { type: 'session-completed' } } }) })).json()) as Record<string, unknown>;
     expect(gymResultProblems(r)).toEqual([]);
     expect(r).toMatchObject({ reward: 0, instance_config: { mask_sample: true }, polar_mask_reason: expect.stringMatching(/no such folder/) });
   });

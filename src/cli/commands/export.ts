@@ -1,10 +1,9 @@
 import { Option, type Command } from 'commander';
 import { PolarError } from '../../core/errors.js';
 import { defaultDbPath, Store } from '../../store/store.js';
-import { nemoGymResult } from '../../trajectory/export/nemo-gym.js';
-import { sftExample } from '../../trajectory/export/sft.js';
+import { exportLines } from '../../trajectory/export/select.js';
 import { lookupResponse } from '../../proxy/recorded-response.js';
-import { emptyStats, reconstruct } from '../../trajectory/reconstruct.js';
+import { emptyStats } from '../../trajectory/reconstruct.js';
 import { STRATEGIES, getStrategy } from '../../trajectory/registry.js';
 import { numberArg } from '../numbers.js';
 import { action, jsonLines } from '../output.js';
@@ -54,31 +53,15 @@ async function exportData(opts: ExportOptions): Promise<void> {
   const stats = emptyStats(opts.strategy);
   try {
     const sessions = selectedSessions(store, opts);
-    for (const trace of reconstruct(store, { strategy: getStrategy(opts.strategy, { allowRerender: opts.allowRerender === true }), ...(sessions ? { sessions } : {}) }, stats)) {
-      if (trace.partial && !opts.includePartial) {
-        leave(`partial: session ${trace.status} (--include-partial keeps it)`);
-        continue;
-      }
-      if (opts.accepted && trace.accepted !== true) {
-        leave(trace.accepted === null ? 'not a rollout sample (--accepted)' : 'not accepted (--accepted)');
-        continue;
-      }
-      if (minReward !== null && (trace.reward === null || trace.reward < minReward)) {
-        leave(trace.reward === null ? 'no reward (--min-reward)' : `reward below ${minReward} (--min-reward)`);
-        continue;
-      }
-      const line =
-        opts.format === 'sft'
-          ? sftExample(store.requests.get(trace.request_ids[trace.request_ids.length - 1]!)!, lookup)
-          : opts.format === 'nemo-gym'
-            ? nemoGymResult(trace, trace.request_ids.map((id) => store.requests.get(id)!), lookup)
-            : trace;
-      if ('problem' in line) {
-        leave(line.problem);
+    const strategy = getStrategy(opts.strategy, { allowRerender: opts.allowRerender === true });
+    const selection = { format: opts.format, strategy, ...(sessions ? { sessions } : {}), minReward, accepted: opts.accepted === true, includePartial: opts.includePartial === true, lookup };
+    for (const item of exportLines(store, selection, stats)) {
+      if ('leftOut' in item) {
+        leave(item.leftOut);
         continue;
       }
       written++;
-      await out.write(line);
+      await out.write(item.line);
     }
   } finally {
     store.close();

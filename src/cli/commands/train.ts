@@ -1,0 +1,230 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import chalk from 'chalk';
+import { Option, type Command } from 'commander';
+import { PolarError } from '../../core/errors.js';
+import { newId } from '../../core/ids.js';
+import { HARNESS_NAMES } from '../../harness/registry.js';
+import { findBwrap } from '../../harness/sandbox.js';
+import { readTaskFile } from '../../rollout/task-file.js';
+import { defaultDbPath, Store } from '../../store/store.js';
+import { exportLines } from '../../trajectory/export/select.js';
+import { emptyStats } from '../../trajectory/reconstruct.js';
+import { getStrategy } from '../../trajectory/registry.js';
+import { latestCheckpoint, launch, prepareGrpo, prepareSft, type PreparedRun, type TrainUpdate } from '../../train/run-train.js';
+import { initialProgress } from '../../train/progress.js';
+import { UPSTREAM_KINDS } from '../../upstream/types.js';
+import { integerArg, numberArg, secondsArg } from '../numbers.js';
+import { action, invokedAs, printJson } from '../output.js';
+import { startTrainView } from '../views/train-view.js';
+
+interface CommonFlags {
+  nemoRl: string;
+  model: string;
+  gpus: number;
+  steps: number;
+  maxSeqLen: number;
+  lora?: boolean;
+  set?: string[];
+  config?: string;
+  runDir?: string;
+  dryRun?: boolean;
+  resume?: boolean;
+  db?: string;
+  json?: boolean;
+}
+
+interface GrpoFlags extends CommonFlags {
+  tasks: string;
+  harness: string;
+  promptsPerStep: number;
+  groupSize: number;
+  upstreamKind: string;
+  tokenizer?: string;
+  toolParser: string;
+  timeout: number;
+  sandbox?: 'bwrap' | 'none';
+  agentConcurrency: number;
+  command?: string;
+  harnessBin?: string;
+  node?: string;
+}
+
+interface SftFlags extends CommonFlags {
+  data?: string;
+  minReward?: number;
+  accepted?: boolean;
+  rollout?: string;
+  batchSize: number;
+}
+
+export function registerTrain(program: Command): void {
+  const train = program.command('train').description('train with NeMo-RL on a local NVIDIA GPU: GRPO with polar as the NeMo Gym agent, or SFT from accepted rollouts');
+  common(
+    train
+      .command('grpo')
+      .description('GRPO through NeMo-RL: NeMo Gym calls polar gym-agent for every sample; each runs a harness through polar and is rewarded by its task evaluator')
+      .requiredOption('--tasks <file>', 'the rollout task file (JSONL; see polar rollout --help)')
+      .addOption(new Option('--harness <name>', 'the harness every sample runs').choices([...HARNESS_NAMES]).makeOptionMandatory())
+      .option('--prompts-per-step <p>', 'tasks per GRPO step (grpo.num_prompts_per_step)', integerArg('--prompts-per-step', 1, 100_000), 2)
+      .option('--group-size <g>', 'samples per task: the GRPO group (grpo.num_generations_per_prompt)', integerArg('--group-size', 1, 1024), 4)
+      .addOption(new Option('--upstream-kind <kind>', "how polar talks to NeMo-RL's vLLM server").choices([...UPSTREAM_KINDS]).default('nemo-rl'))
+      .option('--tokenizer <path>', 'for vllm-tito / sglang-tito upstream kinds')
+      .option('--tool-parser <name>', "vLLM's tool parser on NeMo-RL's HTTP server", 'hermes')
+      .option('--timeout <seconds>', "a sample's budget when its task gives none", secondsArg('--timeout'), 1800)
+      .addOption(new Option('--sandbox <kind>', 'bwrap (default when installed) or none').choices(['bwrap', 'none']))
+      .option('--agent-concurrency <k>', 'harness sessions the agent runs at once', integerArg('--agent-concurrency', 1, 1024), 4)
+      .option('--command <template>', 'for --harness custom')
+      .option('--harness-bin <path>', 'the harness executable')
+      .option('--node <path>', 'a Node.js binary for harnesses that need a newer one'),
+  ).action(action(grpo));
+  common(
+    train
+      .command('sft')
+      .description('SFT through NeMo-RL on openai_format examples: a file, or exported from a database (accepted rollout samples)')
+      .option('--data <file>', 'openai_format JSONL ({messages, tools} per line)')
+      .option('--min-reward <r>', 'with --db: only traces with at least this reward', numberArg('--min-reward', -1e308, 1e308))
+      .option('--accepted', "with --db: only samples a rollout's --accept accepted")
+      .option('--rollout <id>', 'with --db: only this rollout')
+      .option('--batch-size <n>', 'policy.train_global_batch_size', integerArg('--batch-size', 1, 100_000), 32),
+  ).action(action(sft));
+}
+
+function common(command: Command): Command {
+  return command
+    .requiredOption('--nemo-rl <path>', 'a NeMo-RL checkout (git clone --recursive https://github.com/NVIDIA-NeMo/RL)')
+    .requiredOption('--model <name>', 'the policy: a Hugging Face id or a local folder')
+    .option('--gpus <n>', 'GPUs to use (CUDA_VISIBLE_DEVICES 0..n-1)', integerArg('--gpus', 1, 64), 1)
+    .option('--steps <n>', 'training steps', integerArg('--steps', 1, 10_000_000), 20)
+    .option('--max-seq-len <n>', 'policy.max_total_sequence_length (also vLLM max_model_len)', integerArg('--max-seq-len', 256, 10_000_000), 16384)
+    .option('--lora', 'train LoRA adapters (policy.dtensor_cfg.lora_cfg.enabled)')
+    .option('--set <key=value...>', 'any NeMo-RL config key, e.g. --set loss_fn.reference_policy_kl_penalty=0.001')
+    .option('--config <file>', 'a YAML merged over polar\'s config (before --set)')
+    .option('--run-dir <dir>', 'where the config, data, log, metrics and checkpoints go (default: ./polar-train/<kind>-<id>)')
+    .option('--dry-run', 'write the run directory and print the files and the command; start nothing')
+    .option('--resume', 'continue from the newest checkpoint in --run-dir')
+    .option('--db <file>', 'SQLite database (default: $POLAR_DB, else ./polar.db)')
+    .option('--json', 'print the result as JSON');
+}
+
+async function grpo(opts: GrpoFlags): Promise<void> {
+  const tasks = readTaskFile(opts.tasks);
+  const runDir = path.resolve(opts.runDir ?? path.join('polar-train', `grpo-${newId('run').slice(4)}`));
+  const dbPath = path.resolve(opts.db ?? defaultDbPath());
+  const sandbox = opts.sandbox ?? (findBwrap() ? 'bwrap' : 'none');
+  const agentArgs = [
+    '--harness', opts.harness,
+    '--db', dbPath,
+    '--upstream-kind', opts.upstreamKind,
+    '--timeout', String(opts.timeout),
+    '--sandbox', sandbox,
+    '--concurrency', String(opts.agentConcurrency),
+    '--out', path.join(runDir, 'workspaces'),
+    ...(opts.tokenizer ? ['--tokenizer', path.resolve(opts.tokenizer)] : []),
+    ...(opts.command !== undefined ? ['--command', opts.command] : []),
+    ...(opts.harnessBin ? ['--harness-bin', path.resolve(opts.harnessBin)] : []),
+    ...(opts.node ? ['--node', path.resolve(opts.node)] : []),
+  ];
+  const run = await prepareGrpo({
+    ...commonOptions(opts, runDir),
+    tasks,
+    promptsPerStep: opts.promptsPerStep,
+    groupSize: opts.groupSize,
+    toolParser: opts.toolParser,
+    dbPath,
+    agent: { node: process.execPath, polarBin: path.resolve(process.argv[1] ?? 'polar'), args: agentArgs },
+  });
+  await execute(run, opts, dbPath, `polar train grpo · ${opts.model} · ${opts.harness} · ${tasks.length} tasks × ${opts.groupSize}`);
+}
+
+async function sft(opts: SftFlags): Promise<void> {
+  if (!opts.data && !opts.db) throw new PolarError('POLAR_USAGE', 'polar train sft needs --data FILE (openai_format JSONL) or --db FILE (export accepted rollout samples from it)');
+  if (opts.data && (opts.minReward !== undefined || opts.accepted || opts.rollout)) throw new PolarError('POLAR_USAGE', '--min-reward, --accepted and --rollout select from --db; with --data the file is used as it is');
+  const runDir = path.resolve(opts.runDir ?? path.join('polar-train', `sft-${newId('run').slice(4)}`));
+  fs.mkdirSync(runDir, { recursive: true });
+  const data = opts.data ? path.resolve(opts.data) : exportSft(opts, path.join(runDir, 'sft.jsonl'));
+  const run = await prepareSft({ ...commonOptions(opts, runDir), data, batchSize: opts.batchSize });
+  await execute(run, opts, null, `polar train sft · ${opts.model} · ${path.basename(data)}`);
+}
+
+/** openai_format examples from the database, with the export's selection rules. */
+function exportSft(opts: SftFlags, file: string): string {
+  const store = Store.open(opts.db ?? defaultDbPath(), { readonly: true });
+  try {
+    const sessions = opts.rollout ? store.rollouts.samples(opts.rollout).map((s) => s.sessionId).filter((s): s is string => s !== null) : undefined;
+    const lines: string[] = [];
+    let left = 0;
+    for (const item of exportLines(store, { format: 'sft', strategy: getStrategy('prefix-merging'), ...(sessions ? { sessions } : {}), minReward: opts.minReward ?? null, accepted: opts.accepted === true, includePartial: false }, emptyStats('prefix-merging'))) {
+      if ('line' in item) lines.push(JSON.stringify(item.line));
+      else left++;
+    }
+    if (lines.length === 0) throw new PolarError('POLAR_USAGE', `no SFT examples in ${opts.db ?? defaultDbPath()} with this selection (${left} traces left out); see \`polar export --format sft\` for the reasons`);
+    fs.writeFileSync(file, `${lines.join('\n')}\n`);
+    if (!opts.json) process.stderr.write(`exported ${lines.length} SFT examples to ${file} (${left} traces left out)\n`);
+    return file;
+  } finally {
+    store.close();
+  }
+}
+
+function commonOptions(opts: CommonFlags, runDir: string) {
+  return {
+    nemoRl: path.resolve(opts.nemoRl),
+    model: opts.model,
+    runDir,
+    gpus: opts.gpus,
+    steps: opts.steps,
+    maxSeqLen: opts.maxSeqLen,
+    lora: opts.lora === true,
+    sets: opts.set ?? [],
+    ...(opts.config ? { extraConfig: opts.config } : {}),
+    dryRun: opts.dryRun === true,
+    resume: opts.resume === true,
+    env: Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => e[1] !== undefined)),
+  };
+}
+
+async function execute(run: PreparedRun, opts: CommonFlags, dbPath: string | null, title: string): Promise<void> {
+  const { errors, warnings } = run.preflight;
+  const shell = fs.readFileSync(path.join(run.runDir, 'command.sh'), 'utf8').split('\n').filter((l) => l && !l.startsWith('#')).join('\n');
+  if (opts.dryRun) {
+    if (opts.json) {
+      printJson({ ok: errors.length === 0, runDir: run.runDir, files: run.files.map((f) => f.path), command: shell, warnings, errors });
+    } else {
+      for (const f of run.files) process.stdout.write(`${chalk.bold(`── ${f.path}`)}\n${f.path.endsWith('.jsonl') ? `${f.content.split('\n').slice(0, 2).join('\n')}\n…\n` : f.content}\n`);
+      process.stdout.write(`${chalk.bold('command')}\n${shell}\n`);
+      for (const w of warnings) process.stderr.write(`${chalk.yellow('warning')}: ${w}\n`);
+      for (const e of errors) process.stderr.write(`${chalk.red('error')}: ${e}\n`);
+      process.stderr.write(`dry run: wrote ${run.runDir}; nothing started\n`);
+    }
+    if (errors.length > 0) process.exitCode = 2;
+    return;
+  }
+  if (errors.length > 0) throw new PolarError('POLAR_USAGE', `cannot start ${run.kind}:\n  ${errors.join('\n  ')}`);
+  for (const w of warnings) process.stderr.write(`${chalk.yellow('warning')}: ${w}\n`);
+  const startedAt = Date.now();
+  const live = process.stderr.isTTY && !opts.json;
+  const view = live ? startTrainView({ title, runDir: run.runDir, initial: { progress: initialProgress(), gpuMemoryMiB: null, sessions: [] } }) : null;
+  let last: TrainUpdate | null = null;
+  const code = await launch(run, {
+    ...(dbPath ? { dbPath } : {}),
+    startedAt,
+    onUpdate: (u) => {
+      last = u;
+      if (view) view.update(u);
+      else if (u.step && !opts.json) {
+        process.stderr.write(`step ${u.step.step}/${u.step.maxSteps ?? '?'}: loss ${u.step.loss ?? '-'} · reward ${u.step.reward ?? '-'} · ${u.step.stepTimeS ?? '-'} s\n`);
+      }
+    },
+  }).finally(() => view?.stop());
+  const progress = (last as TrainUpdate | null)?.progress ?? initialProgress();
+  const checkpoint = latestCheckpoint(run.runDir);
+  const result = { ok: code === 0, exitCode: code, runDir: run.runDir, steps: progress.completed.length, lastStep: progress.completed.at(-1) ?? null, checkpoint, log: path.join(run.runDir, 'train.log') };
+  if (opts.json) printJson(result);
+  else {
+    const status = code === 0 ? chalk.green('finished') : chalk.yellow(`stopped (exit ${code})`);
+    process.stdout.write(`${chalk.bold(`polar train ${run.kind}`)} ${status}: ${result.steps} steps here${checkpoint !== null ? `, newest checkpoint step_${checkpoint}` : ''}\n  log ${result.log}\n  metrics ${path.join(run.runDir, 'metrics.jsonl')}\n`);
+    if (code !== 0 && checkpoint !== null) process.stdout.write(`  resume: ${invokedAs()} train ${run.kind} … --run-dir ${run.runDir} --resume\n`);
+  }
+  process.exitCode = code === 0 ? 0 : 1;
+}

@@ -1,0 +1,80 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { runCommand } from '../harness/spawn.js';
+
+/**
+ * What `polar train` checks before anything slow starts, each problem with the fix in its message.
+ * Missing hardware or tools (`nvidia-smi`, `uv`, the Python the checkout pins) are errors for a real
+ * run and warnings for `--dry-run`, which only writes files; a missing or wrong checkout, sizes that
+ * cannot work, and an unreadable model path are errors always.
+ */
+export interface Preflight {
+  errors: string[];
+  warnings: string[];
+  /** What was found, for the view: GPU names, uv version, the Python version pinned. */
+  gpus: string[];
+  uv: string | null;
+  python: string | null;
+}
+
+export interface PreflightInput {
+  nemoRl: string;
+  /** Files the run needs in the checkout (script and base config). */
+  needs: string[];
+  model: string;
+  gpus: number;
+  dryRun: boolean;
+  env: Record<string, string>;
+  /** Batch checks: the group size must divide the global batch. */
+  groupSize?: number;
+  globalBatch?: number;
+  tasks?: number;
+  promptsPerStep?: number;
+}
+
+export async function preflight(input: PreflightInput): Promise<Preflight> {
+  const errors: string[] = [];
+  const warnings: string[] = [];
+  const soft = (message: string) => (input.dryRun ? warnings : errors).push(message);
+  const out: Preflight = { errors, warnings, gpus: [], uv: null, python: null };
+
+  const smi = await runCommand('nvidia-smi', ['--query-gpu=name,memory.total', '--format=csv,noheader'], { env: input.env, timeoutMs: 15_000 });
+  out.gpus = smi.failed || smi.exitCode !== 0 ? [] : smi.stdout.trim().split('\n').filter(Boolean);
+  if (out.gpus.length === 0) soft('no NVIDIA GPU: `nvidia-smi` did not list one (NeMo-RL trains on CUDA; install the NVIDIA driver, or run on a GPU machine)');
+  else if (out.gpus.length < input.gpus) soft(`--gpus ${input.gpus}, but nvidia-smi lists ${out.gpus.length}: ${out.gpus.join('; ')}`);
+
+  const uv = await runCommand('uv', ['--version'], { env: input.env, timeoutMs: 15_000 });
+  out.uv = uv.failed || uv.exitCode !== 0 ? null : uv.stdout.trim();
+  if (!out.uv) soft('no `uv` on PATH: NeMo-RL runs everything through uv (install it: `curl -LsSf https://astral.sh/uv/install.sh | sh`, or `pip install uv`)');
+
+  if (!fs.existsSync(input.nemoRl)) {
+    errors.push(`no NeMo-RL checkout at ${input.nemoRl}: clone it with \`git clone --recursive https://github.com/NVIDIA-NeMo/RL ${input.nemoRl}\``);
+  } else {
+    for (const need of input.needs) {
+      if (!fs.existsSync(path.join(input.nemoRl, need))) errors.push(`${input.nemoRl} has no ${need}: is it a NeMo-RL checkout (v0.7 or newer)? \`git -C ${input.nemoRl} pull\` or clone it again`);
+    }
+    const pinned = path.join(input.nemoRl, '.python-version');
+    out.python = fs.existsSync(pinned) ? fs.readFileSync(pinned, 'utf8').trim() : null;
+    if (out.python && out.uv) {
+      const found = await runCommand('uv', ['python', 'find', out.python], { env: input.env, cwd: input.nemoRl, timeoutMs: 30_000 });
+      if (found.failed || found.exitCode !== 0) soft(`the checkout pins Python ${out.python} and uv cannot find it: \`uv python install ${out.python}\``);
+    }
+  }
+
+  if (input.groupSize !== undefined && input.globalBatch !== undefined && input.globalBatch % input.groupSize !== 0) {
+    errors.push(`policy.train_global_batch_size ${input.globalBatch} is not a multiple of the group size ${input.groupSize}: a GRPO group must not straddle two optimizer batches (leave it to polar: prompts × group size)`);
+  }
+  if (input.tasks !== undefined && input.promptsPerStep !== undefined && input.tasks < input.promptsPerStep) {
+    errors.push(`the task file has ${input.tasks} task${input.tasks === 1 ? '' : 's'} but --prompts-per-step is ${input.promptsPerStep}: each step takes that many distinct tasks (NeMo-RL drops an incomplete batch), so no step would run`);
+  }
+  if (looksLikePath(input.model)) {
+    const dir = input.model.startsWith('~') ? path.join(os.homedir(), input.model.slice(1)) : path.resolve(input.model);
+    if (!fs.existsSync(path.join(dir, 'config.json'))) errors.push(`--model ${input.model}: no readable Hugging Face model there (no config.json); give the folder with the weights, or a hub id like Qwen/Qwen3-0.6B`);
+  }
+  return out;
+}
+
+function looksLikePath(model: string): boolean {
+  return model.startsWith('/') || model.startsWith('./') || model.startsWith('../') || model.startsWith('~');
+}

@@ -1,0 +1,258 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { PolarError } from '../core/errors.js';
+import { runCommand, startSupervised } from '../harness/spawn.js';
+import type { HarnessCommand } from '../harness/types.js';
+import type { RolloutTask } from '../rollout/task-file.js';
+import { Store } from '../store/store.js';
+import { appSource, gymRows, writeGymWiring } from './gym-wiring.js';
+import { applySet, getKey, GRPO_BASE, GRPO_SCRIPT, grpoConfig, mergeConfig, SFT_BASE, SFT_SCRIPT, sftConfig } from './nemo-rl/config.js';
+import { preflight, type Preflight } from './preflight.js';
+import { initialProgress, readLine, type StepMetrics, type TrainProgress } from './progress.js';
+import { parseYaml, toYaml, type Yaml } from './yaml.js';
+
+/** Shared by `train grpo` and `train sft`. */
+export interface TrainCommon {
+  nemoRl: string;
+  model: string;
+  runDir: string;
+  gpus: number;
+  steps: number;
+  maxSeqLen: number;
+  lora: boolean;
+  sets: readonly string[];
+  extraConfig?: string;
+  dryRun: boolean;
+  resume: boolean;
+  /** The environment NeMo-RL runs with (the user's: HF_HOME, HF_TOKEN, WANDB_API_KEY …). */
+  env: Record<string, string>;
+}
+
+export interface GrpoOptions extends TrainCommon {
+  tasks: readonly RolloutTask[];
+  promptsPerStep: number;
+  groupSize: number;
+  toolParser: string;
+  /** The database the agent records into (absolute). */
+  dbPath: string;
+  /** How the generated app.py starts polar: this Node and this polar, with `gym-agent` flags. */
+  agent: { node: string; polarBin: string; args: string[] };
+}
+
+export interface SftOptions extends TrainCommon {
+  /** openai_format examples (written by polar export, or given). */
+  data: string;
+  batchSize: number;
+}
+
+/** A run directory ready to launch: its files, the exact command, and what preflight found. */
+export interface PreparedRun {
+  kind: 'grpo' | 'sft';
+  runDir: string;
+  files: { path: string; content: string }[];
+  command: HarnessCommand & { cwd: string };
+  preflight: Preflight;
+  config: Yaml;
+}
+
+export async function prepareGrpo(o: GrpoOptions): Promise<PreparedRun> {
+  const runDir = path.resolve(o.runDir);
+  guardCheckpoints(runDir, o.resume);
+  fs.mkdirSync(runDir, { recursive: true });
+  const trainData = path.join(runDir, 'train.jsonl');
+  const wiring = await writeGymWiring(runDir, o.agent);
+  let config = grpoConfig({
+    nemoRl: path.resolve(o.nemoRl),
+    model: o.model,
+    runDir,
+    gpus: o.gpus,
+    steps: o.steps,
+    promptsPerStep: o.promptsPerStep,
+    groupSize: o.groupSize,
+    maxSeqLen: o.maxSeqLen,
+    lora: o.lora,
+    tasks: o.tasks.length,
+    trainData,
+    agentConfig: wiring.agentConfig,
+    toolParser: o.toolParser,
+    savePeriod: 10,
+  });
+  config = customize(config, o);
+  const globalBatch = getKey(config, 'policy.train_global_batch_size');
+  const files = [
+    { path: path.join(runDir, 'grpo.yaml'), content: header('GRPO with NeMo Gym; polar serves the agent (gym/)') + toYaml(config) },
+    { path: trainData, content: gymRows(o.tasks) },
+    { path: wiring.appPy, content: appSource(o.agent) },
+  ];
+  const checks = await preflight({
+    nemoRl: o.nemoRl,
+    needs: [GRPO_SCRIPT, GRPO_BASE],
+    model: o.model,
+    gpus: o.gpus,
+    dryRun: o.dryRun,
+    env: o.env,
+    groupSize: o.groupSize,
+    ...(typeof globalBatch === 'number' ? { globalBatch } : {}),
+    tasks: o.tasks.length,
+    promptsPerStep: o.promptsPerStep,
+  });
+  return finish('grpo', runDir, files, config, checks, GRPO_SCRIPT, { ...o.env, NEMO_GYM_EXTRA_ROOTS: wiring.root }, o);
+}
+
+export async function prepareSft(o: SftOptions): Promise<PreparedRun> {
+  const runDir = path.resolve(o.runDir);
+  guardCheckpoints(runDir, o.resume);
+  fs.mkdirSync(runDir, { recursive: true });
+  let config = sftConfig({ nemoRl: path.resolve(o.nemoRl), model: o.model, runDir, gpus: o.gpus, steps: o.steps, maxSeqLen: o.maxSeqLen, lora: o.lora, data: path.resolve(o.data), batchSize: o.batchSize });
+  config = customize(config, o);
+  const files = [{ path: path.join(runDir, 'sft.yaml'), content: header('SFT on openai_format examples') + toYaml(config) }];
+  const checks = await preflight({ nemoRl: o.nemoRl, needs: [SFT_SCRIPT, SFT_BASE], model: o.model, gpus: o.gpus, dryRun: o.dryRun, env: o.env });
+  return finish('sft', runDir, files, config, checks, SFT_SCRIPT, o.env, o);
+}
+
+function finish(kind: 'grpo' | 'sft', runDir: string, files: PreparedRun['files'], config: Yaml, checks: Preflight, script: string, env: Record<string, string>, o: TrainCommon): PreparedRun {
+  const configFile = files[0]!.path;
+  for (const f of files) fs.writeFileSync(f.path, f.content);
+  const command = {
+    file: 'uv',
+    args: ['run', 'python', script, '--config', configFile],
+    env: { ...env, CUDA_VISIBLE_DEVICES: Array.from({ length: o.gpus }, (_, i) => String(i)).join(',') },
+    cwd: path.resolve(o.nemoRl),
+  };
+  const shell = `cd ${quote(command.cwd)} && CUDA_VISIBLE_DEVICES=${command.env.CUDA_VISIBLE_DEVICES}${env.NEMO_GYM_EXTRA_ROOTS ? ` NEMO_GYM_EXTRA_ROOTS=${quote(env.NEMO_GYM_EXTRA_ROOTS)}` : ''} ${[command.file, ...command.args].map(quote).join(' ')}\n`;
+  const commandFile = path.join(runDir, 'command.sh');
+  fs.writeFileSync(commandFile, `#!/bin/sh\n# The command polar runs (or would run) for this ${kind} run.\n${shell}`, { mode: 0o755 });
+  files.push({ path: commandFile, content: shell });
+  return { kind, runDir, files, command, preflight: checks, config };
+}
+
+/** --config extra.yaml, then each --set, in order. */
+function customize(config: Yaml, o: TrainCommon): Yaml {
+  let out = config;
+  if (o.extraConfig) {
+    let extra: Yaml;
+    try {
+      extra = parseYaml(fs.readFileSync(o.extraConfig, 'utf8'));
+    } catch (err) {
+      throw new PolarError('POLAR_USAGE', `--config ${o.extraConfig}: ${(err as Error).message}`);
+    }
+    out = mergeConfig(out, extra);
+  }
+  for (const s of o.sets) out = applySet(out, s);
+  return out;
+}
+
+/**
+ * NeMo-RL resumes from the newest checkpoint in its checkpoint directory on its own, so a fresh run in
+ * a directory that has checkpoints would silently continue an old one: that needs `--resume`.
+ */
+function guardCheckpoints(runDir: string, resume: boolean): void {
+  const dir = path.join(runDir, 'checkpoints');
+  const steps = fs.existsSync(dir) ? fs.readdirSync(dir).filter((d) => /^step_\d+$/.test(d)) : [];
+  if (steps.length > 0 && !resume) {
+    throw new PolarError('POLAR_USAGE', `${runDir} already has checkpoints (${steps.sort().at(-1)}); NeMo-RL would continue from them: pass --resume, or another --run-dir`);
+  }
+  if (resume && steps.length === 0) throw new PolarError('POLAR_USAGE', `--resume: ${runDir} has no checkpoints to resume from`);
+}
+
+/** The newest checkpoint step in a run directory, or null. */
+export function latestCheckpoint(runDir: string): number | null {
+  const dir = path.join(runDir, 'checkpoints');
+  if (!fs.existsSync(dir)) return null;
+  const steps = fs.readdirSync(dir).map((d) => /^step_(\d+)$/.exec(d)?.[1]).filter((s): s is string => s !== undefined).map(Number);
+  return steps.length > 0 ? Math.max(...steps) : null;
+}
+
+export interface TrainSession {
+  sessionId: string;
+  taskId: string;
+  reward: number | null;
+  status: string;
+}
+
+export interface TrainUpdate {
+  progress: TrainProgress;
+  gpuMemoryMiB: number[] | null;
+  sessions: TrainSession[];
+  step?: StepMetrics;
+}
+
+/**
+ * Runs NeMo-RL and watches it: every line goes to `train.log`, NeMo-RL's progress lines become
+ * updates (and each finished step a line of `metrics.jsonl`), GPU memory is read from nvidia-smi,
+ * and the agent's latest sessions with their rewards from the database. Ctrl-C is forwarded to
+ * NeMo-RL's whole process group (SIGINT, then SIGKILL on a second); resolves with its exit code.
+ */
+export async function launch(run: PreparedRun, opts: { dbPath?: string; startedAt: number; onUpdate: (u: TrainUpdate) => void }): Promise<number> {
+  const progress = initialProgress();
+  const metrics = fs.createWriteStream(path.join(run.runDir, 'metrics.jsonl'), { flags: 'a' });
+  let gpu: number[] | null = null;
+  let sessions: TrainSession[] = [];
+  const update = (step?: StepMetrics) => opts.onUpdate({ progress, gpuMemoryMiB: gpu, sessions, ...(step ? { step } : {}) });
+  const child = startSupervised(run.command, {
+    cwd: run.command.cwd,
+    logFile: path.join(run.runDir, 'train.log'),
+    onLine: (line) => {
+      const step = readLine(progress, line);
+      if (step) metrics.write(`${JSON.stringify({ time: new Date().toISOString(), ...step, gpu_memory_mib: gpu, sessions: sessions.length, session_reward_mean: mean(sessions.map((s) => s.reward)) })}\n`);
+      update(step ?? undefined);
+    },
+  });
+  const watch = setInterval(() => {
+    void (async () => {
+      const smi = await runCommand('nvidia-smi', ['--query-gpu=memory.used', '--format=csv,noheader,nounits'], { env: run.command.env, timeoutMs: 5000 });
+      gpu = smi.failed || smi.exitCode !== 0 ? null : smi.stdout.trim().split('\n').filter(Boolean).map(Number);
+      if (opts.dbPath) sessions = recentSessions(opts.dbPath, opts.startedAt);
+      update();
+    })();
+  }, 2000);
+  let interrupts = 0;
+  const onSignal = () => {
+    interrupts++;
+    child.signal(interrupts === 1 ? 'SIGINT' : 'SIGKILL');
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  try {
+    const code = await child.done;
+    progress.phase = 'done';
+    if (opts.dbPath) sessions = recentSessions(opts.dbPath, opts.startedAt);
+    update();
+    return code;
+  } finally {
+    clearInterval(watch);
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    await new Promise<void>((resolve) => metrics.end(resolve));
+  }
+}
+
+/** The agent's latest ended sessions since the run started (the agent records into this database). */
+export function recentSessions(dbPath: string, since: number, limit = 6): TrainSession[] {
+  if (!fs.existsSync(dbPath)) return [];
+  let store: Store | undefined;
+  try {
+    store = Store.open(dbPath, { readonly: true });
+    const rows = store.db
+      .prepare(`SELECT session_id, task_id, reward, status FROM samples WHERE ended_at >= ? AND session_id IS NOT NULL ORDER BY ended_at DESC LIMIT ?`)
+      .all(since, limit) as { session_id: string; task_id: string; reward: number | null; status: string }[];
+    return rows.map((r) => ({ sessionId: r.session_id, taskId: r.task_id, reward: r.reward, status: r.status }));
+  } catch {
+    return [];
+  } finally {
+    store?.close();
+  }
+}
+
+function mean(values: (number | null)[]): number | null {
+  const v = values.filter((x): x is number => x !== null);
+  return v.length > 0 ? v.reduce((a, b) => a + b, 0) / v.length : null;
+}
+
+function header(what: string): string {
+  return `# Generated by polar: ${what}.\n# NeMo-RL reads it with --config; every key not set here comes from \`defaults\`.\n`;
+}
+
+function quote(s: string): string {
+  return /^[\w./:=,@%+-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
+}

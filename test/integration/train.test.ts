@@ -1,0 +1,183 @@
+import { execFile, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Store } from '../../src/store/store.js';
+import { getKey, leafKeys } from '../../src/train/nemo-rl/config.js';
+import { parseYaml } from '../../src/train/yaml.js';
+
+/**
+ * `polar train` against a stand-in NeMo-RL checkout (test/support/fake-nemo-rl: its launcher reads
+ * the generated config, asserts what NeMo-RL asserts, starts the agent the way NeMo Gym does, posts
+ * /run rows, prints NeMo-RL's own log lines and writes checkpoints) and stand-ins for `uv` and
+ * `nvidia-smi`. A real GPU run is only checked on a machine with an NVIDIA GPU and NeMo-RL (README).
+ */
+const BIN = path.resolve(__dirname, '../../bin/polar.js');
+const LAUNCHER = path.resolve(__dirname, '../support/fake-nemo-rl/launcher.mjs');
+const KEYS = path.resolve(__dirname, '../../fixtures/nemo-rl');
+const run = promisify(execFile);
+let dir: string;
+let checkout: string;
+let fakeBin: string;
+let tasks: string;
+let agent: string;
+
+const keys = (name: string) => new Set(fs.readFileSync(path.join(KEYS, `${name}.keys`), 'utf8').split('\n').filter((l) => l && !l.startsWith('#')));
+
+beforeAll(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-train-'));
+  checkout = path.join(dir, 'RL');
+  for (const f of ['examples/nemo_gym/run_grpo_nemo_gym.py', 'examples/configs/grpo_math_1B.yaml', 'examples/run_sft.py', 'examples/configs/sft.yaml']) {
+    fs.mkdirSync(path.dirname(path.join(checkout, f)), { recursive: true });
+    fs.writeFileSync(path.join(checkout, f), '# stand-in\n');
+  }
+  fs.writeFileSync(path.join(checkout, '.python-version'), '3.13.14\n');
+  fakeBin = path.join(dir, 'bin');
+  fs.mkdirSync(fakeBin);
+  fs.writeFileSync(
+    path.join(fakeBin, 'uv'),
+    `#!/bin/sh\ncase "$1" in\n  --version) echo "uv 0.9.9 (stand-in)" ;;\n  python) echo /usr/bin/python3 ;;\n  run) shift; [ "$1" = python ] && shift; exec "${process.execPath}" "${LAUNCHER}" "$@" ;;\n  *) exit 2 ;;\nesac\n`,
+    { mode: 0o755 },
+  );
+  fs.writeFileSync(path.join(fakeBin, 'nvidia-smi'), `#!/bin/sh\ncase "$*" in *memory.used*) echo 2048 ;; *) echo "NVIDIA H100 80GB HBM3, 81559 MiB" ;; esac\n`, { mode: 0o755 });
+  // A small real agent (the custom harness): one model call through polar, then it writes the answer.
+  agent = path.join(checkout, 'agent.mjs');
+  fs.writeFileSync(
+    agent,
+    `const r = await fetch(process.env.OPENAI_BASE_URL + '/chat/completions', { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer ' + process.env.OPENAI_API_KEY }, body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: process.argv[2] }], tools: [{ type: 'function', function: { name: 'noop', parameters: { type: 'object' } } }] }) });
+if (!r.ok) process.exit(3);
+await r.json();
+(await import('node:fs')).writeFileSync('answer.txt', process.argv[2].split(' ').pop() + '\\n');`,
+  );
+  tasks = path.join(dir, 'tasks.jsonl');
+  fs.writeFileSync(
+    tasks,
+    ['a', 'b', 'c']
+      .map((id, i) => JSON.stringify({ id, prompt: `answer with ${i % 2}`, workspace: { empty: true }, evaluator: { type: 'command', command: 'cat answer.txt' }, timeout: 60 }))
+      .join('\n'),
+  );
+});
+afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+function grpoArgs(runDir: string, extra: string[] = []): string[] {
+  return [BIN, 'train', 'grpo', '--nemo-rl', checkout, '--model', 'Qwen/Qwen3-0.6B', '--tasks', tasks, '--harness', 'custom', '--command', `${process.execPath} ${agent} {prompt}`, '--sandbox', 'none', '--prompts-per-step', '2', '--group-size', '2', '--run-dir', runDir, '--db', path.join(runDir, 'polar.db'), ...extra];
+}
+
+const envWithFakes = () => ({ ...process.env, NO_COLOR: '1', PATH: `${fakeBin}${path.delimiter}${process.env.PATH}` });
+
+describe('polar train grpo --dry-run', () => {
+  it('writes a complete, consistent run directory: the config holds only keys NeMo-RL has (7ea279a), the Gym wiring, the dataset and the command', async () => {
+    const runDir = path.join(dir, 'dry');
+    const { stdout, stderr } = await run(process.execPath, [...grpoArgs(runDir, ['--dry-run', '--steps', '5', '--set', 'loss_fn.reference_policy_kl_penalty=0.001', '--lora'])], { env: { ...process.env, NO_COLOR: '1', PATH: '/usr/bin:/bin' } });
+    // No GPU, no uv here: warnings, not failures.
+    expect(stderr).toMatch(/warning: no NVIDIA GPU/);
+    expect(stderr).toMatch(/warning: no `uv` on PATH/);
+    expect(stderr).toMatch(/dry run: wrote .*; nothing started/);
+    expect(stdout).toContain(`uv run python examples/nemo_gym/run_grpo_nemo_gym.py --config ${path.join(runDir, 'grpo.yaml')}`);
+    const config = parseYaml(fs.readFileSync(path.join(runDir, 'grpo.yaml'), 'utf8'));
+    const known = new Set([...keys('grpo_math_1B'), ...keys('grpo_workplace_assistant_nemotron_nano_v2_9b')]);
+    expect(leafKeys(config).filter((k) => !known.has(k))).toEqual([]);
+    expect(getKey(config, 'defaults')).toBe(path.join(checkout, 'examples/configs/grpo_math_1B.yaml'));
+    expect(getKey(config, 'policy.train_global_batch_size')).toBe(4);
+    expect(getKey(config, 'grpo.num_generations_per_prompt')).toBe(2);
+    expect(getKey(config, 'grpo.max_val_samples')).toBeNull();
+    expect(getKey(config, 'policy.generation.vllm_cfg.expose_http_server')).toBe(true);
+    expect(getKey(config, 'policy.dtensor_cfg.lora_cfg.enabled')).toBe(true);
+    expect(getKey(config, 'loss_fn.reference_policy_kl_penalty')).toBe(0.001);
+    expect(getKey(config, 'env.should_use_nemo_gym')).toBe(true);
+    const paths = getKey(config, 'env.nemo_gym.config_paths') as string[];
+    expect(paths[0]).toBe('responses_api_models/vllm_model/configs/vllm_model_for_training.yaml');
+    expect(fs.existsSync(paths[1]!)).toBe(true);
+    // 3 tasks at 2 per step: 1 step per epoch, so 5 epochs for 5 steps.
+    expect(getKey(config, 'grpo.max_num_epochs')).toBe(5);
+    const rows = fs.readFileSync(getKey(config, 'data.train.data_path') as string, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    expect(rows[0]).toMatchObject({ responses_create_params: { input: [{ role: 'user', content: 'answer with 0' }] }, agent_ref: { type: 'responses_api_agents', name: 'polar_agent' }, task: { id: 'a', evaluator: { type: 'command' } } });
+    const app = fs.readFileSync(path.join(runDir, 'gym/responses_api_agents/polar_agent/app.py'), 'utf8');
+    expect(app).toMatch(/^import os$/m);
+    expect(app).toContain('"gym-agent","--from-gym"');
+    expect(app.split('\n').filter((l) => l && !l.startsWith('#'))).toHaveLength(2); // import and exec: no logic
+    expect(fs.existsSync(path.join(runDir, 'gym/pyproject.toml'))).toBe(true);
+  });
+
+  it('sft --dry-run: openai_format data, the model\'s own template, no validation set', async () => {
+    const data = path.join(dir, 'sft.jsonl');
+    fs.writeFileSync(data, `${JSON.stringify({ messages: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'hello' }], tools: [] })}\n`);
+    await run(process.execPath, [BIN, 'train', 'sft', '--nemo-rl', checkout, '--model', 'Qwen/Qwen3-0.6B', '--data', data, '--run-dir', path.join(dir, 'sft-dry'), '--dry-run'], { env: { ...process.env, PATH: '/usr/bin:/bin' } });
+    const config = parseYaml(fs.readFileSync(path.join(dir, 'sft-dry', 'sft.yaml'), 'utf8'));
+    const openaiFormat = ['data.validation', 'data.train.data_path', 'data.train.chat_key', 'data.train.tool_key', 'data.train.system_key', 'data.train.system_prompt', 'data.train.use_preserving_dataset'];
+    expect(leafKeys(config).filter((k) => !keys('sft').has(k) && !openaiFormat.includes(k))).toEqual([]);
+    expect(getKey(config, 'data.train')).toMatchObject({ dataset_name: 'openai_format', data_path: data, chat_key: 'messages', tool_key: 'tools' });
+    expect(getKey(config, 'policy.tokenizer.chat_template')).toBe('default');
+    expect(getKey(config, 'sft.val_period')).toBe(0);
+  });
+
+  it('refuses what cannot work, before anything slow: no checkout, a batch that splits groups, too few tasks', async () => {
+    const fail = async (args: string[]) => run(process.execPath, args, { env: { ...process.env, PATH: '/usr/bin:/bin' } }).then(() => ({ code: 0, stderr: '' }), (e: { code: number; stderr: string }) => e);
+    const noCheckout = await fail([...grpoArgs(path.join(dir, 'x1'), ['--dry-run']).map((a) => (a === checkout ? '/nonexistent/RL' : a))]);
+    expect(noCheckout.stderr).toMatch(/no NeMo-RL checkout at \/nonexistent\/RL: clone it with `git clone --recursive/);
+    const split = await fail(grpoArgs(path.join(dir, 'x2'), ['--dry-run', '--set', 'policy.train_global_batch_size=3']));
+    expect(split.stderr).toMatch(/train_global_batch_size 3 is not a multiple of the group size 2/);
+    const few = await fail(grpoArgs(path.join(dir, 'x3'), ['--dry-run', '--prompts-per-step', '4']));
+    expect(few.stderr).toMatch(/the task file has 3 tasks but --prompts-per-step is 4/);
+    expect(noCheckout.code).toBe(2);
+  });
+});
+
+describe('polar train grpo with a stand-in NeMo-RL', () => {
+  it('runs the launcher with the config, serves every /run through polar, records metrics and checkpoints', async () => {
+    const runDir = path.join(dir, 'full');
+    const { stdout } = await run(process.execPath, [...grpoArgs(runDir, ['--steps', '2', '--set', 'checkpointing.save_period=1', '--json'])], { env: envWithFakes(), timeout: 120_000 });
+    expect(JSON.parse(stdout)).toMatchObject({ ok: true, exitCode: 0, steps: 2, checkpoint: 2 });
+    const metrics = fs.readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    expect(metrics.map((m) => [m.step, m.maxSteps, m.loss])).toEqual([
+      [1, 2, 0.5],
+      [2, 2, 0.25],
+    ]);
+    // Three tasks at two per step: one full batch per epoch, tasks a and b (rewards 0 and 1, two samples each).
+    expect(metrics.map((m) => m.reward)).toEqual([0.5, 0.5]);
+    expect(fs.readFileSync(path.join(runDir, 'train.log'), 'utf8')).toMatch(/SETUP COMPLETE/);
+    const store = Store.open(path.join(runDir, 'polar.db'), { readonly: true });
+    try {
+      const [rollout] = store.rollouts.list();
+      expect(rollout!.config).toMatchObject({ source: 'gym-agent' });
+      const samples = store.rollouts.samples(rollout!.id);
+      expect(samples).toHaveLength(8);
+      expect(samples.every((s) => s.status === 'completed' && store.requests.list(s.sessionId!).length === 1)).toBe(true);
+    } finally {
+      store.close();
+    }
+  }, 150_000);
+
+  it('Ctrl-C stops NeMo-RL (its whole process group); --resume continues from the newest checkpoint', async () => {
+    const runDir = path.join(dir, 'resume');
+    const child = spawn(process.execPath, grpoArgs(runDir, ['--steps', '3', '--set', 'checkpointing.save_period=1']), { env: envWithFakes(), stdio: 'ignore' });
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    const metrics = path.join(runDir, 'metrics.jsonl');
+    for (let i = 0; i < 600 && !(fs.existsSync(metrics) && fs.readFileSync(metrics, 'utf8').includes('"step":1')); i++) await new Promise((r) => setTimeout(r, 100));
+    child.kill('SIGINT');
+    expect(await exited).not.toBe(0);
+    expect(fs.existsSync(path.join(runDir, 'checkpoints', 'step_1'))).toBe(true);
+    expect(fs.existsSync(path.join(runDir, 'checkpoints', 'step_3'))).toBe(false);
+    expect(fs.readFileSync(path.join(runDir, 'train.log'), 'utf8')).toMatch(/Interrupted: stopping/);
+    // A fresh run in the same directory would silently resume: polar refuses it.
+    const fresh = await run(process.execPath, grpoArgs(runDir, ['--steps', '3']), { env: envWithFakes() }).catch((e: { stderr: string }) => e);
+    expect(fresh.stderr).toMatch(/already has checkpoints .*pass --resume/);
+    const { stdout } = await run(process.execPath, [...grpoArgs(runDir, ['--steps', '3', '--set', 'checkpointing.save_period=1', '--resume', '--json'])], { env: envWithFakes(), timeout: 120_000 });
+    expect(JSON.parse(stdout)).toMatchObject({ ok: true, checkpoint: 3 });
+    expect(fs.readFileSync(path.join(runDir, 'train.log'), 'utf8')).toMatch(/Resuming from step [12]/);
+    const steps = fs.readFileSync(metrics, 'utf8').trim().split('\n').map((l) => JSON.parse(l).step);
+    expect(steps.at(-1)).toBe(3);
+  }, 150_000);
+
+  it('sft --db: exports the accepted samples of a rollout as openai_format and trains on them', async () => {
+    const runDir = path.join(dir, 'sft-run');
+    const db = path.join(dir, 'full', 'polar.db');
+    const { stdout } = await run(process.execPath, [BIN, 'train', 'sft', '--nemo-rl', checkout, '--model', 'Qwen/Qwen3-0.6B', '--db', db, '--min-reward', '1', '--steps', '2', '--run-dir', runDir, '--json'], { env: envWithFakes(), timeout: 120_000 });
+    expect(JSON.parse(stdout)).toMatchObject({ ok: true, steps: 2 });
+    const examples = fs.readFileSync(path.join(runDir, 'sft.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    expect(examples.length).toBe(4); // task b's samples earned 1: two in each of the two steps
+    for (const e of examples) expect(e.messages.at(-1).role).toBe('assistant');
+  }, 150_000);
+});

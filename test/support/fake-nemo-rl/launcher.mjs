@@ -1,0 +1,177 @@
+// A stand-in for NeMo-RL's entry points, for tests only: what `uv run python
+// examples/nemo_gym/run_grpo_nemo_gym.py --config FILE` and `examples/run_sft.py` do as far as
+// polar can see. It reads the generated config, asserts what NeMo-RL asserts of it, starts a policy
+// server (polar's mock in --nemo-rl mode) and the agent the way NeMo Gym starts one (app.py with
+// NEMO_GYM_CONFIG_DICT / NEMO_GYM_CONFIG_PATH), posts prompts × group-size rows to /run per step,
+// checks NeMo-RL's contiguity rule on every answer, prints NeMo-RL's own progress lines, writes
+// step_N checkpoints, resumes from the newest, and stops on SIGINT. Nothing is trained.
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import readline from 'node:readline';
+
+const repo = path.resolve(import.meta.dirname, '../../..');
+const { parseYaml, toYaml } = await import(path.join(repo, 'dist/train/yaml.js'));
+const [script, ...rest] = process.argv.slice(2);
+const config = parseYaml(fs.readFileSync(rest[rest.indexOf('--config') + 1], 'utf8'));
+const started = Date.now();
+const children = [];
+const stop = (code) => {
+  for (const c of children) c.kill('SIGTERM');
+  process.exit(code);
+};
+process.on('SIGINT', () => {
+  console.log('\nInterrupted: stopping.');
+  stop(130);
+});
+const fail = (message) => {
+  console.log(`AssertionError: ${message}`);
+  stop(1);
+};
+const get = (dotted) => dotted.split('.').reduce((node, k) => (node && typeof node === 'object' ? node[k] : undefined), config);
+
+if (!fs.existsSync(config.defaults)) fail(`defaults ${config.defaults} does not exist`);
+const checkpoints = get('checkpointing.checkpoint_dir');
+const done = fs.existsSync(checkpoints) ? fs.readdirSync(checkpoints).map((d) => Number(/^step_(\d+)$/.exec(d)?.[1] ?? 0)) : [];
+const resumeFrom = Math.max(0, ...done);
+const savePeriod = get('checkpointing.save_period') ?? 10;
+const maxSteps = get(script.includes('run_sft') ? 'sft.max_num_steps' : 'grpo.max_num_steps');
+console.log(`Loaded configuration from: ${rest[rest.indexOf('--config') + 1]}`);
+console.log(`📊 Using log directory: ${get('logger.log_dir')}/exp_001`);
+
+function checkpoint(step) {
+  if (step % savePeriod !== 0 && step !== maxSteps) return;
+  console.log(`Saving checkpoint for step ${step}...`);
+  fs.mkdirSync(path.join(checkpoints, `step_${step}`), { recursive: true });
+  fs.writeFileSync(path.join(checkpoints, `step_${step}`, 'training_info.json'), JSON.stringify({ step }));
+}
+
+function results(step, rewards, seconds) {
+  console.log('\n📊 Training Results:');
+  console.log(`  • Loss: ${(0.5 / step).toFixed(4)}`);
+  if (rewards) console.log(`  • Avg Reward: ${(rewards.reduce((a, b) => a + b, 0) / rewards.length).toFixed(4)}`);
+  console.log('  • Mean Generation Length: 42.0000');
+  console.log('\n⏱️  Timing:');
+  console.log(`  • Total step time: ${seconds.toFixed(2)}s`);
+}
+
+function banner(step) {
+  console.log(`\n${'='.repeat(25)} Step ${step}/${maxSteps} ${'='.repeat(25)}`);
+}
+
+function setupComplete() {
+  console.log('='.repeat(60));
+  console.log(`${' '.repeat(18)}SETUP COMPLETE`);
+  console.log(`  Total setup time: ${((Date.now() - started) / 1000).toFixed(1)}s`);
+  console.log('='.repeat(60));
+  if (resumeFrom > 0) console.log(`Resuming from step ${resumeFrom}`);
+}
+
+if (script.includes('run_sft')) {
+  const data = get('data.train.data_path');
+  if (get('data.train.dataset_name') !== 'openai_format') fail('data.train.dataset_name must be openai_format');
+  const rows = fs.readFileSync(data, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  for (const row of rows) if (row.messages.at(-1).role !== 'assistant') fail('each row must end with an assistant message');
+  setupComplete();
+  for (let step = resumeFrom + 1; step <= maxSteps; step++) {
+    banner(step);
+    console.log('▶ Preparing batch...');
+    console.log('▶ Taking a training step...');
+    results(step, null, 0.01);
+    checkpoint(step);
+  }
+  stop(0);
+}
+
+// GRPO with NeMo Gym: NeMo-RL's asserts on the config.
+if (get('env.should_use_nemo_gym') !== true) fail('should_use_nemo_gym(config)');
+if (get('policy.generation.vllm_cfg.async_engine') !== true || get('policy.generation.vllm_cfg.expose_http_server') !== true) fail('NeMo-Gym needs async_engine and expose_http_server');
+if (get('grpo.max_val_samples') !== null) fail('A non-null `grpo.max_val_samples` parameter is not supported.');
+const P = get('grpo.num_prompts_per_step');
+const G = get('grpo.num_generations_per_prompt');
+if (get('policy.train_global_batch_size') % G !== 0) fail('NeMo-Gym rollout batch size must be divisible by num_generations');
+const rows = fs.readFileSync(get('data.train.data_path'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+
+// The policy server: polar's mock of NeMo-RL's vLLM HTTP server, with the rows' scripted tasks.
+const tasksFile = path.join(path.dirname(get('data.train.data_path')), 'standin-tasks.jsonl');
+fs.writeFileSync(tasksFile, rows.map((r) => JSON.stringify(r.task)).join('\n'));
+const temperature = get('policy.generation.temperature');
+const topP = get('policy.generation.top_p');
+const policy = await startJson(process.execPath, [path.join(repo, 'bin/polar.js'), 'mock-server', '--nemo-rl', '--nemo-rl-temperature', String(temperature), '--nemo-rl-top-p', String(topP), '--port', '0', '--json', '--tasks', tasksFile]);
+
+// NeMo Gym: the agent's folder under NEMO_GYM_EXTRA_ROOTS, started as `python app.py`.
+const agentConfig = get('env.nemo_gym.config_paths').find((p) => p.endsWith('polar_agent.yaml'));
+if (!agentConfig || !fs.existsSync(agentConfig)) fail('the agent config is not in env.nemo_gym.config_paths');
+const agentName = Object.keys(parseYaml(fs.readFileSync(agentConfig, 'utf8')))[0];
+const agentDir = path.join(process.env.NEMO_GYM_EXTRA_ROOTS, 'responses_api_agents', agentName);
+if (!fs.existsSync(path.join(agentDir, 'requirements.txt')) || !fs.existsSync(path.join(process.env.NEMO_GYM_EXTRA_ROOTS, 'pyproject.toml'))) fail('the agent folder is not a Gym server folder');
+const port = await freePort();
+const gymConfig = { policy_base_url: [`${policy.url}/v1`], policy_api_key: 'dummy_key', policy_model_name: get('policy.model_name'), [agentName]: { responses_api_agents: { [agentName]: { entrypoint: 'app.py', host: '127.0.0.1', port } } } };
+const agent = spawn('bash', ['-c', `cd ${agentDir} && python3 app.py`], { env: { ...process.env, NEMO_GYM_CONFIG_DICT: toYaml(gymConfig), NEMO_GYM_CONFIG_PATH: agentName }, stdio: ['ignore', 'inherit', 'inherit'] });
+children.push(agent);
+const agentUrl = `http://127.0.0.1:${port}`;
+for (let i = 0; ; i++) {
+  if (i > 300) fail('the agent never answered GET /');
+  try {
+    await fetch(`${agentUrl}/`);
+    break;
+  } catch {
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+console.log('All 1 / 1 servers ready! Polling every 60s');
+setupComplete();
+
+const perEpoch = Math.floor(rows.length / P);
+for (let step = resumeFrom + 1; step <= maxSteps; step++) {
+  const t0 = Date.now();
+  banner(step);
+  console.log('▶ Preparing batch...');
+  const first = ((step - 1) % perEpoch) * P;
+  const batch = rows.slice(first, first + P).flatMap((row) => Array.from({ length: G }, () => structuredClone(row)));
+  batch.forEach((row, i) => Object.assign(row, { _rowidx: i, responses_create_params: { ...row.responses_create_params, temperature, top_p: topP } }));
+  console.log(`▶ Generating responses for batch of size ${batch.length}...`);
+  const answers = await Promise.all(batch.map(async (row) => {
+    const res = await fetch(`${agentUrl}/run`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(row) });
+    if (res.status !== 200) fail(`/run answered ${res.status}`);
+    return res.json();
+  }));
+  console.log('▶ Processing rewards...,');
+  for (const a of answers) {
+    if (typeof a.reward !== 'number' || !Array.isArray(a.response?.output)) fail('a /run result without reward or response.output');
+    let seen = [];
+    let trainable = 0;
+    for (const item of a.response.output) {
+      if (!item.generation_token_ids?.length) continue;
+      trainable++;
+      if (seen.some((id, i) => item.prompt_token_ids[i] !== id)) fail('Non-contiguous messages found! This may be a tokenization issue');
+      seen = [...item.prompt_token_ids, ...item.generation_token_ids];
+    }
+    if (trainable === 0) fail('NeMo Gym returned a result with no generation data.');
+  }
+  console.log('▶ Computing advantages...');
+  console.log('▶ Training policy...');
+  results(step, answers.map((a) => a.reward), (Date.now() - t0) / 1000);
+  checkpoint(step);
+}
+stop(0);
+
+/** Starts a command that prints one JSON line with its URL, and resolves with it. */
+function startJson(file, args) {
+  const child = spawn(file, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+  children.push(child);
+  return new Promise((resolve, reject) => {
+    readline.createInterface({ input: child.stdout }).once('line', (line) => resolve(JSON.parse(line)));
+    child.once('exit', (code) => reject(new Error(`${args[1]} exited ${code}`)));
+  });
+}
+
+function freePort() {
+  return new Promise((resolve) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
