@@ -7,6 +7,7 @@ import { registerGymAgent } from './commands/gym-agent.js';
 import { registerMockServer } from './commands/mock-server.js';
 import { registerProxy } from './commands/proxy.js';
 import { registerReconstruct } from './commands/reconstruct.js';
+import { registerReplay } from './commands/replay.js';
 import { registerRollout } from './commands/rollout.js';
 import { registerRun } from './commands/run.js';
 import { registerVerify } from './commands/verify.js';
@@ -42,6 +43,7 @@ export function buildProgram(argv: readonly string[] = process.argv): Command {
   registerExport(program);
   registerGymAgent(program);
   registerTrain(program);
+  registerReplay(program);
   return program;
 }
 

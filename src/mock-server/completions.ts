@@ -1,4 +1,5 @@
 import { CREATED, decodeText, tokenText, vllmError, type ReplyContext } from './context.js';
+import { policyLogprobs, type PolicyShift } from './policy.js';
 import type { SseReply } from './sse.js';
 import { pieces, pyLen, type TokenOut } from './token-out.js';
 
@@ -135,4 +136,35 @@ function usage(promptIds: number[], out: TokenOut, details: boolean) {
   const u: Record<string, unknown> = { prompt_tokens: promptIds.length, total_tokens: promptIds.length + out.ids.length, completion_tokens: out.ids.length };
   if (details) u.prompt_tokens_details = null;
   return u;
+}
+
+/**
+ * `prompt_logprobs` (or `echo` with `logprobs`) on a token-id prompt: the logprob of every prompt
+ * token given the ones before it, as vLLM returns them (`choices[0].prompt_logprobs`: null for the
+ * first position, then `{"<token id>": {logprob, rank, decoded_token}}` holding at least the given
+ * token); one token is generated and reported as vLLM would, but a scorer ignores it.
+ */
+export function completionScores(ctx: ReplyContext, body: CompletionRequest, promptIds: number[], shift?: PolicyShift) {
+  const lps = policyLogprobs(promptIds.slice(0, 1), promptIds.slice(1), shift);
+  const entries = [null, ...promptIds.slice(1).map((id, i) => ({ [String(id)]: { logprob: Math.max(lps[i]!, -9999), rank: 1, decoded_token: tokenText(ctx, id, false) } }))];
+  const next = ctx.qwen?.eosId ?? 0;
+  return {
+    id: `cmpl-score-${promptIds.length}`,
+    object: 'text_completion',
+    created: CREATED,
+    model: ctx.model,
+    choices: [
+      {
+        index: 0,
+        text: '',
+        logprobs: body.echo ? { text_offset: [], token_logprobs: [null, ...lps], tokens: promptIds.map((id) => tokenText(ctx, id, body.return_tokens_as_token_ids ?? undefined)), top_logprobs: entries.map((e) => (e ? Object.fromEntries(Object.entries(e).map(([k, v]) => [k, v.logprob])) : null)) } : null,
+        finish_reason: 'length',
+        stop_reason: null,
+        token_ids: body.return_token_ids ? [next] : null,
+        prompt_logprobs: entries,
+        prompt_token_ids: body.return_token_ids ? promptIds : null,
+      },
+    ],
+    usage: { prompt_tokens: promptIds.length, total_tokens: promptIds.length + 1, completion_tokens: 1, prompt_tokens_details: null },
+  };
 }

@@ -1,4 +1,5 @@
 import { decodeText, tokenText, type ReplyContext } from './context.js';
+import { policyLogprobs, type PolicyShift } from './policy.js';
 import type { SseReply } from './sse.js';
 import { pieces, type TokenOut } from './token-out.js';
 
@@ -96,4 +97,28 @@ export function generateStream(results: unknown[]): SseReply {
 /** SGLang's error body. */
 export function sglangError(message: string) {
   return { error: { message } };
+}
+
+/**
+ * `return_logprob` with `logprob_start_len`: SGLang's `meta_info.input_token_logprobs` for the
+ * prompt from that position on, `[[logprob, token_id, null], …]`, the first entry of the window
+ * null (SGLang computes logprobs of tokens given what precedes them inside the window's prefill).
+ */
+export function generateScores(body: GenerateRequest, promptIds: number[], shift?: PolicyShift) {
+  const start = Math.min(Math.max(0, Number(body.logprob_start_len)), promptIds.length - 1);
+  const lps = policyLogprobs(promptIds.slice(0, start + 1), promptIds.slice(start + 1), shift);
+  const input = [[null, promptIds[start]!, null], ...promptIds.slice(start + 1).map((id, i) => [lps[i]!, id, null])];
+  return {
+    text: '',
+    output_ids: [],
+    meta_info: {
+      id: typeof body.rid === 'string' ? body.rid : `score-${promptIds.length}`,
+      finish_reason: { type: 'length', length: 0 },
+      prompt_tokens: promptIds.length,
+      input_token_logprobs: input,
+      output_token_logprobs: [],
+      completion_tokens: 0,
+      cached_tokens: 0,
+    },
+  };
 }

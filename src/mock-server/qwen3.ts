@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Template } from '@huggingface/jinja';
 import { Tokenizer } from '@huggingface/tokenizers';
-import { qwen3ModelDir } from '../upstream/tito/bundled.js';
+import { qwen3ModelDir } from '../core/bundled-tokenizer.js';
 
 export { qwen3ModelDir };
 

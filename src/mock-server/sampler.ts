@@ -1,3 +1,4 @@
+import { policyLogprobs, type PolicyShift } from './policy.js';
 import type { Qwen3 } from './qwen3.js';
 
 /** What the reference model "decides" to say for one call. */
@@ -73,7 +74,7 @@ export function logprobsFor(count: number, seed: number): number[] {
 export function sampleReply(
   qwen: Qwen3,
   reply: ScriptedReply,
-  options: { maxTokens?: number; splitEvery?: number; seed?: number; callId?: string },
+  options: { maxTokens?: number; splitEvery?: number; seed?: number; callId?: string; context?: readonly number[]; shift?: PolicyShift },
 ): SampledReply {
   const counter = { splits: 0 };
   const splitEvery = options.splitEvery ?? 3;
@@ -125,7 +126,8 @@ export function sampleReply(
   return {
     segments: truncatedSegments,
     ids,
-    logprobs: logprobsFor(ids.length, options.seed ?? 0),
+    // With the prompt known, the policy's own logprobs (policy.ts), which re-scoring reproduces.
+    logprobs: options.context ? policyLogprobs(options.context, ids, options.shift) : logprobsFor(ids.length, options.seed ?? 0),
     finishReason,
     reasoning: textOf('reasoning'),
     content: textOf('content'),

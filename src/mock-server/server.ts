@@ -1,9 +1,10 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { chatCompletion, chatStream } from './chat.js';
-import { completionRequestError, completionResponse, completionStream, COMPLETIONS_DEFAULT_MAX_TOKENS, type CompletionRequest } from './completions.js';
+import { completionRequestError, completionResponse, completionScores, completionStream, COMPLETIONS_DEFAULT_MAX_TOKENS, type CompletionRequest } from './completions.js';
 import { vllmError, type ReplyContext } from './context.js';
-import { generateRequestError, generateResults, generateStream, maxNewTokens, sglangError, type GenerateRequest } from './generate.js';
+import { generateRequestError, generateResults, generateScores, generateStream, maxNewTokens, sglangError, type GenerateRequest } from './generate.js';
+import type { PolicyShift } from './policy.js';
 import { messagesToLastAssistant, NemoRlAssertion, nemoRlSamplingError, replacePrefixTokens, requiredPrefix, type NemoRlSampling } from './nemo-rl.js';
 import { parsePrompt } from './prompt-parser.js';
 import { loadQwen3, type Qwen3 } from './qwen3.js';
@@ -63,6 +64,8 @@ export interface MockServerOptions {
   log?: boolean;
   /** Behave as NeMo-RL's vLLM HTTP server, trained with this (temperature, top_p). */
   nemoRl?: NemoRlSampling;
+  /** A second policy for re-scoring tests: logprobs shifted by `delta` at every `every`-th position. */
+  policyShift?: PolicyShift;
   /**
    * Hold every reply until `release()`: a stream before body chunk `holdAt` (0: before the first
    * token, as in a long prefill), an unstreamed reply before it is sent. Lets tests assert the order
@@ -263,7 +266,7 @@ async function handle(state: MockState, req: IncomingMessage, res: ServerRespons
     let maxTokens = chat.max_completion_tokens ?? chat.max_tokens ?? undefined;
     // NeMo-RL clamps the request's budget to what the context leaves.
     if (nemoRl && maxTokens !== undefined) maxTokens = Math.min(maxTokens, MAX_MODEL_LEN - promptIds.length);
-    const sampled = sample(state, chat, served, maxTokens, meta);
+    const sampled = sample(state, chat, served, maxTokens, meta, promptIds);
     log(chat, promptIds, sampled);
     const id = `chatcmpl-${served.toString(16).padStart(8, '0')}`;
     if (stream) await writeSse(res, chatStream(ctx, chat, id, promptIds, sampled), fault, timing);
@@ -274,10 +277,16 @@ async function handle(state: MockState, req: IncomingMessage, res: ServerRespons
   // Token in: read the conversation back out of the ids, ask the script as the chat endpoint would.
   const body = request as CompletionRequest & GenerateRequest;
   const promptIds = (route === 'completions' ? body.prompt : body.input_ids) as number[];
+  // Scoring given ids (vLLM prompt_logprobs, SGLang logprob_start_len): the policy's logprobs of the
+  // prompt itself; nothing is read back or asked of the script.
+  if (scores(route, body)) {
+    json(res, 200, route === 'completions' ? completionScores(ctx, body, promptIds, state.options.policyShift) : generateScores(body, promptIds, state.options.policyShift));
+    return;
+  }
   const chat: ChatBody = qwen ? { ...parsePrompt(qwen.decode(promptIds)), ...(typeof body.model === 'string' ? { model: body.model } : {}) } : { messages: [] };
   const maxTokens = route === 'completions' ? (body.max_tokens ?? COMPLETIONS_DEFAULT_MAX_TOKENS) : maxNewTokens(body);
   const served = state.replies++;
-  const sampled = sample(state, chat, served, maxTokens, meta);
+  const sampled = sample(state, chat, served, maxTokens, meta, promptIds);
   log(chat, promptIds, sampled);
   const stopIds = (route === 'completions' ? body.stop_token_ids : body.sampling_params?.stop_token_ids) ?? [];
   const out = tokenOut(sampled, stopIds, qwen?.eosId);
@@ -291,6 +300,12 @@ async function handle(state: MockState, req: IncomingMessage, res: ServerRespons
   const results = generateResults(ctx, body, rid, promptIds, out, startedAt);
   if (stream) await writeSse(res, generateStream(results), fault, timing);
   else await reply(results[results.length - 1]);
+}
+
+/** A request that asks for the logprobs of its own prompt (re-scoring), not for a generation. */
+function scores(route: Route, body: CompletionRequest & GenerateRequest): boolean {
+  if (route === 'completions') return typeof body.prompt_logprobs === 'number' || (body.echo === true && typeof body.logprobs === 'number');
+  return route === 'generate' && body.return_logprob === true && typeof body.logprob_start_len === 'number' && body.logprob_start_len >= 0;
 }
 
 /** Holds a reply until the test calls `release()`, telling whoever waits for `held()`. */
@@ -366,9 +381,11 @@ function chatPrompt(state: MockState, q: Qwen3, chat: ChatBody): number[] {
   return replacePrefixTokens(q.eosId, prefix, templatePrefix, full);
 }
 
-function sample(state: MockState, chat: ChatBody, served: number, maxTokens: number | undefined, meta: CallMeta): SampledReply {
+function sample(state: MockState, chat: ChatBody, served: number, maxTokens: number | undefined, meta: CallMeta, promptIds: readonly number[]): SampledReply {
   if (!state.qwen) return syntheticReply(maxTokens);
   return sampleReply(state.qwen, state.script(chat, served, meta), {
+    context: promptIds,
+    ...(state.options.policyShift ? { shift: state.options.policyShift } : {}),
     ...(maxTokens !== undefined ? { maxTokens } : {}),
     splitEvery: state.options.splitEvery ?? 3,
     seed: served + 1,

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Tokenizer } from '@huggingface/tokenizers';
+import { tokenizerPath } from '../core/bundled-tokenizer.js';
 import { PolarError } from '../core/errors.js';
 import type { TokenText } from './types.js';
 
@@ -8,7 +9,8 @@ import type { TokenText } from './types.js';
  * A Hugging Face tokenizer (tokenizer.json, with tokenizer_config.json beside it when present),
  * used only to explain breaks and decode examples: never to produce ids for training.
  */
-export function loadTokenText(file: string): TokenText {
+export function loadTokenText(value: string): TokenText {
+  const file = tokenizerPath(value);
   const jsonFile = fs.statSync(file, { throwIfNoEntry: false })?.isDirectory() ? path.join(file, 'tokenizer.json') : file;
   if (!fs.existsSync(jsonFile)) throw new PolarError('POLAR_USAGE', `--tokenizer ${file}: no tokenizer.json there`);
   const configFile = path.join(path.dirname(jsonFile), 'tokenizer_config.json');

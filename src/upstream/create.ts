@@ -1,5 +1,5 @@
 import { PolarError } from '../core/errors.js';
-import { qwen3ModelDir } from './tito/bundled.js';
+import { qwen3ModelDir } from '../core/bundled-tokenizer.js';
 import type { UpstreamHttpOptions } from './http.js';
 import { NemoRlUpstream } from './nemo-rl/index.js';
 import { createOpenAIUpstream } from './openai/index.js';

@@ -7,7 +7,7 @@ import type { Trajectory } from '../../src/trajectory/types.js';
 import { verifySessions } from '../../src/trajectory/verify-sessions.js';
 import { loadTokenText } from '../../src/trajectory/tokenizer.js';
 import { BUNDLED_QWEN3 } from '../../src/upstream/tito/chat-template.js';
-import { qwen3ModelDir } from '../../src/upstream/tito/bundled.js';
+import { qwen3ModelDir } from '../../src/core/bundled-tokenizer.js';
 import { float64Bits } from '../support/bits.js';
 import { loadQwen3 } from '../support/reference-upstream/index.js';
 import { REPLAY_PROVIDERS, REPLAY_TURNS, replayScript, replaySession, type ReplayProvider } from '../support/replay.js';

@@ -4,7 +4,7 @@ import { loadQwen3 } from '../../mock-server/qwen3.js';
 import { sampleReply } from '../../mock-server/sampler.js';
 import { bridgeTail, contextKey, findParent, messageKeys, replyMatches, tailAfterTurn, type ChainEntry } from './bridge.js';
 import { BUNDLED_QWEN3, loadChatTemplate } from './chat-template.js';
-import { qwen3ModelDir } from './bundled.js';
+import { qwen3ModelDir } from '../../core/bundled-tokenizer.js';
 
 const template = loadChatTemplate(BUNDLED_QWEN3, qwen3ModelDir);
 const qwen = loadQwen3();

