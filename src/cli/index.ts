@@ -8,6 +8,7 @@ import { registerMockServer } from './commands/mock-server.js';
 import { registerProxy } from './commands/proxy.js';
 import { registerReconstruct } from './commands/reconstruct.js';
 import { registerReplay } from './commands/replay.js';
+import { registerReport } from './commands/report.js';
 import { registerRollout } from './commands/rollout.js';
 import { registerRun } from './commands/run.js';
 import { registerVerify } from './commands/verify.js';
@@ -44,6 +45,7 @@ export function buildProgram(argv: readonly string[] = process.argv): Command {
   registerGymAgent(program);
   registerTrain(program);
   registerReplay(program);
+  registerReport(program);
   return program;
 }
 

@@ -30,6 +30,16 @@ export function secondsArg(flag: string): (value: string) => number {
   };
 }
 
+/** `EVERY:DELTA`: the mock policy's planted disagreement (see mock-server/policy.ts). */
+export function policyShiftArg(flag: string): (value: string) => { every: number; delta: number } {
+  return (value) => {
+    const m = /^(\d+):(-?\d+(?:\.\d+)?)$/.exec(value.trim());
+    const every = m ? Number(m[1]) : 0;
+    if (!m || every < 1) throw invalid(`${flag} must be EVERY:DELTA (add DELTA to the logprob at every EVERY-th position, e.g. 4:0.5), got ${JSON.stringify(value)}`);
+    return { every, delta: Number(m[2]) };
+  };
+}
+
 function invalid(message: string): InvalidArgumentError {
   const err = new InvalidArgumentError(message);
   err.exitCode = 2;

@@ -13,7 +13,8 @@ describe('CLI output', () => {
     const prev = process.env.npm_command;
     process.env.npm_command = 'exec';
     try {
-      expect(nextCommands('ses_1', 'polar.db')[1]).toBe('npx polar show ses_1');
+      expect(nextCommands('ses_1', 'polar.db')[1]).toBe('npx polar show ses_1 --tokenizer bundled:qwen3');
+      expect(nextCommands('ses_1', 'polar.db')[6]).toBe('npx polar report ses_1 --tokenizer bundled:qwen3 --out report.html');
       expect(nextCommands('ses_1', '/tmp/x.db')[0]).toBe('npx polar sessions --db /tmp/x.db');
     } finally {
       if (prev === undefined) delete process.env.npm_command;

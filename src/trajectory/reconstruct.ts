@@ -123,7 +123,7 @@ function policyVersions(ids: readonly string[], versionOf: ReadonlyMap<string, s
  * A break's example, decoded: what the trace had from the point of difference (the previous call's
  * prompt and sampled ids) and what the breaking call's prompt had there instead.
  */
-function decodedAt(b: Break, calls: readonly CallTokens[], text: TokenText | undefined): { expected?: string; found?: string } {
+export function decodedAt(b: Break, calls: readonly CallTokens[], text: TokenText | undefined): { expected?: string; found?: string } {
   if (!text) return {};
   const previous = calls.find((c) => c.requestId === b.previousRequestId);
   const current = calls.find((c) => c.requestId === b.requestId);

@@ -77,6 +77,11 @@ export interface StrategyResult {
 export interface TokenText {
   decode(ids: readonly number[]): string;
   isSpecial(id: number): boolean;
+  /**
+   * One token's own text, for display: where a token holds only part of a UTF-8 character (byte-level
+   * BPE splits them), the bytes it holds as \xNN rather than a replacement character.
+   */
+  piece?(id: number): string;
 }
 
 export interface Strategy {

@@ -53,13 +53,17 @@ describe('polar demo', () => {
       const { stdout } = await run(process.execPath, [BIN, 'demo'], { cwd: dir, timeout: 280_000, env });
       expect(fs.existsSync(path.join(dir, 'polar.db'))).toBe(true);
       const next = stdout.slice(stdout.indexOf('next:')).split('\n').slice(1).map((l) => l.trim()).filter((l) => l.startsWith('polar '));
-      expect(next.map((c) => c.split(' ')[1])).toEqual(['sessions', 'show', 'reconstruct', 'verify-faithfulness']);
+      expect(next.map((c) => c.split(' ')[1])).toEqual(['sessions', 'show', 'reconstruct', 'verify-faithfulness', 'replay', 'replay', 'report']);
       const session = /polar show (\S+)/.exec(next[1]!)![1]!;
       // Exactly as printed, from the same directory: `polar` is this checkout's bin.
       const sessions = await run(process.execPath, [BIN, ...next[0]!.split(' ').slice(1)], { cwd: dir, env });
       expect(sessions.stdout).toMatch(new RegExp(`${session}\\s+completed\\s+claude-code`));
       const show = await run(process.execPath, [BIN, ...next[1]!.split(' ').slice(1)], { cwd: dir, env });
       expect(show.stdout).toContain(`session ${session}`);
+      const rescored = await run(process.execPath, [BIN, ...next[5]!.split(' ').slice(1)], { cwd: dir, env });
+      expect(rescored.stdout).toMatch(/tokens re-scored on polar's mock model shifted by 0\.5 at every 4th position; mean \|Δ logprob\| 0\.\d+, max 0\.5000/);
+      const report = await run(process.execPath, [BIN, ...next[6]!.split(' ').slice(1)], { cwd: dir, env });
+      expect(report.stdout).toContain(`wrote ${path.join(fs.realpathSync(dir), 'report.html')}: 1 session`);
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }

@@ -11,6 +11,7 @@ import { evaluate } from '../../src/rollout/evaluate.js';
 import { readTaskFile } from '../../src/rollout/task-file.js';
 import { applyDiff, prepareWorkspace, removeWorkspace } from '../../src/rollout/workspace.js';
 import { Store } from '../../src/store/store.js';
+import { countColour, dumpDom, findChromium, screenshot } from '../support/chromium.js';
 import { BIN, expectSessionCapturedExactly } from './support.js';
 
 /**
@@ -23,6 +24,7 @@ import { BIN, expectSessionCapturedExactly } from './support.js';
 const run = promisify(execFile);
 const TASKS = path.resolve(__dirname, '../../fixtures/tasks/tasks.jsonl');
 const tasks = readTaskFile(TASKS);
+const chromium = findChromium();
 let mock: MockServer;
 let dir: string;
 
@@ -97,4 +99,24 @@ describe.each([
       store.close();
     }
   });
+
+  it.skipIf(!chromium || harness !== 'claude-code')('polar report --rollout opens in Chromium with every group and sample, their rewards and advantages, and each session', async () => {
+    const file = path.join(dir, `rollout-${harness}.html`);
+    await run(process.execPath, [BIN, 'report', '--rollout', summary.rolloutId, '--db', db(), '--tokenizer', 'bundled:qwen3', '--out', file]);
+    const dom = await dumpDom(chromium!, file);
+    expect(dom).toContain(`<section class="rollout" id="rollout" data-rollout="${summary.rolloutId}">`);
+    const store = Store.open(db(), { readonly: true });
+    const rows = store.rollouts.samples(summary.rolloutId);
+    store.close();
+    expect([...dom.matchAll(/<tr data-task="([^"]+)">/g)].map((m) => m[1])).toEqual(summary.groups.map((g) => g.taskId).sort());
+    const shown = [...dom.matchAll(/<tr class="sample" data-sample="([^"]+)">.*?<td class="reward">([^<]*)<\/td><td class="advantage">([^<]*)<\/td>/g)].map((m) => [m[1], m[2], m[3]]);
+    expect(shown).toEqual(rows.map((r) => [r.id, String(r.reward), `${r.advantage! >= 0 ? '+' : ''}${r.advantage!.toFixed(4)}`]));
+    // Each sample's session is in the file, linked from its row, with its reward on it.
+    for (const r of rows) {
+      expect(dom).toMatch(new RegExp(`<article class="session" id="([^"]+)" data-session="${r.sessionId}" data-reward="${r.reward}" data-advantage="${r.advantage}">`));
+      expect(dom).toMatch(new RegExp(`<a href="#[^"]+">${r.sessionId}</a>`));
+    }
+    const png = await screenshot(chromium!, file, path.join(dir, `rollout-${harness}.png`), 1280, 1600);
+    expect(countColour(png, '#ffffff')).toBeLessThan(png.width * png.height * 0.98);
+  }, 120_000);
 });

@@ -1,7 +1,6 @@
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { emptyStats, reconstruct } from '../../src/trajectory/reconstruct.js';
 import { getStrategy } from '../../src/trajectory/registry.js';
@@ -9,6 +8,7 @@ import { loadTokenText } from '../../src/trajectory/tokenizer.js';
 import type { Trajectory } from '../../src/trajectory/types.js';
 import { verifySessions } from '../../src/trajectory/verify-sessions.js';
 import { qwen3ModelDir, startReferenceUpstream, type ReferenceUpstream } from '../support/reference-upstream/index.js';
+import { recordMixedSession } from '../support/mixed-session.js';
 import { startTestProxy, type TestProxy } from '../support/start-proxy.js';
 
 /**
@@ -18,37 +18,13 @@ import { startTestProxy, type TestProxy } from '../support/start-proxy.js';
  * and a failed call. Reconstruction must keep every usable call exactly once, never mix agents,
  * and explain every break.
  */
-const TOOLS: OpenAI.Chat.Completions.ChatCompletionTool[] = [{ type: 'function', function: { name: 'list_files', parameters: { type: 'object', properties: { path: { type: 'string' } } } } }];
 let upstream: ReferenceUpstream;
 let t: TestProxy;
-
-async function converse(agent: string, turns: number, opts: { maxTokensOnTurn?: number } = {}): Promise<void> {
-  const client = new OpenAI({ baseURL: t.proxy.baseUrl('rec'), apiKey: 'x', maxRetries: 0, defaultHeaders: { 'x-polar-agent': agent } });
-  const messages: OpenAI.Chat.Completions.ChatCompletionMessageParam[] = [{ role: 'system', content: `You are ${agent}.` }, { role: 'user', content: 'Please use a tool to look around.' }];
-  for (let turn = 0; turn < turns; turn++) {
-    const reply = await client.chat.completions.create({ model: 'm', messages, tools: TOOLS, ...(opts.maxTokensOnTurn === turn ? { max_tokens: 5 } : {}) });
-    const message = reply.choices[0]!.message;
-    messages.push({ role: 'assistant', content: message.content ?? '', ...(message.tool_calls ? { tool_calls: message.tool_calls } : {}), ...({ reasoning_content: (message as unknown as { reasoning_content?: string }).reasoning_content } as object) });
-    for (const call of message.tool_calls ?? []) messages.push({ role: 'tool', tool_call_id: call.id, content: `file-${turn}.ts` });
-    if (!message.tool_calls) messages.push({ role: 'user', content: `Now step ${turn + 2}.` });
-  }
-}
 
 beforeAll(async () => {
   upstream = await startReferenceUpstream();
   t = await startTestProxy(upstream.url);
-  await converse('main', 3, { maxTokensOnTurn: 2 });
-  // Two sub-agents, interleaved call by call.
-  await Promise.all([converse('sub-a', 2), converse('sub-b', 2)]);
-  // A compaction: the agent's next request replaces its history with a summary.
-  const compactor = new OpenAI({ baseURL: t.proxy.baseUrl('rec'), apiKey: 'x', maxRetries: 0, defaultHeaders: { 'x-polar-agent': 'compactor' } });
-  await compactor.chat.completions.create({ model: 'm', tools: TOOLS, messages: [{ role: 'system', content: 'You are compactor.' }, { role: 'user', content: 'Start a long task.' }] });
-  await compactor.chat.completions.create({ model: 'm', tools: TOOLS, messages: [{ role: 'system', content: 'You are compactor.' }, { role: 'user', content: 'Summary of the work so far: started a long task. Continue.' }] });
-  // A side call (a title request: no tools) and a failed call.
-  const side = new OpenAI({ baseURL: t.proxy.baseUrl('rec'), apiKey: 'x', maxRetries: 0 });
-  await side.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'Write a 3-word title.' }] });
-  upstream.fault('http-500');
-  await side.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'x' }], tools: TOOLS }).catch(() => undefined);
+  await recordMixedSession(t, upstream, 'rec');
 });
 
 afterAll(async () => {

@@ -78,4 +78,18 @@ describe('re-scoring recorded tokens', () => {
     expect(stdout).toMatch(/CALL\s+AGENT\s+TOKENS\s+MEAN \|Δ\|/);
     expect(stdout).toMatch(/session scored: \d+ tokens re-scored on .*; mean \|Δ logprob\| 0\.\d+, max 0\.5000/);
   });
+
+  it('--upstream mock scores on the built-in mock model (the policy the reference sampled from), and --mock-policy-shift plants the difference there', async () => {
+    const same = await rescore('mock', 'vllm');
+    expect(same).toMatchObject({ ok: true, meanAbsDelta: 0, maxAbsDelta: 0, upstream: "polar's mock model" });
+    const shiftedMock = await rescore('mock', 'vllm', ['--mock-policy-shift', '4:0.5']);
+    const shiftedRef = await rescore(shifted.url, 'vllm');
+    expect(shiftedMock.meanAbsDelta).toBe(shiftedRef.meanAbsDelta);
+    expect(shiftedMock.maxAbsDelta).toBeCloseTo(0.5, 12);
+    const wrong = await rescore(shifted.url, 'vllm', ['--mock-policy-shift', '4:0.5']).catch((e) => e);
+    expect(wrong.code).toBe(2);
+    expect(wrong.stdout).toMatch(/--mock-policy-shift applies to --upstream mock only/);
+    const bad = await rescore('mock', 'vllm', ['--mock-policy-shift', 'x']).catch((e) => e);
+    expect(bad.code).toBe(2);
+  });
 });

@@ -91,5 +91,13 @@ async function demo(opts: DemoOptions): Promise<void> {
 export function nextCommands(session: string, dbPath: string): string[] {
   const polar = invokedAs();
   const db = dbPath === defaultDbPath() ? '' : ` --db ${dbPath}`;
-  return [`${polar} sessions${db}`, `${polar} show ${session}${db}`, `${polar} reconstruct --session ${session}${db} --out traces.jsonl`, `${polar} verify-faithfulness --session ${session}${db}`];
+  return [
+    `${polar} sessions${db}`,
+    `${polar} show ${session}${db} --tokenizer bundled:qwen3`,
+    `${polar} reconstruct --session ${session}${db} --out traces.jsonl`,
+    `${polar} verify-faithfulness --session ${session}${db}`,
+    `${polar} replay ${session}${db} --harness claude-code`,
+    `${polar} replay ${session}${db} --rescore --upstream mock --mock-policy-shift 4:0.5`,
+    `${polar} report ${session}${db} --tokenizer bundled:qwen3 --out report.html`,
+  ];
 }

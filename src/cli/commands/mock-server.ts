@@ -3,7 +3,8 @@ import type { Command } from 'commander';
 import { startMockServer } from '../../mock-server/server.js';
 import { mockTasksFrom } from '../../mock-server/tasks.js';
 import { readTaskFile } from '../../rollout/task-file.js';
-import { integerArg, numberArg } from '../numbers.js';
+import type { PolicyShift } from '../../mock-server/policy.js';
+import { integerArg, numberArg, policyShiftArg } from '../numbers.js';
 import { action } from '../output.js';
 
 interface MockServerOptions {
@@ -16,6 +17,7 @@ interface MockServerOptions {
   nemoRlTopP: number;
   tasks?: string;
   seed: number;
+  policyShift?: PolicyShift;
 }
 
 export function registerMockServer(program: Command): void {
@@ -28,6 +30,7 @@ export function registerMockServer(program: Command): void {
     .option('--json', 'print the listening URL as one JSON line')
     .option('--tasks <file>', "a rollout task file: for tasks with metadata.mock {correct, wrong}, follow one of the two scripted solutions per session (alternating, seeded)")
     .option('--seed <n>', 'seeds which solution each task\'s first session gets', integerArg('--seed', 0), 0)
+    .option('--policy-shift <every:delta>', 'score tokens as a second policy that differs by DELTA in logprob at every EVERY-th position (for trying `polar replay --rescore`)', policyShiftArg('--policy-shift'))
     .option('--nemo-rl', "behave as NeMo-RL's vLLM HTTP server: chat and /tokenize only, fixed sampling, prefix splicing")
     .option('--nemo-rl-temperature <t>', 'the training temperature every --nemo-rl request must send', numberArg('--nemo-rl-temperature', 0, 100), 1)
     .option('--nemo-rl-top-p <p>', 'the training top_p every --nemo-rl request must send', numberArg('--nemo-rl-top-p', Number.MIN_VALUE, 1), 1)
@@ -61,7 +64,7 @@ async function serve(opts: MockServerOptions): Promise<void> {
   const { port } = opts;
   const nemoRl = opts.nemoRl ? { temperature: opts.nemoRlTemperature, topP: opts.nemoRlTopP } : undefined;
   const tasks = opts.tasks ? mockTasksFrom(readTaskFile(opts.tasks)) : [];
-  const server = await startMockServer({ host: opts.host, port, model: opts.model, log: false, tasks, seed: opts.seed, ...(nemoRl ? { nemoRl } : {}) });
+  const server = await startMockServer({ host: opts.host, port, model: opts.model, log: false, tasks, seed: opts.seed, ...(nemoRl ? { nemoRl } : {}), ...(opts.policyShift ? { policyShift: opts.policyShift } : {}) });
   const flavor = nemoRl ? `, as NeMo-RL's server (temperature ${nemoRl.temperature}, top_p ${nemoRl.topP})` : '';
   if (opts.json) process.stdout.write(`${JSON.stringify({ url: server.url, model: server.model, ...(nemoRl ? { nemoRl } : {}) })}\n`);
   else process.stdout.write(`${chalk.bold('polar mock-server')} (scripted, not a model${flavor}) on ${server.url}  model ${server.model}\n  try: polar proxy --upstream ${server.url}\n`);

@@ -2,13 +2,14 @@ import chalk from 'chalk';
 import { Option, type Command } from 'commander';
 import { PolarError } from '../../core/errors.js';
 import { HARNESS_NAMES } from '../../harness/registry.js';
+import { startMockServer } from '../../mock-server/server.js';
 import { describe, startCassette } from '../../replay/cassette.js';
 import { combine, compareLogprobs, type LogprobComparison } from '../../replay/divergence-stats.js';
 import { replaySession } from '../../replay/replay-session.js';
 import { defaultDbPath, Store } from '../../store/store.js';
 import { loadTokenText } from '../../trajectory/tokenizer.js';
 import { Rescorer, type RescoreKind } from '../../upstream/rescore.js';
-import { integerArg, secondsArg } from '../numbers.js';
+import { integerArg, policyShiftArg, secondsArg } from '../numbers.js';
 import { action, jsonLines, printJson, table } from '../output.js';
 
 interface ReplayOptions {
@@ -22,6 +23,7 @@ interface ReplayOptions {
   node?: string;
   timeout?: number;
   upstream?: string;
+  mockPolicyShift?: { every: number; delta: number };
   rescore?: boolean;
   upstreamKind: RescoreKind;
   model?: string;
@@ -44,7 +46,8 @@ export function registerReplay(program: Command): void {
     .option('--harness-bin <path>', 'the harness executable')
     .option('--node <path>', 'a Node.js binary for harnesses that need a newer one')
     .option('--timeout <seconds>', 'with --harness: end the replay after this long', secondsArg('--timeout'))
-    .option('--upstream <url>', 'with --rescore: the server that scores the recorded tokens')
+    .option('--upstream <url>', "with --rescore: the server that scores the recorded tokens; `mock` starts polar's mock model for it (the policy the demo sampled from)")
+    .option('--mock-policy-shift <every:delta>', 'with --upstream mock: let the mock disagree by DELTA at every EVERY-th position, e.g. 4:0.5', policyShiftArg('--mock-policy-shift'))
     .option('--rescore', "ask --upstream for the logprobs of the recorded tokens and compare them with the recorded ones")
     .addOption(new Option('--upstream-kind <kind>', 'with --rescore: vllm and vllm-tito use /v1/completions prompt_logprobs; sglang-tito /generate logprob_start_len').choices(['vllm', 'vllm-tito', 'sglang-tito']).default('vllm'))
     .option('--model <name>', "with --rescore: the model to ask for (default: the session's)")
@@ -57,7 +60,8 @@ export function registerReplay(program: Command): void {
 Examples:
   polar replay ses_01kc… --harness claude-code          # replay the session, no model needed
   polar replay ses_01kc… --serve --port 8300            # then: polar run --harness claude-code --upstream http://127.0.0.1:8300 --prompt "…"
-  polar replay ses_01kc… --rescore --upstream http://gpu-box:8000 --tokenizer ~/models/Qwen3-8B`,
+  polar replay ses_01kc… --rescore --upstream http://gpu-box:8000 --tokenizer ~/models/Qwen3-8B
+  polar replay ses_01kc… --rescore --upstream mock --mock-policy-shift 4:0.5   # a demo session against a shifted mock`,
     )
     .action(action(replay));
 }
@@ -112,7 +116,11 @@ async function rescore(session: string, dbPath: string, opts: ReplayOptions): Pr
     throw new PolarError('POLAR_USAGE', `no session ${JSON.stringify(session)} in this database; list them with \`polar sessions\``);
   }
   const text = opts.tokenizer ? loadTokenText(opts.tokenizer) : undefined;
-  const rescorer = new Rescorer(opts.upstreamKind, opts.upstream, opts.model ?? summary.servedModel ?? 'default', process.env.POLAR_UPSTREAM_API_KEY || undefined);
+  if (opts.mockPolicyShift && opts.upstream !== 'mock') throw new PolarError('POLAR_USAGE', '--mock-policy-shift applies to --upstream mock only');
+  const mock = opts.upstream === 'mock' ? await startMockServer({ port: 0, log: false, ...(opts.mockPolicyShift ? { policyShift: opts.mockPolicyShift } : {}) }) : null;
+  const upstreamUrl = mock ? mock.url : opts.upstream;
+  const label = mock ? `polar's mock model${opts.mockPolicyShift ? ` shifted by ${opts.mockPolicyShift.delta} at every ${opts.mockPolicyShift.every}th position` : ''}` : opts.upstream;
+  const rescorer = new Rescorer(opts.upstreamKind, upstreamUrl, opts.model ?? (mock ? mock.model : summary.servedModel) ?? 'default', process.env.POLAR_UPSTREAM_API_KEY || undefined);
   const out = opts.out ? jsonLines(opts.out) : null;
   const calls: (LogprobComparison & { requestId: string; seq: number; agentId: string })[] = [];
   try {
@@ -120,17 +128,18 @@ async function rescore(session: string, dbPath: string, opts: ReplayOptions): Pr
       if (row.status !== 'ok' || row.tokenSource !== 'upstream' || !row.promptIds?.length || !row.sampledIds?.length || !row.logprobs) continue;
       const rescored = await rescorer.score(row.promptIds, row.sampledIds, AbortSignal.timeout(600_000));
       calls.push({ requestId: row.id, seq: row.seq, agentId: row.agentId, ...compareLogprobs(row.sampledIds, row.logprobs, rescored, text ? (id) => text.decode([id]) : undefined) });
-      await out?.write({ session_id: session, request_id: row.id, seq: row.seq, sampled_ids: row.sampledIds, recorded_logprobs: row.logprobs, rescored_logprobs: rescored, upstream: opts.upstream, model: opts.model ?? summary.servedModel });
+      await out?.write({ session_id: session, request_id: row.id, seq: row.seq, sampled_ids: row.sampledIds, recorded_logprobs: row.logprobs, rescored_logprobs: rescored, upstream: label, model: opts.model ?? summary.servedModel });
     }
   } finally {
     await out?.close();
     await rescorer.close();
+    await mock?.close();
     store.close();
   }
   if (calls.length === 0) throw new PolarError('POLAR_USAGE', `session ${session} has no call with server token ids and logprobs to re-score`);
   const total = combine(calls);
   if (opts.json) {
-    printJson({ ok: true, session, upstream: opts.upstream, kind: opts.upstreamKind, ...total, calls });
+    printJson({ ok: true, session, upstream: label, kind: opts.upstreamKind, ...total, calls });
     return;
   }
   const f = (n: number) => (n === 0 ? '0' : Math.abs(n) < 1e-4 ? n.toExponential(2) : n.toFixed(4));
@@ -140,5 +149,5 @@ async function rescore(session: string, dbPath: string, opts: ReplayOptions): Pr
       calls.map((c) => [c.seq, c.agentId, c.tokens, f(c.meanAbsDelta), f(c.maxAbsDelta), f(c.klK1), f(c.klK3), c.worst.map((w) => `${w.text !== undefined ? JSON.stringify(w.text) : w.tokenId}@${w.position} ${f(w.delta)}`).join(', ')]),
     )}\n`,
   );
-  process.stdout.write(`session ${session}: ${total.tokens} tokens re-scored on ${opts.upstream}; mean |Δ logprob| ${f(total.meanAbsDelta)}, max ${f(total.maxAbsDelta)}, KL(recorded‖rescored) ≈ ${f(total.klK3)} (k3) / ${f(total.klK1)} (k1)${opts.out ? `; logprobs written to ${opts.out}` : ''}\n`);
+  process.stdout.write(`session ${session}: ${total.tokens} tokens re-scored on ${label}; mean |Δ logprob| ${f(total.meanAbsDelta)}, max ${f(total.maxAbsDelta)}, KL(recorded‖rescored) ≈ ${f(total.klK3)} (k3) / ${f(total.klK1)} (k1)${opts.out ? `; logprobs written to ${opts.out}` : ''}\n`);
 }

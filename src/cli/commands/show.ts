@@ -2,26 +2,47 @@ import type { Command } from 'commander';
 import chalk from 'chalk';
 import { PolarError } from '../../core/errors.js';
 import type { RequestSummary } from '../../store/requests.js';
+import { loadSessionModel } from '../../inspect/session-model.js';
+import { TokenPieces } from '../../inspect/token-strip.js';
 import { defaultDbPath, Store } from '../../store/store.js';
+import { loadTokenText } from '../../trajectory/tokenizer.js';
 import { action, formatDuration, formatTime, printJson, table } from '../output.js';
 
 interface ShowOptions {
   db?: string;
   json?: boolean;
+  plain?: boolean;
+  tokenizer?: string;
 }
 
 export function registerShow(program: Command): void {
   program
     .command('show')
-    .description("list one session's calls in order, grouped by the agent (sub-agent) that made them")
-    .argument('<session>', 'session id (see `polar sessions`)')
+    .description("one session's calls in order, grouped by the agent (sub-agent) that made them; on a terminal, a browser down to each call's tokens and the merged traces")
+    .argument('[session]', 'session id (see `polar sessions`); on a terminal, leave it out to pick one')
     .option('--db <file>', 'SQLite database (default: $POLAR_DB, else ./polar.db)')
+    .option('--tokenizer <path>', "decode tokens in the browser (the model's folder or tokenizer.json, or bundled:qwen3); without it tokens show as ids")
+    .option('--plain', 'print the table even on a terminal')
     .option('--json', 'print JSON')
+    .addHelpText(
+      'after',
+      `
+On a terminal (and without --json or --plain) polar show opens a browser: sessions → calls grouped by
+agent → one call's tokens, prompt dimmed and sampled tokens coloured by their logprob → the session's
+prefix-merged traces, each with the break that started it and its class. Keys are in its footer:
+enter opens, esc goes back, / searches, q quits. Piped, it prints the table.
+
+Examples:
+  polar show --tokenizer bundled:qwen3          pick a session of the demo and read its tokens
+  polar show ses_01kc… --plain                  the table`,
+    )
     .action(action(showSession));
 }
 
-function showSession(sessionId: string, opts: ShowOptions): void {
+async function showSession(sessionId: string | undefined, opts: ShowOptions): Promise<void> {
   const dbPath = opts.db ?? defaultDbPath();
+  if (!opts.json && !opts.plain && process.stdout.isTTY && process.stdin.isTTY) return browse(dbPath, sessionId, opts.tokenizer);
+  if (sessionId === undefined) throw new PolarError('POLAR_USAGE', 'polar show needs a session id here (list them with `polar sessions`); on a terminal it opens a browser without one');
   if (opts.json) {
     const store = Store.open(dbPath, { readonly: true });
     try {
@@ -34,6 +55,18 @@ function showSession(sessionId: string, opts: ShowOptions): void {
     return;
   }
   printSession(dbPath, sessionId);
+}
+
+async function browse(dbPath: string, sessionId: string | undefined, tokenizer: string | undefined): Promise<void> {
+  const text = tokenizer ? loadTokenText(tokenizer) : undefined;
+  const store = Store.open(dbPath, { readonly: true });
+  try {
+    if (sessionId !== undefined) requireSession(store, sessionId);
+    const { browseSessions } = await import('../views/session-browser.js');
+    await browseSessions({ sessions: () => store.sessions.list().reverse(), session: (id) => loadSessionModel(store, id, text), pieces: new TokenPieces(text) }, sessionId);
+  } finally {
+    store.close();
+  }
 }
 
 /** A session as text: its summary, then its calls in order under each agent. */

@@ -1,0 +1,125 @@
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import zlib from 'node:zlib';
+
+const run = promisify(execFile);
+
+/** Debian's headless Chromium (`apt-get install chromium`; .ci/run installs it), if present. */
+export function findChromium(): string | null {
+  for (const bin of [process.env.POLAR_CHROMIUM, '/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome']) if (bin && fs.existsSync(bin)) return bin;
+  return null;
+}
+
+function flags(profile: string): string[] {
+  return [
+    '--headless',
+    '--no-sandbox',
+    '--disable-gpu',
+    '--disable-background-networking',
+    '--disable-component-update',
+    '--disable-sync',
+    '--no-first-run',
+    '--force-color-profile=srgb',
+    '--hide-scrollbars',
+    `--user-data-dir=${profile}`,
+  ];
+}
+
+/** The page's DOM after Chromium has loaded it. */
+export async function dumpDom(chromium: string, file: string): Promise<string> {
+  const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-chromium-'));
+  try {
+    const { stdout } = await run(chromium, [...flags(profile), '--dump-dom', `file://${file}`], { timeout: 60_000, maxBuffer: 256 * 1024 * 1024 });
+    return stdout;
+  } finally {
+    fs.rmSync(profile, { recursive: true, force: true });
+  }
+}
+
+/** A screenshot of the page's first `height` pixels, decoded. */
+export async function screenshot(chromium: string, file: string, out: string, width = 1280, height = 2400): Promise<Png> {
+  const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-chromium-'));
+  try {
+    await run(chromium, [...flags(profile), `--window-size=${width},${height}`, `--screenshot=${out}`, `file://${file}`], { timeout: 60_000 });
+    return decodePng(fs.readFileSync(out));
+  } finally {
+    fs.rmSync(profile, { recursive: true, force: true });
+  }
+}
+
+export interface Png {
+  width: number;
+  height: number;
+  /** RGBA, row-major. */
+  pixels: Uint8Array;
+}
+
+/** An 8-bit RGB or RGBA PNG (what Chromium writes), decoded: chunks, inflate, per-row unfiltering. */
+export function decodePng(buf: Buffer): Png {
+  if (buf.readUInt32BE(0) !== 0x89504e47) throw new Error('not a PNG');
+  let offset = 8;
+  let width = 0;
+  let height = 0;
+  let channels = 0;
+  const idat: Buffer[] = [];
+  while (offset < buf.length) {
+    const length = buf.readUInt32BE(offset);
+    const type = buf.toString('latin1', offset + 4, offset + 8);
+    const data = buf.subarray(offset + 8, offset + 8 + length);
+    if (type === 'IHDR') {
+      width = data.readUInt32BE(0);
+      height = data.readUInt32BE(4);
+      if (data[8] !== 8 || data[12] !== 0) throw new Error('only 8-bit, non-interlaced PNGs');
+      channels = data[9] === 6 ? 4 : data[9] === 2 ? 3 : 0;
+      if (!channels) throw new Error(`PNG colour type ${data[9]} not handled`);
+    } else if (type === 'IDAT') idat.push(data);
+    offset += 12 + length;
+  }
+  const raw = zlib.inflateSync(Buffer.concat(idat));
+  const stride = width * channels;
+  const rows = new Uint8Array(height * stride);
+  for (let y = 0; y < height; y++) {
+    const filter = raw[y * (stride + 1)]!;
+    const src = raw.subarray(y * (stride + 1) + 1, (y + 1) * (stride + 1));
+    const row = rows.subarray(y * stride, (y + 1) * stride);
+    const prev = y > 0 ? rows.subarray((y - 1) * stride, y * stride) : new Uint8Array(stride);
+    for (let x = 0; x < stride; x++) {
+      const a = x >= channels ? row[x - channels]! : 0;
+      const b = prev[x]!;
+      const c = x >= channels ? prev[x - channels]! : 0;
+      const predictor = filter === 0 ? 0 : filter === 1 ? a : filter === 2 ? b : filter === 3 ? (a + b) >> 1 : paeth(a, b, c);
+      row[x] = (src[x]! + predictor) & 0xff;
+    }
+  }
+  const pixels = new Uint8Array(width * height * 4);
+  for (let i = 0; i < width * height; i++) {
+    pixels[i * 4] = rows[i * channels]!;
+    pixels[i * 4 + 1] = rows[i * channels + 1]!;
+    pixels[i * 4 + 2] = rows[i * channels + 2]!;
+    pixels[i * 4 + 3] = channels === 4 ? rows[i * channels + 3]! : 255;
+  }
+  return { width, height, pixels };
+}
+
+function paeth(a: number, b: number, c: number): number {
+  const p = a + b - c;
+  const pa = Math.abs(p - a);
+  const pb = Math.abs(p - b);
+  const pc = Math.abs(p - c);
+  return pa <= pb && pa <= pc ? a : pb <= pc ? b : c;
+}
+
+/** How many pixels are within `tolerance` of a #rrggbb colour. */
+export function countColour(png: Png, hex: string, tolerance = 3): number {
+  const r = parseInt(hex.slice(1, 3), 16);
+  const g = parseInt(hex.slice(3, 5), 16);
+  const b = parseInt(hex.slice(5, 7), 16);
+  let n = 0;
+  for (let i = 0; i < png.pixels.length; i += 4) {
+    if (Math.abs(png.pixels[i]! - r) <= tolerance && Math.abs(png.pixels[i + 1]! - g) <= tolerance && Math.abs(png.pixels[i + 2]! - b) <= tolerance) n++;
+  }
+  return n;
+}
