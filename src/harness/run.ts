@@ -4,7 +4,7 @@ import { PolarError } from '../core/errors.js';
 import { newId } from '../core/ids.js';
 import { DEFAULT_AGENT_HEADERS } from '../proxy/identity.js';
 import type { CallSummary } from '../proxy/call-record.js';
-import { startProxy, type RunningProxy } from '../proxy/server.js';
+import { startProxy, tokenizerField, type RunningProxy } from '../proxy/server.js';
 import type { SessionStatus, SessionSummary } from '../store/sessions.js';
 import { Store } from '../store/store.js';
 import { createUpstream, type UpstreamOptions } from '../upstream/create.js';
@@ -114,7 +114,7 @@ export async function runHarness(opts: RunHarnessOptions): Promise<RunHarnessRes
       cwd: opts.cwd,
       upstreamUrl: upstream?.baseUrl ?? proxyUrlOrNull(opts.proxyUrl),
       servedModel: model,
-      metadata: { prompt: opts.prompt, log_file: logFile, interactive: opts.prompt === null, ...(opts.sandbox ? { sandbox: opts.sandbox.kind } : {}), ...opts.sessionMetadata },
+      metadata: { prompt: opts.prompt, log_file: logFile, interactive: opts.prompt === null, ...(opts.sandbox ? { sandbox: opts.sandbox.kind } : {}), ...(upstream ? tokenizerField(upstream) : {}), ...opts.sessionMetadata },
     });
     if (upstream) {
       proxy = await startProxy({

@@ -93,7 +93,7 @@ export async function startProxy(options: ProxyOptions): Promise<RunningProxy> {
     throw new PolarError('POLAR_USAGE', `binding ${host} exposes the proxy beyond this machine; pass --auth-token TOKEN so every call must present it`);
   }
   const { store, upstream } = options;
-  store.sessions.ensure(options.defaultSession, { upstreamUrl: upstream.baseUrl, servedModel: options.servedModel, cwd: process.cwd() });
+  store.sessions.ensure(options.defaultSession, { upstreamUrl: upstream.baseUrl, servedModel: options.servedModel, cwd: process.cwd(), metadata: tokenizerField(upstream) });
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const ctx: ProxyContext = {
     options,
@@ -283,6 +283,11 @@ function refuse(res: ServerResponse, req: IncomingMessage, codec: ProviderCodec,
   sendError(res, reply, headers);
 }
 
+/** Sessions served by a token-in upstream name the tokenizer that rendered them (verify reads it). */
+export function tokenizerField(upstream: Upstream): { tokenizer?: string } {
+  return upstream.tokenizer ? { tokenizer: upstream.tokenizer } : {};
+}
+
 function newCall(ctx: ProxyContext, req: IncomingMessage, identity: CallerIdentity, provider: string): CallRecord {
   const { options, store } = ctx;
   const sessionId = isValidSessionName(identity.sessionId) ? identity.sessionId : options.defaultSession;
@@ -290,7 +295,7 @@ function newCall(ctx: ProxyContext, req: IncomingMessage, identity: CallerIdenti
     store.sessions.ensure(sessionId, {
       upstreamUrl: options.upstream.baseUrl,
       servedModel: options.servedModel,
-      metadata: { created_by: 'proxy', session_source: identity.sessionSource },
+      metadata: { created_by: 'proxy', session_source: identity.sessionSource, ...tokenizerField(options.upstream) },
     });
   }
   return new CallRecord(

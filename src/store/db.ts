@@ -60,14 +60,29 @@ export function openDb(file: string, options: OpenDbOptions = {}): Db {
   return db;
 }
 
+/**
+ * Brings a database to schema `version` exactly (for tests that build databases as older polar
+ * versions wrote them); `migrate` is what every open runs.
+ */
+export function migrateTo(db: Db, version: number): void {
+  const keys = db.pragma('foreign_keys', { simple: true }) as number;
+  db.pragma('foreign_keys = OFF');
+  try {
+    for (let i = db.pragma('user_version', { simple: true }) as number; i < version; i++) {
+      db.transaction(() => apply(db, i))();
+    }
+  } finally {
+    db.pragma(`foreign_keys = ${keys ? 'ON' : 'OFF'}`);
+  }
+}
+
 export function migrate(db: Db): number {
   // BEGIN IMMEDIATE takes the write lock first, so two processes opening a new file at once
   // cannot both run migration 1.
   const step = db.transaction((index: number) => {
     const version = db.pragma('user_version', { simple: true }) as number;
     if (version !== index) return;
-    db.exec(MIGRATIONS[index]!);
-    db.pragma(`user_version = ${index + 1}`);
+    apply(db, index);
   });
   let version = db.pragma('user_version', { simple: true }) as number;
   if (version > MIGRATIONS.length) throw newerSchema(db.name, version);
@@ -88,6 +103,13 @@ export function migrate(db: Db): number {
   }
   version = db.pragma('user_version', { simple: true }) as number;
   return version;
+}
+
+function apply(db: Db, index: number): void {
+  const migration = MIGRATIONS[index]!;
+  if (typeof migration === 'string') db.exec(migration);
+  else migration(db);
+  db.pragma(`user_version = ${index + 1}`);
 }
 
 export function closeDb(db: Db, options: { checkpoint?: boolean } = {}): void {

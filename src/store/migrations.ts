@@ -1,9 +1,15 @@
+import type { Db } from './db.js';
+import { tokenDigest } from '../core/token-digest.js';
+
 /**
  * Numbered schema migrations. `PRAGMA user_version` holds the number of the last one applied;
  * each runs in its own transaction. Append only: never edit a migration that has shipped.
  * Times are milliseconds since the Unix epoch (UTC).
  */
-export const MIGRATIONS: readonly string[] = [
+/** A step: SQL, or a function for what SQL cannot do (it runs inside the step's transaction). */
+export type Migration = string | ((db: Db) => void);
+
+export const MIGRATIONS: readonly Migration[] = [
   // 1: sessions and one row per model call, with packed token columns and its request bodies.
   `
   CREATE TABLE sessions (
@@ -251,5 +257,19 @@ export const MIGRATIONS: readonly string[] = [
   // 6: the policy (weights) version each call was served by, as the trainer announced it to the proxy
   // (POST /admin/policy-version); a trace whose calls span two versions is off-policy in part.
   `ALTER TABLE requests ADD COLUMN policy_version TEXT;`,
+  // 7: a digest of each call's token data as captured (token-digest.ts), so verify-faithfulness can
+  // prove the rows still hold what the upstream sent. Rows written before it get theirs from what
+  // they hold now: from here on, any change to them is caught.
+  (db) => {
+    db.exec(`ALTER TABLE requests ADD COLUMN token_digest TEXT;`);
+    // One row in memory at a time: ids first, then each row (a statement cannot run while another iterates).
+    const ids = db.prepare(`SELECT id FROM requests WHERE prompt_ids IS NOT NULL OR sampled_ids IS NOT NULL OR logprobs IS NOT NULL`).pluck().all() as string[];
+    const read = db.prepare(`SELECT prompt_ids, sampled_ids, logprobs FROM requests WHERE id = ?`);
+    const update = db.prepare(`UPDATE requests SET token_digest = ? WHERE id = ?`);
+    for (const id of ids) {
+      const r = read.get(id) as { prompt_ids: Buffer | null; sampled_ids: Buffer | null; logprobs: Buffer | null };
+      update.run(tokenDigest(r.prompt_ids, r.sampled_ids, r.logprobs), id);
+    }
+  },
 ];
 

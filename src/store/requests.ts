@@ -1,5 +1,6 @@
 import type { CapturedTokens, TokenSource } from '../core/tokens.js';
 import type { Db } from './db.js';
+import { tokenDigest } from '../core/token-digest.js';
 import { packFloat64, packUint32, unpackFloat64, unpackUint32 } from './tokens.js';
 
 /** `interrupted`: the process serving it ended first (see owners.ts); tokens checkpointed so far are kept. */
@@ -90,6 +91,7 @@ export interface RequestRecord extends RequestSummary {
   promptIds: number[] | null;
   sampledIds: number[] | null;
   logprobs: number[] | null;
+  tokenDigest: string | null;
 }
 
 const SUMMARY_COLUMNS = `id, session_id, agent_id, seq, provider, method, path, started_at, ended_at, status,
@@ -110,6 +112,7 @@ const END_COLUMNS = {
   prompt_ids: '@promptIds',
   sampled_ids: '@sampledIds',
   logprobs: '@logprobs',
+  token_digest: '@tokenDigest',
   prompt_token_count: '@promptTokenCount',
   sampled_token_count: '@sampledTokenCount',
   token_error: '@tokenError',
@@ -149,7 +152,7 @@ export class RequestsTable {
        RETURNING seq`,
     );
     this.checkpointStmt = db.prepare(
-      `UPDATE requests SET token_source = @tokenSource, prompt_ids = @promptIds, sampled_ids = @sampledIds, logprobs = @logprobs,
+      `UPDATE requests SET token_source = @tokenSource, prompt_ids = @promptIds, sampled_ids = @sampledIds, logprobs = @logprobs, token_digest = @tokenDigest,
                            prompt_token_count = @promptTokenCount, sampled_token_count = @sampledTokenCount, reply = @reply
         WHERE id = @id AND status = 'in_progress'`,
     );
@@ -169,7 +172,7 @@ export class RequestsTable {
          FROM requests r LEFT JOIN request_bodies b ON b.request_id = r.id WHERE r.id = ?`,
     );
     this.tokensStmt = db.prepare(
-      `SELECT r.id, r.agent_id, r.seq, r.status, r.token_source, r.prompt_ids, r.sampled_ids, r.logprobs, r.finish_reason, r.usage,
+      `SELECT r.id, r.agent_id, r.seq, r.status, r.token_source, r.prompt_ids, r.sampled_ids, r.logprobs, r.token_digest, r.finish_reason, r.usage,
               r.prompt_render, r.parent_call_id, r.render_reason, r.policy_version,
               COALESCE(r.tool_count, json_array_length(b.upstream_request, '$.tools'), 0) AS tool_count
          FROM requests r LEFT JOIN request_bodies b ON b.request_id = r.id
@@ -255,6 +258,7 @@ export class RequestsTable {
       promptIds: unpackUint32(r.prompt_ids),
       sampledIds: unpackUint32(r.sampled_ids),
       logprobs: unpackFloat64(r.logprobs),
+      tokenDigest: r.token_digest,
       finishReason: r.finish_reason,
       usage: r.usage ? (JSON.parse(r.usage) as CallTokenRow['usage']) : null,
       toolCount: r.tool_count,
@@ -281,18 +285,23 @@ export class RequestsTable {
       promptIds: unpackUint32(raw.prompt_ids),
       sampledIds: unpackUint32(raw.sampled_ids),
       logprobs: unpackFloat64(raw.logprobs),
+      tokenDigest: raw.token_digest ?? null,
     };
   }
 }
 
 function tokenColumns(tokens: CapturedTokens | undefined) {
+  const promptIds = tokens?.promptIds ? packUint32(tokens.promptIds) : null;
+  const sampledIds = tokens?.sampledIds ? packUint32(tokens.sampledIds) : null;
+  const logprobs = tokens?.logprobs ? packFloat64(tokens.logprobs) : null;
   return {
     tokenSource: tokens?.source ?? 'none',
-    promptIds: tokens?.promptIds ? packUint32(tokens.promptIds) : null,
-    sampledIds: tokens?.sampledIds ? packUint32(tokens.sampledIds) : null,
-    logprobs: tokens?.logprobs ? packFloat64(tokens.logprobs) : null,
+    promptIds,
+    sampledIds,
+    logprobs,
     promptTokenCount: tokens?.promptIds?.length ?? null,
     sampledTokenCount: tokens?.sampledIds?.length ?? null,
+    tokenDigest: promptIds || sampledIds || logprobs ? tokenDigest(promptIds, sampledIds, logprobs) : null,
   };
 }
 
@@ -305,6 +314,8 @@ export interface CallTokenRow {
   promptIds: number[] | null;
   sampledIds: number[] | null;
   logprobs: number[] | null;
+  /** The digest taken at capture (token-digest.ts); null where no tokens were recorded. */
+  tokenDigest: string | null;
   finishReason: string | null;
   usage: { prompt_tokens?: number; completion_tokens?: number } | null;
   /** Tools offered in the request sent upstream (0 for side calls such as title requests). */
@@ -323,6 +334,7 @@ interface RawTokenRow {
   prompt_ids: Buffer | null;
   sampled_ids: Buffer | null;
   logprobs: Buffer | null;
+  token_digest: string | null;
   finish_reason: string | null;
   usage: string | null;
   tool_count: number;
@@ -368,6 +380,7 @@ interface RawRequest {
   prompt_ids?: Buffer | null;
   sampled_ids?: Buffer | null;
   logprobs?: Buffer | null;
+  token_digest?: string | null;
 }
 
 function toSummary(raw: RawRequest): RequestSummary {

@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import Database from 'better-sqlite3';
+import { migrateTo } from './db.js';
 import { MIGRATIONS } from './migrations.js';
 import { currentProcess } from './owner.js';
 import { OwnersTable } from './owners.js';
@@ -183,8 +184,7 @@ describe('owners and reconciliation (issue 10)', () => {
   it('upgrading a database from before owners interrupts only leftovers over an hour old', () => {
     const file = tempDb();
     const db = new Database(file);
-    for (let i = 0; i < 3; i++) db.exec(MIGRATIONS[i]!);
-    db.pragma('user_version = 3');
+    migrateTo(db, 3);
     const now = Date.now();
     db.prepare(`INSERT INTO sessions (id, created_at) VALUES ('old', ?), ('new', ?)`).run(now - 7_200_000, now - 60_000);
     const insert = db.prepare(`INSERT INTO requests (id, session_id, seq, provider, method, path, started_at) VALUES (?, ?, 1, 'openai-chat', 'POST', '/', ?)`);

@@ -1,9 +1,10 @@
 import type { RequestRecord } from '../store/requests.js';
+import type { SessionRow } from '../store/sessions.js';
 import type { Store } from '../store/store.js';
 import { callConversation, isConversation } from './conversation.js';
 import { emptyStats, sessionTraces, usableCalls } from './reconstruct.js';
 import type { Strategy, TokenText, Trajectory } from './types.js';
-import { verifyCall, verifyCallText, verifyCoverage, verifyTrace, type CallText, type RecordedCall, type Violation } from './verify.js';
+import { verifyCall, verifyCallText, verifyCoverage, verifyDigest, verifyTrace, type CallText, type RecordedCall, type Violation } from './verify.js';
 
 export interface VerifyOptions {
   strategy: Strategy;
@@ -14,6 +15,8 @@ export interface VerifyOptions {
   includeSideCalls?: boolean;
   /** With a tokenizer, also check that ids decode to what the harness sent and received. */
   text?: TokenText;
+  /** The tokenizer for one session, where `text` is not given (e.g. the one a token-in session recorded). */
+  textFor?: (session: SessionRow) => TokenText | undefined;
 }
 
 export interface VerifySummary {
@@ -21,6 +24,8 @@ export interface VerifySummary {
   calls: number;
   traces: number;
   violations: number;
+  /** Sessions whose ids were also checked against their text with a tokenizer. */
+  textChecked?: number;
 }
 
 /**
@@ -37,18 +42,23 @@ export function* verifySessions(store: Store, options: VerifyOptions, summary: V
     const rows = store.requests.tokens(session.id);
     const usable = usableCalls(rows, options.includeSideCalls === true, emptyStats(options.strategy.name));
     const usableIds = new Set(usable.map((c) => c.requestId));
-    const recorded = new Map<string, RecordedCall>(rows.filter((r) => usableIds.has(r.id)).map((r) => [r.id, { requestId: r.id, tokenSource: r.tokenSource, promptIds: r.promptIds, sampledIds: r.sampledIds, logprobs: r.logprobs, usage: r.usage }]));
+    const asRecorded = (r: (typeof rows)[number]): RecordedCall => ({ requestId: r.id, tokenSource: r.tokenSource, promptIds: r.promptIds, sampledIds: r.sampledIds, logprobs: r.logprobs, usage: r.usage, tokenDigest: r.tokenDigest });
+    const recorded = new Map<string, RecordedCall>(rows.filter((r) => usableIds.has(r.id)).map((r) => [r.id, asRecorded(r)]));
     summary.calls += recorded.size;
     const report = function* (violations: Violation[]) {
       summary.violations += violations.length;
       yield* violations;
     };
+    // Every row with tokens, trainable or not, still holds what the upstream sent.
+    for (const r of rows) yield* report(verifyDigest(session.id, asRecorded(r)));
+    const text = options.text ?? options.textFor?.(session);
+    if (text) summary.textChecked = (summary.textChecked ?? 0) + 1;
     for (const call of recorded.values()) {
       yield* report(verifyCall(session.id, call));
-      if (options.text && call.promptIds && call.sampledIds) {
+      if (text && call.promptIds && call.sampledIds) {
         const row = store.requests.get(call.requestId)!;
         yield* report(
-          verifyCallText(session.id, { requestId: call.requestId, promptIds: call.promptIds, sampledIds: call.sampledIds, assistantMessage: row.assistantMessage as CallText['assistantMessage'], messages: messagesOf(row) }, options.text),
+          verifyCallText(session.id, { requestId: call.requestId, promptIds: call.promptIds, sampledIds: call.sampledIds, assistantMessage: row.assistantMessage as CallText['assistantMessage'], messages: messagesOf(row) }, text),
         );
       }
     }

@@ -1,3 +1,4 @@
+import { digestOfTokens } from '../core/token-digest.js';
 import type { TokenText, Trajectory } from './types.js';
 
 /** One broken promise, named precisely enough to find: the session, the call or trace, the position. */
@@ -18,6 +19,24 @@ export interface RecordedCall {
   sampledIds: readonly number[] | null;
   logprobs: readonly number[] | null;
   usage: { prompt_tokens?: number; completion_tokens?: number } | null;
+  /** The digest taken when the call was captured; undefined where the caller does not check it. */
+  tokenDigest?: string | null;
+}
+
+/**
+ * The stored token data is what the upstream sent: its digest now equals the one taken at capture.
+ * Catches any change after capture (a flipped or swapped id, a truncated array, a logprob's last
+ * bit), however the rows are laid out.
+ */
+export function verifyDigest(session: string, call: RecordedCall): Violation[] {
+  if (call.tokenDigest === undefined) return [];
+  const has = call.promptIds || call.sampledIds || call.logprobs;
+  if (!has) return [];
+  if (call.tokenDigest === null) return [{ session, requestId: call.requestId, check: 'digest', message: 'the call has token data but no capture digest, so nothing proves it is what the upstream sent' }];
+  const now = digestOfTokens(call);
+  return now === call.tokenDigest
+    ? []
+    : [{ session, requestId: call.requestId, check: 'digest', message: `the stored ids and logprobs are not what the upstream sent: digest ${now.slice(0, 16)}… but ${call.tokenDigest.slice(0, 16)}… at capture` }];
 }
 
 /** Per-call checks: what the server sent is internally consistent and came with its ids. */

@@ -1,5 +1,6 @@
 import { PolarError } from '../core/errors.js';
-import { qwen3ModelDir } from '../core/bundled-tokenizer.js';
+import path from 'node:path';
+import { BUNDLED_QWEN3, qwen3ModelDir } from '../core/bundled-tokenizer.js';
 import type { UpstreamHttpOptions } from './http.js';
 import { NemoRlUpstream } from './nemo-rl/index.js';
 import { createOpenAIUpstream } from './openai/index.js';
@@ -52,7 +53,8 @@ export function createUpstream(kind: string, options: UpstreamOptions): Upstream
         }
         template.toolFormat = options.toolParser as ToolCallFormat;
       }
-      return new TokenInUpstream(kind === 'vllm-tito' ? vllmCompletionsDialect : sglangGenerateDialect, { ...options, template });
+      const tokenizer = options.tokenizer === BUNDLED_QWEN3 ? options.tokenizer : path.resolve(options.tokenizer);
+      return new TokenInUpstream(kind === 'vllm-tito' ? vllmCompletionsDialect : sglangGenerateDialect, { ...options, template, tokenizer });
     }
   }
 }

@@ -75,6 +75,11 @@ export interface Upstream {
   readonly baseUrl: string;
   /** Whether this adapter returns the server's token ids (`token_source = upstream`). */
   readonly capturesTokens: boolean;
+  /**
+   * The tokenizer a token-in upstream renders with (`--tokenizer`: a path, or bundled:qwen3). Recorded
+   * on its sessions, so `verify-faithfulness` can decode them without being told.
+   */
+  readonly tokenizer?: string;
   prepare(req: CanonicalRequest, model: string, call: CallContext): UpstreamRequest;
   /**
    * Called once per prepared call when it is over: with its outcome when the reply reached the

@@ -5,7 +5,8 @@ import { PolarError } from '../../core/errors.js';
 import { defaultDbPath, Store } from '../../store/store.js';
 import { STRATEGIES, getStrategy } from '../../trajectory/registry.js';
 import { loadTokenText } from '../../trajectory/tokenizer.js';
-import type { Trajectory } from '../../trajectory/types.js';
+import type { SessionRow } from '../../store/sessions.js';
+import type { TokenText, Trajectory } from '../../trajectory/types.js';
 import type { Violation } from '../../trajectory/verify.js';
 import { verifySessions, type VerifySummary } from '../../trajectory/verify-sessions.js';
 import { action, printJson } from '../output.js';
@@ -29,7 +30,7 @@ export function registerVerify(program: Command): void {
     .option('--strategy <name>', `strategy to reconstruct with: ${Object.keys(STRATEGIES).join(' | ')}`, 'prefix-merging')
     .option('--traces <file>', 'verify this trajectory JSONL (from polar reconstruct) instead of reconstructing')
     .option('--allow-rerender', 'traces were built with --allow-rerender: do not require each call\'s context to be its recorded prompt')
-    .option('--tokenizer <path>', 'tokenizer.json (or its folder): also check ids decode to the text the harness sent and received')
+    .option('--tokenizer <path>', "tokenizer.json (or its folder): also check ids decode to the text the harness sent and received (token-in sessions use the tokenizer they recorded without it)")
     .option('--json', 'print every violation as JSON')
     .action(action(verify));
 }
@@ -41,7 +42,8 @@ async function verify(opts: VerifyCommandOptions): Promise<void> {
   try {
     const traces = opts.traces ? await readTraces(opts.traces) : undefined;
     const text = opts.tokenizer ? loadTokenText(opts.tokenizer) : undefined;
-    for (const v of verifySessions(store, { strategy: getStrategy(opts.strategy, { allowRerender: opts.allowRerender === true }), ...(opts.session ? { sessions: opts.session } : {}), ...(traces ? { traces } : {}), ...(text ? { text } : {}), allowRerender: opts.allowRerender === true }, summary)) {
+    const textFor = text ? undefined : recordedTokenizers(opts.json === true);
+    for (const v of verifySessions(store, { strategy: getStrategy(opts.strategy, { allowRerender: opts.allowRerender === true }), ...(opts.session ? { sessions: opts.session } : {}), ...(traces ? { traces } : {}), ...(text ? { text } : {}), ...(textFor ? { textFor } : {}), allowRerender: opts.allowRerender === true }, summary)) {
       violations.push(v);
       if (!opts.json && violations.length <= 50) process.stderr.write(`${chalk.red('violation')} ${describe(v)}\n`);
     }
@@ -52,9 +54,31 @@ async function verify(opts: VerifyCommandOptions): Promise<void> {
   else {
     if (violations.length > 50) process.stderr.write(`… and ${violations.length - 50} more (--json lists all)\n`);
     const verdict = violations.length === 0 ? chalk.green('faithful') : chalk.red(`${violations.length} violations`);
-    process.stderr.write(`${verdict}: ${summary.sessions} sessions, ${summary.calls} calls, ${summary.traces} traces checked\n`);
+    const decoded = summary.textChecked ? `; ids checked against their text in ${summary.textChecked} session${summary.textChecked === 1 ? '' : 's'}` : '';
+    process.stderr.write(`${verdict}: ${summary.sessions} sessions, ${summary.calls} calls, ${summary.traces} traces checked${decoded}\n`);
   }
   process.exitCode = violations.length === 0 ? 0 : 1;
+}
+
+/**
+ * The tokenizer each token-in session recorded (its `tokenizer` metadata), loaded once per path; a
+ * path that is gone is said once, and those sessions are checked without it.
+ */
+function recordedTokenizers(quiet: boolean): (session: SessionRow) => TokenText | undefined {
+  const loaded = new Map<string, TokenText | undefined>();
+  return (session) => {
+    const name = session.metadata.tokenizer;
+    if (typeof name !== 'string') return undefined;
+    if (!loaded.has(name)) {
+      try {
+        loaded.set(name, loadTokenText(name));
+      } catch (err) {
+        loaded.set(name, undefined);
+        if (!quiet) process.stderr.write(`note: session ${session.id} recorded tokenizer ${name}, which cannot be loaded here (${(err as Error).message}); pass --tokenizer PATH to check its text\n`);
+      }
+    }
+    return loaded.get(name);
+  };
 }
 
 function describe(v: Violation): string {

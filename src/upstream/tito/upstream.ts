@@ -21,6 +21,8 @@ export interface TokenInOptions extends UpstreamHttpOptions {
   checkBridges?: boolean;
   /** false: render every call in full (for comparison in benchmarks; never drift-proof). */
   bridge?: boolean;
+  /** What `--tokenizer` named, recorded on sessions (see Upstream.tokenizer). */
+  tokenizer?: string;
 }
 
 /** What prepare() worked out, for the reply and for remembering the call. */
@@ -43,6 +45,7 @@ export class TokenInUpstream implements Upstream {
   readonly kind: UpstreamKind;
   readonly baseUrl: string;
   readonly capturesTokens = true;
+  readonly tokenizer?: string;
   private readonly http: UpstreamHttp;
   private readonly template: ChatTemplate;
   private readonly memory = new ChainMemory();
@@ -56,6 +59,7 @@ export class TokenInUpstream implements Upstream {
   ) {
     this.kind = dialect.kind;
     this.template = options.template;
+    if (options.tokenizer) this.tokenizer = options.tokenizer;
     this.checkBridges = options.checkBridges ?? false;
     this.bridge = options.bridge ?? true;
     this.http = new UpstreamHttp({ ...options, baseUrl: normalizeBaseUrl(options.baseUrl) });
