@@ -1,5 +1,6 @@
 import type { Db } from './db.js';
 import { tokenDigest } from '../core/token-digest.js';
+import { storeAsDeltas } from './migrate-deltas.js';
 
 /**
  * Numbered schema migrations. `PRAGMA user_version` holds the number of the last one applied;
@@ -271,5 +272,8 @@ export const MIGRATIONS: readonly Migration[] = [
       update.run(tokenDigest(r.prompt_ids, r.sampled_ids, r.logprobs), id);
     }
   },
+  // 8: storage linear in a session's length: a call's prompt ids and request bodies are stored as a
+  // reference to its agent's previous call plus what is new (delta.ts, migrate-deltas.ts).
+  storeAsDeltas,
 ];
 

@@ -1,6 +1,7 @@
 import type { CapturedTokens, TokenSource } from '../core/tokens.js';
 import type { Db } from './db.js';
 import { tokenDigest } from '../core/token-digest.js';
+import { ChainReader, RecentCalls, type BodyKind, type CallKey } from './call-chains.js';
 import { packFloat64, packUint32, unpackFloat64, unpackUint32 } from './tokens.js';
 
 /** `interrupted`: the process serving it ended first (see owners.ts); tokens checkpointed so far are kept. */
@@ -110,6 +111,8 @@ const END_COLUMNS = {
   served_model: 'COALESCE(@servedModel, served_model)',
   token_source: '@tokenSource',
   prompt_ids: '@promptIds',
+  prompt_base: '@promptBase',
+  prompt_base_len: '@promptBaseLen',
   sampled_ids: '@sampledIds',
   logprobs: '@logprobs',
   token_digest: '@tokenDigest',
@@ -135,6 +138,13 @@ export class RequestsTable {
   private readonly endWithBodies;
   private readonly tokensStmt;
   private readonly checkpointStmt;
+  private readonly toolCountStmt;
+  private readonly keyStmt;
+  private readonly chains: ChainReader;
+  /** What the next call of each agent is stored against (call-chains.ts). */
+  private readonly recent = new RecentCalls();
+  /** Calls begun here whose tool count was not given, so the upstream body must say. */
+  private readonly toolCountUnknown = new Set<string>();
 
   constructor(
     db: Db,
@@ -152,7 +162,8 @@ export class RequestsTable {
        RETURNING seq`,
     );
     this.checkpointStmt = db.prepare(
-      `UPDATE requests SET token_source = @tokenSource, prompt_ids = @promptIds, sampled_ids = @sampledIds, logprobs = @logprobs, token_digest = @tokenDigest,
+      `UPDATE requests SET token_source = @tokenSource, prompt_ids = @promptIds, prompt_base = @promptBase, prompt_base_len = @promptBaseLen,
+                           sampled_ids = @sampledIds, logprobs = @logprobs, token_digest = @tokenDigest,
                            prompt_token_count = @promptTokenCount, sampled_token_count = @sampledTokenCount, reply = @reply
         WHERE id = @id AND status = 'in_progress'`,
     );
@@ -161,27 +172,25 @@ export class RequestsTable {
         .map(([col, expr]) => `${col} = ${expr}`)
         .join(', ')} WHERE id = @id`,
     );
+    const bodyColumns = ['original_request', 'original_base', 'original_prefix', 'original_suffix', 'upstream_request', 'upstream_base', 'upstream_prefix', 'upstream_suffix'];
     this.bodiesStmt = db.prepare(
-      `INSERT INTO request_bodies (request_id, original_request, upstream_request) VALUES (?, ?, ?)
-       ON CONFLICT (request_id) DO UPDATE SET original_request = excluded.original_request,
-                                              upstream_request = excluded.upstream_request`,
+      `INSERT INTO request_bodies (request_id, ${bodyColumns.join(', ')}) VALUES (?, ${bodyColumns.map(() => '?').join(', ')})
+       ON CONFLICT (request_id) DO UPDATE SET ${bodyColumns.map((c) => `${c} = excluded.${c}`).join(', ')}`,
     );
+    this.toolCountStmt = db.prepare(`UPDATE requests SET tool_count = json_array_length(@text, '$.tools') WHERE id = @id AND tool_count IS NULL AND json_valid(@text)`);
+    this.keyStmt = db.prepare(`SELECT session_id AS sessionId, agent_id AS agentId FROM requests WHERE id = ?`);
     this.listStmt = db.prepare(`SELECT ${SUMMARY_COLUMNS} FROM requests WHERE session_id = ? ORDER BY seq`);
-    this.getStmt = db.prepare(
-      `SELECT r.*, b.original_request, b.upstream_request
-         FROM requests r LEFT JOIN request_bodies b ON b.request_id = r.id WHERE r.id = ?`,
-    );
+    this.getStmt = db.prepare(`SELECT * FROM requests WHERE id = ?`);
     this.tokensStmt = db.prepare(
-      `SELECT r.id, r.agent_id, r.seq, r.status, r.token_source, r.prompt_ids, r.sampled_ids, r.logprobs, r.token_digest, r.finish_reason, r.usage,
-              r.prompt_render, r.parent_call_id, r.render_reason, r.policy_version,
-              COALESCE(r.tool_count, json_array_length(b.upstream_request, '$.tools'), 0) AS tool_count
-         FROM requests r LEFT JOIN request_bodies b ON b.request_id = r.id
-        WHERE r.session_id = ? ORDER BY r.seq`,
+      `SELECT id, agent_id, seq, status, token_source, prompt_ids, prompt_base, prompt_base_len, sampled_ids, logprobs, token_digest, finish_reason, usage,
+              prompt_render, parent_call_id, render_reason, policy_version, COALESCE(tool_count, 0) AS tool_count
+         FROM requests WHERE session_id = ? ORDER BY seq`,
     );
     this.endWithBodies = db.transaction((id: string, end: RequestEnd, bodies: RequestBodies) => {
-      this.writeBodies(id, bodies);
-      this.end(id, end);
+      const remember = this.storeBodies(id, bodies);
+      return [remember, this.storeEnd(id, end)] as const;
     });
+    this.chains = new ChainReader(db);
   }
 
   /** Records that a call started; returns its sequence number within the session. */
@@ -206,11 +215,54 @@ export class RequestsTable {
       ownerId: this.ownerId,
       policyVersion: start.policyVersion ?? null,
     }) as { seq: number };
+    this.recent.register(start.id, { sessionId: start.sessionId, agentId: start.agentId });
+    if (start.toolCount === undefined || start.toolCount === null) this.toolCountUnknown.add(start.id);
     return row.seq;
   }
 
+  /** Writes a call's two request bodies, each as a delta against its agent's previous body where they share enough. */
   writeBodies(id: string, bodies: RequestBodies): void {
-    this.bodiesStmt.run(id, bodies.originalRequest, bodies.upstreamRequest);
+    this.storeBodies(id, bodies)();
+  }
+
+  /** Writes the bodies; returns what to remember once the write is committed. */
+  private storeBodies(id: string, bodies: RequestBodies): () => void {
+    const key = this.keyOf(id);
+    const part = (kind: BodyKind, text: string | null) => {
+      const d = text === null ? null : this.recent.bodyDelta(key, kind, text);
+      return d ? [d.middle, d.base, d.prefix, d.suffix] : [text, null, null, null];
+    };
+    this.bodiesStmt.run(id, ...part('original', bodies.originalRequest), ...part('upstream', bodies.upstreamRequest));
+    if (this.toolCountUnknown.delete(id) && bodies.upstreamRequest) this.toolCountStmt.run({ text: bodies.upstreamRequest, id });
+    return () => this.recent.rememberBodies(key, id, bodies.originalRequest, bodies.upstreamRequest);
+  }
+
+  private keyOf(id: string): CallKey | undefined {
+    return this.recent.keyOf(id) ?? (this.keyStmt.get(id) as CallKey | undefined);
+  }
+
+  /** The token columns of a call: its prompt as a delta against its agent's previous call where possible. */
+  private tokenColumns(id: string, tokens: CapturedTokens | undefined) {
+    const key = this.keyOf(id);
+    const prompt = tokens?.promptIds ? this.recent.promptDelta(key, tokens.promptIds) : null;
+    const promptIds = tokens?.promptIds ? packUint32(tokens.promptIds) : null;
+    const sampledIds = tokens?.sampledIds ? packUint32(tokens.sampledIds) : null;
+    const logprobs = tokens?.logprobs ? packFloat64(tokens.logprobs) : null;
+    return {
+      key,
+      columns: {
+        tokenSource: tokens?.source ?? 'none',
+        promptIds: prompt && prompt.base ? packUint32(prompt.suffix) : promptIds,
+        promptBase: prompt?.base ?? null,
+        promptBaseLen: prompt?.baseLength ?? null,
+        sampledIds,
+        logprobs,
+        promptTokenCount: tokens?.promptIds?.length ?? null,
+        sampledTokenCount: tokens?.sampledIds?.length ?? null,
+        // Over the whole arrays, as the upstream sent them, whatever part of them the row stores.
+        tokenDigest: promptIds || sampledIds || logprobs ? tokenDigest(promptIds, sampledIds, logprobs) : null,
+      },
+    };
   }
 
   /**
@@ -219,16 +271,24 @@ export class RequestsTable {
    * marked `interrupted` (owners.ts). Never trainable, since the call did not finish.
    */
   checkpoint(id: string, tokens: CapturedTokens, reply: string): void {
-    this.checkpointStmt.run({ id, reply, ...tokenColumns(tokens) });
+    this.checkpointStmt.run({ id, reply, ...this.tokenColumns(id, tokens).columns });
   }
 
   /** Completes a call's row; with `bodies`, writes them in the same transaction. */
   end(id: string, end: RequestEnd, bodies?: RequestBodies): void {
     if (bodies) {
-      this.endWithBodies(id, end, bodies);
+      const [rememberBodies, rememberTokens] = this.endWithBodies(id, end, bodies);
+      rememberBodies();
+      rememberTokens();
       return;
     }
+    this.storeEnd(id, end)();
+  }
+
+  /** Writes the end of a call; returns what to remember once the write is committed. */
+  private storeEnd(id: string, end: RequestEnd): () => void {
     const tokens = end.tokens;
+    const { key, columns } = this.tokenColumns(id, tokens);
     this.endStmt.run({
       id,
       endedAt: end.endedAt,
@@ -240,23 +300,37 @@ export class RequestsTable {
       finishReason: end.finishReason ?? null,
       usage: end.usage === undefined || end.usage === null ? null : JSON.stringify(end.usage),
       servedModel: end.servedModel ?? null,
-      ...tokenColumns(tokens),
+      ...columns,
       tokenError: end.tokenError ?? null,
       assistantMessage:
         end.assistantMessage === undefined || end.assistantMessage === null ? null : typeof end.assistantMessage === 'string' ? end.assistantMessage : JSON.stringify(end.assistantMessage),
     });
+    return () => {
+      if (tokens?.promptIds && tokens.sampledIds) this.recent.rememberSequence(key, id, tokens.promptIds, tokens.sampledIds);
+    };
   }
 
   /** A session's calls with their token data, in sequence order; the tool count is read in SQLite. */
   tokens(sessionId: string): CallTokenRow[] {
-    return (this.tokensStmt.all(sessionId) as RawTokenRow[]).map((r) => ({
+    // Each row's whole sequence, for the rows after it that are stored against it.
+    const sequences = new Map<string, readonly number[]>();
+    return (this.tokensStmt.all(sessionId) as RawTokenRow[]).map((r) => {
+      const promptIds = this.chains.prompt(unpackUint32(r.prompt_ids), r.prompt_base, r.prompt_base_len, sequences);
+      const sampledIds = unpackUint32(r.sampled_ids);
+      sequences.set(r.id, [...(promptIds ?? []), ...(sampledIds ?? [])]);
+      return this.tokenRow(r, promptIds, sampledIds);
+    });
+  }
+
+  private tokenRow(r: RawTokenRow, promptIds: number[] | null, sampledIds: number[] | null): CallTokenRow {
+    return {
       id: r.id,
       agentId: r.agent_id,
       seq: r.seq,
       status: r.status,
       tokenSource: r.token_source,
-      promptIds: unpackUint32(r.prompt_ids),
-      sampledIds: unpackUint32(r.sampled_ids),
+      promptIds,
+      sampledIds,
       logprobs: unpackFloat64(r.logprobs),
       tokenDigest: r.token_digest,
       finishReason: r.finish_reason,
@@ -264,7 +338,7 @@ export class RequestsTable {
       toolCount: r.tool_count,
       render: r.prompt_render ? { mode: r.prompt_render, parentCallId: r.parent_call_id, reason: r.render_reason } : null,
       policyVersion: r.policy_version,
-    }));
+    };
   }
 
   list(sessionId: string): RequestSummary[] {
@@ -277,32 +351,17 @@ export class RequestsTable {
     return {
       ...toSummary(raw),
       requestHeaders: raw.request_headers ? (JSON.parse(raw.request_headers) as Record<string, string>) : {},
-      originalRequest: raw.original_request ?? null,
-      upstreamRequest: raw.upstream_request ?? null,
+      originalRequest: this.chains.body(id, 'original'),
+      upstreamRequest: this.chains.body(id, 'upstream'),
       reply: raw.reply ?? null,
       usage: raw.usage ? JSON.parse(raw.usage) : null,
       assistantMessage: raw.assistant_message ? JSON.parse(raw.assistant_message) : null,
-      promptIds: unpackUint32(raw.prompt_ids),
+      promptIds: this.chains.prompt(unpackUint32(raw.prompt_ids), raw.prompt_base ?? null, raw.prompt_base_len ?? null),
       sampledIds: unpackUint32(raw.sampled_ids),
       logprobs: unpackFloat64(raw.logprobs),
       tokenDigest: raw.token_digest ?? null,
     };
   }
-}
-
-function tokenColumns(tokens: CapturedTokens | undefined) {
-  const promptIds = tokens?.promptIds ? packUint32(tokens.promptIds) : null;
-  const sampledIds = tokens?.sampledIds ? packUint32(tokens.sampledIds) : null;
-  const logprobs = tokens?.logprobs ? packFloat64(tokens.logprobs) : null;
-  return {
-    tokenSource: tokens?.source ?? 'none',
-    promptIds,
-    sampledIds,
-    logprobs,
-    promptTokenCount: tokens?.promptIds?.length ?? null,
-    sampledTokenCount: tokens?.sampledIds?.length ?? null,
-    tokenDigest: promptIds || sampledIds || logprobs ? tokenDigest(promptIds, sampledIds, logprobs) : null,
-  };
 }
 
 export interface CallTokenRow {
@@ -332,6 +391,8 @@ interface RawTokenRow {
   status: RequestStatus;
   token_source: TokenSource;
   prompt_ids: Buffer | null;
+  prompt_base: string | null;
+  prompt_base_len: number | null;
   sampled_ids: Buffer | null;
   logprobs: Buffer | null;
   token_digest: string | null;
@@ -378,6 +439,8 @@ interface RawRequest {
   usage?: string | null;
   assistant_message?: string | null;
   prompt_ids?: Buffer | null;
+  prompt_base?: string | null;
+  prompt_base_len?: number | null;
   sampled_ids?: Buffer | null;
   logprobs?: Buffer | null;
   token_digest?: string | null;

@@ -7,6 +7,7 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BUNDLED_QWEN3 } from '../../src/core/bundled-tokenizer.js';
 import { migrateTo } from '../../src/store/db.js';
+import { Store } from '../../src/store/store.js';
 import { packUint32 } from '../../src/store/tokens.js';
 import { digestOfTokens } from '../../src/core/token-digest.js';
 import { recordMixedSession } from '../support/mixed-session.js';
@@ -54,6 +55,7 @@ async function verify(db: string, extra: string[] = []): Promise<{ code: number;
 /** A copy of the database, closed and checkpointed, to corrupt. */
 function copyOf(src: string, name: string): string {
   const out = path.join(path.dirname(src), `${name}.db`);
+  fs.rmSync(out, { force: true });
   const db = new Database(src, { readonly: true });
   db.exec(`VACUUM INTO '${out}'`);
   db.close();
@@ -63,6 +65,7 @@ function copyOf(src: string, name: string): string {
 /** The same recording as polar wrote it before digests existed: schema 6, its columns only. */
 function asSchema6(src: string, name: string): string {
   const out = path.join(path.dirname(src), `${name}.db`);
+  fs.rmSync(out, { force: true });
   const db = new Database(out);
   migrateTo(db, 6);
   db.exec(`ATTACH '${src}' AS rec`);
@@ -71,6 +74,15 @@ function asSchema6(src: string, name: string): string {
     db.exec(`INSERT INTO main.${table} (${cols}) SELECT ${cols} FROM rec.${table}`);
   }
   db.exec('DETACH rec');
+  // Schema 6 kept every prompt and body whole: write them so, as read back through the store.
+  const store = Store.open(src, { readonly: true });
+  const ids = db.prepare('SELECT id FROM requests').pluck().all() as string[];
+  for (const id of ids) {
+    const row = store.requests.get(id)!;
+    db.prepare('UPDATE requests SET prompt_ids = ? WHERE id = ?').run(row.promptIds ? packUint32(row.promptIds) : null, id);
+    db.prepare('UPDATE request_bodies SET original_request = ?, upstream_request = ? WHERE request_id = ?').run(row.originalRequest, row.upstreamRequest, id);
+  }
+  store.close();
   db.close();
   return out;
 }
@@ -146,7 +158,8 @@ describe('capture digests', () => {
     expect(ok.out.textChecked).toBe(1);
     // Change a sampled id and recompute the digest to match (as a careless rewrite would): only the
     // text check can see that the ids no longer decode to the reply the harness received.
-    const call = tito.store.requests.list('tito')[0]!;
+    // The session's last call: no later call is stored against it.
+    const call = tito.store.requests.list('tito').at(-1)!;
     const row = tito.store.requests.get(call.id)!;
     const sampled = [...row.sampledIds!];
     const k = sampled.length - 3; // inside the answer's text, before its end-of-turn

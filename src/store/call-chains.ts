@@ -1,0 +1,158 @@
+import type { Db } from './db.js';
+import { applyStringDelta, commonPrefixLength, MIN_SHARED_TOKENS, stringDelta, type StringDelta } from './delta.js';
+import { unpackUint32 } from './tokens.js';
+
+/** A call's place: the session and agent whose earlier calls it is stored against. */
+export interface CallKey {
+  sessionId: string;
+  agentId: string;
+}
+
+export type BodyKind = 'original' | 'upstream';
+
+const MAX_AGENTS = 64;
+const MAX_RESOLVED = 8;
+
+/**
+ * The write side's memory of each agent's latest stored call (its prompt + sampled ids and its two
+ * bodies), so a new call is stored as a delta without reading anything back. Per store instance,
+ * bounded (least recently used agents are forgotten: their next call is stored whole). Only rows
+ * already committed are remembered, so every reference points at data that is in the database.
+ */
+export class RecentCalls {
+  private readonly keys = new Map<string, CallKey>();
+  private readonly sequences = new Map<string, { id: string; ids: Uint32Array }>();
+  private readonly bodies = new Map<string, { id: string; original: string | null; upstream: string | null }>();
+
+  register(id: string, key: CallKey): void {
+    this.keys.set(id, key);
+    if (this.keys.size > 4096) this.keys.delete(this.keys.keys().next().value!);
+  }
+
+  keyOf(id: string): CallKey | undefined {
+    return this.keys.get(id);
+  }
+
+  /** The prompt stored against the agent's latest call: a reference and the suffix, or whole. */
+  promptDelta(key: CallKey | undefined, prompt: readonly number[]): { base: string | null; baseLength: number | null; suffix: readonly number[] } {
+    const last = key ? this.sequences.get(agentOf(key)) : undefined;
+    if (!last) return { base: null, baseLength: null, suffix: prompt };
+    const shared = commonPrefixLength(last.ids, prompt);
+    if (shared < MIN_SHARED_TOKENS) return { base: null, baseLength: null, suffix: prompt };
+    return { base: last.id, baseLength: shared, suffix: prompt.slice(shared) };
+  }
+
+  rememberSequence(key: CallKey | undefined, id: string, prompt: readonly number[], sampled: readonly number[]): void {
+    if (!key) return;
+    const ids = new Uint32Array(prompt.length + sampled.length);
+    ids.set(prompt);
+    ids.set(sampled, prompt.length);
+    touch(this.sequences, agentOf(key), { id, ids });
+  }
+
+  bodyDelta(key: CallKey | undefined, kind: BodyKind, text: string): (StringDelta & { base: string }) | null {
+    const last = key ? this.bodies.get(agentOf(key)) : undefined;
+    const base = last?.[kind];
+    if (!last || typeof base !== 'string') return null;
+    const d = stringDelta(base, text);
+    return d ? { ...d, base: last.id } : null;
+  }
+
+  rememberBodies(key: CallKey | undefined, id: string, original: string | null, upstream: string | null): void {
+    if (key) touch(this.bodies, agentOf(key), { id, original, upstream });
+  }
+}
+
+function agentOf(key: CallKey): string {
+  return `${key.sessionId}\u0000${key.agentId}`;
+}
+
+function touch<V>(map: Map<string, V>, key: string, value: V): void {
+  map.delete(key);
+  map.set(key, value);
+  if (map.size > MAX_AGENTS) map.delete(map.keys().next().value!);
+}
+
+interface RawPromptRow {
+  prompt_ids: Buffer | null;
+  prompt_base: string | null;
+  prompt_base_len: number | null;
+  sampled_ids: Buffer | null;
+}
+
+interface RawBodyRow {
+  text: string | null;
+  base: string | null;
+  prefix: number | null;
+  suffix: number | null;
+}
+
+/**
+ * The read side: a row's whole prompt ids and bodies, following its references back to a row
+ * stored whole. Resolved sequences and bodies are kept for the most recent calls, so reading a
+ * session call by call does each step once.
+ */
+export class ChainReader {
+  private readonly promptStmt;
+  private readonly bodyStmts;
+  private readonly sequences = new Map<string, number[]>();
+  private readonly bodies = new Map<string, string>();
+
+  constructor(db: Db) {
+    this.promptStmt = db.prepare(`SELECT prompt_ids, prompt_base, prompt_base_len, sampled_ids FROM requests WHERE id = ?`);
+    this.bodyStmts = {
+      original: db.prepare(`SELECT original_request AS text, original_base AS base, original_prefix AS prefix, original_suffix AS suffix FROM request_bodies WHERE request_id = ?`),
+      upstream: db.prepare(`SELECT upstream_request AS text, upstream_base AS base, upstream_prefix AS prefix, upstream_suffix AS suffix FROM request_bodies WHERE request_id = ?`),
+    };
+  }
+
+  /** The whole prompt ids of a row whose stored part is `stored` and whose reference is `base`/`baseLength`. */
+  prompt(stored: readonly number[] | null, base: string | null, baseLength: number | null, resolved?: ReadonlyMap<string, readonly number[]>): number[] | null {
+    if (!base || baseLength === null) return stored ? [...stored] : null;
+    const head = resolved?.get(base) ?? this.sequence(base);
+    if (head.length < baseLength) throw new RangeError(`call ${base} holds ${head.length} tokens, fewer than the ${baseLength} a later call takes from it`);
+    return [...head.slice(0, baseLength), ...(stored ?? [])];
+  }
+
+  /** A call's prompt ids followed by its sampled ids, resolved. */
+  sequence(id: string): number[] {
+    const cached = this.sequences.get(id);
+    if (cached) return cached;
+    const row = this.promptStmt.get(id) as RawPromptRow | undefined;
+    if (!row) throw new RangeError(`call ${id} is referenced by a later call's prompt but is not in the database`);
+    const prompt = this.prompt(unpackUint32(row.prompt_ids), row.prompt_base, row.prompt_base_len) ?? [];
+    const out = [...prompt, ...(unpackUint32(row.sampled_ids) ?? [])];
+    touchBounded(this.sequences, id, out);
+    return out;
+  }
+
+  /** A call's whole request body of one kind, or null when none was written (yet). */
+  body(id: string, kind: BodyKind): string | null {
+    const row = this.bodyStmts[kind].get(id) as RawBodyRow | undefined;
+    return row ? this.bodyOf(row, kind) : null;
+  }
+
+  /** A referenced call's body: ended and written, so it never changes and is kept for the next reader. */
+  private baseBody(id: string, kind: BodyKind): string | null {
+    const key = `${kind}\u0000${id}`;
+    const cached = this.bodies.get(key);
+    if (cached !== undefined) return cached;
+    const text = this.body(id, kind);
+    if (text !== null) touchBounded(this.bodies, key, text);
+    return text;
+  }
+
+  /** A body row's whole text: itself, or its base's ends around its middle. */
+  private bodyOf(row: RawBodyRow, kind: BodyKind): string | null {
+    if (!row.base) return row.text;
+    const base = this.baseBody(row.base, kind);
+    if (base === null) throw new RangeError(`call ${row.base} is referenced by a later call's ${kind} request but has none`);
+    return applyStringDelta(base, { prefix: row.prefix!, suffix: row.suffix!, middle: row.text ?? '' });
+  }
+}
+
+function touchBounded<V>(map: Map<string, V>, key: string, value: V): void {
+  map.delete(key);
+  map.set(key, value);
+  if (map.size > MAX_RESOLVED) map.delete(map.keys().next().value!);
+}

@@ -1,0 +1,74 @@
+/**
+ * How a call's data is stored against an earlier call's (pure). An agent's calls grow by appending:
+ * each prompt is the previous prompt, its answer and the new turn; each request body is the
+ * previous body with the new messages in the middle (where the `messages` array ends and the
+ * fields after it begin). So a row keeps only what is new, plus a reference:
+ *
+ * - prompt ids: the first `baseLength` tokens of the base call's prompt + sampled ids, then the
+ *   row's own suffix;
+ * - a body: the base body's first `prefix` characters, the row's own middle, the base body's last
+ *   `suffix` characters.
+ *
+ * A session of n turns then stores O(n) tokens and characters instead of O(n²). Storing a delta
+ * against the same agent's previous body was chosen over content-addressed chunks: the delta is
+ * exactly the new turn (chunk manifests would still grow with the body, and chunk boundaries need a
+ * rolling hash over every byte on the call path), and a whole session reads back in one pass.
+ */
+
+/** Tokens below this many shared are stored whole: a reference would save nothing worth a lookup. */
+export const MIN_SHARED_TOKENS = 32;
+/** Characters below this many shared are stored whole. */
+export const MIN_SHARED_CHARS = 512;
+
+export function commonPrefixLength(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  const n = Math.min(a.length, b.length);
+  let i = 0;
+  while (i < n && a[i] === b[i]) i++;
+  return i;
+}
+
+export interface StringDelta {
+  prefix: number;
+  suffix: number;
+  middle: string;
+}
+
+/**
+ * `text` as `base`'s first `prefix` characters + `middle` + `base`'s last `suffix` characters, with
+ * the shared ends as long as they go (never splitting a surrogate pair, so every part is valid
+ * UTF-16 and stores as UTF-8). Null when the ends share too little to be worth it.
+ */
+export function stringDelta(base: string, text: string): StringDelta | null {
+  const max = Math.min(base.length, text.length);
+  let prefix = sharedHead(base, text, max);
+  if (prefix > 0 && isHighSurrogate(text.charCodeAt(prefix - 1))) prefix--;
+  let suffix = 0;
+  const limit = max - prefix;
+  while (suffix < limit && base.charCodeAt(base.length - 1 - suffix) === text.charCodeAt(text.length - 1 - suffix)) suffix++;
+  if (suffix > 0 && isLowSurrogate(text.charCodeAt(text.length - suffix))) suffix--;
+  if (prefix + suffix < MIN_SHARED_CHARS) return null;
+  return { prefix, suffix, middle: text.slice(prefix, text.length - suffix) };
+}
+
+export function applyStringDelta(base: string, d: StringDelta): string {
+  if (d.prefix + d.suffix > base.length) throw new RangeError(`delta takes ${d.prefix} + ${d.suffix} characters from a base of ${base.length}`);
+  return base.slice(0, d.prefix) + d.middle + base.slice(base.length - d.suffix);
+}
+
+/** The length of the common start, found block by block with native comparisons, then by character. */
+function sharedHead(a: string, b: string, max: number): number {
+  let i = 0;
+  for (let block = 4096; block >= 64; block >>= 4) {
+    while (i + block <= max && a.slice(i, i + block) === b.slice(i, i + block)) i += block;
+  }
+  while (i < max && a.charCodeAt(i) === b.charCodeAt(i)) i++;
+  return i;
+}
+
+function isHighSurrogate(c: number): boolean {
+  return c >= 0xd800 && c <= 0xdbff;
+}
+
+function isLowSurrogate(c: number): boolean {
+  return c >= 0xdc00 && c <= 0xdfff;
+}
