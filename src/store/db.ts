@@ -56,6 +56,17 @@ export function openDb(file: string, options: OpenDbOptions = {}): Db {
   } else {
     const version = db.pragma('user_version', { simple: true }) as number;
     if (version > MIGRATIONS.length) throw newerSchema(file, version);
+    if (version < MIGRATIONS.length) {
+      // A file another polar process has just created and not yet migrated, or one written by an
+      // older polar that this user cannot write (reconcileFile brings writable ones up to date).
+      db.close();
+      throw new PolarError(
+        'POLAR_USAGE',
+        version === 0
+          ? `${file} is not a polar database yet (empty, or still being created by another polar process); try again once it has recorded something`
+          : `${file} has schema version ${version}, older than this polar's (${MIGRATIONS.length}), and cannot be upgraded read-only; open it once with write access (e.g. polar sessions as its owner)`,
+      );
+    }
   }
   return db;
 }

@@ -226,7 +226,14 @@ describe('polar rollout', () => {
     for (let i = 0; i < 300; i++) {
       await new Promise((r) => setTimeout(r, 100));
       if (!fs.existsSync(db)) continue;
-      const store = open(db);
+      // The rollout creates the file before its schema: until then it is not a polar database yet.
+      let store: Store;
+      try {
+        store = open(db);
+      } catch (err) {
+        if (/not a polar database yet/.test(String(err))) continue;
+        throw err;
+      }
       try {
         const rollout = store.rollouts.list()[0];
         const samples = rollout ? store.rollouts.samples(rollout.id) : [];
