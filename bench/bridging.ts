@@ -82,7 +82,7 @@ async function runMode(mode: Mode, upstreamUrl: string, dir: string) {
   const dbPath = path.join(dir, `${mode.kind}-${mode.options.bridge === false ? 'full' : 'b'}.db`);
   const store = Store.open(dbPath);
   const sink = { ms: 0 };
-  const upstream = timed(createUpstream(mode.kind, { baseUrl: upstreamUrl, ...mode.options }), sink);
+  const upstream = timed(await createUpstream(mode.kind, { baseUrl: upstreamUrl, ...mode.options }), sink);
   const proxy = await startProxy({ store, upstream, servedModel: 'Qwen/Qwen3-8B', contextWindow: 1_000_000, defaultSession: 'bench' });
   const costs: CallCost[] = [];
   try {

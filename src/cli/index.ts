@@ -1,23 +1,49 @@
 import { Command, CommanderError } from 'commander';
 import { PolarError } from '../core/errors.js';
 import { reportError } from './output.js';
-import { registerDemo } from './commands/demo.js';
-import { registerExport } from './commands/export.js';
-import { registerGymAgent } from './commands/gym-agent.js';
-import { registerMockServer } from './commands/mock-server.js';
-import { registerProxy } from './commands/proxy.js';
-import { registerReconstruct } from './commands/reconstruct.js';
-import { registerReplay } from './commands/replay.js';
-import { registerReport } from './commands/report.js';
-import { registerRollout } from './commands/rollout.js';
-import { registerRun } from './commands/run.js';
-import { registerVerify } from './commands/verify.js';
-import { registerSessions } from './commands/sessions.js';
-import { registerShow } from './commands/show.js';
-import { registerTrain } from './commands/train.js';
 import { polarVersion } from './version.js';
 
-export function buildProgram(argv: readonly string[] = process.argv): Command {
+type Register = (program: Command) => void;
+
+/**
+ * The commands, in help order, each loaded only when it is needed: a command run loads its own
+ * modules and no other's (the proxy never loads ink, execa or the trainer), which keeps each
+ * process's memory to what it uses. Help and unknown commands load them all.
+ */
+const COMMANDS: readonly [string, () => Promise<Register>][] = [
+  ['demo', async () => (await import('./commands/demo.js')).registerDemo],
+  ['run', async () => (await import('./commands/run.js')).registerRun],
+  ['rollout', async () => (await import('./commands/rollout.js')).registerRollout],
+  ['rollouts', async () => (await import('./commands/rollout.js')).registerRollout],
+  ['proxy', async () => (await import('./commands/proxy.js')).registerProxy],
+  ['mock-server', async () => (await import('./commands/mock-server.js')).registerMockServer],
+  ['sessions', async () => (await import('./commands/sessions.js')).registerSessions],
+  ['show', async () => (await import('./commands/show.js')).registerShow],
+  ['reconstruct', async () => (await import('./commands/reconstruct.js')).registerReconstruct],
+  ['verify-faithfulness', async () => (await import('./commands/verify.js')).registerVerify],
+  ['export', async () => (await import('./commands/export.js')).registerExport],
+  ['gym-agent', async () => (await import('./commands/gym-agent.js')).registerGymAgent],
+  ['train', async () => (await import('./commands/train.js')).registerTrain],
+  ['replay', async () => (await import('./commands/replay.js')).registerReplay],
+  ['report', async () => (await import('./commands/report.js')).registerReport],
+];
+
+/** The program with the command `argv` names, or with all of them (for help, or a name it does not know). */
+export async function buildProgram(argv: readonly string[] = process.argv): Promise<Command> {
+  const program = baseProgram(argv);
+  const first = argv[2];
+  const wanted = COMMANDS.filter(([name]) => name === first);
+  const registered = new Set<Register>();
+  for (const [, load] of wanted.length > 0 ? wanted : COMMANDS) {
+    const register = await load();
+    if (registered.has(register)) continue;
+    registered.add(register);
+    register(program);
+  }
+  return program;
+}
+
+function baseProgram(argv: readonly string[]): Command {
   const json = argv.includes('--json');
   const program = new Command('polar')
     .description('Capture token-exact RL training data from coding-agent harnesses, at their model API boundary.')
@@ -32,25 +58,11 @@ export function buildProgram(argv: readonly string[] = process.argv): Command {
         else write(text);
       },
     });
-  registerDemo(program);
-  registerRun(program);
-  registerRollout(program);
-  registerProxy(program);
-  registerMockServer(program);
-  registerSessions(program);
-  registerShow(program);
-  registerReconstruct(program);
-  registerVerify(program);
-  registerExport(program);
-  registerGymAgent(program);
-  registerTrain(program);
-  registerReplay(program);
-  registerReport(program);
   return program;
 }
 
 export async function main(argv: string[]): Promise<void> {
-  const program = buildProgram(argv);
+  const program = await buildProgram(argv);
   // Commander answers `polar <unknown> --help` with the top-level help and exit 0, because it looks
   // for help flags before it looks the command up: a typo (or a command from a newer polar) must
   // fail instead, wherever the help flag is.

@@ -27,6 +27,6 @@ export function tokenDigest(promptIds: Uint8Array | null, sampledIds: Uint8Array
 }
 
 /** The digest of token arrays as parsed from the upstream's reply. */
-export function digestOfTokens(t: { promptIds: readonly number[] | null; sampledIds: readonly number[] | null; logprobs: readonly number[] | null }): string {
+export function digestOfTokens(t: { promptIds: ArrayLike<number> | null; sampledIds: ArrayLike<number> | null; logprobs: readonly number[] | null }): string {
   return tokenDigest(t.promptIds ? packUint32(t.promptIds) : null, t.sampledIds ? packUint32(t.sampledIds) : null, t.logprobs ? packFloat64(t.logprobs) : null);
 }

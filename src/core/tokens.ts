@@ -5,9 +5,20 @@
  */
 export type TokenSource = 'upstream' | 'none';
 
+/**
+ * Token ids as captured: a JS array, or (for prompts read straight from a reply, tens of thousands
+ * of ids) a Uint32Array, which costs a third of the time to build and stores without copying.
+ */
+export type TokenIds = readonly number[] | Uint32Array;
+
+/** Ids as a JSON-ready array (a typed array would serialize as an object). */
+export function idList(ids: TokenIds): readonly number[] {
+  return Array.isArray(ids) ? ids : Array.from(ids as Uint32Array);
+}
+
 export interface CapturedTokens {
   source: TokenSource;
-  promptIds: number[] | null;
+  promptIds: TokenIds | null;
   sampledIds: number[] | null;
   /** One float64 per sampled id: the logprob the server reported for it. */
   logprobs: number[] | null;
@@ -15,7 +26,7 @@ export interface CapturedTokens {
 
 /** Token data carried by one streamed chunk. */
 export interface TokenDelta {
-  promptIds?: number[];
+  promptIds?: TokenIds;
   sampledIds?: number[];
   logprobs?: number[];
 }

@@ -92,7 +92,7 @@ export async function runHarness(opts: RunHarnessOptions): Promise<RunHarnessRes
       proxyUrl = opts.proxyUrl.replace(/\/+$/, '').replace(/\/v1$/, '');
     } else if (opts.upstream) {
       const { url, kind, timeoutMs, ...rest } = opts.upstream;
-      upstream = createUpstream(kind, {
+      upstream = await createUpstream(kind, {
         ...rest,
         baseUrl: url,
         ...(timeoutMs ? { headersTimeoutMs: timeoutMs, bodyTimeoutMs: timeoutMs } : {}),

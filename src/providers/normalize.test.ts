@@ -38,3 +38,12 @@ describe('normalizeRequest', () => {
     expect(estimatePromptTokens([{ role: 'user', content: 'abc' }])).toBe(Math.ceil(JSON.stringify([{ role: 'user', content: 'abc' }]).length / 3));
   });
 });
+
+describe('jsonLength', () => {
+  it('is JSON.stringify(value).length for values without escapes, without serializing', async () => {
+    const { jsonLength } = await import('./normalize.js');
+    for (const v of [[], {}, [1, 'a', null, true], { a: [{ b: 'café 日本語' }, 2.5], c: { d: null } }, [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }]]) {
+      expect(jsonLength(v)).toBe(JSON.stringify(v).length);
+    }
+  });
+});

@@ -37,9 +37,36 @@ export function normalizeRequest(req: CanonicalRequest, options: NormalizeOption
   return changed ? { ...req, body } : req;
 }
 
-/** A deliberately high estimate of prompt tokens: serialized size / 3. */
+/** A deliberately high estimate of prompt tokens: serialized size / 3, measured without serializing. */
 export function estimatePromptTokens(messages: unknown, tools?: unknown): number {
-  let bytes = JSON.stringify(messages).length;
-  if (tools) bytes += JSON.stringify(tools).length;
-  return Math.ceil(bytes / 3);
+  let chars = jsonLength(messages);
+  if (tools) chars += jsonLength(tools);
+  return Math.ceil(chars / 3);
+}
+
+/** About JSON.stringify(value).length (escapes not counted), by walking the value. */
+export function jsonLength(value: unknown): number {
+  switch (typeof value) {
+    case 'string':
+      return value.length + 2;
+    case 'number':
+    case 'boolean':
+      return String(value).length;
+    case 'object': {
+      if (value === null) return 4;
+      // Brackets, plus a comma between items: one per item, less one.
+      let n = 1;
+      if (Array.isArray(value)) {
+        for (const item of value) n += (item === undefined ? 4 : jsonLength(item)) + 1;
+        return Math.max(2, n);
+      }
+      for (const key in value) {
+        const v = (value as Record<string, unknown>)[key];
+        if (v !== undefined && typeof v !== 'function') n += key.length + 3 + jsonLength(v) + 1;
+      }
+      return Math.max(2, n);
+    }
+    default:
+      return 0;
+  }
 }

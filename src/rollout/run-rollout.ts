@@ -55,7 +55,7 @@ export async function runRollout(options: RolloutRun): Promise<RolloutSummary> {
     const harness = getHarness(config.harness, config.command !== undefined ? { command: config.command } : {});
     const bwrap = config.sandbox === 'bwrap' ? findBwrap() : null;
     if (config.sandbox === 'bwrap' && !bwrap) throw new PolarError('POLAR_USAGE', '--sandbox bwrap needs bubblewrap (Debian: apt-get install bubblewrap); or pass --sandbox none');
-    const upstream = createUpstream(config.upstream.kind, {
+    const upstream = await createUpstream(config.upstream.kind, {
       baseUrl: config.upstream.url,
       ...(run.upstreamApiKey ? { apiKey: run.upstreamApiKey } : {}),
       ...(config.upstream.tokenizer ? { tokenizer: config.upstream.tokenizer } : {}),

@@ -1,3 +1,4 @@
+import type { TokenIds } from '../core/tokens.js';
 import type { Db } from './db.js';
 import { applyStringDelta, commonPrefixLength, MIN_SHARED_TOKENS, stringDelta, type StringDelta } from './delta.js';
 import { unpackUint32 } from './tokens.js';
@@ -34,7 +35,7 @@ export class RecentCalls {
   }
 
   /** The prompt stored against the agent's latest call: a reference and the suffix, or whole. */
-  promptDelta(key: CallKey | undefined, prompt: readonly number[]): { base: string | null; baseLength: number | null; suffix: readonly number[] } {
+  promptDelta(key: CallKey | undefined, prompt: TokenIds): { base: string | null; baseLength: number | null; suffix: TokenIds } {
     const last = key ? this.sequences.get(agentOf(key)) : undefined;
     if (!last) return { base: null, baseLength: null, suffix: prompt };
     const shared = commonPrefixLength(last.ids, prompt);
@@ -42,7 +43,7 @@ export class RecentCalls {
     return { base: last.id, baseLength: shared, suffix: prompt.slice(shared) };
   }
 
-  rememberSequence(key: CallKey | undefined, id: string, prompt: readonly number[], sampled: readonly number[]): void {
+  rememberSequence(key: CallKey | undefined, id: string, prompt: TokenIds, sampled: readonly number[]): void {
     if (!key) return;
     const ids = new Uint32Array(prompt.length + sampled.length);
     ids.set(prompt);

@@ -4,7 +4,11 @@
  * server sent survives (a float32 column would round it).
  */
 
-export function packUint32(ids: readonly number[]): Buffer {
+const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
+
+export function packUint32(ids: ArrayLike<number>): Buffer {
+  // A Uint32Array is already this layout on a little-endian machine: its bytes, without a copy.
+  if (ids instanceof Uint32Array && LITTLE_ENDIAN) return Buffer.from(ids.buffer, ids.byteOffset, ids.byteLength);
   const buf = Buffer.allocUnsafe(ids.length * 4);
   const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
   for (let i = 0; i < ids.length; i++) {

@@ -125,7 +125,7 @@ export async function startGymAgent(options: GymAgentOptions): Promise<RunningGy
     let p = profiles.get(key);
     if (!p) {
       p = (async () => {
-        const upstream = createUpstream(options.upstreamKind, {
+        const upstream = await createUpstream(options.upstreamKind, {
           baseUrl: url,
           ...(options.tokenizer ? { tokenizer: options.tokenizer } : {}),
           ...(temperature !== undefined ? { temperature } : {}),

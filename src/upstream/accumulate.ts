@@ -1,8 +1,8 @@
-import type { CapturedTokens, TokenDelta, TokenSource } from '../core/tokens.js';
+import type { CapturedTokens, TokenDelta, TokenIds, TokenSource } from '../core/tokens.js';
 
 /** Joins the token data of a streamed reply, chunk by chunk, without altering a value. */
 export class TokenAccumulator {
-  private promptIds: number[] | null = null;
+  private promptIds: TokenIds | null = null;
   private sampledIds: number[] | null = null;
   private logprobs: number[] | null = null;
 

@@ -1,11 +1,16 @@
 import type { ChatCompletion, ChatCompletionChunk } from '../core/chat.js';
 import { isRecord } from '../core/chat.js';
 import { PolarError } from '../core/errors.js';
-/** Parses an upstream JSON text; anything unparseable is a protocol error naming what it was. */
-export function parseUpstreamJson(text: string, what: string): unknown {
+import { parseJsonWithIdArrays } from './id-arrays.js';
+/**
+ * Parses an upstream JSON text (prompt id arrays read straight into numbers: id-arrays.ts); anything
+ * unparseable is a protocol error naming what it was.
+ */
+export function parseUpstreamJson(input: string | Buffer, what: string): unknown {
   try {
-    return JSON.parse(text);
+    return parseJsonWithIdArrays(input);
   } catch {
+    const text = typeof input === 'string' ? input : input.toString('utf8');
     const head = text.length > 200 ? `${text.slice(0, 200)}…` : text;
     throw new PolarError('POLAR_UPSTREAM_PROTOCOL', `upstream ${what} is not valid JSON: ${head}`, 502);
   }

@@ -2,15 +2,8 @@ import { PolarError } from '../core/errors.js';
 import path from 'node:path';
 import { BUNDLED_QWEN3, qwen3ModelDir } from '../core/bundled-tokenizer.js';
 import type { UpstreamHttpOptions } from './http.js';
-import { NemoRlUpstream } from './nemo-rl/index.js';
-import { createOpenAIUpstream } from './openai/index.js';
-import { sglangGenerateDialect } from './sglang/generate.js';
-import { loadChatTemplate } from './tito/chat-template.js';
 import type { ToolCallFormat } from './tito/output-parser.js';
-import { TokenInUpstream } from './tito/upstream.js';
 import { UPSTREAM_KINDS, type Upstream, type UpstreamKind } from './types.js';
-import { vllmCompletionsDialect } from './vllm/completions.js';
-import { createVllmUpstream } from './vllm/index.js';
 
 export interface UpstreamOptions extends UpstreamHttpOptions {
   /** Token-in/token-out kinds: the model's tokenizer and chat template (`--tokenizer`). */
@@ -30,22 +23,32 @@ export interface UpstreamOptions extends UpstreamHttpOptions {
 
 export const TOOL_PARSERS: readonly ToolCallFormat[] = ['hermes', 'qwen3-coder'];
 
-export function createUpstream(kind: string, options: UpstreamOptions): Upstream {
+/**
+ * The adapter for an upstream kind. Each kind's modules are loaded when it is asked for, so a
+ * proxy in front of vLLM never loads the chat-template renderer and tokenizer of the token-in kinds.
+ */
+export async function createUpstream(kind: string, options: UpstreamOptions): Promise<Upstream> {
   if (!(UPSTREAM_KINDS as readonly string[]).includes(kind)) {
     throw new PolarError('POLAR_USAGE', `unknown --upstream-kind ${kind}; choose one of: ${UPSTREAM_KINDS.join(', ')}`);
   }
   switch (kind as UpstreamKind) {
     case 'vllm':
-      return createVllmUpstream(options);
+      return (await import('./vllm/index.js')).createVllmUpstream(options);
     case 'openai':
-      return createOpenAIUpstream(options);
+      return (await import('./openai/index.js')).createOpenAIUpstream(options);
     case 'nemo-rl':
-      return new NemoRlUpstream(options);
+      return new (await import('./nemo-rl/index.js')).NemoRlUpstream(options);
     case 'vllm-tito':
     case 'sglang-tito': {
       if (!options.tokenizer) {
         throw new PolarError('POLAR_USAGE', `--upstream-kind ${kind} renders prompts itself: pass --tokenizer PATH (the model's Hugging Face folder) or --tokenizer bundled:qwen3`);
       }
+      const [{ loadChatTemplate }, { TokenInUpstream }, { vllmCompletionsDialect }, { sglangGenerateDialect }] = await Promise.all([
+        import('./tito/chat-template.js'),
+        import('./tito/upstream.js'),
+        import('./vllm/completions.js'),
+        import('./sglang/generate.js'),
+      ]);
       const template = loadChatTemplate(options.tokenizer, qwen3ModelDir);
       if (options.toolParser) {
         if (!(TOOL_PARSERS as readonly string[]).includes(options.toolParser)) {

@@ -1,4 +1,6 @@
-import { Pool, errors as undiciErrors, type Dispatcher } from 'undici';
+import http from 'node:http';
+import type https from 'node:https';
+import { createRequire } from 'node:module';
 import { PolarError, UpstreamStatusError } from '../core/errors.js';
 
 export interface UpstreamHttpOptions {
@@ -13,35 +15,54 @@ export interface UpstreamHttpOptions {
   bodyTimeoutMs?: number;
 }
 
-export interface JsonReply {
-  status: number;
-  text: string;
+/** A whole reply: its bytes, and (decoded on first use) its text. */
+export class JsonReply {
+  private decoded: string | null = null;
+  constructor(
+    readonly status: number,
+    readonly bytes: Buffer,
+  ) {}
+
+  get text(): string {
+    this.decoded ??= this.bytes.toString('utf8');
+    return this.decoded;
+  }
 }
 
+type Body = string | Buffer;
+
 /**
- * The one place polar talks HTTP to an inference server: a keep-alive undici Pool for the
- * upstream origin. Bodies are always consumed or destroyed, the caller's AbortSignal travels with
- * each request, and failures come out as PolarErrors whose code names the phase that failed,
- * because each phase has a different fix (connect: wrong URL or server down; headers: generation
- * slower than the timeout; body: the server stalled mid-stream).
+ * The one place polar talks HTTP to an inference server: keep-alive connections to the upstream
+ * origin (node:http, whose parser is the runtime's own: an HTTP client library would add ~20 MiB to
+ * every proxy process for the same work). Bodies are always consumed or destroyed, the caller's
+ * AbortSignal travels with each request, and failures come out as PolarErrors whose code names the
+ * phase that failed, because each phase has a different fix (connect: wrong URL or server down;
+ * headers: generation slower than the timeout; body: the server stalled mid-stream).
  */
 export class UpstreamHttp {
   readonly origin: string;
   readonly pathPrefix: string;
-  private readonly pool: Pool;
+  private readonly agent: http.Agent;
+  private readonly client: typeof http | typeof https;
+  private readonly host: string;
+  private readonly port: number;
   private readonly headers: Record<string, string>;
+  private readonly connectMs: number;
+  private readonly headersMs: number;
+  private readonly bodyMs: number;
 
   constructor(private readonly options: UpstreamHttpOptions) {
     const url = new URL(options.baseUrl);
     this.origin = url.origin;
     this.pathPrefix = url.pathname.replace(/\/+$/, '');
-    this.pool = new Pool(this.origin, {
-      connect: { timeout: options.connectTimeoutMs ?? 10_000 },
-      keepAliveTimeout: 60_000,
-      keepAliveMaxTimeout: 600_000,
-      headersTimeout: options.headersTimeoutMs ?? 900_000,
-      bodyTimeout: options.bodyTimeoutMs ?? 900_000,
-    });
+    // TLS is loaded only for an https upstream: a local inference server never pays for it.
+    this.client = url.protocol === 'https:' ? (createRequire(import.meta.url)('node:https') as typeof https) : http;
+    this.host = url.hostname.replace(/^\[|\]$/g, '');
+    this.port = url.port ? Number(url.port) : url.protocol === 'https:' ? 443 : 80;
+    this.agent = new this.client.Agent({ keepAlive: true, keepAliveMsecs: 60_000, maxSockets: 256, maxFreeSockets: 64, scheduling: 'lifo' });
+    this.connectMs = options.connectTimeoutMs ?? 10_000;
+    this.headersMs = options.headersTimeoutMs ?? 900_000;
+    this.bodyMs = options.bodyTimeoutMs ?? 900_000;
     this.headers = { 'content-type': 'application/json', accept: 'application/json' };
     if (options.apiKey) this.headers.authorization = `Bearer ${options.apiKey}`;
   }
@@ -54,7 +75,7 @@ export class UpstreamHttp {
     return this.send('GET', path, undefined, signal);
   }
 
-  async postJson(path: string, body: string, signal?: AbortSignal, extra?: Record<string, string>): Promise<JsonReply> {
+  async postJson(path: string, body: Body, signal?: AbortSignal, extra?: Record<string, string>): Promise<JsonReply> {
     return this.send('POST', path, body, signal, extra);
   }
 
@@ -62,69 +83,112 @@ export class UpstreamHttp {
    * Starts a streaming POST and resolves once a 2xx status arrived: before that point every
    * failure is an ordinary HTTP error for the caller; after it, the body is the caller's to read.
    */
-  async postStream(path: string, body: string, signal: AbortSignal, extra?: Record<string, string>): Promise<AsyncIterable<Uint8Array>> {
+  async postStream(path: string, body: Body, signal: AbortSignal, extra?: Record<string, string>): Promise<AsyncIterable<Uint8Array>> {
     const res = await this.dispatch('POST', path, body, signal, { ...this.headers, ...extra, accept: 'text/event-stream' });
-    if (res.statusCode < 200 || res.statusCode >= 300) {
-      const text = await readText(res.body);
-      throw new UpstreamStatusError(res.statusCode, text);
+    const status = res.statusCode ?? 0;
+    if (status < 200 || status >= 300) {
+      const text = await readBytes(res).then((b) => b.toString('utf8')).catch(() => '');
+      throw new UpstreamStatusError(status, text);
     }
-    return guardBody(res.body);
+    return guardBody(res);
   }
 
   async close(): Promise<void> {
-    await this.pool.close();
+    this.agent.destroy();
   }
 
-  private async send(method: 'GET' | 'POST', path: string, body: string | undefined, signal?: AbortSignal, extra?: Record<string, string>): Promise<JsonReply> {
+  private async send(method: 'GET' | 'POST', path: string, body: Body | undefined, signal?: AbortSignal, extra?: Record<string, string>): Promise<JsonReply> {
     const res = await this.dispatch(method, path, body, signal, extra ? { ...this.headers, ...extra } : this.headers);
-    let text: string;
     try {
-      text = await res.body.text();
-    } catch (err) {
-      throw mapUpstreamError(err);
-    }
-    return { status: res.statusCode, text };
-  }
-
-  private async dispatch(
-    method: 'GET' | 'POST',
-    path: string,
-    body: string | undefined,
-    signal: AbortSignal | undefined,
-    headers: Record<string, string>,
-  ): Promise<Dispatcher.ResponseData> {
-    try {
-      return await this.pool.request({ method, path: `${this.pathPrefix}${path}`, headers, body, signal });
+      return new JsonReply(res.statusCode ?? 0, await readBytes(res));
     } catch (err) {
       throw mapUpstreamError(err);
     }
   }
-}
 
-async function readText(body: Dispatcher.ResponseData['body']): Promise<string> {
-  try {
-    return await body.text();
-  } catch {
-    return '';
+  /** Sends a request; resolves with the response once its headers arrived, within the timeouts. */
+  private dispatch(method: 'GET' | 'POST', path: string, body: Body | undefined, signal: AbortSignal | undefined, headers: Record<string, string>): Promise<http.IncomingMessage> {
+    return new Promise((resolve, reject) => {
+      let settled = false;
+      const fail = (err: unknown) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(headersTimer);
+        reject(mapUpstreamError(err));
+      };
+      const req = this.client.request({
+        agent: this.agent,
+        host: this.host,
+        port: this.port,
+        method,
+        path: `${this.pathPrefix}${path}`,
+        headers: body === undefined ? headers : { ...headers, 'content-length': String(Buffer.byteLength(body)) },
+        ...(signal ? { signal } : {}),
+      });
+      const headersTimer = setTimeout(() => req.destroy(phaseError('UND_ERR_HEADERS_TIMEOUT')), this.headersMs);
+      req.once('socket', (socket) => {
+        if (!socket.connecting) return;
+        const connectTimer = setTimeout(() => req.destroy(phaseError('UND_ERR_CONNECT_TIMEOUT')), this.connectMs);
+        socket.once('connect', () => clearTimeout(connectTimer));
+        socket.once('close', () => clearTimeout(connectTimer));
+      });
+      req.once('response', (res) => {
+        clearTimeout(headersTimer);
+        if (settled) {
+          res.destroy();
+          return;
+        }
+        settled = true;
+        // The longest silence allowed between two body chunks; the timer and its listener go when
+        // the body ends, so a kept-alive socket carries neither into its next request.
+        const socket = res.socket;
+        const onIdle = () => res.destroy(phaseError('UND_ERR_BODY_TIMEOUT'));
+        socket.setTimeout(this.bodyMs);
+        socket.on('timeout', onIdle);
+        const done = () => {
+          socket.setTimeout(0);
+          socket.off('timeout', onIdle);
+        };
+        res.once('end', done);
+        res.once('close', done);
+        resolve(res);
+      });
+      req.once('error', fail);
+      req.end(body);
+    });
   }
 }
 
-async function* guardBody(body: Dispatcher.ResponseData['body']): AsyncGenerator<Uint8Array> {
+function phaseError(code: string): Error {
+  return Object.assign(new Error(code), { code });
+}
+
+async function readBytes(res: http.IncomingMessage): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of res) {
+    chunks.push(chunk as Buffer);
+    size += (chunk as Buffer).length;
+  }
+  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
+}
+
+async function* guardBody(res: http.IncomingMessage): AsyncGenerator<Uint8Array> {
   try {
-    for await (const chunk of body) yield chunk as Uint8Array;
+    for await (const chunk of res) yield chunk as Uint8Array;
   } catch (err) {
     throw mapUpstreamError(err);
   } finally {
     // Leaving the loop early (client gone, parse error) must release the socket, not leak it.
-    if (!body.destroyed) body.destroy();
+    if (!res.destroyed && !res.complete) res.destroy();
   }
 }
 
-/** Turns undici and socket errors into PolarErrors with a code per failure phase. */
+/** Turns socket errors and timeouts into PolarErrors with a code per failure phase. */
 export function mapUpstreamError(err: unknown): PolarError {
   if (err instanceof PolarError) return err;
   const e = err as { code?: string; name?: string; message?: string };
-  if (e?.name === 'AbortError' || e?.code === 'UND_ERR_ABORTED' || e instanceof undiciErrors.RequestAbortedError) {
+  if (e?.name === 'AbortError' || e?.code === 'ABORT_ERR' || e?.code === 'UND_ERR_ABORTED') {
     return new PolarError('POLAR_CLIENT_ABORTED', 'request aborted', 499, { cause: err });
   }
   switch (e?.code) {

@@ -1,8 +1,10 @@
+import type { TokenIds } from '../core/tokens.js';
 import { PolarError } from '../core/errors.js';
 
 /** A server's token-id array, checked (integers in range) but never changed; null when absent. */
 export function idArray(value: unknown, field: string): number[] | null {
   if (value === undefined || value === null) return null;
+  if (value instanceof Uint32Array) throw protocolError(`${field}: a prompt id array where sampled ids were expected`);
   if (!Array.isArray(value)) throw protocolError(`${field} is not an array`);
   for (let i = 0; i < value.length; i++) {
     const v = value[i];
@@ -11,6 +13,15 @@ export function idArray(value: unknown, field: string): number[] | null {
     }
   }
   return value as number[];
+}
+
+/**
+ * A reply's prompt ids: read straight into a Uint32Array when the reply was parsed by
+ * parseJsonWithIdArrays (already checked there), else checked as idArray checks them.
+ */
+export function promptIdArray(value: unknown, field: string): TokenIds | null {
+  if (value instanceof Uint32Array) return value;
+  return idArray(value, field);
 }
 
 /** A logprob as received; a non-number becomes NaN, so verification names it instead of hiding it. */

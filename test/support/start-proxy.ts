@@ -24,7 +24,7 @@ export async function startTestProxy(
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-test-'));
   const dbPath = path.join(dir, 'polar.db');
   const store = Store.open(dbPath);
-  const upstream = createUpstream(options.upstreamKind ?? 'vllm', {
+  const upstream = await createUpstream(options.upstreamKind ?? 'vllm', {
     baseUrl: upstreamUrl,
     connectTimeoutMs: 2000,
     ...options.upstreamOptions,

@@ -76,7 +76,7 @@ async function runProxy(opts: ProxyCommandOptions): Promise<void> {
     throw new PolarError('POLAR_USAGE', `--session ${JSON.stringify(session)} is not a valid name: use letters, digits, . _ : -`);
   }
   const dbPath = opts.db ?? defaultDbPath();
-  const upstream = createUpstream(opts.upstreamKind, {
+  const upstream = await createUpstream(opts.upstreamKind, {
     baseUrl: opts.upstream,
     apiKey: process.env.POLAR_UPSTREAM_API_KEY || undefined,
     headersTimeoutMs: timeoutMs,

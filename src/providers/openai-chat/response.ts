@@ -1,5 +1,5 @@
 import type { CanonicalRequest, ChatCompletion, ChatCompletionChunk } from '../../core/chat.js';
-import type { CapturedTokens, TokenDelta } from '../../core/tokens.js';
+import { idList, type CapturedTokens, type TokenDelta } from '../../core/tokens.js';
 
 /**
  * The reply the harness gets: the upstream's completion with the model name it asked for, and
@@ -13,7 +13,7 @@ export function encodeChatResponse(done: ChatCompletion, req: CanonicalRequest, 
     if (req.client.tokenIds && choice.index === 0 && tokens.sampledIds) c.token_ids = tokens.sampledIds;
     return c;
   });
-  if (req.client.tokenIds && tokens.promptIds) out.prompt_token_ids = tokens.promptIds;
+  if (req.client.tokenIds && tokens.promptIds) out.prompt_token_ids = idList(tokens.promptIds);
   return out;
 }
 
@@ -38,6 +38,6 @@ export function encodeChatChunk(
     if (req.client.tokenIds && choice.index === 0 && tokens?.sampledIds) c.token_ids = tokens.sampledIds;
     return c;
   });
-  if (req.client.tokenIds && tokens?.promptIds) out.prompt_token_ids = tokens.promptIds;
+  if (req.client.tokenIds && tokens?.promptIds) out.prompt_token_ids = idList(tokens.promptIds);
   return out;
 }

@@ -4,7 +4,7 @@ import type { CapturedTokens } from '../../core/tokens.js';
 import { expectCompletionShape } from '../chat-shape.js';
 import type { UpstreamHttpOptions } from '../http.js';
 import { ChatCompletionsUpstream, type ChatDialect } from '../openai-compatible.js';
-import { idArray, logprobValue } from '../token-fields.js';
+import { idArray, logprobValue, promptIdArray } from '../token-fields.js';
 import { ChainMemory, templateKwargs, type ChainMark } from '../tito/chain-memory.js';
 import type { CallContext, CallOutcome, ServedModel, Upstream, UpstreamChunk, UpstreamCompletion, UpstreamRequest } from '../types.js';
 import { applyChatConventions, vllmTokenizeBody } from '../vllm/flags.js';
@@ -87,7 +87,7 @@ export function nemoRlDialect(options: NemoRlOptions): ChatDialect {
 export function extractNemoRlCompletion(json: unknown): { completion: ChatCompletion; tokens: CapturedTokens } {
   const obj = expectCompletionShape(json);
   const message = obj.choices[0]?.message as (ChatMessage & Record<string, unknown>) | undefined;
-  const promptIds = message ? idArray(message.prompt_token_ids, 'choices[0].message.prompt_token_ids') : null;
+  const promptIds = message ? promptIdArray(message.prompt_token_ids, 'choices[0].message.prompt_token_ids') : null;
   const sampledIds = message ? idArray(message.generation_token_ids, 'choices[0].message.generation_token_ids') : null;
   const lps = message?.generation_log_probs;
   const logprobs = Array.isArray(lps) ? lps.map(logprobValue) : null;

@@ -61,7 +61,7 @@ describe('loadChatTemplate (--tokenizer)', () => {
     expect(detectToolFormat('{{ messages }}')).toBeNull();
   });
 
-  it('says what is missing', () => {
+  it('says what is missing', async () => {
     expect(() => loadChatTemplate(path.join(dir, 'nope'))).toThrow(/no such file or folder/);
     const empty = path.join(dir, 'empty');
     fs.mkdirSync(empty);
@@ -71,7 +71,7 @@ describe('loadChatTemplate (--tokenizer)', () => {
     delete config.chat_template;
     fs.writeFileSync(path.join(noTemplate, 'tokenizer_config.json'), JSON.stringify(config));
     expect(() => loadChatTemplate(noTemplate)).toThrow(/no chat template/);
-    expect(() => createUpstream('vllm-tito', { baseUrl: 'http://127.0.0.1:9' })).toThrow(/--tokenizer/);
-    expect(() => createUpstream('sglang-tito', { baseUrl: 'http://127.0.0.1:9', tokenizer: BUNDLED_QWEN3, toolParser: 'mistral' })).toThrow(/--tool-parser/);
+    await expect(createUpstream('vllm-tito', { baseUrl: 'http://127.0.0.1:9' })).rejects.toThrow(/--tokenizer/);
+    await expect(createUpstream('sglang-tito', { baseUrl: 'http://127.0.0.1:9', tokenizer: BUNDLED_QWEN3, toolParser: 'mistral' })).rejects.toThrow(/--tool-parser/);
   });
 });

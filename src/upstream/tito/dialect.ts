@@ -1,4 +1,5 @@
 import type { CanonicalRequest } from '../../core/chat.js';
+import type { TokenIds } from '../../core/tokens.js';
 import type { UpstreamKind } from '../types.js';
 
 /** What a token-in/token-out server returned for one reply, or one piece of a streamed reply. */
@@ -6,7 +7,7 @@ export interface Generation {
   sampledIds: number[];
   logprobs: number[] | null;
   /** The prompt ids the server reports it saw, when it reports them. */
-  promptIds: number[] | null;
+  promptIds: TokenIds | null;
   /** `stop` / `length` (or the server's word), on the last piece. */
   finishReason: string | null;
   /** What stopped it, when the server says: the matched stop string, or a stop token id. */

@@ -124,7 +124,7 @@ export class TokenInUpstream implements Upstream {
     const p = this.preparedFor(req);
     const reply = await this.http.postJson(req.path, req.text, signal, req.headers);
     if (reply.status < 200 || reply.status >= 300) throw new UpstreamStatusError(reply.status, reply.text);
-    const g = this.dialect.completion(parseUpstreamJson(reply.text, 'reply'));
+    const g = this.dialect.completion(parseUpstreamJson(reply.bytes, 'reply'));
     if (g.finishReason === 'abort') throw aborted();
     return this.assembler(p).complete(g);
   }

@@ -1,6 +1,6 @@
 import { isRecord } from '../../core/chat.js';
 import { throwIfErrorBody } from '../chat-shape.js';
-import { idArray, logprobValue, protocolError } from '../token-fields.js';
+import { idArray, logprobValue, promptIdArray, protocolError } from '../token-fields.js';
 import { samplingOf, type Generation, type TokenInDialect } from '../tito/dialect.js';
 
 /**
@@ -63,7 +63,7 @@ function readChoice(choice: Record<string, unknown>): Omit<Generation, 'usage'> 
   return {
     sampledIds,
     logprobs,
-    promptIds: idArray(choice.prompt_token_ids, 'choices[0].prompt_token_ids'),
+    promptIds: promptIdArray(choice.prompt_token_ids, 'choices[0].prompt_token_ids'),
     finishReason: typeof choice.finish_reason === 'string' ? choice.finish_reason : null,
     stopReason: typeof choice.stop_reason === 'string' || typeof choice.stop_reason === 'number' ? choice.stop_reason : null,
   };

@@ -3,7 +3,7 @@ import { isRecord } from '../../core/chat.js';
 import { expectChunkShape, expectCompletionShape } from '../chat-shape.js';
 import type { CapturedTokens } from '../../core/tokens.js';
 import type { TokenDelta } from '../../core/tokens.js';
-import { idArray, logprobValue } from '../token-fields.js';
+import { idArray, logprobValue, promptIdArray } from '../token-fields.js';
 
 /**
  * vLLM's token fields, read from replies and removed from what goes on to the harness.
@@ -20,7 +20,7 @@ const CHOICE_TRAINING_FIELDS = ['token_ids', 'routed_experts'];
 export function extractVllmCompletion(json: unknown): { completion: ChatCompletion; tokens: CapturedTokens } {
   const obj = expectCompletionShape(json);
   const choice = obj.choices[0];
-  const promptIds = idArray(obj.prompt_token_ids, 'prompt_token_ids');
+  const promptIds = promptIdArray(obj.prompt_token_ids, 'prompt_token_ids');
   const sampledIds = choice ? idArray(choice.token_ids, 'choices[0].token_ids') : null;
   const logprobs = choice ? logprobValues(choice.logprobs as ChatLogprobs | null | undefined) : null;
   for (const field of TOP_LEVEL_TRAINING_FIELDS) delete obj[field];
@@ -39,7 +39,7 @@ export function extractVllmCompletion(json: unknown): { completion: ChatCompleti
 export function extractVllmChunk(json: unknown): { chunk: ChatCompletionChunk; tokens: TokenDelta | null } {
   const obj = expectChunkShape(json);
   const tokens: TokenDelta = {};
-  const promptIds = idArray(obj.prompt_token_ids, 'prompt_token_ids');
+  const promptIds = promptIdArray(obj.prompt_token_ids, 'prompt_token_ids');
   if (promptIds) tokens.promptIds = promptIds;
   const choice = obj.choices[0];
   if (choice) {

@@ -1,0 +1,108 @@
+/**
+ * JSON.parse for replies that carry the prompt's token ids (vLLM `prompt_token_ids`: tens of
+ * thousands of integers, most of a reply's bytes). Each `"prompt_token_ids":[…]` array is read
+ * straight from the reply's bytes into a Uint32Array and replaced by a placeholder, so neither the
+ * UTF-8 decoder nor the generic parser touches it (a reply with any non-ASCII text in it decodes at
+ * a tenth of the ASCII speed); the arrays are put back where they were, holding exactly the values
+ * JSON.parse would give. Anything but plain non-negative integer literals (or a key that is not
+ * structural) falls back to JSON.parse of the whole text, which then reports what is wrong as before.
+ */
+const KEY = Buffer.from('"prompt_token_ids":[');
+const FIELD = 'prompt_token_ids';
+/** Below this size the generic parser is as fast. */
+const MIN_FAST_BYTES = 8192;
+const NON_ASCII = /[^\x00-\x7f]/;
+
+export function parseJsonWithIdArrays(input: string | Buffer): unknown {
+  if (typeof input === 'string') {
+    // A text that is all ASCII is its own bytes (a streamed event; the one with the prompt ids
+    // has no reply text yet). Any other text goes to the generic parser.
+    if (input.length < MIN_FAST_BYTES || !input.includes(FIELD) || NON_ASCII.test(input)) return JSON.parse(input);
+    return parseBytes(Buffer.from(input, 'latin1'));
+  }
+  if (input.length < MIN_FAST_BYTES) return JSON.parse(input.toString('utf8'));
+  return parseBytes(input);
+}
+
+function parseBytes(bytes: Buffer): unknown {
+  const arrays: Uint32Array[] = [];
+  const parts: Buffer[] = [];
+  let from = 0;
+  let at = bytes.indexOf(KEY);
+  while (at >= 0) {
+    if (!structural(bytes, at)) return JSON.parse(bytes.toString('utf8'));
+    const open = at + KEY.length - 1;
+    const scanned = scanIds(bytes, open + 1);
+    if (!scanned) return JSON.parse(bytes.toString('utf8'));
+    arrays.push(scanned.ids);
+    // The array becomes -n (n = its position, from 1): never a token id, so it cannot be mistaken.
+    parts.push(bytes.subarray(from, open), Buffer.from(String(-arrays.length)));
+    from = scanned.end;
+    at = bytes.indexOf(KEY, from);
+  }
+  if (arrays.length === 0) return JSON.parse(bytes.toString('utf8'));
+  parts.push(bytes.subarray(from));
+  const parsed = JSON.parse(Buffer.concat(parts).toString('utf8')) as unknown;
+  restore(parsed, arrays);
+  return parsed;
+}
+
+/** Whether the quote at `at` opens a key (not an escaped quote inside a string). */
+function structural(bytes: Buffer, at: number): boolean {
+  let backslashes = 0;
+  for (let i = at - 1; i >= 0 && bytes[i] === 0x5c; i--) backslashes++;
+  return backslashes % 2 === 0;
+}
+
+/** Integers from `start` to the closing bracket; null on anything else. `end` is past the bracket. */
+function scanIds(bytes: Buffer, start: number): { ids: Uint32Array; end: number } | null {
+  // At most one id per two bytes ("1,"): written into a typed array, never pushed (pushing tens
+  // of thousands of numbers onto a JS array costs more than JSON.parse itself).
+  const ids = new Uint32Array(Math.ceil((bytes.length - start) / 2) + 1);
+  let n = 0;
+  let value = 0;
+  let digits = 0;
+  let expectValue = true;
+  for (let i = start; i < bytes.length; i++) {
+    const c = bytes[i]!;
+    if (c >= 0x30 && c <= 0x39) {
+      if (!expectValue && digits === 0) return null;
+      // A leading zero is only valid alone; more than 10 digits is past uint32.
+      if ((digits === 1 && value === 0) || ++digits > 10) return null;
+      value = value * 10 + (c - 0x30);
+      continue;
+    }
+    if (digits > 0) {
+      if (value > 0xffffffff) return null;
+      ids[n++] = value;
+      value = 0;
+      digits = 0;
+      expectValue = false;
+    }
+    if (c === 0x2c) {
+      if (expectValue) return null;
+      expectValue = true;
+    } else if (c === 0x5d) {
+      if (expectValue && n > 0) return null;
+      return { ids: ids.slice(0, n), end: i + 1 };
+    } else if (c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09) {
+      return null;
+    }
+  }
+  return null;
+}
+
+/** Puts each array back in place of its placeholder under a `prompt_token_ids` key. */
+function restore(value: unknown, arrays: Uint32Array[]): void {
+  if (Array.isArray(value)) {
+    for (const v of value) if (v !== null && typeof v === 'object') restore(v, arrays);
+    return;
+  }
+  if (value === null || typeof value !== 'object') return;
+  const obj = value as Record<string, unknown>;
+  for (const key of Object.keys(obj)) {
+    const v = obj[key];
+    if (key === FIELD && typeof v === 'number' && v < 0) obj[key] = arrays[-v - 1];
+    else if (v !== null && typeof v === 'object') restore(v, arrays);
+  }
+}
