@@ -26,6 +26,8 @@ const COMMANDS: readonly [string, () => Promise<Register>][] = [
   ['train', async () => (await import('./commands/train.js')).registerTrain],
   ['replay', async () => (await import('./commands/replay.js')).registerReplay],
   ['report', async () => (await import('./commands/report.js')).registerReport],
+  ['db', async () => (await import('./commands/db.js')).registerDb],
+  ['worker', async () => (await import('./commands/worker.js')).registerWorker],
 ];
 
 /** The program with the command `argv` names, or with all of them (for help, or a name it does not know). */

@@ -6,7 +6,9 @@ import { DEFAULT_AGENT_HEADERS } from '../proxy/identity.js';
 import type { CallSummary } from '../proxy/call-record.js';
 import { startProxy, tokenizerField, type RunningProxy } from '../proxy/server.js';
 import type { SessionStatus, SessionSummary } from '../store/sessions.js';
-import { Store } from '../store/store.js';
+import { openStore } from '../store/open.js';
+import { localStateDir } from '../store/postgres/url.js';
+import type { Store } from '../store/store.js';
 import { createUpstream, type UpstreamOptions } from '../upstream/create.js';
 import type { Upstream } from '../upstream/types.js';
 import { baseEnvironment } from './env.js';
@@ -76,12 +78,12 @@ export async function runHarness(opts: RunHarnessOptions): Promise<RunHarnessRes
   const nodeDir = opts.nodeBin ? path.dirname(path.resolve(opts.nodeBin)) : harness.minNodeMajor ? await ensureNode(harness.minNodeMajor, harness.name, baseEnv, opts.onNotice) : null;
   if (nodeDir) baseEnv.PATH = [nodeDir, baseEnv.PATH].filter(Boolean).join(path.delimiter);
 
-  const runDir = path.join(path.dirname(path.resolve(opts.dbPath)), '.polar', 'runs', session);
+  const runDir = path.join(localStateDir(opts.dbPath), '.polar', 'runs', session);
   const home = path.join(runDir, 'home');
   await mkdir(home, { recursive: true, mode: 0o700 });
   const logFile = path.join(runDir, 'harness.log');
 
-  const store = opts.store ?? Store.open(opts.dbPath);
+  const store = opts.store ?? (await openStore(opts.dbPath, { onNotice: (line) => opts.onNotice?.(line) }));
   let upstream: Upstream | undefined;
   let proxy: RunningProxy | undefined;
   try {
@@ -165,7 +167,7 @@ export async function runHarness(opts: RunHarnessOptions): Promise<RunHarnessRes
   } finally {
     await proxy?.close(1000);
     await upstream?.close();
-    if (!opts.store) store.close();
+    if (!opts.store) await store.closeAsync();
   }
 }
 

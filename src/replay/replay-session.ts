@@ -6,7 +6,7 @@ import { runHarness, type RunHarnessResult } from '../harness/run.js';
 import { baseEnvironment } from '../harness/env.js';
 import type { RolloutTask } from '../rollout/task-file.js';
 import { prepareWorkspace } from '../rollout/workspace.js';
-import { Store } from '../store/store.js';
+import { openStore } from '../store/open.js';
 import { startCassette, type Divergence } from './cassette.js';
 
 export interface ReplayResult {
@@ -27,7 +27,7 @@ export interface ReplayResult {
  * a new session (metadata `replay_of`), so the two can be compared call by call.
  */
 export async function replaySession(opts: { dbPath: string; session: string; harness: string; command?: string; harnessBin?: string; nodeBin?: string; cwd?: string; timeoutSec?: number }): Promise<ReplayResult> {
-  const store = Store.open(opts.dbPath);
+  const store = await openStore(opts.dbPath);
   let cassette;
   try {
     const recorded = store.sessions.get(opts.session)!;
@@ -57,6 +57,6 @@ export async function replaySession(opts: { dbPath: string; session: string; har
     return { session: opts.session, replaySession: replaySessionId, matched: cassette.matched(), total: cassette.total(), divergence: cassette.divergence(), unplayed: cassette.unplayed(), run, cwd };
   } finally {
     await cassette?.close();
-    store.close();
+    await store.closeAsync();
   }
 }

@@ -7,9 +7,12 @@ import { findBwrap } from '../harness/sandbox.js';
 import { DEFAULT_AGENT_HEADERS } from '../proxy/identity.js';
 import { startProxy } from '../proxy/server.js';
 import { SAMPLE_OUTCOMES, type SampleRow } from '../store/rollouts.js';
-import { Store } from '../store/store.js';
+import { openStore } from '../store/open.js';
+import { isPostgresUrl } from '../store/postgres/url.js';
+import type { Store } from '../store/store.js';
 import { createUpstream } from '../upstream/create.js';
 import { parseAccept } from './accept.js';
+import { localLedger } from './ledger.js';
 import { Channel, pool } from './channel.js';
 import type { RolloutConfig, RolloutEvent, RolloutSummary } from './config.js';
 import { initStage, postStage, runStage, type Prepared, type Ran, type StageContext } from './stages.js';
@@ -43,8 +46,8 @@ export interface RolloutRun {
  * for `resume`.
  */
 export async function runRollout(options: RolloutRun): Promise<RolloutSummary> {
-  const run = { ...options, dbPath: path.resolve(options.dbPath) };
-  const store = Store.open(run.dbPath);
+  const run = { ...options, dbPath: isPostgresUrl(options.dbPath) ? options.dbPath : path.resolve(options.dbPath) };
+  const store = await openStore(run.dbPath, { ...(options.onNotice ? { onNotice: options.onNotice } : {}) });
   const started = Date.now();
   let stopping = false;
   const onSigint = () => {
@@ -52,44 +55,20 @@ export async function runRollout(options: RolloutRun): Promise<RolloutSummary> {
   };
   try {
     const { rolloutId, config, tasks, tasksFile } = openRollout(store, run);
-    const harness = getHarness(config.harness, config.command !== undefined ? { command: config.command } : {});
-    const bwrap = config.sandbox === 'bwrap' ? findBwrap() : null;
-    if (config.sandbox === 'bwrap' && !bwrap) throw new PolarError('POLAR_USAGE', '--sandbox bwrap needs bubblewrap (Debian: apt-get install bubblewrap); or pass --sandbox none');
-    const upstream = await createUpstream(config.upstream.kind, {
-      baseUrl: config.upstream.url,
-      ...(run.upstreamApiKey ? { apiKey: run.upstreamApiKey } : {}),
-      ...(config.upstream.tokenizer ? { tokenizer: config.upstream.tokenizer } : {}),
-      ...(config.upstream.toolParser ? { toolParser: config.upstream.toolParser } : {}),
-      ...(config.upstream.temperature !== undefined ? { temperature: config.upstream.temperature } : {}),
-      ...(config.upstream.topP !== undefined ? { topP: config.upstream.topP } : {}),
-    });
-    const served = await upstream.models(AbortSignal.timeout(5000)).catch(() => []);
-    const match = served.find((m) => m.id === config.model) ?? (config.model ? undefined : served[0]);
-    const model = config.model ?? match?.id ?? null;
-    if (!model) {
-      await upstream.close();
-      throw new PolarError('POLAR_USAGE', `could not learn the served model from ${config.upstream.url}; pass --model NAME`);
-    }
-    const proxy = await startProxy({
-      store,
-      upstream,
-      servedModel: model,
-      contextWindow: match?.maxModelLen ?? null,
-      defaultSession: `${rolloutId}-unattributed`,
-      agentHeaders: [...harness.agentHeaders, ...DEFAULT_AGENT_HEADERS],
-    });
+    const { harness, bwrap, upstream, proxy, model, contextWindow } = await startCapture(store, config, rolloutId, run.upstreamApiKey);
     process.on('SIGINT', onSigint);
     process.on('SIGTERM', onSigint);
     const ctx: StageContext = {
       rolloutId,
       store,
+      ledger: localLedger(store),
       dbPath: run.dbPath,
       config,
       tasks: new Map(tasks.map((t) => [t.id, t])),
       harness,
       proxyUrl: proxy.url,
       model,
-      contextWindow: match?.maxModelLen ?? null,
+      contextWindow,
       accept: config.accept ? parseAccept(config.accept) : null,
       bwrap: bwrap ?? 'bwrap',
       secrets: run.upstreamApiKey ? [run.upstreamApiKey] : [],
@@ -112,8 +91,39 @@ export async function runRollout(options: RolloutRun): Promise<RolloutSummary> {
   } finally {
     process.off('SIGINT', onSigint);
     process.off('SIGTERM', onSigint);
-    store.close();
+    await store.closeAsync();
   }
+}
+
+/** What every rollout process runs its sessions through: the harness, its sandbox, the upstream and one shared capture proxy. */
+export async function startCapture(store: Store, config: RolloutConfig, rolloutId: string, apiKey?: string) {
+  const harness = getHarness(config.harness, config.command !== undefined ? { command: config.command } : {});
+  const bwrap = config.sandbox === 'bwrap' ? findBwrap() : null;
+  if (config.sandbox === 'bwrap' && !bwrap) throw new PolarError('POLAR_USAGE', '--sandbox bwrap needs bubblewrap (Debian: apt-get install bubblewrap); or pass --sandbox none');
+  const upstream = await createUpstream(config.upstream.kind, {
+    baseUrl: config.upstream.url,
+    ...(apiKey ? { apiKey } : {}),
+    ...(config.upstream.tokenizer ? { tokenizer: config.upstream.tokenizer } : {}),
+    ...(config.upstream.toolParser ? { toolParser: config.upstream.toolParser } : {}),
+    ...(config.upstream.temperature !== undefined ? { temperature: config.upstream.temperature } : {}),
+    ...(config.upstream.topP !== undefined ? { topP: config.upstream.topP } : {}),
+  });
+  const served = await upstream.models(AbortSignal.timeout(5000)).catch(() => []);
+  const match = served.find((m) => m.id === config.model) ?? (config.model ? undefined : served[0]);
+  const model = config.model ?? match?.id ?? null;
+  if (!model) {
+    await upstream.close();
+    throw new PolarError('POLAR_USAGE', `could not learn the served model from ${config.upstream.url}; pass --model NAME`);
+  }
+  const proxy = await startProxy({
+    store,
+    upstream,
+    servedModel: model,
+    contextWindow: match?.maxModelLen ?? null,
+    defaultSession: `${rolloutId}-unattributed`,
+    agentHeaders: [...harness.agentHeaders, ...DEFAULT_AGENT_HEADERS],
+  });
+  return { harness, bwrap, upstream, proxy, model, contextWindow: match?.maxModelLen ?? null };
 }
 
 /** The three pools and the channels between them. */

@@ -4,21 +4,24 @@ import { baseEnvironment } from '../harness/env.js';
 import { runHarness } from '../harness/run.js';
 import { sandboxed } from '../harness/sandbox.js';
 import type { Harness, HarnessCommand } from '../harness/types.js';
-import type { SampleRow } from '../store/rollouts.js';
+import type { SampleEnd, SampleRow } from '../store/rollouts.js';
+import type { SampleLedger } from './ledger.js';
 import type { Store } from '../store/store.js';
 import { sessionTraces, usableCalls, emptyStats } from '../trajectory/reconstruct.js';
 import { prefixMerging } from '../trajectory/strategies/prefix-merging.js';
 import type { AcceptFacts } from './accept.js';
 import type { RolloutConfig, RolloutEvent } from './config.js';
 import { evaluate } from './evaluate.js';
-import { groupStats } from './stats.js';
 import type { RolloutTask } from './task-file.js';
 import { captureDiff, prepareWorkspace, removeWorkspace, StageError, type PreparedWorkspace } from './workspace.js';
 
 /** What every stage shares: no globals; a rollout builds one and passes it in. */
 export interface StageContext {
   rolloutId: string;
+  /** Where the session's calls are captured (and read back for the evaluator). */
   store: Store;
+  /** Where samples move through their stages and end. */
+  ledger: SampleLedger;
   dbPath: string;
   config: RolloutConfig;
   tasks: ReadonlyMap<string, RolloutTask>;
@@ -65,7 +68,7 @@ const toolEnv = () => baseEnvironment();
 export async function initStage(ctx: StageContext, sample: SampleRow): Promise<Prepared | null> {
   const task = ctx.tasks.get(sample.taskId)!;
   const sessionId = newId('ses');
-  const attempt = ctx.store.rollouts.start(sample.id, sessionId);
+  const attempt = await ctx.ledger.start(sample, sessionId);
   if (attempt === null) return null;
   ctx.emit({ type: 'stage', sampleId: sample.id, taskId: sample.taskId, stage: 'init' });
   const startedAt = Date.now();
@@ -74,12 +77,12 @@ export async function initStage(ctx: StageContext, sample: SampleRow): Promise<P
   try {
     const workspace = await prepareWorkspace(task, dir, deadline, toolEnv());
     const timing = { init_ms: Date.now() - startedAt };
-    ctx.store.rollouts.stage(sample.id, 'ready', timing);
+    await ctx.ledger.stage(sample.id, 'ready', timing);
     ctx.emit({ type: 'stage', sampleId: sample.id, taskId: sample.taskId, stage: 'ready' });
     return { sample, task, sessionId, workspace, deadline, startedAt, timing };
   } catch (err) {
     await removeWorkspace(dir);
-    finish(ctx, sample, stageFailure(err, 'init', startedAt));
+    await finish(ctx, sample, stageFailure(err, 'init', startedAt));
     return null;
   }
 }
@@ -88,10 +91,10 @@ export async function initStage(ctx: StageContext, sample: SampleRow): Promise<P
 export async function runStage(ctx: StageContext, p: Prepared): Promise<Ran | null> {
   const readyMs = Date.now() - p.startedAt - (p.timing.init_ms ?? 0);
   if (ctx.stopping()) {
-    interrupt(ctx, p);
+    await interrupt(ctx, p);
     return null;
   }
-  ctx.store.rollouts.stage(p.sample.id, 'running', { ready_ms: readyMs });
+  await ctx.ledger.stage(p.sample.id, 'running', { ready_ms: readyMs });
   ctx.emit({ type: 'stage', sampleId: p.sample.id, taskId: p.sample.taskId, stage: 'running' });
   const left = p.deadline - Date.now();
   const timing = { ...p.timing, ready_ms: readyMs };
@@ -120,13 +123,13 @@ export async function runStage(ctx: StageContext, p: Prepared): Promise<Ran | nu
     ctx.harnessVersion ??= result.harnessVersion;
     const runTiming = { ...timing, run_ms: Date.now() - started };
     if (result.status === 'aborted') {
-      interrupt(ctx, { ...p, timing: runTiming });
+      await interrupt(ctx, { ...p, timing: runTiming });
       return null;
     }
     return { ...p, timing: runTiming, sessionStatus: result.status === 'completed' || result.status === 'timeout' ? result.status : 'failed', exitCode: result.exitCode };
   } catch (err) {
     ctx.store.sessions.end(p.sessionId, 'failed');
-    finish(ctx, p.sample, stageFailure(err, 'run', p.startedAt, { ...timing, run_ms: Date.now() - started }));
+    await finish(ctx, p.sample, stageFailure(err, 'run', p.startedAt, { ...timing, run_ms: Date.now() - started }));
     await cleanup(ctx, p);
     return null;
   }
@@ -134,7 +137,7 @@ export async function runStage(ctx: StageContext, p: Prepared): Promise<Ran | nu
 
 /** POSTRUN: the agent's diff, the evaluator, the reward (once), the group's statistics, cleanup. */
 export async function postStage(ctx: StageContext, r: Ran): Promise<void> {
-  ctx.store.rollouts.stage(r.sample.id, 'post');
+  await ctx.ledger.stage(r.sample.id, 'post');
   ctx.emit({ type: 'stage', sampleId: r.sample.id, taskId: r.sample.taskId, stage: 'post' });
   const started = Date.now();
   let diff: string | null = null;
@@ -153,7 +156,7 @@ export async function postStage(ctx: StageContext, r: Ran): Promise<void> {
       secrets: ctx.secrets,
     });
     const accepted = ctx.accept ? ctx.accept({ reward: evaluation.reward, status: r.sessionStatus }) : null;
-    finish(ctx, r.sample, {
+    await finish(ctx, r.sample, {
       status: r.sessionStatus,
       reward: evaluation.reward,
       traceRewards: evaluation.traceRewards,
@@ -163,7 +166,7 @@ export async function postStage(ctx: StageContext, r: Ran): Promise<void> {
       timing: { ...r.timing, post_ms: Date.now() - started },
     });
   } catch (err) {
-    finish(ctx, r.sample, { ...stageFailure(err, 'post', r.startedAt, { ...r.timing, post_ms: Date.now() - started }), diff });
+    await finish(ctx, r.sample, { ...stageFailure(err, 'post', r.startedAt, { ...r.timing, post_ms: Date.now() - started }), diff });
   } finally {
     await cleanup(ctx, r);
   }
@@ -177,21 +180,21 @@ function traceCount(store: Store, sessionId: string): number {
   return sessionTraces(session, prefixMerging, calls).traces.length;
 }
 
-type End = Parameters<Store['rollouts']['finish']>[1];
+type End = SampleEnd;
 
 function stageFailure(err: unknown, stage: 'init' | 'run' | 'post', startedAt: number, timing: Record<string, number> = {}): End {
   const e = err instanceof StageError ? err : new StageError(stage, (err as Error)?.message ?? String(err));
   return { status: e.timedOut && e.stage !== 'post' ? 'timeout' : 'error', errorStage: e.stage, error: e.message, timing: { ...timing, total_ms: Date.now() - startedAt } };
 }
 
-function finish(ctx: StageContext, sample: SampleRow, end: End): void {
-  ctx.store.rollouts.finish(sample.id, end, groupStats);
+async function finish(ctx: StageContext, sample: SampleRow, end: End): Promise<void> {
+  await ctx.ledger.finish(sample.id, end);
   ctx.emit({ type: 'done', sampleId: sample.id, taskId: sample.taskId, outcome: end.status, reward: end.reward ?? null, error: end.error ?? null });
 }
 
 /** Ctrl-C reached this sample: it stays unfinished (a resume runs it again). */
-function interrupt(ctx: StageContext, p: Prepared): void {
-  ctx.store.rollouts.interrupt(p.sample.id);
+async function interrupt(ctx: StageContext, p: Prepared): Promise<void> {
+  await ctx.ledger.interrupt(p.sample.id);
   ctx.emit({ type: 'done', sampleId: p.sample.id, taskId: p.sample.taskId, outcome: 'interrupted', reward: null, error: 'interrupted' });
   void cleanup(ctx, p);
 }

@@ -275,5 +275,8 @@ export const MIGRATIONS: readonly Migration[] = [
   // 8: storage linear in a session's length: a call's prompt ids and request bodies are stored as a
   // reference to its agent's previous call plus what is new (delta.ts, migrate-deltas.ts).
   storeAsDeltas,
+  // 9: which process ran a sample's latest attempt (`host/pid`), so a rollout spread over many
+  // machines shows who holds what (polar rollout status).
+  `ALTER TABLE samples ADD COLUMN worker TEXT;`,
 ];
 

@@ -1,3 +1,4 @@
+import os from 'node:os';
 import type { Db } from './db.js';
 
 export type RolloutStatus = 'running' | 'completed' | 'interrupted' | 'failed';
@@ -43,6 +44,8 @@ export interface SampleRow {
   timing: Record<string, number>;
   startedAt: number | null;
   endedAt: number | null;
+  /** The process that ran the latest attempt, `host/pid`. */
+  worker: string | null;
 }
 
 export interface GroupRow {
@@ -79,6 +82,9 @@ export type GroupStatsFn = (rewards: readonly (number | null)[]) => {
   looAdvantages: (number | null)[];
 };
 
+/** This process, as a sample's `worker` names it. */
+export const WORKER = `${os.hostname()}/${process.pid}`;
+
 const FINAL = `('completed', 'failed', 'timeout', 'error')`;
 
 /**
@@ -112,7 +118,7 @@ export class RolloutsTable {
       stage: db.prepare(`UPDATE samples SET status = @status, timing = json_patch(timing, @timing) WHERE id = @id AND status NOT IN ${FINAL}`),
       start: db.prepare(
         `UPDATE samples SET status = 'init', attempt = attempt + 1, session_id = @sessionId, started_at = @now, ended_at = NULL,
-                            error = NULL, error_stage = NULL, timing = '{}', owner_id = @ownerId
+                            error = NULL, error_stage = NULL, timing = '{}', owner_id = @ownerId, worker = @worker
           WHERE id = @id AND status NOT IN ${FINAL} RETURNING attempt`,
       ),
       finish: db.prepare(
@@ -201,7 +207,7 @@ export class RolloutsTable {
 
   /** Starts a new attempt of a sample under `sessionId`; returns its attempt number, or null if it already ended. */
   start(id: string, sessionId: string): number | null {
-    const row = this.stmts.start.get({ id, sessionId, now: Date.now(), ownerId: this.ownerId }) as { attempt: number } | undefined;
+    const row = this.stmts.start.get({ id, sessionId, now: Date.now(), ownerId: this.ownerId, worker: WORKER }) as { attempt: number } | undefined;
     return row ? row.attempt : null;
   }
 
@@ -281,7 +287,7 @@ export function groupId(rolloutId: string, taskId: string): string {
   return `${rolloutId}/${taskId}`;
 }
 
-interface RawRollout {
+export interface RawRollout {
   id: string;
   created_at: number;
   ended_at: number | null;
@@ -296,7 +302,7 @@ interface RawRollout {
   config: string;
 }
 
-interface RawSample {
+export interface RawSample {
   id: string;
   rollout_id: string;
   task_id: string;
@@ -317,6 +323,7 @@ interface RawSample {
   timing: string;
   started_at: number | null;
   ended_at: number | null;
+  worker: string | null;
 }
 
 interface RawGroup {
@@ -331,7 +338,7 @@ interface RawGroup {
   completed_at: number;
 }
 
-function toRollout(r: RawRollout): RolloutRow {
+export function toRollout(r: RawRollout): RolloutRow {
   return {
     id: r.id,
     createdAt: r.created_at,
@@ -348,7 +355,7 @@ function toRollout(r: RawRollout): RolloutRow {
   };
 }
 
-function toSample(r: RawSample): SampleRow {
+export function toSample(r: RawSample): SampleRow {
   return {
     id: r.id,
     rolloutId: r.rollout_id,
@@ -370,6 +377,7 @@ function toSample(r: RawSample): SampleRow {
     timing: JSON.parse(r.timing) as Record<string, number>,
     startedAt: r.started_at,
     endedAt: r.ended_at,
+    worker: r.worker ?? null,
   };
 }
 

@@ -35,7 +35,33 @@ export class Store {
     return new Store(openDb(file, options));
   }
 
+  /**
+   * What runs after this process's last write and before the file closes: a shared store's
+   * shipper sends the journal's last rows (postgres/open.ts). Set by whoever opened the store.
+   */
+  beforeClose: (() => Promise<void>) | null = null;
+  /** The database as the user named it (a file, or a postgres:// URL without its password). */
+  label: string | null = null;
+
+  /** Ends this process's ownership (see OwnersTable.close) and closes the file. */
   close(): void {
+    this.release();
+    closeDb(this.db);
+  }
+
+  /**
+   * Like close, but first lets `beforeClose` finish: writers of a shared store close this way so
+   * their last calls reach PostgreSQL before the process exits.
+   */
+  async closeAsync(): Promise<void> {
+    this.release();
+    const hook = this.beforeClose;
+    this.beforeClose = null;
+    if (hook) await hook();
+    closeDb(this.db);
+  }
+
+  private release(): void {
     if (this.db.open && this.owners && this.ownerId !== null) {
       try {
         this.owners.close(this.ownerId);
@@ -43,7 +69,6 @@ export class Store {
         // a database that can no longer be written keeps the owner open; the next opener reconciles it
       }
     }
-    closeDb(this.db);
   }
 }
 

@@ -15,7 +15,9 @@ import { Semaphore } from '../rollout/channel.js';
 import type { RolloutConfig } from '../rollout/config.js';
 import { initStage, postStage, runStage, type StageContext } from '../rollout/stages.js';
 import { validateTaskObject } from '../rollout/task-file.js';
-import { Store } from '../store/store.js';
+import { localLedger } from '../rollout/ledger.js';
+import { openStore } from '../store/open.js';
+import { isPostgresUrl } from '../store/postgres/url.js';
 import { createUpstream } from '../upstream/create.js';
 import type { Upstream } from '../upstream/types.js';
 import { gymRunResult, type GymRunResult } from './gym-result.js';
@@ -93,7 +95,7 @@ export function gymEnvironment(env: NodeJS.ProcessEnv = process.env): GymEnviron
  */
 export async function startGymAgent(options: GymAgentOptions): Promise<RunningGymAgent> {
   if (options.upstreams.length === 0) throw new PolarError('POLAR_USAGE', 'gym-agent needs the policy server: --upstream URL, or --from-gym under NeMo Gym');
-  const store = Store.open(options.dbPath);
+  const store = await openStore(options.dbPath, { onNotice: (line) => options.onNotice?.(line) });
   const harness = getHarness(options.harness, options.command !== undefined ? { command: options.command } : {});
   const bwrap = options.sandbox === 'bwrap' ? findBwrap() : null;
   if (options.sandbox === 'bwrap' && !bwrap) throw new PolarError('POLAR_USAGE', '--sandbox bwrap needs bubblewrap (Debian: apt-get install bubblewrap); or pass --sandbox none');
@@ -156,7 +158,8 @@ export async function startGymAgent(options: GymAgentOptions): Promise<RunningGy
     const ctx: StageContext = {
       rolloutId,
       store,
-      dbPath: path.resolve(options.dbPath),
+      dbPath: isPostgresUrl(options.dbPath) ? options.dbPath : path.resolve(options.dbPath),
+      ledger: localLedger(store),
       config,
       tasks: new Map([[task.id, task]]),
       harness,
@@ -248,7 +251,7 @@ export async function startGymAgent(options: GymAgentOptions): Promise<RunningGy
         await upstream?.close();
       }
       store.rollouts.end(rolloutId, 'completed');
-      store.close();
+      await store.closeAsync();
     },
   };
 }

@@ -76,7 +76,7 @@ async function demo(opts: DemoOptions): Promise<void> {
       printJson({ ok: result.exitCode === 0 && wrote !== null, ...result, db: dbPath, workspace, demoFile: wrote });
     } else {
       process.stdout.write('\n');
-      printSession(dbPath, result.session);
+      await printSession(dbPath, result.session);
       process.stdout.write(`\n${summaryLine(result, dbPath, { next: false })}\n`);
       process.stdout.write(wrote !== null ? `the harness wrote ${DEMO_FILE}: "${wrote}"\n` : chalk.yellow(`the harness did not write ${DEMO_FILE}; see ${result.logFile}\n`));
       process.stdout.write(`\nrecorded in ${dbPath}; next:\n${nextCommands(result.session, dbPath).map((c) => `  ${c}`).join('\n')}\n`);

@@ -1,6 +1,7 @@
 import { Option, type Command } from 'commander';
 import { PolarError } from '../../core/errors.js';
 import { defaultDbPath, Store } from '../../store/store.js';
+import { openStore } from '../../store/open.js';
 import { exportLines } from '../../trajectory/export/select.js';
 import { lookupResponse } from '../../proxy/recorded-response.js';
 import { emptyStats } from '../../trajectory/reconstruct.js';
@@ -33,7 +34,7 @@ export function registerExport(program: Command): void {
     .option('--strategy <name>', Object.keys(STRATEGIES).join(' | '), 'prefix-merging')
     .option('--allow-rerender', 'prefix-merging with the looser rule (see polar reconstruct --help)')
     .option('--min-reward <r>', 'only traces with a reward of at least this (traces without a reward are left out)', numberArg('--min-reward', -Number.MAX_VALUE, Number.MAX_VALUE))
-    .option('--db <file>', 'SQLite database (default: $POLAR_DB, else ./polar.db)')
+    .option('--db <file|url>', 'SQLite file, or postgres://… for a shared store (default: $POLAR_DB, else ./polar.db)')
     .option('--session <id...>', 'only these sessions (default: all)')
     .option('--rollout <id>', "only this rollout's samples (their final attempts)")
     .option('--accepted', 'only samples a rollout accepted (--accept): offline SFT generation')
@@ -44,7 +45,7 @@ export function registerExport(program: Command): void {
 
 async function exportData(opts: ExportOptions): Promise<void> {
   const minReward = opts.minReward ?? null;
-  const store = Store.open(opts.db ?? defaultDbPath(), { readonly: true });
+  const store = await openStore(opts.db ?? defaultDbPath(), { readonly: true });
   const out = jsonLines(opts.out);
   const lookup = (responseId: string) => lookupResponse(store, responseId);
   const leftOut = new Map<string, number>();

@@ -41,7 +41,7 @@ export function registerGymAgent(program: Command): void {
     .addOption(new Option('--upstream-kind <kind>', 'how to talk to it (see polar proxy --help)').choices([...UPSTREAM_KINDS]).default('nemo-rl'))
     .option('--tokenizer <path>', 'for vllm-tito / sglang-tito')
     .option('--model <name>', "the served model (NeMo-RL's server lists none; under NeMo Gym, its policy_model_name)")
-    .option('--db <file>', 'SQLite database (default: $POLAR_DB, else ./polar.db)')
+    .option('--db <file|url>', 'SQLite file, or postgres://… for a shared store (default: $POLAR_DB, else ./polar.db)')
     .option('--concurrency <k>', 'harness sessions at once; other rows wait', integerArg('--concurrency', 1, 1024), 4)
     .option('--timeout <seconds>', "a session's budget when its task gives none", secondsArg('--timeout'), 1800)
     .addOption(new Option('--sandbox <kind>', 'bwrap (default when installed) or none').choices(['bwrap', 'none']))

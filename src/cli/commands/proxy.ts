@@ -4,7 +4,8 @@ import { PolarError } from '../../core/errors.js';
 import { isValidSessionName, newId } from '../../core/ids.js';
 import { DEFAULT_MAX_BODY_BYTES, isLoopbackHost, startProxy, type RunningProxy } from '../../proxy/server.js';
 import type { CallSummary } from '../../proxy/call-record.js';
-import { defaultDbPath, Store } from '../../store/store.js';
+import { openStore } from '../../store/open.js';
+import { defaultDbPath } from '../../store/store.js';
 import { createUpstream } from '../../upstream/create.js';
 import type { ServedModel, Upstream } from '../../upstream/types.js';
 import { integerArg } from '../numbers.js';
@@ -38,7 +39,7 @@ export function registerProxy(program: Command): void {
     .option('--model <name>', 'model to serve every call with (default: the upstream\'s first model)')
     .option('--host <host>', 'address to bind; non-loopback needs --auth-token', '127.0.0.1')
     .option('--port <n>', 'port to listen on (0: any free port)', integerArg('--port', 0, 65535), 8100)
-    .option('--db <file>', 'SQLite database (default: $POLAR_DB, else ./polar.db)')
+    .option('--db <file|url>', 'SQLite file, or postgres://… for a shared store (default: $POLAR_DB, else ./polar.db)')
     .option('--session <name>', 'session for calls that name none (default: a new id)')
     .option('--max-body <bytes>', 'largest request body accepted', integerArg('--max-body', 1), DEFAULT_MAX_BODY_BYTES)
     .option('--auth-token <token>', 'require this token on every call (default: $POLAR_AUTH_TOKEN)')
@@ -86,7 +87,7 @@ async function runProxy(opts: ProxyCommandOptions): Promise<void> {
   const discovered = await discoverModel(upstream, opts.model, opts.quiet === true);
   const servedModel = opts.model ?? discovered?.id ?? null;
   const contextWindow = opts.contextWindow ?? discovered?.maxModelLen ?? null;
-  const store = Store.open(dbPath);
+  const store = await openStore(dbPath, { onNotice: (line) => process.stderr.write(`${chalk.yellow('store')}: ${line}\n`) });
   let proxy: RunningProxy;
   try {
     proxy = await startProxy({
@@ -106,13 +107,13 @@ async function runProxy(opts: ProxyCommandOptions): Promise<void> {
       onCall: opts.quiet ? undefined : (s) => process.stderr.write(`${formatCall(s)}\n`),
     });
   } catch (err) {
-    store.close();
+    await store.closeAsync();
     await upstream.close();
     throw listenError(err, opts.host, port);
   }
   if (opts.json) {
     process.stdout.write(
-      `${JSON.stringify({ url: proxy.url, baseUrl: proxy.baseUrl(), session, db: dbPath, upstream: upstream.baseUrl, upstreamKind: upstream.kind, model: servedModel, contextWindow })}\n`,
+      `${JSON.stringify({ url: proxy.url, baseUrl: proxy.baseUrl(), session, db: store.label ?? dbPath, upstream: upstream.baseUrl, upstreamKind: upstream.kind, model: servedModel, contextWindow })}\n`,
     );
   } else {
     process.stdout.write(
@@ -122,7 +123,7 @@ async function runProxy(opts: ProxyCommandOptions): Promise<void> {
         `  upstream   ${upstream.baseUrl} (${upstream.kind}${upstream.capturesTokens ? ', token ids' : ', text only: token_source=none'})`,
         `  model      ${servedModel ?? '(as requested by each call)'}${contextWindow ? ` (context ${contextWindow} tokens)` : ''}`,
         `  session    ${session}`,
-        `  database   ${dbPath}`,
+        `  database   ${store.label ?? dbPath}`,
         '',
       ].join('\n'),
     );
@@ -132,7 +133,7 @@ async function runProxy(opts: ProxyCommandOptions): Promise<void> {
   }
   await waitForShutdown(proxy, opts.quiet === true);
   store.sessions.end(session, 'completed');
-  store.close();
+  await store.closeAsync();
   await upstream.close();
 }
 

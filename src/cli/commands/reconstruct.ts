@@ -2,6 +2,7 @@ import { writeFile } from 'node:fs/promises';
 import chalk from 'chalk';
 import type { Command } from 'commander';
 import { defaultDbPath, Store } from '../../store/store.js';
+import { openStore } from '../../store/open.js';
 import { emptyStats, reconstruct, type ReconstructStats } from '../../trajectory/reconstruct.js';
 import { STRATEGIES, getStrategy } from '../../trajectory/registry.js';
 import { loadTokenText } from '../../trajectory/tokenizer.js';
@@ -24,7 +25,7 @@ export function registerReconstruct(program: Command): void {
   program
     .command('reconstruct')
     .description('turn recorded sessions into trajectories (JSONL, one trace per line) for trainers')
-    .option('--db <file>', 'SQLite database (default: $POLAR_DB, else ./polar.db)')
+    .option('--db <file|url>', 'SQLite file, or postgres://… for a shared store (default: $POLAR_DB, else ./polar.db)')
     .option('--session <id...>', 'only these sessions (default: all)')
     .option('--rollout <id>', "only this rollout's samples (their final attempts)")
     .option('--strategy <name>', `${Object.keys(STRATEGIES).join(' | ')}`, 'prefix-merging')
@@ -45,7 +46,7 @@ rewrite (history changed: compaction, stripped earlier thinking) or other (no --
 }
 
 async function run(opts: ReconstructCommandOptions): Promise<void> {
-  const store = Store.open(opts.db ?? defaultDbPath(), { readonly: true });
+  const store = await openStore(opts.db ?? defaultDbPath(), { readonly: true });
   const strategy = getStrategy(opts.strategy, { allowRerender: opts.allowRerender === true });
   const stats = emptyStats(strategy.name);
   const out = jsonLines(opts.out);

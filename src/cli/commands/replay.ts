@@ -7,6 +7,7 @@ import { describe, startCassette } from '../../replay/cassette.js';
 import { combine, compareLogprobs, type LogprobComparison } from '../../replay/divergence-stats.js';
 import { replaySession } from '../../replay/replay-session.js';
 import { defaultDbPath, Store } from '../../store/store.js';
+import { openStore } from '../../store/open.js';
 import { loadTokenText } from '../../trajectory/tokenizer.js';
 import { Rescorer, type RescoreKind } from '../../upstream/rescore.js';
 import { integerArg, policyShiftArg, secondsArg } from '../numbers.js';
@@ -37,7 +38,7 @@ export function registerReplay(program: Command): void {
     .command('replay')
     .description('replay a recorded session with no model (a cassette upstream), or re-score its tokens on another server')
     .argument('<session>', 'session id (see `polar sessions`)')
-    .option('--db <file>', 'SQLite database (default: $POLAR_DB, else ./polar.db)')
+    .option('--db <file|url>', 'SQLite file, or postgres://… for a shared store (default: $POLAR_DB, else ./polar.db)')
     .option('--serve', 'serve the session as a cassette upstream: polar run --harness H --upstream <url> replays it')
     .option('--port <n>', 'with --serve: port (0: any free one)', integerArg('--port', 0, 65535), 0)
     .addOption(new Option('--harness <name>', 'replay now: run this harness against the cassette in a fresh workspace and report matched / diverged').choices([...HARNESS_NAMES]))
@@ -93,7 +94,7 @@ async function replay(session: string, opts: ReplayOptions): Promise<void> {
 }
 
 async function serve(session: string, dbPath: string, opts: ReplayOptions): Promise<void> {
-  const store = Store.open(dbPath, { readonly: true });
+  const store = await openStore(dbPath, { readonly: true });
   const cassette = await startCassette(store, session, { port: opts.port });
   if (opts.json) process.stdout.write(`${JSON.stringify({ url: cassette.url, model: cassette.model, calls: cassette.total() })}\n`);
   else process.stdout.write(`${chalk.bold('polar replay')} serving session ${session} (${cassette.total()} calls, model ${cassette.model}) on ${cassette.url}\n  try: polar run --harness <name> --upstream ${cassette.url} --prompt "…"\n`);
@@ -109,7 +110,7 @@ async function serve(session: string, dbPath: string, opts: ReplayOptions): Prom
 
 async function rescore(session: string, dbPath: string, opts: ReplayOptions): Promise<void> {
   if (!opts.upstream) throw new PolarError('POLAR_USAGE', '--rescore needs --upstream URL: the server whose logprobs to compare');
-  const store = Store.open(dbPath, { readonly: true });
+  const store = await openStore(dbPath, { readonly: true });
   const summary = store.sessions.get(session);
   if (!summary) {
     store.close();

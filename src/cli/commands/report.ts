@@ -6,6 +6,7 @@ import { loadReport } from '../../inspect/report-data.js';
 import { renderReport } from '../../inspect/report-html.js';
 import { TokenPieces } from '../../inspect/token-strip.js';
 import { defaultDbPath, Store } from '../../store/store.js';
+import { openStore } from '../../store/open.js';
 import { loadTokenText } from '../../trajectory/tokenizer.js';
 import { action, printJson } from '../output.js';
 
@@ -25,7 +26,7 @@ export function registerReport(program: Command): void {
     .option('--rollout <id>', 'every session of this rollout, with its groups, rewards and advantages (see `polar rollouts`)')
     .option('--out <file>', 'the HTML file to write (default: report-<id>.html)')
     .option('--tokenizer <path>', "decode token text (the model's folder or tokenizer.json, or bundled:qwen3); without it tokens show as ids")
-    .option('--db <file>', 'SQLite database (default: $POLAR_DB, else ./polar.db)')
+    .option('--db <file|url>', 'SQLite file, or postgres://… for a shared store (default: $POLAR_DB, else ./polar.db)')
     .option('--json', 'print JSON')
     .addHelpText(
       'after',
@@ -41,10 +42,10 @@ Examples:
     .action(action(writeReport));
 }
 
-function writeReport(sessionId: string | undefined, opts: ReportOptions): void {
+async function writeReport(sessionId: string | undefined, opts: ReportOptions): Promise<void> {
   if ((sessionId === undefined) === (opts.rollout === undefined)) throw new PolarError('POLAR_USAGE', 'name one session, or one rollout with --rollout ID');
   const text = opts.tokenizer ? loadTokenText(opts.tokenizer) : undefined;
-  const store = Store.open(opts.db ?? defaultDbPath(), { readonly: true });
+  const store = await openStore(opts.db ?? defaultDbPath(), { readonly: true });
   try {
     const data = loadReport(store, opts.rollout ? { rollout: opts.rollout } : { session: sessionId! }, text);
     const id = opts.rollout ?? sessionId!;

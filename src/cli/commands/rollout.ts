@@ -7,7 +7,9 @@ import type { RolloutConfig, RolloutSummary } from '../../rollout/config.js';
 import { runRollout, summarize, type RolloutRun } from '../../rollout/run-rollout.js';
 import { readTaskFile } from '../../rollout/task-file.js';
 import { SAMPLE_OUTCOMES } from '../../store/rollouts.js';
-import { defaultDbPath, Store } from '../../store/store.js';
+import { defaultDbPath } from '../../store/store.js';
+import { isPostgresUrl, redactUrl } from '../../store/postgres/url.js';
+import { openStore } from '../../store/open.js';
 import { integerArg, secondsArg } from '../numbers.js';
 import { action, formatTime, invokedAs, printJson, table } from '../output.js';
 import { RolloutProgress } from '../rollout-progress.js';
@@ -33,6 +35,10 @@ export interface RolloutOptions extends UpstreamFlags {
   harnessBin?: string;
   node?: string;
   json?: boolean;
+  queue?: string;
+  wait?: boolean;
+  retries: number;
+  heartbeat: number;
 }
 
 export function registerRollout(program: Command): void {
@@ -49,7 +55,7 @@ export function registerRollout(program: Command): void {
     .option('--init-workers <i>', 'workspaces prepared at once; also the READY buffer of pre-warmed workspaces', integerArg('--init-workers', 1, 1024), 2)
     .option('--post-workers <p>', 'evaluations at once', integerArg('--post-workers', 1, 1024), 2)
     .option('--timeout <seconds>', "a session's budget from INIT on, when its task gives none", secondsArg('--timeout'), 600)
-    .option('--db <file>', 'SQLite database (default: $POLAR_DB, else ./polar.db)')
+    .option('--db <file|url>', 'SQLite file, or postgres://… for a shared store (default: $POLAR_DB, else ./polar.db)')
     .option('--out <dir>', 'where workspaces and evaluators work (default: a new temporary folder)')
     .option('--accept <expr>', "mark accepted samples, e.g. 'reward>=1' (offline SFT generation; export --accepted)")
     .option('--resume <rollout>', 'run only the samples of this rollout that did not end (after a crash or Ctrl-C)')
@@ -58,22 +64,41 @@ export function registerRollout(program: Command): void {
     .option('--command <template>', 'for --harness custom (see polar run --help)')
     .option('--harness-bin <path>', 'the harness executable (default: node_modules/.bin, then PATH)')
     .option('--node <path>', 'a Node.js binary for harnesses that need a newer one')
+    .option('--queue <url>', 'enqueue the samples on a shared PostgreSQL queue for `polar worker`s on many machines, instead of running them here')
+    .option('--wait', 'with --queue: wait with live progress until every sample has ended, then print the summary')
+    .option('--retries <n>', 'with --queue: times a lost or failed sample is handed to another worker before it is marked interrupted', integerArg('--retries', 0, 100), 2)
+    .option('--heartbeat <seconds>', "with --queue: a worker that has not touched its sample for this long has lost it (≥ 10)", integerArg('--heartbeat', 10, 86_400), 30)
     .option('--json', 'print the summary as JSON')
     .addHelpText('after', ROLLOUT_HELP + UPSTREAM_KINDS_HELP)
     .action(action(rolloutCommand));
   rollout
+    .command('status')
+    .description("a rollout's progress: samples per stage and outcome, and per worker (across machines for a queued rollout)")
+    .argument('<rollout>', 'rollout id (see `polar rollouts`)')
+    .option('--db <file|url>', 'SQLite file, or postgres://… for a shared store (default: $POLAR_DB, else ./polar.db)')
+    .option('--json', 'print JSON')
+    .action(action(withParentOptions(rolloutStatus)));
+  rollout
     .command('show')
     .description("one rollout's groups: each sample's outcome, reward and advantages")
     .argument('<rollout>', 'rollout id (see `polar rollouts`)')
-    .option('--db <file>', 'SQLite database (default: $POLAR_DB, else ./polar.db)')
+    .option('--db <file|url>', 'SQLite file, or postgres://… for a shared store (default: $POLAR_DB, else ./polar.db)')
     .option('--json', 'print JSON')
-    .action(action(showRollout));
+    .action(action(withParentOptions(showRollout)));
   program
     .command('rollouts')
     .description('list rollouts with their progress, mean reward and accepted samples')
-    .option('--db <file>', 'SQLite database (default: $POLAR_DB, else ./polar.db)')
+    .option('--db <file|url>', 'SQLite file, or postgres://… for a shared store (default: $POLAR_DB, else ./polar.db)')
     .option('--json', 'print JSON')
     .action(action(listRollouts));
+}
+
+/**
+ * `polar rollout show ID --db X`: commander hands `--db` and `--json` to `rollout` itself, which
+ * has them too; the subcommand takes them from there.
+ */
+function withParentOptions<O extends object>(fn: (id: string, opts: O) => Promise<void>): (id: string, opts: O, cmd: Command) => Promise<void> {
+  return (id, opts, cmd) => fn(id, Object.assign(opts, { ...(cmd.optsWithGlobals() as O), ...opts }));
 }
 
 const ROLLOUT_HELP = `
@@ -88,6 +113,8 @@ Stages: INIT (workspace + setup; the budget starts) → READY → RUNNING (the h
 `;
 
 async function rolloutCommand(opts: RolloutOptions): Promise<void> {
+  if (opts.queue) return queueRollout(opts);
+  if (opts.wait) throw new PolarError('POLAR_USAGE', '--wait goes with --queue (a local rollout always waits)');
   const dbPath = opts.db ?? defaultDbPath();
   const sandbox = opts.sandbox ?? (findBwrap() ? 'bwrap' : 'none');
   if (!opts.sandbox && sandbox === 'none' && !opts.json) {
@@ -126,7 +153,7 @@ export async function executeRollout(run: RolloutRun, opts: { json: boolean }, e
 /** A description of the mock's scripted solutions, for the demo's first line. */
 type MockServerTasks = string;
 
-export function newArgs(opts: RolloutOptions, sandbox: 'bwrap' | 'none'): { tasks: ReturnType<typeof readTaskFile>; tasksFile: string; config: RolloutConfig } {
+export function newArgs(opts: Omit<RolloutOptions, 'retries' | 'heartbeat'>, sandbox: 'bwrap' | 'none'): { tasks: ReturnType<typeof readTaskFile>; tasksFile: string; config: RolloutConfig } {
   const missing = [['--tasks', opts.tasks], ['--harness', opts.harness], ['--upstream', opts.upstream], ['--samples', opts.samples]].filter(([, v]) => v === undefined).map(([f]) => f);
   if (missing.length > 0) throw new PolarError('POLAR_USAGE', `a new rollout needs ${missing.join(', ')} (or --resume ROLLOUT to continue one)`);
   const tasks = readTaskFile(opts.tasks!);
@@ -192,9 +219,9 @@ function fmt(n: number | null, digits = 3): string {
   return n === null ? '-' : Number.isInteger(n) ? String(n) : n.toFixed(digits);
 }
 
-function showRollout(id: string, opts: { db?: string; json?: boolean }): void {
+async function showRollout(id: string, opts: { db?: string; json?: boolean }): Promise<void> {
   const dbPath = opts.db ?? defaultDbPath();
-  const store = Store.open(dbPath, { readonly: true });
+  const store = await openStore(dbPath, { readonly: true });
   try {
     const row = store.rollouts.get(id);
     if (!row) throw new PolarError('POLAR_USAGE', `no rollout ${JSON.stringify(id)} in this database; list them with \`polar rollouts\``);
@@ -220,9 +247,9 @@ function showRollout(id: string, opts: { db?: string; json?: boolean }): void {
   }
 }
 
-function listRollouts(opts: { db?: string; json?: boolean }): void {
+async function listRollouts(opts: { db?: string; json?: boolean }): Promise<void> {
   const dbPath = opts.db ?? defaultDbPath();
-  const store = Store.open(dbPath, { readonly: true });
+  const store = await openStore(dbPath, { readonly: true });
   try {
     const rows = store.rollouts.list().map((r) => summarize(store, r.id, dbPath, (r.endedAt ?? Date.now()) - r.createdAt));
     if (opts.json) {
@@ -240,6 +267,101 @@ function listRollouts(opts: { db?: string; json?: boolean }): void {
         rows.map((r) => [r.rolloutId, r.status, r.harness, r.tasks, r.tasks * r.samplesPerTask, r.outcomes.completed + r.outcomes.failed + r.outcomes.timeout + r.outcomes.error, fmt(r.meanReward), `${r.accepted}/${r.attempted}`, formatTime(created.get(r.rolloutId) ?? null)]),
       )}\n`,
     );
+  } finally {
+    store.close();
+  }
+}
+
+/** `--queue`: the rollout goes to the shared store and its samples onto the queue, for workers anywhere. */
+async function queueRollout(opts: RolloutOptions): Promise<void> {
+  const url = opts.queue!;
+  if (!isPostgresUrl(url)) throw new PolarError('POLAR_USAGE', `--queue must be a postgres:// URL (got ${JSON.stringify(url)})`);
+  if (opts.db && opts.db !== url) throw new PolarError('POLAR_USAGE', 'a queued rollout lives in the queue\'s database: drop --db, or make it the --queue URL');
+  if (opts.resume) throw new PolarError('POLAR_USAGE', 'a queued rollout needs no --resume: lost samples go back to the queue by themselves; see `polar rollout status ID --db URL`');
+  const base = newArgs(opts, opts.sandbox ?? 'none');
+  const [{ Postgres }, { enqueueRollout }] = await Promise.all([import('../../store/postgres/client.js'), import('../../rollout/queue/enqueue.js')]);
+  const pg = new Postgres(url);
+  const started = Date.now();
+  let rolloutId: string;
+  try {
+    rolloutId = await enqueueRollout(pg, url, base.tasks, base.tasksFile, base.config, { retries: opts.retries, heartbeatSec: opts.heartbeat });
+  } finally {
+    await pg.close();
+  }
+  const total = base.tasks.length * base.config.samples;
+  if (!opts.wait) {
+    if (opts.json) printJson({ ok: true, rolloutId, queued: total, db: redactUrl(url) });
+    else {
+      process.stdout.write(`${chalk.bold('queued')} rollout ${rolloutId}: ${base.tasks.length} tasks × ${base.config.samples} samples for ${base.config.harness} workers\n`);
+      process.stdout.write(`next: ${invokedAs()} worker --queue ${redactUrl(url)} --harness ${base.config.harness} --upstream URL   (on each machine)\n      ${invokedAs()} rollout status ${rolloutId} --db ${redactUrl(url)}\n`);
+    }
+    return;
+  }
+  const summary = await waitForRollout(url, rolloutId, base.config.harness, total, started, opts.json === true);
+  if (opts.json) printJson({ ok: summary.status === 'completed', ...summary });
+  else process.stdout.write(`${summaryText(summary, url)}\n`);
+  process.exitCode = summary.status === 'completed' ? 0 : 1;
+}
+
+/** Polls the shared store until every sample has ended (or was given up on), with a progress bar on a terminal. */
+async function waitForRollout(url: string, rolloutId: string, harness: string, total: number, started: number, json: boolean): Promise<RolloutSummary> {
+  const [{ Postgres }, { interruptAbandoned }] = await Promise.all([import('../../store/postgres/client.js'), import('../../rollout/queue/enqueue.js')]);
+  const pg = new Postgres(url);
+  const progress = !json && process.stderr.isTTY ? new RolloutProgress(total, 0) : null;
+  let reported = 0;
+  try {
+    for (;;) {
+      await interruptAbandoned(pg, rolloutId, harness).catch(() => 0);
+      const store = await openStore(url, { readonly: true });
+      try {
+        const samples = store.rollouts.samples(rolloutId);
+        const ended = samples.filter((s) => (SAMPLE_OUTCOMES as readonly string[]).includes(s.status) || s.status === 'interrupted');
+        for (const s of ended.slice(reported)) {
+          if (progress) progress.event({ type: 'done', sampleId: s.id, taskId: s.taskId, outcome: s.status as 'completed', reward: s.reward, error: s.error });
+          else if (!json) process.stderr.write(`  ${s.id} ${s.status}${s.reward !== null ? ` reward ${s.reward}` : ''}${s.worker ? chalk.dim(` on ${s.worker}`) : ''}\n`);
+        }
+        reported = Math.max(reported, ended.length);
+        if (ended.length === samples.length) return { ...summarize(store, rolloutId, redactUrl(url), Date.now() - started), db: redactUrl(url) };
+      } finally {
+        store.close();
+      }
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+  } finally {
+    progress?.stop();
+    await pg.close();
+  }
+}
+
+async function rolloutStatus(id: string, opts: { db?: string; json?: boolean }): Promise<void> {
+  const dbPath = opts.db ?? defaultDbPath();
+  const store = await openStore(dbPath, { readonly: true });
+  try {
+    const row = store.rollouts.get(id);
+    if (!row) throw new PolarError('POLAR_USAGE', `no rollout ${JSON.stringify(id)} in this database; list them with \`polar rollouts\``);
+    const samples = store.rollouts.samples(id);
+    const byStatus: Record<string, number> = {};
+    const byWorker = new Map<string, { running: number; ended: number; rewardSum: number; rewarded: number }>();
+    for (const s of samples) {
+      byStatus[s.status] = (byStatus[s.status] ?? 0) + 1;
+      if (!s.worker) continue;
+      const w = byWorker.get(s.worker) ?? { running: 0, ended: 0, rewardSum: 0, rewarded: 0 };
+      if ((SAMPLE_OUTCOMES as readonly string[]).includes(s.status)) w.ended++;
+      else if (s.status !== 'queued' && s.status !== 'interrupted') w.running++;
+      if (s.reward !== null) {
+        w.rewardSum += s.reward;
+        w.rewarded++;
+      }
+      byWorker.set(s.worker, w);
+    }
+    const ended = samples.filter((s) => (SAMPLE_OUTCOMES as readonly string[]).includes(s.status)).length;
+    const workers = [...byWorker].map(([worker, w]) => ({ worker, running: w.running, ended: w.ended, meanReward: w.rewarded ? w.rewardSum / w.rewarded : null }));
+    if (opts.json) {
+      printJson({ ok: true, rolloutId: id, status: row.status, samples: samples.length, ended, byStatus, workers });
+      return;
+    }
+    process.stdout.write(`${chalk.bold('rollout')} ${id} ${row.status}: ${ended}/${samples.length} samples ended · ${Object.entries(byStatus).map(([k, n]) => `${n} ${k}`).join(', ')}\n`);
+    if (workers.length > 0) process.stdout.write(`${table(['WORKER', 'RUNNING', 'ENDED', 'MEAN REWARD'], workers.map((w) => [w.worker, w.running, w.ended, fmt(w.meanReward)]))}\n`);
   } finally {
     store.close();
   }

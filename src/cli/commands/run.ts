@@ -44,7 +44,7 @@ export function registerRun(program: Command): void {
     .option('--cwd <dir>', 'the workspace the harness works in (default: the current directory)')
     .option('--timeout <seconds>', 'end the harness (its whole process tree) after this long; the partial session is kept', secondsArg('--timeout'))
     .option('--session <name>', 'session id (default: a new one)')
-    .option('--db <file>', 'SQLite database (default: $POLAR_DB, else ./polar.db)')
+    .option('--db <file|url>', 'SQLite file, or postgres://… for a shared store (default: $POLAR_DB, else ./polar.db)')
     .option('--context-window <tokens>', "the served model's context length (default: the upstream's max_model_len)", integerArg('--context-window', 1, 100_000_000))
     .option('--harness-bin <path>', 'the harness executable (default: node_modules/.bin, then PATH)')
     .option('--command <template>', "for --harness custom: e.g. 'mycli --base {base_url} {prompt}'")

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { defaultDbPath, Store } from '../../store/store.js';
+import { openStore } from '../../store/open.js';
 import { action, formatTime, printJson, table } from '../output.js';
 
 interface SessionsOptions {
@@ -11,13 +12,13 @@ export function registerSessions(program: Command): void {
   program
     .command('sessions')
     .description('list recorded sessions with their call and token counts')
-    .option('--db <file>', 'SQLite database (default: $POLAR_DB, else ./polar.db)')
+    .option('--db <file|url>', 'SQLite file, or postgres://… for a shared store (default: $POLAR_DB, else ./polar.db)')
     .option('--json', 'print JSON')
     .action(action(listSessions));
 }
 
-function listSessions(opts: SessionsOptions): void {
-  const store = Store.open(opts.db ?? defaultDbPath(), { readonly: true });
+async function listSessions(opts: SessionsOptions): Promise<void> {
+  const store = await openStore(opts.db ?? defaultDbPath(), { readonly: true });
   try {
     const sessions = store.sessions.list();
     if (opts.json) {

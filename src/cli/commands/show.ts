@@ -5,6 +5,7 @@ import type { RequestSummary } from '../../store/requests.js';
 import { loadSessionModel } from '../../inspect/session-model.js';
 import { TokenPieces } from '../../inspect/token-strip.js';
 import { defaultDbPath, Store } from '../../store/store.js';
+import { openStore } from '../../store/open.js';
 import { loadTokenText } from '../../trajectory/tokenizer.js';
 import { action, formatDuration, formatTime, printJson, table } from '../output.js';
 
@@ -20,7 +21,7 @@ export function registerShow(program: Command): void {
     .command('show')
     .description("one session's calls in order, grouped by the agent (sub-agent) that made them; on a terminal, a browser down to each call's tokens and the merged traces")
     .argument('[session]', 'session id (see `polar sessions`); on a terminal, leave it out to pick one')
-    .option('--db <file>', 'SQLite database (default: $POLAR_DB, else ./polar.db)')
+    .option('--db <file|url>', 'SQLite file, or postgres://… for a shared store (default: $POLAR_DB, else ./polar.db)')
     .option('--tokenizer <path>', "decode tokens in the browser (the model's folder or tokenizer.json, or bundled:qwen3); without it tokens show as ids")
     .option('--plain', 'print the table even on a terminal')
     .option('--json', 'print JSON')
@@ -44,7 +45,7 @@ async function showSession(sessionId: string | undefined, opts: ShowOptions): Pr
   if (!opts.json && !opts.plain && process.stdout.isTTY && process.stdin.isTTY) return browse(dbPath, sessionId, opts.tokenizer);
   if (sessionId === undefined) throw new PolarError('POLAR_USAGE', 'polar show needs a session id here (list them with `polar sessions`); on a terminal it opens a browser without one');
   if (opts.json) {
-    const store = Store.open(dbPath, { readonly: true });
+    const store = await openStore(dbPath, { readonly: true });
     try {
       const session = requireSession(store, sessionId);
       const calls = store.requests.list(sessionId);
@@ -54,12 +55,12 @@ async function showSession(sessionId: string | undefined, opts: ShowOptions): Pr
     }
     return;
   }
-  printSession(dbPath, sessionId);
+  await printSession(dbPath, sessionId);
 }
 
 async function browse(dbPath: string, sessionId: string | undefined, tokenizer: string | undefined): Promise<void> {
   const text = tokenizer ? loadTokenText(tokenizer) : undefined;
-  const store = Store.open(dbPath, { readonly: true });
+  const store = await openStore(dbPath, { readonly: true });
   try {
     if (sessionId !== undefined) requireSession(store, sessionId);
     const { browseSessions } = await import('../views/session-browser.js');
@@ -70,8 +71,8 @@ async function browse(dbPath: string, sessionId: string | undefined, tokenizer: 
 }
 
 /** A session as text: its summary, then its calls in order under each agent. */
-export function printSession(dbPath: string, sessionId: string): void {
-  const store = Store.open(dbPath, { readonly: true });
+export async function printSession(dbPath: string, sessionId: string): Promise<void> {
+  const store = await openStore(dbPath, { readonly: true });
   try {
     const session = requireSession(store, sessionId);
     const calls = store.requests.list(sessionId);

@@ -8,6 +8,7 @@ import { HARNESS_NAMES } from '../../harness/registry.js';
 import { findBwrap } from '../../harness/sandbox.js';
 import { readTaskFile } from '../../rollout/task-file.js';
 import { defaultDbPath, Store } from '../../store/store.js';
+import { openStore } from '../../store/open.js';
 import { exportLines } from '../../trajectory/export/select.js';
 import { emptyStats } from '../../trajectory/reconstruct.js';
 import { getStrategy } from '../../trajectory/registry.js';
@@ -103,7 +104,7 @@ function common(command: Command): Command {
     .option('--run-dir <dir>', 'where the config, data, log, metrics and checkpoints go (default: ./polar-train/<kind>-<id>)')
     .option('--dry-run', 'write the run directory and print the files and the command; start nothing')
     .option('--resume', 'continue from the newest checkpoint in --run-dir')
-    .option('--db <file>', 'SQLite database (default: $POLAR_DB, else ./polar.db)')
+    .option('--db <file|url>', 'SQLite file, or postgres://… for a shared store (default: $POLAR_DB, else ./polar.db)')
     .option('--json', 'print the result as JSON');
 }
 
@@ -142,14 +143,14 @@ async function sft(opts: SftFlags): Promise<void> {
   if (opts.data && (opts.minReward !== undefined || opts.accepted || opts.rollout)) throw new PolarError('POLAR_USAGE', '--min-reward, --accepted and --rollout select from --db; with --data the file is used as it is');
   const runDir = path.resolve(opts.runDir ?? path.join('polar-train', `sft-${newId('run').slice(4)}`));
   fs.mkdirSync(runDir, { recursive: true });
-  const data = opts.data ? path.resolve(opts.data) : exportSft(opts, path.join(runDir, 'sft.jsonl'));
+  const data = opts.data ? path.resolve(opts.data) : await exportSft(opts, path.join(runDir, 'sft.jsonl'));
   const run = await prepareSft({ ...commonOptions(opts, runDir), data, batchSize: opts.batchSize });
   await execute(run, opts, null, `polar train sft · ${opts.model} · ${path.basename(data)}`);
 }
 
 /** openai_format examples from the database, with the export's selection rules. */
-function exportSft(opts: SftFlags, file: string): string {
-  const store = Store.open(opts.db ?? defaultDbPath(), { readonly: true });
+async function exportSft(opts: SftFlags, file: string): Promise<string> {
+  const store = await openStore(opts.db ?? defaultDbPath(), { readonly: true });
   try {
     const sessions = opts.rollout ? store.rollouts.samples(opts.rollout).map((s) => s.sessionId).filter((s): s is string => s !== null) : undefined;
     const lines: string[] = [];

@@ -3,6 +3,7 @@ import chalk from 'chalk';
 import type { Command } from 'commander';
 import { PolarError } from '../../core/errors.js';
 import { defaultDbPath, Store } from '../../store/store.js';
+import { openStore } from '../../store/open.js';
 import { STRATEGIES, getStrategy } from '../../trajectory/registry.js';
 import { loadTokenText } from '../../trajectory/tokenizer.js';
 import type { SessionRow } from '../../store/sessions.js';
@@ -25,7 +26,7 @@ export function registerVerify(program: Command): void {
   program
     .command('verify-faithfulness')
     .description('prove every trainable token is exactly a sampled token: exits 0 only when every check holds')
-    .option('--db <file>', 'SQLite database (default: $POLAR_DB, else ./polar.db)')
+    .option('--db <file|url>', 'SQLite file, or postgres://… for a shared store (default: $POLAR_DB, else ./polar.db)')
     .option('--session <id...>', 'only these sessions (default: all)')
     .option('--strategy <name>', `strategy to reconstruct with: ${Object.keys(STRATEGIES).join(' | ')}`, 'prefix-merging')
     .option('--traces <file>', 'verify this trajectory JSONL (from polar reconstruct) instead of reconstructing')
@@ -36,7 +37,7 @@ export function registerVerify(program: Command): void {
 }
 
 async function verify(opts: VerifyCommandOptions): Promise<void> {
-  const store = Store.open(opts.db ?? defaultDbPath(), { readonly: true });
+  const store = await openStore(opts.db ?? defaultDbPath(), { readonly: true });
   const summary: VerifySummary = { sessions: 0, calls: 0, traces: 0, violations: 0 };
   const violations: Violation[] = [];
   try {

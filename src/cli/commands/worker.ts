@@ -1,0 +1,114 @@
+import chalk from 'chalk';
+import { Option, type Command } from 'commander';
+import { PolarError } from '../../core/errors.js';
+import { HARNESS_NAMES } from '../../harness/registry.js';
+import { findBwrap } from '../../harness/sandbox.js';
+import { isPostgresUrl, redactUrl } from '../../store/postgres/url.js';
+import { integerArg, secondsArg } from '../numbers.js';
+import { action, printJson } from '../output.js';
+import { addUpstreamOptions, UPSTREAM_KINDS_HELP, upstreamOptionsFrom, type UpstreamFlags } from '../upstream-options.js';
+import os from 'node:os';
+import path from 'node:path';
+
+interface WorkerFlags extends UpstreamFlags {
+  queue: string;
+  db?: string;
+  harness: string;
+  upstream: string;
+  model?: string;
+  concurrency: number;
+  timeout: number;
+  out?: string;
+  sandbox?: 'bwrap' | 'none';
+  command?: string;
+  harnessBin?: string;
+  node?: string;
+  idleExit?: number;
+  keepWorkspaces?: boolean;
+  json?: boolean;
+}
+
+export function registerWorker(program: Command): void {
+  const worker = program
+    .command('worker')
+    .description('take samples of queued rollouts (polar rollout --queue) and run them on this machine, recording into the shared store')
+    .requiredOption('--queue <url>', 'postgres://… of the queue (and, unless --db says otherwise, of the shared store)')
+    .addOption(new Option('--harness <name>', 'the harness this machine runs; it takes only rollouts of that harness').choices([...HARNESS_NAMES]).makeOptionMandatory())
+    .requiredOption('--upstream <url>', "this machine's inference server base URL");
+  addUpstreamOptions(worker)
+    .option('--model <name>', "model to serve every call with (default: the upstream's first)")
+    .option('--concurrency <k>', 'samples at once on this machine', integerArg('--concurrency', 1, 1024), 2)
+    .option('--timeout <seconds>', "a session's budget when its task gives none", secondsArg('--timeout'), 600)
+    .option('--db <url>', 'the shared store (default: the --queue URL)')
+    .option('--out <dir>', 'where workspaces and evaluators work (default: a new temporary folder)')
+    .addOption(new Option('--sandbox <kind>', 'isolate harness and evaluator commands: bwrap (default when installed) or none').choices(['bwrap', 'none']))
+    .option('--command <template>', 'for --harness custom (see polar run --help)')
+    .option('--harness-bin <path>', 'the harness executable (default: node_modules/.bin, then PATH)')
+    .option('--node <path>', 'a Node.js binary for harnesses that need a newer one')
+    .option('--keep-workspaces', 'keep each workspace after evaluation (default: removed)')
+    .option('--idle-exit <seconds>', 'exit once the queue has had nothing for this worker this long (default: run until Ctrl-C)', secondsArg('--idle-exit'))
+    .option('--json', 'one JSON line per finished sample, and a summary line at the end')
+    .addHelpText(
+      'after',
+      `
+Start one worker per machine (or several on a big one), all pointed at the same PostgreSQL:
+  polar worker --queue postgres://polar@db-host/polar --harness claude-code --upstream http://127.0.0.1:8000 --concurrency 4
+Calls are recorded into this machine's journal first (as fast as a local file) and shipped to the
+shared store in the background; a killed worker's sample goes back to the queue and runs elsewhere.
+${UPSTREAM_KINDS_HELP}`,
+    )
+    .action(action(workerCommand));
+}
+
+async function workerCommand(opts: WorkerFlags): Promise<void> {
+  if (!isPostgresUrl(opts.queue)) throw new PolarError('POLAR_USAGE', `--queue must be a postgres:// URL (got ${JSON.stringify(opts.queue)})`);
+  const dbUrl = opts.db ?? opts.queue;
+  if (!isPostgresUrl(dbUrl)) throw new PolarError('POLAR_USAGE', '--db for a worker is the shared store: a postgres:// URL that every worker and the rollout use');
+  const sandbox = opts.sandbox ?? (findBwrap() ? 'bwrap' : 'none');
+  const { runWorker } = await import('../../rollout/queue/worker.js');
+  const controller = new AbortController();
+  const stop = () => controller.abort();
+  process.on('SIGINT', stop);
+  process.on('SIGTERM', stop);
+  const say = (line: string) => process.stderr.write(`${line}\n`);
+  if (!opts.json) say(`${chalk.bold('polar worker')} ${os.hostname()}/${process.pid}: ${opts.harness} × ${opts.concurrency} from ${redactUrl(opts.queue)}; Ctrl-C to stop`);
+  let done = 0;
+  try {
+    const ran = await runWorker({
+      queueUrl: opts.queue,
+      dbUrl,
+      config: {
+        harness: opts.harness,
+        ...(opts.command !== undefined ? { command: opts.command } : {}),
+        ...(opts.harnessBin ? { harnessBin: opts.harnessBin } : {}),
+        ...(opts.node ? { nodeBin: opts.node } : {}),
+        upstream: { url: opts.upstream, kind: opts.upstreamKind, ...upstreamOptionsFrom(opts) },
+        model: opts.model ?? null,
+        samples: 1,
+        concurrency: opts.concurrency,
+        initWorkers: opts.concurrency,
+        postWorkers: opts.concurrency,
+        timeoutSec: opts.timeout,
+        outDir: path.resolve(opts.out ?? path.join(os.tmpdir(), `polar-worker-${process.pid}`)),
+        accept: null,
+        keepWorkspaces: opts.keepWorkspaces === true,
+        sandbox,
+      },
+      ...(process.env.POLAR_UPSTREAM_API_KEY ? { upstreamApiKey: process.env.POLAR_UPSTREAM_API_KEY } : {}),
+      idleExitMs: opts.idleExit !== undefined ? opts.idleExit * 1000 : null,
+      signal: controller.signal,
+      onNotice: say,
+      onEvent: (e) => {
+        if (e.type !== 'done') return;
+        done++;
+        if (opts.json) process.stdout.write(`${JSON.stringify(e)}\n`);
+        else say(`  ${e.sampleId} ${e.outcome}${e.reward !== null ? ` reward ${e.reward}` : ''}${e.error ? chalk.dim(` ${e.error.slice(0, 160)}`) : ''}`);
+      },
+    });
+    if (opts.json) process.stdout.write(`${JSON.stringify({ ok: true, taken: ran, ended: done })}\n`);
+    else say(`polar worker: took ${ran} samples, ${done} ended here`);
+  } finally {
+    process.off('SIGINT', stop);
+    process.off('SIGTERM', stop);
+  }
+}

@@ -1,0 +1,51 @@
+import { createHash } from 'node:crypto';
+import { PgBoss } from 'pg-boss';
+
+/**
+ * The work queue of a rollout spread over many machines: pg-boss, a maintained PostgreSQL job
+ * queue, in the same database as the shared store. It gives each sample a lease (`heartbeatSeconds`:
+ * a worker that stops touching its job, killed or cut off, loses it; `expireInSeconds`: a hard cap),
+ * retries a lost or failed sample up to `retryLimit` times on whichever worker asks next, and keeps
+ * its state in tables that survive any worker. A sample's own outcome lives in the store
+ * (pg-ledger.ts), so a retried job never rewards a sample twice.
+ */
+
+export interface SampleJob {
+  rolloutId: string;
+  sampleId: string;
+}
+
+/** One queue per harness: a worker takes only samples of the harness it runs. */
+export function queueName(harness: string): string {
+  return `polar-samples-${harness}`;
+}
+
+/** A sample's job id: the same sample always gets the same job, so enqueueing twice queues it once. */
+export function jobId(sampleId: string): string {
+  const h = createHash('sha1').update(`polar-sample:${sampleId}`).digest('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-${((parseInt(h.slice(16, 18), 16) & 0x3f) | 0x80).toString(16)}${h.slice(18, 20)}-${h.slice(20, 32)}`;
+}
+
+/** How often pg-boss looks for expired leases and refreshes its counts (s); `POLAR_QUEUE_SUPERVISE_S`. */
+function superviseSeconds(): number {
+  const v = Number(process.env.POLAR_QUEUE_SUPERVISE_S);
+  return Number.isFinite(v) && v >= 1 ? v : 5;
+}
+
+export async function openQueue(url: string, onError?: (err: Error) => void): Promise<PgBoss> {
+  const boss = new PgBoss({ connectionString: url, superviseIntervalSeconds: superviseSeconds(), monitorIntervalSeconds: superviseSeconds(), application_name: 'polar-queue' });
+  // pg-boss reports lost connections (a restarting server) as events; it reconnects by itself.
+  boss.on('error', (err) => onError?.(err));
+  await boss.start();
+  return boss;
+}
+
+export async function ensureQueue(boss: PgBoss, name: string): Promise<void> {
+  if (await boss.getQueue(name)) return;
+  try {
+    await boss.createQueue(name, { retryDelay: 0 });
+  } catch (err) {
+    // Two processes creating it at once: the other one won.
+    if (!(await boss.getQueue(name))) throw err;
+  }
+}

@@ -1,0 +1,73 @@
+import os from 'node:os';
+import path from 'node:path';
+import { newId } from '../../core/ids.js';
+import type { Postgres } from '../../store/postgres/client.js';
+import { migratePostgres } from '../../store/postgres/schema.js';
+import { groupId, sampleId } from '../../store/rollouts.js';
+import type { RolloutConfig } from '../config.js';
+import type { RolloutTask } from '../task-file.js';
+import { ensureQueue, jobId, openQueue, queueName, type SampleJob } from './boss.js';
+
+export interface QueueSettings {
+  /** Times a lost or failed sample is handed to another worker before it is marked interrupted. */
+  retries: number;
+  /** A worker that has not touched its sample for this long has lost it (s, ≥ 10). */
+  heartbeatSec: number;
+}
+
+/**
+ * Creates a rollout in the shared store (its tasks, and every sample `queued`, in one transaction)
+ * and puts one job per sample on the harness's queue. Each sample's lease is capped at its session
+ * budget plus its evaluator's, plus a margin, so even a worker that keeps heartbeating cannot hold
+ * one forever.
+ */
+export async function enqueueRollout(pg: Postgres, url: string, tasks: readonly RolloutTask[], tasksFile: string | null, config: RolloutConfig, settings: QueueSettings): Promise<string> {
+  await migratePostgres(pg);
+  const rolloutId = newId('rol');
+  const stored: RolloutConfig = { ...config, outDir: config.outDir ? path.resolve(config.outDir) : '' };
+  const now = Date.now();
+  await pg.transaction(async (tx) => {
+    await tx.query(
+      `INSERT INTO rollouts (id, created_at, harness, upstream_url, upstream_kind, served_model, samples_per_task, tasks_file, accept, config, origin)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+      [rolloutId, now, config.harness, config.upstream.url, config.upstream.kind, config.model, config.samples, tasksFile ? path.resolve(tasksFile) : null, config.accept, JSON.stringify({ ...stored, queue: settings }), `queue:${os.hostname()}`],
+    );
+    for (const [position, task] of tasks.entries()) {
+      await tx.query(`INSERT INTO rollout_tasks (rollout_id, task_id, position, task) VALUES ($1, $2, $3, $4)`, [rolloutId, task.id, position, JSON.stringify(task)]);
+      for (let i = 0; i < config.samples; i++) {
+        await tx.query(`INSERT INTO samples (id, rollout_id, task_id, sample_index, group_id) VALUES ($1, $2, $3, $4, $5)`, [sampleId(rolloutId, task.id, i), rolloutId, task.id, i, groupId(rolloutId, task.id)]);
+      }
+    }
+  });
+  const boss = await openQueue(url);
+  try {
+    const name = queueName(config.harness);
+    await ensureQueue(boss, name);
+    for (const task of tasks) {
+      const evaluatorSec = task.evaluator.type === 'command' ? (task.evaluator.timeout ?? 600) : task.evaluator.type === 'tests' ? 1800 : 0;
+      const expireInSeconds = Math.ceil((task.timeout ?? config.timeoutSec) + evaluatorSec + 300);
+      for (let i = 0; i < config.samples; i++) {
+        const id = sampleId(rolloutId, task.id, i);
+        const job: SampleJob = { rolloutId, sampleId: id };
+        await boss.send(name, job, { id: jobId(id), retryLimit: settings.retries, retryDelay: 0, expireInSeconds, heartbeatSeconds: settings.heartbeatSec });
+      }
+    }
+  } finally {
+    await boss.stop({ graceful: false, close: true });
+  }
+  return rolloutId;
+}
+
+/**
+ * Samples whose job pg-boss gave up on (every retry lost or failed) can no longer end by
+ * themselves: they are marked `interrupted`, the policy when retries run out. Returns how many.
+ */
+export async function interruptAbandoned(pg: Postgres, rolloutId: string, harness: string): Promise<number> {
+  const { rowCount } = await pg.query(
+    `UPDATE samples SET status = 'interrupted', error = COALESCE(error, 'every attempt was lost or failed (queue retries used up)')
+      WHERE rollout_id = $1 AND status NOT IN ('completed', 'failed', 'timeout', 'error', 'interrupted')
+        AND id IN (SELECT data->>'sampleId' FROM pgboss.job WHERE name = $2 AND state = 'failed' AND data->>'rolloutId' = $1)`,
+    [rolloutId, queueName(harness)],
+  );
+  return rowCount ?? 0;
+}

@@ -1,0 +1,100 @@
+import pg from 'pg';
+import { PolarError } from '../../core/errors.js';
+import { redactUrl } from './url.js';
+
+/** What a query needs: the pool itself, or one transaction's client. */
+export interface PgQueryable {
+  query(text: string, values?: readonly unknown[]): Promise<{ rows: Record<string, unknown>[]; rowCount: number | null }>;
+}
+
+/**
+ * BIGINT columns hold milliseconds and counts, all far below 2^53: read them as numbers, as SQLite
+ * gives them. Per pool, not through pg's global type registry, so no other user of `pg` in the
+ * process is affected.
+ */
+const types = {
+  getTypeParser(oid: number, format?: 'text' | 'binary') {
+    if (oid === 20 && format !== 'binary') return (v: string) => Number(v);
+    return pg.types.getTypeParser(oid, format as 'text');
+  },
+};
+
+/**
+ * A connection pool to one PostgreSQL database. Idle connections that the server drops (a restart)
+ * are replaced on the next query instead of crashing the process, and every failure to reach the
+ * server comes out as POLAR_STORE_UNREACHABLE, so callers can tell "try again later" from a bug.
+ */
+export class Postgres {
+  readonly pool: pg.Pool;
+  /** The URL without its password, for messages. */
+  readonly label: string;
+
+  constructor(url: string, options: { max?: number; applicationName?: string } = {}) {
+    this.label = redactUrl(url);
+    this.pool = new pg.Pool({
+      connectionString: url,
+      max: options.max ?? 4,
+      connectionTimeoutMillis: 5000,
+      idleTimeoutMillis: 30_000,
+      application_name: options.applicationName ?? 'polar',
+      types,
+    });
+    this.pool.on('error', () => {
+      // An idle client lost its connection (server restarted): the pool drops it and reconnects.
+    });
+  }
+
+  async query(text: string, values?: readonly unknown[]): Promise<{ rows: Record<string, unknown>[]; rowCount: number | null }> {
+    try {
+      return await this.pool.query(text, values as unknown[]);
+    } catch (err) {
+      throw asStoreError(err, this.label);
+    }
+  }
+
+  /** Runs `fn` in one transaction; rolls back if it throws. */
+  async transaction<T>(fn: (tx: PgQueryable) => Promise<T>): Promise<T> {
+    let client: pg.PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (err) {
+      throw asStoreError(err, this.label);
+    }
+    let broken = false;
+    try {
+      await client.query('BEGIN');
+      const out = await fn({ query: (text, values) => client.query(text, values as unknown[]) });
+      await client.query('COMMIT');
+      return out;
+    } catch (err) {
+      try {
+        await client.query('ROLLBACK');
+      } catch {
+        broken = true;
+      }
+      throw asStoreError(err, this.label);
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.pool.end();
+  }
+}
+
+/** Errors that mean "the server is not there right now", as opposed to a refused statement. */
+export function isUnreachable(err: unknown): boolean {
+  const e = err as { code?: string; message?: string };
+  if (e instanceof PolarError) return e.code === 'POLAR_STORE_UNREACHABLE';
+  return (
+    ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', '57P01', '57P02', '57P03', '08000', '08003', '08006', '08001', '08004'].includes(e?.code ?? '') ||
+    /Connection terminated|timeout exceeded when trying to connect|the database system is (starting|shutting) up/i.test(e?.message ?? '')
+  );
+}
+
+function asStoreError(err: unknown, label: string): unknown {
+  if (err instanceof PolarError) return err;
+  if (isUnreachable(err)) return new PolarError('POLAR_STORE_UNREACHABLE', `PostgreSQL at ${label} is unreachable: ${(err as Error).message}`, 503, { cause: err });
+  return err;
+}

@@ -1,0 +1,68 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { closeDb, openDb } from '../db.js';
+import type { Postgres } from './client.js';
+import { sharedColumns, SHARED_TABLES } from './tables.js';
+
+/**
+ * Brings a reader's local mirror of the shared store up to date: every row written since its last
+ * pull, from one consistent snapshot of all tables. A row carries the id of the transaction that
+ * last wrote it (`_xid`); a pull takes the rows whose transaction is at or after the oldest one
+ * still running at the previous pull (that snapshot's xmin), so a transaction that committed late
+ * is never skipped, and the few rows read twice are upserted the same. Then every polar reader
+ * (sessions, show, reconstruct, verify, export, replay, report) reads the mirror exactly as it
+ * reads a local database. Returns the rows pulled.
+ */
+export async function syncMirror(pg: Postgres, file: string): Promise<number> {
+  fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+  const db = openDb(file);
+  try {
+    db.exec(`CREATE TABLE IF NOT EXISTS polar_mirror (key TEXT PRIMARY KEY, value TEXT NOT NULL)`);
+    const since = (db.prepare(`SELECT value FROM polar_mirror WHERE key = 'xmin'`).pluck().get() as string | undefined) ?? '0';
+    let pulled = 0;
+    await pg.transaction(async (tx) => {
+      await tx.query('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY');
+      const { xmin } = (await tx.query(`SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin`)).rows[0] as { xmin: string };
+      // Rows may arrive before what they reference (each journal ships on its own): no key checks here.
+      db.pragma('foreign_keys = OFF');
+      for (const spec of SHARED_TABLES) {
+        const columns = sharedColumns(db, spec.name);
+        const upsert = db.prepare(
+          `INSERT INTO ${spec.name} (${columns.join(', ')}) VALUES (${columns.map(() => '?').join(', ')})
+           ON CONFLICT (${spec.key.join(', ')}) DO UPDATE SET ${columns.filter((c) => !spec.key.includes(c)).map((c) => `${c} = excluded.${c}`).join(', ')}`,
+        );
+        // Pages in key order, so a large table never sits in memory whole.
+        let after: unknown[] | null = null;
+        for (;;) {
+          const keyList = spec.key.join(', ');
+          const params: unknown[] = [since];
+          let cond = '';
+          if (after) {
+            cond = ` AND (${keyList}) > (${spec.key.map((_, i) => `$${i + 2}`).join(', ')})`;
+            params.push(...after);
+          }
+          const { rows } = await tx.query(`SELECT ${columns.join(', ')} FROM ${spec.name} WHERE _xid >= $1::xid8${cond} ORDER BY ${keyList} LIMIT 500`, params);
+          if (rows.length === 0) break;
+          db.transaction(() => {
+            for (const row of rows) upsert.run(...columns.map((c) => toSqlite(row[c])));
+          })();
+          pulled += rows.length;
+          const last = rows[rows.length - 1]!;
+          after = spec.key.map((k) => last[k]);
+          if (rows.length < 500) break;
+        }
+      }
+      db.prepare(`INSERT INTO polar_mirror (key, value) VALUES ('xmin', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`).run(xmin);
+    });
+    return pulled;
+  } finally {
+    db.pragma('foreign_keys = ON');
+    closeDb(db);
+  }
+}
+
+function toSqlite(v: unknown): unknown {
+  if (v === undefined) return null;
+  if (typeof v === 'boolean') return v ? 1 : 0;
+  return v;
+}

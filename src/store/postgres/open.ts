@@ -1,0 +1,60 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { OpenStoreOptions } from '../open.js';
+import { Store } from '../store.js';
+import { Postgres } from './client.js';
+import { journalPath, mirrorPath, prepareJournal } from './journal.js';
+import { syncMirror } from './mirror.js';
+import { migratePostgres } from './schema.js';
+import { Shipper } from './ship.js';
+
+/**
+ * A shared store as a Store:
+ * - writing: this machine's journal (journal.ts), a polar SQLite database every polar process
+ *   pointed at this URL shares, so a call commits locally before its last byte reaches the harness,
+ *   exactly as with a file; a shipper copies committed rows to PostgreSQL in the background, and on
+ *   `closeAsync()` ships what is left (waiting up to `POLAR_SHIP_TIMEOUT_MS`, 10 s by default, for
+ *   an unreachable server; rows it could not ship stay in the journal for the next polar process
+ *   on this machine). What a crashed process left is reconciled here, as with a file, and shipped.
+ * - reading: a mirror (mirror.ts), pulled up to date first, then read as a local database.
+ */
+export async function openSharedStore(url: string, options: OpenStoreOptions): Promise<Store> {
+  const pg = new Postgres(url);
+  try {
+    if (options.readonly) {
+      await migratePostgres(pg);
+      const file = mirrorPath(url);
+      await syncMirror(pg, file);
+      await pg.close();
+      const store = Store.open(file, { readonly: true });
+      store.label = pg.label;
+      return store;
+    }
+    const file = journalPath(url);
+    fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+    // Migrate PostgreSQL if it is there; a writer also starts while it is briefly unreachable.
+    await migratePostgres(pg).catch((err: unknown) => {
+      if ((err as { code?: string }).code !== 'POLAR_STORE_UNREACHABLE') throw err;
+      options.onNotice?.(`PostgreSQL at ${pg.label} is unreachable; recording to the local journal until it returns`);
+    });
+    const store = Store.open(file, options);
+    const origin = prepareJournal(store.db);
+    const shipper = new Shipper(file, pg, origin, {
+      ...(options.onNotice ? { onNotice: options.onNotice } : {}),
+      onTick: () => store.owners?.reconcile(store.ownerId),
+    });
+    shipper.start();
+    store.label = pg.label;
+    store.beforeClose = async () => {
+      const timeout = Number(process.env.POLAR_SHIP_TIMEOUT_MS ?? 10_000);
+      const left = await shipper.flush(timeout);
+      if (left > 0) options.onNotice?.(`${left} rows are still waiting in ${file} for PostgreSQL at ${pg.label}; the next polar process on this machine ships them`);
+      await shipper.stop();
+      await pg.close();
+    };
+    return store;
+  } catch (err) {
+    await pg.close().catch(() => undefined);
+    throw err;
+  }
+}

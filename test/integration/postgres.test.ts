@@ -1,0 +1,264 @@
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startProxy } from '../../src/proxy/server.js';
+import { openDb } from '../../src/store/db.js';
+import { openStore } from '../../src/store/open.js';
+import { Postgres } from '../../src/store/postgres/client.js';
+import { journalPath } from '../../src/store/postgres/journal.js';
+import { migratePostgres } from '../../src/store/postgres/schema.js';
+import { sharedColumns, SHARED_TABLES } from '../../src/store/postgres/tables.js';
+import { createUpstream } from '../../src/upstream/create.js';
+import { startTestPostgres, type TestPostgres } from '../support/postgres.js';
+import { startReferenceUpstream, type ReferenceUpstream } from '../support/reference-upstream/index.js';
+
+/**
+ * The shared PostgreSQL store and queue, against a real PostgreSQL server started here: the same
+ * rows read back from PostgreSQL as the writing machine's journal holds, bit for bit; a capture
+ * that goes on while PostgreSQL is down; `db copy` twice; and a queued rollout over three worker
+ * processes, one of them killed mid-session.
+ */
+const BIN = path.resolve(__dirname, '../../bin/polar.js');
+const run = promisify(execFile);
+
+let server: TestPostgres;
+let upstream: ReferenceUpstream;
+let dir: string;
+const env = (): NodeJS.ProcessEnv => ({ ...process.env, NO_COLOR: '1', POLAR_STATE_DIR: path.join(dir, 'state'), POLAR_QUEUE_SUPERVISE_S: '1' });
+
+beforeAll(async () => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-pg-test-'));
+  process.env.POLAR_STATE_DIR = path.join(dir, 'state');
+  [server, upstream] = await Promise.all([startTestPostgres(), startReferenceUpstream()]);
+}, 120_000);
+
+afterAll(async () => {
+  await upstream?.close();
+  await server?.close();
+  delete process.env.POLAR_STATE_DIR;
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+async function polar(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const r = await run(process.execPath, [BIN, ...args], { env: env(), timeout: 120_000, maxBuffer: 64 * 1024 * 1024 });
+    return { code: 0, ...r };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+/** Every shared table of a polar SQLite database, less per-machine columns, keyed and sorted. */
+function tables(file: string): Record<string, Record<string, unknown>[]> {
+  const db = openDb(file, { reconcileOnly: true });
+  try {
+    const out: Record<string, Record<string, unknown>[]> = {};
+    for (const spec of SHARED_TABLES) {
+      const cols = sharedColumns(db, spec.name);
+      out[spec.name] = db.prepare(`SELECT ${cols.join(', ')} FROM ${spec.name} ORDER BY ${spec.key.join(', ')}`).all() as Record<string, unknown>[];
+    }
+    return out;
+  } finally {
+    db.close();
+  }
+}
+
+describe('shared PostgreSQL store', () => {
+  it('has the SQLite schema: every shared column, with binary token arrays', async () => {
+    const url = await server.database('schema');
+    const pg = new Postgres(url);
+    try {
+      await migratePostgres(pg);
+      await migratePostgres(pg); // twice: a no-op
+      const sqlite = openDb(':memory:');
+      for (const spec of SHARED_TABLES) {
+        const { rows } = await pg.query(`SELECT column_name, data_type FROM information_schema.columns WHERE table_name = $1 ORDER BY ordinal_position`, [spec.name]);
+        expect(rows.map((r) => r.column_name), spec.name).toEqual([...sharedColumns(sqlite, spec.name), 'origin', '_xid'].filter((c, i, a) => a.indexOf(c) === i).sort((a, b) => rows.findIndex((r) => r.column_name === a) - rows.findIndex((r) => r.column_name === b)));
+        expect(new Set(rows.map((r) => r.column_name))).toEqual(new Set([...sharedColumns(sqlite, spec.name), 'origin', '_xid']));
+      }
+      const { rows } = await pg.query(`SELECT data_type FROM information_schema.columns WHERE table_name = 'requests' AND column_name IN ('prompt_ids', 'sampled_ids', 'logprobs')`);
+      expect(rows.map((r) => r.data_type)).toEqual(['bytea', 'bytea', 'bytea']);
+      sqlite.close();
+    } finally {
+      await pg.close();
+    }
+  });
+
+  it('reads back exactly what the journal recorded, including calls made while PostgreSQL was down', async () => {
+    const url = await server.database('capture');
+    const store = await openStore(url);
+    const up = await createUpstream('vllm', { baseUrl: upstream.url });
+    const proxy = await startProxy({ store, upstream: up, servedModel: 'Qwen/Qwen3-8B', defaultSession: 'pg-session' });
+    const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'sk-secret-do-not-store', maxRetries: 0 });
+    const ask = async (text: string, stream: boolean) => {
+      if (!stream) return (await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: text }] })).choices[0]!.message.content;
+      let out = '';
+      for await (const c of await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: text }], stream: true })) out += c.choices[0]?.delta.content ?? '';
+      return out;
+    };
+    try {
+      await ask('first, not streamed', false);
+      await ask('second, streamed', true);
+      await server.stop();
+      // The harness sees no difference: calls commit to the journal, PostgreSQL is not on the path.
+      expect(await ask('third, while PostgreSQL is down', false)).toBeTruthy();
+      expect(await ask('fourth, while PostgreSQL is down, streamed', true)).toBeTruthy();
+      await server.start();
+    } finally {
+      await proxy.close(2000);
+      await up.close();
+      await store.closeAsync();
+    }
+    const journal = tables(journalPath(url));
+    expect(journal.requests).toHaveLength(4);
+    const reader = await openStore(url, { readonly: true });
+    const mirrorFile = reader.db.name;
+    reader.close();
+    const mirrored = tables(mirrorFile);
+    // Every row and every column (token blobs, logprob bits, bodies, deltas) as the journal holds it.
+    expect(mirrored).toEqual(journal);
+    expect(JSON.stringify(mirrored)).not.toContain('sk-secret-do-not-store');
+    const pg = new Postgres(url);
+    try {
+      const { rows } = await pg.query(`SELECT count(*)::int AS n FROM requests WHERE request_headers LIKE '%sk-secret%' OR prompt_ids IS NULL`);
+      expect(rows[0]!.n).toBe(0);
+    } finally {
+      await pg.close();
+    }
+    // Readers take the URL wherever they take a file.
+    const verify = await polar(['verify-faithfulness', '--db', url, '--json']);
+    expect(verify.code, verify.stdout + verify.stderr).toBe(0);
+    const sessions = JSON.parse((await polar(['sessions', '--db', url, '--json'])).stdout);
+    expect(sessions.sessions.find((s: { id: string }) => s.id === 'pg-session')).toMatchObject({ requests: 4, failed: 0 });
+  }, 120_000);
+
+  it('db copy moves a local database into the shared store, and a second copy changes nothing', async () => {
+    const url = await server.database('copy');
+    const file = path.join(dir, 'local.db');
+    const local = await openStore(file);
+    const up = await createUpstream('vllm', { baseUrl: upstream.url });
+    const proxy = await startProxy({ store: local, upstream: up, servedModel: 'Qwen/Qwen3-8B', defaultSession: 'local-session' });
+    const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+    for (const text of ['one', 'two', 'three']) await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: text }] });
+    await proxy.close(2000);
+    await up.close();
+    local.close();
+    const first = await polar(['db', 'copy', '--from', file, '--to', url, '--json']);
+    expect(first.code, first.stderr).toBe(0);
+    expect(JSON.parse(first.stdout).copied).toMatchObject({ sessions: 1, requests: 3, request_bodies: 3 });
+    const reader = await openStore(url, { readonly: true });
+    const mirrorFile = reader.db.name;
+    reader.close();
+    expect(tables(mirrorFile)).toEqual(tables(file));
+    const again = await polar(['db', 'copy', '--from', file, '--to', url, '--json']);
+    expect(again.code).toBe(0);
+    const pg = new Postgres(url);
+    try {
+      expect((await pg.query(`SELECT count(*)::int AS n FROM requests`)).rows[0]!.n).toBe(3);
+    } finally {
+      await pg.close();
+    }
+    const migrate = await polar(['db', 'migrate', '--db', url, '--json']);
+    expect(JSON.parse(migrate.stdout)).toMatchObject({ ok: true, schemaVersion: 1 });
+  }, 120_000);
+});
+
+/** Makes `calls` model calls through polar, sleeps if told, then writes its answer. */
+const AGENT = `
+import fs from 'node:fs';
+const prompt = process.argv[2] ?? '';
+const calls = Number(/calls=(\\d+)/.exec(prompt)?.[1] ?? 1);
+for (let i = 0; i < calls; i++) {
+  const res = await fetch(process.env.OPENAI_BASE_URL + '/chat/completions', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: 'Bearer ' + process.env.OPENAI_API_KEY },
+    body: JSON.stringify({ model: 'any', messages: [{ role: 'user', content: prompt + ' #' + i }] }),
+  });
+  if (!res.ok) process.exit(3);
+  await res.json();
+  if (i === 0 && prompt.includes('sleep:')) await new Promise((r) => setTimeout(r, Number(/sleep:([\\d.]+)/.exec(prompt)[1]) * 1000));
+}
+const answer = /answer:([\\d.]+)/.exec(prompt)?.[1];
+if (answer) fs.writeFileSync('answer.txt', answer + '\\n');
+`;
+
+describe('queued rollout over three workers', () => {
+  const workers: ChildProcess[] = [];
+  afterAll(() => {
+    for (const w of workers) if (w.exitCode === null) w.kill('SIGKILL');
+  });
+
+  it('every sample ends exactly once with its reward, though one worker is SIGKILLed mid-session; nothing it captured is lost', async () => {
+    const url = await server.database('queue');
+    const agent = path.join(dir, 'agent.mjs');
+    fs.writeFileSync(agent, AGENT);
+    const tasks = path.join(dir, 'queue-tasks.jsonl');
+    const rewards: Record<string, number> = { a: 1, b: 0.5, c: 0, d: 0.25 };
+    fs.writeFileSync(
+      tasks,
+      Object.entries(rewards)
+        .map(([id, r]) => JSON.stringify({ id, prompt: `calls=2 sleep:1.5 answer:${r}`, workspace: { empty: true }, evaluator: { type: 'command', command: 'cat answer.txt' } }))
+        .join('\n'),
+    );
+    const command = `${process.execPath} ${agent} {prompt}`;
+    // The rollout first, so the workers find its jobs; --wait in the background.
+    const waiting = polar(['rollout', '--queue', url, '--tasks', tasks, '--harness', 'custom', '--command', command, '--upstream', upstream.url, '--samples', '3', '--heartbeat', '10', '--wait', '--json']);
+    const startWorker = (name: string) => {
+      const w = spawn(process.execPath, [BIN, 'worker', '--queue', url, '--harness', 'custom', '--command', command, '--upstream', upstream.url, '--concurrency', '2', '--sandbox', 'none', '--idle-exit', '15', '--json', '--out', path.join(dir, `w-${name}`)], { env: env(), stdio: ['ignore', 'pipe', 'pipe'] });
+      workers.push(w);
+      return w;
+    };
+    const victim = startWorker('victim');
+    // Kill the first worker as soon as it holds a session with a call captured.
+    const pg = new Postgres(url);
+    let killedSession: string | null = null;
+    try {
+      for (let i = 0; i < 600 && !killedSession; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        const { rows } = await pg.query(`SELECT session_id FROM requests WHERE status = 'ok' LIMIT 1`).catch(() => ({ rows: [] as Record<string, unknown>[] }));
+        if (rows[0]) killedSession = String(rows[0].session_id);
+      }
+      expect(killedSession).not.toBeNull();
+      victim.kill('SIGKILL');
+      startWorker('one');
+      startWorker('two');
+      startWorker('three');
+      const done = await waiting;
+      expect(done.code, done.stderr).toBe(0);
+      const summary = JSON.parse(done.stdout);
+      expect(summary).toMatchObject({ status: 'completed', outcomes: { completed: 12, error: 0, interrupted: 0 } });
+      const samples = (await pg.query(`SELECT id, task_id, status, reward, attempt, session_id, worker FROM samples ORDER BY id`)).rows;
+      expect(samples).toHaveLength(12);
+      for (const s of samples) expect(s.reward, String(s.id)).toBe(rewards[String(s.task_id)]);
+      // The killed worker's sample ran again elsewhere, as a new attempt in a new session.
+      const retried = samples.filter((s) => Number(s.attempt) > 1);
+      expect(retried.length).toBeGreaterThan(0);
+      expect(new Set(samples.map((s) => s.session_id)).size).toBe(12);
+      expect(new Set(samples.map((s) => s.worker)).size).toBeGreaterThan(1);
+      const groups = (await pg.query(`SELECT task_id, samples, mean FROM groups ORDER BY task_id`)).rows;
+      expect(groups.map((g) => [g.task_id, g.samples, g.mean])).toEqual(Object.entries(rewards).map(([id, r]) => [id, 3, r]));
+      // Nothing the killed worker captured is lost: its session's calls are in the shared store
+      // (shipped by the workers that share its machine's journal), its session marked interrupted.
+      for (let i = 0; i < 100; i++) {
+        const { rows } = await pg.query(`SELECT status FROM sessions WHERE id = $1`, [killedSession]);
+        if (rows[0]?.status === 'interrupted') break;
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      expect((await pg.query(`SELECT status FROM sessions WHERE id = $1`, [killedSession])).rows[0]).toMatchObject({ status: 'interrupted' });
+      expect(Number((await pg.query(`SELECT count(*) AS n FROM requests WHERE session_id = $1 AND status = 'ok'`, [killedSession])).rows[0]!.n)).toBeGreaterThanOrEqual(1);
+      // Every completed session's calls are all there, token for token as the server sampled them.
+      const calls = Number((await pg.query(`SELECT count(*) AS n FROM requests r JOIN samples s ON s.session_id = r.session_id WHERE s.status = 'completed' AND r.status = 'ok'`)).rows[0]!.n);
+      expect(calls).toBe(24);
+      const status = JSON.parse((await polar(['rollout', 'status', summary.rolloutId, '--db', url, '--json'])).stdout);
+      expect(status).toMatchObject({ status: 'completed', samples: 12, ended: 12 });
+      expect(status.workers.length).toBeGreaterThan(1);
+    } finally {
+      await pg.close();
+    }
+  }, 240_000);
+});
