@@ -16,6 +16,8 @@ describe('CLI output', () => {
       expect(nextCommands('ses_1', 'polar.db')[1]).toBe('npx polar show ses_1 --tokenizer bundled:qwen3');
       expect(nextCommands('ses_1', 'polar.db')[6]).toBe('npx polar report ses_1 --tokenizer bundled:qwen3 --out report.html');
       expect(nextCommands('ses_1', '/tmp/x.db')[0]).toBe('npx polar sessions --db /tmp/x.db');
+      // The replay command names the harness the demo ran (it was always claude-code).
+      expect(nextCommands('ses_1', 'polar.db', 'codex')[4]).toBe('npx polar replay ses_1 --harness codex');
     } finally {
       if (prev === undefined) delete process.env.npm_command;
       else process.env.npm_command = prev;

@@ -79,7 +79,7 @@ async function demo(opts: DemoOptions): Promise<void> {
       await printSession(dbPath, result.session);
       process.stdout.write(`\n${summaryLine(result, dbPath, { next: false })}\n`);
       process.stdout.write(wrote !== null ? `the harness wrote ${DEMO_FILE}: "${wrote}"\n` : chalk.yellow(`the harness did not write ${DEMO_FILE}; see ${result.logFile}\n`));
-      process.stdout.write(`\nrecorded in ${dbPath}; next:\n${nextCommands(result.session, dbPath).map((c) => `  ${c}`).join('\n')}\n`);
+      process.stdout.write(`\nrecorded in ${dbPath}; next:\n${nextCommands(result.session, dbPath, opts.harness).map((c) => `  ${c}`).join('\n')}\n`);
     }
     process.exitCode = result.exitCode === 0 && wrote !== null ? 0 : 1;
   } finally {
@@ -88,7 +88,7 @@ async function demo(opts: DemoOptions): Promise<void> {
 }
 
 /** The commands to try next, exactly as the user can paste them (with `npx` when that is how polar ran). */
-export function nextCommands(session: string, dbPath: string): string[] {
+export function nextCommands(session: string, dbPath: string, harness = 'claude-code'): string[] {
   const polar = invokedAs();
   const db = dbPath === defaultDbPath() ? '' : ` --db ${dbPath}`;
   return [
@@ -96,7 +96,7 @@ export function nextCommands(session: string, dbPath: string): string[] {
     `${polar} show ${session}${db} --tokenizer bundled:qwen3`,
     `${polar} reconstruct --session ${session}${db} --out traces.jsonl`,
     `${polar} verify-faithfulness --session ${session}${db}`,
-    `${polar} replay ${session}${db} --harness claude-code`,
+    `${polar} replay ${session}${db} --harness ${harness}`,
     `${polar} replay ${session}${db} --rescore --upstream mock --mock-policy-shift 4:0.5`,
     `${polar} report ${session}${db} --tokenizer bundled:qwen3 --out report.html`,
   ];

@@ -61,6 +61,13 @@ export class Postgres {
       throw asStoreError(err, this.label);
     }
     let broken = false;
+    // A connection the server drops while it is checked out emits 'error' on the client itself, which
+    // the pool no longer listens to: without a listener that would end the process. The failing query
+    // rejects anyway, and the client is released as broken.
+    const onError = () => {
+      broken = true;
+    };
+    client.on('error', onError);
     try {
       await client.query('BEGIN');
       const out = await fn({ query: (text, values) => client.query(text, values as unknown[]) });
@@ -74,6 +81,7 @@ export class Postgres {
       }
       throw asStoreError(err, this.label);
     } finally {
+      client.off('error', onError);
       client.release(broken);
     }
   }

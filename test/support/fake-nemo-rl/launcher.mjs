@@ -133,7 +133,12 @@ for (let step = resumeFrom + 1; step <= maxSteps; step++) {
   batch.forEach((row, i) => Object.assign(row, { _rowidx: i, responses_create_params: { ...row.responses_create_params, temperature, top_p: topP } }));
   console.log(`▶ Generating responses for batch of size ${batch.length}...`);
   const answers = await Promise.all(batch.map(async (row) => {
-    const res = await fetch(`${agentUrl}/run`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(row) });
+    // Ctrl-C reaches the whole process group at once: the agent server may be gone before this
+    // process runs its own SIGINT handler, which then stops it (as NeMo-RL's does).
+    const res = await fetch(`${agentUrl}/run`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(row) }).catch(async (err) => {
+      await new Promise((r) => setTimeout(r, 2000));
+      throw err;
+    });
     if (res.status !== 200) fail(`/run answered ${res.status}`);
     return res.json();
   }));
