@@ -142,9 +142,13 @@ async function once(pool: Pool, p: string, body: string): Promise<Sample> {
   const t0 = performance.now();
   const res = await pool.request({ method: 'POST', path: p, body, headers: { 'content-type': 'application/json', 'x-api-key': 'bench' } });
   let ttfb = -1;
-  for await (const _chunk of res.body) if (ttfb < 0) ttfb = performance.now() - t0;
+  const error: Buffer[] = [];
+  for await (const chunk of res.body) {
+    if (ttfb < 0) ttfb = performance.now() - t0;
+    if (res.statusCode !== 200) error.push(chunk as Buffer);
+  }
   const total = performance.now() - t0;
-  if (res.statusCode !== 200) throw new Error(`HTTP ${res.statusCode} from ${p}`);
+  if (res.statusCode !== 200) throw new Error(`HTTP ${res.statusCode} from ${p}: ${Buffer.concat(error).toString('utf8').slice(0, 300)}`);
   return { ttfbMs: ttfb < 0 ? total : ttfb, totalMs: total };
 }
 
@@ -153,13 +157,24 @@ function request(v: Variant, s: Scenario): { path: string; text: string } {
   return { path: '/v1/chat/completions', text: s.stream ? s.body.chat.stream.text : s.body.chat.text };
 }
 
+/** Failed calls per path (an error status or a dropped connection): reported, never averaged in. */
+const failures = new Map<string, string[]>();
+
 async function batch(pool: Pool, v: Variant, s: Scenario, n: number): Promise<Sample[]> {
   const { path: p, text } = request(v, s);
   const samples: Sample[] = [];
   let next = 0;
   await Promise.all(
     Array.from({ length: Math.min(s.concurrency, n) }, async () => {
-      while (next++ < n) samples.push(await once(pool, v.harnessApi ? `/s/bench${p}` : p, text));
+      while (next++ < n) {
+        try {
+          samples.push(await once(pool, v.harnessApi ? `/s/bench${p}` : p, text));
+        } catch (err) {
+          const list = failures.get(v.name) ?? [];
+          list.push(`${s.api} c=${s.concurrency}: ${(err as Error).message}`);
+          failures.set(v.name, list);
+        }
+      }
     }),
   );
   return samples;
@@ -386,6 +401,8 @@ function format(
     const s = speed.get(b)!;
     lines.push(`| ${b} | ${(s.tokens / 1e6).toFixed(1)} M | ${s.reconstructS.toFixed(2)} s (${(s.tokens / s.reconstructS / 1e6).toFixed(1)} M tokens/s) | ${s.verifyS.toFixed(2)} s (${(s.tokens / s.verifyS / 1e6).toFixed(1)} M tokens/s) |`);
   }
+  lines.push('');
+  lines.push(failures.size === 0 ? 'Failed calls: none.' : `Failed calls: ${[...failures].map(([k, v]) => `${k} ${v.length} (first: ${v[0]})`).join('; ')}.`);
   lines.push('');
   lines.push('Targets: added p50 ≤ 2 ms for OpenAI Chat pass-through and ≤ 3 ms for the translated APIs at c=1 (total and first byte); at c=64 added within 2× of the bare relay\'s; idle RSS ≤ 60 MiB; peak ≤ 100 MiB; storage linear in the session\'s length.');
   return lines.join('\n');

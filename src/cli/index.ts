@@ -75,6 +75,13 @@ export async function main(argv: string[]): Promise<void> {
     reportError(new PolarError('POLAR_USAGE', `unknown command '${first}'${near.length > 0 ? ` (did you mean ${near.join(' or ')}?)` : ''}; commands: ${names.join(', ')}`), false);
     return;
   }
+  // The same one level down: `polar train nope --help` would print train's help and exit 0.
+  const parent = program.commands.find((c) => c.name() === first);
+  const second = argv[3];
+  if (parent && second !== undefined && !second.startsWith('-') && parent.commands.length > 0 && parent.registeredArguments.length === 0 && !parent.commands.some((c) => c.name() === second || c.aliases().includes(second)) && second !== 'help') {
+    reportError(new PolarError('POLAR_USAGE', `unknown command '${first} ${second}'; ${first} has: ${parent.commands.map((c) => c.name()).join(', ')}`), false);
+    return;
+  }
   try {
     await program.parseAsync(argv);
   } catch (err) {

@@ -84,6 +84,13 @@ describe('polar CLI', () => {
     }
     expect((await polar(['sesions'])).stderr).toMatch(/did you mean sessions/);
     expect((await polar(['sessions', '--help'])).code).toBe(0);
+    // One level down too: a subcommand typo is not the parent's help.
+    for (const args of [['train', 'nope', '--help'], ['rollout', 'stauts', '--help'], ['db', 'copi']]) {
+      const r = await polar(args);
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.stderr).toMatch(new RegExp(`unknown command '${args[0]} ${args[1]}'`));
+    }
+    expect((await polar(['rollout', 'status', '--help'])).code).toBe(0);
   });
 
   it('reconstruct writes trajectory JSONL and a summary; --stats-json has the numbers', async () => {

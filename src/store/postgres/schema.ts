@@ -186,6 +186,12 @@ const MIGRATION_LOCK = 0x706f6c61; // "pola"
 
 /** Brings a PostgreSQL database to the current schema; returns the version it is at. */
 export async function migratePostgres(pg: Postgres): Promise<number> {
+  // Up to date already (the common case): nothing is written, so a read-only role can read.
+  const current = await pg.query(`SELECT value FROM polar_meta WHERE key = 'schema_version'`).catch((err: unknown) => {
+    if ((err as { code?: string }).code === '42P01') return null; // no polar_meta yet: a new database
+    throw err;
+  });
+  if (current && Number((current.rows[0] as { value?: string } | undefined)?.value) === PG_MIGRATIONS.length) return PG_MIGRATIONS.length;
   return pg.transaction(async (tx) => {
     await tx.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
     await tx.query(`CREATE TABLE IF NOT EXISTS polar_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)`);
