@@ -187,6 +187,38 @@ const answer = /answer:([\\d.]+)/.exec(prompt)?.[1];
 if (answer) fs.writeFileSync('answer.txt', answer + '\\n');
 `;
 
+describe('the same commands, unchanged, on a shared store', () => {
+  it('a local rollout with --db postgres://… lands in PostgreSQL; rollouts, export and reconstruct read it by URL as from a file', async () => {
+    const url = await server.database('local_rollout');
+    const agent = path.join(dir, 'agent-local.mjs');
+    fs.writeFileSync(agent, AGENT);
+    const tasks = path.join(dir, 'local-tasks.jsonl');
+    fs.writeFileSync(tasks, ['1', '0.5'].map((r, i) => JSON.stringify({ id: `t${i}`, prompt: `calls=2 answer:${r}`, workspace: { empty: true }, evaluator: { type: 'command', command: 'cat answer.txt' } })).join('\n'));
+    const common = ['--tasks', tasks, '--harness', 'custom', '--command', `${process.execPath} ${agent} {prompt}`, '--upstream', upstream.url, '--samples', '2', '--sandbox', 'none', '--json'];
+    const file = path.join(dir, 'local-rollout.db');
+    const onFile = await polar(['rollout', ...common, '--db', file]);
+    const onPg = await polar(['rollout', ...common, '--db', url]);
+    expect(onPg.code, onPg.stderr).toBe(0);
+    const [a, b] = [JSON.parse(onFile.stdout), JSON.parse(onPg.stdout)];
+    // The same outcomes, rewards and group statistics, whichever store.
+    for (const key of ['status', 'tasks', 'samplesPerTask', 'outcomes', 'meanReward']) expect(b[key], key).toEqual(a[key]);
+    expect(b.groups.map((g: { rewards: number[]; mean: number }) => [g.rewards, g.mean])).toEqual(a.groups.map((g: { rewards: number[]; mean: number }) => [g.rewards, g.mean]));
+    const listed = JSON.parse((await polar(['rollouts', '--db', url, '--json'])).stdout);
+    expect(listed.rollouts.map((r: { rolloutId: string }) => r.rolloutId)).toContain(b.rolloutId);
+    const out = path.join(dir, 'pg-export.jsonl');
+    const exported = await polar(['export', '--db', url, '--rollout', b.rolloutId, '--out', out]);
+    expect(exported.code, exported.stderr).toBe(0);
+    const fileOut = path.join(dir, 'file-export.jsonl');
+    expect((await polar(['export', '--db', file, '--rollout', a.rolloutId, '--out', fileOut])).code).toBe(0);
+    const rewards = (f: string) => fs.readFileSync(f, 'utf8').trim().split('\n').map((l) => (JSON.parse(l) as { reward: number }).reward).sort();
+    expect(rewards(out).length).toBeGreaterThanOrEqual(4);
+    expect(new Set(rewards(out))).toEqual(new Set([0.5, 1]));
+    expect(rewards(out)).toEqual(rewards(fileOut));
+    const reconstructed = await polar(['reconstruct', '--db', url, '--out', path.join(dir, 'pg-traces.jsonl')]);
+    expect(reconstructed.code, reconstructed.stderr).toBe(0);
+  }, 180_000);
+});
+
 describe('queued rollout over three workers', () => {
   const workers: ChildProcess[] = [];
   afterAll(() => {

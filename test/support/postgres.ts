@@ -40,6 +40,9 @@ export async function startTestPostgres(): Promise<TestPostgres> {
     user: 'postgres',
     password: 'polar-test',
     persistent: true,
+    // As root, the server runs as `postgres`: create that user where the machine has none, and give
+    // it the data folder (a no-op for a user that exists).
+    createPostgresUser: process.getuid?.() === 0,
     initdbFlags: ['--encoding=UTF8', '--locale=C', '--no-sync'],
     postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', `unix_socket_directories=${databaseDir}`, '-c', 'fsync=off', '-c', 'full_page_writes=off'],
     onLog: (m) => logs.push(String(m)),
