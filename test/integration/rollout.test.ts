@@ -157,7 +157,10 @@ describe('polar rollout', () => {
     } finally {
       store.close();
     }
-    expect(execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' })).not.toMatch(/sleep:63\.5/);
+    // The tree is ended with SIGTERM, then SIGKILL after a grace period: gone within seconds, not 63.
+    const alive = () => /sleep:63\.5/.test(execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }));
+    for (let i = 0; i < 100 && alive(); i++) await new Promise((r) => setTimeout(r, 100));
+    expect(alive()).toBe(false);
     const plain = await polar([BIN, 'export', '--db', db, '--rollout', summary.rolloutId]);
     expect(plain.code).toBe(1);
     expect(plain.stderr).toMatch(/left out 1: partial: session timeout \(--include-partial keeps it\)/);
