@@ -8,7 +8,7 @@ import { DEFAULT_AGENT_HEADERS } from '../proxy/identity.js';
 import { startProxy } from '../proxy/server.js';
 import { SAMPLE_OUTCOMES, type SampleRow } from '../store/rollouts.js';
 import { openStore } from '../store/open.js';
-import { isPostgresUrl } from '../store/postgres/url.js';
+import { displayDb, isPostgresUrl } from '../store/postgres/url.js';
 import type { Store } from '../store/store.js';
 import { createUpstream } from '../upstream/create.js';
 import { parseAccept } from './accept.js';
@@ -87,7 +87,7 @@ export async function runRollout(options: RolloutRun): Promise<RolloutSummary> {
     }
     const unfinished = store.rollouts.samples(rolloutId).some((s) => !(SAMPLE_OUTCOMES as readonly string[]).includes(s.status));
     store.rollouts.end(rolloutId, unfinished ? 'interrupted' : 'completed');
-    return summarize(store, rolloutId, run.dbPath, Date.now() - started);
+    return summarize(store, rolloutId, displayDb(run.dbPath), Date.now() - started);
   } finally {
     process.off('SIGINT', onSigint);
     process.off('SIGTERM', onSigint);

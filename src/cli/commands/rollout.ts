@@ -8,7 +8,7 @@ import { runRollout, summarize, type RolloutRun } from '../../rollout/run-rollou
 import { readTaskFile } from '../../rollout/task-file.js';
 import { SAMPLE_OUTCOMES } from '../../store/rollouts.js';
 import { defaultDbPath } from '../../store/store.js';
-import { isPostgresUrl, redactUrl } from '../../store/postgres/url.js';
+import { displayDb, isPostgresUrl, redactUrl } from '../../store/postgres/url.js';
 import { openStore } from '../../store/open.js';
 import { integerArg, secondsArg } from '../numbers.js';
 import { action, formatTime, invokedAs, printJson, table } from '../output.js';
@@ -193,7 +193,7 @@ function resumeArgs(opts: RolloutOptions, sandbox: 'bwrap' | 'none'): { resume: 
 
 function summaryText(s: RolloutSummary, dbPath: string): string {
   const o = s.outcomes;
-  const db = dbPath === defaultDbPath() ? '' : ` --db ${dbPath}`;
+  const db = dbPath === defaultDbPath() ? '' : ` --db ${displayDb(dbPath)}`;
   const lines = [
     `${chalk.bold('rollout')} ${s.rolloutId} ${s.status === 'completed' ? chalk.green(s.status) : chalk.yellow(s.status)}: ${s.harness}, ${s.tasks} tasks × ${s.samplesPerTask} samples`,
     `  outcomes: ${o.completed} completed, ${o.failed} failed, ${o.timeout} timeout, ${o.error} error${o.interrupted + o.unfinished > 0 ? `, ${o.interrupted + o.unfinished} not finished` : ''}`,
@@ -308,7 +308,7 @@ async function waitForRollout(url: string, rolloutId: string, harness: string, t
   const [{ Postgres }, { interruptAbandoned }] = await Promise.all([import('../../store/postgres/client.js'), import('../../rollout/queue/enqueue.js')]);
   const pg = new Postgres(url);
   const progress = !json && process.stderr.isTTY ? new RolloutProgress(total, 0) : null;
-  let reported = 0;
+  const reported = new Set<string>();
   try {
     for (;;) {
       await interruptAbandoned(pg, rolloutId, harness).catch(() => 0);
@@ -316,11 +316,12 @@ async function waitForRollout(url: string, rolloutId: string, harness: string, t
       try {
         const samples = store.rollouts.samples(rolloutId);
         const ended = samples.filter((s) => (SAMPLE_OUTCOMES as readonly string[]).includes(s.status) || s.status === 'interrupted');
-        for (const s of ended.slice(reported)) {
+        for (const s of ended) {
+          if (reported.has(s.id)) continue;
+          reported.add(s.id);
           if (progress) progress.event({ type: 'done', sampleId: s.id, taskId: s.taskId, outcome: s.status as 'completed', reward: s.reward, error: s.error });
           else if (!json) process.stderr.write(`  ${s.id} ${s.status}${s.reward !== null ? ` reward ${s.reward}` : ''}${s.worker ? chalk.dim(` on ${s.worker}`) : ''}\n`);
         }
-        reported = Math.max(reported, ended.length);
         if (ended.length === samples.length) return { ...summarize(store, rolloutId, redactUrl(url), Date.now() - started), db: redactUrl(url) };
       } finally {
         store.close();

@@ -6,6 +6,7 @@ import { PolarError } from '../../core/errors.js';
 import { HARNESS_NAMES, getHarness } from '../../harness/registry.js';
 import { runHarness, type RunHarnessResult } from '../../harness/run.js';
 import { defaultDbPath } from '../../store/store.js';
+import { displayDb } from '../../store/postgres/url.js';
 import { integerArg, secondsArg } from '../numbers.js';
 import { action, invokedAs, printJson } from '../output.js';
 import { RunStatusLine } from '../status-line.js';
@@ -105,7 +106,7 @@ export function summaryLine(r: RunHarnessResult, dbPath?: string, options: { nex
   const s = r.summary;
   const status = r.status === 'completed' ? chalk.green(r.status) : chalk.yellow(r.status);
   const counts = s ? `${s.requests} calls, ${s.promptTokens} prompt / ${s.sampledTokens} sampled tokens, ${s.failed} errors` : 'no calls';
-  const db = dbPath && dbPath !== defaultDbPath() ? ` --db ${dbPath}` : '';
+  const db = dbPath && dbPath !== defaultDbPath() ? ` --db ${displayDb(dbPath)}` : '';
   const next = options.next === false ? '' : `\n  next: ${invokedAs()} show ${r.session}${db}`;
   return `${chalk.bold('polar')} session ${r.session} ${status} (exit ${r.exitCode}): ${counts}\n  log ${r.logFile}${next}`;
 }

@@ -111,7 +111,7 @@ async function finishSample(tx: PgQueryable, sampleId: string, attempt: number, 
 }
 
 /** When every sample of the group has ended: its statistics, and each member's advantages. */
-export async function writeGroupIfComplete(tx: PgQueryable, rolloutId: string, taskId: string, groupId: string): Promise<void> {
+async function writeGroupIfComplete(tx: PgQueryable, rolloutId: string, taskId: string, groupId: string): Promise<void> {
   const members = (await tx.query(`SELECT id, status, reward, accepted FROM samples WHERE rollout_id = $1 AND task_id = $2 ORDER BY sample_index`, [rolloutId, taskId])).rows as {
     id: string;
     status: string;

@@ -1,3 +1,4 @@
+import type { Statement } from 'better-sqlite3';
 import { openDb, closeDb, type Db } from '../db.js';
 import { isUnreachable, type Postgres } from './client.js';
 import { pgUpsert, rowsPerStatement, rowValues, sharedColumns, SHARED_TABLES, type TableSpec } from './tables.js';
@@ -30,6 +31,8 @@ interface OutboxEntry {
 export class Shipper {
   private readonly db: Db;
   private readonly columns = new Map<string, string[]>();
+  /** Per table: its row by key, as the shipper sends it. */
+  private readonly reads = new Map<string, Statement>();
   private readonly specs = new Map<string, TableSpec>(SHARED_TABLES.map((s) => [s.name, s]));
   private readonly lockKey: string;
   private timer: NodeJS.Timeout | null = null;
@@ -46,7 +49,11 @@ export class Shipper {
   ) {
     // Its own connection: reading the outbox never waits on, or holds up, the proxy's statements.
     this.db = openDb(journalFile, { reconcileOnly: true });
-    for (const spec of SHARED_TABLES) this.columns.set(spec.name, sharedColumns(this.db, spec.name));
+    for (const spec of SHARED_TABLES) {
+      const columns = sharedColumns(this.db, spec.name);
+      this.columns.set(spec.name, columns);
+      this.reads.set(spec.name, this.db.prepare(`SELECT ${columns.join(', ')} FROM ${spec.name} WHERE ${spec.key.map((k) => `${k} = ?`).join(' AND ')}`));
+    }
     this.lockKey = `polar-ship:${origin}`;
   }
 
@@ -165,8 +172,7 @@ export class Shipper {
 
   private async upsert(tx: { query(text: string, values?: readonly unknown[]): Promise<unknown> }, spec: TableSpec, keys: readonly string[]): Promise<void> {
     const columns = this.columns.get(spec.name)!;
-    const where = spec.key.length === 1 ? `${spec.key[0]} = ?` : spec.key.map((k) => `${k} = ?`).join(' AND ');
-    const read = this.db.prepare(`SELECT ${columns.join(', ')} FROM ${spec.name} WHERE ${where}`);
+    const read = this.reads.get(spec.name)!;
     const rows: Record<string, unknown>[] = [];
     for (const key of keys) {
       const args = spec.key.length === 1 ? [key] : (JSON.parse(key) as unknown[]);

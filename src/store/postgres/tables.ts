@@ -30,11 +30,6 @@ export function sharedColumns(db: Db, table: string): string[] {
   return (db.prepare(`PRAGMA table_info(${table})`).all() as { name: string }[]).map((c) => c.name).filter((c) => !LOCAL_COLUMNS.has(c));
 }
 
-/** A row's key as one string (the journal's outbox holds keys this way). */
-export function keyText(spec: TableSpec, row: Record<string, unknown>): string {
-  return spec.key.length === 1 ? String(row[spec.key[0]!]) : JSON.stringify(spec.key.map((k) => row[k]));
-}
-
 /** The SQL expression a SQLite trigger uses to write the same key text from NEW. */
 export function keyExpression(spec: TableSpec, alias: string): string {
   return spec.key.length === 1 ? `${alias}.${spec.key[0]}` : `json_array(${spec.key.map((k) => `${alias}.${k}`).join(', ')})`;

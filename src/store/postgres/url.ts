@@ -34,3 +34,8 @@ export function stateDir(env: NodeJS.ProcessEnv = process.env): string {
 export function localStateDir(target: string): string {
   return isPostgresUrl(target) ? stateDir() : path.dirname(path.resolve(target));
 }
+
+/** A database as polar prints it: a file as given, a URL without its password. */
+export function displayDb(target: string): string {
+  return isPostgresUrl(target) ? redactUrl(target) : target;
+}
