@@ -85,13 +85,15 @@ describe('polar CLI', () => {
     expect((await polar(['sesions'])).stderr).toMatch(/did you mean sessions/);
     expect((await polar(['sessions', '--help'])).code).toBe(0);
     // One level down too: a subcommand typo is not the parent's help.
-    for (const args of [['train', 'nope', '--help'], ['rollout', 'stauts', '--help'], ['db', 'copi']]) {
-      const r = await polar(args);
-      expect(r.code, args.join(' ')).toBe(2);
-      expect(r.stderr).toMatch(new RegExp(`unknown command '${args[0]} ${args[1]}'`));
-    }
-    expect((await polar(['rollout', 'status', '--help'])).code).toBe(0);
-  });
+    const cases = [['train', 'nope', '--help'], ['rollout', 'stauts', '--help'], ['db', 'copi']];
+    const [help, ...results] = await Promise.all([polar(['rollout', 'status', '--help']), ...cases.map((args) => polar(args))]);
+    cases.forEach((args, i) => {
+      expect(results[i]!.code, args.join(' ')).toBe(2);
+      expect(results[i]!.stderr).toMatch(new RegExp(`unknown command '${args[0]} ${args[1]}'`));
+    });
+    expect(help!.code).toBe(0);
+    // Each case is a fresh CLI process that loads every command: slow on 2 busy cores.
+  }, 90_000);
 
   it('reconstruct writes trajectory JSONL and a summary; --stats-json has the numbers', async () => {
     const out = path.join(dir, 'traces.jsonl');
