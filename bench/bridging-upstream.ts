@@ -13,6 +13,7 @@ const server = await startMockServer({
   script: constant ? () => ({ content: 'Done: the files are listed and the change is made — café, 日本語, 🚀.' }) : replayScript,
   splitEvery: 3,
   log: false,
+  keepAliveTimeoutMs: 0,
 });
 process.stdout.write(`${JSON.stringify({ url: server.url })}\n`);
 process.on('SIGTERM', () => void server.close().then(() => process.exit(0)));

@@ -62,6 +62,12 @@ export interface MockServerOptions {
   reasoningField?: 'reasoning' | 'reasoning_content';
   /** Log request bodies (off for benchmarks, where they would pile up). */
   log?: boolean;
+  /**
+   * How long an idle kept-alive connection stays open (Node's default: 5 s, like uvicorn's). 0: until
+   * the client closes it. The benchmark's upstream uses 0: its event loop is busy for seconds at
+   * c=64, and an idle timer that fires then closes sockets with a request already sent on them.
+   */
+  keepAliveTimeoutMs?: number;
   /** Behave as NeMo-RL's vLLM HTTP server, trained with this (temperature, top_p). */
   nemoRl?: NemoRlSampling;
   /** A second policy for re-scoring tests: logprobs shifted by `delta` at every `every`-th position. */
@@ -165,6 +171,7 @@ export async function startMockServer(options: MockServerOptions = {}): Promise<
       else json(res, 500, vllmError(String(err), 'InternalServerError', 500));
     });
   });
+  if (options.keepAliveTimeoutMs !== undefined) server.keepAliveTimeout = options.keepAliveTimeoutMs;
   server.on('connection', (s) => {
     sockets.add(s);
     s.on('close', () => sockets.delete(s));

@@ -40,10 +40,12 @@ describe('normalizeRequest', () => {
 });
 
 describe('jsonLength', () => {
-  it('is JSON.stringify(value).length for values without escapes, without serializing', async () => {
+  it('is the UTF-8 byte length of JSON.stringify(value) for values without escapes, without serializing; the same read as bytes', async () => {
     const { jsonLength } = await import('./normalize.js');
-    for (const v of [[], {}, [1, 'a', null, true], { a: [{ b: 'café 日本語' }, 2.5], c: { d: null } }, [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }]]) {
-      expect(jsonLength(v)).toBe(JSON.stringify(v).length);
+    for (const v of [[], {}, [1, 'a', null, true], { a: [{ b: 'café 日本語 🚀' }, 2.5], c: { d: null }, 'clé': 'x' }, [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }]]) {
+      const text = JSON.stringify(v);
+      expect(jsonLength(v)).toBe(Buffer.byteLength(text));
+      expect(jsonLength(JSON.parse(Buffer.from(text).toString('latin1')), true)).toBe(Buffer.byteLength(text));
     }
   });
 });

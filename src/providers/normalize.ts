@@ -3,6 +3,8 @@ import type { CanonicalRequest, ChatMessage } from '../core/chat.js';
 export interface NormalizeOptions {
   /** The served model's context length (vLLM's `max_model_len`, or `--context-window`); null: unknown. */
   contextWindow: number | null;
+  /** Strings hold UTF-8 bytes one per character (proxy/wire-body.ts). */
+  byteStrings?: boolean;
 }
 
 /**
@@ -28,7 +30,7 @@ export function normalizeRequest(req: CanonicalRequest, options: NormalizeOption
     changed = true;
   }
   if (options.contextWindow && typeof body.max_tokens === 'number') {
-    const estimate = estimatePromptTokens(body.messages, body.tools);
+    const estimate = estimatePromptTokens(body.messages, body.tools, options.byteStrings);
     if (body.max_tokens + estimate > options.contextWindow) {
       delete body.max_tokens;
       changed = true;
@@ -37,18 +39,22 @@ export function normalizeRequest(req: CanonicalRequest, options: NormalizeOption
   return changed ? { ...req, body } : req;
 }
 
-/** A deliberately high estimate of prompt tokens: serialized size / 3, measured without serializing. */
-export function estimatePromptTokens(messages: unknown, tools?: unknown): number {
-  let chars = jsonLength(messages);
-  if (tools) chars += jsonLength(tools);
-  return Math.ceil(chars / 3);
+/** A deliberately high estimate of prompt tokens: serialized UTF-8 bytes / 3, measured without serializing. */
+export function estimatePromptTokens(messages: unknown, tools?: unknown, byteStrings = false): number {
+  let bytes = jsonLength(messages, byteStrings);
+  if (tools) bytes += jsonLength(tools, byteStrings);
+  return Math.ceil(bytes / 3);
 }
 
-/** About JSON.stringify(value).length (escapes not counted), by walking the value. */
-export function jsonLength(value: unknown): number {
+/**
+ * About the UTF-8 byte length of JSON.stringify(value) (escapes not counted), by walking the value.
+ * Bytes, not characters, so a body read as bytes (`byteStrings`: a string's length is its bytes)
+ * gets the same estimate, and the same `max_tokens` decision, as the same body read as text.
+ */
+export function jsonLength(value: unknown, byteStrings = false): number {
   switch (typeof value) {
     case 'string':
-      return value.length + 2;
+      return (byteStrings ? value.length : Buffer.byteLength(value)) + 2;
     case 'number':
     case 'boolean':
       return String(value).length;
@@ -57,12 +63,12 @@ export function jsonLength(value: unknown): number {
       // Brackets, plus a comma between items: one per item, less one.
       let n = 1;
       if (Array.isArray(value)) {
-        for (const item of value) n += (item === undefined ? 4 : jsonLength(item)) + 1;
+        for (const item of value) n += (item === undefined ? 4 : jsonLength(item, byteStrings)) + 1;
         return Math.max(2, n);
       }
       for (const key in value) {
         const v = (value as Record<string, unknown>)[key];
-        if (v !== undefined && typeof v !== 'function') n += key.length + 3 + jsonLength(v) + 1;
+        if (v !== undefined && typeof v !== 'function') n += jsonLength(key, byteStrings) + 1 + jsonLength(v, byteStrings) + 1;
       }
       return Math.max(2, n);
     }

@@ -16,6 +16,11 @@ export interface DecodeContext {
   path: string;
   /** A reply this proxy recorded earlier, by the id it gave the caller; undefined when unknown. */
   lookupResponse?: (responseId: string) => RecordedExchange | undefined;
+  /**
+   * The body was parsed one byte per character (proxy/wire-body.ts): strings hold UTF-8 bytes. A
+   * codec then only moves strings, and anything it makes from bytes itself stays in bytes.
+   */
+  byteStrings?: boolean;
 }
 
 export interface RecordedExchange {

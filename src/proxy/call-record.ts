@@ -1,5 +1,6 @@
 import { PolarError } from '../core/errors.js';
 import { tokenProblems, type CapturedTokens } from '../core/tokens.js';
+import type { BodyText } from '../store/delta.js';
 import { scrubSecrets } from '../store/redact.js';
 import type { RequestEnd, RequestStart } from '../store/requests.js';
 import type { Store } from '../store/store.js';
@@ -21,20 +22,24 @@ export interface CallSummary {
   error: string | null;
 }
 
+type BeginFields = Partial<Pick<RequestStart, 'originalRequest' | 'upstreamRequest' | 'requestedModel' | 'servedModel' | 'streamed' | 'render' | 'toolCount'>>;
+
 /**
- * One call's row, from arrival to the last byte. A small row is inserted when the call is
- * understood (it takes the sequence number, and a crash mid-generation leaves an `in_progress`
- * row, not nothing). The request bodies are written next, on the event-loop turn after the
- * upstream request went out, so that 100 KB write overlaps generation instead of adding to the
- * call's latency. Outcome, reply and tokens are written in one UPDATE (with the bodies, if they
- * are still pending) before the reply's last byte is released. Secret values seen in the request headers are
- * scrubbed from every text written.
+ * One call's row, from arrival to the last byte. The row is inserted, with the request bodies, on
+ * the event-loop turn after the request went upstream (`beginSoon`): that ~100 KB write, and the
+ * decoding it needs, overlap generation instead of adding to the call's latency, and a crash
+ * mid-generation still leaves an `in_progress` row (the sequence number is taken then). Outcome,
+ * reply and tokens are written in one UPDATE (after the row and bodies, if still pending) before
+ * the reply's last byte is released. Secret values seen in the request headers are scrubbed from
+ * every text written.
  */
 export class CallRecord {
   private seq = 0;
   private begun = false;
   private ended = false;
   private bodiesWritten = false;
+  /** The fields `beginSoon` will write; whoever writes first (it, `end` or an error) uses them. */
+  private pending: (() => BeginFields) | null = null;
 
   constructor(
     private readonly store: Store,
@@ -65,31 +70,62 @@ export class CallRecord {
     return this.ended;
   }
 
-  begin(fields: Partial<Pick<RequestStart, 'originalRequest' | 'upstreamRequest' | 'requestedModel' | 'servedModel' | 'streamed' | 'render' | 'toolCount'>>): void {
+  /** Inserts the row now; `fields` add to (and override) those a pending `beginSoon` gives. */
+  begin(fields: BeginFields, withBodies = false): void {
     if (this.begun) return;
-    Object.assign(this.start, fields);
-    this.seq = this.store.requests.begin(this.start);
+    Object.assign(this.start, this.takePending(), fields);
+    if (withBodies) {
+      this.seq = this.store.requests.beginWithBodies(this.start, this.bodies());
+      this.bodiesWritten = true;
+    } else {
+      this.seq = this.store.requests.begin(this.start);
+    }
     this.begun = true;
   }
 
-  /** Writes the request bodies on the next turn of the event loop (after the upstream send). */
-  writeBodiesSoon(): void {
+  /**
+   * Inserts the row and writes the bodies on the next turn of the event loop, after the upstream
+   * send; `fields` is evaluated then (it may decode the request).
+   */
+  beginSoon(fields: () => BeginFields): void {
+    this.pending = fields;
     setImmediate(() => {
-      if (this.ended || this.bodiesWritten || !this.begun) return;
+      if (this.ended || this.begun) return;
       try {
-        this.store.requests.writeBodies(this.start.id, this.bodies());
-        this.bodiesWritten = true;
+        this.begin({}, true);
       } catch {
         // left for end(), which writes them in its own transaction and reports a failure
       }
     });
   }
 
+  /** The pending fields, evaluated once (a failed insert keeps them in `start` for the next try). */
+  private takePending(): BeginFields {
+    const pending = this.pending;
+    this.pending = null;
+    if (!pending) return {};
+    try {
+      return pending();
+    } catch (err) {
+      process.emitWarning(`polar: could not read the request for the record: ${(err as Error).message}`, { code: 'POLAR_STORE_WRITE' });
+      return {};
+    }
+  }
+
   private bodies() {
     return {
-      originalRequest: this.scrub(this.start.originalRequest),
-      upstreamRequest: this.scrub(this.start.upstreamRequest),
+      originalRequest: this.scrubBody(this.start.originalRequest),
+      upstreamRequest: this.scrubBody(this.start.upstreamRequest),
     };
+  }
+
+  /** scrub() for a body that may be bytes: matched as bytes, so it is never decoded. */
+  private scrubBody(body: BodyText | null): BodyText | null {
+    if (body === null || typeof body === 'string') return this.scrub(body);
+    if (this.secrets.length === 0) return body;
+    const text = body.toString('latin1');
+    const scrubbed = scrubSecrets(text, this.secrets.map((s) => Buffer.from(s, 'utf8').toString('latin1')));
+    return scrubbed === text ? body : Buffer.from(scrubbed, 'latin1');
   }
 
   /**

@@ -8,13 +8,14 @@ import { replyView } from '../providers/reply-view.js';
 import { StreamEventReader } from '../providers/stream-events.js';
 import type { DecodeContext, EncodeContext, ProviderCodec } from '../providers/types.js';
 import type { CallOutcome, Upstream, UpstreamRequest } from '../upstream/types.js';
-import { parseJsonBody, readBody } from './body.js';
+import { parseJsonBody, readBodyBytes } from './body.js';
 import type { CallRecord } from './call-record.js';
 import { assistantMessageOf } from './assistant-message.js';
 import { KeepAlive } from './keepalive.js';
 import { renderError, sendError } from './render-error.js';
 import { sendJson, toPolarError } from './reply.js';
 import { StreamCollector } from './stream-collector.js';
+import { parseUtf8Json, prepareFromBytes } from './wire-body.js';
 
 export const UPSTREAM_SESSION_HEADER = 'x-polar-session';
 
@@ -52,39 +53,86 @@ export async function handleModelCall(
     if (!res.writableFinished) abort.abort();
   };
   res.on('close', onClose);
-  let bodyText: string | null = null;
+  let body: RequestText | null = preRead === undefined ? null : new RequestText(null, preRead);
   let prepared = false;
   let outcome: CallOutcome | null = null;
   try {
-    bodyText = preRead ?? (await readBody(req, ctx.maxBodyBytes));
-    const decoded = ctx.codec.decodeRequest(parseJsonBody(bodyText), { path: ctx.apiPath, lookupResponse: ctx.lookupResponse });
-    const canonical = normalizeRequest(decoded, { contextWindow: ctx.contextWindow });
-    const model = ctx.servedModel ?? canonical.requestedModel;
-    if (!model) {
-      throw new PolarError('POLAR_BAD_REQUEST', 'request names no model and the proxy has no --model to serve', 400, { param: 'model' });
+    body ??= new RequestText(await readBodyBytes(req, ctx.maxBodyBytes), null);
+    const text = body;
+    // The request as text, for the record and the reply's encoder: from its bytes string by string
+    // where that is exact (wire-body.ts), else decoded whole.
+    const understand = () => understandRequest((text.bytes && parseUtf8Json(text.bytes)) ?? parseJsonBody(text.text), ctx);
+    // The upstream body straight from the bytes where that is exact (wire-body.ts); else the text.
+    const fast = text.bytes ? prepareFromBytes(text.bytes, ctx.codec, ctx.upstream, { path: ctx.apiPath, contextWindow: ctx.contextWindow, servedModel: ctx.servedModel, call: { ...call.context, contextWindow: ctx.contextWindow } }) : null;
+    let understood: Understood | null = null;
+    const real = () => (understood ??= understand());
+    let upstreamReq: UpstreamRequest;
+    let stream: boolean;
+    if (fast) {
+      ({ upstreamReq } = fast);
+      stream = fast.canonical.stream;
+    } else {
+      const u = real();
+      upstreamReq = ctx.upstream.prepare(u.canonical, u.model, { ...call.context, contextWindow: ctx.contextWindow });
+      stream = u.canonical.stream;
     }
-    const upstreamReq = ctx.upstream.prepare(canonical, model, { ...call.context, contextWindow: ctx.contextWindow });
     // The session rides along so a server (or a scheduler in front of it) can tell sessions apart;
     // vLLM and SGLang ignore headers they do not know.
     upstreamReq.headers = { ...upstreamReq.headers, [UPSTREAM_SESSION_HEADER]: call.context.sessionId };
     prepared = true;
-    call.begin({
-      originalRequest: bodyText,
-      upstreamRequest: upstreamReq.text,
-      requestedModel: canonical.requestedModel || null,
-      servedModel: model,
-      streamed: canonical.stream,
-      render: upstreamReq.render ?? null,
-      toolCount: canonical.body.tools?.length ?? 0,
+    // The row is written on the turn after the request went upstream, while the server works.
+    call.beginSoon(() => {
+      const { canonical, model } = real();
+      return {
+        originalRequest: text.bytes ?? text.text,
+        upstreamRequest: upstreamReq.bytes ?? upstreamReq.text,
+        requestedModel: canonical.requestedModel || null,
+        servedModel: model,
+        streamed: canonical.stream,
+        render: upstreamReq.render ?? null,
+        toolCount: canonical.body.tools?.length ?? 0,
+      };
     });
-    const plan: CallPlan = { res, call, ctx, canonical, upstreamReq, signal: abort.signal };
-    outcome = canonical.stream ? await streamCall(plan) : await completeCall(plan);
+    const plan: CallPlan = { res, call, ctx, canonical: () => real().canonical, upstreamReq, signal: abort.signal };
+    outcome = stream ? await streamCall(plan) : await completeCall(plan);
   } catch (err) {
-    failBeforeHeaders(res, call, ctx.codec, toPolarError(err, abort.signal), bodyText);
+    failBeforeHeaders(res, call, ctx.codec, toPolarError(err, abort.signal), body);
   } finally {
     res.off('close', onClose);
     // Upstreams that continue calls learn which replies reached the harness whole.
     if (prepared) ctx.upstream.settle?.(call.context, outcome);
+  }
+}
+
+interface Understood {
+  canonical: CanonicalRequest;
+  model: string;
+}
+
+/** The request as text: decoded, normalized, and the model it goes to. */
+function understandRequest(json: unknown, ctx: ModelCallContext): Understood {
+  const decoded = ctx.codec.decodeRequest(json, { path: ctx.apiPath, lookupResponse: ctx.lookupResponse });
+  const canonical = normalizeRequest(decoded, { contextWindow: ctx.contextWindow });
+  const model = ctx.servedModel ?? canonical.requestedModel;
+  if (!model) {
+    throw new PolarError('POLAR_BAD_REQUEST', 'request names no model and the proxy has no --model to serve', 400, { param: 'model' });
+  }
+  return { canonical, model };
+}
+
+/** A request body as read: its bytes (when polar read them) and its text, decoded on first use. */
+class RequestText {
+  private decoded: string | null;
+  constructor(
+    readonly bytes: Buffer | null,
+    text: string | null,
+  ) {
+    this.decoded = text;
+  }
+
+  get text(): string {
+    this.decoded ??= this.bytes!.toString('utf8');
+    return this.decoded;
   }
 }
 
@@ -93,16 +141,15 @@ interface CallPlan {
   res: ServerResponse;
   call: CallRecord;
   ctx: ModelCallContext;
-  canonical: CanonicalRequest;
+  /** The request read as text, for the reply's encoder (computed while the upstream works). */
+  canonical: () => CanonicalRequest;
   upstreamReq: UpstreamRequest;
   signal: AbortSignal;
 }
 
 async function completeCall({ res, call, ctx, canonical, upstreamReq, signal }: CallPlan): Promise<CallOutcome> {
-  const pending = ctx.upstream.complete(upstreamReq, signal);
-  call.writeBodiesSoon();
-  const { completion, tokens } = await pending;
-  const text = JSON.stringify(ctx.codec.encodeResponse(completion, canonical, tokens, encodeContext(call)));
+  const { completion, tokens } = await ctx.upstream.complete(upstreamReq, signal);
+  const text = JSON.stringify(ctx.codec.encodeResponse(completion, canonical(), tokens, encodeContext(call)));
   const reply = assistantMessageOf(replyView(completion, tokens, call.id));
   // Committed before the reply is released: a reply the harness saw is always in the database.
   call.end({
@@ -123,9 +170,7 @@ async function completeCall({ res, call, ctx, canonical, upstreamReq, signal }: 
 /** Resolves with the outcome when the whole reply reached the harness, null when it did not. */
 async function streamCall({ res, call, ctx, canonical, upstreamReq, signal }: CallPlan): Promise<CallOutcome | null> {
   // Failures up to here (refused, 4xx/5xx, headers timeout) still get an ordinary HTTP error.
-  const pending = ctx.upstream.stream(upstreamReq, signal);
-  call.writeBodiesSoon();
-  const chunks = await pending;
+  const chunks = await ctx.upstream.stream(upstreamReq, signal);
   res.writeHead(200, {
     'content-type': 'text/event-stream; charset=utf-8',
     'cache-control': 'no-cache',
@@ -134,7 +179,7 @@ async function streamCall({ res, call, ctx, canonical, upstreamReq, signal }: Ca
   });
   res.flushHeaders();
   const sent: string[] = [];
-  const translator = ctx.codec.createStream(canonical, encodeContext(call));
+  const translator = ctx.codec.createStream(canonical(), encodeContext(call));
   const keepAlive = new KeepAlive(ctx.keepAliveMs, () => {
     if (!res.writableEnded) res.write(translator.keepAlive());
   });
@@ -220,7 +265,7 @@ function failBeforeHeaders(
   call: CallRecord,
   codec: ProviderCodec,
   error: PolarError,
-  bodyText: string | null,
+  body: RequestText | null,
 ): void {
   if (res.headersSent) {
     // The stream path records its own failures; this is a store failure after the last event.
@@ -230,7 +275,7 @@ function failBeforeHeaders(
   const reply = renderError(codec, error);
   const aborted = error.code === 'POLAR_CLIENT_ABORTED';
   if (!call.isEnded) {
-    call.begin({ originalRequest: bodyText });
+    call.begin({ originalRequest: body?.text ?? null });
     recordQuietly(call, {
       status: aborted ? 'aborted' : 'error',
       httpStatus: aborted ? null : reply.status,

@@ -1,6 +1,6 @@
 import type { TokenIds } from '../core/tokens.js';
 import type { Db } from './db.js';
-import { applyStringDelta, commonPrefixLength, MIN_SHARED_TOKENS, stringDelta, type StringDelta } from './delta.js';
+import { applyStringDelta, byteDelta, commonPrefixLength, MIN_SHARED_TOKENS, stringDelta, utf16Units, type BodyText } from './delta.js';
 import { unpackUint32 } from './tokens.js';
 
 /** A call's place: the session and agent whose earlier calls it is stored against. */
@@ -23,7 +23,7 @@ const MAX_RESOLVED = 8;
 export class RecentCalls {
   private readonly keys = new Map<string, CallKey>();
   private readonly sequences = new Map<string, { id: string; ids: Uint32Array }>();
-  private readonly bodies = new Map<string, { id: string; original: string | null; upstream: string | null }>();
+  private readonly bodies = new Map<string, { id: string; original: HeldBody | null; upstream: HeldBody | null }>();
 
   register(id: string, key: CallKey): void {
     this.keys.set(id, key);
@@ -51,17 +51,40 @@ export class RecentCalls {
     touch(this.sequences, agentOf(key), { id, ids });
   }
 
-  bodyDelta(key: CallKey | undefined, kind: BodyKind, text: string): (StringDelta & { base: string }) | null {
+  /**
+   * A body stored against the agent's previous body of the same kind, when both are held the same
+   * way (text, or bytes: the proxy's bodies are bytes on every call); null: store it whole.
+   */
+  bodyDelta(key: CallKey | undefined, kind: BodyKind, body: HeldBody): { middle: BodyText; prefix: number; suffix: number; base: string } | null {
     const last = key ? this.bodies.get(agentOf(key)) : undefined;
     const base = last?.[kind];
-    if (!last || typeof base !== 'string') return null;
-    const d = stringDelta(base, text);
-    return d ? { ...d, base: last.id } : null;
+    if (!last || !base || base.bytes !== body.bytes) return null;
+    if (!body.bytes) {
+      const d = stringDelta(base.text, body.text);
+      return d ? { ...d, base: last.id } : null;
+    }
+    base.units ??= utf16Units(base.text, 0, base.text.length);
+    const d = byteDelta(base.text, base.units, body.text);
+    if (!d) return null;
+    body.units = d.units;
+    return { middle: d.middle, prefix: d.prefix, suffix: d.suffix, base: last.id };
   }
 
-  rememberBodies(key: CallKey | undefined, id: string, original: string | null, upstream: string | null): void {
+  rememberBodies(key: CallKey | undefined, id: string, original: HeldBody | null, upstream: HeldBody | null): void {
     if (key) touch(this.bodies, agentOf(key), { id, original, upstream });
   }
+}
+
+/** A body as the write side keeps it: text, or its bytes one per character (latin1). */
+export interface HeldBody {
+  text: string;
+  bytes: boolean;
+  /** For bytes: the length in UTF-16 units, once known (byteDelta). */
+  units?: number;
+}
+
+export function holdBody(body: BodyText): HeldBody {
+  return typeof body === 'string' ? { text: body, bytes: false } : { text: body.toString('latin1'), bytes: true };
 }
 
 function agentOf(key: CallKey): string {

@@ -55,6 +55,56 @@ export function applyStringDelta(base: string, d: StringDelta): string {
   return base.slice(0, d.prefix) + d.middle + base.slice(base.length - d.suffix);
 }
 
+/**
+ * A request body to store: its text, or its UTF-8 bytes (the proxy's bodies, which it never decodes:
+ * proxy/wire-body.ts). Bytes are written as TEXT with the same bytes, so a reader cannot tell.
+ */
+export type BodyText = string | Buffer;
+
+/**
+ * stringDelta for bodies held as bytes: `base` and `text` are UTF-8 bytes one per character
+ * (latin1). The shared ends are cut at character boundaries (never inside a UTF-8 sequence), and
+ * `prefix`/`suffix` are given in UTF-16 code units, the unit every stored delta uses, so a row
+ * written from bytes reads back with applyStringDelta like any other; `middle` is the new bytes.
+ * Counting units costs a pass over what is counted, so the prefix is counted from the end of the
+ * base (`baseUnits` minus the base's unshared tail): the work is the new turn's size, not the body's.
+ * `units` is the text's own length in UTF-16 units, for the next delta against it.
+ */
+export function byteDelta(base: string, baseUnits: number, text: string): { prefix: number; suffix: number; middle: Buffer; units: number } | null {
+  const max = Math.min(base.length, text.length);
+  let prefix = sharedHead(base, text, max);
+  while (prefix > 0 && prefix < text.length && isContinuation(text.charCodeAt(prefix))) prefix--;
+  let suffix = 0;
+  const limit = max - prefix;
+  while (suffix < limit && base.charCodeAt(base.length - 1 - suffix) === text.charCodeAt(text.length - 1 - suffix)) suffix++;
+  while (suffix > 0 && isContinuation(text.charCodeAt(text.length - suffix))) suffix--;
+  if (prefix + suffix < MIN_SHARED_CHARS) return null;
+  const prefixUnits = baseUnits - utf16Units(base, prefix, base.length);
+  const suffixUnits = utf16Units(text, text.length - suffix, text.length);
+  return {
+    prefix: prefixUnits,
+    suffix: suffixUnits,
+    middle: Buffer.from(text.slice(prefix, text.length - suffix), 'latin1'),
+    units: prefixUnits + utf16Units(text, prefix, text.length - suffix) + suffixUnits,
+  };
+}
+
+/** UTF-16 code units in bytes `from`–`to` of a byte string cut at character boundaries: one per sequence, two for a 4-byte one. */
+export function utf16Units(bytes: string, from: number, to: number): number {
+  let units = 0;
+  for (let i = from; i < to; i++) {
+    const c = bytes.charCodeAt(i);
+    if (c < 0x80) units++;
+    else if (c >= 0xf0) units += 2;
+    else if (c >= 0xc0) units++;
+  }
+  return units;
+}
+
+function isContinuation(byte: number): boolean {
+  return (byte & 0xc0) === 0x80;
+}
+
 /** The length of the common start, found block by block with native comparisons, then by character. */
 function sharedHead(a: string, b: string, max: number): number {
   let i = 0;

@@ -1,7 +1,8 @@
 import type { CapturedTokens, TokenSource } from '../core/tokens.js';
 import type { Db } from './db.js';
 import { tokenDigest } from '../core/token-digest.js';
-import { ChainReader, RecentCalls, type BodyKind, type CallKey } from './call-chains.js';
+import { ChainReader, holdBody, RecentCalls, type BodyKind, type CallKey, type HeldBody } from './call-chains.js';
+import type { BodyText } from './delta.js';
 import { packFloat64, packUint32, unpackFloat64, unpackUint32 } from './tokens.js';
 
 /** `interrupted`: the process serving it ended first (see owners.ts); tokens checkpointed so far are kept. */
@@ -18,8 +19,8 @@ export interface RequestStart {
   startedAt: number;
   streamed: boolean;
   requestHeaders: Record<string, string>;
-  originalRequest: string | null;
-  upstreamRequest: string | null;
+  originalRequest: BodyText | null;
+  upstreamRequest: BodyText | null;
   requestedModel: string | null;
   servedModel: string | null;
   /** How the prompt was built, where polar built or pinned it (see migration 3). */
@@ -136,6 +137,7 @@ export class RequestsTable {
   private readonly listStmt;
   private readonly getStmt;
   private readonly endWithBodies;
+  private readonly beginAndBodies;
   private readonly tokensStmt;
   private readonly checkpointStmt;
   private readonly toolCountStmt;
@@ -174,10 +176,12 @@ export class RequestsTable {
     );
     const bodyColumns = ['original_request', 'original_base', 'original_prefix', 'original_suffix', 'upstream_request', 'upstream_base', 'upstream_prefix', 'upstream_suffix'];
     this.bodiesStmt = db.prepare(
-      `INSERT INTO request_bodies (request_id, ${bodyColumns.join(', ')}) VALUES (?, ${bodyColumns.map(() => '?').join(', ')})
+      // A body given as bytes is bound as a BLOB and stored as TEXT with the same bytes (the
+      // database is UTF-8): no decoding on the write path.
+      `INSERT INTO request_bodies (request_id, ${bodyColumns.join(', ')}) VALUES (?, ${bodyColumns.map((c) => (c.endsWith('_request') ? 'CAST(? AS TEXT)' : '?')).join(', ')})
        ON CONFLICT (request_id) DO UPDATE SET ${bodyColumns.map((c) => `${c} = excluded.${c}`).join(', ')}`,
     );
-    this.toolCountStmt = db.prepare(`UPDATE requests SET tool_count = json_array_length(@text, '$.tools') WHERE id = @id AND tool_count IS NULL AND json_valid(@text)`);
+    this.toolCountStmt = db.prepare(`UPDATE requests SET tool_count = json_array_length(CAST(@text AS TEXT), '$.tools') WHERE id = @id AND tool_count IS NULL AND json_valid(CAST(@text AS TEXT))`);
     this.keyStmt = db.prepare(`SELECT session_id AS sessionId, agent_id AS agentId FROM requests WHERE id = ?`);
     this.listStmt = db.prepare(`SELECT ${SUMMARY_COLUMNS} FROM requests WHERE session_id = ? ORDER BY seq`);
     this.getStmt = db.prepare(`SELECT * FROM requests WHERE id = ?`);
@@ -189,6 +193,10 @@ export class RequestsTable {
     this.endWithBodies = db.transaction((id: string, end: RequestEnd, bodies: RequestBodies) => {
       const remember = this.storeBodies(id, bodies);
       return [remember, this.storeEnd(id, end)] as const;
+    });
+    this.beginAndBodies = db.transaction((start: Omit<RequestStart, 'originalRequest' | 'upstreamRequest'>, bodies: RequestBodies) => {
+      const seq = this.begin(start);
+      return [seq, this.storeBodies(start.id, bodies)] as const;
     });
     this.chains = new ChainReader(db);
   }
@@ -220,6 +228,13 @@ export class RequestsTable {
     return row.seq;
   }
 
+  /** begin() and writeBodies() in one transaction: one commit instead of two. */
+  beginWithBodies(start: Omit<RequestStart, 'originalRequest' | 'upstreamRequest'>, bodies: RequestBodies): number {
+    const [seq, remember] = this.beginAndBodies(start, bodies);
+    remember();
+    return seq;
+  }
+
   /** Writes a call's two request bodies, each as a delta against its agent's previous body where they share enough. */
   writeBodies(id: string, bodies: RequestBodies): void {
     this.storeBodies(id, bodies)();
@@ -228,13 +243,15 @@ export class RequestsTable {
   /** Writes the bodies; returns what to remember once the write is committed. */
   private storeBodies(id: string, bodies: RequestBodies): () => void {
     const key = this.keyOf(id);
-    const part = (kind: BodyKind, text: string | null) => {
-      const d = text === null ? null : this.recent.bodyDelta(key, kind, text);
-      return d ? [d.middle, d.base, d.prefix, d.suffix] : [text, null, null, null];
+    const original = bodies.originalRequest === null ? null : holdBody(bodies.originalRequest);
+    const upstream = bodies.upstreamRequest === null ? null : holdBody(bodies.upstreamRequest);
+    const part = (kind: BodyKind, body: BodyText | null, held: HeldBody | null) => {
+      const d = held === null ? null : this.recent.bodyDelta(key, kind, held);
+      return d ? [d.middle, d.base, d.prefix, d.suffix] : [body, null, null, null];
     };
-    this.bodiesStmt.run(id, ...part('original', bodies.originalRequest), ...part('upstream', bodies.upstreamRequest));
+    this.bodiesStmt.run(id, ...part('original', bodies.originalRequest, original), ...part('upstream', bodies.upstreamRequest, upstream));
     if (this.toolCountUnknown.delete(id) && bodies.upstreamRequest) this.toolCountStmt.run({ text: bodies.upstreamRequest, id });
-    return () => this.recent.rememberBodies(key, id, bodies.originalRequest, bodies.upstreamRequest);
+    return () => this.recent.rememberBodies(key, id, original, upstream);
   }
 
   private keyOf(id: string): CallKey | undefined {

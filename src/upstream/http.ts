@@ -83,7 +83,7 @@ export class UpstreamHttp {
    * Starts a streaming POST and resolves once a 2xx status arrived: before that point every
    * failure is an ordinary HTTP error for the caller; after it, the body is the caller's to read.
    */
-  async postStream(path: string, body: Body, signal: AbortSignal, extra?: Record<string, string>): Promise<AsyncIterable<Uint8Array>> {
+  async postStream(path: string, body: Body, signal: AbortSignal, extra?: Record<string, string>): Promise<UpstreamBody> {
     const res = await this.dispatch('POST', path, body, signal, { ...this.headers, ...extra, accept: 'text/event-stream' });
     const status = res.statusCode ?? 0;
     if (status < 200 || status >= 300) {
@@ -106,15 +106,32 @@ export class UpstreamHttp {
     }
   }
 
-  /** Sends a request; resolves with the response once its headers arrived, within the timeouts. */
-  private dispatch(method: 'GET' | 'POST', path: string, body: Body | undefined, signal: AbortSignal | undefined, headers: Record<string, string>): Promise<http.IncomingMessage> {
+  /**
+   * Sends a request; resolves with the response once its headers arrived, within the timeouts.
+   * A request that fails on a kept-alive socket before any response byte is sent again on another
+   * one: servers close idle connections (uvicorn, in front of vLLM, after 5 s), and one that does so
+   * just as polar reuses the socket resets it with the request unread. Node's documented remedy
+   * (`request.reusedSocket`); a failure on a fresh connection is the server's answer and is final.
+   */
+  private async dispatch(method: 'GET' | 'POST', path: string, body: Body | undefined, signal: AbortSignal | undefined, headers: Record<string, string>): Promise<http.IncomingMessage> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.dispatchOnce(method, path, body, signal, headers);
+      } catch (err) {
+        if (!(err instanceof StaleSocketError) || attempt >= MAX_STALE_RETRIES || signal?.aborted) throw mapUpstreamError(err instanceof StaleSocketError ? err.cause : err);
+      }
+    }
+  }
+
+  private dispatchOnce(method: 'GET' | 'POST', path: string, body: Body | undefined, signal: AbortSignal | undefined, headers: Record<string, string>): Promise<http.IncomingMessage> {
     return new Promise((resolve, reject) => {
       let settled = false;
       const fail = (err: unknown) => {
         if (settled) return;
         settled = true;
         clearTimeout(headersTimer);
-        reject(mapUpstreamError(err));
+        const code = (err as { code?: string })?.code;
+        reject(req.reusedSocket && !signal?.aborted && (code === 'ECONNRESET' || code === 'EPIPE') ? new StaleSocketError(err) : err);
       };
       const req = this.client.request({
         agent: this.agent,
@@ -159,6 +176,16 @@ export class UpstreamHttp {
   }
 }
 
+/** How many kept-alive sockets a request may find closed before the error is the caller's. */
+const MAX_STALE_RETRIES = 4;
+
+/** A request that failed on a reused socket before any response: sent again (dispatch). */
+class StaleSocketError extends Error {
+  constructor(override readonly cause: unknown) {
+    super('kept-alive socket closed by the server');
+  }
+}
+
 function phaseError(code: string): Error {
   return Object.assign(new Error(code), { code });
 }
@@ -173,15 +200,51 @@ async function readBytes(res: http.IncomingMessage): Promise<Buffer> {
   return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
 }
 
-async function* guardBody(res: http.IncomingMessage): AsyncGenerator<Uint8Array> {
-  try {
-    for await (const chunk of res) yield chunk as Uint8Array;
-  } catch (err) {
-    throw mapUpstreamError(err);
-  } finally {
-    // Leaving the loop early (client gone, parse error) must release the socket, not leak it.
-    if (!res.destroyed && !res.complete) res.destroy();
+/**
+ * A streamed reply's bytes. A reader that stops early because the reply is complete (`[DONE]`)
+ * calls `release()` first: the rest (the chunked encoding's terminator) is then drained so the
+ * kept-alive socket goes back to the pool instead of being closed, and the next call does not pay
+ * for a new connection. Leaving early without it (harness gone, parse error) closes the socket,
+ * which is how the server learns to stop generating.
+ */
+export interface UpstreamBody extends AsyncIterable<Uint8Array> {
+  release(): void;
+}
+
+/** How long a released reply may take to deliver its last bytes before its socket is closed. */
+const DRAIN_MS = 1000;
+
+function guardBody(res: http.IncomingMessage): UpstreamBody {
+  let released = false;
+  async function* chunks(): AsyncGenerator<Uint8Array> {
+    try {
+      for await (const chunk of res.iterator({ destroyOnReturn: false })) yield chunk as Uint8Array;
+    } catch (err) {
+      throw mapUpstreamError(err);
+    } finally {
+      // Leaving the loop early must release the socket, never leak it.
+      if (!res.destroyed && !res.complete) {
+        if (released) drain(res);
+        else res.destroy();
+      }
+    }
   }
+  const iterator = chunks();
+  return {
+    [Symbol.asyncIterator]: () => iterator,
+    release: () => {
+      released = true;
+    },
+  };
+}
+
+function drain(res: http.IncomingMessage): void {
+  const timer = setTimeout(() => res.destroy(), DRAIN_MS);
+  timer.unref();
+  const done = () => clearTimeout(timer);
+  res.once('end', done);
+  res.once('close', done);
+  res.resume();
 }
 
 /** Turns socket errors and timeouts into PolarErrors with a code per failure phase. */

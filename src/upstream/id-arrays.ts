@@ -57,8 +57,11 @@ function structural(bytes: Buffer, at: number): boolean {
 /** Integers from `start` to the closing bracket; null on anything else. `end` is past the bracket. */
 function scanIds(bytes: Buffer, start: number): { ids: Uint32Array; end: number } | null {
   // At most one id per two bytes ("1,"): written into a typed array, never pushed (pushing tens
-  // of thousands of numbers onto a JS array costs more than JSON.parse itself).
-  const ids = new Uint32Array(Math.ceil((bytes.length - start) / 2) + 1);
+  // of thousands of numbers onto a JS array costs more than JSON.parse itself). The scratch array is
+  // reused across replies and only the ids are copied out.
+  const ids = scratchFor(Math.ceil((bytes.length - start) / 2) + 1);
+  const compact = scanCompact(bytes, start, ids);
+  if (compact) return { ids: ids.slice(0, compact.n), end: compact.end };
   let n = 0;
   let value = 0;
   let digits = 0;
@@ -90,6 +93,55 @@ function scanIds(bytes: Buffer, start: number): { ids: Uint32Array; end: number 
     }
   }
   return null;
+}
+
+/**
+ * The array as servers write it, `1,22,333]` with no spaces: one tight loop per number (~3× the
+ * general scanner's speed). Null on anything else, which the general scanner then reads (or refuses).
+ */
+function scanCompact(bytes: Buffer, start: number, ids: Uint32Array): { n: number; end: number } | null {
+  const len = bytes.length;
+  let i = start;
+  let n = 0;
+  if (bytes[i] === 0x5d) return { n, end: i + 1 };
+  while (i < len) {
+    let x = bytes[i]! - 0x30;
+    if (x >>> 0 > 9) return null;
+    let value = x;
+    let digits = 1;
+    i++;
+    if (value === 0) {
+      // A leading zero is only valid alone.
+      if (i < len && (bytes[i]! - 0x30) >>> 0 <= 9) return null;
+    } else {
+      while (i < len) {
+        x = bytes[i]! - 0x30;
+        if (x >>> 0 > 9) break;
+        value = value * 10 + x;
+        i++;
+        digits++;
+      }
+      if (digits > 10 || value > 0xffffffff) return null;
+    }
+    ids[n++] = value;
+    const c = bytes[i++];
+    if (c === 0x2c) continue;
+    if (c === 0x5d) return { n, end: i };
+    return null;
+  }
+  return null;
+}
+
+let scratch = new Uint32Array(0);
+
+/** Kept between replies up to 4 MiB (a 2 MB reply); larger ones get their own. */
+const MAX_SCRATCH = 1 << 20;
+
+function scratchFor(size: number): Uint32Array {
+  if (scratch.length >= size) return scratch;
+  if (size > MAX_SCRATCH) return new Uint32Array(size);
+  scratch = new Uint32Array(Math.min(MAX_SCRATCH, Math.max(size, scratch.length * 2)));
+  return scratch;
 }
 
 /** Puts each array back in place of its placeholder under a `prompt_token_ids` key. */

@@ -2,9 +2,9 @@ import type { CanonicalRequest, ChatCompletion, ChatCompletionChunk } from '../c
 import { isRecord } from '../core/chat.js';
 import { PolarError, UpstreamStatusError } from '../core/errors.js';
 import type { CapturedTokens } from '../core/tokens.js';
-import { SseParser } from '../core/sse/parse.js';
+import { SseDataReader } from '../core/sse/data-reader.js';
 import { parseUpstreamJson } from './chat-shape.js';
-import { UpstreamHttp, type UpstreamHttpOptions } from './http.js';
+import { UpstreamHttp, type UpstreamBody, type UpstreamHttpOptions } from './http.js';
 import type { TokenDelta } from '../core/tokens.js';
 import type { ServedModel, Upstream, UpstreamChunk, UpstreamCompletion, UpstreamKind, UpstreamRequest } from './types.js';
 
@@ -26,6 +26,8 @@ export class ChatCompletionsUpstream implements Upstream {
   readonly kind: UpstreamKind;
   readonly capturesTokens: boolean;
   readonly baseUrl: string;
+  /** The dialects add flags and rename fields; they never read a message's text. */
+  readonly passesStringsThrough = true;
   private readonly http: UpstreamHttp;
   private noTokenizer = false;
 
@@ -45,13 +47,13 @@ export class ChatCompletionsUpstream implements Upstream {
   }
 
   async complete(req: UpstreamRequest, signal: AbortSignal): Promise<UpstreamCompletion> {
-    const reply = await this.http.postJson(req.path, req.text, signal, req.headers);
+    const reply = await this.http.postJson(req.path, req.bytes ?? req.text, signal, req.headers);
     if (reply.status < 200 || reply.status >= 300) throw new UpstreamStatusError(reply.status, reply.text);
     return this.dialect.completion(parseUpstreamJson(reply.bytes, 'reply'));
   }
 
   async stream(req: UpstreamRequest, signal: AbortSignal): Promise<AsyncIterable<UpstreamChunk>> {
-    const body = await this.http.postStream(req.path, req.text, signal, req.headers);
+    const body = await this.http.postStream(req.path, req.bytes ?? req.text, signal, req.headers);
     return readChunks(body, this.dialect);
   }
 
@@ -89,24 +91,31 @@ export async function listModels(http: UpstreamHttp, signal?: AbortSignal): Prom
   });
 }
 
-async function* readChunks(body: AsyncIterable<Uint8Array>, dialect: ChatDialect): AsyncGenerator<UpstreamChunk> {
-  const parser = new SseParser();
+async function* readChunks(body: UpstreamBody, dialect: ChatDialect): AsyncGenerator<UpstreamChunk> {
+  const reader = new SseDataReader();
   let finished = false;
   for await (const bytes of body) {
-    for (const event of parser.push(bytes)) {
-      if (event.data === '[DONE]') return;
-      const extracted = dialect.chunk(parseUpstreamJson(event.data, 'stream chunk'));
+    for (const data of reader.push(bytes)) {
+      if (isDone(data)) {
+        body.release();
+        return;
+      }
+      const extracted = dialect.chunk(parseUpstreamJson(data, 'stream chunk'));
       if (extracted.chunk.choices.some((c) => c.finish_reason)) finished = true;
       yield extracted;
     }
-  }
-  for (const event of parser.end()) {
-    if (event.data === '[DONE]') return;
   }
   // Some OpenAI-compatible servers close without `[DONE]`; that is complete only once a choice finished.
   if (!finished) {
     throw new PolarError('POLAR_UPSTREAM_PROTOCOL', 'upstream stream ended before the reply finished', 502);
   }
+}
+
+const DONE = Buffer.from('[DONE]');
+
+/** The stream's closing `data: [DONE]`. */
+export function isDone(data: Buffer): boolean {
+  return data.length === DONE.length && data.equals(DONE);
 }
 
 /** Accepts `http://host:8000`, `http://host:8000/` and `http://host:8000/v1` alike. */

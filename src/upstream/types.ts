@@ -41,6 +41,11 @@ export interface UpstreamRequest {
   body: Record<string, unknown>;
   /** `body` serialised once: sent upstream and stored as is. */
   text: string;
+  /**
+   * The bytes to send, when made straight from the request's bytes (proxy/wire-body.ts): `text`
+   * then holds them one per character, and the record decodes them.
+   */
+  bytes?: Buffer;
   /** Set by upstreams that build prompts themselves or pin them (token-in/token-out, nemo-rl). */
   render?: PromptRender;
   /** The call it was prepared for, when the adapter keeps per-call state. */
@@ -80,6 +85,12 @@ export interface Upstream {
    * on its sessions, so `verify-faithfulness` can decode them without being told.
    */
   readonly tokenizer?: string;
+  /**
+   * Whether `prepare` only moves the request's strings into the upstream body, never reading,
+   * measuring, cutting or rendering them; the proxy may then build the body from the request's
+   * bytes without decoding them (proxy/wire-body.ts). Token-in upstreams render text: never.
+   */
+  readonly passesStringsThrough?: boolean;
   prepare(req: CanonicalRequest, model: string, call: CallContext): UpstreamRequest;
   /**
    * Called once per prepared call when it is over: with its outcome when the reply reached the

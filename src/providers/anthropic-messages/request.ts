@@ -66,8 +66,9 @@ function systemText(system: AnthropicRequest['system']): string {
     .join('\n\n');
 }
 
+/** Trims ASCII whitespace only: the same on real strings and on byte strings (DecodeContext.byteStrings). */
 function stripBilling(text: string): string {
-  return text.includes('x-anthropic-billing-header:') ? text.replace(BILLING_LINE, '').trim() : text;
+  return text.includes('x-anthropic-billing-header:') ? text.replace(BILLING_LINE, '').replace(/^[\t\n\f\r ]+|[\t\n\f\r ]+$/g, '') : text;
 }
 
 function textOf(blocks: AnthropicBlock[]): string {

@@ -12,7 +12,8 @@ export function toJsonSchema(schema: unknown): unknown {
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(schema)) {
     if (key === 'propertyOrdering' || key === 'nullable') continue;
-    if (key === 'type' && typeof value === 'string') out.type = value.toLowerCase();
+    // ASCII only: a type name is ASCII, and a byte-string reading (DecodeContext.byteStrings) must not change.
+    if (key === 'type' && typeof value === 'string') out.type = /^[\x00-\x7f]*$/.test(value) ? value.toLowerCase() : value;
     else if (key === 'properties' && isRecord(value)) out.properties = Object.fromEntries(Object.entries(value).map(([k, v]) => [k, toJsonSchema(v)]));
     else if (key === 'items' || key === 'anyOf' || key === 'additionalProperties') out[key] = toJsonSchema(value);
     else out[key] = value;

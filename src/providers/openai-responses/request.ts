@@ -37,7 +37,7 @@ export function decodeResponsesRequest(body: unknown, ctx: DecodeContext): Canon
 
   const messages: ChatMessage[] = [];
   if (typeof req.instructions === 'string' && req.instructions) messages.push({ role: 'system', content: req.instructions });
-  messages.push(...itemsToMessages(items));
+  messages.push(...itemsToMessages(items, ctx.byteStrings));
 
   const out: Record<string, unknown> = { messages };
   const { tools, targets } = chatTools(Array.isArray(req.tools) ? req.tools : []);
@@ -82,7 +82,7 @@ export function decodeResponsesRequest(body: unknown, ctx: DecodeContext): Canon
   });
 }
 
-export function itemsToMessages(items: ResponsesItem[]): ChatMessage[] {
+export function itemsToMessages(items: ResponsesItem[], byteStrings = false): ChatMessage[] {
   const messages: ChatMessage[] = [];
   let turn: ChatMessage | null = null;
   let reasoning: string[] = [];
@@ -111,7 +111,7 @@ export function itemsToMessages(items: ResponsesItem[]): ChatMessage[] {
       }
     } else if (type === 'reasoning') {
       if (turn) turn = null;
-      const text = reasoningText(raw);
+      const text = reasoningText(raw, byteStrings);
       if (text) reasoning.push(text);
     } else if (typeof type === 'string' && CALL_TYPES.has(type)) {
       const t = openTurn();
@@ -127,12 +127,12 @@ export function itemsToMessages(items: ResponsesItem[]): ChatMessage[] {
   return messages;
 }
 
-function reasoningText(item: Record<string, unknown>): string {
+function reasoningText(item: Record<string, unknown>, byteStrings: boolean): string {
   const parts = (list: unknown) => (Array.isArray(list) ? list.filter(isRecord).map((p) => (typeof p.text === 'string' ? p.text : '')).filter(Boolean) : []);
   const content = parts(item.content);
   if (content.length > 0) return content.join('\n');
   if (typeof item.encrypted_content === 'string') {
-    const decoded = decodeReasoning(item.encrypted_content);
+    const decoded = decodeReasoning(item.encrypted_content, byteStrings);
     if (decoded !== null) return decoded;
   }
   return parts(item.summary).join('\n');

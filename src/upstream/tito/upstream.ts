@@ -1,9 +1,9 @@
 import type { CanonicalRequest, ChatMessage } from '../../core/chat.js';
 import { PolarError, UpstreamStatusError } from '../../core/errors.js';
-import { SseParser } from '../../core/sse/parse.js';
+import { SseDataReader } from '../../core/sse/data-reader.js';
 import { parseUpstreamJson } from '../chat-shape.js';
-import { UpstreamHttp, type UpstreamHttpOptions } from '../http.js';
-import { listModels, normalizeBaseUrl } from '../openai-compatible.js';
+import { UpstreamHttp, type UpstreamBody, type UpstreamHttpOptions } from '../http.js';
+import { isDone, listModels, normalizeBaseUrl } from '../openai-compatible.js';
 import type { CallContext, CallOutcome, ServedModel, Upstream, UpstreamChunk, UpstreamCompletion, UpstreamKind, UpstreamRequest } from '../types.js';
 import { BridgeUnavailable, bridgeTail, tailAfterTurn, type ChainEntry, type FullRenderReason } from './bridge.js';
 import { ChainMemory, templateKwargs, type ChainMark } from './chain-memory.js';
@@ -135,11 +135,11 @@ export class TokenInUpstream implements Upstream {
     return this.readStream(body, this.assembler(p));
   }
 
-  private async *readStream(body: AsyncIterable<Uint8Array>, assembler: ReplyAssembler): AsyncGenerator<UpstreamChunk> {
-    const sse = new SseParser();
+  private async *readStream(body: UpstreamBody, assembler: ReplyAssembler): AsyncGenerator<UpstreamChunk> {
+    const sse = new SseDataReader();
     const read = this.dialect.streamReader();
     let usage: Generation['usage'] = null;
-    const take = (data: string): UpstreamChunk[] => {
+    const take = (data: Buffer): UpstreamChunk[] => {
       const g = read(parseUpstreamJson(data, 'stream event'));
       if (g.finishReason === 'abort') throw aborted();
       if (g.usage) usage = g.usage;
@@ -147,16 +147,16 @@ export class TokenInUpstream implements Upstream {
     };
     let done = false;
     for await (const bytes of body) {
-      for (const event of sse.push(bytes)) {
-        if (event.data === '[DONE]') {
+      for (const data of sse.push(bytes)) {
+        if (isDone(data)) {
           done = true;
+          body.release();
           break;
         }
-        yield* take(event.data);
+        yield* take(data);
       }
       if (done) break;
     }
-    if (!done) for (const event of sse.end()) if (event.data !== '[DONE]') yield* take(event.data);
     if (!assembler.isFinished) throw new PolarError('POLAR_UPSTREAM_PROTOCOL', 'upstream stream ended before the reply finished', 502);
     yield assembler.usageChunk(usage);
   }

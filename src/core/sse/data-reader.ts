@@ -1,0 +1,112 @@
+import { SseParseError } from './parse.js';
+
+const LF = 0x0a;
+const CR = 0x0d;
+const COLON = 0x3a;
+const SPACE = 0x20;
+const DATA = Buffer.from('data');
+const NEWLINE = Buffer.from('\n');
+const BOM = Buffer.from([0xef, 0xbb, 0xbf]);
+
+/**
+ * The `data` of each server-sent event, as bytes: for an inference server's stream, whose events
+ * carry nothing but `data` (OpenAI-compatible chat, SGLang, vLLM). Same framing as SseParser (the
+ * WHATWG rules: CR, LF or CRLF line ends, a CRLF split across chunks, a leading BOM, `data` lines
+ * joined with "\n", comments and other fields skipped, a blank line dispatches, an unterminated
+ * event at the end discarded), but nothing is decoded: vLLM's first event holds the whole prompt's
+ * token ids (~160 KB for a 35k-token prompt), and turning that into a JS string costs ~1 ms on
+ * Node 20 (a string that size is a large-object allocation, paid again when it is flattened), while
+ * the id scanner reads bytes anyway (upstream/id-arrays.ts).
+ */
+export class SseDataReader {
+  private pending: Buffer[] = [];
+  private pendingBytes = 0;
+  private data: Buffer[] = [];
+  private dataBytes = 0;
+  private lastWasCR = false;
+  private started = false;
+
+  constructor(private readonly maxEventBytes = 16 * 1024 * 1024) {}
+
+  /** Feeds bytes; returns the data of the events they complete. */
+  push(chunk: Uint8Array): Buffer[] {
+    let bytes = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    if (!this.started) {
+      if (this.pendingBytes + bytes.length < BOM.length && BOM.subarray(0, this.pendingBytes + bytes.length).equals(Buffer.concat([...this.pending, bytes]))) {
+        this.pending.push(bytes);
+        this.pendingBytes += bytes.length;
+        return [];
+      }
+      this.started = true;
+      if (this.pending.length > 0) {
+        bytes = Buffer.concat([...this.pending, bytes]);
+        this.pending = [];
+        this.pendingBytes = 0;
+      }
+      if (bytes.subarray(0, BOM.length).equals(BOM)) bytes = bytes.subarray(BOM.length);
+    }
+    const events: Buffer[] = [];
+    let start = 0;
+    if (this.lastWasCR && bytes[0] === LF) start = 1;
+    this.lastWasCR = false;
+    for (;;) {
+      const end = lineEnd(bytes, start);
+      if (end < 0) break;
+      this.line(this.takeLine(bytes.subarray(start, end)), events);
+      start = end + 1;
+      if (bytes[end] === CR) {
+        if (start < bytes.length) {
+          if (bytes[start] === LF) start++;
+        } else {
+          this.lastWasCR = true;
+        }
+      }
+    }
+    if (start < bytes.length) {
+      this.pending.push(bytes.subarray(start));
+      this.pendingBytes += bytes.length - start;
+      if (this.pendingBytes + this.dataBytes > this.maxEventBytes) {
+        throw new SseParseError(`server-sent event larger than ${this.maxEventBytes} bytes`);
+      }
+    }
+    return events;
+  }
+
+  private takeLine(tail: Buffer): Buffer {
+    if (this.pending.length === 0) return tail;
+    const line = Buffer.concat([...this.pending, tail], this.pendingBytes + tail.length);
+    this.pending = [];
+    this.pendingBytes = 0;
+    return line;
+  }
+
+  private line(line: Buffer, events: Buffer[]): void {
+    if (line.length === 0) {
+      if (this.data.length > 0) {
+        events.push(this.data.length === 1 ? this.data[0]! : Buffer.concat(this.data, this.dataBytes - 1));
+        this.data = [];
+        this.dataBytes = 0;
+      }
+      return;
+    }
+    const colon = line.indexOf(COLON);
+    const field = colon < 0 ? line : line.subarray(0, colon);
+    if (!field.equals(DATA)) return; // comments (empty field), event, id, retry and unknown fields
+    let value = colon < 0 ? line.subarray(line.length) : line.subarray(colon + 1);
+    if (value[0] === SPACE) value = value.subarray(1);
+    if (this.data.length > 0) this.data.push(NEWLINE);
+    this.data.push(value);
+    this.dataBytes += value.length + 1;
+    if (this.dataBytes > this.maxEventBytes) {
+      throw new SseParseError(`server-sent event larger than ${this.maxEventBytes} bytes`);
+    }
+  }
+}
+
+/** The index of the first CR or LF at or after `from`; -1 when none. */
+function lineEnd(bytes: Buffer, from: number): number {
+  const lf = bytes.indexOf(LF, from);
+  // A CR can only come before the LF (or anywhere, if there is no LF): search that span only.
+  const cr = bytes.subarray(from, lf < 0 ? bytes.length : lf).indexOf(CR);
+  return cr >= 0 ? from + cr : lf;
+}

@@ -1,0 +1,149 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import type { ProviderName } from '../core/chat.js';
+import { CODECS } from '../providers/codecs.js';
+import { normalizeRequest } from '../providers/normalize.js';
+import { encodeReasoning } from '../providers/openai-responses/reasoning-content.js';
+import { applyStringDelta, byteDelta } from '../store/delta.js';
+import type { Upstream } from '../upstream/types.js';
+import { createVllmUpstream } from '../upstream/vllm/index.js';
+import { parseUtf8Json, prepareFromBytes } from './wire-body.js';
+
+const FIXTURES = path.resolve(import.meta.dirname, '../../fixtures/requests');
+const CALL = { id: 'req_1', sessionId: 's', agentId: 'main' };
+const NON_ASCII = ' — café, naïve, 日本語, 🚀, à\u00a0';
+
+function providerOf(apiPath: string): ProviderName {
+  if (apiPath.startsWith('/v1/messages')) return 'anthropic-messages';
+  if (apiPath.startsWith('/v1/responses')) return 'openai-responses';
+  if (apiPath.includes(':generateContent') || apiPath.includes(':streamGenerateContent')) return 'google-generate-content';
+  return 'openai-chat';
+}
+
+/** Every recorded harness request, as sent and with non-ASCII text (ending in a no-break space) added to each long string. */
+function bodies(): { name: string; apiPath: string; body: unknown }[] {
+  const out: { name: string; apiPath: string; body: unknown }[] = [];
+  for (const harness of fs.readdirSync(FIXTURES).filter((d) => fs.statSync(path.join(FIXTURES, d)).isDirectory())) {
+    for (const file of fs.readdirSync(path.join(FIXTURES, harness)).filter((f) => /^\d\d-.*\.json$/.test(f))) {
+      const fixture = JSON.parse(fs.readFileSync(path.join(FIXTURES, harness, file), 'utf8')) as { path: string; body: unknown };
+      const apiPath = fixture.path.split('?')[0]!;
+      out.push({ name: `${harness}/${file}`, apiPath, body: fixture.body });
+      out.push({ name: `${harness}/${file} + non-ASCII`, apiPath, body: spice(fixture.body) });
+    }
+  }
+  // Claude Code's billing line in a block with more text: the rest is trimmed, and must end the same.
+  const system = [{ type: 'text', text: `x-anthropic-billing-header: cc_version=2.1\nTu es utile. Voilà${NON_ASCII}` }];
+  out.push({ name: 'billing line', apiPath: '/v1/messages', body: { model: 'm', max_tokens: 64, system, messages: [{ role: 'user', content: 'Salut' }] } });
+  return out;
+}
+
+function spice(value: unknown): unknown {
+  if (typeof value === 'string') return value.length > 24 ? value + NON_ASCII : value;
+  if (Array.isArray(value)) return value.map(spice);
+  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, spice(v)]));
+  return value;
+}
+
+/** The upstream body the text path builds: decoded text, decoded request, prepared, encoded. */
+function viaText(upstream: Upstream, apiPath: string, text: string): Buffer {
+  const codec = CODECS[providerOf(apiPath)];
+  const canonical = normalizeRequest(codec.decodeRequest(JSON.parse(text), { path: apiPath }), { contextWindow: 32_768 });
+  return Buffer.from(upstream.prepare(canonical, 'Qwen/Qwen3-8B', CALL).text, 'utf8');
+}
+
+function viaBytes(upstream: Upstream, apiPath: string, bytes: Buffer): Buffer | null {
+  const got = prepareFromBytes(bytes, CODECS[providerOf(apiPath)], upstream, { path: apiPath, contextWindow: 32_768, servedModel: 'Qwen/Qwen3-8B', call: CALL });
+  return got?.upstreamReq.bytes ?? null;
+}
+
+describe('the upstream body built from the request bytes', () => {
+  const upstream = createVllmUpstream({ baseUrl: 'http://127.0.0.1:9' });
+
+  it('is byte for byte the body the text path builds, for every recorded harness request', () => {
+    const all = bodies();
+    expect(all.length).toBeGreaterThanOrEqual(20);
+    for (const { name, apiPath, body } of all) {
+      const text = JSON.stringify(body);
+      const bytes = viaBytes(upstream, apiPath, Buffer.from(text, 'utf8'));
+      expect(bytes, name).not.toBeNull();
+      expect(bytes!.equals(viaText(upstream, apiPath, text)), name).toBe(true);
+    }
+  });
+
+  it('decodes polar’s own Responses reasoning item to the same bytes', () => {
+    const body = {
+      model: 'gpt-5',
+      input: [
+        { type: 'message', role: 'user', content: 'Bonjour, ça va ?' },
+        { type: 'reasoning', summary: [], encrypted_content: encodeReasoning('Il faut répondre — 日本語 🚀') },
+        { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'Très bien.' }] },
+        { type: 'message', role: 'user', content: 'Et après ?' },
+      ],
+    };
+    const text = JSON.stringify(body);
+    const bytes = viaBytes(upstream, '/v1/responses', Buffer.from(text));
+    expect(bytes!.toString('utf8')).toContain('Il faut répondre — 日本語 🚀');
+    expect(bytes!.equals(viaText(upstream, '/v1/responses', text))).toBe(true);
+  });
+
+  it('keeps the max_tokens decision: the prompt estimate counts UTF-8 bytes either way', () => {
+    // ~3 bytes per character: counted in characters this would keep max_tokens, in bytes it cannot.
+    const body = { model: 'm', max_tokens: 20_000, messages: [{ role: 'user', content: '日本語'.repeat(12_000) }] };
+    const text = JSON.stringify(body);
+    const bytes = viaBytes(upstream, '/v1/chat/completions', Buffer.from(text))!;
+    expect(JSON.parse(bytes.toString('utf8')).max_tokens).toBeUndefined();
+    expect(bytes.equals(viaText(upstream, '/v1/chat/completions', text))).toBe(true);
+  });
+
+  it('is not used where strings would be read or mixed in: non-ASCII escapes, earlier responses, rendering upstreams', () => {
+    const chat = (content: string) => Buffer.from(`{"model":"m","messages":[{"role":"user","content":"${content}"}]}`);
+    expect(viaBytes(upstream, '/v1/chat/completions', chat('caf\\u00e9'))).toBeNull();
+    expect(viaBytes(upstream, '/v1/chat/completions', chat('\\ud83d\\ude80'))).toBeNull();
+    // ASCII escapes read the same either way.
+    expect(viaBytes(upstream, '/v1/chat/completions', chat('tab\\u0009quote\\u0022 café'))!.equals(viaText(upstream, '/v1/chat/completions', chat('tab\\u0009quote\\u0022 café').toString()))).toBe(true);
+    const follow = Buffer.from(JSON.stringify({ model: 'm', previous_response_id: 'resp_1', input: 'é' }));
+    expect(viaBytes(upstream, '/v1/responses', follow)).toBeNull();
+    const rendering = Object.create(upstream, { passesStringsThrough: { value: false } }) as Upstream;
+    expect(viaBytes(rendering, '/v1/chat/completions', chat('hi'))).toBeNull();
+    // Not JSON, or no model: the text path reports it.
+    expect(viaBytes(upstream, '/v1/chat/completions', Buffer.from('{"model":"m",'))).toBeNull();
+  });
+});
+
+describe('parseUtf8Json', () => {
+  it('gives what JSON.parse of the decoded text gives, keys and `__proto__` included', () => {
+    for (const { body } of bodies()) {
+      const text = JSON.stringify(body);
+      expect(parseUtf8Json(Buffer.from(text))).toEqual(JSON.parse(text));
+    }
+    const odd = '{"clé 🚀":{"__proto__":{"x":"ü"}},"a":["\\u0041é",1,null,true]}';
+    const got = parseUtf8Json(Buffer.from(odd)) as Record<string, Record<string, unknown>>;
+    expect(got).toEqual(JSON.parse(odd));
+    expect(Object.getPrototypeOf(got['clé 🚀'])).toBe(Object.prototype);
+    expect(Object.keys(got['clé 🚀']!)).toEqual(['__proto__']);
+    expect(parseUtf8Json(Buffer.from('{"a":"\\u00e9"}'))).toBeNull();
+    expect(parseUtf8Json(Buffer.from('{"a":'))).toBeNull();
+  });
+});
+
+describe('byteDelta', () => {
+  it('reads back with applyStringDelta as the text, cut only between characters', () => {
+    const base = JSON.stringify({ messages: Array.from({ length: 30 }, (_, i) => ({ role: 'user', content: `tour ${i}${NON_ASCII}` })), tail: 'fin 🚀' });
+    const edits = [
+      (s: string) => s.replace('"tail"', `{"role":"tool","content":"nouveau — 日本"},"tail"`),
+      (s: string) => s.replace('🚀"}', '🚁"}'), // shares the emoji's first three bytes
+      (s: string) => s.replace('café', 'cafè'), // shares the first byte of é/è
+      (s: string) => `${s.slice(0, -2)}é"}`,
+    ];
+    for (const edit of edits) {
+      const text = edit(base);
+      const d = byteDelta(Buffer.from(base).toString('latin1'), base.length, Buffer.from(text).toString('latin1'))!;
+      expect(d).not.toBeNull();
+      const middle = d.middle.toString('utf8');
+      expect(Buffer.from(middle, 'utf8').equals(d.middle)).toBe(true); // whole characters
+      expect(applyStringDelta(base, { prefix: d.prefix, suffix: d.suffix, middle })).toBe(text);
+      expect(d.units).toBe(text.length);
+    }
+  });
+});
