@@ -6,7 +6,7 @@
  *   ~2.5 KB non-ASCII tool outputs until each is ~100 KB;
  * - upstream: the mock server in its own process, doing real work per call (Qwen3 chat template and
  *   tokenizer over the whole prompt) and returning the prompt ids as vLLM does with return_token_ids;
- * - paths, interleaved round by round: direct (the exact chat body polar sends, so the upstream does
+ * - paths, taking turns (call by call at c=1, round by round at c=64): direct (the exact chat body polar sends, so the upstream does
  *   identical work), a bare relay (bench/bare-relay.mjs: bytes in, bytes out), polar, and with
  *   `--baseline DIR` an earlier polar build (its bin/polar.js) — "before" and "after" in one run.
  *
@@ -34,8 +34,10 @@ const baselineArg = process.argv.indexOf('--baseline');
 const BASELINE = baselineArg > 0 ? path.resolve(process.argv[baselineArg + 1]!) : null;
 const ROOT = path.resolve(import.meta.dirname, '..');
 const TARGET_BYTES = 98 * 1024;
-const ROUNDS = quick ? 2 : 5;
-const PER_ROUND_C1 = quick ? 10 : 40;
+// At c=1 the paths take turns call by call (200 rounds of one call each): the upstream's speed drifts
+// by several ms over seconds on a shared 2-core machine, and per-call turns give every path the same drift.
+const ROUNDS = quick ? 20 : 200;
+const PER_ROUND_C1 = 1;
 const PER_ROUND_C64 = quick ? 64 : 128;
 const ROUNDS_C64 = quick ? 1 : 3;
 const STORAGE_TURNS = quick ? 12 : 40;
@@ -60,6 +62,8 @@ interface Body {
 
 interface Scenario {
   api: string;
+  /** `tokenizing`: Qwen3 template and tokenizer per call; `fast`: the same reply sizes without that work. */
+  upstream: 'tokenizing' | 'fast';
   body: Body;
   stream: boolean;
   concurrency: number;
@@ -198,6 +202,8 @@ function pct(values: number[], p: number): number {
 interface Row {
   scenario: Scenario;
   samples: Map<string, number[]>;
+  /** At c=1, each path's call minus direct's in the same round: the median is the paired estimate. */
+  paired: Map<string, number[]>;
   cpuMsPerCall: Map<string, number>;
 }
 
@@ -209,17 +215,24 @@ async function latency(variants: Variant[], scenarios: Scenario[]): Promise<Row[
     for (const s of scenarios) for (const v of variants) await batch(pools.get(v.name)!, v, s, Math.min(8, s.perRound));
     for (const s of scenarios) {
       const samples = new Map(variants.map((v) => [v.name, [] as number[]]));
-      const ticks = new Map(variants.map((v) => [v.name, 0]));
+      const paired = new Map(variants.map((v) => [v.name, [] as number[]]));
+      // Each proxy's CPU over the whole scenario: it is idle while the other paths run, and work it
+      // finishes after a reply (writes, GC) is still its own.
+      const ticks = new Map(variants.filter((v) => v.pid).map((v) => [v.name, -cpuTicks(v.pid!)]));
       for (let r = 0; r < s.rounds; r++) {
+        const round = new Map<string, number>();
         for (const v of variants) {
-          const t0 = v.pid ? cpuTicks(v.pid) : 0;
-          const got = await batch(pools.get(v.name)!, v, s, s.perRound);
-          if (v.pid) ticks.set(v.name, ticks.get(v.name)! + cpuTicks(v.pid) - t0);
-          samples.get(v.name)!.push(...got.map((x) => (s.stream ? x.ttfbMs : x.totalMs)));
+          const got = (await batch(pools.get(v.name)!, v, s, s.perRound)).map((x) => (s.stream ? x.ttfbMs : x.totalMs));
+          samples.get(v.name)!.push(...got);
+          if (s.perRound === 1 && got.length === 1) round.set(v.name, got[0]!);
         }
+        const direct = round.get('direct');
+        if (direct !== undefined) for (const [name, t] of round) paired.get(name)!.push(t - direct);
       }
+      await new Promise((r) => setTimeout(r, 200));
+      for (const v of variants) if (v.pid) ticks.set(v.name, ticks.get(v.name)! + cpuTicks(v.pid));
       const calls = s.rounds * s.perRound;
-      rows.push({ scenario: s, samples, cpuMsPerCall: new Map([...ticks].map(([k, t]) => [k, (t * 10) / calls])) });
+      rows.push({ scenario: s, samples, paired, cpuMsPerCall: new Map([...ticks].map(([k, t]) => [k, (t * 10) / calls])) });
       const d = pct(samples.get('direct')!, 50);
       process.stderr.write(`${s.api} ${s.stream ? 'stream' : 'json'} c=${s.concurrency}: ${variants.map((v) => `${v.name} +${(pct(samples.get(v.name)!, 50) - d).toFixed(2)}`).join(', ')} ms\n`);
     }
@@ -288,8 +301,9 @@ async function main(): Promise<void> {
   // one that gives every call the same short answer (so latency samples differ only by the path).
   const upstream = await spawnJsonLine(['--import', 'tsx', path.join(ROOT, 'bench/bridging-upstream.ts')]);
   const constant = await spawnJsonLine(['--import', 'tsx', path.join(ROOT, 'bench/bridging-upstream.ts'), '--constant']);
+  const fastUpstream = await spawnJsonLine(['--import', 'tsx', path.join(ROOT, 'bench/bridging-upstream.ts'), '--constant', '--fast']);
   const builds: { name: string; bin: string }[] = [...(BASELINE ? [{ name: 'before', bin: path.join(BASELINE, 'bin/polar.js') }] : []), { name: BASELINE ? 'after' : 'polar', bin: path.join(ROOT, 'bin/polar.js') }];
-  const children: ChildProcess[] = [upstream.child, constant.child];
+  const children: ChildProcess[] = [upstream.child, constant.child, fastUpstream.child];
   try {
     process.stderr.write('building ~100 KB bodies from the harness fixtures…\n');
     const bodies = await buildBodies(upstream.url, dir);
@@ -299,28 +313,41 @@ async function main(): Promise<void> {
       fs.writeFileSync(process.argv[saveAt + 1]!, JSON.stringify(bodies.map((b) => ({ harness: b.provider.harness, ...b.harness, chat: b.chat }))));
       return;
     }
-    const relay = await spawnJsonLine([path.join(ROOT, 'bench/bare-relay.mjs'), constant.url]);
-    children.push(relay.child);
-    const variants: Variant[] = [
-      { name: 'direct', url: constant.url, harnessApi: false },
-      { name: 'relay', url: relay.url, harnessApi: false, pid: relay.child.pid! },
-    ];
-    for (const b of builds) {
-      const polar = await startPolar(b.bin, constant.url, path.join(dir, `latency-${b.name}.db`));
-      children.push(polar.child);
-      variants.push({ name: b.name, url: polar.url, harnessApi: true, pid: polar.child.pid! });
-    }
+    // The paths against one upstream: direct, the bare relay, and each polar build.
+    const startPaths = async (upstreamUrl: string, tag: string): Promise<{ variants: Variant[]; procs: ChildProcess[] }> => {
+      const relay = await spawnJsonLine([path.join(ROOT, 'bench/bare-relay.mjs'), upstreamUrl]);
+      const procs = [relay.child];
+      const variants: Variant[] = [
+        { name: 'direct', url: upstreamUrl, harnessApi: false },
+        { name: 'relay', url: relay.url, harnessApi: false, pid: relay.child.pid! },
+      ];
+      for (const b of builds) {
+        const polar = await startPolar(b.bin, upstreamUrl, path.join(dir, `latency-${tag}-${b.name}.db`));
+        procs.push(polar.child);
+        variants.push({ name: b.name, url: polar.url, harnessApi: true, pid: polar.child.pid! });
+      }
+      children.push(...procs);
+      return { variants, procs };
+    };
     const apiName = (b: Body) => ({ 'claude-code': 'Anthropic Messages', codex: 'OpenAI Responses', 'gemini-cli': 'Google generateContent', pi: 'OpenAI Chat (pass-through)' })[b.provider.harness] ?? b.provider.harness;
     const chat = bodies.find((b) => b.provider.harness === 'pi')!;
     const anthropic = bodies.find((b) => b.provider.harness === 'claude-code')!;
-    const scenarios: Scenario[] = [
-      ...[chat, anthropic, ...bodies.filter((b) => b !== chat && b !== anthropic)].flatMap((body) =>
-        [false, true].map((stream) => ({ api: apiName(body), body, stream, concurrency: 1, perRound: PER_ROUND_C1, rounds: ROUNDS })),
-      ),
-      ...[chat, anthropic].flatMap((body) => [false, true].map((stream) => ({ api: apiName(body), body, stream, concurrency: 64, perRound: PER_ROUND_C64, rounds: ROUNDS_C64 }))),
-    ];
-    const rows = await latency(variants, scenarios);
-    for (const c of children.slice(2)) await stop(c);
+    const single: Scenario[] = [chat, anthropic, ...bodies.filter((b) => b !== chat && b !== anthropic)].flatMap((body) =>
+      [false, true].map((stream) => ({ api: apiName(body), upstream: 'tokenizing', body, stream, concurrency: 1, perRound: PER_ROUND_C1, rounds: ROUNDS })),
+    );
+    // At c=64 the tokenizing upstream is a queue of 64 × ~90 ms: its p50 moves by hundreds of ms from
+    // run to run, far more than any path adds. Against the fast upstream (same reply sizes, no
+    // tokenizer work) the queue is short and what each path costs shows.
+    const many: Scenario[] = [chat, anthropic].flatMap((body) =>
+      [false, true].map((stream) => ({ api: apiName(body), upstream: 'fast', body, stream, concurrency: 64, perRound: PER_ROUND_C64, rounds: ROUNDS_C64 })),
+    );
+    const rows: Row[] = [];
+    for (const [url, tag, scenarios] of [[constant.url, 'tokenizing', single], [fastUpstream.url, 'fast', many]] as const) {
+      const { variants, procs } = await startPaths(url, tag);
+      rows.push(...(await latency(variants, scenarios)));
+      for (const c of procs) await stop(c);
+    }
+    const scenarios = single;
 
     const mem = new Map<string, { idleMiB: number; peakMiB: number }>();
     for (const b of builds) mem.set(b.name, await memory(b.bin, constant.url, dir, b.name, scenarios[2]!));
@@ -362,18 +389,18 @@ function format(
   lines.push(
     `\`npm run bench\` (bench/proxy-overhead.ts${BASELINE ? `, \`--baseline\` ${path.basename(BASELINE)}` : ''}). Bodies: real harness requests grown to ~100 KB with non-ASCII tool output (${bodies
       .map((b) => `${b.provider.harness} ${(Buffer.byteLength(b.harness.text) / 1024).toFixed(0)} KB`)
-      .join(', ')}); upstream: the mock server in its own process, rendering Qwen3's template and tokenizing every prompt (${'~'}25k prompt ids returned per reply, as vLLM does). Direct and the bare relay send the exact chat body polar sends, so the upstream does the same work; every path is interleaved round by round. "added" = path − direct at the same percentile; CPU = the proxy process's user + system time per call. Load generator, upstream and proxies share the cores.`,
+      .join(', ')}); upstream: the mock server in its own process, rendering Qwen3's template and tokenizing every prompt (${'~'}25k prompt ids returned per reply, as vLLM does); at c=64 the same server in fast mode (replies of the same size, no tokenizer work: with it, 64 queued calls of ~90 ms each move the p50 by hundreds of ms between runs). Direct and the bare relay send the exact chat body polar sends, so the upstream does the same work; the paths take turns call by call at c=1 and round by round at c=64. "added" = path − direct at the same percentile; CPU = the proxy process's user + system time over the scenario, per call. Load generator, upstream and proxies share the cores.`,
   );
   lines.push('');
   const paths = ['relay', ...builds];
-  lines.push(`| API | metric | c | n | direct p50 | ${paths.map((p) => `${p} added p50`).join(' | ')} | ${paths.map((p) => `${p} added p99`).join(' | ')} | ${paths.map((p) => `${p} CPU ms/call`).join(' | ')} |`);
-  lines.push(`|---|---|---:|---:|---:|${paths.map(() => '---:').join('|')}|${paths.map(() => '---:').join('|')}|${paths.map(() => '---:').join('|')}|`);
+  lines.push(`| API | upstream | metric | c | n | direct p50 | ${paths.map((p) => `${p} added p50`).join(' | ')} | ${paths.map((p) => `${p} paired Δ`).join(' | ')} | ${paths.map((p) => `${p} added p99`).join(' | ')} | ${paths.map((p) => `${p} CPU ms/call`).join(' | ')} |`);
+  lines.push(`|---|---|---|---:|---:|---:|${paths.map(() => '---:').join('|')}|${paths.map(() => '---:').join('|')}|${paths.map(() => '---:').join('|')}|${paths.map(() => '---:').join('|')}|`);
   for (const r of rows) {
     const d = r.samples.get('direct')!;
     const added = (p: string, q: number) => pct(r.samples.get(p)!, q) - pct(d, q);
     const last = builds[builds.length - 1]!;
     lines.push(
-      `| ${r.scenario.api} | ${r.scenario.stream ? 'first byte' : 'total'} | ${r.scenario.concurrency} | ${d.length} | ${f(pct(d, 50))} | ${paths.map((p) => (p === last ? `**${f(added(p, 50))}**` : f(added(p, 50)))).join(' | ')} | ${paths.map((p) => f(added(p, 99))).join(' | ')} | ${paths.map((p) => f(r.cpuMsPerCall.get(p) ?? Number.NaN)).join(' | ')} |`,
+      `| ${r.scenario.api} | ${r.scenario.upstream} | ${r.scenario.stream ? 'first byte' : 'total'} | ${r.scenario.concurrency} | ${d.length} | ${f(pct(d, 50))} | ${paths.map((p) => (p === last ? `**${f(added(p, 50))}**` : f(added(p, 50)))).join(' | ')} | ${paths.map((p) => (r.paired.get(p)!.length > 0 ? f(pct(r.paired.get(p)!, 50)) : '–')).join(' | ')} | ${paths.map((p) => f(added(p, 99))).join(' | ')} | ${paths.map((p) => f(r.cpuMsPerCall.get(p) ?? Number.NaN)).join(' | ')} |`,
     );
   }
   lines.push('');

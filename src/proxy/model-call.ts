@@ -188,11 +188,23 @@ async function streamCall({ res, call, ctx, canonical, upstreamReq, signal }: Ca
   const reader = new StreamEventReader(call.id);
   const collected = new StreamCollector(ctx.upstream.capturesTokens);
   let checkpointed = Date.now();
+  // Events translated in one turn (an upstream read often carries many) leave in one socket write:
+  // the socket is corked at the first and uncorked once the turn's microtasks are done.
+  let corked = false;
+  const uncork = () => {
+    corked = false;
+    res.uncork();
+  };
   const write = async (events: SseEvent[]) => {
     if (events.length === 0) return;
     const text = events.length === 1 ? formatSseEvent(events[0]!) : events.map(formatSseEvent).join('');
     sent.push(text);
     keepAlive.touch();
+    if (!corked) {
+      corked = true;
+      res.cork();
+      process.nextTick(uncork);
+    }
     if (!res.write(text)) await drained(res);
   };
   try {
