@@ -48,6 +48,12 @@ describe('browser-origin protection', () => {
     const r = await send('POST', '/s/evil/v1/chat/completions', chat('write into your training data'), { 'content-type': 'text/plain', origin: 'http://evil.example', 'sec-fetch-site': 'cross-site' });
     expect(r.status).toBe(403);
     expect(JSON.parse(r.body).error).toMatchObject({ type: 'permission_error', message: expect.stringMatching(/evil\.example|cross-site/) });
+    // Sec-Fetch-Site alone (no Origin header) is enough: a sibling subdomain's page is still a page.
+    for (const site of ['cross-site', 'same-site']) {
+      const marked = await send('POST', '/s/evil/v1/chat/completions', chat('hi'), { 'sec-fetch-site': site });
+      expect(marked.status).toBe(403);
+      expect(JSON.parse(marked.body).error.message).toContain(`marked this request ${site} (Sec-Fetch-Site)`);
+    }
     const anthropic = await send('POST', '/s/evil/v1/messages', '{}', { origin: 'http://evil.example' });
     expect(JSON.parse(anthropic.body)).toMatchObject({ type: 'error', error: { type: 'permission_error' } });
     expect(upstream.requestCount()).toBe(before);
@@ -72,7 +78,9 @@ describe('browser-origin protection', () => {
     expect((await send('POST', '/s/plain/v1/chat/completions', chat('hi'))).status).toBe(200);
     expect((await send('POST', '/s/plain/v1/chat/completions', chat('hi'), { origin: `http://127.0.0.1:${t.proxy.port}`, 'sec-fetch-site': 'same-origin' })).status).toBe(200);
     expect((await send('POST', '/s/plain/v1/chat/completions', chat('hi'), { host: `localhost:${t.proxy.port}` })).status).toBe(200);
-    expect(callsIn('plain')).toHaveLength(3);
+    // A user typing the URL (Sec-Fetch-Site: none) is not a page acting on its own.
+    expect((await send('POST', '/s/plain/v1/chat/completions', chat('hi'), { 'sec-fetch-site': 'none' })).status).toBe(200);
+    expect(callsIn('plain')).toHaveLength(4);
   });
 });
 
