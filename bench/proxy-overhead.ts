@@ -347,10 +347,8 @@ async function main(): Promise<void> {
       rows.push(...(await latency(variants, scenarios)));
       for (const c of procs) await stop(c);
     }
-    const scenarios = single;
-
     const mem = new Map<string, { idleMiB: number; peakMiB: number }>();
-    for (const b of builds) mem.set(b.name, await memory(b.bin, constant.url, dir, b.name, scenarios[2]!));
+    for (const b of builds) mem.set(b.name, await memory(b.bin, constant.url, dir, b.name, single[2]!));
     const store = new Map<string, Awaited<ReturnType<typeof storage>>>();
     for (const b of builds) store.set(b.name, await storage(b.bin, upstream.url, dir, b.name));
     const speed = new Map<string, Awaited<ReturnType<typeof throughput>>>();

@@ -15,7 +15,7 @@ import { KeepAlive } from './keepalive.js';
 import { renderError, sendError } from './render-error.js';
 import { sendJson, toPolarError } from './reply.js';
 import { StreamCollector } from './stream-collector.js';
-import { parseUtf8Json, prepareFromBytes } from './wire-body.js';
+import { parseAsBytes, prepareFromBytes, realize } from './wire-body.js';
 
 export const UPSTREAM_SESSION_HEADER = 'x-polar-session';
 
@@ -46,31 +46,30 @@ export async function handleModelCall(
   res: ServerResponse,
   call: CallRecord,
   ctx: ModelCallContext,
-  preRead?: string,
+  preRead?: Buffer,
 ): Promise<void> {
   const abort = new AbortController();
   const onClose = () => {
     if (!res.writableFinished) abort.abort();
   };
   res.on('close', onClose);
-  let body: RequestText | null = preRead === undefined ? null : new RequestText(null, preRead);
+  let bytes: Buffer | null = preRead ?? null;
   let prepared = false;
   let outcome: CallOutcome | null = null;
   try {
-    body ??= new RequestText(await readBodyBytes(req, ctx.maxBodyBytes), null);
-    const text = body;
-    // The request as text, for the record and the reply's encoder: from its bytes string by string
-    // where that is exact (wire-body.ts), else decoded whole.
-    const understand = () => understandRequest((text.bytes && parseUtf8Json(text.bytes)) ?? parseJsonBody(text.text), ctx);
-    // The upstream body straight from the bytes where that is exact (wire-body.ts); else the text.
-    const fast = text.bytes ? prepareFromBytes(text.bytes, ctx.codec, ctx.upstream, { path: ctx.apiPath, contextWindow: ctx.contextWindow, servedModel: ctx.servedModel, call: { ...call.context, contextWindow: ctx.contextWindow } }) : null;
+    const body = (bytes ??= await readBodyBytes(req, ctx.maxBodyBytes));
+    // Parsed once, one byte per character (wire-body.ts): the upstream body is built from it where
+    // that is exact, and the request as text (for the record and the reply's encoder) is made from
+    // it string by string; the body is decoded whole only where that reading cannot be used.
+    const asBytes = parseAsBytes(body);
+    const understand = () => understandRequest(asBytes === undefined ? parseJsonBody(body.toString('utf8')) : realize(asBytes), ctx);
+    const fast = asBytes === undefined ? null : prepareFromBytes(asBytes, ctx.codec, ctx.upstream, { path: ctx.apiPath, contextWindow: ctx.contextWindow, servedModel: ctx.servedModel, call: { ...call.context, contextWindow: ctx.contextWindow } });
     let understood: Understood | null = null;
     const real = () => (understood ??= understand());
     let upstreamReq: UpstreamRequest;
     let stream: boolean;
     if (fast) {
-      ({ upstreamReq } = fast);
-      stream = fast.canonical.stream;
+      ({ upstreamReq, stream } = fast);
     } else {
       const u = real();
       upstreamReq = ctx.upstream.prepare(u.canonical, u.model, { ...call.context, contextWindow: ctx.contextWindow });
@@ -84,7 +83,7 @@ export async function handleModelCall(
     call.beginSoon(() => {
       const { canonical, model } = real();
       return {
-        originalRequest: text.bytes ?? text.text,
+        originalRequest: body,
         upstreamRequest: upstreamReq.bytes ?? upstreamReq.text,
         requestedModel: canonical.requestedModel || null,
         servedModel: model,
@@ -96,7 +95,7 @@ export async function handleModelCall(
     const plan: CallPlan = { res, call, ctx, canonical: () => real().canonical, upstreamReq, signal: abort.signal };
     outcome = stream ? await streamCall(plan) : await completeCall(plan);
   } catch (err) {
-    failBeforeHeaders(res, call, ctx.codec, toPolarError(err, abort.signal), body);
+    failBeforeHeaders(res, call, ctx.codec, toPolarError(err, abort.signal), bytes);
   } finally {
     res.off('close', onClose);
     // Upstreams that continue calls learn which replies reached the harness whole.
@@ -118,22 +117,6 @@ function understandRequest(json: unknown, ctx: ModelCallContext): Understood {
     throw new PolarError('POLAR_BAD_REQUEST', 'request names no model and the proxy has no --model to serve', 400, { param: 'model' });
   }
   return { canonical, model };
-}
-
-/** A request body as read: its bytes (when polar read them) and its text, decoded on first use. */
-class RequestText {
-  private decoded: string | null;
-  constructor(
-    readonly bytes: Buffer | null,
-    text: string | null,
-  ) {
-    this.decoded = text;
-  }
-
-  get text(): string {
-    this.decoded ??= this.bytes!.toString('utf8');
-    return this.decoded;
-  }
 }
 
 /** One understood call, ready to go upstream. */
@@ -277,7 +260,7 @@ function failBeforeHeaders(
   call: CallRecord,
   codec: ProviderCodec,
   error: PolarError,
-  body: RequestText | null,
+  body: Buffer | null,
 ): void {
   if (res.headersSent) {
     // The stream path records its own failures; this is a store failure after the last event.
@@ -287,7 +270,7 @@ function failBeforeHeaders(
   const reply = renderError(codec, error);
   const aborted = error.code === 'POLAR_CLIENT_ABORTED';
   if (!call.isEnded) {
-    call.begin({ originalRequest: body?.text ?? null });
+    call.begin({ originalRequest: body });
     recordQuietly(call, {
       status: aborted ? 'aborted' : 'error',
       httpStatus: aborted ? null : reply.status,

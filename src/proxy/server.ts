@@ -10,7 +10,7 @@ import type { Store } from '../store/store.js';
 import type { Upstream } from '../upstream/types.js';
 import { CallRecord, type CallSummary } from './call-record.js';
 import { apiKey, DEFAULT_AGENT_HEADERS, identifyCaller, type CallerIdentity } from './identity.js';
-import { readBody } from './body.js';
+import { readBodyBytes } from './body.js';
 import { fromLoopback, handleAdmin, type AdminState } from './admin.js';
 import { handleCountTokens } from './count-tokens.js';
 import { handleModelCall, type ModelCallContext } from './model-call.js';
@@ -253,14 +253,14 @@ async function dispatch(ctx: ProxyContext, route: Route, req: IncomingMessage, r
 /** A POST to a path no provider uses: the headers or the body's shape say which API it is. */
 async function detectAndCall(ctx: ProxyContext, route: Extract<Route, { kind: 'detect' }>, req: IncomingMessage, res: ServerResponse, identity: CallerIdentity): Promise<void> {
   const call = newCall(ctx, req, identity, 'unknown');
-  let body: string;
+  let body: Buffer;
   try {
-    body = await readBody(req, ctx.maxBodyBytes);
+    body = await readBodyBytes(req, ctx.maxBodyBytes);
   } catch (err) {
     refuse(res, req, CODECS['openai-chat'], call, toPolarError(err));
     return;
   }
-  const provider = detectProvider(req.headers, safeParse(body));
+  const provider = detectProvider(req.headers, safeParse(body.toString('utf8')));
   if (!provider) {
     refuse(res, req, CODECS['openai-chat'], call, new PolarError('POLAR_NOT_FOUND', `no route for POST ${route.apiPath}; supported routes: ${SUPPORTED_ROUTES.join(', ')}`, 404));
     return;

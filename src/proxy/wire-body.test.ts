@@ -8,7 +8,7 @@ import { encodeReasoning } from '../providers/openai-responses/reasoning-content
 import { applyStringDelta, byteDelta } from '../store/delta.js';
 import type { Upstream } from '../upstream/types.js';
 import { createVllmUpstream } from '../upstream/vllm/index.js';
-import { parseUtf8Json, prepareFromBytes } from './wire-body.js';
+import { parseAsBytes, prepareFromBytes, realize } from './wire-body.js';
 
 const FIXTURES = path.resolve(import.meta.dirname, '../../fixtures/requests');
 const CALL = { id: 'req_1', sessionId: 's', agentId: 'main' };
@@ -52,8 +52,13 @@ function viaText(upstream: Upstream, apiPath: string, text: string): Buffer {
   return Buffer.from(upstream.prepare(canonical, 'Qwen/Qwen3-8B', CALL).text, 'utf8');
 }
 
+/** What the proxy sends for these bytes on the byte path; null where it takes the text path. */
 function viaBytes(upstream: Upstream, apiPath: string, bytes: Buffer): Buffer | null {
-  const got = prepareFromBytes(bytes, CODECS[providerOf(apiPath)], upstream, { path: apiPath, contextWindow: 32_768, servedModel: 'Qwen/Qwen3-8B', call: CALL });
+  const json = parseAsBytes(bytes);
+  if (json === undefined) return null;
+  // Frozen: the proxy realizes the same parsed value afterwards, so decoding must leave it as parsed
+  // (a codec that wrote to it would throw here, and the byte path would be refused).
+  const got = prepareFromBytes(deepFreeze(json), CODECS[providerOf(apiPath)], upstream, { path: apiPath, contextWindow: 32_768, servedModel: 'Qwen/Qwen3-8B', call: CALL });
   return got?.upstreamReq.bytes ?? null;
 }
 
@@ -111,7 +116,21 @@ describe('the upstream body built from the request bytes', () => {
   });
 });
 
-describe('parseUtf8Json', () => {
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object') {
+    for (const v of Object.values(value)) deepFreeze(v);
+    Object.freeze(value);
+  }
+  return value;
+}
+
+/** The request as text the way the proxy makes it from the bytes; null where it decodes the body whole instead. */
+function parseUtf8Json(bytes: Buffer): unknown {
+  const json = parseAsBytes(bytes);
+  return json === undefined ? null : realize(json);
+}
+
+describe('parseAsBytes, then realize', () => {
   it('gives what JSON.parse of the decoded text gives, keys and `__proto__` included', () => {
     for (const { body } of bodies()) {
       const text = JSON.stringify(body);

@@ -1,5 +1,4 @@
 import { isUtf8 } from 'node:buffer';
-import type { CanonicalRequest } from '../core/chat.js';
 import { normalizeRequest } from '../providers/normalize.js';
 import type { ProviderCodec } from '../providers/types.js';
 import type { CallContext, Upstream, UpstreamRequest } from '../upstream/types.js';
@@ -24,19 +23,18 @@ import { parseJsonBody } from './body.js';
  *   real strings);
  * and its result is checked: every character a byte, and the bytes valid UTF-8. Anything else (or
  * any error, which the ordinary path then reports in its own words) takes the ordinary path. The
- * ordinary reading is still made, after the request is sent, for the record and the reply's encoder.
+ * request as text is still made, from the same parse (`realize`), after the request is sent, for
+ * the record and the reply's encoder.
  */
 export function prepareFromBytes(
-  bytes: Buffer,
+  json: unknown,
   codec: ProviderCodec,
   upstream: Upstream,
   opts: { path: string; contextWindow: number | null; servedModel: string | null; call: CallContext },
-): { canonical: CanonicalRequest; model: string; upstreamReq: UpstreamRequest } | null {
+): { stream: boolean; upstreamReq: UpstreamRequest } | null {
   if (!upstream.passesStringsThrough) return null;
-  const text = bytes.toString('latin1');
-  if (hasNonAsciiEscape(text)) return null;
   try {
-    const decoded = codec.decodeRequest(parseJsonBody(text), { path: opts.path, lookupResponse: needsRealStrings, byteStrings: true });
+    const decoded = codec.decodeRequest(json, { path: opts.path, lookupResponse: needsRealStrings, byteStrings: true });
     const canonical = normalizeRequest(decoded, { contextWindow: opts.contextWindow, byteStrings: true });
     const model = opts.servedModel ?? canonical.requestedModel;
     if (!model) return null;
@@ -44,31 +42,35 @@ export function prepareFromBytes(
     if (WIDE_CHAR.test(upstreamReq.text)) return null;
     const wire = Buffer.from(upstreamReq.text, 'latin1');
     if (!isUtf8(wire)) return null;
-    return { canonical, model, upstreamReq: { ...upstreamReq, bytes: wire } };
+    return { stream: canonical.stream, upstreamReq: { ...upstreamReq, bytes: wire } };
   } catch {
     return null;
   }
 }
 
 /**
- * JSON.parse of `bytes` (valid UTF-8) without decoding them whole: parsed one byte per character,
- * then each string that holds bytes above 0x7F decoded on its own. The same value JSON.parse of the
- * decoded text gives (a string's bytes are whole UTF-8 sequences: quotes and backslashes are ASCII),
- * at a fifth of the cost on Node 20, where a decoded 100 KB text is one large-object string that is
- * slow to allocate while its short strings are not. Null when an escape above U+007F rules it out,
- * or the body is not JSON (the caller's text path then says why).
+ * The body (valid UTF-8) parsed one byte per character: every string holds its UTF-8 bytes. The
+ * codecs leave the value as parsed, so one parse serves both prepareFromBytes and, through
+ * `realize`, the request as text. Undefined when an escape above U+007F rules the reading out, or
+ * the body is not JSON (the text path then says why, with positions and excerpts in characters).
  */
-export function parseUtf8Json(bytes: Buffer): unknown {
+export function parseAsBytes(bytes: Buffer): unknown {
   const text = bytes.toString('latin1');
-  if (hasNonAsciiEscape(text)) return null;
+  if (hasNonAsciiEscape(text)) return undefined;
   try {
-    return realize(parseJsonBody(text));
+    return parseJsonBody(text);
   } catch {
-    return null; // the text path reports it, with positions and excerpts in characters
+    return undefined;
   }
 }
 
-function realize(value: unknown): unknown {
+/**
+ * A value parseAsBytes gave, as JSON.parse of the decoded text gives it: each string holding bytes
+ * above 0x7F decoded on its own (a string's bytes are whole UTF-8 sequences: quotes and backslashes
+ * are ASCII). A fifth of the cost of decoding the body whole on Node 20, where a decoded 100 KB
+ * text is one large-object string that is slow to allocate while its short strings are not.
+ */
+export function realize(value: unknown): unknown {
   if (typeof value === 'string') return HIGH_BYTE.test(value) ? Buffer.from(value, 'latin1').toString('utf8') : value;
   if (value === null || typeof value !== 'object') return value;
   if (Array.isArray(value)) return value.map(realize);

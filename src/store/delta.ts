@@ -39,15 +39,23 @@ export interface StringDelta {
  * UTF-16 and stores as UTF-8). Null when the ends share too little to be worth it.
  */
 export function stringDelta(base: string, text: string): StringDelta | null {
+  const ends = sharedEnds(base, text, (at) => isHighSurrogate(text.charCodeAt(at - 1)) && isLowSurrogate(text.charCodeAt(at)));
+  return ends && { ...ends, middle: text.slice(ends.prefix, text.length - ends.suffix) };
+}
+
+/**
+ * How far `base` and `text` share their start and end, each cut back while `splits(at)` says
+ * cutting `text` there would split a character; null when they share too little to be worth it.
+ */
+function sharedEnds(base: string, text: string, splits: (at: number) => boolean): { prefix: number; suffix: number } | null {
   const max = Math.min(base.length, text.length);
   let prefix = sharedHead(base, text, max);
-  if (prefix > 0 && isHighSurrogate(text.charCodeAt(prefix - 1))) prefix--;
+  while (prefix > 0 && prefix < text.length && splits(prefix)) prefix--;
   let suffix = 0;
   const limit = max - prefix;
   while (suffix < limit && base.charCodeAt(base.length - 1 - suffix) === text.charCodeAt(text.length - 1 - suffix)) suffix++;
-  if (suffix > 0 && isLowSurrogate(text.charCodeAt(text.length - suffix))) suffix--;
-  if (prefix + suffix < MIN_SHARED_CHARS) return null;
-  return { prefix, suffix, middle: text.slice(prefix, text.length - suffix) };
+  while (suffix > 0 && splits(text.length - suffix)) suffix--;
+  return prefix + suffix < MIN_SHARED_CHARS ? null : { prefix, suffix };
 }
 
 export function applyStringDelta(base: string, d: StringDelta): string {
@@ -71,14 +79,9 @@ export type BodyText = string | Buffer;
  * `units` is the text's own length in UTF-16 units, for the next delta against it.
  */
 export function byteDelta(base: string, baseUnits: number, text: string): { prefix: number; suffix: number; middle: Buffer; units: number } | null {
-  const max = Math.min(base.length, text.length);
-  let prefix = sharedHead(base, text, max);
-  while (prefix > 0 && prefix < text.length && isContinuation(text.charCodeAt(prefix))) prefix--;
-  let suffix = 0;
-  const limit = max - prefix;
-  while (suffix < limit && base.charCodeAt(base.length - 1 - suffix) === text.charCodeAt(text.length - 1 - suffix)) suffix++;
-  while (suffix > 0 && isContinuation(text.charCodeAt(text.length - suffix))) suffix--;
-  if (prefix + suffix < MIN_SHARED_CHARS) return null;
+  const ends = sharedEnds(base, text, (at) => isContinuation(text.charCodeAt(at)));
+  if (!ends) return null;
+  const { prefix, suffix } = ends;
   const prefixUnits = baseUnits - utf16Units(base, prefix, base.length);
   const suffixUnits = utf16Units(text, text.length - suffix, text.length);
   return {

@@ -2,7 +2,7 @@ import type { CanonicalRequest, ChatCompletion, ChatCompletionChunk } from '../c
 import { isRecord } from '../core/chat.js';
 import { PolarError, UpstreamStatusError } from '../core/errors.js';
 import type { CapturedTokens } from '../core/tokens.js';
-import { SseDataReader } from '../core/sse/data-reader.js';
+import { isDone, SseDataReader } from '../core/sse/data-reader.js';
 import { parseUpstreamJson } from './chat-shape.js';
 import { UpstreamHttp, type UpstreamBody, type UpstreamHttpOptions } from './http.js';
 import type { TokenDelta } from '../core/tokens.js';
@@ -109,13 +109,6 @@ async function* readChunks(body: UpstreamBody, dialect: ChatDialect): AsyncGener
   if (!finished) {
     throw new PolarError('POLAR_UPSTREAM_PROTOCOL', 'upstream stream ended before the reply finished', 502);
   }
-}
-
-const DONE = Buffer.from('[DONE]');
-
-/** The stream's closing `data: [DONE]`. */
-export function isDone(data: Buffer): boolean {
-  return data.length === DONE.length && data.equals(DONE);
 }
 
 /** Accepts `http://host:8000`, `http://host:8000/` and `http://host:8000/v1` alike. */

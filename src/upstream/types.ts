@@ -43,7 +43,7 @@ export interface UpstreamRequest {
   text: string;
   /**
    * The bytes to send, when made straight from the request's bytes (proxy/wire-body.ts): `text`
-   * then holds them one per character, and the record decodes them.
+   * then holds them one per character, and the record stores these bytes.
    */
   bytes?: Buffer;
   /** Set by upstreams that build prompts themselves or pin them (token-in/token-out, nemo-rl). */

@@ -7,6 +7,12 @@ const SPACE = 0x20;
 const DATA = Buffer.from('data');
 const NEWLINE = Buffer.from('\n');
 const BOM = Buffer.from([0xef, 0xbb, 0xbf]);
+const DONE = Buffer.from('[DONE]');
+
+/** An OpenAI-compatible stream's closing `data: [DONE]`. */
+export function isDone(data: Buffer): boolean {
+  return data.equals(DONE);
+}
 
 /**
  * The `data` of each server-sent event, as bytes: for an inference server's stream, whose events
@@ -30,21 +36,7 @@ export class SseDataReader {
 
   /** Feeds bytes; returns the data of the events they complete. */
   push(chunk: Uint8Array): Buffer[] {
-    let bytes = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
-    if (!this.started) {
-      if (this.pendingBytes + bytes.length < BOM.length && BOM.subarray(0, this.pendingBytes + bytes.length).equals(Buffer.concat([...this.pending, bytes]))) {
-        this.pending.push(bytes);
-        this.pendingBytes += bytes.length;
-        return [];
-      }
-      this.started = true;
-      if (this.pending.length > 0) {
-        bytes = Buffer.concat([...this.pending, bytes]);
-        this.pending = [];
-        this.pendingBytes = 0;
-      }
-      if (bytes.subarray(0, BOM.length).equals(BOM)) bytes = bytes.subarray(BOM.length);
-    }
+    const bytes = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
     const events: Buffer[] = [];
     let start = 0;
     if (this.lastWasCR && bytes[0] === LF) start = 1;
@@ -73,10 +65,17 @@ export class SseDataReader {
   }
 
   private takeLine(tail: Buffer): Buffer {
-    if (this.pending.length === 0) return tail;
-    const line = Buffer.concat([...this.pending, tail], this.pendingBytes + tail.length);
-    this.pending = [];
-    this.pendingBytes = 0;
+    let line = tail;
+    if (this.pending.length > 0) {
+      line = Buffer.concat([...this.pending, tail], this.pendingBytes + tail.length);
+      this.pending = [];
+      this.pendingBytes = 0;
+    }
+    // A BOM can only open the stream, and so its first line (its bytes are no line end).
+    if (!this.started) {
+      this.started = true;
+      if (line.subarray(0, BOM.length).equals(BOM)) line = line.subarray(BOM.length);
+    }
     return line;
   }
 

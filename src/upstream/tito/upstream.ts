@@ -1,9 +1,9 @@
 import type { CanonicalRequest, ChatMessage } from '../../core/chat.js';
 import { PolarError, UpstreamStatusError } from '../../core/errors.js';
-import { SseDataReader } from '../../core/sse/data-reader.js';
+import { isDone, SseDataReader } from '../../core/sse/data-reader.js';
 import { parseUpstreamJson } from '../chat-shape.js';
 import { UpstreamHttp, type UpstreamBody, type UpstreamHttpOptions } from '../http.js';
-import { isDone, listModels, normalizeBaseUrl } from '../openai-compatible.js';
+import { listModels, normalizeBaseUrl } from '../openai-compatible.js';
 import type { CallContext, CallOutcome, ServedModel, Upstream, UpstreamChunk, UpstreamCompletion, UpstreamKind, UpstreamRequest } from '../types.js';
 import { BridgeUnavailable, bridgeTail, tailAfterTurn, type ChainEntry, type FullRenderReason } from './bridge.js';
 import { ChainMemory, templateKwargs, type ChainMark } from './chain-memory.js';
