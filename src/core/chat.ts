@@ -49,6 +49,13 @@ export interface CanonicalRequest {
   codecState?: unknown;
 }
 
+/**
+ * What a reply is built from: the parts of the request that the codecs' encoders read. Kept this
+ * narrow so the proxy can make it from the byte reading (proxy/wire-body.ts) without decoding the
+ * request a second time.
+ */
+export type ReplyRequest = Pick<CanonicalRequest, 'requestedModel' | 'client' | 'codecState'>;
+
 export interface ChatUsage {
   prompt_tokens?: number;
   completion_tokens?: number;

@@ -1,4 +1,4 @@
-import type { CanonicalRequest, ChatCompletion, ChatCompletionChunk, ProviderName } from '../core/chat.js';
+import type { CanonicalRequest, ChatCompletion, ChatCompletionChunk, ProviderName, ReplyRequest } from '../core/chat.js';
 import type { PolarError } from '../core/errors.js';
 import type { SseEvent } from '../core/sse/parse.js';
 import type { CapturedTokens, TokenDelta } from '../core/tokens.js';
@@ -84,8 +84,8 @@ export interface ProviderCodec {
   readonly name: ProviderName;
   /** Narrows untrusted JSON once; throws PolarError('POLAR_BAD_REQUEST') on anything malformed. */
   decodeRequest(body: unknown, ctx: DecodeContext): CanonicalRequest;
-  encodeResponse(done: ChatCompletion, req: CanonicalRequest, tokens: CapturedTokens, ctx: EncodeContext): unknown;
-  createStream(req: CanonicalRequest, ctx: EncodeContext): StreamTranslator;
+  encodeResponse(done: ChatCompletion, req: ReplyRequest, tokens: CapturedTokens, ctx: EncodeContext): unknown;
+  createStream(req: ReplyRequest, ctx: EncodeContext): StreamTranslator;
   renderError(err: PolarError): ErrorReply;
   /** Null for APIs without a token-counting endpoint. */
   readonly countTokens: CountTokensShape | null;

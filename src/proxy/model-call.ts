@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { CanonicalRequest, ChatUsage } from '../core/chat.js';
+import type { CanonicalRequest, ChatUsage, ReplyRequest } from '../core/chat.js';
 import { PolarError } from '../core/errors.js';
 import { formatSseEvent } from '../core/sse/write.js';
 import type { SseEvent } from '../core/sse/parse.js';
@@ -15,7 +15,7 @@ import { KeepAlive } from './keepalive.js';
 import { renderError, sendError } from './render-error.js';
 import { sendJson, toPolarError } from './reply.js';
 import { StreamCollector } from './stream-collector.js';
-import { parseAsBytes, prepareFromBytes, realize } from './wire-body.js';
+import { parseAsBytes, prepareFromBytes, requestFacts, type RequestFacts } from './wire-body.js';
 
 export const UPSTREAM_SESSION_HEADER = 'x-polar-session';
 
@@ -62,18 +62,20 @@ export async function handleModelCall(
     // that is exact, and the request as text (for the record and the reply's encoder) is made from
     // it string by string; the body is decoded whole only where that reading cannot be used.
     const asBytes = parseAsBytes(body);
-    const understand = () => understandRequest(asBytes === undefined ? parseJsonBody(body.toString('utf8')) : realize(asBytes), ctx);
     const fast = asBytes === undefined ? null : prepareFromBytes(asBytes, ctx.codec, ctx.upstream, { path: ctx.apiPath, contextWindow: ctx.contextWindow, servedModel: ctx.servedModel, call: { ...call.context, contextWindow: ctx.contextWindow } });
-    let understood: Understood | null = null;
-    const real = () => (understood ??= understand());
     let upstreamReq: UpstreamRequest;
     let stream: boolean;
+    let facts: () => RequestFacts;
     if (fast) {
       ({ upstreamReq, stream } = fast);
+      let realized: RequestFacts | null = null;
+      facts = () => (realized ??= fast.facts());
     } else {
-      const u = real();
+      const u = understandRequest(parseJsonBody(body.toString('utf8')), ctx);
       upstreamReq = ctx.upstream.prepare(u.canonical, u.model, { ...call.context, contextWindow: ctx.contextWindow });
       stream = u.canonical.stream;
+      const known = requestFacts(u.canonical, u.model);
+      facts = () => known;
     }
     // The session rides along so a server (or a scheduler in front of it) can tell sessions apart;
     // vLLM and SGLang ignore headers they do not know.
@@ -81,18 +83,18 @@ export async function handleModelCall(
     prepared = true;
     // The row is written on the turn after the request went upstream, while the server works.
     call.beginSoon(() => {
-      const { canonical, model } = real();
+      const { reply, model, toolCount } = facts();
       return {
         originalRequest: body,
         upstreamRequest: upstreamReq.bytes ?? upstreamReq.text,
-        requestedModel: canonical.requestedModel || null,
+        requestedModel: reply.requestedModel || null,
         servedModel: model,
-        streamed: canonical.stream,
+        streamed: stream,
         render: upstreamReq.render ?? null,
-        toolCount: canonical.body.tools?.length ?? 0,
+        toolCount,
       };
     });
-    const plan: CallPlan = { res, call, ctx, canonical: () => real().canonical, upstreamReq, signal: abort.signal };
+    const plan: CallPlan = { res, call, ctx, request: () => facts().reply, upstreamReq, signal: abort.signal };
     outcome = stream ? await streamCall(plan) : await completeCall(plan);
   } catch (err) {
     failBeforeHeaders(res, call, ctx.codec, toPolarError(err, abort.signal), bytes);
@@ -103,13 +105,8 @@ export async function handleModelCall(
   }
 }
 
-interface Understood {
-  canonical: CanonicalRequest;
-  model: string;
-}
-
 /** The request as text: decoded, normalized, and the model it goes to. */
-function understandRequest(json: unknown, ctx: ModelCallContext): Understood {
+function understandRequest(json: unknown, ctx: ModelCallContext): { canonical: CanonicalRequest; model: string } {
   const decoded = ctx.codec.decodeRequest(json, { path: ctx.apiPath, lookupResponse: ctx.lookupResponse });
   const canonical = normalizeRequest(decoded, { contextWindow: ctx.contextWindow });
   const model = ctx.servedModel ?? canonical.requestedModel;
@@ -124,15 +121,15 @@ interface CallPlan {
   res: ServerResponse;
   call: CallRecord;
   ctx: ModelCallContext;
-  /** The request read as text, for the reply's encoder (computed while the upstream works). */
-  canonical: () => CanonicalRequest;
+  /** What the reply's encoder reads of the request, as text (made while the upstream works). */
+  request: () => ReplyRequest;
   upstreamReq: UpstreamRequest;
   signal: AbortSignal;
 }
 
-async function completeCall({ res, call, ctx, canonical, upstreamReq, signal }: CallPlan): Promise<CallOutcome> {
+async function completeCall({ res, call, ctx, request, upstreamReq, signal }: CallPlan): Promise<CallOutcome> {
   const { completion, tokens } = await ctx.upstream.complete(upstreamReq, signal);
-  const text = JSON.stringify(ctx.codec.encodeResponse(completion, canonical(), tokens, encodeContext(call)));
+  const text = JSON.stringify(ctx.codec.encodeResponse(completion, request(), tokens, encodeContext(call)));
   const reply = assistantMessageOf(replyView(completion, tokens, call.id));
   // Committed before the reply is released: a reply the harness saw is always in the database.
   call.end({
@@ -151,7 +148,7 @@ async function completeCall({ res, call, ctx, canonical, upstreamReq, signal }: 
 }
 
 /** Resolves with the outcome when the whole reply reached the harness, null when it did not. */
-async function streamCall({ res, call, ctx, canonical, upstreamReq, signal }: CallPlan): Promise<CallOutcome | null> {
+async function streamCall({ res, call, ctx, request, upstreamReq, signal }: CallPlan): Promise<CallOutcome | null> {
   // Failures up to here (refused, 4xx/5xx, headers timeout) still get an ordinary HTTP error.
   const chunks = await ctx.upstream.stream(upstreamReq, signal);
   res.writeHead(200, {
@@ -162,7 +159,7 @@ async function streamCall({ res, call, ctx, canonical, upstreamReq, signal }: Ca
   });
   res.flushHeaders();
   const sent: string[] = [];
-  const translator = ctx.codec.createStream(canonical(), encodeContext(call));
+  const translator = ctx.codec.createStream(request(), encodeContext(call));
   const keepAlive = new KeepAlive(ctx.keepAliveMs, () => {
     if (!res.writableEnded) res.write(translator.keepAlive());
   });

@@ -8,7 +8,7 @@ import { encodeReasoning } from '../providers/openai-responses/reasoning-content
 import { applyStringDelta, byteDelta } from '../store/delta.js';
 import type { Upstream } from '../upstream/types.js';
 import { createVllmUpstream } from '../upstream/vllm/index.js';
-import { parseAsBytes, prepareFromBytes, realize } from './wire-body.js';
+import { parseAsBytes, prepareFromBytes, realize, requestFacts } from './wire-body.js';
 
 const FIXTURES = path.resolve(import.meta.dirname, '../../fixtures/requests');
 const CALL = { id: 'req_1', sessionId: 's', agentId: 'main' };
@@ -64,6 +64,24 @@ function viaBytes(upstream: Upstream, apiPath: string, bytes: Buffer): Buffer | 
 
 describe('the upstream body built from the request bytes', () => {
   const upstream = createVllmUpstream({ baseUrl: 'http://127.0.0.1:9' });
+
+  it('gives the record and the reply the same request facts as decoding the text, for every recorded harness request', () => {
+    for (const { name, apiPath, body } of bodies()) {
+      const text = JSON.stringify(body);
+      const codec = CODECS[providerOf(apiPath)];
+      for (const servedModel of ['Qwen/Qwen3-8B', null]) {
+        const got = prepareFromBytes(deepFreeze(parseAsBytes(Buffer.from(text, 'utf8'))), codec, upstream, { path: apiPath, contextWindow: 32_768, servedModel, call: CALL });
+        const canonical = normalizeRequest(codec.decodeRequest(JSON.parse(text), { path: apiPath }), { contextWindow: 32_768 });
+        expect(got!.facts(), `${name} (${servedModel})`).toStrictEqual(requestFacts(canonical, servedModel ?? canonical.requestedModel));
+      }
+    }
+    // A requested model and Responses' echoed instructions and tools hold non-ASCII text here.
+    const echoed = { model: 'modèle-日本', instructions: `Sois bref${NON_ASCII}`, tools: [{ type: 'function', name: 'lire_fichier', description: `Lit un fichier${NON_ASCII}`, parameters: { type: 'object', properties: {} } }], input: 'Salut' };
+    const facts = prepareFromBytes(parseAsBytes(Buffer.from(JSON.stringify(echoed))), CODECS['openai-responses'], upstream, { path: '/v1/responses', contextWindow: null, servedModel: null, call: CALL })!.facts();
+    expect(facts.model).toBe('modèle-日本');
+    expect(JSON.stringify(facts.reply)).toContain(`Lit un fichier${NON_ASCII}`);
+    expect(JSON.stringify(facts.reply)).toContain(`Sois bref${NON_ASCII}`);
+  });
 
   it('is byte for byte the body the text path builds, for every recorded harness request', () => {
     const all = bodies();

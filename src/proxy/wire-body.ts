@@ -1,8 +1,27 @@
 import { isUtf8 } from 'node:buffer';
+import type { CanonicalRequest, ReplyRequest } from '../core/chat.js';
 import { normalizeRequest } from '../providers/normalize.js';
 import type { ProviderCodec } from '../providers/types.js';
 import type { CallContext, Upstream, UpstreamRequest } from '../upstream/types.js';
 import { parseJsonBody } from './body.js';
+
+/** What the record and the reply take from a request, besides its bytes. */
+export interface RequestFacts {
+  reply: ReplyRequest;
+  /** The model the call goes to: the proxy's --model, else the one requested. */
+  model: string;
+  stream: boolean;
+  toolCount: number;
+}
+
+export function requestFacts(canonical: CanonicalRequest, model: string): RequestFacts {
+  return {
+    reply: { requestedModel: canonical.requestedModel, client: canonical.client, codecState: canonical.codecState },
+    model,
+    stream: canonical.stream,
+    toolCount: canonical.body.tools?.length ?? 0,
+  };
+}
 
 /**
  * The upstream request built straight from the request's bytes, for the call path.
@@ -22,16 +41,16 @@ import { parseJsonBody } from './body.js';
  * - decoding needs nothing recorded earlier (a Responses `previous_response_id`: those texts are
  *   real strings);
  * and its result is checked: every character a byte, and the bytes valid UTF-8. Anything else (or
- * any error, which the ordinary path then reports in its own words) takes the ordinary path. The
- * request as text is still made, from the same parse (`realize`), after the request is sent, for
- * the record and the reply's encoder.
+ * any error, which the ordinary path then reports in its own words) takes the ordinary path. What
+ * the record and the reply's encoder read of the request (`RequestFacts`) is realized as text from
+ * the same reading, after the request is sent.
  */
 export function prepareFromBytes(
   json: unknown,
   codec: ProviderCodec,
   upstream: Upstream,
   opts: { path: string; contextWindow: number | null; servedModel: string | null; call: CallContext },
-): { stream: boolean; upstreamReq: UpstreamRequest } | null {
+): { stream: boolean; upstreamReq: UpstreamRequest; facts: () => RequestFacts } | null {
   if (!upstream.passesStringsThrough) return null;
   try {
     const decoded = codec.decodeRequest(json, { path: opts.path, lookupResponse: needsRealStrings, byteStrings: true });
@@ -42,7 +61,13 @@ export function prepareFromBytes(
     if (WIDE_CHAR.test(upstreamReq.text)) return null;
     const wire = Buffer.from(upstreamReq.text, 'latin1');
     if (!isUtf8(wire)) return null;
-    return { stream: canonical.stream, upstreamReq: { ...upstreamReq, bytes: wire } };
+    // The record and the reply need only a few of the request's facts: those are realized from this
+    // reading (after the send) instead of decoding the request a second time.
+    const facts = () => {
+      const read = requestFacts(canonical, model);
+      return { ...read, reply: realize(read.reply) as ReplyRequest, model: opts.servedModel ?? (realize(model) as string) };
+    };
+    return { stream: canonical.stream, upstreamReq: { ...upstreamReq, bytes: wire }, facts };
   } catch {
     return null;
   }

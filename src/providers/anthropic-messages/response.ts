@@ -1,4 +1,4 @@
-import type { CanonicalRequest, ChatCompletion } from '../../core/chat.js';
+import type { ChatCompletion, ReplyRequest } from '../../core/chat.js';
 import type { CapturedTokens } from '../../core/tokens.js';
 import { parseArguments, replyView } from '../reply-view.js';
 import type { EncodeContext } from '../types.js';
@@ -12,7 +12,7 @@ export function messageId(ctx: EncodeContext): string {
 }
 
 /** OpenAI finish reasons in Anthropic's terms; a stop caused by one of the caller's stop sequences is `stop_sequence`. */
-export function stopReason(finish: string | null, stop: string | number | null, req: CanonicalRequest): { reason: AnthropicStopReason; sequence: string | null } {
+export function stopReason(finish: string | null, stop: string | number | null, req: ReplyRequest): { reason: AnthropicStopReason; sequence: string | null } {
   const state = req.codecState as AnthropicCodecState | undefined;
   if (finish === 'tool_calls') return { reason: 'tool_use', sequence: null };
   if (finish === 'length') return { reason: 'max_tokens', sequence: null };
@@ -26,7 +26,7 @@ export function usageBlock(promptTokens: number, completionTokens: number) {
 }
 
 /** A finished completion as an Anthropic `message`: thinking, then text, then tool_use blocks. */
-export function encodeAnthropicResponse(done: ChatCompletion, req: CanonicalRequest, tokens: CapturedTokens, ctx: EncodeContext) {
+export function encodeAnthropicResponse(done: ChatCompletion, req: ReplyRequest, tokens: CapturedTokens, ctx: EncodeContext) {
   const view = replyView(done, tokens, ctx.callId);
   const content: unknown[] = [];
   if (view.reasoning !== null) content.push({ type: 'thinking', thinking: view.reasoning, signature: thinkingSignature(view.reasoning) });

@@ -1,4 +1,4 @@
-import type { CanonicalRequest } from '../../core/chat.js';
+import type { ReplyRequest } from '../../core/chat.js';
 import type { SseEvent } from '../../core/sse/parse.js';
 import { formatSseEvent } from '../../core/sse/write.js';
 import type { EncodeContext, StreamCounts, StreamTranslator } from '../types.js';
@@ -16,7 +16,7 @@ type OpenBlock = { kind: 'thinking'; index: number; text: string } | { kind: 'te
  * Claude Code rejects a delta whose index has no open block, so blocks open and close strictly in
  * order; parallel tool calls arrive one after another and get consecutive indexes.
  */
-export function createAnthropicStream(req: CanonicalRequest, ctx: EncodeContext): StreamTranslator {
+export function createAnthropicStream(req: ReplyRequest, ctx: EncodeContext): StreamTranslator {
   let started = false;
   let open: OpenBlock | null = null;
   let nextIndex = 0;

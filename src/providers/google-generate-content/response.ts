@@ -1,4 +1,4 @@
-import type { CanonicalRequest, ChatCompletion } from '../../core/chat.js';
+import type { ChatCompletion, ReplyRequest } from '../../core/chat.js';
 import type { CapturedTokens } from '../../core/tokens.js';
 import { parseArguments, replyView } from '../reply-view.js';
 import type { EncodeContext } from '../types.js';
@@ -18,7 +18,7 @@ export function functionCallPart(call: { id: string; name: string; arguments: st
   return { functionCall: { id: call.id, name: call.name, args: parseArguments(call.arguments) } };
 }
 
-export function encodeGeminiResponse(done: ChatCompletion, req: CanonicalRequest, tokens: CapturedTokens, ctx: EncodeContext) {
+export function encodeGeminiResponse(done: ChatCompletion, req: ReplyRequest, tokens: CapturedTokens, ctx: EncodeContext) {
   const view = replyView(done, tokens, ctx.callId);
   const parts: unknown[] = [];
   if (view.reasoning !== null && (req.codecState as GeminiCodecState).includeThoughts) parts.push({ text: view.reasoning, thought: true });

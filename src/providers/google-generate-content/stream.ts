@@ -1,4 +1,4 @@
-import type { CanonicalRequest } from '../../core/chat.js';
+import type { ReplyRequest } from '../../core/chat.js';
 import type { SseEvent } from '../../core/sse/parse.js';
 import { formatSseComment } from '../../core/sse/write.js';
 import type { EncodeContext, StreamTranslator } from '../types.js';
@@ -14,7 +14,7 @@ import type { GeminiCodecState } from './types.js';
  * `@google/genai` reads only `data:` events, so a comment line is a safe keep-alive; it raises a
  * mid-stream error only when a chunk is a bare `{"error": …}` JSON object, so errors go out that way.
  */
-export function createGeminiStream(req: CanonicalRequest, ctx: EncodeContext): StreamTranslator {
+export function createGeminiStream(req: ReplyRequest, ctx: EncodeContext): StreamTranslator {
   const includeThoughts = (req.codecState as GeminiCodecState).includeThoughts;
   const calls = new Map<number, { id: string; name: string; arguments: string }>();
   let finish: string | null = null;

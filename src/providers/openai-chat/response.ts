@@ -1,11 +1,11 @@
-import type { CanonicalRequest, ChatCompletion, ChatCompletionChunk } from '../../core/chat.js';
+import type { ChatCompletion, ChatCompletionChunk, ReplyRequest } from '../../core/chat.js';
 import { idList, type CapturedTokens, type TokenDelta } from '../../core/tokens.js';
 
 /**
  * The reply the harness gets: the upstream's completion with the model name it asked for, and
  * only the extras it asked for itself (logprobs, token ids), never the ones polar added.
  */
-export function encodeChatResponse(done: ChatCompletion, req: CanonicalRequest, tokens: CapturedTokens): ChatCompletion {
+export function encodeChatResponse(done: ChatCompletion, req: ReplyRequest, tokens: CapturedTokens): ChatCompletion {
   const out: ChatCompletion = { ...done, model: req.requestedModel || done.model };
   out.choices = done.choices.map((choice) => {
     const c = { ...choice };
@@ -20,7 +20,7 @@ export function encodeChatResponse(done: ChatCompletion, req: CanonicalRequest, 
 /** One streamed chunk for the harness, or null when it carries nothing the harness asked for. */
 export function encodeChatChunk(
   chunk: ChatCompletionChunk,
-  req: CanonicalRequest,
+  req: ReplyRequest,
   tokens: TokenDelta | null,
   toolIds: ReadonlyMap<number, string> | null = null,
 ): ChatCompletionChunk | null {

@@ -1,4 +1,4 @@
-import type { CanonicalRequest } from '../../core/chat.js';
+import type { ReplyRequest } from '../../core/chat.js';
 import type { SseEvent } from '../../core/sse/parse.js';
 import { formatSseComment, formatSseEvent } from '../../core/sse/write.js';
 import type { StreamEvent } from '../stream-events.js';
@@ -11,7 +11,7 @@ import { encodeChatChunk } from './response.js';
  * `data: [DONE]`. Errors after the headers go out as a `data: {"error": …}` line, which the
  * official SDKs raise as an APIError, then `[DONE]`.
  */
-export function createChatStream(req: CanonicalRequest): StreamTranslator {
+export function createChatStream(req: ReplyRequest): StreamTranslator {
   return {
     push({ chunk, tokens, events }) {
       const out = encodeChatChunk(chunk, req, tokens, mintedIds(events));

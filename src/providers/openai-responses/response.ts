@@ -1,4 +1,4 @@
-import type { CanonicalRequest, ChatCompletion } from '../../core/chat.js';
+import type { ChatCompletion, ReplyRequest } from '../../core/chat.js';
 import type { CapturedTokens } from '../../core/tokens.js';
 import { parseArguments, replyView } from '../reply-view.js';
 import type { EncodeContext } from '../types.js';
@@ -69,7 +69,7 @@ export function usageObject(promptTokens: number, completionTokens: number) {
 
 /** The response object, as returned by `responses.create` and carried by stream events. */
 export function responseObject(
-  req: CanonicalRequest,
+  req: ReplyRequest,
   ctx: EncodeContext,
   fields: { status: 'in_progress' | 'completed' | 'incomplete' | 'failed'; output: unknown[]; usage?: unknown; error?: unknown },
 ) {
@@ -100,7 +100,7 @@ export function responseObject(
   };
 }
 
-export function encodeResponsesResponse(done: ChatCompletion, req: CanonicalRequest, tokens: CapturedTokens, ctx: EncodeContext) {
+export function encodeResponsesResponse(done: ChatCompletion, req: ReplyRequest, tokens: CapturedTokens, ctx: EncodeContext) {
   const view = replyView(done, tokens, ctx.callId);
   const targets = (req.codecState as ResponsesCodecState).tools;
   const output: unknown[] = [];

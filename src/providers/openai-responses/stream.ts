@@ -1,4 +1,4 @@
-import type { CanonicalRequest } from '../../core/chat.js';
+import type { ReplyRequest } from '../../core/chat.js';
 import type { SseEvent } from '../../core/sse/parse.js';
 import { formatSseEvent } from '../../core/sse/write.js';
 import { openaiErrorBody } from '../openai-chat/errors.js';
@@ -23,7 +23,7 @@ type Open =
  * Every event has a `sequence_number`; keep-alives are `response.in_progress` events, since Codex's
  * idle timer counts events, not bytes.
  */
-export function createResponsesStream(req: CanonicalRequest, ctx: EncodeContext): StreamTranslator {
+export function createResponsesStream(req: ReplyRequest, ctx: EncodeContext): StreamTranslator {
   const targets = (req.codecState as ResponsesCodecState).tools;
   const output: unknown[] = [];
   let seq = 0;
