@@ -122,7 +122,7 @@ export class CallRecord {
   /** scrub() for a body that may be bytes: matched as bytes, so it is never decoded. */
   private scrubBody(body: BodyText | null): BodyText | null {
     if (body === null || typeof body === 'string') return this.scrub(body);
-    if (this.secrets.length === 0) return body;
+    if (!this.secrets.some((s) => s.length > 0 && body.includes(s, 0, 'utf8'))) return body;
     const text = body.toString('latin1');
     const scrubbed = scrubSecrets(text, this.secrets.map((s) => Buffer.from(s, 'utf8').toString('latin1')));
     return scrubbed === text ? body : Buffer.from(scrubbed, 'latin1');

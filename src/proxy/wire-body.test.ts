@@ -5,7 +5,6 @@ import type { ProviderName } from '../core/chat.js';
 import { CODECS } from '../providers/codecs.js';
 import { normalizeRequest } from '../providers/normalize.js';
 import { encodeReasoning } from '../providers/openai-responses/reasoning-content.js';
-import { applyStringDelta, byteDelta } from '../store/delta.js';
 import type { Upstream } from '../upstream/types.js';
 import { createVllmUpstream } from '../upstream/vllm/index.js';
 import { parseAsBytes, prepareFromBytes, realize, requestFacts } from './wire-body.js';
@@ -164,23 +163,3 @@ describe('parseAsBytes, then realize', () => {
   });
 });
 
-describe('byteDelta', () => {
-  it('reads back with applyStringDelta as the text, cut only between characters', () => {
-    const base = JSON.stringify({ messages: Array.from({ length: 30 }, (_, i) => ({ role: 'user', content: `tour ${i}${NON_ASCII}` })), tail: 'fin 🚀' });
-    const edits = [
-      (s: string) => s.replace('"tail"', `{"role":"tool","content":"nouveau — 日本"},"tail"`),
-      (s: string) => s.replace('🚀"}', '🚁"}'), // shares the emoji's first three bytes
-      (s: string) => s.replace('café', 'cafè'), // shares the first byte of é/è
-      (s: string) => `${s.slice(0, -2)}é"}`,
-    ];
-    for (const edit of edits) {
-      const text = edit(base);
-      const d = byteDelta(Buffer.from(base).toString('latin1'), base.length, Buffer.from(text).toString('latin1'))!;
-      expect(d).not.toBeNull();
-      const middle = d.middle.toString('utf8');
-      expect(Buffer.from(middle, 'utf8').equals(d.middle)).toBe(true); // whole characters
-      expect(applyStringDelta(base, { prefix: d.prefix, suffix: d.suffix, middle })).toBe(text);
-      expect(d.units).toBe(text.length);
-    }
-  });
-});

@@ -58,13 +58,14 @@ export class RecentCalls {
   bodyDelta(key: CallKey | undefined, kind: BodyKind, body: HeldBody): { middle: BodyText; prefix: number; suffix: number; base: string } | null {
     const last = key ? this.bodies.get(agentOf(key)) : undefined;
     const base = last?.[kind];
-    if (!last || !base || base.bytes !== body.bytes) return null;
-    if (!body.bytes) {
-      const d = stringDelta(base.text, body.text);
+    if (!last || !base) return null;
+    if (typeof base.body === 'string' || typeof body.body === 'string') {
+      if (typeof base.body !== 'string' || typeof body.body !== 'string') return null;
+      const d = stringDelta(base.body, body.body);
       return d ? { ...d, base: last.id } : null;
     }
-    base.units ??= utf16Units(base.text, 0, base.text.length);
-    const d = byteDelta(base.text, base.units, body.text);
+    base.units ??= utf16Units(base.body, 0, base.body.length);
+    const d = byteDelta(base.body, base.units, body.body);
     if (!d) return null;
     body.units = d.units;
     return { middle: d.middle, prefix: d.prefix, suffix: d.suffix, base: last.id };
@@ -75,16 +76,15 @@ export class RecentCalls {
   }
 }
 
-/** A body as the write side keeps it: text, or its bytes one per character (latin1). */
+/** A body as the write side keeps it: text, or UTF-8 bytes (the proxy's), as it came. */
 export interface HeldBody {
-  text: string;
-  bytes: boolean;
+  body: BodyText;
   /** For bytes: the length in UTF-16 units, once known (byteDelta). */
   units?: number;
 }
 
 export function holdBody(body: BodyText): HeldBody {
-  return typeof body === 'string' ? { text: body, bytes: false } : { text: body.toString('latin1'), bytes: true };
+  return { body };
 }
 
 function agentOf(key: CallKey): string {

@@ -39,22 +39,32 @@ export interface StringDelta {
  * UTF-16 and stores as UTF-8). Null when the ends share too little to be worth it.
  */
 export function stringDelta(base: string, text: string): StringDelta | null {
-  const ends = sharedEnds(base, text, (at) => isHighSurrogate(text.charCodeAt(at - 1)) && isLowSurrogate(text.charCodeAt(at)));
+  const ends = sharedEnds(
+    base.length,
+    text.length,
+    (max) => sharedHead(base, text, max),
+    (limit) => sharedTail(base, text, limit),
+    (at) => isHighSurrogate(text.charCodeAt(at - 1)) && isLowSurrogate(text.charCodeAt(at)),
+  );
   return ends && { ...ends, middle: text.slice(ends.prefix, text.length - ends.suffix) };
 }
 
 /**
- * How far `base` and `text` share their start and end, each cut back while `splits(at)` says
- * cutting `text` there would split a character; null when they share too little to be worth it.
+ * How far a base and a text share their start (`head`) and end (`tail`, within what the start left),
+ * each cut back while `splits(at)` says cutting the text there would split a character; null when
+ * they share too little to be worth it.
  */
-function sharedEnds(base: string, text: string, splits: (at: number) => boolean): { prefix: number; suffix: number } | null {
-  const max = Math.min(base.length, text.length);
-  let prefix = sharedHead(base, text, max);
-  while (prefix > 0 && prefix < text.length && splits(prefix)) prefix--;
-  let suffix = 0;
-  const limit = max - prefix;
-  while (suffix < limit && base.charCodeAt(base.length - 1 - suffix) === text.charCodeAt(text.length - 1 - suffix)) suffix++;
-  while (suffix > 0 && splits(text.length - suffix)) suffix--;
+function sharedEnds(
+  baseLength: number,
+  textLength: number,
+  head: (max: number) => number,
+  tail: (limit: number) => number,
+  splits: (at: number) => boolean,
+): { prefix: number; suffix: number } | null {
+  let prefix = head(Math.min(baseLength, textLength));
+  while (prefix > 0 && prefix < textLength && splits(prefix)) prefix--;
+  let suffix = tail(Math.min(baseLength, textLength) - prefix);
+  while (suffix > 0 && splits(textLength - suffix)) suffix--;
   return prefix + suffix < MIN_SHARED_CHARS ? null : { prefix, suffix };
 }
 
@@ -70,16 +80,22 @@ export function applyStringDelta(base: string, d: StringDelta): string {
 export type BodyText = string | Buffer;
 
 /**
- * stringDelta for bodies held as bytes: `base` and `text` are UTF-8 bytes one per character
- * (latin1). The shared ends are cut at character boundaries (never inside a UTF-8 sequence), and
- * `prefix`/`suffix` are given in UTF-16 code units, the unit every stored delta uses, so a row
- * written from bytes reads back with applyStringDelta like any other; `middle` is the new bytes.
- * Counting units costs a pass over what is counted, so the prefix is counted from the end of the
- * base (`baseUnits` minus the base's unshared tail): the work is the new turn's size, not the body's.
- * `units` is the text's own length in UTF-16 units, for the next delta against it.
+ * stringDelta for bodies held as UTF-8 bytes (the proxy's, which it never decodes). The shared ends
+ * are found by native comparisons and cut at character boundaries (never inside a UTF-8 sequence),
+ * and `prefix`/`suffix` are given in UTF-16 code units, the unit every stored delta uses, so a row
+ * written from bytes reads back with applyStringDelta like any other; `middle` is the new bytes (a
+ * view of `text`). Counting units costs a pass over what is counted, so the prefix is counted from
+ * the end of the base (`baseUnits` minus the base's unshared tail): the work is the new turn's size,
+ * not the body's. `units` is the text's own length in UTF-16 units, for the next delta against it.
  */
-export function byteDelta(base: string, baseUnits: number, text: string): { prefix: number; suffix: number; middle: Buffer; units: number } | null {
-  const ends = sharedEnds(base, text, (at) => isContinuation(text.charCodeAt(at)));
+export function byteDelta(base: Buffer, baseUnits: number, text: Buffer): { prefix: number; suffix: number; middle: Buffer; units: number } | null {
+  const ends = sharedEnds(
+    base.length,
+    text.length,
+    (max) => sharedHeadBytes(base, text, max),
+    (limit) => sharedTailBytes(base, text, limit),
+    (at) => isContinuation(text[at]!),
+  );
   if (!ends) return null;
   const { prefix, suffix } = ends;
   const prefixUnits = baseUnits - utf16Units(base, prefix, base.length);
@@ -87,16 +103,16 @@ export function byteDelta(base: string, baseUnits: number, text: string): { pref
   return {
     prefix: prefixUnits,
     suffix: suffixUnits,
-    middle: Buffer.from(text.slice(prefix, text.length - suffix), 'latin1'),
+    middle: text.subarray(prefix, text.length - suffix),
     units: prefixUnits + utf16Units(text, prefix, text.length - suffix) + suffixUnits,
   };
 }
 
-/** UTF-16 code units in bytes `from`–`to` of a byte string cut at character boundaries: one per sequence, two for a 4-byte one. */
-export function utf16Units(bytes: string, from: number, to: number): number {
+/** UTF-16 code units in bytes `from`–`to` of UTF-8 cut at character boundaries: one per sequence, two for a 4-byte one. */
+export function utf16Units(bytes: Uint8Array, from: number, to: number): number {
   let units = 0;
   for (let i = from; i < to; i++) {
-    const c = bytes.charCodeAt(i);
+    const c = bytes[i]!;
     if (c < 0x80) units++;
     else if (c >= 0xf0) units += 2;
     else if (c >= 0xc0) units++;
@@ -116,6 +132,32 @@ function sharedHead(a: string, b: string, max: number): number {
   }
   while (i < max && a.charCodeAt(i) === b.charCodeAt(i)) i++;
   return i;
+}
+
+function sharedTail(a: string, b: string, limit: number): number {
+  let n = 0;
+  while (n < limit && a.charCodeAt(a.length - 1 - n) === b.charCodeAt(b.length - 1 - n)) n++;
+  return n;
+}
+
+/** sharedHead for bytes: blocks compared in place (memcmp, nothing copied). */
+function sharedHeadBytes(a: Buffer, b: Buffer, max: number): number {
+  let i = 0;
+  for (let block = 4096; block >= 64; block >>= 4) {
+    while (i + block <= max && b.compare(a, i, i + block, i, i + block) === 0) i += block;
+  }
+  while (i < max && a[i] === b[i]) i++;
+  return i;
+}
+
+/** The length of the common end of two byte runs, at most `limit`. */
+function sharedTailBytes(a: Buffer, b: Buffer, limit: number): number {
+  let n = 0;
+  for (let block = 4096; block >= 64; block >>= 4) {
+    while (n + block <= limit && b.compare(a, a.length - n - block, a.length - n, b.length - n - block, b.length - n) === 0) n += block;
+  }
+  while (n < limit && a[a.length - 1 - n] === b[b.length - 1 - n]) n++;
+  return n;
 }
 
 function isHighSurrogate(c: number): boolean {
