@@ -169,9 +169,11 @@ async function streamCall({ res, call, ctx, request, upstreamReq, signal }: Call
   const collected = new StreamCollector(ctx.upstream.capturesTokens);
   let checkpointed = Date.now();
   // Events translated in one turn (an upstream read often carries many) leave in one socket write:
-  // the socket is corked at the first and uncorked once the turn's microtasks are done.
+  // the socket is corked at the first and uncorked once the turn's microtasks are done, or before
+  // the database is written (a checkpoint, the final commit): what is translated goes out first.
   let corked = false;
   const uncork = () => {
+    if (!corked) return;
     corked = false;
     res.uncork();
   };
@@ -194,9 +196,11 @@ async function streamCall({ res, call, ctx, request, upstreamReq, signal }: Call
       await write(translator.push(step));
       if (Date.now() - checkpointed >= CHECKPOINT_EVERY_MS) {
         checkpointed = Date.now();
+        uncork();
         call.checkpoint(collected.tokensSoFar(), sent.join(''));
       }
     }
+    uncork();
     const closing = translator.end(reader.counts()).map(formatSseEvent).join('');
     const tokens = collected.tokensSoFar();
     const reply = collected.message();
