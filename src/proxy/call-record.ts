@@ -77,6 +77,9 @@ export class CallRecord {
     if (withBodies) {
       this.seq = this.store.requests.beginWithBodies(this.start, this.bodies());
       this.bodiesWritten = true;
+      // Written: the call no longer holds them while the server generates.
+      this.start.originalRequest = null;
+      this.start.upstreamRequest = null;
     } else {
       this.seq = this.store.requests.begin(this.start);
     }

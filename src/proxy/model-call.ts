@@ -57,44 +57,12 @@ export async function handleModelCall(
   let prepared = false;
   let outcome: CallOutcome | null = null;
   try {
-    const body = (bytes ??= await readBodyBytes(req, ctx.maxBodyBytes));
-    // Parsed once, one byte per character (wire-body.ts): the upstream body is built from it where
-    // that is exact, and the request as text (for the record and the reply's encoder) is made from
-    // it string by string; the body is decoded whole only where that reading cannot be used.
-    const asBytes = parseAsBytes(body);
-    const fast = asBytes === undefined ? null : prepareFromBytes(asBytes, ctx.codec, ctx.upstream, { path: ctx.apiPath, contextWindow: ctx.contextWindow, servedModel: ctx.servedModel, call: { ...call.context, contextWindow: ctx.contextWindow } });
-    let upstreamReq: UpstreamRequest;
-    let stream: boolean;
-    let facts: () => RequestFacts;
-    if (fast) {
-      ({ upstreamReq, stream } = fast);
-      let realized: RequestFacts | null = null;
-      facts = () => (realized ??= fast.facts());
-    } else {
-      const u = understandRequest(parseJsonBody(body.toString('utf8')), ctx);
-      upstreamReq = ctx.upstream.prepare(u.canonical, u.model, { ...call.context, contextWindow: ctx.contextWindow });
-      stream = u.canonical.stream;
-      const known = requestFacts(u.canonical, u.model);
-      facts = () => known;
-    }
-    // The session rides along so a server (or a scheduler in front of it) can tell sessions apart;
-    // vLLM and SGLang ignore headers they do not know.
-    upstreamReq.headers = { ...upstreamReq.headers, [UPSTREAM_SESSION_HEADER]: call.context.sessionId };
+    const { upstreamReq, stream, request } = prepareCall((bytes ??= await readBodyBytes(req, ctx.maxBodyBytes)), call, ctx);
+    // From here the record holds the body until it is written (beginSoon), and then nothing does:
+    // an in-flight call keeps only what it still needs while the server generates.
+    bytes = null;
     prepared = true;
-    // The row is written on the turn after the request went upstream, while the server works.
-    call.beginSoon(() => {
-      const { reply, model, toolCount } = facts();
-      return {
-        originalRequest: body,
-        upstreamRequest: upstreamReq.bytes ?? upstreamReq.text,
-        requestedModel: reply.requestedModel || null,
-        servedModel: model,
-        streamed: stream,
-        render: upstreamReq.render ?? null,
-        toolCount,
-      };
-    });
-    const plan: CallPlan = { res, call, ctx, request: () => facts().reply, upstreamReq, signal: abort.signal };
+    const plan: CallPlan = { res, call, ctx, request, upstreamReq, signal: abort.signal };
     outcome = stream ? await streamCall(plan) : await completeCall(plan);
   } catch (err) {
     failBeforeHeaders(res, call, ctx.codec, toPolarError(err, abort.signal), bytes);
@@ -103,6 +71,64 @@ export async function handleModelCall(
     // Upstreams that continue calls learn which replies reached the harness whole.
     if (prepared) ctx.upstream.settle?.(call.context, outcome);
   }
+}
+
+/**
+ * The upstream request for a body, and the call's row scheduled. Parsed once, one byte per character
+ * (wire-body.ts): the upstream body is built from that reading where it is exact, and what the record
+ * and the reply's encoder read of the request is realized from it; the body is decoded whole only
+ * where that reading cannot be used.
+ */
+function prepareCall(body: Buffer, call: CallRecord, ctx: ModelCallContext): { upstreamReq: UpstreamRequest; stream: boolean; request: () => ReplyRequest } {
+  const asBytes = parseAsBytes(body);
+  const fast = asBytes === undefined ? null : prepareFromBytes(asBytes, ctx.codec, ctx.upstream, { path: ctx.apiPath, contextWindow: ctx.contextWindow, servedModel: ctx.servedModel, call: { ...call.context, contextWindow: ctx.contextWindow } });
+  let upstreamReq: UpstreamRequest;
+  let stream: boolean;
+  let facts: () => RequestFacts;
+  if (fast) {
+    ({ upstreamReq, stream } = fast);
+    facts = once(fast.facts);
+  } else {
+    const u = understandRequest(parseJsonBody(body.toString('utf8')), ctx);
+    upstreamReq = ctx.upstream.prepare(u.canonical, u.model, { ...call.context, contextWindow: ctx.contextWindow });
+    stream = u.canonical.stream;
+    const known = requestFacts(u.canonical, u.model);
+    facts = () => known;
+  }
+  // The session rides along so a server (or a scheduler in front of it) can tell sessions apart;
+  // vLLM and SGLang ignore headers they do not know.
+  upstreamReq.headers = { ...upstreamReq.headers, [UPSTREAM_SESSION_HEADER]: call.context.sessionId };
+  recordSoon(call, body, upstreamReq, stream, facts);
+  return { upstreamReq, stream, request: () => facts().reply };
+}
+
+/** The row and bodies, written on the turn after the request went upstream, while the server works. */
+function recordSoon(call: CallRecord, body: Buffer, upstreamReq: UpstreamRequest, stream: boolean, facts: () => RequestFacts): void {
+  call.beginSoon(() => {
+    const { reply, model, toolCount } = facts();
+    return {
+      originalRequest: body,
+      upstreamRequest: upstreamReq.bytes ?? upstreamReq.text,
+      requestedModel: reply.requestedModel || null,
+      servedModel: model,
+      streamed: stream,
+      render: upstreamReq.render ?? null,
+      toolCount,
+    };
+  });
+}
+
+/** `make()`, made on the first call and kept; `make` itself is let go then (it may hold a parsed body). */
+function once<T>(make: () => T): () => T {
+  let pending: (() => T) | null = make;
+  let value: T;
+  return () => {
+    if (pending) {
+      value = pending();
+      pending = null;
+    }
+    return value;
+  };
 }
 
 /** The request as text: decoded, normalized, and the model it goes to. */
@@ -271,7 +297,8 @@ function failBeforeHeaders(
   const reply = renderError(codec, error);
   const aborted = error.code === 'POLAR_CLIENT_ABORTED';
   if (!call.isEnded) {
-    call.begin({ originalRequest: body });
+    // A body read but not yet handed to the record (the request failed before it was prepared).
+    call.begin(body ? { originalRequest: body } : {});
     recordQuietly(call, {
       status: aborted ? 'aborted' : 'error',
       httpStatus: aborted ? null : reply.status,

@@ -67,7 +67,9 @@ export function prepareFromBytes(
       const read = requestFacts(canonical, model);
       return { ...read, reply: realize(read.reply) as ReplyRequest, model: opts.servedModel ?? (realize(model) as string) };
     };
-    return { stream: canonical.stream, upstreamReq: { ...upstreamReq, bytes: wire }, facts };
+    // The bytes are the request from here on: the body object and its serialisation are let go so
+    // an in-flight call does not hold two more copies of it while the server generates.
+    return { stream: canonical.stream, upstreamReq: { ...upstreamReq, body: {}, text: '', bytes: wire }, facts };
   } catch {
     return null;
   }

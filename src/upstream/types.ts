@@ -42,8 +42,9 @@ export interface UpstreamRequest {
   /** `body` serialised once: sent upstream and stored as is. */
   text: string;
   /**
-   * The bytes to send, when made straight from the request's bytes (proxy/wire-body.ts): `text`
-   * then holds them one per character, and the record stores these bytes.
+   * The bytes to send, when made straight from the request's bytes (proxy/wire-body.ts): then they
+   * are the request, sent and stored as they are, and `body` and `text` are left empty (only
+   * upstreams with `passesStringsThrough` get such requests, and they send `bytes ?? text`).
    */
   bytes?: Buffer;
   /** Set by upstreams that build prompts themselves or pin them (token-in/token-out, nemo-rl). */
