@@ -98,14 +98,14 @@ function prepareCall(body: Buffer, call: CallRecord, ctx: ModelCallContext): { u
   // The session rides along so a server (or a scheduler in front of it) can tell sessions apart;
   // vLLM and SGLang ignore headers they do not know.
   upstreamReq.headers = { ...upstreamReq.headers, [UPSTREAM_SESSION_HEADER]: call.context.sessionId };
-  recordSoon(call, body, upstreamReq, stream, facts);
+  recordSoon(call, body, upstreamReq, facts);
   return { upstreamReq, stream, request: () => facts().reply };
 }
 
 /** The row and bodies, written on the turn after the request went upstream, while the server works. */
-function recordSoon(call: CallRecord, body: Buffer, upstreamReq: UpstreamRequest, stream: boolean, facts: () => RequestFacts): void {
+function recordSoon(call: CallRecord, body: Buffer, upstreamReq: UpstreamRequest, facts: () => RequestFacts): void {
   call.beginSoon(() => {
-    const { reply, model, toolCount } = facts();
+    const { reply, model, stream, toolCount } = facts();
     return {
       originalRequest: body,
       upstreamRequest: upstreamReq.bytes ?? upstreamReq.text,

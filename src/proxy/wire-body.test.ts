@@ -141,7 +141,7 @@ function deepFreeze<T>(value: T): T {
   return value;
 }
 
-/** The request as text the way the proxy makes it from the bytes; null where it decodes the body whole instead. */
+/** realize over a whole byte reading (the proxy realizes the request facts this way, part by part); null where the text path is taken. */
 function parseUtf8Json(bytes: Buffer): unknown {
   const json = parseAsBytes(bytes);
   return json === undefined ? null : realize(json);

@@ -83,10 +83,6 @@ export interface HeldBody {
   units?: number;
 }
 
-export function holdBody(body: BodyText): HeldBody {
-  return { body };
-}
-
 function agentOf(key: CallKey): string {
   return `${key.sessionId}\u0000${key.agentId}`;
 }

@@ -1,7 +1,7 @@
 import type { CapturedTokens, TokenSource } from '../core/tokens.js';
 import type { Db } from './db.js';
 import { tokenDigest } from '../core/token-digest.js';
-import { ChainReader, holdBody, RecentCalls, type BodyKind, type CallKey, type HeldBody } from './call-chains.js';
+import { ChainReader, RecentCalls, type BodyKind, type CallKey, type HeldBody } from './call-chains.js';
 import type { BodyText } from './delta.js';
 import { packFloat64, packUint32, unpackFloat64, unpackUint32 } from './tokens.js';
 
@@ -243,13 +243,13 @@ export class RequestsTable {
   /** Writes the bodies; returns what to remember once the write is committed. */
   private storeBodies(id: string, bodies: RequestBodies): () => void {
     const key = this.keyOf(id);
-    const original = bodies.originalRequest === null ? null : holdBody(bodies.originalRequest);
-    const upstream = bodies.upstreamRequest === null ? null : holdBody(bodies.upstreamRequest);
-    const part = (kind: BodyKind, body: BodyText | null, held: HeldBody | null) => {
+    const original: HeldBody | null = bodies.originalRequest === null ? null : { body: bodies.originalRequest };
+    const upstream: HeldBody | null = bodies.upstreamRequest === null ? null : { body: bodies.upstreamRequest };
+    const part = (kind: BodyKind, held: HeldBody | null) => {
       const d = held === null ? null : this.recent.bodyDelta(key, kind, held);
-      return d ? [d.middle, d.base, d.prefix, d.suffix] : [body, null, null, null];
+      return d ? [d.middle, d.base, d.prefix, d.suffix] : [held?.body ?? null, null, null, null];
     };
-    this.bodiesStmt.run(id, ...part('original', bodies.originalRequest, original), ...part('upstream', bodies.upstreamRequest, upstream));
+    this.bodiesStmt.run(id, ...part('original', original), ...part('upstream', upstream));
     if (this.toolCountUnknown.delete(id) && bodies.upstreamRequest) this.toolCountStmt.run({ text: bodies.upstreamRequest, id });
     return () => this.recent.rememberBodies(key, id, original, upstream);
   }
