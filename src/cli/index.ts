@@ -1,5 +1,6 @@
 import { Command, CommanderError } from 'commander';
 import { PolarError } from '../core/errors.js';
+import { keepYoungGenerationSmall } from '../proxy/young-generation.js';
 import { reportError } from './output.js';
 import { polarVersion } from './version.js';
 
@@ -63,7 +64,12 @@ function baseProgram(argv: readonly string[]): Command {
   return program;
 }
 
+/** The commands whose process serves model calls (a proxy, in process): see young-generation.ts. */
+const SERVES_MODEL_CALLS = new Set(['demo', 'run', 'rollout', 'rollouts', 'proxy', 'gym-agent', 'train', 'replay', 'worker']);
+
 export async function main(argv: string[]): Promise<void> {
+  // Before the command's modules load: the young generation must not have grown yet.
+  if (SERVES_MODEL_CALLS.has(argv[2] ?? '')) keepYoungGenerationSmall();
   const program = await buildProgram(argv);
   // Commander answers `polar <unknown> --help` with the top-level help and exit 0, because it looks
   // for help flags before it looks the command up: a typo (or a command from a newer polar) must
