@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { PolarError } from '../core/errors.js';
+import { PolarError, UpstreamStatusError } from '../core/errors.js';
 import { UpstreamHttp } from './http.js';
 
 const servers: http.Server[] = [];
@@ -56,6 +56,44 @@ describe('UpstreamHttp', () => {
     expect(err).toBeInstanceOf(PolarError);
     expect((err as PolarError).code).toBe('POLAR_UPSTREAM_CONNECT');
     expect(requests).toBe(1);
+    await client.close();
+  });
+
+  it('hands each whole reply to its reader, when replies in several chunks arrive interleaved', async () => {
+    // Each reply is written in three parts, a turn apart, so concurrent replies' chunks interleave;
+    // sizes grow past the reused buffer's and past its cap, and a character is split between chunks.
+    const sizes = [300, 70_000, 20_000, 200_000, 2_500_000, 90_000];
+    const bodyFor = (i: number) => `{"i":${i},"t":"${'ü€'.repeat(Math.floor(sizes[i]! / 5))}"}`;
+    const upstream = await serve((req, res) => {
+      const bytes = Buffer.from(bodyFor(Number(req.url!.slice(1))));
+      const cuts = [Math.floor(bytes.length / 3) + 1, Math.floor((2 * bytes.length) / 3)];
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write(bytes.subarray(0, cuts[0]));
+      setTimeout(() => {
+        res.write(bytes.subarray(cuts[0], cuts[1]));
+        setTimeout(() => res.end(bytes.subarray(cuts[1])), 5);
+      }, 5);
+    });
+    const client = new UpstreamHttp({ baseUrl: upstream.url });
+    for (let round = 0; round < 2; round++) {
+      const read = await Promise.all(sizes.map((_, i) => client.postAndRead(`/${i}`, '{}', undefined, undefined, (bytes) => bytes.toString('utf8'))));
+      read.forEach((text, i) => expect(text).toBe(bodyFor(i)));
+    }
+    await client.close();
+  });
+
+  it('throws a non-2xx reply read in several chunks as the status error, with its whole text', async () => {
+    const text = `{"error":{"message":"${'x'.repeat(100_000)}"}}`;
+    const upstream = await serve((_req, res) => {
+      res.writeHead(400, { 'content-type': 'application/json' });
+      res.write(text.slice(0, 1000));
+      setTimeout(() => res.end(text.slice(1000)), 5);
+    });
+    const client = new UpstreamHttp({ baseUrl: upstream.url });
+    const err = await client.postAndRead('/v1/chat/completions', '{}', undefined, undefined, () => 'read').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(UpstreamStatusError);
+    expect((err as UpstreamStatusError).upstreamStatus).toBe(400);
+    expect((err as UpstreamStatusError).upstreamBody).toBe(text);
     await client.close();
   });
 });

@@ -80,6 +80,25 @@ export class UpstreamHttp {
   }
 
   /**
+   * POSTs and hands a 2xx reply's whole body to `read`, returning what it made; any other status
+   * is thrown as the UpstreamStatusError it is. The bytes `read` gets are valid only while it runs
+   * (a view of a buffer every reply reuses: see `gather`), so it must copy what it keeps; parsing
+   * them into values does.
+   */
+  async postAndRead<T>(path: string, body: Body, signal: AbortSignal | undefined, extra: Record<string, string> | undefined, read: (bytes: Buffer) => T): Promise<T> {
+    const res = await this.dispatch('POST', path, body, signal, extra ? { ...this.headers, ...extra } : this.headers);
+    let chunks: Buffer[];
+    try {
+      chunks = await readChunks(res);
+    } catch (err) {
+      throw mapUpstreamError(err);
+    }
+    const status = res.statusCode ?? 0;
+    if (status < 200 || status >= 300) throw new UpstreamStatusError(status, Buffer.concat(chunks).toString('utf8'));
+    return read(gather(chunks));
+  }
+
+  /**
    * Starts a streaming POST and resolves once a 2xx status arrived: before that point every
    * failure is an ordinary HTTP error for the caller; after it, the body is the caller's to read.
    */
@@ -191,13 +210,36 @@ function phaseError(code: string): Error {
 }
 
 async function readBytes(res: http.IncomingMessage): Promise<Buffer> {
+  const chunks = await readChunks(res);
+  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+}
+
+async function readChunks(res: http.IncomingMessage): Promise<Buffer[]> {
   const chunks: Buffer[] = [];
+  for await (const chunk of res) chunks.push(chunk as Buffer);
+  return chunks;
+}
+
+/** Replies up to this size are gathered into the one reused buffer; larger ones get their own. */
+const GATHER_MAX = 2 * 1024 * 1024;
+let gathered = Buffer.alloc(0);
+
+/**
+ * A reply's chunks as one run of bytes, for synchronous use only (postAndRead). A reply arrives in
+ * several socket reads; concatenating them made a second copy of every reply (~160 KB for one
+ * carrying 35,000 prompt ids) that lived only until it was parsed. The chunks are copied into a
+ * buffer kept for the purpose instead, grown to the largest reply seen (up to GATHER_MAX). No
+ * await comes between the copy and the end of its use, so replies finishing at once never share it.
+ */
+function gather(chunks: Buffer[]): Buffer {
+  if (chunks.length === 1) return chunks[0]!;
   let size = 0;
-  for await (const chunk of res) {
-    chunks.push(chunk as Buffer);
-    size += (chunk as Buffer).length;
-  }
-  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
+  for (const chunk of chunks) size += chunk.length;
+  if (size > GATHER_MAX) return Buffer.concat(chunks, size);
+  if (gathered.length < size) gathered = Buffer.allocUnsafeSlow(Math.min(GATHER_MAX, Math.max(size, gathered.length * 2)));
+  let at = 0;
+  for (const chunk of chunks) at += chunk.copy(gathered, at);
+  return gathered.subarray(0, size);
 }
 
 /**

@@ -47,9 +47,7 @@ export class ChatCompletionsUpstream implements Upstream {
   }
 
   async complete(req: UpstreamRequest, signal: AbortSignal): Promise<UpstreamCompletion> {
-    const reply = await this.http.postJson(req.path, req.bytes ?? req.text, signal, req.headers);
-    if (reply.status < 200 || reply.status >= 300) throw new UpstreamStatusError(reply.status, reply.text);
-    return this.dialect.completion(parseUpstreamJson(reply.bytes, 'reply'));
+    return this.http.postAndRead(req.path, req.bytes ?? req.text, signal, req.headers, (bytes) => this.dialect.completion(parseUpstreamJson(bytes, 'reply')));
   }
 
   async stream(req: UpstreamRequest, signal: AbortSignal): Promise<AsyncIterable<UpstreamChunk>> {

@@ -122,9 +122,7 @@ export class TokenInUpstream implements Upstream {
 
   async complete(req: UpstreamRequest, signal: AbortSignal): Promise<UpstreamCompletion> {
     const p = this.preparedFor(req);
-    const reply = await this.http.postJson(req.path, req.text, signal, req.headers);
-    if (reply.status < 200 || reply.status >= 300) throw new UpstreamStatusError(reply.status, reply.text);
-    const g = this.dialect.completion(parseUpstreamJson(reply.bytes, 'reply'));
+    const g = await this.http.postAndRead(req.path, req.text, signal, req.headers, (bytes) => this.dialect.completion(parseUpstreamJson(bytes, 'reply')));
     if (g.finishReason === 'abort') throw aborted();
     return this.assembler(p).complete(g);
   }
