@@ -40,6 +40,9 @@ export function readBodyBytes(req: IncomingMessage, limit: number): Promise<Buff
     req.on('end', () => {
       if (settled) return;
       const bytes = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
+      // The listeners live as long as the request, which is the whole call: they must not keep
+      // the chunks (a second copy of the body) while the server generates.
+      chunks = [];
       if (!isUtf8(bytes)) {
         fail(new PolarError('POLAR_BAD_REQUEST', 'request body is not valid UTF-8 (JSON must be UTF-8, RFC 8259 §8.1)', 400));
         return;

@@ -92,6 +92,39 @@ describe('storage linear in a session’s length', () => {
     expect(sizes[1]! / sizes[0]!).toBeLessThan(5);
   });
 
+  it('bytes bodies (the proxy’s) read back exactly when a conversation is compacted and grows past its longest again', () => {
+    // The write side keeps each agent's latest body and sequence in memory it reuses: a shorter
+    // call is written into it, then longer ones outgrow it. Each call is stored against the one
+    // before, whatever its length; the caller's buffers are reused too, as a reader's would be.
+    const store = Store.open(':memory:');
+    store.sessions.ensure('s');
+    const full = session(14);
+    const compacted = session(2);
+    const calls = [...full.slice(0, 6), compacted[1]!, ...full.slice(2, 14)].map((c, i) => ({ ...c, sampled: [...c.sampled, i] }));
+    calls.forEach((c, i) => {
+      const id = `s-main-${i}`;
+      const original = Buffer.from(c.original);
+      const upstream = Buffer.from(c.upstream);
+      store.requests.begin(start('s', id));
+      store.requests.writeBodies(id, { originalRequest: original, upstreamRequest: upstream });
+      const prompt = Uint32Array.from(c.prompt);
+      store.requests.end(id, { endedAt: Date.now(), status: 'ok', httpStatus: 200, reply: '{}', tokens: { source: 'upstream', promptIds: prompt, sampledIds: c.sampled, logprobs: c.logprobs } });
+      original.fill(0x20);
+      upstream.fill(0x20);
+      prompt.fill(7);
+    });
+    calls.forEach((c, i) => {
+      const row = store.requests.get(`s-main-${i}`)!;
+      expect(row.originalRequest).toBe(c.original);
+      expect(row.upstreamRequest).toBe(c.upstream);
+      expect(row.promptIds).toEqual(c.prompt);
+      expect(row.sampledIds).toEqual(c.sampled);
+    });
+    // The calls after the compacted one are stored against it and each other, not whole.
+    const based = store.db.prepare(`SELECT count(*) AS n FROM requests r JOIN request_bodies b ON b.request_id = r.id WHERE r.prompt_base IS NOT NULL AND b.original_base IS NOT NULL`).get() as { n: number };
+    expect(based.n).toBeGreaterThanOrEqual(calls.length - 3);
+  });
+
   it('agents are stored against their own previous call, never each other’s', () => {
     const store = Store.open(':memory:');
     store.sessions.ensure('s');
