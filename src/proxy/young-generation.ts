@@ -20,8 +20,13 @@ import v8 from 'node:v8';
  */
 export function keepYoungGenerationSmall(nodeOptions = process.env.NODE_OPTIONS ?? '', execArgv: readonly string[] = process.execArgv): boolean {
   if ([...execArgv, ...nodeOptions.split(/\s+/)].some((flag) => USER_SEMI_SPACE.test(flag))) return false;
-  v8.setFlagsFromString('--semi-space-growth-factor=1');
-  return true;
+  try {
+    v8.setFlagsFromString('--semi-space-growth-factor=1');
+    return true;
+  } catch {
+    // A runtime that refuses flags after start-up runs polar as it is: this is tuning, never a requirement.
+    return false;
+  }
 }
 
 const USER_SEMI_SPACE = /^--(?:(?:max|min)[-_]semi[-_]space[-_]size|semi[-_]space[-_]growth[-_]factor)\b/;
