@@ -15,7 +15,7 @@ import { KeepAlive } from './keepalive.js';
 import { renderError, sendError } from './render-error.js';
 import { sendJson, toPolarError } from './reply.js';
 import { StreamCollector } from './stream-collector.js';
-import { parseAsBytes, prepareFromBytes, requestFacts, type RequestFacts } from './wire-body.js';
+import { parseAsBytes, prepareFromBytes, realize, requestFacts, type RequestFacts } from './wire-body.js';
 
 export const UPSTREAM_SESSION_HEADER = 'x-polar-session';
 
@@ -76,8 +76,8 @@ export async function handleModelCall(
 /**
  * The upstream request for a body, and the call's row scheduled. Parsed once, one byte per character
  * (wire-body.ts): the upstream body is built from that reading where it is exact, and what the record
- * and the reply's encoder read of the request is realized from it; the body is decoded whole only
- * where that reading cannot be used.
+ * and the reply's encoder read of the request is realized from it; elsewhere the reading is realized
+ * whole, and the body is decoded as text only where it cannot be read that way.
  */
 function prepareCall(body: Buffer, call: CallRecord, ctx: ModelCallContext): { upstreamReq: UpstreamRequest; stream: boolean; request: () => ReplyRequest } {
   const asBytes = parseAsBytes(body);
@@ -89,7 +89,10 @@ function prepareCall(body: Buffer, call: CallRecord, ctx: ModelCallContext): { u
     ({ upstreamReq, stream } = fast);
     facts = once(fast.facts);
   } else {
-    const u = understandRequest(parseJsonBody(body.toString('utf8')), ctx);
+    // The byte reading, realized, where there is one (a token-in upstream, a wide character in
+    // the upstream body, …): the same value JSON.parse of the decoded text gives, without parsing
+    // the body again (the codecs leave a parsed value as it is: wire-body.test.ts).
+    const u = understandRequest(asBytes === undefined ? parseJsonBody(body.toString('utf8')) : realize(asBytes), ctx);
     upstreamReq = ctx.upstream.prepare(u.canonical, u.model, { ...call.context, contextWindow: ctx.contextWindow });
     stream = u.canonical.stream;
     const known = requestFacts(u.canonical, u.model);

@@ -86,14 +86,7 @@ export class UpstreamHttp {
    * them into values does.
    */
   async postAndRead<T>(path: string, body: Body, signal: AbortSignal | undefined, extra: Record<string, string> | undefined, read: (bytes: Buffer) => T): Promise<T> {
-    const res = await this.dispatch('POST', path, body, signal, extra ? { ...this.headers, ...extra } : this.headers);
-    let chunks: Buffer[];
-    try {
-      chunks = await readChunks(res);
-    } catch (err) {
-      throw mapUpstreamError(err);
-    }
-    const status = res.statusCode ?? 0;
+    const { status, chunks } = await this.exchange('POST', path, body, signal, extra);
     if (status < 200 || status >= 300) throw new UpstreamStatusError(status, Buffer.concat(chunks).toString('utf8'));
     return read(gather(chunks));
   }
@@ -106,7 +99,7 @@ export class UpstreamHttp {
     const res = await this.dispatch('POST', path, body, signal, { ...this.headers, ...extra, accept: 'text/event-stream' });
     const status = res.statusCode ?? 0;
     if (status < 200 || status >= 300) {
-      const text = await readBytes(res).then((b) => b.toString('utf8')).catch(() => '');
+      const text = await readChunks(res).then((chunks) => Buffer.concat(chunks).toString('utf8')).catch(() => '');
       throw new UpstreamStatusError(status, text);
     }
     return guardBody(res);
@@ -117,9 +110,15 @@ export class UpstreamHttp {
   }
 
   private async send(method: 'GET' | 'POST', path: string, body: Body | undefined, signal?: AbortSignal, extra?: Record<string, string>): Promise<JsonReply> {
+    const { status, chunks } = await this.exchange(method, path, body, signal, extra);
+    return new JsonReply(status, chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
+  }
+
+  /** A request and its whole reply, as the chunks it arrived in. */
+  private async exchange(method: 'GET' | 'POST', path: string, body: Body | undefined, signal: AbortSignal | undefined, extra: Record<string, string> | undefined): Promise<{ status: number; chunks: Buffer[] }> {
     const res = await this.dispatch(method, path, body, signal, extra ? { ...this.headers, ...extra } : this.headers);
     try {
-      return new JsonReply(res.statusCode ?? 0, await readBytes(res));
+      return { status: res.statusCode ?? 0, chunks: await readChunks(res) };
     } catch (err) {
       throw mapUpstreamError(err);
     }
@@ -207,11 +206,6 @@ class StaleSocketError extends Error {
 
 function phaseError(code: string): Error {
   return Object.assign(new Error(code), { code });
-}
-
-async function readBytes(res: http.IncomingMessage): Promise<Buffer> {
-  const chunks = await readChunks(res);
-  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
 }
 
 async function readChunks(res: http.IncomingMessage): Promise<Buffer[]> {
