@@ -81,7 +81,7 @@ export async function handleModelCall(
  */
 function prepareCall(body: Buffer, call: CallRecord, ctx: ModelCallContext): { upstreamReq: UpstreamRequest; stream: boolean; request: () => ReplyRequest } {
   const asBytes = parseAsBytes(body);
-  const fast = asBytes === undefined ? null : prepareFromBytes(asBytes, ctx.codec, ctx.upstream, { path: ctx.apiPath, contextWindow: ctx.contextWindow, servedModel: ctx.servedModel, call: { ...call.context, contextWindow: ctx.contextWindow } });
+  const fast = asBytes === undefined ? null : prepareFromBytes(asBytes, ctx.codec, ctx.upstream, { path: ctx.apiPath, contextWindow: ctx.contextWindow, servedModel: ctx.servedModel, call: { ...call.context, contextWindow: ctx.contextWindow }, bytes: body });
   let upstreamReq: UpstreamRequest;
   let stream: boolean;
   let facts: () => RequestFacts;

@@ -57,7 +57,7 @@ function viaBytes(upstream: Upstream, apiPath: string, bytes: Buffer): Buffer | 
   if (json === undefined) return null;
   // Frozen: the proxy realizes the same parsed value afterwards, so decoding must leave it as parsed
   // (a codec that wrote to it would throw here, and the byte path would be refused).
-  const got = prepareFromBytes(deepFreeze(json), CODECS[providerOf(apiPath)], upstream, { path: apiPath, contextWindow: 32_768, servedModel: 'Qwen/Qwen3-8B', call: CALL });
+  const got = prepareFromBytes(deepFreeze(json), CODECS[providerOf(apiPath)], upstream, { path: apiPath, contextWindow: 32_768, servedModel: 'Qwen/Qwen3-8B', call: CALL, bytes });
   return got?.upstreamReq.bytes ?? null;
 }
 
@@ -122,8 +122,14 @@ describe('the upstream body built from the request bytes', () => {
     const chat = (content: string) => Buffer.from(`{"model":"m","messages":[{"role":"user","content":"${content}"}]}`);
     expect(viaBytes(upstream, '/v1/chat/completions', chat('caf\\u00e9'))).toBeNull();
     expect(viaBytes(upstream, '/v1/chat/completions', chat('\\ud83d\\ude80'))).toBeNull();
-    // ASCII escapes read the same either way.
-    expect(viaBytes(upstream, '/v1/chat/completions', chat('tab\\u0009quote\\u0022 café'))!.equals(viaText(upstream, '/v1/chat/completions', chat('tab\\u0009quote\\u0022 café').toString()))).toBe(true);
+    // ASCII escapes read the same either way: a translated body is written as the text path writes
+    // it, and a Chat message shared with the request goes as the harness wrote it (body-splice.ts).
+    const escaped = 'tab\\u0009quote\\u0022 café';
+    const anthropic = Buffer.from(`{"model":"m","max_tokens":64,"messages":[{"role":"user","content":"${escaped}"}]}`);
+    expect(viaBytes(upstream, '/v1/messages', anthropic)!.equals(viaText(upstream, '/v1/messages', anthropic.toString()))).toBe(true);
+    const passed = viaBytes(upstream, '/v1/chat/completions', chat(escaped))!.toString();
+    expect(passed).toContain(`{"role":"user","content":"${escaped}"}`);
+    expect(JSON.parse(passed)).toEqual(JSON.parse(viaText(upstream, '/v1/chat/completions', chat(escaped).toString()).toString()));
     const follow = Buffer.from(JSON.stringify({ model: 'm', previous_response_id: 'resp_1', input: 'é' }));
     expect(viaBytes(upstream, '/v1/responses', follow)).toBeNull();
     const rendering = Object.create(upstream, { passesStringsThrough: { value: false } }) as Upstream;

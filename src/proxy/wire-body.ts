@@ -2,8 +2,9 @@ import { isUtf8 } from 'node:buffer';
 import type { CanonicalRequest, ReplyRequest } from '../core/chat.js';
 import { normalizeRequest } from '../providers/normalize.js';
 import type { ProviderCodec } from '../providers/types.js';
-import type { CallContext, Upstream, UpstreamRequest } from '../upstream/types.js';
+import type { CallContext, PreparedBody, Upstream, UpstreamRequest } from '../upstream/types.js';
 import { parseJsonBody } from './body.js';
+import { spliceBody } from './body-splice.js';
 
 /** What the record and the reply take from a request, besides its bytes. */
 export interface RequestFacts {
@@ -43,13 +44,16 @@ export function requestFacts(canonical: CanonicalRequest, model: string): Reques
  * and its result is checked: every character a byte, and the bytes valid UTF-8. Anything else (or
  * any error, which the ordinary path then reports in its own words) takes the ordinary path. What
  * the record and the reply's encoder read of the request (`RequestFacts`) is realized as text from
- * the same reading, after the request is sent.
+ * the same reading, after the request is sent. Given the request's `bytes`, an upstream that leaves
+ * serialising to the proxy (`prepareBody`) gets a body whose values shared with the request are
+ * copied from those bytes (body-splice.ts): OpenAI Chat's messages and tools, ~0.3 ms and ~200 KB of
+ * garbage a 100 KB call.
  */
 export function prepareFromBytes(
   json: unknown,
   codec: ProviderCodec,
   upstream: Upstream,
-  opts: { path: string; contextWindow: number | null; servedModel: string | null; call: CallContext },
+  opts: { path: string; contextWindow: number | null; servedModel: string | null; call: CallContext; bytes?: Buffer },
 ): { stream: boolean; upstreamReq: UpstreamRequest; facts: () => RequestFacts } | null {
   if (!upstream.passesStringsThrough) return null;
   try {
@@ -57,10 +61,17 @@ export function prepareFromBytes(
     const canonical = normalizeRequest(decoded, { contextWindow: opts.contextWindow, byteStrings: true });
     const model = opts.servedModel ?? canonical.requestedModel;
     if (!model) return null;
-    const upstreamReq = upstream.prepare(canonical, model, opts.call);
-    if (WIDE_CHAR.test(upstreamReq.text)) return null;
-    const wire = Buffer.from(upstreamReq.text, 'latin1');
-    if (!isUtf8(wire)) return null;
+    let prepared: PreparedBody;
+    let wire: Buffer | null;
+    if (upstream.prepareBody && opts.bytes) {
+      prepared = upstream.prepareBody(canonical, model, opts.call);
+      wire = spliceBody(opts.bytes, json, prepared.body);
+    } else {
+      const upstreamReq = upstream.prepare(canonical, model, opts.call);
+      prepared = upstreamReq;
+      wire = latin1Bytes(upstreamReq.text);
+    }
+    if (wire === null || !isUtf8(wire)) return null;
     // The record and the reply need only a few of the request's facts: those are realized from this
     // reading (after the send) instead of decoding the request a second time.
     const facts = () => {
@@ -69,10 +80,15 @@ export function prepareFromBytes(
     };
     // The bytes are the request from here on: the body object and its serialisation are let go so
     // an in-flight call does not hold two more copies of it while the server generates.
-    return { stream: canonical.stream, upstreamReq: { ...upstreamReq, body: {}, text: '', bytes: wire }, facts };
+    return { stream: canonical.stream, upstreamReq: { ...prepared, body: {}, text: '', bytes: wire }, facts };
   } catch {
     return null;
   }
+}
+
+/** A serialised body whose strings hold bytes, as those bytes; null when it holds a real character above U+00FF. */
+function latin1Bytes(text: string): Buffer | null {
+  return WIDE_CHAR.test(text) ? null : Buffer.from(text, 'latin1');
 }
 
 /**

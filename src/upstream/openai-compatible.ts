@@ -6,7 +6,7 @@ import { isDone, SseDataReader } from '../core/sse/data-reader.js';
 import { parseUpstreamJson } from './chat-shape.js';
 import { UpstreamHttp, type UpstreamBody, type UpstreamHttpOptions } from './http.js';
 import type { TokenDelta } from '../core/tokens.js';
-import type { ServedModel, Upstream, UpstreamChunk, UpstreamCompletion, UpstreamKind, UpstreamRequest } from './types.js';
+import type { PreparedBody, ServedModel, Upstream, UpstreamChunk, UpstreamCompletion, UpstreamKind, UpstreamRequest } from './types.js';
 
 /** What differs between servers that speak OpenAI Chat: the request flags and where token data sits. */
 export interface ChatDialect {
@@ -42,8 +42,12 @@ export class ChatCompletionsUpstream implements Upstream {
   }
 
   prepare(req: CanonicalRequest, model: string): UpstreamRequest {
-    const body = this.dialect.body(req, model);
-    return { path: CHAT_PATH, stream: req.stream, body, text: JSON.stringify(body) };
+    const prepared = this.prepareBody(req, model);
+    return { ...prepared, text: JSON.stringify(prepared.body) };
+  }
+
+  prepareBody(req: CanonicalRequest, model: string): PreparedBody {
+    return { path: CHAT_PATH, stream: req.stream, body: this.dialect.body(req, model) };
   }
 
   async complete(req: UpstreamRequest, signal: AbortSignal): Promise<UpstreamCompletion> {

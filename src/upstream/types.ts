@@ -55,6 +55,9 @@ export interface UpstreamRequest {
   headers?: Record<string, string>;
 }
 
+/** An upstream request before its body is serialised. */
+export type PreparedBody = Omit<UpstreamRequest, 'text' | 'bytes'>;
+
 export interface ServedModel {
   id: string;
   /** vLLM's `max_model_len`. */
@@ -93,6 +96,12 @@ export interface Upstream {
    */
   readonly passesStringsThrough?: boolean;
   prepare(req: CanonicalRequest, model: string, call: CallContext): UpstreamRequest;
+  /**
+   * `prepare` without serialising the body, for upstreams that pass strings through: the proxy
+   * writes the body itself, copying what it shares with the request from the request's bytes
+   * (proxy/body-splice.ts).
+   */
+  prepareBody?(req: CanonicalRequest, model: string, call: CallContext): PreparedBody;
   /**
    * Called once per prepared call when it is over: with its outcome when the reply reached the
    * harness whole, with null otherwise. Upstreams that bridge remember the call here.
