@@ -87,10 +87,9 @@ export function memberSpans(bytes: Buffer): Map<string, MemberSpan> | null {
       at = skipSpace(bytes, keyEnd);
       if (bytes[at] !== COLON) return null;
       const start = skipSpace(bytes, at + 1);
-      const member: MemberSpan = { span: [start, 0] };
-      const end = bytes[start] === OPEN_BRACKET ? arrayEnd(bytes, start, (member.items = [])) : valueEnd(bytes, start);
-      member.span = [start, end];
-      members.set(key, member);
+      const items: Span[] | undefined = bytes[start] === OPEN_BRACKET ? [] : undefined;
+      const end = items ? arrayEnd(bytes, start, items) : valueEnd(bytes, start);
+      members.set(key, { span: [start, end], items });
       at = skipSpace(bytes, end);
       if (bytes[at] === CLOSE_BRACE) return members;
       if (bytes[at] !== COMMA) return null;

@@ -69,14 +69,16 @@ describe('the upstream body built from the request bytes', () => {
       const text = JSON.stringify(body);
       const codec = CODECS[providerOf(apiPath)];
       for (const servedModel of ['Qwen/Qwen3-8B', null]) {
-        const got = prepareFromBytes(deepFreeze(parseAsBytes(Buffer.from(text, 'utf8'))), codec, upstream, { path: apiPath, contextWindow: 32_768, servedModel, call: CALL });
+        const bytes = Buffer.from(text, 'utf8');
+        const got = prepareFromBytes(deepFreeze(parseAsBytes(bytes)), codec, upstream, { path: apiPath, contextWindow: 32_768, servedModel, call: CALL, bytes });
         const canonical = normalizeRequest(codec.decodeRequest(JSON.parse(text), { path: apiPath }), { contextWindow: 32_768 });
         expect(got!.facts(), `${name} (${servedModel})`).toStrictEqual(requestFacts(canonical, servedModel ?? canonical.requestedModel));
       }
     }
     // A requested model and Responses' echoed instructions and tools hold non-ASCII text here.
     const echoed = { model: 'modèle-日本', instructions: `Sois bref${NON_ASCII}`, tools: [{ type: 'function', name: 'lire_fichier', description: `Lit un fichier${NON_ASCII}`, parameters: { type: 'object', properties: {} } }], input: 'Salut' };
-    const facts = prepareFromBytes(parseAsBytes(Buffer.from(JSON.stringify(echoed))), CODECS['openai-responses'], upstream, { path: '/v1/responses', contextWindow: null, servedModel: null, call: CALL })!.facts();
+    const echoedBytes = Buffer.from(JSON.stringify(echoed));
+    const facts = prepareFromBytes(parseAsBytes(echoedBytes), CODECS['openai-responses'], upstream, { path: '/v1/responses', contextWindow: null, servedModel: null, call: CALL, bytes: echoedBytes })!.facts();
     expect(facts.model).toBe('modèle-日本');
     expect(JSON.stringify(facts.reply)).toContain(`Lit un fichier${NON_ASCII}`);
     expect(JSON.stringify(facts.reply)).toContain(`Sois bref${NON_ASCII}`);
@@ -132,7 +134,7 @@ describe('the upstream body built from the request bytes', () => {
     expect(JSON.parse(passed)).toEqual(JSON.parse(viaText(upstream, '/v1/chat/completions', chat(escaped).toString()).toString()));
     const follow = Buffer.from(JSON.stringify({ model: 'm', previous_response_id: 'resp_1', input: 'é' }));
     expect(viaBytes(upstream, '/v1/responses', follow)).toBeNull();
-    const rendering = Object.create(upstream, { passesStringsThrough: { value: false } }) as Upstream;
+    const rendering = Object.create(upstream, { prepareBody: { value: undefined } }) as Upstream;
     expect(viaBytes(rendering, '/v1/chat/completions', chat('hi'))).toBeNull();
     // Not JSON, or no model: the text path reports it.
     expect(viaBytes(upstream, '/v1/chat/completions', Buffer.from('{"model":"m",'))).toBeNull();

@@ -2,7 +2,7 @@ import { isUtf8 } from 'node:buffer';
 import type { CanonicalRequest, ReplyRequest } from '../core/chat.js';
 import { normalizeRequest } from '../providers/normalize.js';
 import type { ProviderCodec } from '../providers/types.js';
-import type { CallContext, PreparedBody, Upstream, UpstreamRequest } from '../upstream/types.js';
+import type { CallContext, Upstream, UpstreamRequest } from '../upstream/types.js';
 import { parseJsonBody } from './body.js';
 import { spliceBody } from './body-splice.js';
 
@@ -36,7 +36,7 @@ export function requestFacts(canonical: CanonicalRequest, model: string): Reques
  * upstream exactly as the harness sent them, with no UTF-8 work at all (~0.3 ms instead of ~2.5).
  *
  * This holds only where no string is interpreted, so it is used only when:
- * - the upstream says its `prepare` only moves strings (`passesStringsThrough`);
+ * - the upstream says it only moves strings, by offering `prepareBody`;
  * - the body has no `\u` escape above U+007F (such an escape parses to a real character, which
  *   would mix with byte characters); `\u0000`–`\u007F` are ASCII in both readings;
  * - decoding needs nothing recorded earlier (a Responses `previous_response_id`: those texts are
@@ -44,33 +44,24 @@ export function requestFacts(canonical: CanonicalRequest, model: string): Reques
  * and its result is checked: every character a byte, and the bytes valid UTF-8. Anything else (or
  * any error, which the ordinary path then reports in its own words) takes the ordinary path. What
  * the record and the reply's encoder read of the request (`RequestFacts`) is realized as text from
- * the same reading, after the request is sent. Given the request's `bytes`, an upstream that leaves
- * serialising to the proxy (`prepareBody`) gets a body whose values shared with the request are
- * copied from those bytes (body-splice.ts): OpenAI Chat's messages and tools, ~0.3 ms and ~200 KB of
- * garbage a 100 KB call.
+ * the same reading, after the request is sent. The body's values shared with the request are copied
+ * from the request's `bytes` (body-splice.ts): OpenAI Chat's messages and tools, ~0.3 ms and ~200 KB
+ * of garbage a 100 KB call.
  */
 export function prepareFromBytes(
   json: unknown,
   codec: ProviderCodec,
   upstream: Upstream,
-  opts: { path: string; contextWindow: number | null; servedModel: string | null; call: CallContext; bytes?: Buffer },
+  opts: { path: string; contextWindow: number | null; servedModel: string | null; call: CallContext; bytes: Buffer },
 ): { stream: boolean; upstreamReq: UpstreamRequest; facts: () => RequestFacts } | null {
-  if (!upstream.passesStringsThrough) return null;
+  if (!upstream.prepareBody) return null;
   try {
     const decoded = codec.decodeRequest(json, { path: opts.path, lookupResponse: needsRealStrings, byteStrings: true });
     const canonical = normalizeRequest(decoded, { contextWindow: opts.contextWindow, byteStrings: true });
     const model = opts.servedModel ?? canonical.requestedModel;
     if (!model) return null;
-    let prepared: PreparedBody;
-    let wire: Buffer | null;
-    if (upstream.prepareBody && opts.bytes) {
-      prepared = upstream.prepareBody(canonical, model, opts.call);
-      wire = spliceBody(opts.bytes, json, prepared.body);
-    } else {
-      const upstreamReq = upstream.prepare(canonical, model, opts.call);
-      prepared = upstreamReq;
-      wire = latin1Bytes(upstreamReq.text);
-    }
+    const prepared = upstream.prepareBody(canonical, model, opts.call);
+    const wire = spliceBody(opts.bytes, json, prepared.body);
     if (wire === null || !isUtf8(wire)) return null;
     // The record and the reply need only a few of the request's facts: those are realized from this
     // reading (after the send) instead of decoding the request a second time.
@@ -84,11 +75,6 @@ export function prepareFromBytes(
   } catch {
     return null;
   }
-}
-
-/** A serialised body whose strings hold bytes, as those bytes; null when it holds a real character above U+00FF. */
-function latin1Bytes(text: string): Buffer | null {
-  return WIDE_CHAR.test(text) ? null : Buffer.from(text, 'latin1');
 }
 
 /**
@@ -137,7 +123,6 @@ function hasNonAsciiEscape(text: string): boolean {
 }
 
 const HIGH_BYTE = /[\x80-\xff]/;
-const WIDE_CHAR = /[^\x00-\xff]/;
 
 function needsRealStrings(): never {
   throw new Error('earlier responses are real strings: take the ordinary path');

@@ -26,8 +26,6 @@ export class ChatCompletionsUpstream implements Upstream {
   readonly kind: UpstreamKind;
   readonly capturesTokens: boolean;
   readonly baseUrl: string;
-  /** The dialects add flags and rename fields; they never read a message's text. */
-  readonly passesStringsThrough = true;
   private readonly http: UpstreamHttp;
   private noTokenizer = false;
 
@@ -46,6 +44,7 @@ export class ChatCompletionsUpstream implements Upstream {
     return { ...prepared, text: JSON.stringify(prepared.body) };
   }
 
+  /** The dialects add flags and rename fields; they never read a message's text. */
   prepareBody(req: CanonicalRequest, model: string): PreparedBody {
     return { path: CHAT_PATH, stream: req.stream, body: this.dialect.body(req, model) };
   }

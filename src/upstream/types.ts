@@ -44,7 +44,7 @@ export interface UpstreamRequest {
   /**
    * The bytes to send, when made straight from the request's bytes (proxy/wire-body.ts): then they
    * are the request, sent and stored as they are, and `body` and `text` are left empty (only
-   * upstreams with `passesStringsThrough` get such requests, and they send `bytes ?? text`).
+   * upstreams with `prepareBody` get such requests, and they send `bytes ?? text`).
    */
   bytes?: Buffer;
   /** Set by upstreams that build prompts themselves or pin them (token-in/token-out, nemo-rl). */
@@ -89,17 +89,12 @@ export interface Upstream {
    * on its sessions, so `verify-faithfulness` can decode them without being told.
    */
   readonly tokenizer?: string;
-  /**
-   * Whether `prepare` only moves the request's strings into the upstream body, never reading,
-   * measuring, cutting or rendering them; the proxy may then build the body from the request's
-   * bytes without decoding them (proxy/wire-body.ts). Token-in upstreams render text: never.
-   */
-  readonly passesStringsThrough?: boolean;
   prepare(req: CanonicalRequest, model: string, call: CallContext): UpstreamRequest;
   /**
-   * `prepare` without serialising the body, for upstreams that pass strings through: the proxy
-   * writes the body itself, copying what it shares with the request from the request's bytes
-   * (proxy/body-splice.ts).
+   * `prepare` without serialising the body, offered only by upstreams that move the request's
+   * strings into their body without reading, measuring, cutting or rendering them (token-in
+   * upstreams render text: never). The proxy then builds the body from the request's bytes without
+   * decoding them, copying what it shares with the request (proxy/wire-body.ts, body-splice.ts).
    */
   prepareBody?(req: CanonicalRequest, model: string, call: CallContext): PreparedBody;
   /**
