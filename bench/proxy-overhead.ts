@@ -39,7 +39,7 @@ const TARGET_BYTES = 98 * 1024;
 const ROUNDS = quick ? 20 : 200;
 const PER_ROUND_C1 = 1;
 const PER_ROUND_C64 = quick ? 64 : 128;
-const ROUNDS_C64 = quick ? 1 : 3;
+const ROUNDS_C64 = quick ? 1 : 12;
 const STORAGE_TURNS = quick ? 12 : 40;
 
 /** A tool output of ~2.5 KB with the non-ASCII text real listings have (names, prose, emoji). */
@@ -202,7 +202,7 @@ function pct(values: number[], p: number): number {
 interface Row {
   scenario: Scenario;
   samples: Map<string, number[]>;
-  /** At c=1, each path's call minus direct's in the same round: the median is the paired estimate. */
+  /** Each path's round minus direct's in the same round (c=1: one call; c=64: the round's median): the median is the paired estimate. */
   paired: Map<string, number[]>;
   cpuMsPerCall: Map<string, number>;
 }
@@ -221,10 +221,14 @@ async function latency(variants: Variant[], scenarios: Scenario[]): Promise<Row[
       const ticks = new Map(variants.filter((v) => v.pid).map((v) => [v.name, -cpuTicks(v.pid!)]));
       for (let r = 0; r < s.rounds; r++) {
         const round = new Map<string, number>();
-        for (const v of variants) {
+        // The paths take turns in an order that rotates each round, so none always follows the same
+        // one: a process that still works after its reply (a collection, a checkpoint) slows whichever
+        // path comes next, and a fixed order would charge that to one path every time.
+        for (const v of variants.map((_, i) => variants[(i + r) % variants.length]!)) {
           const got = (await batch(pools.get(v.name)!, v, s, s.perRound)).map((x) => (s.stream ? x.ttfbMs : x.totalMs));
           samples.get(v.name)!.push(...got);
-          if (s.perRound === 1 && got.length === 1) round.set(v.name, got[0]!);
+          // A round's figure: its one call at c=1, its median at c=64.
+          if (got.length === s.perRound) round.set(v.name, got.length === 1 ? got[0]! : pct(got, 50));
         }
         const direct = round.get('direct');
         if (direct !== undefined) for (const [name, t] of round) paired.get(name)!.push(t - direct);
@@ -387,7 +391,7 @@ function format(
   lines.push(
     `\`npm run bench\` (bench/proxy-overhead.ts${BASELINE ? `, \`--baseline\` ${path.basename(BASELINE)}` : ''}). Bodies: real harness requests grown to ~100 KB with non-ASCII tool output (${bodies
       .map((b) => `${b.provider.harness} ${(Buffer.byteLength(b.harness.text) / 1024).toFixed(0)} KB`)
-      .join(', ')}); upstream: the mock server in its own process, rendering Qwen3's template and tokenizing every prompt (${'~'}25k prompt ids returned per reply, as vLLM does); at c=64 the same server in fast mode (replies of the same size, no tokenizer work: with it, 64 queued calls of ~90 ms each move the p50 by hundreds of ms between runs). Direct and the bare relay send the exact chat body polar sends, so the upstream does the same work; the paths take turns call by call at c=1 and round by round at c=64. "added" = path − direct at the same percentile; CPU = the proxy process's user + system time over the scenario, per call. Load generator, upstream and proxies share the cores.`,
+      .join(', ')}); upstream: the mock server in its own process, rendering Qwen3's template and tokenizing every prompt (${'~'}25k prompt ids returned per reply, as vLLM does); at c=64 the same server in fast mode (replies of the same size, no tokenizer work: with it, 64 queued calls of ~90 ms each move the p50 by hundreds of ms between runs). Direct and the bare relay send the exact chat body polar sends, so the upstream does the same work; the paths take turns call by call at c=1 and round by round at c=64, in an order that rotates each round. "added" = path − direct at the same percentile; "paired Δ" = the median over rounds of the path's call minus direct's in the same round (at c=64, of the rounds' medians); CPU = the proxy process's user + system time over the scenario, per call. Load generator, upstream and proxies share the cores.`,
   );
   lines.push('');
   const paths = ['relay', ...builds];
