@@ -17,8 +17,9 @@
  * the codecs and adapters build new objects for what they change (wire-body.test.ts parses frozen).
  */
 
+import { isEscaped, isJsonSpace } from '../core/json-bytes.js';
+
 const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
 const OPEN_BRACE = 0x7b;
 const CLOSE_BRACE = 0x7d;
 const OPEN_BRACKET = 0x5b;
@@ -143,24 +144,18 @@ function stringEnd(bytes: Buffer, start: number): number {
   for (let from = start + 1; ; ) {
     const quote = bytes.indexOf(QUOTE, from);
     if (quote < 0) throw new SyntaxError('unterminated string');
-    let slashes = 0;
-    while (bytes[quote - 1 - slashes] === BACKSLASH) slashes++;
-    if (slashes % 2 === 0) return quote + 1;
+    if (!isEscaped(bytes, quote)) return quote + 1;
     from = quote + 1;
   }
 }
 
 function skipSpace(bytes: Buffer, at: number): number {
-  while (isSpace(bytes[at])) at++;
+  while (isJsonSpace(bytes[at])) at++;
   return at;
 }
 
-function isSpace(c: number | undefined): boolean {
-  return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
-}
-
 function isDelimiter(c: number): boolean {
-  return c === COMMA || c === CLOSE_BRACE || c === CLOSE_BRACKET || isSpace(c);
+  return c === COMMA || c === CLOSE_BRACE || c === CLOSE_BRACKET || isJsonSpace(c);
 }
 
 /** JSON.stringify's output, with shared values copied as bytes; text is written one byte per character. */

@@ -7,6 +7,9 @@
  * JSON.parse would give. Anything but plain non-negative integer literals (or a key that is not
  * structural) falls back to JSON.parse of the whole text, which then reports what is wrong as before.
  */
+
+import { isEscaped, isJsonSpace } from '../core/json-bytes.js';
+
 const KEY = Buffer.from('"prompt_token_ids":[');
 const FIELD = 'prompt_token_ids';
 /** Below this size the generic parser is as fast. */
@@ -30,7 +33,8 @@ function parseBytes(bytes: Buffer): unknown {
   let from = 0;
   let at = bytes.indexOf(KEY);
   while (at >= 0) {
-    if (!structural(bytes, at)) return JSON.parse(bytes.toString('utf8'));
+    // An escaped quote is inside a string, not a key.
+    if (isEscaped(bytes, at)) return JSON.parse(bytes.toString('utf8'));
     const open = at + KEY.length - 1;
     const scanned = scanIds(bytes, open + 1);
     if (!scanned) return JSON.parse(bytes.toString('utf8'));
@@ -45,13 +49,6 @@ function parseBytes(bytes: Buffer): unknown {
   const parsed = JSON.parse(Buffer.concat(parts).toString('utf8')) as unknown;
   restore(parsed, arrays);
   return parsed;
-}
-
-/** Whether the quote at `at` opens a key (not an escaped quote inside a string). */
-function structural(bytes: Buffer, at: number): boolean {
-  let backslashes = 0;
-  for (let i = at - 1; i >= 0 && bytes[i] === 0x5c; i--) backslashes++;
-  return backslashes % 2 === 0;
 }
 
 /** Integers from `start` to the closing bracket; null on anything else. `end` is past the bracket. */
@@ -88,7 +85,7 @@ function scanIds(bytes: Buffer, start: number): { ids: Uint32Array; end: number 
     } else if (c === 0x5d) {
       if (expectValue && n > 0) return null;
       return { ids: ids.slice(0, n), end: i + 1 };
-    } else if (c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09) {
+    } else if (!isJsonSpace(c)) {
       return null;
     }
   }
