@@ -16,24 +16,20 @@
  *
  *   npm run bench -- [--baseline ../polar-before] [--quick]
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import readline from 'node:readline';
 import { promisify } from 'node:util';
 import Database from 'better-sqlite3';
 import { Pool } from 'undici';
-import { Store } from '../src/store/store.js';
-import { REPLAY_PROVIDERS, type ReplayProvider } from '../test/support/replay.js';
+import { REPLAY_PROVIDERS } from '../test/support/replay.js';
+import { buildBodies, OUTPUT, post, ROOT, spawnJsonLine, startPolar, stop, writeResultsSection, type Body, type Json } from './paths.js';
 
-type Json = Record<string, any>;
 const run = promisify(execFile);
 const quick = process.argv.includes('--quick');
 const baselineArg = process.argv.indexOf('--baseline');
 const BASELINE = baselineArg > 0 ? path.resolve(process.argv[baselineArg + 1]!) : null;
-const ROOT = path.resolve(import.meta.dirname, '..');
-const TARGET_BYTES = 98 * 1024;
 // At c=1 the paths take turns call by call (200 rounds of one call each): the upstream's speed drifts
 // by several ms over seconds on a shared 2-core machine, and per-call turns give every path the same drift.
 const ROUNDS = quick ? 20 : 200;
@@ -42,22 +38,12 @@ const PER_ROUND_C64 = quick ? 64 : 128;
 const ROUNDS_C64 = quick ? 1 : 12;
 const STORAGE_TURNS = quick ? 12 : 40;
 
-/** A tool output of ~2.5 KB with the non-ASCII text real listings have (names, prose, emoji). */
-const OUTPUT = Array.from({ length: 40 }, (_, i) => `src/módulo_${i}/fichier_${i}.ts — “handler ${i}”: 返回 input × ${i}; naïve café 🚀 ok`).join('\n');
-
 interface Variant {
   name: string;
   url: string;
   /** Whether requests go in the harness's API (polar) or as the chat body polar would send (direct, relay). */
   harnessApi: boolean;
   pid?: number;
-}
-
-interface Body {
-  provider: ReplayProvider;
-  harness: { path: string; text: string; stream: { path: string; text: string } };
-  /** The chat body polar sends upstream for it, non-streaming and streaming. */
-  chat: { text: string; stream: { text: string } };
 }
 
 interface Scenario {
@@ -74,72 +60,6 @@ interface Scenario {
 interface Sample {
   ttfbMs: number;
   totalMs: number;
-}
-
-async function spawnJsonLine(args: string[], cwd = ROOT): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'], cwd });
-  const line = await new Promise<string>((resolve, reject) => {
-    readline.createInterface({ input: child.stdout! }).once('line', resolve);
-    child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited ${code}`)));
-  });
-  return { child, url: (JSON.parse(line) as { url: string }).url };
-}
-
-async function startPolar(bin: string, upstream: string, db: string): Promise<{ child: ChildProcess; url: string }> {
-  return spawnJsonLine([bin, 'proxy', '--upstream', upstream, '--model', 'Qwen/Qwen3-8B', '--port', '0', '--db', db, '--json', '--quiet']);
-}
-
-async function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null) return;
-  child.kill('SIGINT');
-  await new Promise((resolve) => child.once('exit', resolve));
-}
-
-function streamingRequest(provider: ReplayProvider, body: Json): { path: string; text: string } {
-  if (provider.path.includes(':generateContent')) return { path: `${provider.path.replace(':generateContent', ':streamGenerateContent')}?alt=sse`, text: JSON.stringify(body) };
-  return { path: provider.path, text: JSON.stringify({ ...body, stream: true }) };
-}
-
-async function post(url: string, p: string, text: string): Promise<string> {
-  const res = await fetch(`${url}${p}`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': 'bench', authorization: 'Bearer bench' }, body: text });
-  const out = await res.text();
-  if (res.status !== 200) throw new Error(`HTTP ${res.status} from ${p}: ${out.slice(0, 300)}`);
-  return out;
-}
-
-/**
- * Grows each harness's real first request through polar until it is ~100 KB, then sends it once
- * more non-streaming and streaming; what polar recorded as sent upstream is the direct body.
- */
-async function buildBodies(upstream: string, dir: string): Promise<Body[]> {
-  const db = path.join(dir, 'bodies.db');
-  const polar = await startPolar(path.join(ROOT, 'bin/polar.js'), upstream, db);
-  const bodies: Body[] = [];
-  try {
-    for (const provider of REPLAY_PROVIDERS) {
-      const session = `body-${provider.harness}`;
-      let body = provider.first();
-      let reply: Json | null = null;
-      for (let turn = 0; turn < 200; turn++) {
-        if (reply) body = provider.next(body, reply, 'Go on.', OUTPUT);
-        if (Buffer.byteLength(JSON.stringify(body)) >= TARGET_BYTES) break;
-        reply = JSON.parse(await post(polar.url, `/s/${session}${provider.path}`, JSON.stringify(body))) as Json;
-      }
-      const text = JSON.stringify(body);
-      const stream = streamingRequest(provider, body);
-      await post(polar.url, `/s/${session}-final${provider.path}`, text);
-      await post(polar.url, `/s/${session}-final${stream.path}`, stream.text);
-      const store = Store.open(db, { readonly: true });
-      const rows = store.requests.list(`${session}-final`).map((c) => store.requests.get(c.id)!);
-      store.close();
-      const chat = rows.find((r) => !r.streamed)!.upstreamRequest!;
-      const chatStream = rows.find((r) => r.streamed)!.upstreamRequest!;
-      bodies.push({ provider, harness: { path: provider.path, text, stream }, chat: { text: chat, stream: { text: chatStream } } });
-    }
-  } finally {
-    await stop(polar.child);
-  }
-  return bodies;
 }
 
 async function once(pool: Pool, p: string, body: string): Promise<Sample> {
@@ -360,15 +280,7 @@ async function main(): Promise<void> {
 
     const report = format(bodies, rows, builds.map((b) => b.name), mem, store, speed);
     process.stdout.write(`${report}\n`);
-    if (!quick) {
-      const file = path.join(ROOT, 'bench/RESULTS.md');
-      const old = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '# Benchmark results\n';
-      const start = old.indexOf('## Proxy overhead');
-      const next = start >= 0 ? old.indexOf('\n## ', start + 1) : -1;
-      const head = start >= 0 ? old.slice(0, start) : `${old.trimEnd()}\n\n`;
-      const tail = next >= 0 ? old.slice(next + 1) : '';
-      fs.writeFileSync(file, `${head}${report}\n${tail ? `\n${tail}` : ''}`);
-    }
+    if (!quick) writeResultsSection('Proxy overhead', report);
   } finally {
     for (const c of children) await stop(c).catch(() => undefined);
     fs.rmSync(dir, { recursive: true, force: true });
