@@ -1,7 +1,7 @@
 /**
  * Where a c=1 call's time goes, between processes and inside each: the benchmark's four ~100 KB
  * harness bodies (non-streaming) sent direct, through the bare relay and through polar, taking turns
- * in a rotating order, against the tokenizing upstream. Every process on the path (upstream, relay,
+ * in a different order each round (bench/paths.ts turnOrder), against the tokenizing upstream. Every process on the path (upstream, relay,
  * polar) is started with bench/socket-times.mjs, which records when each socket read and write and
  * each request's arrival and body end happened; this process records when it sent and when the last
  * byte came back. Lined up call by call, the call splits into segments that tile it:
@@ -20,7 +20,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Pool } from 'undici';
-import { buildBodies, ROOT, spawnJsonLine, startPolar, stop, writeResultsSection, type Body } from './paths.js';
+import { buildBodies, ROOT, spawnJsonLine, startPolar, stop, turnOrder, writeResultsSection, type Body } from './paths.js';
 
 const callsAt = process.argv.indexOf('--calls');
 const CALLS = callsAt > 0 ? Number(process.argv[callsAt + 1]) : 100;
@@ -45,9 +45,12 @@ const epoch = () => performance.timeOrigin + performance.now();
 async function send(pool: Pool, p: string, body: string): Promise<{ sent: number; done: number }> {
   const sent = epoch();
   const res = await pool.request({ method: 'POST', path: p, body, headers: { 'content-type': 'application/json', 'x-api-key': 'bench' } });
-  const text = await res.body.text();
+  // Read as npm run bench reads it: chunks, not decoded (direct's and the relay's replies carry
+  // ~25k prompt ids that polar's does not, and decoding them would be charged to those paths).
+  const chunks: Buffer[] = [];
+  for await (const chunk of res.body) if (res.statusCode !== 200) chunks.push(chunk as Buffer);
   const done = epoch();
-  if (res.statusCode !== 200) throw new Error(`HTTP ${res.statusCode} from ${p}: ${text.slice(0, 300)}`);
+  if (res.statusCode !== 200) throw new Error(`HTTP ${res.statusCode} from ${p}: ${Buffer.concat(chunks).toString('utf8').slice(0, 300)}`);
   return { sent, done };
 }
 
@@ -151,7 +154,7 @@ async function main(): Promise<void> {
     for (const body of bodies) {
       const api = apiName(body);
       for (let round = -WARMUP; round < CALLS; round++) {
-        for (const name of PATHS.map((_, i) => PATHS[(i + round + WARMUP) % PATHS.length]!)) {
+        for (const name of turnOrder(PATHS, round + WARMUP)) {
           const [p, text] = name === 'polar' ? [`/s/hops${body.harness.path}`, body.harness.text] : ['/v1/chat/completions', body.chat.text];
           const t = await send(pools[name], p, text);
           if (round >= 0) calls.push({ api, path: name, round, ...t });
@@ -180,7 +183,7 @@ function format(apis: string[], calls: (Call & { segments: Segments })[]): strin
   const lines = [
     `## Proxy hops (${new Date().toISOString().slice(0, 10)}, ${os.cpus()[0]?.model ?? 'unknown CPU'}, ${os.cpus().length} cores, Node ${process.version})`,
     '',
-    `\`npx tsx bench/hop-timeline.ts --write\`: where a c=1 call's time goes. Each API's ~100 KB body, non-streaming, ${CALLS} rounds of direct, bare relay and polar taking turns in a rotating order, against the tokenizing upstream; every process on the path timestamps its socket reads and writes (bench/socket-times.mjs). Segments are medians in ms; "→" segments are delivery from one process's write to the next one's read (kernel copy and waking a process that was idle); the upstream's own work is left out of "path time"; "paired Δ" is the median over rounds of the path's time minus direct's in the same round; "upstream's work Δ" the same for the upstream's work (the path's effect on the server, e.g. by competing for the cores), and "whole call Δ" for the call as the caller timed it (what \`npm run bench\` calls paired Δ).`,
+    `\`npx tsx bench/hop-timeline.ts --write\`: where a c=1 call's time goes. Each API's ~100 KB body, non-streaming, ${CALLS} rounds of direct, bare relay and polar taking turns in a different order each round (every permutation in turn), against the tokenizing upstream; every process on the path timestamps its socket reads and writes (bench/socket-times.mjs). Segments are medians in ms; "→" segments are delivery from one process's write to the next one's read (kernel copy and waking a process that was idle); the upstream's own work is left out of "path time"; "paired Δ" is the median over rounds of the path's time minus direct's in the same round; "upstream's work Δ" the same for the upstream's work (the path's effect on the server, e.g. by competing for the cores), and "whole call Δ" for the call as the caller timed it (what \`npm run bench\` calls paired Δ).`,
     '',
     `| API | path | ${SEGMENTS.map(([, label]) => label).join(' | ')} | path time | paired Δ | upstream's work Δ | whole call Δ |`,
     `|---|---|${SEGMENTS.map(() => '---:').join('|')}|---:|---:|---:|---:|`,

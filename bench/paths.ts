@@ -100,3 +100,20 @@ export function writeResultsSection(heading: string, text: string): void {
   const tail = next >= 0 ? old.slice(next + 1) : '';
   fs.writeFileSync(file, `${head}${text}\n${tail ? `\n${tail}` : ''}`);
 }
+
+/**
+ * The order the paths take their turns in round `round`: every permutation of them, one a round, in
+ * turn. A process that still works after its reply (a collection, a checkpoint) slows whichever path
+ * comes next; over the permutations each path follows each other path equally often. (Rotating one
+ * order does not do that: it keeps the neighbours, so the path after a slow one is nearly always the
+ * same.)
+ */
+export function turnOrder<T>(paths: readonly T[], round: number): T[] {
+  const all = permutations(paths);
+  return all[round % all.length]!;
+}
+
+function permutations<T>(items: readonly T[]): T[][] {
+  if (items.length <= 1) return [[...items]];
+  return items.flatMap((item, i) => permutations([...items.slice(0, i), ...items.slice(i + 1)]).map((rest) => [item, ...rest]));
+}

@@ -24,7 +24,7 @@ import { promisify } from 'node:util';
 import Database from 'better-sqlite3';
 import { Pool } from 'undici';
 import { REPLAY_PROVIDERS } from '../test/support/replay.js';
-import { buildBodies, OUTPUT, post, ROOT, spawnJsonLine, startPolar, stop, writeResultsSection, type Body, type Json } from './paths.js';
+import { buildBodies, OUTPUT, post, ROOT, spawnJsonLine, startPolar, stop, turnOrder, writeResultsSection, type Body, type Json } from './paths.js';
 
 const run = promisify(execFile);
 const quick = process.argv.includes('--quick');
@@ -141,10 +141,8 @@ async function latency(variants: Variant[], scenarios: Scenario[]): Promise<Row[
       const ticks = new Map(variants.filter((v) => v.pid).map((v) => [v.name, -cpuTicks(v.pid!)]));
       for (let r = 0; r < s.rounds; r++) {
         const round = new Map<string, number>();
-        // The paths take turns in an order that rotates each round, so none always follows the same
-        // one: a process that still works after its reply (a collection, a checkpoint) slows whichever
-        // path comes next, and a fixed order would charge that to one path every time.
-        for (const v of variants.map((_, i) => variants[(i + r) % variants.length]!)) {
+        // Each round in another order (turnOrder: over the rounds each path follows each other equally often).
+        for (const v of turnOrder(variants, r)) {
           const got = (await batch(pools.get(v.name)!, v, s, s.perRound)).map((x) => (s.stream ? x.ttfbMs : x.totalMs));
           samples.get(v.name)!.push(...got);
           // A round's figure: its one call at c=1, its median at c=64.
@@ -303,7 +301,7 @@ function format(
   lines.push(
     `\`npm run bench\` (bench/proxy-overhead.ts${BASELINE ? `, \`--baseline\` ${path.basename(BASELINE)}` : ''}). Bodies: real harness requests grown to ~100 KB with non-ASCII tool output (${bodies
       .map((b) => `${b.provider.harness} ${(Buffer.byteLength(b.harness.text) / 1024).toFixed(0)} KB`)
-      .join(', ')}); upstream: the mock server in its own process, rendering Qwen3's template and tokenizing every prompt (${'~'}25k prompt ids returned per reply, as vLLM does); at c=64 the same server in fast mode (replies of the same size, no tokenizer work: with it, 64 queued calls of ~90 ms each move the p50 by hundreds of ms between runs). Direct and the bare relay send the exact chat body polar sends, so the upstream does the same work; the paths take turns call by call at c=1 and round by round at c=64, in an order that rotates each round. "added" = path − direct at the same percentile; "paired Δ" = the median over rounds of the path's call minus direct's in the same round (at c=64, of the rounds' medians); CPU = the proxy process's user + system time over the scenario, per call. Load generator, upstream and proxies share the cores.`,
+      .join(', ')}); upstream: the mock server in its own process, rendering Qwen3's template and tokenizing every prompt (${'~'}25k prompt ids returned per reply, as vLLM does); at c=64 the same server in fast mode (replies of the same size, no tokenizer work: with it, 64 queued calls of ~90 ms each move the p50 by hundreds of ms between runs). Direct and the bare relay send the exact chat body polar sends, so the upstream does the same work; the paths take turns call by call at c=1 and round by round at c=64, in a different order each round (every permutation of the paths in turn, so each follows each other equally often). "added" = path − direct at the same percentile; "paired Δ" = the median over rounds of the path's call minus direct's in the same round (at c=64, of the rounds' medians); CPU = the proxy process's user + system time over the scenario, per call. Load generator, upstream and proxies share the cores.`,
   );
   lines.push('');
   const paths = ['relay', ...builds];
