@@ -66,6 +66,17 @@ describe('the Chat body written with the request’s own bytes', () => {
     expect(sent.equals(Buffer.from(JSON.stringify(viaText(compact)), 'utf8'))).toBe(true);
   });
 
+  it('serialises what shares nothing as JSON.stringify does, and still copies a shared value however deep the body holds it', () => {
+    const bytes = Buffer.from('{ "a" : [ 1 , { "b" : "é" } ] , "t" : { "x" : 1 } }', 'utf8');
+    const parsed = parseAsBytes(bytes) as { a: unknown[]; t: object };
+    // A translated body: new objects all through, nothing of the request's.
+    const fresh = { model: 'm', messages: [{ role: 'user', content: (parsed.a[1] as { b: string }).b }], n: [1, null, { y: [true] }] };
+    expect(spliceBody(bytes, parsed, fresh)!.equals(Buffer.from(JSON.stringify(fresh), 'latin1'))).toBe(true);
+    // The request's own objects, two and three levels down in new ones: copied with their spacing.
+    const mixed = { outer: [{ inner: parsed.t }, 2], deep: { deeper: { a: parsed.a } } };
+    expect(spliceBody(bytes, parsed, mixed)!.toString('utf8')).toBe('{"outer":[{"inner":{ "x" : 1 }},2],"deep":{"deeper":{"a":[ 1 , { "b" : "é" } ]}}}');
+  });
+
   it('leaves a body with a character that is not a byte to the text path', () => {
     expect(viaBytes(Buffer.from(harnessText(), 'utf8'), 'модель')).toBeNull();
     expect(spliceBody(Buffer.from('{"a":[{"b":1}]}'), { a: [{ b: 1 }] }, { model: 'модель' })).toBeNull();
