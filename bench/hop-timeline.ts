@@ -20,7 +20,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Pool } from 'undici';
-import { buildBodies, ROOT, spawnJsonLine, startPolar, stop, turnOrder, writeResultsSection, type Body } from './paths.js';
+import { apiName, buildBodies, ROOT, spawnJsonLine, startPolar, stop, turnOrder, writeResultsSection } from './paths.js';
 
 const callsAt = process.argv.indexOf('--calls');
 const CALLS = callsAt > 0 ? Number(process.argv[callsAt + 1]) : 100;
@@ -128,10 +128,6 @@ function pathTime(s: Segments): number {
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.floor(sorted.length / 2)]!;
-}
-
-function apiName(b: Body): string {
-  return ({ 'claude-code': 'Anthropic Messages', codex: 'OpenAI Responses', 'gemini-cli': 'Google generateContent', pi: 'OpenAI Chat (pass-through)' } as Record<string, string>)[b.provider.harness] ?? b.provider.harness;
 }
 
 async function main(): Promise<void> {

@@ -23,6 +23,11 @@ export interface Body {
   chat: { text: string; stream: { text: string } };
 }
 
+/** The API a body's harness speaks, as the results tables name it. */
+export function apiName(b: Body): string {
+  return ({ 'claude-code': 'Anthropic Messages', codex: 'OpenAI Responses', 'gemini-cli': 'Google generateContent', pi: 'OpenAI Chat (pass-through)' } as Record<string, string>)[b.provider.harness] ?? b.provider.harness;
+}
+
 /** A node process that prints its URL as one JSON line; `env` adds to this process's environment. */
 export async function spawnJsonLine(args: string[], env: Record<string, string> = {}): Promise<{ child: ChildProcess; url: string }> {
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'], cwd: ROOT, env: { ...process.env, ...env } });

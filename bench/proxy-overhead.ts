@@ -24,7 +24,7 @@ import { promisify } from 'node:util';
 import Database from 'better-sqlite3';
 import { Pool } from 'undici';
 import { REPLAY_PROVIDERS } from '../test/support/replay.js';
-import { buildBodies, OUTPUT, post, ROOT, spawnJsonLine, startPolar, stop, turnOrder, writeResultsSection, type Body, type Json } from './paths.js';
+import { apiName, buildBodies, OUTPUT, post, ROOT, spawnJsonLine, startPolar, stop, turnOrder, writeResultsSection, type Body, type Json } from './paths.js';
 
 const run = promisify(execFile);
 const quick = process.argv.includes('--quick');
@@ -251,7 +251,6 @@ async function main(): Promise<void> {
       children.push(...procs);
       return { variants, procs };
     };
-    const apiName = (b: Body) => ({ 'claude-code': 'Anthropic Messages', codex: 'OpenAI Responses', 'gemini-cli': 'Google generateContent', pi: 'OpenAI Chat (pass-through)' })[b.provider.harness] ?? b.provider.harness;
     const chat = bodies.find((b) => b.provider.harness === 'pi')!;
     const anthropic = bodies.find((b) => b.provider.harness === 'claude-code')!;
     const single: Scenario[] = [chat, anthropic, ...bodies.filter((b) => b !== chat && b !== anthropic)].flatMap((body) =>
