@@ -1,5 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import v8 from 'node:v8';
+import vm from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import type { ProviderName } from '../core/chat.js';
 import { CODECS } from '../providers/codecs.js';
@@ -153,6 +155,46 @@ function deepFreeze<T>(value: T): T {
 function parseUtf8Json(bytes: Buffer): unknown {
   const json = parseAsBytes(bytes);
   return json === undefined ? null : realize(json);
+}
+
+describe('what an in-flight call keeps of its request', () => {
+  it('is none of the parsed conversation: the facts are read out before the send, so it can be collected while the server generates', async () => {
+    // `gc` on demand in this process only; a test of retention needs a real collection.
+    v8.setFlagsFromString('--expose-gc');
+    const gc = vm.runInNewContext('gc') as () => void;
+    const upstream = createVllmUpstream({ baseUrl: 'http://127.0.0.1:1/v1' });
+    for (const { name, apiPath, body } of bodies().filter((b) => b.name.endsWith('non-ASCII'))) {
+      const bytes = Buffer.from(JSON.stringify(body));
+      const { facts, parsed } = prepareAndForget(upstream, apiPath, bytes);
+      // A WeakRef keeps its target alive until the job that made it ends.
+      await new Promise((resolve) => setImmediate(resolve));
+      gc();
+      expect(parsed.filter((ref) => ref.deref() !== undefined).length, name).toBe(0);
+      // …and the facts are still there, whole.
+      const canonical = normalizeRequest(CODECS[providerOf(apiPath)].decodeRequest(JSON.parse(bytes.toString('utf8')), { path: apiPath }), { contextWindow: 32_768 });
+      expect(facts(), name).toEqual(requestFacts(canonical, 'Qwen/Qwen3-8B'));
+    }
+  });
+});
+
+/**
+ * The byte path's facts for `bytes`, and weak references to every object and array of the parsed
+ * conversation (made in a frame of its own, so nothing here holds them). The conversation is nearly
+ * all of a request; the rest may be kept on purpose until the reply is encoded (a Responses reply
+ * echoes the request's tools).
+ */
+function prepareAndForget(upstream: Upstream, apiPath: string, bytes: Buffer): { facts: () => unknown; parsed: WeakRef<object>[] } {
+  const json = parseAsBytes(bytes) as object;
+  const got = prepareFromBytes(json, CODECS[providerOf(apiPath)], upstream, { path: apiPath, contextWindow: 32_768, servedModel: 'Qwen/Qwen3-8B', call: CALL, bytes });
+  if (!got) throw new Error(`${apiPath}: the byte path was not taken`);
+  const parsed: WeakRef<object>[] = [];
+  const walk = (value: unknown): void => {
+    if (value === null || typeof value !== 'object') return;
+    parsed.push(new WeakRef(value));
+    for (const v of Object.values(value)) walk(v);
+  };
+  for (const key of ['messages', 'input', 'contents', 'system', 'systemInstruction']) walk((json as Record<string, unknown>)[key]);
+  return { facts: got.facts, parsed };
 }
 
 describe('parseAsBytes, then realize', () => {

@@ -65,10 +65,8 @@ export function prepareFromBytes(
     if (wire === null || !isUtf8(wire)) return null;
     // The record and the reply need only a few of the request's facts: those are realized from this
     // reading (after the send) instead of decoding the request a second time.
-    const facts = () => {
-      const read = requestFacts(canonical, model);
-      return { ...read, reply: realize(read.reply) as ReplyRequest, model: opts.servedModel ?? (realize(model) as string) };
-    };
+    const read = requestFacts(canonical, model);
+    const facts = () => ({ ...read, reply: realize(read.reply) as ReplyRequest, model: opts.servedModel ?? (realize(model) as string) });
     // The bytes are the request from here on: the body object and its serialisation are let go so
     // an in-flight call does not hold two more copies of it while the server generates.
     return { stream: canonical.stream, upstreamReq: { ...prepared, body: {}, text: '', bytes: wire }, facts };
