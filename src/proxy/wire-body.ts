@@ -63,8 +63,9 @@ export function prepareFromBytes(
     const prepared = upstream.prepareBody(canonical, model, opts.call);
     const wire = spliceBody(opts.bytes, json, prepared.body);
     if (wire === null || !isUtf8(wire)) return null;
-    // The record and the reply need only a few of the request's facts: those are realized from this
-    // reading (after the send) instead of decoding the request a second time.
+    // The record and the reply need only a few of the request's facts: read out now, so the decoded
+    // request is not held while the server generates, and realized as text from this reading (after
+    // the send) instead of decoding the request a second time.
     const read = requestFacts(canonical, model);
     const facts = () => ({ ...read, reply: realize(read.reply) as ReplyRequest, model: opts.servedModel ?? (realize(model) as string) });
     // The bytes are the request from here on: the body object and its serialisation are let go so
