@@ -3,7 +3,7 @@ import path from 'node:path';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import { describe, expect, it } from 'vitest';
-import type { ProviderName } from '../core/chat.js';
+import type { CanonicalRequest, ProviderName } from '../core/chat.js';
 import { CODECS } from '../providers/codecs.js';
 import { normalizeRequest } from '../providers/normalize.js';
 import { encodeReasoning } from '../providers/openai-responses/reasoning-content.js';
@@ -46,10 +46,14 @@ function spice(value: unknown): unknown {
   return value;
 }
 
+/** The request as the text path understands it: the decoded text, decoded and normalized. */
+function canonicalViaText(apiPath: string, text: string): CanonicalRequest {
+  return normalizeRequest(CODECS[providerOf(apiPath)].decodeRequest(JSON.parse(text), { path: apiPath }), { contextWindow: 32_768 });
+}
+
 /** The upstream body the text path builds: decoded text, decoded request, prepared, encoded. */
 function viaText(upstream: Upstream, apiPath: string, text: string): Buffer {
-  const codec = CODECS[providerOf(apiPath)];
-  const canonical = normalizeRequest(codec.decodeRequest(JSON.parse(text), { path: apiPath }), { contextWindow: 32_768 });
+  const canonical = canonicalViaText(apiPath, text);
   return Buffer.from(upstream.prepare(canonical, 'Qwen/Qwen3-8B', CALL).text, 'utf8');
 }
 
@@ -73,7 +77,7 @@ describe('the upstream body built from the request bytes', () => {
       for (const servedModel of ['Qwen/Qwen3-8B', null]) {
         const bytes = Buffer.from(text, 'utf8');
         const got = prepareFromBytes(deepFreeze(parseAsBytes(bytes)), codec, upstream, { path: apiPath, contextWindow: 32_768, servedModel, call: CALL, bytes });
-        const canonical = normalizeRequest(codec.decodeRequest(JSON.parse(text), { path: apiPath }), { contextWindow: 32_768 });
+        const canonical = canonicalViaText(apiPath, text);
         expect(got!.facts(), `${name} (${servedModel})`).toStrictEqual(requestFacts(canonical, servedModel ?? canonical.requestedModel));
       }
     }
@@ -171,7 +175,7 @@ describe('what an in-flight call keeps of its request', () => {
       gc();
       expect(parsed.filter((ref) => ref.deref() !== undefined).length, name).toBe(0);
       // …and the facts are still there, whole.
-      const canonical = normalizeRequest(CODECS[providerOf(apiPath)].decodeRequest(JSON.parse(bytes.toString('utf8')), { path: apiPath }), { contextWindow: 32_768 });
+      const canonical = canonicalViaText(apiPath, bytes.toString('utf8'));
       expect(facts(), name).toEqual(requestFacts(canonical, 'Qwen/Qwen3-8B'));
     }
   });
