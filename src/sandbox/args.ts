@@ -1,0 +1,66 @@
+import path from 'node:path';
+import type { HostView } from './view.js';
+import type { NetworkMode } from './types.js';
+
+/** Where the capture proxy's Unix socket appears inside a `proxy-only` sandbox. */
+export const PROXY_SOCKET_INSIDE = '/run/polar/proxy.sock';
+
+/** One sandboxed command's own paths and network; the host view is shared. */
+export interface SandboxSpec {
+  /** The working directory: writable, at its own absolute path. */
+  cwd: string;
+  /** Other writable paths (the session's private home among them). */
+  writable: readonly string[];
+  /** Paths mounted read-only (an evaluator's private files, `--sandbox-ro`). */
+  readOnly: readonly string[];
+  /** Host folders that become the sandbox's /tmp and /var/tmp. */
+  tmp: string;
+  varTmp: string;
+  network: NetworkMode;
+  /** With `proxy-only`: the proxy's Unix socket on the host. */
+  proxySocket?: string;
+  /** A new terminal session (headless runs): off for an interactive run, whose job control needs the terminal. */
+  newSession: boolean;
+  uid: number;
+  gid: number;
+}
+
+/**
+ * bubblewrap's arguments, up to and including `--`. bwrap starts from an empty tmpfs root, so every
+ * path the command sees is listed here: a read-only root could not take the mount points
+ * (bwrap cannot create them on it). Mounts go parent first, so a writable workspace under a
+ * read-only folder or under the private /tmp lands on top. Pure: tests check it without bwrap.
+ */
+export function bwrapArgs(view: HostView, spec: SandboxSpec): string[] {
+  const args = [
+    // Its own user namespace with every capability dropped: as root without it, the command could
+    // mknod a disk and mount it, or signal anything on the host.
+    '--unshare-user', '--uid', String(spec.uid), '--gid', String(spec.gid), '--cap-drop', 'ALL',
+    '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try',
+    ...(spec.network === 'host' ? [] : ['--unshare-net']),
+    '--hostname', 'polar-sandbox',
+    '--die-with-parent',
+    ...(spec.newSession ? ['--new-session'] : []),
+  ];
+  for (const [target, link] of view.symlinks) args.push('--symlink', target, link);
+  const mounts: { at: string; args: string[] }[] = [];
+  for (const d of view.dirs) mounts.push({ at: d, args: ['--ro-bind', d, d] });
+  for (const f of view.etc) mounts.push({ at: f, args: ['--ro-bind', f, f] });
+  for (const p of spec.readOnly) mounts.push({ at: path.resolve(p), args: ['--ro-bind', path.resolve(p), path.resolve(p)] });
+  mounts.push({ at: '/tmp', args: ['--bind', spec.tmp, '/tmp'] }, { at: '/var/tmp', args: ['--bind', spec.varTmp, '/var/tmp'] });
+  for (const p of [...new Set([spec.cwd, ...spec.writable].map((w) => path.resolve(w)))]) mounts.push({ at: p, args: ['--bind', p, p] });
+  for (const f of view.masked) mounts.push({ at: f, args: ['--ro-bind', '/dev/null', f] });
+  if (spec.network === 'proxy-only') {
+    if (!spec.proxySocket) throw new Error('a proxy-only sandbox needs the proxy socket');
+    mounts.push({ at: PROXY_SOCKET_INSIDE, args: ['--ro-bind', spec.proxySocket, PROXY_SOCKET_INSIDE] });
+  }
+  // Stable: equal depths keep their order (masks after the folders they sit in).
+  mounts.sort((a, b) => depth(a.at) - depth(b.at));
+  for (const m of mounts) args.push(...m.args);
+  args.push('--proc', '/proc', '--dev', '/dev', '--chdir', path.resolve(spec.cwd), '--');
+  return args;
+}
+
+function depth(p: string): number {
+  return p.split('/').filter(Boolean).length;
+}

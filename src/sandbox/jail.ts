@@ -1,0 +1,145 @@
+import fs from 'node:fs';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import type { HarnessCommand } from '../harness/types.js';
+import { bwrapArgs, PROXY_SOCKET_INSIDE } from './args.js';
+import { bridged } from './bridge.js';
+import { cgroupSupport, createGroup, enterScript, rlimitReason, formatBytes, type SampleGroup } from './limits.js';
+import type { NetworkMode, SandboxSettings } from './types.js';
+import { hostView } from './view.js';
+
+/** One sandboxed command's paths and network (the rest comes from the process's settings). */
+export interface JailSpec {
+  /** The working directory, writable at its own path. */
+  cwd: string;
+  writable?: readonly string[];
+  readOnly?: readonly string[];
+  /** The command's home (writable); a private one is made when absent. */
+  home?: string;
+  network: NetworkMode;
+  /** With `proxy-only`: the capture proxy's TCP port (the bridge listens on it inside) and Unix socket. */
+  proxy?: { port: number; socket: string };
+  /** The terminal is handed through (`polar run` without --prompt). */
+  interactive?: boolean;
+}
+
+/**
+ * One command's sandbox, for as long as the command runs: its private /tmp and home, its cgroup
+ * (entered before bwrap starts, so nothing it forks escapes the count), a watcher that ends the
+ * command the moment a cap is hit, and the cleanup that ends whatever it left behind.
+ */
+export interface Jail {
+  /** The command's home inside (and outside: paths are the same); null with `--sandbox none`. */
+  readonly home: string | null;
+  /** The command as it must be spawned (the same with `--sandbox none`). */
+  wrap(cmd: HarnessCommand): HarnessCommand;
+  /**
+   * After the command ended: the cap it hit ("process limit 1024 reached", …) or null. Everything
+   * it started is killed and its group and private folders removed.
+   */
+  close(exit?: { exitCode: number | null; signal: string | null }): Promise<string | null>;
+}
+
+const WATCH_MS = 200;
+
+export async function openJail(settings: SandboxSettings, spec: JailSpec): Promise<Jail> {
+  if (settings.kind === 'none') {
+    return { home: spec.home ?? null, wrap: (cmd) => cmd, close: async () => null };
+  }
+  const started = Date.now();
+  const own = await mkdtemp(path.join(os.tmpdir(), 'polar-sbx-'));
+  const tmp = path.join(own, 'tmp');
+  const varTmp = path.join(own, 'var-tmp');
+  const home = spec.home ?? path.join(own, 'home');
+  await Promise.all([tmp, varTmp, home, spec.cwd, ...(spec.writable ?? [])].map((d) => mkdir(d, { recursive: true, mode: 0o700 })));
+  const limits = settings.limits;
+  let group: SampleGroup | null = null;
+  try {
+    group = createGroup(limits);
+  } catch (err) {
+    await rm(own, { recursive: true, force: true });
+    throw err;
+  }
+  let reason: string | null = null;
+  const watcher = group
+    ? setInterval(() => {
+        const hit = group!.hit();
+        if (hit && reason === null) {
+          reason = hit;
+          group!.killAll();
+        }
+      }, WATCH_MS)
+    : undefined;
+  watcher?.unref();
+  const network = spec.network;
+  if (network === 'proxy-only' && !spec.proxy) throw new Error('a proxy-only sandbox needs the proxy port and socket');
+  const args = bwrapArgs(hostView(), {
+    cwd: spec.cwd,
+    writable: [home, ...(spec.writable ?? [])],
+    readOnly: [...settings.extraReadOnly, ...(spec.readOnly ?? [])],
+    tmp,
+    varTmp,
+    network,
+    ...(spec.proxy ? { proxySocket: spec.proxy.socket } : {}),
+    // An interactive run stays in the terminal's session: a new session has no controlling
+    // terminal, so the harness would lose job control (Ctrl-Z, its own Ctrl-C handling).
+    newSession: spec.interactive !== true,
+    uid: process.getuid?.() ?? 0,
+    gid: process.getgid?.() ?? 0,
+  });
+  const cpuCounted = group !== null && cgroupSupport()?.parents.cpu !== undefined;
+  const script = enterScript(group?.procsFiles ?? [], limits, !cpuCounted);
+  let closed = false;
+  return {
+    home,
+    wrap(cmd) {
+      const inner = network === 'proxy-only' ? bridged(process.execPath, spec.proxy!.port, PROXY_SOCKET_INSIDE, spec.interactive === true, cmd.file, cmd.args) : [cmd.file, ...cmd.args];
+      return { file: '/bin/sh', args: ['-c', script, 'sh', settings.bwrap, ...args, ...inner], env: { ...cmd.env, HOME: home, TMPDIR: '/tmp' } };
+    },
+    async close(exit) {
+      if (closed) return reason;
+      closed = true;
+      if (watcher) clearInterval(watcher);
+      reason ??= group?.hit() ?? (exit ? rlimitReason(exit.exitCode, exit.signal, limits) : null);
+      reason ??= bigFile([spec.cwd, home, tmp, varTmp], limits.maxFileSizeBytes, started);
+      await group?.remove();
+      await rm(own, { recursive: true, force: true }).catch(() => undefined);
+      return reason;
+    },
+  };
+}
+
+/**
+ * A file the command grew to the file-size cap: RLIMIT_FSIZE kills the writer (a tool the harness
+ * ran, say) and leaves the file at exactly the cap, and the harness itself may go on, so its exit
+ * says nothing. Bounded walk; symlinks are not followed.
+ */
+function bigFile(roots: string[], cap: number, since: number): string | null {
+  if (cap <= 0) return null;
+  let budget = 200_000;
+  const stack = [...roots];
+  while (stack.length > 0 && budget > 0) {
+    const dir = stack.pop()!;
+    let entries: fs.Dirent[];
+    try {
+      entries = fs.readdirSync(dir, { withFileTypes: true });
+    } catch {
+      continue;
+    }
+    for (const e of entries) {
+      if (--budget <= 0) break;
+      const p = path.join(dir, e.name);
+      if (e.isDirectory()) stack.push(p);
+      else if (e.isFile()) {
+        try {
+          const st = fs.statSync(p);
+          if (st.size >= cap && st.mtimeMs >= since - 1000) return `file size limit ${formatBytes(cap)} exceeded (${p})`;
+        } catch {
+          // removed meanwhile
+        }
+      }
+    }
+  }
+  return null;
+}

@@ -1,0 +1,14 @@
+import { cgroupSupport, formatBytes } from './limits.js';
+import type { SandboxSettings } from './types.js';
+
+/** What a user must know about the sandbox before a run starts (the CLI prints these once). */
+export function sandboxNotices(settings: SandboxSettings): string[] {
+  if (settings.kind === 'none') return ['sandbox none: the harness and task commands run with your own access to this machine (its files, its network, your home); use --sandbox bwrap to isolate them'];
+  const lines: string[] = [];
+  if (settings.network === 'host') lines.push("network host: sandboxed commands share this machine's network (every loopback port, the internet), not only the capture proxy");
+  const { maxProcs, maxMemoryBytes } = settings.limits;
+  if ((maxProcs > 0 || maxMemoryBytes > 0) && cgroupSupport() === null) {
+    lines.push(`no cgroup can be made here: the process cap (${maxProcs}) and memory cap (${formatBytes(maxMemoryBytes)}) are not enforced (rlimits cannot cap them for root); file size and CPU time caps still apply`);
+  }
+  return lines;
+}

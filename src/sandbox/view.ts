@@ -1,0 +1,134 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/**
+ * The host's part of a sandbox's file system, the same for every command of a process: read once
+ * and cached (a rollout starts many sandboxes; none of them should pay for these lookups again).
+ * Everything is mounted read-only at its own path.
+ */
+export interface HostView {
+  /** Directories bound read-only: /usr, the Node runtime, polar's node_modules, toolchains on PATH. */
+  dirs: string[];
+  /** Top-level names that are symlinks on the host (`/bin -> usr/bin`): [target, path]. */
+  symlinks: [string, string][];
+  /** Entries of /etc a toolchain needs (those that exist here). */
+  etc: string[];
+  /** Files inside bound folders hidden behind an empty file (credentials beside a toolchain). */
+  masked: string[];
+}
+
+/** Top-level system directories: bound when real, recreated as the same symlink when the host has one. */
+const SYSTEM = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32'];
+
+/**
+ * What of /etc a compiler, a package manager or git reads. Never shadow, gshadow, sudoers, ssh,
+ * machine-id, or anything a host service keeps its keys in: this is an allow-list.
+ */
+export const ETC_ALLOWED = [
+  'passwd', 'group', 'hosts', 'hostname', 'resolv.conf', 'nsswitch.conf', 'host.conf', 'gai.conf', 'services', 'protocols', 'networks',
+  'ssl', 'ca-certificates', 'ca-certificates.conf', 'pki', 'alternatives', 'ld.so.cache', 'ld.so.conf', 'ld.so.conf.d',
+  'localtime', 'timezone', 'locale.alias', 'locale.conf', 'default/locale', 'gitconfig', 'pip.conf', 'npmrc', 'python3', 'perl',
+  'os-release', 'debian_version', 'lsb-release', 'mime.types', 'magic', 'magic.mime', 'inputrc', 'bash.bashrc', 'profile',
+  'profile.d', 'environment', 'shells', 'mtab', 'java-17-openjdk', 'java-21-openjdk', 'maven', 'fonts',
+];
+
+/** Files in a toolchain folder that hold a registry credential rather than the toolchain (masked). */
+export const TOOLCHAIN_SECRETS = ['credentials', 'credentials.toml', '.credentials', 'auth.json', '.npmrc', '.pypirc', 'config.json'];
+
+const cache = new Map<string, HostView>();
+
+/** The view for this process's PATH and home (cached per pair). */
+export function hostView(env: { PATH?: string; HOME?: string } = process.env): HostView {
+  const key = `${env.PATH ?? ''}\0${env.HOME ?? ''}`;
+  let view = cache.get(key);
+  if (!view) {
+    view = readHostView(env.PATH ?? '', env.HOME || os.homedir());
+    cache.set(key, view);
+  }
+  return view;
+}
+
+function readHostView(pathEnv: string, home: string): HostView {
+  const symlinks: [string, string][] = [];
+  const dirs: string[] = [];
+  for (const top of SYSTEM) {
+    const link = readLink(top);
+    if (link !== null) symlinks.push([link, top]);
+    else if (isDir(top)) dirs.push(top);
+  }
+  // The Node runtime polar runs on (the bridge runs on it too), by its install prefix.
+  dirs.push(path.dirname(path.dirname(realOr(process.execPath))));
+  // The harness CLIs installed beside polar, and the node_modules polar itself sits in, if any.
+  const polarRoot = fileURLToPath(new URL('../../', import.meta.url));
+  dirs.push(path.join(polarRoot, 'node_modules'));
+  const enclosing = polarRoot.split(path.sep).lastIndexOf('node_modules');
+  if (enclosing > 0) dirs.push(polarRoot.split(path.sep).slice(0, enclosing + 1).join(path.sep));
+  const homeDirs: string[] = [];
+  for (const entry of pathEnv.split(path.delimiter)) {
+    for (const dir of toolchainDirs(entry, home)) (dir.startsWith(`${path.resolve(home)}/`) ? homeDirs : dirs).push(dir);
+  }
+  dirs.push(...homeDirs);
+  const bound = minimalCover(dirs.filter((d) => isDir(d)));
+  // A toolchain under the home folder may keep a registry login beside it (~/.cargo/credentials.toml).
+  const masked = homeDirs.flatMap((d) => TOOLCHAIN_SECRETS.map((name) => path.join(d, name))).filter((p) => fs.existsSync(p));
+  const etc = ETC_ALLOWED.map((name) => path.join('/etc', name)).filter((p) => fs.existsSync(p));
+  return { dirs: bound, symlinks, etc, masked };
+}
+
+/**
+ * The folders to bind for a PATH entry outside the system directories: under the home folder, its
+ * toolchain's top folder (`~/.pyenv/shims` -> `~/.pyenv`; `~/.local` only as its bin and lib), never
+ * the home folder itself; elsewhere a `bin` folder's prefix (`/opt/conda/bin` -> `/opt/conda`), a
+ * `node_modules/.bin`'s node_modules, or the entry alone. A checkout's own folder is never bound whole:
+ * an entry whose prefix holds a `.git` binds only itself.
+ */
+export function toolchainDirs(entry: string, home: string): string[] {
+  if (!path.isAbsolute(entry)) return [];
+  const p = path.resolve(entry);
+  if (SYSTEM.some((s) => p === s || p.startsWith(`${s}/`))) return [];
+  if (['/tmp', '/var/tmp', '/proc', '/sys', '/dev', '/run', '/etc'].some((x) => p === x || p.startsWith(`${x}/`))) return [];
+  const h = path.resolve(home);
+  if (p === h || p === '/') return [];
+  if (h !== '/' && p.startsWith(`${h}/`)) {
+    const top = path.join(h, p.slice(h.length + 1).split('/')[0]!);
+    return path.basename(top) === '.local' ? [path.join(top, 'bin'), path.join(top, 'lib')] : [top];
+  }
+  if (path.basename(p) === '.bin' && path.basename(path.dirname(p)) === 'node_modules') return [path.dirname(p)];
+  const prefix = path.dirname(p);
+  if ((path.basename(p) === 'bin' || path.basename(p) === 'sbin') && prefix !== '/' && !fs.existsSync(path.join(prefix, '.git'))) return [prefix];
+  return [p];
+}
+
+/** Drops folders inside another folder of the list (a bind of the parent already shows them). */
+export function minimalCover(dirs: string[]): string[] {
+  const sorted = [...new Set(dirs.map((d) => path.resolve(d)))].sort((a, b) => a.length - b.length);
+  const kept: string[] = [];
+  for (const d of sorted) if (!kept.some((k) => d === k || d.startsWith(k === '/' ? '/' : `${k}/`))) kept.push(d);
+  return kept;
+}
+
+function readLink(p: string): string | null {
+  try {
+    return fs.readlinkSync(p);
+  } catch {
+    return null;
+  }
+}
+
+function isDir(p: string): boolean {
+  try {
+    return fs.statSync(p).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+function realOr(p: string): string {
+  try {
+    return fs.realpathSync(p);
+  } catch {
+    return p;
+  }
+}
