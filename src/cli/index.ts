@@ -19,6 +19,7 @@ const COMMANDS: readonly [string, () => Promise<Register>][] = [
   ['proxy', async () => (await import('./commands/proxy.js')).registerProxy],
   ['mock-server', async () => (await import('./commands/mock-server.js')).registerMockServer],
   ['sessions', async () => (await import('./commands/sessions.js')).registerSessions],
+  ['audit', async () => (await import('./commands/audit.js')).registerAudit],
   ['show', async () => (await import('./commands/show.js')).registerShow],
   ['reconstruct', async () => (await import('./commands/reconstruct.js')).registerReconstruct],
   ['verify-faithfulness', async () => (await import('./commands/verify.js')).registerVerify],

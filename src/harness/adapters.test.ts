@@ -70,7 +70,7 @@ const OWN_KEYS: Record<string, readonly string[]> = {
   'qwen-code': ['HOME', 'OPENAI_BASE_URL', 'OPENAI_API_KEY', 'OPENAI_MODEL', 'QWEN_STREAM_IDLE_TIMEOUT_MS'],
   pi: ['HOME', 'PI_CODING_AGENT_DIR', 'PI_OFFLINE', 'PI_SKIP_VERSION_CHECK', 'POLAR_API_KEY'],
   opencode: ['HOME', 'OPENCODE_CONFIG', 'OPENCODE_DISABLE_MODELS_FETCH', 'OPENCODE_DISABLE_AUTOUPDATE', 'OPENCODE_DISABLE_LSP_DOWNLOAD', 'POLAR_API_KEY'],
-  custom: ['HOME', 'POLAR_BASE_URL', 'POLAR_SESSION', 'POLAR_MODEL', 'OPENAI_BASE_URL', 'OPENAI_API_KEY', 'ANTHROPIC_BASE_URL', 'ANTHROPIC_API_KEY', 'GOOGLE_GEMINI_BASE_URL', 'GEMINI_API_KEY'],
+  custom: ['HOME', 'POLAR_BASE_URL', 'POLAR_SESSION', 'POLAR_MODEL', 'POLAR_API_KEY', 'OPENAI_BASE_URL', 'OPENAI_API_KEY', 'ANTHROPIC_BASE_URL', 'ANTHROPIC_API_KEY', 'GOOGLE_GEMINI_BASE_URL', 'GEMINI_API_KEY'],
 };
 
 const modeOf = (p: string): number => fs.statSync(p).mode & 0o777;
@@ -105,8 +105,11 @@ describe.each(ADAPTERS.map((h) => [h.name, h] as const))('%s adapter: shared rul
     ['interactive', null],
   ] as const)('%s env is the allow-list plus its own keys, never a parent secret', (_mode, prompt) => {
     const ctx = makeCtx();
-    const { env } = harness.command('/opt/bin/x', ctx, prompt, [], BASE_ENV);
+    const { env, args } = harness.command('/opt/bin/x', ctx, prompt, [], BASE_ENV);
     expect(Object.keys(env).sort()).toEqual([...Object.keys(BASE_ENV), ...OWN_KEYS[name]!].sort());
+    // The session key is a capability: in the env (or a private config file), never in argv, which `ps` shows.
+    expect(Object.values(env)).toContain(ctx.apiKey);
+    expect(args.join(' ')).not.toContain(ctx.apiKey);
     expect(Object.values(env)).not.toContain('sk-real');
     expect(JSON.stringify(env)).not.toMatch(/api\.openai\.com|api\.anthropic\.com|\/home\/someone/);
     expect(env.PATH).toBe(PARENT.PATH);

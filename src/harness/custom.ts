@@ -4,6 +4,9 @@
  * values and the line runs under `/bin/sh -c`, so a prompt with quotes, `$(…)` or backticks stays
  * literal text. The env also carries the usual redirect variables of the OpenAI, Anthropic and
  * Google SDKs (URLs with the session in the path, per harnesses.md §0), so many CLIs need no flags.
+ * `{api_key}` becomes `"$POLAR_API_KEY"`, expanded by the shell from the env: the session key is a
+ * capability and stays out of `sh -c`'s argv (which `ps` shows); a CLI that is handed it as an
+ * argument still sees it in its own argv, so prefer the env variables below where the CLI reads them.
  * Not checked against any particular CLI.
  */
 import { PolarError } from '../core/errors.js';
@@ -15,6 +18,9 @@ export const CUSTOM_PLACEHOLDERS = ['base_url', 'base_root', 'model', 'session',
 type Placeholder = (typeof CUSTOM_PLACEHOLDERS)[number];
 
 const PLACEHOLDER = /\{([a-z_]+)\}/g;
+
+/** The env variable `{api_key}` expands from. */
+const KEY_VAR = 'POLAR_API_KEY';
 
 /** POSIX single quoting: nothing inside '…' is special, and a quote is closed, escaped, reopened. */
 export function shellQuote(value: string): string {
@@ -39,17 +45,17 @@ function checkTemplate(template: string): void {
 /** The shell line: one pass, so a substituted value is never scanned for placeholders again. */
 export function renderTemplate(template: string, ctx: HarnessContext, prompt: string | null, extraArgs: readonly string[]): string {
   const { root, v1 } = sessionUrls(ctx);
-  const values: Record<Placeholder, string | null> = {
+  const values: Record<Exclude<Placeholder, 'api_key'>, string | null> = {
     base_url: v1,
     base_root: root,
     model: ctx.model,
     session: ctx.session,
-    api_key: ctx.apiKey,
     // Interactive: `{prompt}` becomes nothing rather than an empty argument.
     prompt,
   };
   const line = template.replace(PLACEHOLDER, (whole: string, name: string, offset: number) => {
     if (template[offset - 1] === '$' || !isPlaceholder(name)) return whole;
+    if (name === 'api_key') return `"$${KEY_VAR}"`;
     const value = values[name];
     return value === null ? '' : shellQuote(value);
   });
@@ -78,6 +84,7 @@ export function createCustomHarness(template: string): Harness {
         POLAR_BASE_URL: v1,
         POLAR_SESSION: ctx.session,
         POLAR_MODEL: ctx.model,
+        [KEY_VAR]: ctx.apiKey,
         OPENAI_BASE_URL: v1,
         OPENAI_API_KEY: ctx.apiKey,
         ANTHROPIC_BASE_URL: root,

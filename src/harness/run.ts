@@ -5,6 +5,7 @@ import { newId } from '../core/ids.js';
 import { DEFAULT_AGENT_HEADERS } from '../proxy/identity.js';
 import type { CallSummary } from '../proxy/call-record.js';
 import { startProxy, tokenizerField, type RunningProxy } from '../proxy/server.js';
+import { masterKeyFile, readMaster, SessionKeys } from '../proxy/session-keys.js';
 import type { SessionStatus, SessionSummary } from '../store/sessions.js';
 import { openStore } from '../store/open.js';
 import { localStateDir } from '../store/postgres/url.js';
@@ -54,6 +55,12 @@ export interface RunHarnessOptions {
   store?: Store;
   /** The harness's version when already known (a rollout asks once), so `--version` is not run again. */
   harnessVersion?: string | null;
+  /**
+   * Mints the session's key (the proxy checks it). A run that starts its own proxy makes a fresh
+   * master when none is given; with `proxyUrl` and none given, the master `polar proxy
+   * --session-keys` keeps beside the database is used when there is one.
+   */
+  sessionKeys?: SessionKeys;
 }
 
 export interface RunHarnessResult {
@@ -108,7 +115,10 @@ export async function runHarness(opts: RunHarnessOptions): Promise<RunHarnessRes
     }
     if (!model) throw new PolarError('POLAR_USAGE', 'could not learn the served model from the upstream; pass --model NAME');
 
-    const ctxBase: Omit<HarnessContext, 'proxyUrl'> = { session, apiKey: `polar-${session}`, model, home, cwd: opts.cwd, contextWindow, isRoot: process.getuid?.() === 0 };
+    const keys = opts.sessionKeys ?? (opts.proxyUrl ? readMaster(masterKeyFile(opts.dbPath)) : SessionKeys.random());
+    // Without a master (an open `polar proxy`), the key only names the session, as it always did.
+    const apiKey = keys ? keys.keyFor(session) : `polar-${session}`;
+    const ctxBase: Omit<HarnessContext, 'proxyUrl'> = { session, apiKey, model, home, cwd: opts.cwd, contextWindow, isRoot: process.getuid?.() === 0 };
     const harnessVersion = opts.harnessVersion !== undefined ? opts.harnessVersion : await versionOf(harness, bin, { ...ctxBase, proxyUrl: 'http://127.0.0.1:9' }, baseEnv);
     store.sessions.ensure(session, {
       harness: harness.name,
@@ -125,6 +135,7 @@ export async function runHarness(opts: RunHarnessOptions): Promise<RunHarnessRes
         servedModel: model,
         contextWindow,
         defaultSession: session,
+        ...(keys ? { sessionKeys: keys } : {}),
         agentHeaders: [...harness.agentHeaders, ...DEFAULT_AGENT_HEADERS],
         ...(opts.onCall ? { onCall: opts.onCall } : {}),
       });

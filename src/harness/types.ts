@@ -8,7 +8,11 @@ export interface HarnessContext {
   proxyUrl: string;
   /** The session every call of this run belongs to. */
   session: string;
-  /** The API key the harness presents: `polar-<session>` (also routes calls to the session). */
+  /**
+   * The API key the harness presents: `polar-<session>~<secret>` (session-keys.ts), the session's
+   * capability (the proxy accepts its calls with it and no other session's); `polar-<session>`
+   * against an open proxy. It goes in the harness's env or private config files, never its argv.
+   */
   apiKey: string;
   /** The model name the harness should ask for (the served model). */
   model: string;

@@ -10,6 +10,8 @@ import type { Store } from '../store/store.js';
 import type { Upstream } from '../upstream/types.js';
 import { CallRecord, type CallSummary } from './call-record.js';
 import { apiKey, DEFAULT_AGENT_HEADERS, identifyCaller, type CallerIdentity } from './identity.js';
+import { auditRefusal, capabilityProblem, refusalMessage } from './capability.js';
+import type { SessionKeys } from './session-keys.js';
 import { readBodyBytes } from './body.js';
 import { fromLoopback, handleAdmin, type AdminState } from './admin.js';
 import { handleCountTokens } from './count-tokens.js';
@@ -37,12 +39,17 @@ export interface ProxyOptions {
   maxBodyBytes?: number;
   /** Required when binding a non-loopback host: every call must present it. */
   authToken?: string;
+  /**
+   * Capability mode: a call into session S must present S's key (`sessionKeys.keyFor(S)`) or the
+   * operator token; any other call gets 401 and an audit row, never a row in a session.
+   */
+  sessionKeys?: SessionKeys;
   /** Host names (besides the listening address and loopback names) callers may reach the proxy by. */
   allowHosts?: readonly string[];
   agentHeaders?: readonly string[];
   keepAliveMs?: number;
   onCall?: (summary: CallSummary) => void;
-  /** A request refused before it was read (foreign Host, a web page's Origin); not recorded. */
+  /** A request refused before it was read (foreign Host, a web page's Origin, no session key); never recorded in a session. */
   onRefused?: (reason: string) => void;
   /** How long a model call waits while the proxy is paused before it gets 503 (default 300 s). */
   pauseLimitMs?: number;
@@ -58,6 +65,8 @@ export interface RunningProxy {
   baseUrl(session?: string): string;
   /** Calls being served right now. */
   inFlight(): number;
+  /** Calls refused for want of a session key since the proxy started (each has an audit row). */
+  refused(): number;
   /** The trainer's controls (also over HTTP at /admin/…). */
   readonly admin: AdminState;
   /** Stops accepting, lets in-flight calls finish (up to `graceMs`), then closes connections. */
@@ -85,6 +94,8 @@ interface ProxyContext {
   readonly tasks: Set<Promise<void>>;
   /** Pause/drain and the policy version (admin.ts). */
   readonly admin: AdminState;
+  /** Capability refusals so far. */
+  refused: number;
 }
 
 export async function startProxy(options: ProxyOptions): Promise<RunningProxy> {
@@ -112,6 +123,7 @@ export async function startProxy(options: ProxyOptions): Promise<RunningProxy> {
     inFlight: 0,
     tasks: new Set(),
     admin: { gate: new PauseGate(options.pauseLimitMs ?? 300_000), policyVersion: options.policyVersion ?? null },
+    refused: 0,
   };
 
   const server = http.createServer({ keepAliveTimeout: 75_000 }, (req, res) => handle(ctx, req, res));
@@ -133,6 +145,7 @@ export async function startProxy(options: ProxyOptions): Promise<RunningProxy> {
     port: address.port,
     baseUrl: (session?: string) => (session ? `${url}/s/${encodeURIComponent(session)}/v1` : `${url}/v1`),
     inFlight: () => ctx.inFlight,
+    refused: () => ctx.refused,
     admin: ctx.admin,
     async close(graceMs = 30_000) {
       // Calls waiting out a pause are let through: closing finishes what was accepted.
@@ -205,7 +218,24 @@ async function dispatch(ctx: ProxyContext, route: Route, req: IncomingMessage, r
     return;
   }
   const identity = identifyCaller(req.headers, route.pathSession, options.defaultSession, ctx.agentHeaders);
-  if (options.authToken && !authorized(req, options.authToken)) {
+  if (options.sessionKeys) {
+    const reason = capabilityProblem(req, identity, options.sessionKeys, options.authToken);
+    if (reason) {
+      // Not newCall: a refused call must not become a row in the session it named (or any other).
+      req.resume();
+      ctx.refused++;
+      try {
+        auditRefusal(ctx.store, req, identity, reason);
+      } catch (err) {
+        process.emitWarning(`polar proxy: could not record a refused call in the audit table: ${(err as Error).message}`);
+      }
+      options.onRefused?.(`${reason} ${identity.sessionSource === 'default' ? '(no session named)' : identity.sessionId}`);
+      // A detected route's body is not read for a refused call; an Anthropic client still says so in a header.
+      const shape = route.kind === 'detect' ? CODECS[detectProvider(req.headers, null) ?? 'openai-chat'] : codec;
+      sendError(res, renderError(shape, new PolarError('POLAR_UNAUTHORIZED', refusalMessage(reason, identity), 401)));
+      return;
+    }
+  } else if (options.authToken && !authorized(req, options.authToken)) {
     refuse(res, req, codec, newCall(ctx, req, identity, 'unknown'), new PolarError('POLAR_UNAUTHORIZED', 'missing or wrong polar auth token (send it as the API key, x-polar-auth-token, or ?key=)', 401));
     return;
   }

@@ -66,6 +66,8 @@ export interface RolloutSummary {
   groups: GroupSummary[];
   durationMs: number;
   sessionsPerMinute: number;
+  /** Calls this run's proxy refused for want of a session key (each in the audit table); absent when not counted. */
+  refusedCalls?: number;
   db: string;
   outDir: string;
 }

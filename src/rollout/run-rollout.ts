@@ -6,6 +6,7 @@ import { getHarness } from '../harness/registry.js';
 import { findBwrap } from '../harness/sandbox.js';
 import { DEFAULT_AGENT_HEADERS } from '../proxy/identity.js';
 import { startProxy } from '../proxy/server.js';
+import { SessionKeys } from '../proxy/session-keys.js';
 import { SAMPLE_OUTCOMES, type SampleRow } from '../store/rollouts.js';
 import { openStore } from '../store/open.js';
 import { displayDb, isPostgresUrl } from '../store/postgres/url.js';
@@ -55,7 +56,7 @@ export async function runRollout(options: RolloutRun): Promise<RolloutSummary> {
   };
   try {
     const { rolloutId, config, tasks, tasksFile } = openRollout(store, run);
-    const { harness, bwrap, upstream, proxy, model, contextWindow } = await startCapture(store, config, rolloutId, run.upstreamApiKey);
+    const { harness, bwrap, upstream, proxy, sessionKeys, model, contextWindow } = await startCapture(store, config, rolloutId, run.upstreamApiKey);
     process.on('SIGINT', onSigint);
     process.on('SIGTERM', onSigint);
     const ctx: StageContext = {
@@ -67,6 +68,7 @@ export async function runRollout(options: RolloutRun): Promise<RolloutSummary> {
       tasks: new Map(tasks.map((t) => [t.id, t])),
       harness,
       proxyUrl: proxy.url,
+      sessionKeys,
       model,
       contextWindow,
       accept: config.accept ? parseAccept(config.accept) : null,
@@ -87,7 +89,7 @@ export async function runRollout(options: RolloutRun): Promise<RolloutSummary> {
     }
     const unfinished = store.rollouts.samples(rolloutId).some((s) => !(SAMPLE_OUTCOMES as readonly string[]).includes(s.status));
     store.rollouts.end(rolloutId, unfinished ? 'interrupted' : 'completed');
-    return summarize(store, rolloutId, displayDb(run.dbPath), Date.now() - started);
+    return { ...summarize(store, rolloutId, displayDb(run.dbPath), Date.now() - started), refusedCalls: proxy.refused() };
   } finally {
     process.off('SIGINT', onSigint);
     process.off('SIGTERM', onSigint);
@@ -115,15 +117,19 @@ export async function startCapture(store: Store, config: RolloutConfig, rolloutI
     await upstream.close();
     throw new PolarError('POLAR_USAGE', `could not learn the served model from ${config.upstream.url}; pass --model NAME`);
   }
+  // A master held in this process's memory only: each session's harness gets its own key, and an
+  // agent that knows a sibling's session id still cannot write into it.
+  const sessionKeys = SessionKeys.random();
   const proxy = await startProxy({
     store,
     upstream,
     servedModel: model,
     contextWindow: match?.maxModelLen ?? null,
     defaultSession: `${rolloutId}-unattributed`,
+    sessionKeys,
     agentHeaders: [...harness.agentHeaders, ...DEFAULT_AGENT_HEADERS],
   });
-  return { harness, bwrap, upstream, proxy, model, contextWindow: match?.maxModelLen ?? null };
+  return { harness, bwrap, upstream, proxy, sessionKeys, model, contextWindow: match?.maxModelLen ?? null };
 }
 
 /** The three pools and the channels between them. */

@@ -3,6 +3,7 @@ import { newId } from '../core/ids.js';
 import { baseEnvironment } from '../harness/env.js';
 import { runHarness } from '../harness/run.js';
 import { sandboxed } from '../harness/sandbox.js';
+import type { SessionKeys } from '../proxy/session-keys.js';
 import type { Harness, HarnessCommand } from '../harness/types.js';
 import type { SampleEnd, SampleRow } from '../store/rollouts.js';
 import type { SampleLedger } from './ledger.js';
@@ -27,6 +28,8 @@ export interface StageContext {
   tasks: ReadonlyMap<string, RolloutTask>;
   harness: Harness;
   proxyUrl: string;
+  /** Mints each session's key for the proxy at `proxyUrl`, which accepts a session's calls only with it. */
+  sessionKeys: SessionKeys;
   model: string;
   contextWindow: number | null;
   accept: ((facts: AcceptFacts) => boolean) | null;
@@ -110,6 +113,7 @@ export async function runStage(ctx: StageContext, p: Prepared): Promise<Ran | nu
       dbPath: ctx.dbPath,
       store: ctx.store,
       proxyUrl: ctx.proxyUrl,
+      sessionKeys: ctx.sessionKeys,
       model: ctx.model,
       ...(ctx.contextWindow ? { contextWindow: ctx.contextWindow } : {}),
       session: p.sessionId,

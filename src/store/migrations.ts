@@ -278,5 +278,21 @@ export const MIGRATIONS: readonly Migration[] = [
   // 9: which process ran a sample's latest attempt (`host/pid`), so a rollout spread over many
   // machines shows who holds what (polar rollout status).
   `ALTER TABLE samples ADD COLUMN worker TEXT;`,
+  // 10: calls a proxy with session keys refused (no key, a key without its secret, a guessed one, a
+  // sibling's): recorded here and never in a session, so they cannot become anyone's training data.
+  // Headers are stored redacted and the path with its secret-named query parameters replaced.
+  `
+  CREATE TABLE audit (
+    id              TEXT PRIMARY KEY,
+    at              INTEGER NOT NULL,
+    method          TEXT NOT NULL,
+    path            TEXT NOT NULL,
+    claimed_session TEXT,
+    reason          TEXT NOT NULL,
+    remote          TEXT,
+    request_headers TEXT
+  );
+  CREATE INDEX audit_at ON audit(at);
+  `,
 ];
 

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import { AuditTable } from './audit.js';
 import { closeDb, migrate, openDb, type Db, type OpenDbOptions } from './db.js';
 import { MIGRATIONS } from './migrations.js';
 import { NOTHING, OwnersTable, type ReconcileResult } from './owners.js';
@@ -15,6 +16,8 @@ export class Store {
   readonly sessions: SessionsTable;
   readonly requests: RequestsTable;
   readonly rollouts: RolloutsTable;
+  /** Calls refused for want of a session's capability: never in any session (audit.ts). */
+  readonly audit: AuditTable;
   readonly owners: OwnersTable | null;
   /** This process's owner id; null for a read-only store. */
   readonly ownerId: number | null;
@@ -28,6 +31,7 @@ export class Store {
     this.sessions = new SessionsTable(db, this.ownerId);
     this.requests = new RequestsTable(db, this.ownerId);
     this.rollouts = new RolloutsTable(db, this.ownerId);
+    this.audit = new AuditTable(db);
   }
 
   static open(file: string, options?: OpenDbOptions): Store {

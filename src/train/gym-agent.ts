@@ -11,6 +11,7 @@ import { findBwrap, type SandboxKind } from '../harness/sandbox.js';
 import { parseJsonBody, readBody } from '../proxy/body.js';
 import { DEFAULT_AGENT_HEADERS } from '../proxy/identity.js';
 import { startProxy, type RunningProxy } from '../proxy/server.js';
+import { SessionKeys } from '../proxy/session-keys.js';
 import { Semaphore } from '../rollout/channel.js';
 import type { RolloutConfig } from '../rollout/config.js';
 import { initStage, postStage, runStage, type StageContext } from '../rollout/stages.js';
@@ -121,6 +122,8 @@ export async function startGymAgent(options: GymAgentOptions): Promise<RunningGy
     { id: rolloutId, harness: options.harness, upstreamUrl: options.upstreams.join(' '), upstreamKind: options.upstreamKind, servedModel: options.model, samplesPerTask: 1, tasksFile: null, accept: null, config: { ...config, source: 'gym-agent' } as unknown as Record<string, unknown> },
     [],
   );
+  // One master for every profile's proxy, in this process's memory only (session-keys.ts).
+  const sessionKeys = SessionKeys.random();
   const profiles = new Map<string, Promise<{ upstream: Upstream; proxy: RunningProxy; model: string; contextWindow: number | null }>>();
   const profile = (url: string, temperature: number | undefined, topP: number | undefined) => {
     const key = `${url}|${temperature ?? ''}|${topP ?? ''}`;
@@ -136,7 +139,7 @@ export async function startGymAgent(options: GymAgentOptions): Promise<RunningGy
         const served = await upstream.models(AbortSignal.timeout(5000)).catch(() => []);
         const model = options.model ?? served[0]?.id;
         if (!model) throw new PolarError('POLAR_USAGE', `no model for ${url}: pass --model (NeMo-RL's server lists none)`);
-        const proxy = await startProxy({ store, upstream, servedModel: model, contextWindow: served[0]?.maxModelLen ?? null, defaultSession: `${rolloutId}-unattributed`, agentHeaders: [...harness.agentHeaders, ...DEFAULT_AGENT_HEADERS] });
+        const proxy = await startProxy({ store, upstream, servedModel: model, contextWindow: served[0]?.maxModelLen ?? null, defaultSession: `${rolloutId}-unattributed`, sessionKeys, agentHeaders: [...harness.agentHeaders, ...DEFAULT_AGENT_HEADERS] });
         return { upstream, proxy, model, contextWindow: served[0]?.maxModelLen ?? null };
       })();
       profiles.set(key, p);
@@ -164,6 +167,7 @@ export async function startGymAgent(options: GymAgentOptions): Promise<RunningGy
       tasks: new Map([[task.id, task]]),
       harness,
       proxyUrl: p.proxy.url,
+      sessionKeys,
       model: p.model,
       contextWindow: p.contextWindow,
       accept: null,

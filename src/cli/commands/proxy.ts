@@ -4,6 +4,7 @@ import { PolarError } from '../../core/errors.js';
 import { isValidSessionName, newId } from '../../core/ids.js';
 import { DEFAULT_MAX_BODY_BYTES, isLoopbackHost, startProxy, type RunningProxy } from '../../proxy/server.js';
 import type { CallSummary } from '../../proxy/call-record.js';
+import { loadOrCreateMaster, masterKeyFile } from '../../proxy/session-keys.js';
 import { openStore } from '../../store/open.js';
 import { defaultDbPath } from '../../store/store.js';
 import { createUpstream } from '../../upstream/create.js';
@@ -21,6 +22,7 @@ interface ProxyCommandOptions extends UpstreamFlags {
   session?: string;
   maxBody: number;
   authToken?: string;
+  sessionKeys?: boolean;
   allowHost?: string[];
   upstreamTimeout: number;
   contextWindow?: number;
@@ -43,6 +45,7 @@ export function registerProxy(program: Command): void {
     .option('--session <name>', 'session for calls that name none (default: a new id)')
     .option('--max-body <bytes>', 'largest request body accepted', integerArg('--max-body', 1), DEFAULT_MAX_BODY_BYTES)
     .option('--auth-token <token>', 'require this token on every call (default: $POLAR_AUTH_TOKEN)')
+    .option('--session-keys', "accept a session's calls only with its own key (polar run --proxy, same --db, mints them); refused calls go to `polar audit`")
     .option('--allow-host <name...>', 'host names callers may reach the proxy by, besides its address and loopback names (DNS-rebinding protection refuses others)')
     .option('--upstream-timeout <seconds>', 'longest wait for an upstream reply or between streamed chunks', integerArg('--upstream-timeout', 1, 86_400), 900)
     .option('--context-window <tokens>', "the served model's context length, to clamp max_tokens (default: the upstream's max_model_len)", integerArg('--context-window', 1, 100_000_000))
@@ -58,6 +61,10 @@ Point a harness at the printed base URL. Calls are filed under a session by, fir
   the header        x-polar-session: <session>
   the API key       polar-<session>
   else the proxy's default session (--session).
+Without --session-keys any caller may name any session. With it, a call into session S must carry
+S's key (polar-<S>~<secret>, as the API key) or the auth token; others get 401 and an audit row.
+The keys' master is kept in .polar/session-keys.master beside the database (0600), where
+\`polar run --proxy URL --db <same>\` finds it.
 Upstream API keys for hosted OpenAI-compatible servers: set $POLAR_UPSTREAM_API_KEY (never recorded).
 Around weight updates (from this machine, or with the auth token):
   POST /admin/pause {"drain_timeout_seconds": 300}   new calls wait; answers when in-flight calls are done
@@ -87,6 +94,7 @@ async function runProxy(opts: ProxyCommandOptions): Promise<void> {
   const discovered = await discoverModel(upstream, opts.model, opts.quiet === true);
   const servedModel = opts.model ?? discovered?.id ?? null;
   const contextWindow = opts.contextWindow ?? discovered?.maxModelLen ?? null;
+  const sessionKeys = opts.sessionKeys ? loadOrCreateMaster(masterKeyFile(dbPath)) : undefined;
   const store = await openStore(dbPath, { onNotice: (line) => process.stderr.write(`${chalk.yellow('store')}: ${line}\n`) });
   let proxy: RunningProxy;
   try {
@@ -100,6 +108,7 @@ async function runProxy(opts: ProxyCommandOptions): Promise<void> {
       port,
       maxBodyBytes,
       authToken: opts.authToken ?? (process.env.POLAR_AUTH_TOKEN || undefined),
+      ...(sessionKeys ? { sessionKeys } : {}),
       ...(opts.allowHost ? { allowHosts: opts.allowHost } : {}),
       pauseLimitMs: opts.pauseLimit * 1000,
       ...(opts.policyVersion ? { policyVersion: opts.policyVersion } : {}),
@@ -113,7 +122,7 @@ async function runProxy(opts: ProxyCommandOptions): Promise<void> {
   }
   if (opts.json) {
     process.stdout.write(
-      `${JSON.stringify({ url: proxy.url, baseUrl: proxy.baseUrl(), session, db: store.label ?? dbPath, upstream: upstream.baseUrl, upstreamKind: upstream.kind, model: servedModel, contextWindow })}\n`,
+      `${JSON.stringify({ url: proxy.url, baseUrl: proxy.baseUrl(), session, sessionKeys: sessionKeys !== undefined, db: store.label ?? dbPath, upstream: upstream.baseUrl, upstreamKind: upstream.kind, model: servedModel, contextWindow })}\n`,
     );
   } else {
     process.stdout.write(
@@ -123,6 +132,7 @@ async function runProxy(opts: ProxyCommandOptions): Promise<void> {
         `  upstream   ${upstream.baseUrl} (${upstream.kind}${upstream.capturesTokens ? ', token ids' : ', text only: token_source=none'})`,
         `  model      ${servedModel ?? '(as requested by each call)'}${contextWindow ? ` (context ${contextWindow} tokens)` : ''}`,
         `  session    ${session}`,
+        `  access     ${sessionKeys ? `session keys (master ${masterKeyFile(dbPath)}); refused calls: polar audit` : 'open: any caller may name any session (--session-keys to require keys)'}`,
         `  database   ${store.label ?? dbPath}`,
         '',
       ].join('\n'),

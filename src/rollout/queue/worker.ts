@@ -118,6 +118,7 @@ export async function runWorker(opts: WorkerOptions): Promise<number> {
       tasks: new Map([[task.id, task]]),
       harness: capture!.harness,
       proxyUrl: capture!.proxy.url,
+      sessionKeys: capture!.sessionKeys,
       model: capture!.model,
       contextWindow: capture!.contextWindow,
       accept: config.accept ? parseAccept(config.accept) : null,

@@ -2,7 +2,7 @@ import { PolarError } from '../../core/errors.js';
 import type { Postgres } from './client.js';
 
 /**
- * The shared store's schema: the SQLite schema's tables (migrations.ts, as of migration 9) with the
+ * The shared store's schema: the SQLite schema's tables (migrations.ts, as of migration 10) with the
  * same columns and meanings, in PostgreSQL types: INTEGER → BIGINT, REAL → DOUBLE PRECISION (exact
  * float64 round trip), BLOB → BYTEA (token ids and logprobs stay packed binary, never JSON).
  *
@@ -178,6 +178,24 @@ export const PG_MIGRATIONS: readonly string[] = [
     .map((t) => `CREATE TRIGGER ${t}_touch BEFORE INSERT OR UPDATE ON ${t} FOR EACH ROW EXECUTE FUNCTION polar_touch();
   CREATE INDEX ${t}_xid ON ${t} (_xid);`)
     .join('\n  ')}
+  `,
+  // 2 (SQLite migration 10): calls a proxy with session keys refused, never filed in a session.
+  `
+  CREATE TABLE audit (
+    id              TEXT PRIMARY KEY,
+    at              BIGINT NOT NULL,
+    method          TEXT NOT NULL,
+    path            TEXT NOT NULL,
+    claimed_session TEXT,
+    reason          TEXT NOT NULL,
+    remote          TEXT,
+    request_headers TEXT,
+    origin          TEXT,
+    _xid            xid8
+  );
+  CREATE INDEX audit_at ON audit (at);
+  CREATE TRIGGER audit_touch BEFORE INSERT OR UPDATE ON audit FOR EACH ROW EXECUTE FUNCTION polar_touch();
+  CREATE INDEX audit_xid ON audit (_xid);
   `,
 ];
 

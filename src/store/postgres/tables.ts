@@ -20,6 +20,7 @@ export const SHARED_TABLES: readonly TableSpec[] = [
   { name: 'rollout_tasks', key: ['rollout_id', 'task_id'] },
   { name: 'samples', key: ['id'] },
   { name: 'groups', key: ['rollout_id', 'task_id'] },
+  { name: 'audit', key: ['id'] },
 ];
 
 /** Columns that stay on the machine that wrote them. */
