@@ -1,5 +1,6 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { chmodSync, rmSync } from 'node:fs';
+import net, { type AddressInfo } from 'node:net';
 import { timingSafeEqual } from 'node:crypto';
 import { PolarError } from '../core/errors.js';
 import { isValidSessionName, newId } from '../core/ids.js';
@@ -13,7 +14,7 @@ import { apiKey, DEFAULT_AGENT_HEADERS, identifyCaller, type CallerIdentity } fr
 import { auditRefusal, capabilityProblem, refusalMessage } from './capability.js';
 import type { SessionKeys } from './session-keys.js';
 import { readBodyBytes } from './body.js';
-import { fromLoopback, handleAdmin, type AdminState } from './admin.js';
+import { adminAuthorized, handleAdmin, type AdminState } from './admin.js';
 import { handleCountTokens } from './count-tokens.js';
 import { handleModelCall, type ModelCallContext } from './model-call.js';
 import { modelList } from './models.js';
@@ -36,9 +37,17 @@ export interface ProxyOptions {
   host?: string;
   /** 0 picks a free port. */
   port?: number;
+  /**
+   * Also serve on this Unix socket (a path in a private folder; the file is made 0600 and removed on
+   * close): a sandbox without network reaches the proxy through it. Its callers are not loopback
+   * callers (admin routes still need the token).
+   */
+  unixSocket?: string;
   maxBodyBytes?: number;
   /** Required when binding a non-loopback host: every call must present it. */
   authToken?: string;
+  /** Opens /admin/* too (besides authToken); with neither, admin routes answer 401 to everyone. */
+  adminToken?: string;
   /**
    * Capability mode: a call into session S must present S's key (`sessionKeys.keyFor(S)`) or the
    * operator token; any other call gets 401 and an audit row, never a row in a session.
@@ -135,6 +144,8 @@ export async function startProxy(options: ProxyOptions): Promise<RunningProxy> {
       resolve();
     });
   });
+  // The same HTTP server handles the socket's connections: one set of routes, checks and drains.
+  const unix = options.unixSocket ? await listenUnix(options.unixSocket, (socket) => server.emit('connection', socket)) : undefined;
   const address = server.address() as AddressInfo;
   const urlHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   const url = `http://${urlHost}:${address.port}`;
@@ -161,6 +172,10 @@ export async function startProxy(options: ProxyOptions): Promise<RunningProxy> {
       await Promise.race([drained, timedOut]);
       if (timer) clearTimeout(timer);
       server.closeAllConnections();
+      if (unix) {
+        await new Promise<void>((resolve) => unix.close(() => resolve()));
+        rmSync(options.unixSocket!, { force: true });
+      }
       await closed;
       await Promise.allSettled([...ctx.tasks]);
     },
@@ -208,10 +223,10 @@ async function dispatch(ctx: ProxyContext, route: Route, req: IncomingMessage, r
     return;
   }
   if (route.kind === 'admin') {
-    // Never open to other machines without the token; with one, only to its holders.
-    if (options.authToken ? !authorized(req, options.authToken) : !fromLoopback(req)) {
+    // Always behind a token (admin.ts): loopback callers include sandboxed agents and web pages.
+    if (!adminAuthorized(req, [options.authToken, options.adminToken])) {
       req.resume();
-      sendError(res, renderError(codec, new PolarError('POLAR_UNAUTHORIZED', 'admin routes need the polar auth token (or, without one, a caller on this machine)', 401)));
+      sendError(res, renderError(codec, new PolarError('POLAR_UNAUTHORIZED', 'admin routes need the polar auth token or the admin token polar proxy wrote (its path is in the banner), as x-polar-auth-token or Authorization: Bearer', 401)));
       return;
     }
     await handleAdmin(req, res, route.action, ctx.admin).catch((err: unknown) => sendError(res, renderError(codec, toPolarError(err))));
@@ -364,4 +379,18 @@ function queryKey(url: string | undefined): string | undefined {
   const q = url?.indexOf('?') ?? -1;
   if (!url || q < 0) return undefined;
   return new URLSearchParams(url.slice(q + 1)).get('key') ?? undefined;
+}
+
+async function listenUnix(file: string, onConnection: (socket: net.Socket) => void): Promise<net.Server> {
+  rmSync(file, { force: true });
+  const unix = net.createServer(onConnection);
+  await new Promise<void>((resolve, reject) => {
+    unix.once('error', reject);
+    unix.listen(file, () => {
+      unix.off('error', reject);
+      resolve();
+    });
+  });
+  chmodSync(file, 0o600);
+  return unix;
 }

@@ -5,3 +5,4 @@ export { openJail, type Jail, type JailSpec } from './jail.js';
 export { parseSize, formatBytes } from './limits.js';
 export { sandboxNotices } from './notices.js';
 export { privateSocketPath } from './socket.js';
+export { startRelay } from './relay.js';
