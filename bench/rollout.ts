@@ -1,5 +1,6 @@
 /**
- * `npx tsx bench/rollout.ts [--harnesses claude-code,codex,…]`: the rollout scheduler.
+ * `npx tsx bench/rollout.ts [--harnesses=claude-code,codex,…] [--sections=startup,overlap,harnesses]
+ * [--rounds=30] [--write]`: the rollout scheduler and the sandbox (`npm run bench:rollout`).
  *
  * 1. Stage overlap: 8 sessions, each with 2 s of setup (INIT) and 2 s of harness run (RUNNING), 2 run
  *    workers and 2 init workers. With overlap the rollout is run-bound: the first setup, then 8 runs
@@ -7,18 +8,26 @@
  *    16 s. Scheduler overhead per session = (wall − run-bound) / 8.
  * 2. Sessions per minute per harness: the fixture tasks × 2 samples against the mock model, with the
  *    real harness CLIs, 2 at a time, in the default sandbox.
- * Prints a Markdown table for bench/RESULTS.md.
+ * 3. Sandbox start-up (bench/sandbox-startup.ts): spawn to the first byte of `/bin/echo`'s output
+ *    unsandboxed, in the old sandbox and in the new one, `--rounds` rounds interleaved; the added
+ *    start-up per sample is the target (<= 100 ms). `--write` puts its section into bench/RESULTS.md.
+ * Prints Markdown for bench/RESULTS.md.
  */
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { findBwrap } from '../src/harness/sandbox.js';
+import { findBwrap } from '../src/sandbox/index.js';
 import { startMockServer } from '../src/mock-server/server.js';
 import { mockTasksFrom } from '../src/mock-server/tasks.js';
 import type { RolloutConfig } from '../src/rollout/config.js';
 import { runRollout } from '../src/rollout/run-rollout.js';
 import { readTaskFile, type RolloutTask } from '../src/rollout/task-file.js';
+import { writeResultsSection } from './paths.js';
+import { measureStartup, startupTable } from './sandbox-startup.js';
 
+const sections = (process.argv.find((a) => a.startsWith('--sections='))?.split('=')[1] ?? 'startup,overlap,harnesses').split(',');
+const rounds = Number(process.argv.find((a) => a.startsWith('--rounds='))?.split('=')[1] ?? 30);
 const harnesses = (process.argv.find((a) => a.startsWith('--harnesses='))?.split('=')[1] ?? 'claude-code,codex,gemini-cli,pi,opencode').split(',').filter(Boolean);
 // Not under /tmp: the bwrap sandbox gives commands a private /tmp, where the agent script would not be.
 fs.mkdirSync(path.resolve(import.meta.dirname, '.tmp'), { recursive: true });
@@ -80,8 +89,43 @@ async function perHarness(): Promise<string[]> {
   return rows;
 }
 
-const overlapRows = await overlap();
-const harnessRows = await perHarness();
+const STARTUP_HEADING = 'Sandbox start-up per sample (issue 24)';
+
+async function startup(): Promise<string> {
+  const samples = await measureStartup(rounds);
+  const cpu = os.cpus()[0]?.model.trim() ?? 'unknown CPU';
+  const bwrapVersion = execFileSync('bwrap', ['--version'], { encoding: 'utf8' }).trim();
+  return `## ${STARTUP_HEADING}
+
+${new Date().toISOString().slice(0, 10)}, ${cpu}, ${os.cpus().length} cores, Linux ${os.release()}, Node ${process.version}, ${bwrapVersion}, cgroup v1 (pids, memory, cpuacct); other work shared the machine.
+\`npm run bench:rollout -- --sections=startup --rounds=${rounds} --write\` (bench/sandbox-startup.ts).
+
+${startupTable(samples)}
+
+How to read it: each row is one way of starting \`/bin/echo x\`, and "first byte" is the time from asking for it to its
+output's first byte, as a rollout pays it for every harness and evaluator command. The rows take turns round by round
+(${rounds} rounds after 3 of warm-up, each round in the next permutation of their order), so they saw the same machine.
+"added" is the row's percentile minus the unsandboxed one's: the sandbox's own start-up. *old* is the pre-issue-24
+sandbox (\`--ro-bind / /\`, private /tmp, pid namespace); *new* is src/sandbox (openJail: private folders, the
+sample's cgroup, the minimal view, user/pid/ipc/uts namespaces), timed from openJail on. *new proxy-only* is what a
+harness gets: its own network namespace plus the bridge, a Node process that listens on the proxy's port inside and
+then starts the command, so its row includes one Node start-up; *new none* (evaluators) and *new host* have no bridge.
+"teardown" is from the first byte to the command's exit and, for the new sandbox, jail.close() (killing leftovers,
+removing the cgroup and folders): paid per sample too, but after the work. The target is added <= 100 ms per sample.
+`;
+}
+
+if (sections.includes('startup')) {
+  const text = await startup();
+  console.log(text);
+  if (process.argv.includes('--write')) writeResultsSection(STARTUP_HEADING, text);
+}
+if (!sections.includes('overlap') && !sections.includes('harnesses')) {
+  fs.rmSync(dir, { recursive: true, force: true });
+  process.exit(0);
+}
+const overlapRows = sections.includes('overlap') ? await overlap() : [];
+const harnessRows = sections.includes('harnesses') ? await perHarness() : [];
 console.log(`## Rollouts: stage overlap and sessions per minute (${new Date().toISOString().slice(0, 10)}, ${os.cpus().length} cores, Node ${process.version}, sandbox ${sandbox})
 
 \`npx tsx bench/rollout.ts\`. Stage overlap: 8 sessions (4 tasks × 2), 2 init / 2 run / 2 post workers, a custom agent
