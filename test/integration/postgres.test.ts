@@ -6,11 +6,12 @@ import { promisify } from 'node:util';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startProxy } from '../../src/proxy/server.js';
+import { forgedSessionKey, SessionKeys } from '../../src/proxy/session-keys.js';
 import { openDb } from '../../src/store/db.js';
 import { openStore } from '../../src/store/open.js';
 import { Postgres } from '../../src/store/postgres/client.js';
 import { journalPath } from '../../src/store/postgres/journal.js';
-import { migratePostgres } from '../../src/store/postgres/schema.js';
+import { migratePostgres, PG_MIGRATIONS } from '../../src/store/postgres/schema.js';
 import { sharedColumns, SHARED_TABLES } from '../../src/store/postgres/tables.js';
 import { createUpstream } from '../../src/upstream/create.js';
 import { startTestPostgres, type TestPostgres } from '../support/postgres.js';
@@ -137,6 +138,25 @@ describe('shared PostgreSQL store', () => {
     expect(sessions.sessions.find((s: { id: string }) => s.id === 'pg-session')).toMatchObject({ requests: 4, failed: 0 });
   }, 120_000);
 
+  it('a refused call (a guessed session key) is shipped to the audit table and read back by polar audit, in no session', async () => {
+    const url = await server.database('audit');
+    const store = await openStore(url);
+    const up = await createUpstream('vllm', { baseUrl: upstream.url });
+    const proxy = await startProxy({ store, upstream: up, servedModel: 'Qwen/Qwen3-8B', defaultSession: 'pg-default', sessionKeys: SessionKeys.random() });
+    try {
+      const r = await fetch(`${proxy.url}/s/pg-victim/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${forgedSessionKey('pg-victim')}` }, body: '{}' });
+      expect(r.status).toBe(401);
+    } finally {
+      await proxy.close(2000);
+      await up.close();
+      await store.closeAsync();
+    }
+    const audit = JSON.parse((await polar(['audit', '--db', url, '--json'])).stdout) as { refused: unknown[] };
+    expect(audit.refused).toMatchObject([{ reason: 'bad-secret', claimedSession: 'pg-victim', requestHeaders: { authorization: '[redacted]' } }]);
+    const sessions = JSON.parse((await polar(['sessions', '--db', url, '--json'])).stdout) as { sessions: { id: string }[] };
+    expect(sessions.sessions.map((s) => s.id)).not.toContain('pg-victim');
+  }, 120_000);
+
   it('db copy moves a local database into the shared store, and a second copy changes nothing', async () => {
     const url = await server.database('copy');
     const file = path.join(dir, 'local.db');
@@ -164,7 +184,7 @@ describe('shared PostgreSQL store', () => {
       await pg.close();
     }
     const migrate = await polar(['db', 'migrate', '--db', url, '--json']);
-    expect(JSON.parse(migrate.stdout)).toMatchObject({ ok: true, schemaVersion: 1 });
+    expect(JSON.parse(migrate.stdout)).toMatchObject({ ok: true, schemaVersion: PG_MIGRATIONS.length });
   }, 120_000);
 });
 
