@@ -43,6 +43,12 @@ describe('redaction', () => {
     expect(scrubSecrets('{"k":"sk-live-abcdef123456","j":"ant-key-987654321"}', secrets)).toBe('{"k":"[redacted]","j":"[redacted]"}');
   });
 
+  it("scrubs a polar session key whole and its secret alone; the session name it carries is kept", () => {
+    const key = 'polar-ses_1~Zm9vYmFyYmF6cXV4cXV1eHF1dXgxMjM0NTY3ODkwYWJj';
+    const secrets = secretValues({ 'x-api-key': key });
+    expect(scrubSecrets(`key ${key} / secret ${key.split('~')[1]} / session ses_1`, secrets)).toBe('key [redacted] / secret [redacted] / session ses_1');
+  });
+
   it('redacts credential query parameters in stored paths', () => {
     expect(redactPath('/v1beta/models/m:streamGenerateContent?alt=sse&key=AIzaSecret')).toBe(
       '/v1beta/models/m:streamGenerateContent?alt=sse&key=%5Bredacted%5D',

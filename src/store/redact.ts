@@ -37,6 +37,10 @@ export function secretValues(headers: HeaderBag, url?: string): string[] {
     const scheme = /^(bearer|basic)\s+/i.exec(v);
     const raw = scheme ? v.slice(scheme[0].length) : v;
     if (raw.length >= 8) values.add(raw);
+    // A polar session key's secret (`polar-<session>~<secret>`, proxy/session-keys.ts) is scrubbed
+    // on its own too, so text quoting just the secret does not keep it either.
+    const secret = /^polar-[^~]+~(.{8,})$/.exec(raw)?.[1];
+    if (secret) values.add(secret);
   };
   for (const [name, value] of Object.entries(headers)) {
     if (value === undefined || !CREDENTIAL_NAME.test(name)) continue;
