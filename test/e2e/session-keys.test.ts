@@ -4,6 +4,7 @@ import path from 'node:path';
 import readline from 'node:readline';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readMaster } from '../../src/proxy/session-keys.js';
 import { Store } from '../../src/store/store.js';
 import { startReferenceUpstream, type ReferenceUpstream } from '../support/reference-upstream/index.js';
 import { BIN, polarRun, spawnPolar, workspace, type Workspace } from './support.js';
@@ -73,6 +74,10 @@ describe('polar proxy --session-keys with polar run --proxy', () => {
     } finally {
       store.close();
     }
+    // The key the run minted is nowhere in the database (not the session row, not the call's headers).
+    const key = readMaster(master)!.keyFor('owner');
+    const bytes = Buffer.concat([w.db, `${w.db}-wal`].filter((f) => fs.existsSync(f)).map((f) => fs.readFileSync(f)));
+    for (const needle of [key, key.split('~')[1]!]) expect(bytes.includes(Buffer.from(needle))).toBe(false);
     const { stdout } = await promisify(execFile)(process.execPath, [BIN, 'audit', '--db', w.db, '--json'], { env: { ...process.env, NO_COLOR: '1' } });
     const audit = JSON.parse(stdout) as { refused: { reason: string; claimedSession: string; requestHeaders: Record<string, string> }[] };
     expect(audit.refused).toMatchObject([{ reason: 'no-secret', claimedSession: 'owner', requestHeaders: { authorization: '[redacted]' } }]);
