@@ -1,5 +1,5 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { HttpGuard, listenGuarded } from '../proxy/http-guard.js';
 import { chatCompletion, chatStream } from './chat.js';
 import { completionRequestError, completionResponse, completionScores, completionStream, COMPLETIONS_DEFAULT_MAX_TOKENS, type CompletionRequest } from './completions.js';
 import { vllmError, type ReplyContext } from './context.js';
@@ -50,6 +50,10 @@ export interface MockServerOptions {
   seed?: number;
   host?: string;
   port?: number;
+  /** Required on every request when set; required to exist when `host` is not loopback. */
+  authToken?: string | null;
+  /** Host names callers may reach it by, besides its address and loopback names. */
+  allowHosts?: readonly string[];
   splitEvery?: number;
   /** Sampled tokens per streamed chunk. */
   chunkTokens?: number;
@@ -163,7 +167,16 @@ export async function startMockServer(options: MockServerOptions = {}): Promise<
     script: options.script ?? (options.tasks && options.tasks.length > 0 ? taskScript(options.tasks, options.seed ?? 0) : demoScript),
   };
   const sockets = new Set<import('node:net').Socket>();
+  const host = options.host ?? '127.0.0.1';
+  // The browser checks every polar server makes (http-guard.ts), and a token beyond loopback.
+  const guard = new HttpGuard({ host, token: options.authToken ?? null, allowHosts: options.allowHosts ?? [], what: 'polar mock-server' });
   const server = http.createServer((req, res) => {
+    const refusal = guard.check(req);
+    if (refusal) {
+      req.resume();
+      json(res, refusal.status, vllmError(refusal.message, refusal.status === 401 ? 'AuthenticationError' : 'PermissionDeniedError', refusal.status));
+      return;
+    }
     void handle(state, req, res).catch((err) => {
       if (res.headersSent) res.destroy();
       // An assert in NeMo-RL's handlers reaches Starlette's catch-all.
@@ -177,12 +190,7 @@ export async function startMockServer(options: MockServerOptions = {}): Promise<
     s.on('close', () => sockets.delete(s));
   });
 
-  const host = options.host ?? '127.0.0.1';
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 0, host, () => resolve());
-  });
-  const { port } = server.address() as AddressInfo;
+  const { port } = await listenGuarded(server, guard, host, options.port ?? 0);
   return {
     url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
     model,

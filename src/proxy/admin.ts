@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { PolarError } from '../core/errors.js';
 import { readBody } from './body.js';
+import { tokenPresented } from './http-guard.js';
 import type { PauseGate } from './pause.js';
 import { sendJson } from './reply.js';
 
@@ -17,7 +18,9 @@ export interface AdminState {
  * - `POST /admin/resume`: waiting calls go on;
  * - `POST /admin/policy-version` `{"version": V}`: every call from now on records V;
  * - `GET /admin/status`: paused, in-flight calls, policy version.
- * Only the auth token opens them when one is set; without one, only loopback callers.
+ * They always need a token: the proxy's auth token, or the admin token `polar proxy` writes 0600
+ * into its state folder when it has none (admin-token.ts). Being on this machine proves nothing: a
+ * policy's sandboxed rollout, another user, or a web page's request all come from loopback.
  */
 export async function handleAdmin(req: IncomingMessage, res: ServerResponse, action: 'pause' | 'resume' | 'policy-version' | 'status', state: AdminState): Promise<void> {
   const status = () => ({ ok: true, paused: state.gate.isPaused, paused_since: state.gate.pausedAt, in_flight: state.gate.inFlight, policy_version: state.policyVersion });
@@ -51,10 +54,9 @@ export async function handleAdmin(req: IncomingMessage, res: ServerResponse, act
   }
 }
 
-/** A request from this machine (loopback), where admin routes are open without a token. */
-export function fromLoopback(req: IncomingMessage): boolean {
-  const a = req.socket.remoteAddress ?? '';
-  return a === '::1' || a.startsWith('127.') || a.startsWith('::ffff:127.');
+/** Whether a request presents one of the tokens that open admin routes (none set: nothing opens them). */
+export function adminAuthorized(req: IncomingMessage, tokens: readonly (string | null | undefined)[]): boolean {
+  return tokens.some((t) => typeof t === 'string' && t.length > 0 && tokenPresented(req.headers, t));
 }
 
 async function jsonBody(req: IncomingMessage): Promise<Record<string, unknown>> {

@@ -38,7 +38,7 @@ export function hostPolicy(boundHost: string, port: number, allowHosts: readonly
 export function originProblem(headers: IncomingHttpHeaders, policy: HostPolicy): string | null {
   const host = headers.host;
   if (host !== undefined && !allowedHost(bareHost(host), policy)) {
-    return `Host ${JSON.stringify(host)} is not this proxy's address; if you reach it by that name, start it with --allow-host ${hostOnly(host)}`;
+    return `Host ${JSON.stringify(host)} is not this server's address; if you reach it by that name, start it with --allow-host ${hostOnly(host)}`;
   }
   const fetchSite = first(headers['sec-fetch-site']);
   if (fetchSite === 'cross-site' || fetchSite === 'same-site') {
@@ -46,7 +46,7 @@ export function originProblem(headers: IncomingHttpHeaders, policy: HostPolicy):
   }
   const origin = first(headers.origin);
   if (origin !== undefined && !ownOrigin(origin, policy)) {
-    return `Origin ${JSON.stringify(origin)} is not this proxy's own; polar accepts calls from harnesses, not from web pages`;
+    return `Origin ${JSON.stringify(origin)} is not this server's own; polar accepts calls from harnesses, not from web pages`;
   }
   return null;
 }

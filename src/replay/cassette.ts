@@ -1,8 +1,8 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { isRecord, type ChatMessage } from '../core/chat.js';
 import { PolarError } from '../core/errors.js';
 import { parseJsonBody, readBody } from '../proxy/body.js';
+import { HttpGuard, listenGuarded } from '../proxy/http-guard.js';
 import type { RequestRecord } from '../store/requests.js';
 import type { Store } from '../store/store.js';
 import { callConversation, isConversation } from '../trajectory/conversation.js';
@@ -43,7 +43,14 @@ export interface Cassette {
   close(): Promise<void>;
 }
 
-export async function startCassette(store: Store, sessionId: string, options: { host?: string; port?: number } = {}): Promise<Cassette> {
+/**
+ * It serves recorded conversations, token ids and logprobs: only to callers on this machine that
+ * reach it by its own address (http-guard.ts), never to a web page, even one whose name was rebound
+ * to 127.0.0.1.
+ */
+export async function startCassette(store: Store, sessionId: string, options: { host?: string; port?: number; authToken?: string | null; allowHosts?: readonly string[] } = {}): Promise<Cassette> {
+  const host = options.host ?? '127.0.0.1';
+  const guard = new HttpGuard({ host, token: options.authToken ?? null, allowHosts: options.allowHosts ?? [], what: 'polar replay' });
   const session = store.sessions.get(sessionId);
   if (!session) throw new PolarError('POLAR_USAGE', `no session ${JSON.stringify(sessionId)} in this database; list them with \`polar sessions\``);
   const tapes: Tape[] = [];
@@ -65,6 +72,12 @@ export async function startCassette(store: Store, sessionId: string, options: { 
   });
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const refusal = guard.check(req);
+    if (refusal) {
+      req.resume();
+      send(res, refusal.status, { object: 'error', message: refusal.message, type: refusal.status === 401 ? 'AuthenticationError' : 'PermissionDeniedError', code: refusal.status });
+      return;
+    }
     const url = (req.url ?? '/').split('?')[0];
     if (req.method === 'GET' && url === '/v1/models') {
       req.resume();
@@ -102,13 +115,9 @@ export async function startCassette(store: Store, sessionId: string, options: { 
     send(res, 400, { object: 'error', message: describe(divergence), type: 'BadRequestError', param: 'messages', code: 400 });
   }
 
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => resolve());
-  });
-  const { port } = server.address() as AddressInfo;
+  const { port } = await listenGuarded(server, guard, host, options.port ?? 0);
   return {
-    url: `http://${options.host ?? '127.0.0.1'}:${port}`,
+    url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
     model,
     matched: () => used.size,
     total: () => tapes.length,

@@ -7,21 +7,24 @@ import { isRecord } from '../core/chat.js';
 import { PolarError } from '../core/errors.js';
 import { newId } from '../core/ids.js';
 import { getHarness } from '../harness/registry.js';
-import { findBwrap, type SandboxKind } from '../harness/sandbox.js';
+import { privateSocketPath, requireBwrap, type SandboxKind, type SandboxLimits } from '../sandbox/index.js';
+import { sandboxSettings } from '../rollout/sandboxing.js';
 import { parseJsonBody, readBody } from '../proxy/body.js';
+import { HttpGuard, listenGuarded } from '../proxy/http-guard.js';
 import { DEFAULT_AGENT_HEADERS } from '../proxy/identity.js';
 import { startProxy, type RunningProxy } from '../proxy/server.js';
 import { SessionKeys } from '../proxy/session-keys.js';
 import { Semaphore } from '../rollout/channel.js';
 import type { RolloutConfig } from '../rollout/config.js';
 import { initStage, postStage, runStage, type StageContext } from '../rollout/stages.js';
-import { validateTaskObject } from '../rollout/task-file.js';
+import type { RolloutTask } from '../rollout/task-file.js';
 import { localLedger } from '../rollout/ledger.js';
 import { openStore } from '../store/open.js';
 import { isPostgresUrl } from '../store/postgres/url.js';
 import { createUpstream } from '../upstream/create.js';
 import type { Upstream } from '../upstream/types.js';
 import { gymRunResult, type GymRunResult } from './gym-result.js';
+import { RowRefused, taskForRow, type TaskCatalog } from './gym-task.js';
 import { AGENT_NAME } from './gym-wiring.js';
 import { parseYaml, type Yaml } from './yaml.js';
 
@@ -42,7 +45,20 @@ export interface GymAgentOptions {
   concurrency: number;
   timeoutSec: number;
   sandbox: SandboxKind;
+  /** The harness's network in the sandbox (default proxy-only; a task may ask for host). */
+  network?: 'proxy-only' | 'host';
+  limits?: SandboxLimits;
+  /** Extra read-only paths in every sandbox (`--sandbox-ro`). */
+  sandboxReadOnly?: string[];
   outDir: string;
+  /** The tasks `/run` rows may name (`task_id`), from `--tasks FILE`. */
+  tasks?: { file: string; tasks: readonly RolloutTask[] };
+  /** Rows may define their task inline (`task`); they still run sandboxed. */
+  allowInlineTasks?: boolean;
+  /** Every request but the readiness probe must present it; required beyond loopback. */
+  authToken?: string | null;
+  /** Host names besides the bound address and loopback names that callers may use. */
+  allowHosts?: readonly string[];
   onNotice?: (line: string) => void;
   onRun?: (result: GymRunResult) => void;
 }
@@ -96,10 +112,12 @@ export function gymEnvironment(env: NodeJS.ProcessEnv = process.env): GymEnviron
  */
 export async function startGymAgent(options: GymAgentOptions): Promise<RunningGymAgent> {
   if (options.upstreams.length === 0) throw new PolarError('POLAR_USAGE', 'gym-agent needs the policy server: --upstream URL, or --from-gym under NeMo Gym');
+  const catalog = taskCatalog(options);
+  // Before anything is opened: a server beyond loopback without a token is refused here.
+  const guard = new HttpGuard({ host: options.host, token: options.authToken ?? null, allowHosts: options.allowHosts ?? [], what: 'polar gym-agent' });
   const store = await openStore(options.dbPath, { onNotice: (line) => options.onNotice?.(line) });
   const harness = getHarness(options.harness, options.command !== undefined ? { command: options.command } : {});
-  const bwrap = options.sandbox === 'bwrap' ? findBwrap() : null;
-  if (options.sandbox === 'bwrap' && !bwrap) throw new PolarError('POLAR_USAGE', '--sandbox bwrap needs bubblewrap (Debian: apt-get install bubblewrap); or pass --sandbox none');
+  const bwrap = requireBwrap(options.sandbox);
   const rolloutId = newId('gym');
   const config: RolloutConfig = {
     harness: options.harness,
@@ -117,14 +135,18 @@ export async function startGymAgent(options: GymAgentOptions): Promise<RunningGy
     accept: null,
     keepWorkspaces: false,
     sandbox: options.sandbox,
+    ...(options.network ? { network: options.network } : {}),
+    ...(options.limits ? { limits: options.limits } : {}),
+    ...(options.sandboxReadOnly?.length ? { sandboxReadOnly: options.sandboxReadOnly } : {}),
   };
+  const sandbox = sandboxSettings(config, bwrap);
   store.rollouts.create(
     { id: rolloutId, harness: options.harness, upstreamUrl: options.upstreams.join(' '), upstreamKind: options.upstreamKind, servedModel: options.model, samplesPerTask: 1, tasksFile: null, accept: null, config: { ...config, source: 'gym-agent' } as unknown as Record<string, unknown> },
     [],
   );
   // One master for every profile's proxy, in this process's memory only (session-keys.ts).
   const sessionKeys = SessionKeys.random();
-  const profiles = new Map<string, Promise<{ upstream: Upstream; proxy: RunningProxy; model: string; contextWindow: number | null }>>();
+  const profiles = new Map<string, Promise<{ upstream: Upstream; proxy: RunningProxy; socket: { path: string; remove(): Promise<void> } | null; model: string; contextWindow: number | null }>>();
   const profile = (url: string, temperature: number | undefined, topP: number | undefined) => {
     const key = `${url}|${temperature ?? ''}|${topP ?? ''}`;
     let p = profiles.get(key);
@@ -139,8 +161,10 @@ export async function startGymAgent(options: GymAgentOptions): Promise<RunningGy
         const served = await upstream.models(AbortSignal.timeout(5000)).catch(() => []);
         const model = options.model ?? served[0]?.id;
         if (!model) throw new PolarError('POLAR_USAGE', `no model for ${url}: pass --model (NeMo-RL's server lists none)`);
-        const proxy = await startProxy({ store, upstream, servedModel: model, contextWindow: served[0]?.maxModelLen ?? null, defaultSession: `${rolloutId}-unattributed`, sessionKeys, agentHeaders: [...harness.agentHeaders, ...DEFAULT_AGENT_HEADERS] });
-        return { upstream, proxy, model, contextWindow: served[0]?.maxModelLen ?? null };
+        // Each profile's proxy has its own socket for proxy-only sandboxes.
+        const socket = sandbox.kind === 'bwrap' ? await privateSocketPath() : null;
+        const proxy = await startProxy({ store, upstream, servedModel: model, contextWindow: served[0]?.maxModelLen ?? null, defaultSession: `${rolloutId}-unattributed`, sessionKeys, agentHeaders: [...harness.agentHeaders, ...DEFAULT_AGENT_HEADERS], ...(socket ? { unixSocket: socket.path } : {}) });
+        return { upstream, proxy, socket, model, contextWindow: served[0]?.maxModelLen ?? null };
       })();
       profiles.set(key, p);
     }
@@ -150,11 +174,8 @@ export async function startGymAgent(options: GymAgentOptions): Promise<RunningGy
   let next = 0;
   const inFlight = new Map<string, Promise<GymRunResult>>();
 
-  async function run(row: Record<string, unknown>): Promise<GymRunResult> {
+  async function run(row: Record<string, unknown>, task: RolloutTask): Promise<GymRunResult> {
     const params = isRecord(row.responses_create_params) ? row.responses_create_params : {};
-    const prompt = userText(params.input);
-    const taskValue = isRecord(row.task) ? { ...row.task, ...(prompt && !row.task.prompt ? { prompt } : {}) } : undefined;
-    const task = validateTaskObject(taskValue, { name: 'row.task', baseDir: process.cwd(), checkPaths: true });
     const url = options.upstreams[next++ % options.upstreams.length]!;
     const p = await profile(url, num(params.temperature), num(params.top_p));
     const sample = store.rollouts.addSample(rolloutId, { id: task.id, json: JSON.stringify(task) });
@@ -171,9 +192,10 @@ export async function startGymAgent(options: GymAgentOptions): Promise<RunningGy
       model: p.model,
       contextWindow: p.contextWindow,
       accept: null,
-      bwrap: bwrap ?? 'bwrap',
+      sandbox,
+      proxySocket: p.socket?.path ?? null,
       secrets: [],
-      tasksDir: null,
+      tasksDir: catalog.file ? path.dirname(catalog.file) : null,
       emit: () => {},
       onNotice: (line) => options.onNotice?.(line),
       stopping: () => false,
@@ -195,23 +217,57 @@ export async function startGymAgent(options: GymAgentOptions): Promise<RunningGy
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = (req.url ?? '/').split('?')[0] ?? '/';
-    if (req.method === 'GET' && url === '/') {
+    const isPost = req.method === 'POST';
+    // Gym's readiness probe (GET /) sends no token; it still must come from this machine's names.
+    const refusal = guard.check(req, { token: !(req.method === 'GET' && url === '/'), json: isPost });
+    if (refusal) {
       req.resume();
-      send(res, 200, { status: 'ok', agent: AGENT_NAME, rollout_id: rolloutId });
+      options.onNotice?.(`polar gym-agent: refused ${req.method} ${url}: ${refusal.message}`);
+      send(res, refusal.status, { error: { message: refusal.message, code: refusal.code } });
       return;
     }
-    if (req.method === 'POST' && url === '/run') {
+    if (req.method === 'GET' && url === '/') {
+      req.resume();
+      send(res, 200, { status: 'ok', agent: AGENT_NAME, ...(guard.token ? {} : { rollout_id: rolloutId }) });
+      return;
+    }
+    if (isPost && url === '/run') {
       const text = await readBody(req, 64 * 1024 * 1024);
+      // Not a row polar runs at all (not JSON, no such task, an inline task not allowed): a
+      // misconfiguration, answered 400 so NeMo-RL stops with the reason instead of training on masks.
+      const misconfigured = (err: unknown) => {
+        options.onNotice?.(`polar gym-agent: refused a /run row: ${(err as Error).message}`);
+        send(res, 400, { error: { message: (err as Error).message, code: 'POLAR_BAD_REQUEST' } });
+      };
+      let row: Record<string, unknown>;
+      try {
+        const body = parseJsonBody(text);
+        if (!isRecord(body)) throw new RowRefused('a /run body is one JSON object (a NeMo Gym row)');
+        row = body;
+      } catch (err) {
+        misconfigured(err);
+        return;
+      }
+      let task: RolloutTask | Error;
+      try {
+        task = taskForRow(row, catalog);
+      } catch (err) {
+        if (err instanceof RowRefused) {
+          misconfigured(err);
+          return;
+        }
+        // An inline task (--allow-inline-tasks) that does not validate: a row that cannot run, masked.
+        task = err as Error;
+      }
       // A dropped connection makes Gym send the same row again: while the first is running, share it.
       const key = createHash('sha256').update(text).digest('hex');
       let pending = inFlight.get(key);
       if (!pending) {
+        const resolved = task;
         pending = (async () => {
-          let row: Record<string, unknown> = {};
           try {
-            const body = parseJsonBody(text);
-            row = isRecord(body) ? body : {};
-            return await run(row);
+            if (resolved instanceof Error) throw resolved;
+            return await run(row, resolved);
           } catch (err) {
             return refused(row, (err as Error).message);
           }
@@ -221,7 +277,7 @@ export async function startGymAgent(options: GymAgentOptions): Promise<RunningGy
       send(res, 200, await pending);
       return;
     }
-    if (req.method === 'POST' && url === '/aggregate_metrics') {
+    if (isPost && url === '/aggregate_metrics') {
       const body = parseJsonBody(await readBody(req, 64 * 1024 * 1024));
       const responses = isRecord(body) && Array.isArray(body.verify_responses) ? body.verify_responses.filter(isRecord) : [];
       const rewards = responses.map((r) => r.reward).filter((r): r is number => typeof r === 'number');
@@ -237,11 +293,7 @@ export async function startGymAgent(options: GymAgentOptions): Promise<RunningGy
     send(res, 404, { error: { message: `no route ${req.method} ${url}; polar gym-agent serves GET /, POST /run, POST /aggregate_metrics` } });
   }
 
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port, options.host, () => resolve());
-  });
-  const address = server.address() as AddressInfo;
+  const address = await listenGuarded(server, guard, options.host, options.port);
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   return {
     url: `http://${host}:${address.port}`,
@@ -287,16 +339,22 @@ function refused(row: Record<string, unknown>, reason: string): GymRunResult {
   };
 }
 
-function userText(input: unknown): string | null {
-  if (typeof input === 'string') return input;
-  if (!Array.isArray(input)) return null;
-  const texts: string[] = [];
-  for (const item of input) {
-    if (!isRecord(item) || (item.role !== undefined && item.role !== 'user')) continue;
-    if (typeof item.content === 'string') texts.push(item.content);
-    else if (Array.isArray(item.content)) for (const part of item.content) if (isRecord(part) && typeof part.text === 'string') texts.push(part.text);
+/**
+ * The tasks rows may name. Without `--tasks` only inline tasks could run, so `--allow-inline-tasks`
+ * is then required; inline tasks are the network's code, so they need a sandbox.
+ */
+function taskCatalog(options: GymAgentOptions): TaskCatalog {
+  if (!options.tasks && !options.allowInlineTasks) {
+    throw new PolarError('POLAR_USAGE', 'gym-agent needs --tasks FILE: the rollout tasks /run rows name by task_id (polar train grpo passes it)');
   }
-  return texts.length > 0 ? texts.join('\n') : null;
+  if (options.allowInlineTasks && options.sandbox === 'none') {
+    throw new PolarError('POLAR_USAGE', '--allow-inline-tasks runs task definitions that arrive over the network: it needs --sandbox bwrap');
+  }
+  return {
+    tasks: new Map((options.tasks?.tasks ?? []).map((t) => [t.id, t])),
+    file: options.tasks ? path.resolve(options.tasks.file) : null,
+    allowInline: options.allowInlineTasks === true,
+  };
 }
 
 function num(v: unknown): number | undefined {

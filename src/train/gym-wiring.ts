@@ -1,7 +1,8 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { RolloutTask } from '../rollout/task-file.js';
-import { toYaml } from './yaml.js';
+import { TASK_ID_FIELD } from './gym-task.js';
+import { toYaml, type Yaml } from './yaml.js';
 
 /**
  * What a training run gives NeMo Gym so it starts polar as an agent server. Gym starts agents itself,
@@ -39,8 +40,21 @@ export async function writeGymWiring(runDir: string, cmd: AgentCommand): Promise
   const appPy = path.join(agentDir, 'app.py');
   await fs.writeFile(appPy, appSource(cmd), { mode: 0o755 });
   const agentConfig = path.join(root, `${AGENT_NAME}.yaml`);
-  await fs.writeFile(agentConfig, toYaml({ [AGENT_NAME]: { responses_api_agents: { [AGENT_NAME]: { entrypoint: 'app.py' } } } }));
+  await fs.writeFile(agentConfig, toYaml(agentGymConfig()));
   return { root, appPy, agentConfig };
+}
+
+/**
+ * The agent's Gym config. The host is pinned to loopback: NeMo-RL sets Gym's `default_host` to the
+ * node's IP (NeMo-RL `7ea279a` nemo_rl/environments/nemo_gym.py:570-573), and Gym gives it to every
+ * server whose own config names no host (Gym `c3bac96` nemo_gym/global_config.py:455-456), so the
+ * agent would listen on the network, where `/run` (which runs tasks) must not be, and Gym sends it no
+ * token. The rows are posted by Gym's rollout collection inside NeMo-RL's NemoGym actor, which
+ * starts the agent on its own node (nemo_gym/rollout_collection.py:1038, to `http://host:port/run`,
+ * server_utils.py:325-326), so loopback reaches it; polar train runs on one node.
+ */
+export function agentGymConfig(): Yaml {
+  return { [AGENT_NAME]: { responses_api_agents: { [AGENT_NAME]: { entrypoint: 'app.py', host: '127.0.0.1' } } } };
 }
 
 /** The whole Python side: exec polar, which does the rest. */
@@ -58,12 +72,13 @@ export function appSource(cmd: AgentCommand): string {
 
 /**
  * The Gym dataset: one row per task, `responses_create_params` with the task's prompt as the user
- * input and the task object itself (workspace, setup, evaluator, timeout) under `task`, addressed to
- * polar's agent. NeMo-RL repeats each row `num_generations_per_prompt` times: one GRPO group.
+ * input and the task's id under `task_id`, addressed to polar's agent, which runs the task of that id
+ * from its own `--tasks` file (gym-task.ts): a row carries no code. NeMo-RL repeats each row
+ * `num_generations_per_prompt` times: one GRPO group.
  */
 export function gymRows(tasks: readonly RolloutTask[]): string {
   return tasks
-    .map((task) => JSON.stringify({ responses_create_params: { input: [{ role: 'user', content: task.prompt }] }, agent_ref: { type: 'responses_api_agents', name: AGENT_NAME }, task }))
+    .map((task) => JSON.stringify({ responses_create_params: { input: [{ role: 'user', content: task.prompt }] }, agent_ref: { type: 'responses_api_agents', name: AGENT_NAME }, [TASK_ID_FIELD]: task.id }))
     .join('\n')
     .concat('\n');
 }

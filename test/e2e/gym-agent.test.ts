@@ -36,7 +36,7 @@ afterAll(async () => {
 });
 
 async function startAgent(harness: string, db: string): Promise<string> {
-  const child = spawn(process.execPath, [BIN, 'gym-agent', '--harness', harness, '--upstream', `${mock.url}/v1`, '--model', mock.model, '--db', db, '--out', path.join(dir, `out-${harness}`), '--json'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [BIN, 'gym-agent', '--harness', harness, '--upstream', `${mock.url}/v1`, '--model', mock.model, '--db', db, '--tasks', TASKS, '--out', path.join(dir, `out-${harness}`), '--json'], { stdio: ['ignore', 'pipe', 'pipe'] });
   children.push(child);
   let stderr = '';
   child.stderr!.on('data', (d) => (stderr += d));
@@ -56,7 +56,7 @@ describe.each(['claude-code', 'codex'])('polar gym-agent --harness %s', (harness
 
   it('answers GET / (Gym\'s readiness check) and /aggregate_metrics', async () => {
     expect(await (await fetch(`${url}/`)).json()).toMatchObject({ status: 'ok' });
-    const agg = await (await fetch(`${url}/aggregate_metrics`, { method: 'POST', body: JSON.stringify({ verify_responses: [{ reward: 1 }, { reward: 0 }] }) })).json();
+    const agg = await (await fetch(`${url}/aggregate_metrics`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ verify_responses: [{ reward: 1 }, { reward: 0 }] }) })).json();
     expect(agg).toEqual({ group_level_metrics: [], agent_metrics: { samples: 2, mean_reward: 0.5 }, key_metrics: { mean_reward: 0.5 } });
   });
 
@@ -76,7 +76,7 @@ describe.each(['claude-code', 'codex'])('polar gym-agent --harness %s', (harness
         expect(r.instance_config, r.polar_mask_reason).toBeUndefined();
         expect(r.responses_create_params).toEqual(rows[i]!.responses_create_params);
         const sample = store.rollouts.sampleForSession(r.polar_session_id)!;
-        expect(sample.taskId).toBe(rows[i]!.task.id);
+        expect(sample.taskId).toBe(rows[i]!.task_id);
         expect(r.reward).toBe(sample.reward);
         // The token items are exactly the session's main-agent calls, in order.
         const items = r.response.output.filter((o: Record<string, unknown>) => Array.isArray(o.generation_token_ids));
@@ -92,9 +92,12 @@ describe.each(['claude-code', 'codex'])('polar gym-agent --harness %s', (harness
     for (let g = 0; g < results.length; g += 2) expect(new Set([results[g]!.reward, results[g + 1]!.reward]).size).toBe(2);
   }, 240_000);
 
-  it('a row it cannot run is answered 200, masked, with one placeholder token item', async () => {
-    const r = (await (await fetch(`${url}/run`, { method: 'POST', body: JSON.stringify({ responses_create_params: { input: 'x' }, task: { id: 'bad', workspace: { dir: '/no/such/dir' }, evaluator: { type: 'session-completed' } } }) })).json()) as Record<string, unknown>;
-    expect(gymResultProblems(r)).toEqual([]);
-    expect(r).toMatchObject({ reward: 0, instance_config: { mask_sample: true }, polar_mask_reason: expect.stringMatching(/no such folder/) });
+  it('a row naming no task of its --tasks file, or defining one inline, is refused 400 (a misconfiguration, not a masked sample)', async () => {
+    const post = (row: unknown) => fetch(`${url}/run`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(row) });
+    const unknown = await post({ responses_create_params: { input: 'x' }, task_id: 'no-such-task' });
+    expect(unknown.status).toBe(400);
+    expect(((await unknown.json()) as { error: { message: string } }).error.message).toMatch(/unknown task_id "no-such-task"/);
+    const inline = await post({ responses_create_params: { input: 'x' }, task: { id: 'bad', workspace: { empty: true }, setup: ['touch /tmp/x'], evaluator: { type: 'session-completed' } } });
+    expect(inline.status).toBe(400);
   });
 });

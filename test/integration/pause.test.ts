@@ -13,11 +13,12 @@ import { startTestProxy, type TestProxy } from '../support/start-proxy.js';
  */
 let upstream: ReferenceUpstream;
 let t: TestProxy;
+const ADMIN = 'admin-file-token-0123456789abcdefghijklmnop';
 
 beforeAll(async () => {
   upstream = await startReferenceUpstream({ holdAt: 0 });
   // Token-in mode, so a two-turn conversation merges into one trace.
-  t = await startTestProxy(upstream.url, { upstreamKind: 'vllm-tito', upstreamOptions: { tokenizer: BUNDLED_QWEN3 }, policyVersion: 'v1' });
+  t = await startTestProxy(upstream.url, { upstreamKind: 'vllm-tito', upstreamOptions: { tokenizer: BUNDLED_QWEN3 }, policyVersion: 'v1', adminToken: ADMIN });
 });
 afterAll(async () => {
   upstream.release();
@@ -25,7 +26,7 @@ afterAll(async () => {
   await upstream?.close();
 });
 
-const admin = (action: string, body?: unknown, target: TestProxy = t, headers: Record<string, string> = {}) =>
+const admin = (action: string, body?: unknown, target: TestProxy = t, headers: Record<string, string> = { 'x-polar-auth-token': ADMIN }) =>
   fetch(`${target.proxy.url}/admin/${action}`, { method: action === 'status' ? 'GET' : 'POST', headers: { 'content-type': 'application/json', ...headers }, ...(body ? { body: JSON.stringify(body) } : {}) });
 
 describe('pause, drain and policy versions', () => {
@@ -77,7 +78,7 @@ describe('pause, drain and policy versions', () => {
   });
 
   it('a call that waits past the pause limit gets 503 with Retry-After, in its own format, and is recorded', async () => {
-    const short = await startTestProxy(upstream.url, { pauseLimitMs: 300 });
+    const short = await startTestProxy(upstream.url, { pauseLimitMs: 300, adminToken: ADMIN });
     try {
       await admin('pause', {}, short);
       const res = await fetch(`${short.proxy.url}/s/late/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }) });
@@ -93,12 +94,30 @@ describe('pause, drain and policy versions', () => {
   it('admin routes need the auth token when one is set', async () => {
     const guarded = await startTestProxy(upstream.url, { authToken: 'admin-token-123456' });
     try {
-      expect((await admin('status', undefined, guarded)).status).toBe(401);
-      expect((await admin('pause', {}, guarded)).status).toBe(401);
+      expect((await admin('status', undefined, guarded, {})).status).toBe(401);
+      expect((await admin('pause', {}, guarded, {})).status).toBe(401);
+      expect((await admin('pause', {}, guarded, { authorization: 'Bearer wrong-token-123456' })).status).toBe(401);
       const ok = await admin('status', undefined, guarded, { 'x-polar-auth-token': 'admin-token-123456' });
       expect(await ok.json()).toMatchObject({ ok: true, paused: false });
     } finally {
       await guarded.close();
     }
+  });
+
+  it('without any token set, admin routes are closed to every caller, loopback included', async () => {
+    const open = await startTestProxy(upstream.url, { policyVersion: 'v1' });
+    try {
+      for (const action of ['status', 'pause', 'resume', 'policy-version']) expect((await admin(action, action === 'status' ? undefined : { version: 'evil-v1' }, open, {})).status).toBe(401);
+      expect(open.proxy.admin.policyVersion).toBe('v1');
+      expect(open.proxy.admin.gate.isPaused).toBe(false);
+    } finally {
+      await open.close();
+    }
+  });
+
+  it('the admin token opens them, as x-polar-auth-token or a bearer token; a loopback caller without it gets 401', async () => {
+    expect((await admin('policy-version', { version: 'evil-v1' }, t, {})).status).toBe(401);
+    expect((await admin('status', undefined, t, { authorization: `Bearer ${ADMIN}` })).status).toBe(200);
+    expect(t.proxy.admin.policyVersion).not.toBe('evil-v1');
   });
 });

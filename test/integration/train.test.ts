@@ -93,10 +93,15 @@ describe('polar train grpo --dry-run', () => {
     // 3 tasks at 2 per step: 1 step per epoch, so 5 epochs for 5 steps.
     expect(getKey(config, 'grpo.max_num_epochs')).toBe(5);
     const rows = fs.readFileSync(getKey(config, 'data.train.data_path') as string, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
-    expect(rows[0]).toMatchObject({ responses_create_params: { input: [{ role: 'user', content: 'answer with 0' }] }, agent_ref: { type: 'responses_api_agents', name: 'polar_agent' }, task: { id: 'a', evaluator: { type: 'command' } } });
+    expect(rows[0]).toMatchObject({ responses_create_params: { input: [{ role: 'user', content: 'answer with 0' }] }, agent_ref: { type: 'responses_api_agents', name: 'polar_agent' }, task_id: 'a' });
+    // A row names its task; the code (setup, evaluator) stays in the task file the agent was given.
+    expect(rows.every((r) => r.task === undefined)).toBe(true);
     const app = fs.readFileSync(path.join(runDir, 'gym/responses_api_agents/polar_agent/app.py'), 'utf8');
     expect(app).toMatch(/^import os$/m);
     expect(app).toContain('"gym-agent","--from-gym"');
+    expect(app).toContain(`"--tasks",${JSON.stringify(tasks)}`);
+    // Pinned to loopback: NeMo-RL's default_host (the node's IP) would otherwise put /run on the network.
+    expect(parseYaml(fs.readFileSync(paths[1]!, 'utf8'))).toEqual({ polar_agent: { responses_api_agents: { polar_agent: { entrypoint: 'app.py', host: '127.0.0.1' } } } });
     expect(app.split('\n').filter((l) => l && !l.startsWith('#'))).toHaveLength(2); // import and exec: no logic
     expect(fs.existsSync(path.join(runDir, 'gym/pyproject.toml'))).toBe(true);
   });

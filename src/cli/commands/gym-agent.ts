@@ -3,6 +3,8 @@ import { Option, type Command } from 'commander';
 import { PolarError } from '../../core/errors.js';
 import { HARNESS_NAMES } from '../../harness/registry.js';
 import { findBwrap } from '../../harness/sandbox.js';
+import { readTaskFile } from '../../rollout/task-file.js';
+import { isLoopbackHost } from '../../proxy/http-guard.js';
 import { defaultAgentOutDir, gymEnvironment, startGymAgent } from '../../train/gym-agent.js';
 import { UPSTREAM_KINDS } from '../../upstream/types.js';
 import { defaultDbPath } from '../../store/store.js';
@@ -27,6 +29,10 @@ interface GymAgentCommandOptions {
   node?: string;
   fromGym?: boolean;
   exitWithParent?: boolean;
+  tasks?: string;
+  allowInlineTasks?: boolean;
+  authToken?: string;
+  allowHost?: string[];
   json?: boolean;
 }
 
@@ -36,7 +42,11 @@ export function registerGymAgent(program: Command): void {
     .description("serve NeMo Gym's agent contract for NeMo-RL: each POST /run row runs one harness session through polar and answers with token fields and the reward")
     .addOption(new Option('--harness <name>', 'the harness every session runs').choices([...HARNESS_NAMES]).makeOptionMandatory())
     .option('--port <n>', 'port (0: any free port)', integerArg('--port', 0, 65535), 0)
-    .option('--host <host>', 'address to bind', '127.0.0.1')
+    .option('--host <host>', 'address to bind; non-loopback needs --auth-token', '127.0.0.1')
+    .option('--tasks <file>', 'the rollout task file (JSONL): /run rows name one of its tasks by "task_id"')
+    .option('--allow-inline-tasks', 'also run rows that define their task inline ("task"); they come from the network, so they run only sandboxed')
+    .option('--auth-token <token>', 'require this token (Authorization: Bearer, or x-polar-auth-token) on every request but GET / (default: $POLAR_AUTH_TOKEN)')
+    .option('--allow-host <name...>', 'host names callers may reach the agent by, besides its address and loopback names (DNS-rebinding protection refuses others)')
     .option('--upstream <url...>', "the policy server(s) (NeMo-RL's vLLM HTTP server, …/v1); under NeMo Gym, its policy_base_url")
     .addOption(new Option('--upstream-kind <kind>', 'how to talk to it (see polar proxy --help)').choices([...UPSTREAM_KINDS]).default('nemo-rl'))
     .option('--tokenizer <path>', 'for vllm-tito / sglang-tito')
@@ -60,6 +70,11 @@ async function serve(opts: GymAgentCommandOptions): Promise<void> {
   const upstreams = opts.upstream ?? gym?.policyBaseUrls ?? [];
   if (upstreams.length === 0) throw new PolarError('POLAR_USAGE', 'gym-agent needs the policy server: --upstream URL (or --from-gym, under NeMo Gym)');
   const sandbox = opts.sandbox ?? (findBwrap() ? 'bwrap' : 'none');
+  const authToken = opts.authToken ?? (process.env.POLAR_AUTH_TOKEN || null);
+  if (gym?.host && !isLoopbackHost(gym.host) && !authToken) {
+    // NeMo-RL sets Gym's default_host to the node's IP; Gym sends /run no token, so pin the agent instead.
+    throw new PolarError('POLAR_USAGE', `NeMo Gym assigned this agent host ${gym.host}, which other machines reach; set host: 127.0.0.1 in the agent's Gym config (polar train grpo does), or pass --auth-token`);
+  }
   const agent = await startGymAgent({
     harness: opts.harness,
     ...(opts.command !== undefined ? { command: opts.command } : {}),
@@ -76,6 +91,10 @@ async function serve(opts: GymAgentCommandOptions): Promise<void> {
     timeoutSec: opts.timeout,
     sandbox,
     outDir: opts.out ?? defaultAgentOutDir(),
+    ...(opts.tasks ? { tasks: { file: opts.tasks, tasks: readTaskFile(opts.tasks) } } : {}),
+    allowInlineTasks: opts.allowInlineTasks === true,
+    authToken,
+    ...(opts.allowHost ? { allowHosts: opts.allowHost } : {}),
     onNotice: (line) => process.stderr.write(`${line}\n`),
     onRun: (r) =>
       process.stderr.write(

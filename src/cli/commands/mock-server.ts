@@ -18,13 +18,17 @@ interface MockServerOptions {
   tasks?: string;
   seed: number;
   policyShift?: PolicyShift;
+  authToken?: string;
+  allowHost?: string[];
 }
 
 export function registerMockServer(program: Command): void {
   program
     .command('mock-server')
     .description('serve a scripted stand-in for a vLLM server (real Qwen3 tokenizer, no GPU): for trying polar and testing harnesses')
-    .option('--host <host>', 'address to bind', '127.0.0.1')
+    .option('--host <host>', 'address to bind; non-loopback needs --auth-token', '127.0.0.1')
+    .option('--auth-token <token>', 'require this token (Authorization: Bearer, as POLAR_UPSTREAM_API_KEY sends it, or x-polar-auth-token) on every request')
+    .option('--allow-host <name...>', 'host names callers may reach it by, besides its address and loopback names')
     .option('--port <n>', 'port (0: any free port)', integerArg('--port', 0, 65535), 8000)
     .option('--model <name>', 'model id it reports', 'polar/mock-qwen3')
     .option('--json', 'print the listening URL as one JSON line')
@@ -64,7 +68,7 @@ async function serve(opts: MockServerOptions): Promise<void> {
   const { port } = opts;
   const nemoRl = opts.nemoRl ? { temperature: opts.nemoRlTemperature, topP: opts.nemoRlTopP } : undefined;
   const tasks = opts.tasks ? mockTasksFrom(readTaskFile(opts.tasks)) : [];
-  const server = await startMockServer({ host: opts.host, port, model: opts.model, log: false, tasks, seed: opts.seed, ...(nemoRl ? { nemoRl } : {}), ...(opts.policyShift ? { policyShift: opts.policyShift } : {}) });
+  const server = await startMockServer({ host: opts.host, port, ...(opts.authToken ? { authToken: opts.authToken } : {}), ...(opts.allowHost ? { allowHosts: opts.allowHost } : {}), model: opts.model, log: false, tasks, seed: opts.seed, ...(nemoRl ? { nemoRl } : {}), ...(opts.policyShift ? { policyShift: opts.policyShift } : {}) });
   const flavor = nemoRl ? `, as NeMo-RL's server (temperature ${nemoRl.temperature}, top_p ${nemoRl.topP})` : '';
   if (opts.json) process.stdout.write(`${JSON.stringify({ url: server.url, model: server.model, ...(nemoRl ? { nemoRl } : {}) })}\n`);
   else process.stdout.write(`${chalk.bold('polar mock-server')} (scripted, not a model${flavor}) on ${server.url}  model ${server.model}\n  try: polar proxy --upstream ${server.url}\n`);

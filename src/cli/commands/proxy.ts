@@ -3,6 +3,7 @@ import chalk from 'chalk';
 import { PolarError } from '../../core/errors.js';
 import { isValidSessionName, newId } from '../../core/ids.js';
 import { DEFAULT_MAX_BODY_BYTES, isLoopbackHost, startProxy, type RunningProxy } from '../../proxy/server.js';
+import { adminTokenFile, loadOrCreateAdminToken } from '../../proxy/admin-token.js';
 import type { CallSummary } from '../../proxy/call-record.js';
 import { loadOrCreateMaster, masterKeyFile } from '../../proxy/session-keys.js';
 import { openStore } from '../../store/open.js';
@@ -66,7 +67,8 @@ S's key (polar-<S>~<secret>, as the API key) or the auth token; others get 401 a
 The keys' master is kept in .polar/session-keys.master beside the database (0600), where
 \`polar run --proxy URL --db <same>\` finds it.
 Upstream API keys for hosted OpenAI-compatible servers: set $POLAR_UPSTREAM_API_KEY (never recorded).
-Around weight updates (from this machine, or with the auth token):
+Around weight updates, with the auth token, or without one the admin token polar keeps (0600) in
+.polar/admin-token beside the database (x-polar-auth-token: TOKEN or Authorization: Bearer TOKEN):
   POST /admin/pause {"drain_timeout_seconds": 300}   new calls wait; answers when in-flight calls are done
   POST /admin/policy-version {"version": "step-12"}  recorded on every call from now on
   POST /admin/resume                                 waiting calls go on
@@ -96,6 +98,9 @@ async function runProxy(opts: ProxyCommandOptions): Promise<void> {
   const contextWindow = opts.contextWindow ?? discovered?.maxModelLen ?? null;
   const sessionKeys = opts.sessionKeys ? loadOrCreateMaster(masterKeyFile(dbPath)) : undefined;
   const store = await openStore(dbPath, { onNotice: (line) => process.stderr.write(`${chalk.yellow('store')}: ${line}\n`) });
+  const authToken = opts.authToken ?? (process.env.POLAR_AUTH_TOKEN || undefined);
+  // Without an auth token, admin routes take the token in polar's state folder (admin-token.ts).
+  const adminFile = authToken ? null : adminTokenFile(dbPath);
   let proxy: RunningProxy;
   try {
     proxy = await startProxy({
@@ -107,7 +112,8 @@ async function runProxy(opts: ProxyCommandOptions): Promise<void> {
       host: opts.host,
       port,
       maxBodyBytes,
-      authToken: opts.authToken ?? (process.env.POLAR_AUTH_TOKEN || undefined),
+      authToken,
+      ...(adminFile ? { adminToken: loadOrCreateAdminToken(adminFile) } : {}),
       ...(sessionKeys ? { sessionKeys } : {}),
       ...(opts.allowHost ? { allowHosts: opts.allowHost } : {}),
       pauseLimitMs: opts.pauseLimit * 1000,
@@ -122,7 +128,7 @@ async function runProxy(opts: ProxyCommandOptions): Promise<void> {
   }
   if (opts.json) {
     process.stdout.write(
-      `${JSON.stringify({ url: proxy.url, baseUrl: proxy.baseUrl(), session, sessionKeys: sessionKeys !== undefined, db: store.label ?? dbPath, upstream: upstream.baseUrl, upstreamKind: upstream.kind, model: servedModel, contextWindow })}\n`,
+      `${JSON.stringify({ url: proxy.url, baseUrl: proxy.baseUrl(), session, sessionKeys: sessionKeys !== undefined, db: store.label ?? dbPath, upstream: upstream.baseUrl, upstreamKind: upstream.kind, model: servedModel, contextWindow, adminTokenFile: adminFile })}\n`,
     );
   } else {
     process.stdout.write(
@@ -134,6 +140,7 @@ async function runProxy(opts: ProxyCommandOptions): Promise<void> {
         `  session    ${session}`,
         `  access     ${sessionKeys ? `session keys (master ${masterKeyFile(dbPath)}); refused calls: polar audit` : 'open: any caller may name any session (--session-keys to require keys)'}`,
         `  database   ${store.label ?? dbPath}`,
+        `  admin      /admin/* with ${adminFile ? `the token in ${adminFile}` : 'the auth token'}`,
         '',
       ].join('\n'),
     );

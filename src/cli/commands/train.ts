@@ -115,6 +115,7 @@ async function grpo(opts: GrpoFlags): Promise<void> {
   const sandbox = opts.sandbox ?? (findBwrap() ? 'bwrap' : 'none');
   const agentArgs = [
     '--harness', opts.harness,
+    '--tasks', path.resolve(opts.tasks),
     '--db', dbPath,
     '--upstream-kind', opts.upstreamKind,
     '--timeout', String(opts.timeout),

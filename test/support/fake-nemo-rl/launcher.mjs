@@ -8,6 +8,7 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
 
@@ -93,24 +94,31 @@ const G = get('grpo.num_generations_per_prompt');
 if (get('policy.train_global_batch_size') % G !== 0) fail('NeMo-Gym rollout batch size must be divisible by num_generations');
 const rows = fs.readFileSync(get('data.train.data_path'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
 
-// The policy server: polar's mock of NeMo-RL's vLLM HTTP server, with the rows' scripted tasks.
-const tasksFile = path.join(path.dirname(get('data.train.data_path')), 'standin-tasks.jsonl');
-fs.writeFileSync(tasksFile, rows.map((r) => JSON.stringify(r.task)).join('\n'));
+// The policy server: polar's mock of NeMo-RL's vLLM HTTP server, with the scripted tasks of the
+// task file the agent runs (rows carry only a task_id; app.py names the file with --tasks).
+const agentConfig = get('env.nemo_gym.config_paths').find((p) => p.endsWith('polar_agent.yaml'));
+if (!agentConfig || !fs.existsSync(agentConfig)) fail('the agent config is not in env.nemo_gym.config_paths');
+const agentYaml = parseYaml(fs.readFileSync(agentConfig, 'utf8'));
+const agentName = Object.keys(agentYaml)[0];
+const agentDir = path.join(process.env.NEMO_GYM_EXTRA_ROOTS, 'responses_api_agents', agentName);
+const appArgv = JSON.parse(/os\.execv\([^,]+, (\[.*\])\)/.exec(fs.readFileSync(path.join(agentDir, 'app.py'), 'utf8'))[1]);
+const tasksFile = appArgv[appArgv.indexOf('--tasks') + 1];
+if (appArgv.indexOf('--tasks') < 0 || !fs.existsSync(tasksFile)) fail('app.py starts the agent without --tasks FILE');
 const temperature = get('policy.generation.temperature');
 const topP = get('policy.generation.top_p');
 const policy = await startJson(process.execPath, [path.join(repo, 'bin/polar.js'), 'mock-server', '--nemo-rl', '--nemo-rl-temperature', String(temperature), '--nemo-rl-top-p', String(topP), '--port', '0', '--json', '--tasks', tasksFile]);
 
 // NeMo Gym: the agent's folder under NEMO_GYM_EXTRA_ROOTS, started as `python app.py`.
-const agentConfig = get('env.nemo_gym.config_paths').find((p) => p.endsWith('polar_agent.yaml'));
-if (!agentConfig || !fs.existsSync(agentConfig)) fail('the agent config is not in env.nemo_gym.config_paths');
-const agentName = Object.keys(parseYaml(fs.readFileSync(agentConfig, 'utf8')))[0];
-const agentDir = path.join(process.env.NEMO_GYM_EXTRA_ROOTS, 'responses_api_agents', agentName);
 if (!fs.existsSync(path.join(agentDir, 'requirements.txt')) || !fs.existsSync(path.join(process.env.NEMO_GYM_EXTRA_ROOTS, 'pyproject.toml'))) fail('the agent folder is not a Gym server folder');
 const port = await freePort();
-const gymConfig = { policy_base_url: [`${policy.url}/v1`], policy_api_key: 'dummy_key', policy_model_name: get('policy.model_name'), [agentName]: { responses_api_agents: { [agentName]: { entrypoint: 'app.py', host: '127.0.0.1', port } } } };
+// As Gym does: a server whose config names no host gets default_host, which NeMo-RL sets to the
+// node's IP (Gym c3bac96 global_config.py:455-456; NeMo-RL 7ea279a nemo_gym.py:573).
+const agentEntry = agentYaml[agentName].responses_api_agents[agentName];
+const host = agentEntry.host || nodeIp();
+const gymConfig = { policy_base_url: [`${policy.url}/v1`], policy_api_key: 'dummy_key', policy_model_name: get('policy.model_name'), default_host: nodeIp(), [agentName]: { responses_api_agents: { [agentName]: { ...agentEntry, host, port } } } };
 const agent = spawn('bash', ['-c', `cd ${agentDir} && python3 app.py`], { env: { ...process.env, NEMO_GYM_CONFIG_DICT: toYaml(gymConfig), NEMO_GYM_CONFIG_PATH: agentName }, stdio: ['ignore', 'inherit', 'inherit'] });
 children.push(agent);
-const agentUrl = `http://127.0.0.1:${port}`;
+const agentUrl = `http://${host}:${port}`;
 for (let i = 0; ; i++) {
   if (i > 300) fail('the agent never answered GET /');
   try {
@@ -170,6 +178,12 @@ function startJson(file, args) {
     readline.createInterface({ input: child.stdout }).once('line', (line) => resolve(JSON.parse(line)));
     child.once('exit', (code) => reject(new Error(`${args[1]} exited ${code}`)));
   });
+}
+
+/** This machine's first non-loopback IPv4 address, as NeMo-RL's `node_ip` (127.0.0.1 when it has none). */
+function nodeIp() {
+  for (const list of Object.values(os.networkInterfaces())) for (const i of list ?? []) if (i.family === 'IPv4' && !i.internal) return i.address;
+  return '127.0.0.1';
 }
 
 function freePort() {
