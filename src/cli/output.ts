@@ -1,8 +1,8 @@
 import { once } from 'node:events';
-import { createWriteStream } from 'node:fs';
 import type { Writable } from 'node:stream';
 import chalk from 'chalk';
 import { PolarError } from '../core/errors.js';
+import { privateWriteStream } from '../core/private-file.js';
 
 export interface JsonOption {
   json?: boolean;
@@ -76,7 +76,7 @@ export function formatDuration(ms: number | null): string {
 
 /** JSON lines to a file (created 0600: it holds training data) or stdout, with backpressure. */
 export function jsonLines(file: string | undefined): { write(value: unknown): Promise<void>; close(): Promise<void> } {
-  const out: Writable = file ? createWriteStream(file, { mode: 0o600 }) : process.stdout;
+  const out: Writable = file ? privateWriteStream(file) : process.stdout;
   return {
     async write(value) {
       if (!out.write(`${JSON.stringify(value)}\n`)) await once(out, 'drain');

@@ -40,9 +40,23 @@ afterAll(async () => {
 const count = (html: string, re: RegExp) => [...html.matchAll(re)].length;
 
 describe('polar report', () => {
-  it('writes one self-contained file: no scripts, nothing fetched from anywhere', async () => {
+  it('writes one self-contained file, 0600 like the database (even over a 0644 one): no scripts, nothing fetched from anywhere', async () => {
+    fs.writeFileSync(file, 'old', { mode: 0o644 });
+    fs.chmodSync(file, 0o644);
     const { stdout } = await run(process.execPath, [BIN, 'report', 'reported', '--db', t.dbPath, '--tokenizer', qwen3ModelDir(), '--out', file, '--json']);
     expect(JSON.parse(stdout)).toMatchObject({ ok: true, out: file, sessions: 1, calls: 11, traces: model.traces.length });
+    expect(fs.statSync(file).mode & 0o777).toBe(0o600);
+    // The same for every file that holds the recording: exports, reconstructed traces and their stats.
+    const exported = path.join(path.dirname(file), 'export.jsonl');
+    const traces = path.join(path.dirname(file), 'traces.jsonl');
+    const stats = path.join(path.dirname(file), 'stats.json');
+    for (const f of [exported, traces, stats]) fs.writeFileSync(f, '', { mode: 0o644 });
+    await run(process.execPath, [BIN, 'export', '--db', t.dbPath, '--session', 'reported', '--include-partial', '--out', exported]);
+    await run(process.execPath, [BIN, 'reconstruct', '--db', t.dbPath, '--session', 'reported', '--out', traces, '--stats-json', stats]);
+    for (const f of [exported, traces, stats]) {
+      expect(fs.statSync(f).size, f).toBeGreaterThan(0);
+      expect(fs.statSync(f).mode & 0o777, f).toBe(0o600);
+    }
     const html = fs.readFileSync(file, 'utf8');
     expect(html).not.toMatch(/<script|<link|<img|@import|url\(/i);
     expect(html).not.toMatch(/(src|href)="(?!#)/);

@@ -1,6 +1,6 @@
-import { writeFile } from 'node:fs/promises';
 import chalk from 'chalk';
 import type { Command } from 'commander';
+import { writePrivateFile } from '../../core/private-file.js';
 import { defaultDbPath, Store } from '../../store/store.js';
 import { openStore } from '../../store/open.js';
 import { emptyStats, reconstruct, type ReconstructStats } from '../../trajectory/reconstruct.js';
@@ -61,7 +61,8 @@ async function run(opts: ReconstructCommandOptions): Promise<void> {
     await out.close();
   }
   process.stderr.write(`${summary(stats)}\n`);
-  if (opts.statsJson) await writeFile(opts.statsJson, `${JSON.stringify(stats, null, 2)}\n`);
+  // 0600: break examples quote recorded text.
+  if (opts.statsJson) writePrivateFile(opts.statsJson, `${JSON.stringify(stats, null, 2)}\n`);
 }
 
 function summary(s: ReconstructStats): string {

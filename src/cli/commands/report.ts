@@ -1,7 +1,7 @@
-import fs from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
 import { PolarError } from '../../core/errors.js';
+import { writePrivateFile } from '../../core/private-file.js';
 import { loadReport } from '../../inspect/report-data.js';
 import { renderReport } from '../../inspect/report-html.js';
 import { TokenPieces } from '../../inspect/token-strip.js';
@@ -51,7 +51,8 @@ async function writeReport(sessionId: string | undefined, opts: ReportOptions): 
     const id = opts.rollout ?? sessionId!;
     const out = path.resolve(opts.out ?? `report-${id}.html`);
     const html = renderReport(data, { title: `polar report · ${opts.rollout ? 'rollout' : 'session'} ${id}`, generatedAt: new Date(), pieces: new TokenPieces(text), decoded: text !== undefined });
-    fs.writeFileSync(out, html);
+    // 0600: the page holds the recording itself (prompts, token ids, logprobs), like the database.
+    writePrivateFile(out, html);
     const summary = { ok: true, out, sessions: data.sessions.length, calls: data.sessions.reduce((a, s) => a + s.model.session.requests, 0), traces: data.sessions.reduce((a, s) => a + s.model.traces.length, 0), bytes: Buffer.byteLength(html) };
     if (opts.json) printJson(summary);
     else {

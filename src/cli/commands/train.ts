@@ -3,9 +3,10 @@ import path from 'node:path';
 import chalk from 'chalk';
 import { Option, type Command } from 'commander';
 import { PolarError } from '../../core/errors.js';
+import { writePrivateFile } from '../../core/private-file.js';
 import { newId } from '../../core/ids.js';
 import { HARNESS_NAMES } from '../../harness/registry.js';
-import { findBwrap } from '../../harness/sandbox.js';
+import { findBwrap } from '../../sandbox/index.js';
 import { readTaskFile } from '../../rollout/task-file.js';
 import { defaultDbPath, Store } from '../../store/store.js';
 import { openStore } from '../../store/open.js';
@@ -161,7 +162,7 @@ async function exportSft(opts: SftFlags, file: string): Promise<string> {
       else left++;
     }
     if (lines.length === 0) throw new PolarError('POLAR_USAGE', `no SFT examples in ${opts.db ?? defaultDbPath()} with this selection (${left} traces left out); see \`polar export --format sft\` for the reasons`);
-    fs.writeFileSync(file, `${lines.join('\n')}\n`);
+    writePrivateFile(file, `${lines.join('\n')}\n`);
     if (!opts.json) process.stderr.write(`exported ${lines.length} SFT examples to ${file} (${left} traces left out)\n`);
     return file;
   } finally {

@@ -1,0 +1,35 @@
+import fs from 'node:fs';
+
+/**
+ * Files that hold what polar recorded (reports, exports, reconstructed traces, their stats) are
+ * readable by their owner only, like the database they come from (db.ts creates it 0600). Node's
+ * `mode` applies only when a file is created, so a file that already exists (a report written
+ * again) is narrowed too, through its descriptor, before a byte is written.
+ */
+export const PRIVATE_MODE = 0o600;
+
+/** Opens `file` for writing (truncated, created 0600), narrowed to 0600 if it already existed. */
+export function openPrivate(file: string): number {
+  const fd = fs.openSync(file, 'w', PRIVATE_MODE);
+  try {
+    fs.fchmodSync(fd, PRIVATE_MODE);
+  } catch (err) {
+    fs.closeSync(fd);
+    throw err;
+  }
+  return fd;
+}
+
+export function writePrivateFile(file: string, data: string | Uint8Array): void {
+  const fd = openPrivate(file);
+  try {
+    fs.writeFileSync(fd, data);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** A write stream on `file`, 0600 as above. */
+export function privateWriteStream(file: string): fs.WriteStream {
+  return fs.createWriteStream('', { fd: openPrivate(file) });
+}
