@@ -1,6 +1,7 @@
 import { Command, CommanderError } from 'commander';
 import { PolarError } from '../core/errors.js';
 import { keepYoungGenerationSmall } from '../proxy/young-generation.js';
+import { addDbPasswordOption } from './db-password.js';
 import { reportError } from './output.js';
 import { polarVersion } from './version.js';
 
@@ -44,6 +45,7 @@ export async function buildProgram(argv: readonly string[] = process.argv): Prom
     registered.add(register);
     register(program);
   }
+  addDbPasswordOption(program);
   return program;
 }
 

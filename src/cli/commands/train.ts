@@ -4,6 +4,8 @@ import chalk from 'chalk';
 import { Option, type Command } from 'commander';
 import { PolarError } from '../../core/errors.js';
 import { writePrivateFile } from '../../core/private-file.js';
+import { urlPassword, withoutPassword } from '../../store/postgres/password.js';
+import { isPostgresUrl } from '../../store/postgres/url.js';
 import { newId } from '../../core/ids.js';
 import { HARNESS_NAMES } from '../../harness/registry.js';
 import { findBwrap } from '../../sandbox/index.js';
@@ -112,12 +114,13 @@ function common(command: Command): Command {
 async function grpo(opts: GrpoFlags): Promise<void> {
   const tasks = readTaskFile(opts.tasks);
   const runDir = path.resolve(opts.runDir ?? path.join('polar-train', `grpo-${newId('run').slice(4)}`));
-  const dbPath = path.resolve(opts.db ?? defaultDbPath());
+  const db = opts.db ?? defaultDbPath();
+  const dbPath = isPostgresUrl(db) ? db : path.resolve(db);
   const sandbox = opts.sandbox ?? (findBwrap() ? 'bwrap' : 'none');
   const agentArgs = [
     '--harness', opts.harness,
     '--tasks', path.resolve(opts.tasks),
-    '--db', dbPath,
+    ...childDbArgs(dbPath, runDir),
     '--upstream-kind', opts.upstreamKind,
     '--timeout', String(opts.timeout),
     '--sandbox', sandbox,
@@ -185,6 +188,21 @@ function commonOptions(opts: CommonFlags, runDir: string) {
     resume: opts.resume === true,
     env: Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => e[1] !== undefined)),
   };
+}
+
+/**
+ * `--db` for the agent NeMo Gym starts: a PostgreSQL password never goes into its argv (anyone on the
+ * machine reads argv with `ps`). One given in the URL (or by --db-password-file) goes to a 0600 file
+ * in the run directory, which the agent reads with --db-password-file; PGPASSWORD and ~/.pgpass reach
+ * it as they reach this process (NeMo-RL hands its environment on to NeMo Gym).
+ */
+function childDbArgs(dbPath: string, runDir: string): string[] {
+  const password = isPostgresUrl(dbPath) ? urlPassword(dbPath) : null;
+  if (password === null) return ['--db', dbPath];
+  const file = path.join(runDir, 'db-password');
+  fs.mkdirSync(runDir, { recursive: true });
+  writePrivateFile(file, `${password}\n`);
+  return ['--db', withoutPassword(dbPath), '--db-password-file', file];
 }
 
 async function execute(run: PreparedRun, opts: CommonFlags, dbPath: string | null, title: string): Promise<void> {

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { PgBoss } from 'pg-boss';
+import { connectionUrl } from '../../store/postgres/password.js';
 
 /**
  * The work queue of a rollout spread over many machines: pg-boss, a maintained PostgreSQL job
@@ -33,7 +34,7 @@ function superviseSeconds(): number {
 }
 
 export async function openQueue(url: string, onError?: (err: Error) => void): Promise<PgBoss> {
-  const boss = new PgBoss({ connectionString: url, superviseIntervalSeconds: superviseSeconds(), monitorIntervalSeconds: superviseSeconds(), application_name: 'polar-queue' });
+  const boss = new PgBoss({ connectionString: connectionUrl(url), superviseIntervalSeconds: superviseSeconds(), monitorIntervalSeconds: superviseSeconds(), application_name: 'polar-queue' });
   // pg-boss reports lost connections (a restarting server) as events; it reconnects by itself.
   boss.on('error', (err) => onError?.(err));
   await boss.start();

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { PolarError } from '../../core/errors.js';
+import { connectionUrl } from './password.js';
 import { redactUrl } from './url.js';
 
 /** What a query needs: the pool itself, or one transaction's client. */
@@ -32,7 +33,8 @@ export class Postgres {
   constructor(url: string, options: { max?: number; applicationName?: string } = {}) {
     this.label = redactUrl(url);
     this.pool = new pg.Pool({
-      connectionString: url,
+      // The password: in the URL, PGPASSWORD, or the password file (password.ts); never from argv of a child.
+      connectionString: connectionUrl(url),
       max: options.max ?? 4,
       connectionTimeoutMillis: 5000,
       idleTimeoutMillis: 30_000,
