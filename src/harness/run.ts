@@ -1,3 +1,4 @@
+import { realpathSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { PolarError } from '../core/errors.js';
@@ -15,7 +16,7 @@ import type { Upstream } from '../upstream/types.js';
 import { baseEnvironment } from './env.js';
 import { resolveHarnessBin } from './resolve.js';
 import { ensureNode } from './node-runtime.js';
-import { sandboxed, type Sandbox } from './sandbox.js';
+import { openJail, privateSocketPath, startRelay, type Jail, type NetworkMode, type SandboxSettings } from '../sandbox/index.js';
 import { runCommand, runHarnessProcess } from './spawn.js';
 import type { Harness, HarnessContext } from './types.js';
 
@@ -47,8 +48,13 @@ export interface RunHarnessOptions {
   quiet?: boolean;
   /** One-off lines for the user while preparing (e.g. installing a Node.js runtime). */
   onNotice?: (line: string) => void;
-  /** Run the harness inside this sandbox (rollouts); the workspace and its private home stay writable. */
-  sandbox?: Sandbox;
+  /**
+   * Run the harness inside this sandbox: the working directory and its private home writable, the
+   * rest of the minimal view read-only, `network` its way out. `proxySocket`: the Unix socket of a
+   * proxy that serves it (a rollout's); without one, polar makes one for the proxy it starts, or
+   * relays one to `proxyUrl`.
+   */
+  sandbox?: { settings: SandboxSettings; network: NetworkMode; proxySocket?: string; readOnly?: readonly string[] };
   /** Extra session metadata (a rollout's sample, task and group). */
   sessionMetadata?: Record<string, unknown>;
   /** An open store on `dbPath` to use (a rollout's), instead of opening one; it is left open. */
@@ -70,6 +76,8 @@ export interface RunHarnessResult {
   logFile: string;
   harnessVersion: string | null;
   summary: SessionSummary | undefined;
+  /** The sandbox cap the run hit ("memory limit 4 GiB reached …"), null when none. */
+  limit: string | null;
 }
 
 /**
@@ -82,7 +90,7 @@ export async function runHarness(opts: RunHarnessOptions): Promise<RunHarnessRes
   const session = opts.session ?? newId('ses');
   const bin = await resolveHarnessBin(harness, opts.harnessBin, opts.cwd, opts.parentEnv?.PATH ?? process.env.PATH);
   const baseEnv = baseEnvironment(opts.parentEnv);
-  const nodeDir = opts.nodeBin ? path.dirname(path.resolve(opts.nodeBin)) : harness.minNodeMajor ? await ensureNode(harness.minNodeMajor, harness.name, baseEnv, opts.onNotice) : null;
+  const nodeDir = opts.nodeBin ? path.dirname(realpathSync(path.resolve(opts.nodeBin))) : harness.minNodeMajor ? await ensureNode(harness.minNodeMajor, harness.name, baseEnv, opts.onNotice) : null;
   if (nodeDir) baseEnv.PATH = [nodeDir, baseEnv.PATH].filter(Boolean).join(path.delimiter);
 
   const runDir = path.join(localStateDir(opts.dbPath), '.polar', 'runs', session);
@@ -93,6 +101,11 @@ export async function runHarness(opts: RunHarnessOptions): Promise<RunHarnessRes
   const store = opts.store ?? (await openStore(opts.dbPath, { onNotice: (line) => opts.onNotice?.(line) }));
   let upstream: Upstream | undefined;
   let proxy: RunningProxy | undefined;
+  const sandboxed = opts.sandbox && opts.sandbox.settings.kind !== 'none' ? opts.sandbox : undefined;
+  // A proxy-only sandbox reaches the proxy through a Unix socket: the caller's, or one made here.
+  const ownSocket = sandboxed?.network === 'proxy-only' && !sandboxed.proxySocket ? await privateSocketPath() : undefined;
+  let relay: { close(): Promise<void> } | undefined;
+  let jail: Jail | undefined;
   try {
     let proxyUrl: string;
     let model = opts.model ?? null;
@@ -126,7 +139,7 @@ export async function runHarness(opts: RunHarnessOptions): Promise<RunHarnessRes
       cwd: opts.cwd,
       upstreamUrl: upstream?.baseUrl ?? proxyUrlOrNull(opts.proxyUrl),
       servedModel: model,
-      metadata: { prompt: opts.prompt, log_file: logFile, interactive: opts.prompt === null, ...(opts.sandbox ? { sandbox: opts.sandbox.kind } : {}), ...(upstream ? tokenizerField(upstream) : {}), ...opts.sessionMetadata },
+      metadata: { prompt: opts.prompt, log_file: logFile, interactive: opts.prompt === null, ...(opts.sandbox ? { sandbox: opts.sandbox.settings.kind, network: opts.sandbox.settings.kind === 'none' ? 'host' : opts.sandbox.network } : {}), ...(upstream ? tokenizerField(upstream) : {}), ...opts.sessionMetadata },
     });
     if (upstream) {
       proxy = await startProxy({
@@ -138,16 +151,36 @@ export async function runHarness(opts: RunHarnessOptions): Promise<RunHarnessRes
         ...(keys ? { sessionKeys: keys } : {}),
         agentHeaders: [...harness.agentHeaders, ...DEFAULT_AGENT_HEADERS],
         ...(opts.onCall ? { onCall: opts.onCall } : {}),
+        ...(ownSocket ? { unixSocket: ownSocket.path } : {}),
       });
       proxyUrl = proxy.url;
     } else {
       proxyUrl = proxyUrlOrNull(opts.proxyUrl)!;
+      if (ownSocket) {
+        const target = new URL(proxyUrl);
+        if (!['127.0.0.1', 'localhost', '[::1]'].includes(target.hostname)) {
+          throw new PolarError('POLAR_USAGE', `a sandbox with --network proxy-only reaches a proxy on this machine only (--proxy ${proxyUrl}); use a local proxy, or --network host`);
+        }
+        relay = await startRelay(ownSocket.path, target.hostname === 'localhost' ? '127.0.0.1' : target.hostname.replace(/^\[|\]$/g, ''), Number(target.port || 80));
+      }
     }
 
     const ctx: HarnessContext = { ...ctxBase, proxyUrl };
     await harness.writeConfig(ctx);
     const plain = harness.command(bin, ctx, opts.prompt, opts.extraArgs ?? [], baseEnv);
-    const cmd = opts.sandbox ? sandboxed(plain, { ...opts.sandbox, writable: [home, ...opts.sandbox.writable] }, opts.cwd) : plain;
+    if (sandboxed) {
+      const socket = sandboxed.proxySocket ?? ownSocket?.path;
+      jail = await openJail(sandboxed.settings, {
+        cwd: opts.cwd,
+        home,
+        network: sandboxed.network,
+        ...(sandboxed.network === 'proxy-only' ? { proxy: { port: Number(new URL(proxyUrl).port || 80), socket: socket! } } : {}),
+        // The Node runtime a harness needs beyond polar's, and a harness binary given by path.
+        readOnly: [...(nodeDir ? [path.dirname(nodeDir)] : []), ...(opts.harnessBin ? [bin] : []), ...(sandboxed.readOnly ?? [])],
+        interactive: opts.prompt === null,
+      });
+    }
+    const cmd = jail ? jail.wrap(plain) : plain;
     // A running `polar proxy` records in its own process: its calls reach this one only through the database.
     const progress =
       !proxy && opts.onSessionSummary
@@ -157,6 +190,7 @@ export async function runHarness(opts: RunHarnessOptions): Promise<RunHarnessRes
           }, 1000)
         : undefined;
     let exit;
+    let limit: string | null = null;
     try {
       exit = await runHarnessProcess(cmd, {
         cwd: opts.cwd,
@@ -167,6 +201,8 @@ export async function runHarness(opts: RunHarnessOptions): Promise<RunHarnessRes
       });
     } finally {
       if (progress) clearInterval(progress);
+      limit = (await jail?.close(exit ? { exitCode: exit.exitCode, signal: null } : undefined)) ?? null;
+      jail = undefined;
     }
     // In-flight calls finish (or are recorded as aborted) before the session is closed.
     await proxy?.close(5000);
@@ -174,9 +210,12 @@ export async function runHarness(opts: RunHarnessOptions): Promise<RunHarnessRes
     const status: RunHarnessResult['status'] =
       exit.endedBy === 'timeout' ? 'timeout' : exit.endedBy === 'interrupt' ? 'aborted' : exit.exitCode === 0 ? 'completed' : 'failed';
     store.sessions.end(session, status);
-    return { session, exitCode: exit.exitCode, status, logFile, harnessVersion, summary: store.sessions.summary(session) };
+    return { session, exitCode: exit.exitCode, status, logFile, harnessVersion, summary: store.sessions.summary(session), limit };
   } finally {
+    await jail?.close();
     await proxy?.close(1000);
+    await relay?.close();
+    await ownSocket?.remove();
     await upstream?.close();
     if (!opts.store) await store.closeAsync();
   }

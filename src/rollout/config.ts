@@ -1,4 +1,4 @@
-import type { SandboxKind } from '../harness/sandbox.js';
+import type { SandboxKind, SandboxLimits } from '../sandbox/index.js';
 import type { SampleOutcome } from '../store/rollouts.js';
 
 /**
@@ -33,6 +33,12 @@ export interface RolloutConfig {
   accept: string | null;
   keepWorkspaces: boolean;
   sandbox: SandboxKind;
+  /** The harness's network in the sandbox (a task may ask for `host`); absent in older rollouts: proxy-only. */
+  network?: 'proxy-only' | 'host';
+  /** Per-sample caps; absent in older rollouts: the defaults. */
+  limits?: SandboxLimits;
+  /** Extra read-only paths in every sandbox (`--sandbox-ro`). */
+  sandboxReadOnly?: string[];
 }
 
 /** What one sample's progress looks like to a watcher (the CLI's bars, a test). */

@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { runShell, type ShellResult } from '../harness/spawn.js';
 import type { HarnessCommand } from '../harness/types.js';
+import type { OpenSandbox } from './workspace.js';
 import { scrubSecrets } from '../store/redact.js';
 import { commandReward } from './reward.js';
 import type { RolloutTask } from './task-file.js';
@@ -24,8 +25,10 @@ export interface EvaluationContext {
   /** The session's trace count (prefix-merging), for evaluators that give per-trace rewards. */
   traceCount: number;
   env: Record<string, string>;
-  /** Runs a command inside the rollout's sandbox with `writable` paths. */
-  wrap: (writable: string) => (cmd: HarnessCommand) => HarnessCommand;
+  /** The evaluator's sandbox for a command in a folder (no network, the task file's folder read-only); null: none. */
+  sandbox: OpenSandbox | null;
+  /** The setup commands' sandbox, for a `tests` evaluator's fresh copy. */
+  setupSandbox: OpenSandbox | null;
   /** Where a `tests` evaluator may build its fresh copy. */
   scratch: string;
   /** Values never to store (upstream keys, auth tokens). */
@@ -50,7 +53,7 @@ export async function evaluate(ctx: EvaluationContext): Promise<Evaluation> {
   }
   const env = { ...ctx.env, POLAR_TASK_ID: task.id, POLAR_SESSION_ID: ctx.sessionId, POLAR_TRACE_COUNT: String(ctx.traceCount) };
   if (ev.type === 'command') {
-    const r = await runShell(ev.command, { cwd: ctx.workspace.dir, env: { ...env, POLAR_WORKSPACE: ctx.workspace.dir }, timeoutMs: ev.timeout * 1000, wrap: ctx.wrap(ctx.workspace.dir) });
+    const r = await sandboxedShell(ctx.sandbox, ev.command, { cwd: ctx.workspace.dir, env: { ...env, POLAR_WORKSPACE: ctx.workspace.dir }, timeoutMs: ev.timeout * 1000 }, 'the evaluator command');
     broken(r, `the evaluator command`, ev.timeout);
     const scored = commandReward(r.stdout, r.exitCode!);
     const record = { type: ev.type, command: ev.command, exit_code: r.exitCode, output: kept(r, ctx.secrets), ...('details' in scored && scored.details ? { details: scored.details } : {}) };
@@ -60,7 +63,7 @@ export async function evaluate(ctx: EvaluationContext): Promise<Evaluation> {
     }
     return { reward: scored.reward, traceRewards: scored.traceRewards, record };
   }
-  const fresh = await prepareWorkspace(task, path.join(ctx.scratch, `eval-${ctx.sessionId}`), Date.now() + ev.timeout * 1000, ctx.env).catch((err: unknown) => {
+  const fresh = await prepareWorkspace(task, path.join(ctx.scratch, `eval-${ctx.sessionId}`), Date.now() + ev.timeout * 1000, ctx.env, ctx.setupSandbox ?? undefined).catch((err: unknown) => {
     throw new StageError('post', `could not prepare a fresh workspace for the tests: ${(err as Error).message}`);
   });
   try {
@@ -70,7 +73,7 @@ export async function evaluate(ctx: EvaluationContext): Promise<Evaluation> {
     let output = '';
     for (const [kind, commands] of [['fail_to_pass', ev.fail_to_pass], ['pass_to_pass', ev.pass_to_pass]] as const) {
       for (const command of commands) {
-        const r = await runShell(command, { cwd: fresh.dir, env: { ...env, POLAR_WORKSPACE: fresh.dir }, timeoutMs: Math.max(1, deadline - Date.now()), wrap: ctx.wrap(fresh.dir) });
+        const r = await sandboxedShell(ctx.sandbox, command, { cwd: fresh.dir, env: { ...env, POLAR_WORKSPACE: fresh.dir }, timeoutMs: Math.max(1, deadline - Date.now()) }, `test command ${JSON.stringify(command)}`);
         broken(r, `test command ${JSON.stringify(command)}`, ev.timeout);
         results.push({ command, kind, exit_code: r.exitCode });
         output += `$ ${command}\n${r.stdout}${r.stderr}`;
@@ -81,6 +84,15 @@ export async function evaluate(ctx: EvaluationContext): Promise<Evaluation> {
   } finally {
     await removeWorkspace(fresh.dir);
   }
+}
+
+/** A command in its own sandbox; a cap it hit (the agent's code under test fork-bombed, say) ends the sample. */
+async function sandboxedShell(sandbox: OpenSandbox | null, command: string, opts: { cwd: string; env: Record<string, string>; timeoutMs: number }, what: string): Promise<ShellResult> {
+  const jail = sandbox ? await sandbox(opts.cwd) : null;
+  const r = await runShell(command, { ...opts, ...(jail ? { wrap: (c: HarnessCommand) => jail.wrap(c) } : {}) });
+  const limit = (await jail?.close({ exitCode: r.exitCode, signal: r.signal })) ?? null;
+  if (limit) throw new StageError('post', `${what}: ${limit}`);
+  return r;
 }
 
 /** A run that says nothing about the agent's work: the evaluator itself broke. */

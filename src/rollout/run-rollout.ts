@@ -3,7 +3,8 @@ import path from 'node:path';
 import { PolarError } from '../core/errors.js';
 import { newId } from '../core/ids.js';
 import { getHarness } from '../harness/registry.js';
-import { findBwrap } from '../harness/sandbox.js';
+import { privateSocketPath, requireBwrap } from '../sandbox/index.js';
+import { sandboxSettings } from './sandboxing.js';
 import { DEFAULT_AGENT_HEADERS } from '../proxy/identity.js';
 import { startProxy } from '../proxy/server.js';
 import { SessionKeys } from '../proxy/session-keys.js';
@@ -56,7 +57,7 @@ export async function runRollout(options: RolloutRun): Promise<RolloutSummary> {
   };
   try {
     const { rolloutId, config, tasks, tasksFile } = openRollout(store, run);
-    const { harness, bwrap, upstream, proxy, sessionKeys, model, contextWindow } = await startCapture(store, config, rolloutId, run.upstreamApiKey);
+    const { harness, sandbox, socket, upstream, proxy, sessionKeys, model, contextWindow } = await startCapture(store, config, rolloutId, run.upstreamApiKey);
     process.on('SIGINT', onSigint);
     process.on('SIGTERM', onSigint);
     const ctx: StageContext = {
@@ -72,7 +73,8 @@ export async function runRollout(options: RolloutRun): Promise<RolloutSummary> {
       model,
       contextWindow,
       accept: config.accept ? parseAccept(config.accept) : null,
-      bwrap: bwrap ?? 'bwrap',
+      sandbox,
+      proxySocket: socket?.path ?? null,
       secrets: run.upstreamApiKey ? [run.upstreamApiKey] : [],
       tasksDir: tasksFile ? path.dirname(path.resolve(tasksFile)) : null,
       emit: (e) => run.onEvent?.(e),
@@ -85,6 +87,7 @@ export async function runRollout(options: RolloutRun): Promise<RolloutSummary> {
       await pipeline(ctx, pending, () => stopping);
     } finally {
       await proxy.close(5000);
+      await socket?.remove();
       await upstream.close();
     }
     const unfinished = store.rollouts.samples(rolloutId).some((s) => !(SAMPLE_OUTCOMES as readonly string[]).includes(s.status));
@@ -100,8 +103,7 @@ export async function runRollout(options: RolloutRun): Promise<RolloutSummary> {
 /** What every rollout process runs its sessions through: the harness, its sandbox, the upstream and one shared capture proxy. */
 export async function startCapture(store: Store, config: RolloutConfig, rolloutId: string, apiKey?: string) {
   const harness = getHarness(config.harness, config.command !== undefined ? { command: config.command } : {});
-  const bwrap = config.sandbox === 'bwrap' ? findBwrap() : null;
-  if (config.sandbox === 'bwrap' && !bwrap) throw new PolarError('POLAR_USAGE', '--sandbox bwrap needs bubblewrap (Debian: apt-get install bubblewrap); or pass --sandbox none');
+  const sandbox = sandboxSettings(config, requireBwrap(config.sandbox));
   const upstream = await createUpstream(config.upstream.kind, {
     baseUrl: config.upstream.url,
     ...(apiKey ? { apiKey } : {}),
@@ -120,6 +122,8 @@ export async function startCapture(store: Store, config: RolloutConfig, rolloutI
   // A master held in this process's memory only: each session's harness gets its own key, and an
   // agent that knows a sibling's session id still cannot write into it.
   const sessionKeys = SessionKeys.random();
+  // Proxy-only sandboxes reach the proxy through this socket (bound into each of them).
+  const socket = sandbox.kind === 'bwrap' ? await privateSocketPath() : null;
   const proxy = await startProxy({
     store,
     upstream,
@@ -128,8 +132,13 @@ export async function startCapture(store: Store, config: RolloutConfig, rolloutI
     defaultSession: `${rolloutId}-unattributed`,
     sessionKeys,
     agentHeaders: [...harness.agentHeaders, ...DEFAULT_AGENT_HEADERS],
+    ...(socket ? { unixSocket: socket.path } : {}),
+  }).catch(async (err: unknown) => {
+    await socket?.remove();
+    await upstream.close();
+    throw err;
   });
-  return { harness, bwrap, upstream, proxy, sessionKeys, model, contextWindow: match?.maxModelLen ?? null };
+  return { harness, sandbox, socket, upstream, proxy, sessionKeys, model, contextWindow: match?.maxModelLen ?? null };
 }
 
 /** The three pools and the channels between them. */

@@ -2,9 +2,9 @@ import path from 'node:path';
 import { newId } from '../core/ids.js';
 import { baseEnvironment } from '../harness/env.js';
 import { runHarness } from '../harness/run.js';
-import { sandboxed } from '../harness/sandbox.js';
+import type { SandboxSettings } from '../sandbox/index.js';
 import type { SessionKeys } from '../proxy/session-keys.js';
-import type { Harness, HarnessCommand } from '../harness/types.js';
+import type { Harness } from '../harness/types.js';
 import type { SampleEnd, SampleRow } from '../store/rollouts.js';
 import type { SampleLedger } from './ledger.js';
 import type { Store } from '../store/store.js';
@@ -14,6 +14,7 @@ import type { AcceptFacts } from './accept.js';
 import type { RolloutConfig, RolloutEvent } from './config.js';
 import { evaluate } from './evaluate.js';
 import type { RolloutTask } from './task-file.js';
+import { evaluatorSandbox, harnessNetwork, setupSandbox } from './sandboxing.js';
 import { captureDiff, prepareWorkspace, removeWorkspace, StageError, type PreparedWorkspace } from './workspace.js';
 
 /** What every stage shares: no globals; a rollout builds one and passes it in. */
@@ -33,7 +34,10 @@ export interface StageContext {
   model: string;
   contextWindow: number | null;
   accept: ((facts: AcceptFacts) => boolean) | null;
-  bwrap: string;
+  /** How every command of a sample is isolated (sandboxing.ts says which network each gets). */
+  sandbox: SandboxSettings;
+  /** The proxy's Unix socket, for proxy-only sandboxes (null with `--sandbox none`). */
+  proxySocket: string | null;
   secrets: readonly string[];
   /** The task file's folder, for evaluators' own files (`$POLAR_TASKS_DIR`). */
   tasksDir: string | null;
@@ -78,7 +82,7 @@ export async function initStage(ctx: StageContext, sample: SampleRow): Promise<P
   const deadline = startedAt + (task.timeout ?? ctx.config.timeoutSec) * 1000;
   const dir = path.join(ctx.config.outDir, 'workspaces', `${task.id}-${sample.sampleIndex}-a${attempt}`);
   try {
-    const workspace = await prepareWorkspace(task, dir, deadline, toolEnv());
+    const workspace = await prepareWorkspace(task, dir, deadline, toolEnv(), ctx.sandbox.kind === 'none' ? undefined : setupSandbox(ctx.sandbox, task));
     const timing = { init_ms: Date.now() - startedAt };
     await ctx.ledger.stage(sample.id, 'ready', timing);
     ctx.emit({ type: 'stage', sampleId: sample.id, taskId: sample.taskId, stage: 'ready' });
@@ -121,11 +125,17 @@ export async function runStage(ctx: StageContext, p: Prepared): Promise<Ran | nu
       timeoutSec: left / 1000,
       quiet: true,
       onNotice: ctx.onNotice,
-      ...(ctx.config.sandbox !== 'none' ? { sandbox: { kind: ctx.config.sandbox, writable: [] } } : {}),
+      sandbox: { settings: ctx.sandbox, network: harnessNetwork(ctx.sandbox, p.task), ...(ctx.proxySocket ? { proxySocket: ctx.proxySocket } : {}) },
       sessionMetadata: { rollout_id: ctx.rolloutId, task_id: p.task.id, group_id: p.sample.groupId, sample_index: p.sample.sampleIndex },
     });
     ctx.harnessVersion ??= result.harnessVersion;
     const runTiming = { ...timing, run_ms: Date.now() - started };
+    if (result.limit) {
+      // A cap the agent hit (fork bomb, memory hog, huge file): this sample ends, nothing else does.
+      await finish(ctx, p.sample, stageFailure(new StageError('run', result.limit), 'run', p.startedAt, runTiming));
+      await cleanup(ctx, p);
+      return null;
+    }
     if (result.status === 'aborted') {
       await interrupt(ctx, { ...p, timing: runTiming });
       return null;
@@ -146,7 +156,8 @@ export async function postStage(ctx: StageContext, r: Ran): Promise<void> {
   const started = Date.now();
   let diff: string | null = null;
   try {
-    diff = await captureDiff(r.workspace, toolEnv());
+    const noNetwork = ctx.sandbox.kind === 'none' ? null : evaluatorSandbox(ctx.sandbox, null);
+    diff = await captureDiff(r.workspace, toolEnv(), noNetwork ?? undefined);
     const evaluation = await evaluate({
       task: r.task,
       workspace: r.workspace,
@@ -155,7 +166,9 @@ export async function postStage(ctx: StageContext, r: Ran): Promise<void> {
       sessionId: r.sessionId,
       traceCount: traceCount(ctx.store, r.sessionId),
       env: { ...toolEnv(), ...(ctx.tasksDir ? { POLAR_TASKS_DIR: ctx.tasksDir } : {}) },
-      wrap: (writable) => (cmd: HarnessCommand) => (ctx.config.sandbox === 'none' ? cmd : sandboxed(cmd, { kind: ctx.config.sandbox, writable: [writable] }, writable, ctx.bwrap)),
+      // The task file's folder (hidden checkers) appears here only, after the agent has ended.
+      sandbox: ctx.sandbox.kind === 'none' ? null : evaluatorSandbox(ctx.sandbox, ctx.tasksDir),
+      setupSandbox: ctx.sandbox.kind === 'none' ? null : setupSandbox(ctx.sandbox, r.task),
       scratch: path.join(ctx.config.outDir, 'scratch'),
       secrets: ctx.secrets,
     });

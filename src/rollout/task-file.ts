@@ -14,7 +14,9 @@ import { PolarError } from '../core/errors.js';
  *  "evaluator": {"type": "command", "command": CMD, "timeout": S}
  *             | {"type": "tests", "fail_to_pass": [CMD…], "pass_to_pass": [CMD…], "timeout": S}
  *             | {"type": "session-completed"},
- *  "timeout": S, "metadata": {…}}
+ *  "timeout": S, "metadata": {…},
+ *  "network": "host" (the harness gets the machine's network instead of the proxy alone),
+ *  "setup_network": "host" | "none" (the setup commands' network; default host)}
  */
 export type TaskWorkspace = { dir: string } | { git: string; commit: string } | { empty: true };
 
@@ -32,12 +34,16 @@ export interface RolloutTask {
   /** The session's budget in seconds, from INIT on; null: the rollout's --timeout. */
   timeout: number | null;
   metadata: Record<string, unknown>;
+  /** `host`: the harness gets the machine's network, not only the capture proxy (absent: the rollout's choice). */
+  network?: 'host';
+  /** The setup commands' network (absent: host). */
+  setup_network?: 'host' | 'none';
 }
 
 /** An evaluator's own time limit when the task gives none (seconds). */
 export const DEFAULT_EVALUATOR_TIMEOUT = 300;
 
-const TASK_KEYS = new Set(['id', 'prompt', 'workspace', 'setup', 'evaluator', 'timeout', 'metadata']);
+const TASK_KEYS = new Set(['id', 'prompt', 'workspace', 'setup', 'evaluator', 'timeout', 'metadata', 'network', 'setup_network']);
 const ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
 export function readTaskFile(file: string): RolloutTask[] {
@@ -118,6 +124,8 @@ function validateTask(value: unknown, at: At, problems: () => number, options: {
   const timeout = value.timeout ?? null;
   if (timeout !== null && !positive(timeout)) at('timeout', 'seconds, a positive number');
   if (value.metadata !== undefined && !isRecord(value.metadata)) at('metadata', 'an object');
+  if (value.network !== undefined && value.network !== 'host' && value.network !== 'proxy-only') at('network', '"host" (the machine\'s network) or "proxy-only" (the default: the capture proxy alone)');
+  if (value.setup_network !== undefined && value.setup_network !== 'host' && value.setup_network !== 'none') at('setup_network', '"host" (the default) or "none"');
   if (problems() > before || !workspace || !evaluator) return null;
   return {
     id: id as string,
@@ -127,6 +135,8 @@ function validateTask(value: unknown, at: At, problems: () => number, options: {
     evaluator,
     timeout: timeout as number | null,
     metadata: (value.metadata as Record<string, unknown> | undefined) ?? {},
+    ...(value.network === 'host' ? { network: 'host' as const } : {}),
+    ...(value.setup_network === 'host' || value.setup_network === 'none' ? { setup_network: value.setup_network } : {}),
   };
 }
 

@@ -1,6 +1,8 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { runCommand, runShell } from '../harness/spawn.js';
+import type { HarnessCommand } from '../harness/types.js';
+import type { Jail } from '../sandbox/index.js';
 import type { RolloutTask } from './task-file.js';
 
 /**
@@ -23,7 +25,13 @@ export class StageError extends Error {
 /** Paths a harness may leave in the workspace that are not the agent's work. */
 export const HARNESS_DIRS = ['.claude', '.codex', '.gemini', '.qwen', '.pi', '.opencode', '.polar'];
 
-const GIT = ['-c', 'user.name=polar', '-c', 'user.email=polar@localhost', '-c', 'commit.gpgsign=false', '-c', 'core.hooksPath=/dev/null', '-c', 'init.defaultBranch=main'];
+/** Opens a sandbox for one command run in `cwd` (setup, polar's git on an agent's workspace). */
+export type OpenSandbox = (cwd: string) => Promise<Jail>;
+
+// Hooks and an fsmonitor are commands a workspace's own config could make polar's git run.
+const GIT = ['-c', 'user.name=polar', '-c', 'user.email=polar@localhost', '-c', 'commit.gpgsign=false', '-c', 'core.hooksPath=/dev/null', '-c', 'core.fsmonitor=false', '-c', 'init.defaultBranch=main'];
+/** Neither the machine's nor the user's git config: polar's git behaves the same everywhere. */
+const GIT_ENV = { GIT_TERMINAL_PROMPT: '0', GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null' };
 
 export interface PreparedWorkspace {
   dir: string;
@@ -31,8 +39,12 @@ export interface PreparedWorkspace {
   baseline: string;
 }
 
-/** Builds the workspace in `dest` (which must not exist) within `deadline` (ms since the epoch). */
-export async function prepareWorkspace(task: RolloutTask, dest: string, deadline: number, env: Record<string, string>): Promise<PreparedWorkspace> {
+/**
+ * Builds the workspace in `dest` (which must not exist) within `deadline` (ms since the epoch). The
+ * task's setup commands run in `sandbox` when given (the copy, clone and baseline commit are polar's
+ * own and run outside it, on what the task file names).
+ */
+export async function prepareWorkspace(task: RolloutTask, dest: string, deadline: number, env: Record<string, string>, sandbox?: OpenSandbox): Promise<PreparedWorkspace> {
   const left = () => {
     const ms = deadline - Date.now();
     if (ms <= 0) throw new StageError('init', 'the session budget ran out while preparing the workspace', true);
@@ -49,7 +61,10 @@ export async function prepareWorkspace(task: RolloutTask, dest: string, deadline
     await fs.mkdir(dest, { recursive: true });
   }
   for (const [i, command] of task.setup.entries()) {
-    const r = await runShell(command, { cwd: dest, env, timeoutMs: left() });
+    const jail = sandbox ? await sandbox(dest) : null;
+    const r = await runShell(command, { cwd: dest, env, timeoutMs: left(), ...(jail ? { wrap: (c: HarnessCommand) => jail.wrap(c) } : {}) });
+    const limit = (await jail?.close({ exitCode: r.exitCode, signal: r.signal })) ?? null;
+    if (limit) throw new StageError('init', `setup command ${i + 1} (${command}): ${limit}`);
     if (r.timedOut) throw new StageError('init', `setup command ${i + 1} (${command}) ran past the session budget`, true);
     if (r.failedToStart || r.exitCode !== 0) {
       throw new StageError('init', `setup command ${i + 1} (${command}) failed: ${r.failedToStart ?? `exit ${r.exitCode ?? r.signal}`}${lastLines(r.stderr || r.stdout)}`);
@@ -62,10 +77,20 @@ export async function prepareWorkspace(task: RolloutTask, dest: string, deadline
   return { dir: dest, baseline };
 }
 
-/** The agent's changes since the baseline, as a binary-safe patch (harness folders left out). */
-export async function captureDiff(ws: PreparedWorkspace, env: Record<string, string>): Promise<string> {
-  await git(['add', '--all', '--', '.', ...excludes()], ws.dir, env, 60_000, 'stage the changes', 'post');
-  return git(['diff', '--cached', '--binary', ws.baseline, '--', '.', ...excludes()], ws.dir, env, 60_000, 'diff', 'post');
+/**
+ * The agent's changes since the baseline, as a binary-safe patch (harness folders left out). The
+ * agent had the workspace, its `.git` included (a clean filter or a `.git` file pointing elsewhere
+ * would be commands or paths of its choosing), so with a sandbox this git runs inside one too.
+ */
+export async function captureDiff(ws: PreparedWorkspace, env: Record<string, string>, sandbox?: OpenSandbox): Promise<string> {
+  const jail = sandbox ? await sandbox(ws.dir) : null;
+  const wrap = jail ? (c: HarnessCommand) => jail.wrap(c) : undefined;
+  try {
+    await git(['add', '--all', '--', '.', ...excludes()], ws.dir, env, 60_000, 'stage the changes', 'post', wrap);
+    return await git(['diff', '--cached', '--binary', ws.baseline, '--', '.', ...excludes()], ws.dir, env, 60_000, 'diff', 'post', wrap);
+  } finally {
+    await jail?.close();
+  }
 }
 
 /** Applies a captured diff to a freshly prepared workspace. */
@@ -88,8 +113,10 @@ function excludes(): string[] {
   return HARNESS_DIRS.map((d) => `:(exclude)${d}`);
 }
 
-async function git(args: string[], cwd: string, env: Record<string, string>, timeoutMs: number, what: string, stage: 'init' | 'post' = 'init'): Promise<string> {
-  const r = await runCommand('git', [...GIT, ...args], { cwd, env: { ...env, GIT_TERMINAL_PROMPT: '0' }, timeoutMs });
+async function git(args: string[], cwd: string, env: Record<string, string>, timeoutMs: number, what: string, stage: 'init' | 'post' = 'init', wrap?: (c: HarnessCommand) => HarnessCommand): Promise<string> {
+  const plain: HarnessCommand = { file: 'git', args: [...GIT, ...args], env: { ...env, ...GIT_ENV } };
+  const cmd = wrap ? wrap(plain) : plain;
+  const r = await runCommand(cmd.file, cmd.args, { cwd, env: cmd.env, timeoutMs });
   if (r.failed || r.exitCode !== 0) throw new StageError(stage, `git could not ${what}: ${r.failed ?? `exit ${r.exitCode}`}${lastLines(r.output)}`);
   return r.stdout;
 }

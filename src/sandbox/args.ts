@@ -57,7 +57,9 @@ export function bwrapArgs(view: HostView, spec: SandboxSpec): string[] {
   // Stable: equal depths keep their order (masks after the folders they sit in).
   mounts.sort((a, b) => depth(a.at) - depth(b.at));
   for (const m of mounts) args.push(...m.args);
-  args.push('--proc', '/proc', '--dev', '/dev', '--chdir', path.resolve(spec.cwd), '--');
+  // The empty root itself is read-only once every mount is in place: a write anywhere but the
+  // writable binds fails (EROFS) instead of landing in a scratch tmpfs.
+  args.push('--proc', '/proc', '--dev', '/dev', '--remount-ro', '/', '--chdir', path.resolve(spec.cwd), '--');
   return args;
 }
 

@@ -302,8 +302,9 @@ export async function startGymAgent(options: GymAgentOptions): Promise<RunningGy
       await new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeAllConnections();
       for (const p of profiles.values()) {
-        const { proxy, upstream } = await p.catch(() => ({ proxy: null, upstream: null }));
+        const { proxy, upstream, socket } = await p.catch(() => ({ proxy: null, upstream: null, socket: null }));
         await proxy?.close(1000);
+        await socket?.remove();
         await upstream?.close();
       }
       store.rollouts.end(rolloutId, 'completed');

@@ -72,7 +72,7 @@ describe.each([
       const env = baseEnvironment();
       const ws = await prepareWorkspace(task, path.join(dir, `again-${harness}-${s.taskId}-${s.sampleIndex}`), Date.now() + 60_000, env);
       await applyDiff(ws, s.diff ?? '', env);
-      const again = await evaluate({ task, workspace: ws, diff: s.diff ?? '', sessionStatus: 'completed', sessionId: s.sessionId!, traceCount: 1, env: { ...env, POLAR_TASKS_DIR: path.dirname(TASKS) }, wrap: () => (c) => c, scratch: dir, secrets: [] });
+      const again = await evaluate({ task, workspace: ws, diff: s.diff ?? '', sessionStatus: 'completed', sessionId: s.sessionId!, traceCount: 1, env: { ...env, POLAR_TASKS_DIR: path.dirname(TASKS) }, sandbox: null, setupSandbox: null, scratch: dir, secrets: [] });
       await removeWorkspace(ws.dir);
       expect(again.reward, `${s.id}`).toBe(s.reward);
       expect(s.accepted).toBe(s.reward! >= 1);

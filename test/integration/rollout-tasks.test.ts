@@ -46,7 +46,8 @@ describe('fixture tasks', () => {
         sessionId: `ses-${which}`,
         traceCount: 1,
         env: { ...env, POLAR_TASKS_DIR: path.dirname(TASKS) },
-        wrap: () => (cmd) => cmd,
+        sandbox: null,
+        setupSandbox: null,
         scratch,
         secrets: [],
       });

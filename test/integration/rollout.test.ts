@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { findBwrap } from '../../src/harness/sandbox.js';
+import { findBwrap } from '../../src/sandbox/index.js';
 import { Store } from '../../src/store/store.js';
 import { startReferenceUpstream, type ReferenceUpstream } from '../support/reference-upstream/index.js';
 
@@ -279,7 +279,8 @@ describe('polar rollout', () => {
   }, 120_000);
 
   it.skipIf(!findBwrap())('--sandbox bwrap: a command writing outside the workspace fails inside the sandbox and succeeds with none', async () => {
-    // Outside /tmp, which the sandbox replaces with a private one: the agent must be readable in it.
+    // Outside /tmp, which the sandbox replaces with a private one; the custom harness's script is
+    // made visible (read-only) with --sandbox-ro, as a user would.
     const outside = fs.mkdtempSync(path.join(path.resolve(__dirname, '..'), '.sandbox-probe-'));
     try {
       const boxedAgent = path.join(outside, 'agent.mjs');
@@ -287,7 +288,7 @@ describe('polar rollout', () => {
       const target = path.join(outside, 'escaped.txt');
       const tasks = taskFile('sandbox.jsonl', [{ id: 'escape', prompt: `calls=1 touch:${target}`, evaluator: { type: 'session-completed' } }]);
       const args = rolloutArgs(tasks, path.join(dir, 'boxed.db'), ['--samples', '1']).map((a) => a.replace(agent, boxedAgent));
-      const boxed = await polar([...args.slice(0, args.indexOf('--sandbox')), ...args.slice(args.indexOf('--sandbox') + 2), '--sandbox', 'bwrap', '--json']);
+      const boxed = await polar([...args.slice(0, args.indexOf('--sandbox')), ...args.slice(args.indexOf('--sandbox') + 2), '--sandbox', 'bwrap', '--sandbox-ro', boxedAgent, '--json']);
       const summary = JSON.parse(boxed.stdout);
       // The agent ran (its model call is captured), then its write outside the workspace failed.
       expect(summary.groups[0].rewards).toEqual([0]);

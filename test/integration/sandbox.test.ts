@@ -91,7 +91,7 @@ describe.skipIf(!bwrap)('bwrap sandbox (skipped: bubblewrap is not installed; ap
 
   it('refuses writes outside the workspace and its home', async () => {
     // A write under /tmp lands in the sandbox's own /tmp (the host's is not there): the host never sees it.
-    const r = await inside(`echo x > /usr/polar-probe 2>/dev/null && echo WROTE-usr; echo x >> /etc/hosts 2>/dev/null && echo WROTE-etc; echo x > ${root}/outside 2>/dev/null; echo x > ${path.join(process.cwd(), 'node_modules', 'polar-probe')} 2>/dev/null && echo WROTE-modules; true`);
+    const r = await inside(`echo x > /usr/polar-probe 2>/dev/null && echo WROTE-usr; echo x >> /etc/hosts 2>/dev/null && echo WROTE-etc; echo x > ${root}/outside 2>/dev/null; echo x > ${path.join(process.cwd(), 'node_modules', 'polar-probe')} 2>/dev/null && echo WROTE-modules; mkdir /new-dir 2>/dev/null && echo WROTE-root; echo x > ${path.dirname(process.cwd())}/probe 2>/dev/null && echo WROTE-parent; true`);
     expect(r.stdout).not.toContain('WROTE');
     expect(fs.existsSync(path.join(process.cwd(), 'node_modules', 'polar-probe'))).toBe(false);
     expect(fs.existsSync('/usr/polar-probe')).toBe(false);
@@ -122,7 +122,7 @@ describe.skipIf(!bwrap)('bwrap sandbox (skipped: bubblewrap is not installed; ap
   });
 
   it('cannot see or signal processes outside: its own pid namespace, no capabilities', async () => {
-    const r = await inside(`ps -e -o pid= | wc -l; kill -0 ${process.pid} 2>/dev/null && echo CAN-SIGNAL; kill -9 -1 2>/dev/null; grep CapEff /proc/self/status; mknod /tmp/disk b 8 0 2>/dev/null && echo MKNOD`);
+    const r = await inside(`ps -e -o pid= | wc -l; kill -0 ${process.pid} 2>/dev/null && echo CAN-SIGNAL; grep CapEff /proc/self/status; mknod /tmp/disk b 8 0 2>/dev/null && echo MKNOD; kill -9 -1 2>/dev/null; true`);
     expect(r.stdout).not.toContain('CAN-SIGNAL');
     expect(r.stdout).not.toContain('MKNOD');
     expect(r.stdout).toMatch(/CapEff:\s+0000000000000000/);

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { findBwrap } from '../../harness/sandbox.js';
+import { findBwrap } from '../../sandbox/index.js';
 import { startMockServer } from '../../mock-server/server.js';
 import { mockTasksFrom } from '../../mock-server/tasks.js';
 import { readTaskFile } from '../../rollout/task-file.js';

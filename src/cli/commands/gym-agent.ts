@@ -2,7 +2,8 @@ import chalk from 'chalk';
 import { Option, type Command } from 'commander';
 import { PolarError } from '../../core/errors.js';
 import { HARNESS_NAMES } from '../../harness/registry.js';
-import { findBwrap } from '../../harness/sandbox.js';
+import { sandboxNotices } from '../../sandbox/index.js';
+import { addSandboxOptions, limitsFrom, readOnlyFrom, sandboxKind, type SandboxFlags } from '../sandbox-options.js';
 import { readTaskFile } from '../../rollout/task-file.js';
 import { isLoopbackHost } from '../../proxy/http-guard.js';
 import { defaultAgentOutDir, gymEnvironment, startGymAgent } from '../../train/gym-agent.js';
@@ -11,7 +12,7 @@ import { defaultDbPath } from '../../store/store.js';
 import { integerArg, secondsArg } from '../numbers.js';
 import { action } from '../output.js';
 
-interface GymAgentCommandOptions {
+interface GymAgentCommandOptions extends SandboxFlags {
   harness: string;
   port: number;
   host: string;
@@ -22,7 +23,6 @@ interface GymAgentCommandOptions {
   db?: string;
   concurrency: number;
   timeout: number;
-  sandbox?: 'bwrap' | 'none';
   out?: string;
   command?: string;
   harnessBin?: string;
@@ -37,7 +37,7 @@ interface GymAgentCommandOptions {
 }
 
 export function registerGymAgent(program: Command): void {
-  program
+  const gymAgent = program
     .command('gym-agent')
     .description("serve NeMo Gym's agent contract for NeMo-RL: each POST /run row runs one harness session through polar and answers with token fields and the reward")
     .addOption(new Option('--harness <name>', 'the harness every session runs').choices([...HARNESS_NAMES]).makeOptionMandatory())
@@ -54,22 +54,22 @@ export function registerGymAgent(program: Command): void {
     .option('--db <file|url>', 'SQLite file, or postgres://… for a shared store (default: $POLAR_DB, else ./polar.db)')
     .option('--concurrency <k>', 'harness sessions at once; other rows wait', integerArg('--concurrency', 1, 1024), 4)
     .option('--timeout <seconds>', "a session's budget when its task gives none", secondsArg('--timeout'), 1800)
-    .addOption(new Option('--sandbox <kind>', 'bwrap (default when installed) or none').choices(['bwrap', 'none']))
     .option('--out <dir>', 'where workspaces are prepared (default: a temporary folder)')
     .option('--command <template>', 'for --harness custom')
     .option('--harness-bin <path>', 'the harness executable')
     .option('--node <path>', 'a Node.js binary for harnesses that need a newer one')
     .option('--from-gym', "started by NeMo Gym: host, port, policy URL and model from NEMO_GYM_CONFIG_DICT")
     .option('--exit-with-parent', 'exit when the process that started this one is gone (Gym stops servers by signalling their launcher)')
-    .option('--json', 'print the listening URL as one JSON line')
-    .action(action(serve));
+    .option('--json', 'print the listening URL as one JSON line');
+  addSandboxOptions(gymAgent).action(action(serve));
 }
 
 async function serve(opts: GymAgentCommandOptions): Promise<void> {
   const gym = opts.fromGym ? gymEnvironment() : null;
   const upstreams = opts.upstream ?? gym?.policyBaseUrls ?? [];
   if (upstreams.length === 0) throw new PolarError('POLAR_USAGE', 'gym-agent needs the policy server: --upstream URL (or --from-gym, under NeMo Gym)');
-  const sandbox = opts.sandbox ?? (findBwrap() ? 'bwrap' : 'none');
+  const sandbox = sandboxKind(opts);
+  for (const line of sandboxNotices({ kind: sandbox, bwrap: '', network: opts.network ?? 'proxy-only', limits: limitsFrom(opts), extraReadOnly: [] })) process.stderr.write(chalk.yellow(`notice: ${line}\n`));
   const authToken = opts.authToken ?? (process.env.POLAR_AUTH_TOKEN || null);
   if (gym?.host && !isLoopbackHost(gym.host) && !authToken) {
     // NeMo-RL sets Gym's default_host to the node's IP; Gym sends /run no token, so pin the agent instead.
@@ -90,6 +90,9 @@ async function serve(opts: GymAgentCommandOptions): Promise<void> {
     concurrency: opts.concurrency,
     timeoutSec: opts.timeout,
     sandbox,
+    ...(opts.network ? { network: opts.network } : {}),
+    limits: limitsFrom(opts),
+    ...(opts.sandboxRo?.length ? { sandboxReadOnly: readOnlyFrom(opts) } : {}),
     outDir: opts.out ?? defaultAgentOutDir(),
     ...(opts.tasks ? { tasks: { file: opts.tasks, tasks: readTaskFile(opts.tasks) } } : {}),
     allowInlineTasks: opts.allowInlineTasks === true,

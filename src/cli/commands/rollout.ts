@@ -2,7 +2,9 @@ import chalk from 'chalk';
 import { Option, type Command } from 'commander';
 import { PolarError } from '../../core/errors.js';
 import { HARNESS_NAMES } from '../../harness/registry.js';
-import { findBwrap } from '../../harness/sandbox.js';
+import { sandboxNotices } from '../../sandbox/index.js';
+import { sandboxSettings } from '../../rollout/sandboxing.js';
+import { addSandboxOptions, limitsFrom, limitsGiven, readOnlyFrom, sandboxKind, type SandboxFlags } from '../sandbox-options.js';
 import type { RolloutConfig, RolloutSummary } from '../../rollout/config.js';
 import { runRollout, summarize, type RolloutRun } from '../../rollout/run-rollout.js';
 import { readTaskFile } from '../../rollout/task-file.js';
@@ -15,7 +17,7 @@ import { action, formatTime, invokedAs, printJson, table } from '../output.js';
 import { RolloutProgress } from '../rollout-progress.js';
 import { addUpstreamOptions, UPSTREAM_KINDS_HELP, upstreamOptionsFrom, type UpstreamFlags } from '../upstream-options.js';
 
-export interface RolloutOptions extends UpstreamFlags {
+export interface RolloutOptions extends UpstreamFlags, SandboxFlags {
   tasks?: string;
   harness?: string;
   upstream?: string;
@@ -30,7 +32,6 @@ export interface RolloutOptions extends UpstreamFlags {
   accept?: string;
   resume?: string;
   keepWorkspaces?: boolean;
-  sandbox?: 'bwrap' | 'none';
   command?: string;
   harnessBin?: string;
   node?: string;
@@ -59,8 +60,8 @@ export function registerRollout(program: Command): void {
     .option('--out <dir>', 'where workspaces and evaluators work (default: a new temporary folder)')
     .option('--accept <expr>', "mark accepted samples, e.g. 'reward>=1' (offline SFT generation; export --accepted)")
     .option('--resume <rollout>', 'run only the samples of this rollout that did not end (after a crash or Ctrl-C)')
-    .option('--keep-workspaces', 'keep each workspace after evaluation (default: removed)')
-    .addOption(new Option('--sandbox <kind>', 'isolate harness and evaluator commands: bwrap (default when installed) or none').choices(['bwrap', 'none']))
+    .option('--keep-workspaces', 'keep each workspace after evaluation (default: removed)');
+  addSandboxOptions(rollout)
     .option('--command <template>', 'for --harness custom (see polar run --help)')
     .option('--harness-bin <path>', 'the harness executable (default: node_modules/.bin, then PATH)')
     .option('--node <path>', 'a Node.js binary for harnesses that need a newer one')
@@ -116,11 +117,14 @@ async function rolloutCommand(opts: RolloutOptions): Promise<void> {
   if (opts.queue) return queueRollout(opts);
   if (opts.wait) throw new PolarError('POLAR_USAGE', '--wait goes with --queue (a local rollout always waits)');
   const dbPath = opts.db ?? defaultDbPath();
-  const sandbox = opts.sandbox ?? (findBwrap() ? 'bwrap' : 'none');
+  const sandbox = sandboxKind(opts);
   if (!opts.sandbox && sandbox === 'none' && !opts.json) {
     process.stderr.write(chalk.yellow('warning: bubblewrap is not installed, so harness and evaluator commands run unsandboxed with full access to this machine (Debian: apt-get install bubblewrap; or pass --sandbox none to say so)\n'));
   }
   const base = opts.resume ? resumeArgs(opts, sandbox) : newArgs(opts, sandbox);
+  if (!opts.json && 'config' in base) {
+    for (const line of sandboxNotices(sandboxSettings(base.config, ''))) if (opts.sandbox || !line.startsWith('sandbox none')) process.stderr.write(chalk.yellow(`notice: ${line}\n`));
+  }
   await executeRollout({ dbPath, ...base }, { json: opts.json === true });
 }
 
@@ -176,6 +180,9 @@ export function newArgs(opts: Omit<RolloutOptions, 'retries' | 'heartbeat'>, san
       accept: opts.accept ?? null,
       keepWorkspaces: opts.keepWorkspaces === true,
       sandbox,
+      ...(opts.network ? { network: opts.network } : {}),
+      limits: limitsFrom(opts),
+      ...(opts.sandboxRo?.length ? { sandboxReadOnly: readOnlyFrom(opts) } : {}),
     },
   };
 }
@@ -186,6 +193,9 @@ function resumeArgs(opts: RolloutOptions, sandbox: 'bwrap' | 'none'): { resume: 
   const overrides: Partial<RolloutConfig> = {};
   if (opts.upstream) overrides.upstream = { url: opts.upstream, kind: opts.upstreamKind, ...upstreamOptionsFrom(opts) };
   if (opts.sandbox) overrides.sandbox = sandbox;
+  if (opts.network) overrides.network = opts.network;
+  if (limitsGiven(opts)) overrides.limits = limitsFrom(opts);
+  if (opts.sandboxRo?.length) overrides.sandboxReadOnly = readOnlyFrom(opts);
   if (opts.harnessBin) overrides.harnessBin = opts.harnessBin;
   if (opts.node) overrides.nodeBin = opts.node;
   return { resume: opts.resume!, overrides };

@@ -2,7 +2,10 @@ import chalk from 'chalk';
 import { Option, type Command } from 'commander';
 import { PolarError } from '../../core/errors.js';
 import { HARNESS_NAMES } from '../../harness/registry.js';
-import { findBwrap } from '../../harness/sandbox.js';
+import { sandboxNotices } from '../../sandbox/index.js';
+import { sandboxSettings } from '../../rollout/sandboxing.js';
+import type { RolloutConfig } from '../../rollout/config.js';
+import { addSandboxOptions, limitsFrom, readOnlyFrom, sandboxKind, type SandboxFlags } from '../sandbox-options.js';
 import { isPostgresUrl, redactUrl } from '../../store/postgres/url.js';
 import { integerArg, secondsArg } from '../numbers.js';
 import { action, printJson } from '../output.js';
@@ -10,7 +13,7 @@ import { addUpstreamOptions, UPSTREAM_KINDS_HELP, upstreamOptionsFrom, type Upst
 import os from 'node:os';
 import path from 'node:path';
 
-interface WorkerFlags extends UpstreamFlags {
+interface WorkerFlags extends UpstreamFlags, SandboxFlags {
   queue: string;
   db?: string;
   harness: string;
@@ -19,7 +22,6 @@ interface WorkerFlags extends UpstreamFlags {
   concurrency: number;
   timeout: number;
   out?: string;
-  sandbox?: 'bwrap' | 'none';
   command?: string;
   harnessBin?: string;
   node?: string;
@@ -40,8 +42,8 @@ export function registerWorker(program: Command): void {
     .option('--concurrency <k>', 'samples at once on this machine', integerArg('--concurrency', 1, 1024), 2)
     .option('--timeout <seconds>', "a session's budget when its task gives none", secondsArg('--timeout'), 600)
     .option('--db <url>', 'the shared store (default: the --queue URL)')
-    .option('--out <dir>', 'where workspaces and evaluators work (default: a new temporary folder)')
-    .addOption(new Option('--sandbox <kind>', 'isolate harness and evaluator commands: bwrap (default when installed) or none').choices(['bwrap', 'none']))
+    .option('--out <dir>', 'where workspaces and evaluators work (default: a new temporary folder)');
+  addSandboxOptions(worker)
     .option('--command <template>', 'for --harness custom (see polar run --help)')
     .option('--harness-bin <path>', 'the harness executable (default: node_modules/.bin, then PATH)')
     .option('--node <path>', 'a Node.js binary for harnesses that need a newer one')
@@ -64,7 +66,7 @@ async function workerCommand(opts: WorkerFlags): Promise<void> {
   if (!isPostgresUrl(opts.queue)) throw new PolarError('POLAR_USAGE', `--queue must be a postgres:// URL (got ${JSON.stringify(opts.queue)})`);
   const dbUrl = opts.db ?? opts.queue;
   if (!isPostgresUrl(dbUrl)) throw new PolarError('POLAR_USAGE', '--db for a worker is the shared store: a postgres:// URL that every worker and the rollout use');
-  const sandbox = opts.sandbox ?? (findBwrap() ? 'bwrap' : 'none');
+  const sandbox = sandboxKind(opts);
   const { runWorker } = await import('../../rollout/queue/worker.js');
   const controller = new AbortController();
   const stop = () => controller.abort();
@@ -74,26 +76,31 @@ async function workerCommand(opts: WorkerFlags): Promise<void> {
   if (!opts.json) say(`${chalk.bold('polar worker')} ${os.hostname()}/${process.pid}: ${opts.harness} × ${opts.concurrency} from ${redactUrl(opts.queue)}; Ctrl-C to stop`);
   let done = 0;
   try {
+    const config: RolloutConfig = {
+      harness: opts.harness,
+      ...(opts.command !== undefined ? { command: opts.command } : {}),
+      ...(opts.harnessBin ? { harnessBin: opts.harnessBin } : {}),
+      ...(opts.node ? { nodeBin: opts.node } : {}),
+      upstream: { url: opts.upstream, kind: opts.upstreamKind, ...upstreamOptionsFrom(opts) },
+      model: opts.model ?? null,
+      samples: 1,
+      concurrency: opts.concurrency,
+      initWorkers: opts.concurrency,
+      postWorkers: opts.concurrency,
+      timeoutSec: opts.timeout,
+      outDir: path.resolve(opts.out ?? path.join(os.tmpdir(), `polar-worker-${process.pid}`)),
+      accept: null,
+      keepWorkspaces: opts.keepWorkspaces === true,
+      sandbox,
+      ...(opts.network ? { network: opts.network } : {}),
+      limits: limitsFrom(opts),
+      ...(opts.sandboxRo?.length ? { sandboxReadOnly: readOnlyFrom(opts) } : {}),
+    };
+    if (!opts.json) for (const line of sandboxNotices(sandboxSettings(config, ''))) say(chalk.yellow(`notice: ${line}`));
     const ran = await runWorker({
       queueUrl: opts.queue,
       dbUrl,
-      config: {
-        harness: opts.harness,
-        ...(opts.command !== undefined ? { command: opts.command } : {}),
-        ...(opts.harnessBin ? { harnessBin: opts.harnessBin } : {}),
-        ...(opts.node ? { nodeBin: opts.node } : {}),
-        upstream: { url: opts.upstream, kind: opts.upstreamKind, ...upstreamOptionsFrom(opts) },
-        model: opts.model ?? null,
-        samples: 1,
-        concurrency: opts.concurrency,
-        initWorkers: opts.concurrency,
-        postWorkers: opts.concurrency,
-        timeoutSec: opts.timeout,
-        outDir: path.resolve(opts.out ?? path.join(os.tmpdir(), `polar-worker-${process.pid}`)),
-        accept: null,
-        keepWorkspaces: opts.keepWorkspaces === true,
-        sandbox,
-      },
+      config,
       ...(process.env.POLAR_UPSTREAM_API_KEY ? { upstreamApiKey: process.env.POLAR_UPSTREAM_API_KEY } : {}),
       idleExitMs: opts.idleExit !== undefined ? opts.idleExit * 1000 : null,
       signal: controller.signal,

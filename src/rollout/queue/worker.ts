@@ -68,6 +68,7 @@ export async function runWorker(opts: WorkerOptions): Promise<number> {
     await Promise.all(active);
   } finally {
     await capture?.proxy.close(5000).catch(() => undefined);
+    await capture?.socket?.remove();
     await capture?.upstream.close().catch(() => undefined);
     await boss?.stop({ graceful: false, close: true }).catch(() => undefined);
     await pg.close().catch(() => undefined);
@@ -122,7 +123,8 @@ export async function runWorker(opts: WorkerOptions): Promise<number> {
       model: capture!.model,
       contextWindow: capture!.contextWindow,
       accept: config.accept ? parseAccept(config.accept) : null,
-      bwrap: capture!.bwrap ?? 'bwrap',
+      sandbox: capture!.sandbox,
+      proxySocket: capture!.socket?.path ?? null,
       secrets: opts.upstreamApiKey ? [opts.upstreamApiKey] : [],
       tasksDir: rollout.tasksFile ? path.dirname(rollout.tasksFile) : null,
       emit: (e) => opts.onEvent?.({ ...e, rolloutId: job.rolloutId }),

@@ -1,0 +1,35 @@
+import { DEFAULT_LIMITS, openJail, type Jail, type NetworkMode, type SandboxSettings } from '../sandbox/index.js';
+import type { RolloutConfig } from './config.js';
+import type { RolloutTask } from './task-file.js';
+
+/**
+ * Which sandbox each of a sample's commands gets. The harness: the rollout's network (proxy-only
+ * unless the rollout or its task says `host`). Setup: the same file system, the task's
+ * `setup_network` (default host: `npm ci` needs it). Evaluator: no network at all, plus the task
+ * file's folder read-only (hidden checkers), which no earlier stage ever sees. Polar's own git on a
+ * workspace the agent had: no network, nothing else writable.
+ */
+export function sandboxSettings(config: RolloutConfig, bwrap: string): SandboxSettings {
+  return {
+    kind: config.sandbox,
+    bwrap,
+    network: config.network ?? 'proxy-only',
+    limits: config.limits ?? DEFAULT_LIMITS,
+    extraReadOnly: config.sandboxReadOnly ?? [],
+  };
+}
+
+export function harnessNetwork(settings: SandboxSettings, task: RolloutTask): NetworkMode {
+  if (settings.kind === 'none') return 'host';
+  return task.network === 'host' ? 'host' : settings.network;
+}
+
+/** Opens the sandbox for one setup command in `cwd`. */
+export function setupSandbox(settings: SandboxSettings, task: RolloutTask): (cwd: string) => Promise<Jail> {
+  return (cwd) => openJail(settings, { cwd, network: task.setup_network === 'none' ? 'none' : 'host' });
+}
+
+/** Opens the sandbox for one evaluator command in `cwd`. */
+export function evaluatorSandbox(settings: SandboxSettings, tasksDir: string | null): (cwd: string) => Promise<Jail> {
+  return (cwd) => openJail(settings, { cwd, network: 'none', readOnly: tasksDir ? [tasksDir] : [] });
+}
