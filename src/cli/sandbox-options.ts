@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import { DEFAULT_LIMITS, findBwrap, formatBytes, parseSize, type SandboxKind, type SandboxLimits } from '../sandbox/index.js';
+import { DEFAULT_LIMITS, findBwrap, formatBytes, parseSize, requireBwrap, type SandboxKind, type SandboxLimits, type SandboxSettings } from '../sandbox/index.js';
 import { integerArg } from './numbers.js';
 
 /** The sandbox flags `rollout`, `run`, `worker` and `gym-agent` share. */
@@ -28,6 +28,12 @@ export function addSandboxOptions(cmd: Command, what = 'harness, setup and evalu
 /** `bwrap` unless asked otherwise or bubblewrap is missing (the caller warns then). */
 export function sandboxKind(flags: SandboxFlags): SandboxKind {
   return flags.sandbox ?? (findBwrap() ? 'bwrap' : 'none');
+}
+
+/** The settings a single-process command (`run`, `demo`) sandboxes its harness with; bwrap asked for and missing is a usage error. */
+export function settingsFrom(flags: SandboxFlags): SandboxSettings {
+  const kind = sandboxKind(flags);
+  return { kind, bwrap: requireBwrap(kind), network: flags.network ?? 'proxy-only', limits: limitsFrom(flags), extraReadOnly: readOnlyFrom(flags) };
 }
 
 export function limitsFrom(flags: SandboxFlags, base: SandboxLimits = DEFAULT_LIMITS): SandboxLimits {

@@ -14,6 +14,7 @@ import { integerArg } from '../numbers.js';
 import { action, invokedAs, printJson } from '../output.js';
 import { demoRollout } from './demo-rollout.js';
 import { summaryLine } from './run.js';
+import { settingsFrom } from '../sandbox-options.js';
 import { printSession } from './show.js';
 
 interface DemoOptions {
@@ -56,6 +57,7 @@ async function demo(opts: DemoOptions): Promise<void> {
   await writeFile(path.join(workspace, 'main.py'), 'print("hello")\n');
   // The database later commands find by default, so `polar sessions` / `polar show` work next.
   const dbPath = opts.db ?? defaultDbPath();
+  const sandbox = settingsFrom({});
   const mock = await startMockServer({ log: false });
   if (!opts.json) process.stderr.write(`${chalk.bold('polar demo')}: ${opts.harness} in ${workspace}, model calls to the mock server (scripted, not a model) at ${mock.url}\n`);
   try {
@@ -68,6 +70,8 @@ async function demo(opts: DemoOptions): Promise<void> {
       timeoutSec: 300,
       quiet: true,
       ...(opts.node ? { nodeBin: opts.node } : {}),
+      // As `polar run` does: sandboxed where bubblewrap is installed.
+      sandbox: { settings: sandbox, network: sandbox.network },
       onNotice: (line) => process.stderr.write(`${line}\n`),
     });
     const file = path.join(workspace, DEMO_FILE);

@@ -11,8 +11,10 @@ import { integerArg, secondsArg } from '../numbers.js';
 import { action, invokedAs, printJson } from '../output.js';
 import { RunStatusLine } from '../status-line.js';
 import { addUpstreamOptions, UPSTREAM_KINDS_HELP, upstreamOptionsFrom, type UpstreamFlags } from '../upstream-options.js';
+import { sandboxNotices } from '../../sandbox/index.js';
+import { addSandboxOptions, settingsFrom, type SandboxFlags } from '../sandbox-options.js';
 
-interface RunCommandOptions extends UpstreamFlags {
+interface RunCommandOptions extends UpstreamFlags, SandboxFlags {
   harness: string;
   upstream?: string;
   upstreamKind: string;
@@ -50,7 +52,8 @@ export function registerRun(program: Command): void {
     .option('--harness-bin <path>', 'the harness executable (default: node_modules/.bin, then PATH)')
     .option('--command <template>', "for --harness custom: e.g. 'mycli --base {base_url} {prompt}'")
     .option('--node <path>', 'a Node.js binary for JavaScript harnesses that need a newer one (Qwen Code needs 22)')
-    .option('--json', 'print the result as JSON')
+    .option('--json', 'print the result as JSON');
+  addSandboxOptions(command, 'the harness (the working directory stays writable)')
     .argument('[harnessArgs...]', 'extra arguments for the harness, after --')
     .addHelpText(
       'after',
@@ -61,6 +64,9 @@ Examples:
   polar run --harness custom --command 'mycli --base-url {base_url} --model {model} {prompt}' --upstream http://127.0.0.1:8000 --prompt hi
   polar run --harness pi --upstream http://127.0.0.1:8000 --upstream-kind vllm-tito --tokenizer ~/models/Qwen3-8B --prompt "add a test"
 Placeholders for --command: {base_url} (…/v1), {base_root}, {model}, {session}, {api_key}, {prompt}.
+Sandbox (bwrap, the default where bubblewrap is installed): the harness writes only the working
+directory and a private home, sees the system's toolchains read-only and not your home, the database
+or the rest of the machine, and reaches only polar's proxy. --sandbox none runs it with your access.
 ${UPSTREAM_KINDS_HELP}`,
     )
     .action(action(runCommand));
@@ -71,6 +77,13 @@ async function runCommand(harnessArgs: string[], opts: RunCommandOptions): Promi
   const prompt = opts.promptFile !== undefined ? await readFile(opts.promptFile, 'utf8') : (opts.prompt ?? null);
   const harness = getHarness(opts.harness, opts.command !== undefined ? { command: opts.command } : {});
   const timeoutSec = opts.timeout;
+  const sandbox = settingsFrom(opts);
+  // The harness runs with its permission prompts bypassed: say so when nothing contains it.
+  if (!opts.sandbox && sandbox.kind === 'none') {
+    process.stderr.write(chalk.yellow('warning: bubblewrap is not installed, so the harness runs unsandboxed: it can edit anything you can (Debian: apt-get install bubblewrap; or pass --sandbox none to say so)\n'));
+  } else {
+    for (const line of sandboxNotices(sandbox)) process.stderr.write(chalk.yellow(`notice: ${line}\n`));
+  }
   const statusLine = prompt !== null && process.stderr.isTTY && !opts.json ? new RunStatusLine() : null;
   let result: RunHarnessResult;
   try {
@@ -90,6 +103,7 @@ async function runCommand(harnessArgs: string[], opts: RunCommandOptions): Promi
       ...(timeoutSec ? { timeoutSec } : {}),
       ...(opts.node ? { nodeBin: opts.node } : {}),
       extraArgs: harnessArgs,
+      sandbox: { settings: sandbox, network: sandbox.network },
       quiet: opts.json === true,
       onNotice: (line) => process.stderr.write(`${line}\n`),
       ...(statusLine ? { onCall: (s) => statusLine.call(s), onSessionSummary: (s) => statusLine.session(s) } : {}),
@@ -97,9 +111,9 @@ async function runCommand(harnessArgs: string[], opts: RunCommandOptions): Promi
   } finally {
     statusLine?.stop();
   }
-  if (opts.json) printJson({ ok: result.exitCode === 0, ...result });
+  if (opts.json) printJson({ ok: result.exitCode === 0 && result.limit === null, ...result });
   else process.stderr.write(`${summaryLine(result, opts.db)}\n`);
-  process.exitCode = result.exitCode;
+  process.exitCode = result.limit ? result.exitCode || 1 : result.exitCode;
 }
 
 export function summaryLine(r: RunHarnessResult, dbPath?: string, options: { next?: boolean } = {}): string {
@@ -108,5 +122,6 @@ export function summaryLine(r: RunHarnessResult, dbPath?: string, options: { nex
   const counts = s ? `${s.requests} calls, ${s.promptTokens} prompt / ${s.sampledTokens} sampled tokens, ${s.failed} errors` : 'no calls';
   const db = dbPath && dbPath !== defaultDbPath() ? ` --db ${displayDb(dbPath)}` : '';
   const next = options.next === false ? '' : `\n  next: ${invokedAs()} show ${r.session}${db}`;
-  return `${chalk.bold('polar')} session ${r.session} ${status} (exit ${r.exitCode}): ${counts}\n  log ${r.logFile}${next}`;
+  const limit = r.limit ? chalk.red(`\n  ended by the sandbox: ${r.limit}`) : '';
+  return `${chalk.bold('polar')} session ${r.session} ${status} (exit ${r.exitCode}): ${counts}${limit}\n  log ${r.logFile}${next}`;
 }
