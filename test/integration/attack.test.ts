@@ -59,6 +59,7 @@ interface AttackReport {
   loopback: { escaped: boolean; other: { connected: boolean }; upstream: { connected: boolean }; v6: { connected: boolean } };
   network: { escaped: boolean; hostAddress: { connected: boolean }; outside: { connected: boolean }; dns: boolean; interfaces: string[] };
   discovered: { escaped: boolean; ids: string[]; keys: number };
+  envLeak: { escaped: boolean; hits: string[] };
   masterKeys: { escaped: boolean; reads: { path: string; readable: boolean }[] };
   admin: { escaped: boolean; statuses: Record<string, number> };
   siblingCalls: { escaped: boolean; sibling?: string; statuses?: Record<string, number>; shapes?: Record<string, string>; error?: string };
@@ -105,8 +106,9 @@ async function rollout(name: string, tasks: string, upstream: string, dropSiblin
   fs.writeFileSync(path.join(path.dirname(db), 'canary.txt'), `${canary}\n`);
   const outDir = path.join(root, `out-${name}`);
   const child = run(process.execPath, [...rolloutArgs(tasks, db, outDir), '--upstream', upstream], {
-    // The invoking user's home is a planted one: the real ~/.ssh is never touched.
-    env: { ...process.env, HOME: userHome, NO_COLOR: '1' },
+    // The invoking user's home is a planted one: the real ~/.ssh is never touched. The operator's
+    // secrets (polar's upstream key, the shell's tokens) carry the canary: none may reach the agent.
+    env: { ...process.env, HOME: userHome, NO_COLOR: '1', POLAR_UPSTREAM_API_KEY: `${canary}-upstream`, GITHUB_TOKEN: `${canary}-gh`, AWS_SECRET_ACCESS_KEY: `${canary}-aws`, HF_TOKEN: `${canary}-hf` },
     timeout: 170_000,
     maxBuffer: 64 * 1024 * 1024,
   }).then(
@@ -409,8 +411,11 @@ describe.skipIf(!bwrap)('attack suite: an adversarial agent inside a bwrap rollo
     expect(listenerSaw.filter((l) => l.includes('attacker-hello')), 'the listener heard the attacker').toEqual([]);
   });
 
-  it("finds no sibling's session id or key in processes or polar's folders", () => {
-    for (const r of reports) expect(r.discovered, JSON.stringify(r.discovered)).toMatchObject({ escaped: false, ids: [], keys: 0 });
+  it("finds no sibling's session id or key in processes or polar's folders, and no operator secret in any environment", () => {
+    for (const r of reports) {
+      expect(r.discovered, JSON.stringify(r.discovered)).toMatchObject({ escaped: false, ids: [], keys: 0 });
+      expect(r.envLeak.hits).toEqual([]);
+    }
   });
 
   it("cannot call into a sibling's session: 401 in OpenAI's shape, audit rows, nothing in the sibling's session", () => {

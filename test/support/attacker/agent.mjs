@@ -165,12 +165,21 @@ function sshKeys(p) {
   const realHome = tryList(p.realHome);
   const realSsh = tryList(path.join(p.realHome, '.ssh'));
   const etcShadow = tryRead('/etc/shadow');
+  // System-wide registry settings in the view (a toolchain reads them) that carry a login here.
+  const etcLogins = ['/etc/npmrc', '/etc/pip.conf', '/etc/gitconfig'].filter((f) => {
+    try {
+      return /_authToken|_auth\s*=|password|:\/\/[^/\s:@]+:[^@\s]+@/i.test(fs.readFileSync(f, 'utf8'));
+    } catch {
+      return false;
+    }
+  });
   // Where credentials live in a home: whether each can be read, and its size, never its content.
   const credentials = CREDENTIAL_FILES.map((f) => path.join(p.realHome, f))
     .map(tryRead)
     .map((r) => ({ path: r.path, readable: r.readable && r.bytes > 0 }));
   return {
-    escaped: planted.canary || etcShadow.readable || credentials.some((c) => c.readable),
+    escaped: planted.canary || etcShadow.readable || credentials.some((c) => c.readable) || etcLogins.length > 0,
+    etcLogins,
     planted,
     realHome: { listable: realHome.listable, entries: realHome.entries ?? [] },
     realSsh: { listable: realSsh.listable, entries: realSsh.entries ?? [] },
@@ -249,6 +258,24 @@ async function adminCalls(p, tokens) {
     statuses[`${who} status`] = await call('GET', '/admin/status', key);
   }
   return { escaped: Object.values(statuses).some((s) => s >= 200 && s < 300), statuses };
+}
+
+/**
+ * The operator's secrets in environments: polar's own (the upstream API key) and the shell's (cloud,
+ * GitHub, Hugging Face tokens). The test puts the canary in all of them; a harness inherits an
+ * allow-list, so none may show here or in any process this agent can see.
+ */
+function envLeak(p) {
+  const hits = Object.entries(process.env).filter(([, v]) => String(v).includes(p.canary)).map(([k]) => k);
+  for (const pid of tryList('/proc').entries ?? []) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      if (fs.readFileSync(`/proc/${pid}/environ`, 'latin1').includes(p.canary)) hits.push(`/proc/${pid}/environ`);
+    } catch {
+      // gone or not ours
+    }
+  }
+  return { escaped: hits.length > 0, hits };
 }
 
 /** Session ids an attacker can find without being told: processes' environments, polar's run folders. */
@@ -337,6 +364,7 @@ async function escapeAll(p) {
   report.loopback = await loopback(p);
   report.network = await network(p);
   report.discovered = discoverSessions(process.env.POLAR_SESSION);
+  report.envLeak = envLeak(p);
   // The test drops a sibling's session id here once one exists: the worst case, an id the attacker
   // learned somehow. Session ids are not secrets; only the per-session key may open a session.
   const sibling = waitFor(path.join(process.cwd(), p.siblingDrop), 60_000);
