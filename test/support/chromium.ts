@@ -123,3 +123,18 @@ export function countColour(png: Png, hex: string, tolerance = 3): number {
   }
   return n;
 }
+
+/**
+ * Opens an http(s) page and lets it run: Chromium waits until the page's network and timers are idle
+ * (or `budgetMs` of virtual time has passed), then dumps the DOM. `extra` adds flags, e.g.
+ * `--host-resolver-rules=MAP attacker.test 127.0.0.2` for a host name that resolves where a test says.
+ */
+export async function visit(chromium: string, url: string, extra: readonly string[] = [], budgetMs = 20_000): Promise<string> {
+  const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-chromium-'));
+  try {
+    const { stdout } = await run(chromium, [...flags(profile), ...extra, `--virtual-time-budget=${budgetMs}`, '--dump-dom', url], { timeout: 90_000, maxBuffer: 64 * 1024 * 1024 });
+    return stdout;
+  } finally {
+    fs.rmSync(profile, { recursive: true, force: true });
+  }
+}
