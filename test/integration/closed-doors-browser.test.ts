@@ -52,7 +52,7 @@ async function attack(mode: 'cross-origin' | 'rebinding', victimPort: number, at
 
 const post = (name: string, url: string, body: unknown, init: Attempt['init'] = {}): Attempt => ({ name, url, init: { method: 'POST', body: JSON.stringify(body), ...init } });
 
-describe.skipIf(!chromium)('a web page against polar (headless Chromium)', () => {
+describe.skipIf(!chromium)(`a web page against polar (headless Chromium${chromium ? '' : ': skipped, no Chromium here (apt-get install chromium, or set POLAR_CHROMIUM)'})`, () => {
   it('control: a rebound page reads whatever a server without checks answers (the harness is not vacuous)', async () => {
     const open = http.createServer((req, res) => {
       req.resume();

@@ -1,7 +1,9 @@
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
+import readline from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMockServer, type MockServer } from '../../src/mock-server/server.js';
 import { startCassette, type Cassette } from '../../src/replay/cassette.js';
@@ -17,6 +19,7 @@ import { startTestProxy, type TestProxy } from '../support/start-proxy.js';
  * missing token where one is needed, an inline task. Each refusal is checked to have had no effect
  * (no sample, no session, no file a task would have written), and no answer carries CORS headers.
  */
+const BIN = path.resolve(__dirname, '../../bin/polar.js');
 let dir: string;
 let mock: MockServer;
 let agent: RunningGymAgent;
@@ -254,6 +257,29 @@ describe('polar mock-server and the proxy share the same door', () => {
       expect((await request(url, { path: '/v1/models', headers: { authorization: 'Bearer mock-token-0123456789' } })).status).toBe(200);
     } finally {
       await guarded.close();
+    }
+  });
+
+  it('polar proxy without --auth-token keeps an admin token 0600 beside the database (named in --json), which opens /admin/*; nothing else does', async () => {
+    const db = path.join(dir, 'cli', 'polar.db');
+    fs.mkdirSync(path.dirname(db));
+    const child = spawn(process.execPath, [BIN, 'proxy', '--upstream', mock.url, '--model', mock.model, '--port', '0', '--db', db, '--json', '-q'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    try {
+      const line = await new Promise<string>((resolve, reject) => {
+        readline.createInterface({ input: child.stdout! }).once('line', resolve);
+        child.once('exit', (code) => reject(new Error(`polar proxy exited ${code}`)));
+      });
+      const started = JSON.parse(line) as { url: string; adminTokenFile: string };
+      expect(started.adminTokenFile).toBe(path.join(path.dirname(db), '.polar', 'admin-token'));
+      expect(fs.statSync(started.adminTokenFile).mode & 0o777).toBe(0o600);
+      expect(fs.statSync(path.dirname(started.adminTokenFile)).mode & 0o777).toBe(0o700);
+      const token = fs.readFileSync(started.adminTokenFile, 'utf8').trim();
+      expect((await request(started.url, { path: '/admin/status' })).status).toBe(401);
+      expect((await request(started.url, { method: 'POST', path: '/admin/policy-version', headers: json, body: JSON.stringify({ version: 'evil-v1' }) })).status).toBe(401);
+      const ok = await request(started.url, { path: '/admin/status', headers: { 'x-polar-auth-token': token } });
+      expect(JSON.parse(ok.body)).toMatchObject({ ok: true, policy_version: null });
+    } finally {
+      child.kill('SIGTERM');
     }
   });
 
