@@ -7,7 +7,9 @@
  * - `env_key` names the variable holding the key, sent as `Authorization: Bearer`.
  * - Unknown model slugs get catalog defaults for the window (#34837): set both limits when known.
  * - `codex exec` defaults to a read-only sandbox, and bwrap/landlock often fails in containers, at
- *   times as a silent exit 0 (#46246, #15434): `--dangerously-bypass-approvals-and-sandbox`.
+ *   times as a silent exit 0 (#46246, #15434): `--dangerously-bypass-approvals-and-sandbox`. Its own
+ *   sandbox could not nest inside polar's anyway (no capabilities, no new user namespaces): polar's
+ *   bwrap (src/sandbox) is what contains it, with the workspace its only writable folder.
  */
 import { join } from 'node:path';
 import { privateDirs, writePrivateFile } from './private-files.js';

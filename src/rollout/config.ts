@@ -76,4 +76,6 @@ export interface RolloutSummary {
   refusedCalls?: number;
   db: string;
   outDir: string;
+  /** Samples whose harness had the machine's network, not only the proxy (a task's "network": "host", --network host, or --sandbox none). */
+  hostNetwork: string[];
 }

@@ -210,6 +210,9 @@ export function summarize(store: Store, rolloutId: string, dbPath: string, durat
   const byTask = new Map<string, SampleRow[]>();
   for (const s of samples) byTask.set(s.taskId, [...(byTask.get(s.taskId) ?? []), s]);
   const ended = outcomes.completed + outcomes.failed + outcomes.timeout + outcomes.error;
+  const config = row.config as Partial<RolloutConfig>;
+  const everyHost = config.sandbox === 'none' || config.network === 'host';
+  const hostTasks = new Set(store.rollouts.tasks(rolloutId).map((t) => JSON.parse(t) as RolloutTask).filter((t) => t.network === 'host').map((t) => t.id));
   return {
     rolloutId,
     status: row.status,
@@ -238,5 +241,6 @@ export function summarize(store: Store, rolloutId: string, dbPath: string, durat
     sessionsPerMinute: durationMs > 0 ? (ended / durationMs) * 60_000 : 0,
     db: dbPath,
     outDir: String(row.config.outDir ?? ''),
+    hostNetwork: samples.filter((s) => everyHost || hostTasks.has(s.taskId)).map((s) => s.id),
   };
 }

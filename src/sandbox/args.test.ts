@@ -18,7 +18,7 @@ function mounts(args: string[]): string[] {
 describe('bwrapArgs', () => {
   it('drops capabilities in its own user, pid, ipc, uts and network namespaces', () => {
     const args = bwrapArgs(VIEW, SPEC);
-    for (const flag of ['--unshare-user', '--cap-drop', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-net', '--die-with-parent', '--new-session']) expect(args).toContain(flag);
+    for (const flag of ['--unshare-user', '--disable-userns', '--cap-drop', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-net', '--die-with-parent', '--new-session']) expect(args).toContain(flag);
     expect(args.slice(args.indexOf('--cap-drop'), args.indexOf('--cap-drop') + 2)).toEqual(['--cap-drop', 'ALL']);
     expect(args.at(-1)).toBe('--');
   });

@@ -35,7 +35,9 @@ export function bwrapArgs(view: HostView, spec: SandboxSpec): string[] {
   const args = [
     // Its own user namespace with every capability dropped: as root without it, the command could
     // mknod a disk and mount it, or signal anything on the host.
-    '--unshare-user', '--uid', String(spec.uid), '--gid', String(spec.gid), '--cap-drop', 'ALL',
+    // No user namespaces inside either: each one is fresh kernel attack surface, and nothing a
+    // harness runs needs them.
+    '--unshare-user', '--uid', String(spec.uid), '--gid', String(spec.gid), '--cap-drop', 'ALL', '--disable-userns',
     '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try',
     ...(spec.network === 'host' ? [] : ['--unshare-net']),
     '--hostname', 'polar-sandbox',

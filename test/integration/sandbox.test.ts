@@ -122,9 +122,10 @@ describe.skipIf(!bwrap)('bwrap sandbox (skipped: bubblewrap is not installed; ap
   });
 
   it('cannot see or signal processes outside: its own pid namespace, no capabilities', async () => {
-    const r = await inside(`ps -e -o pid= | wc -l; kill -0 ${process.pid} 2>/dev/null && echo CAN-SIGNAL; grep CapEff /proc/self/status; mknod /tmp/disk b 8 0 2>/dev/null && echo MKNOD; kill -9 -1 2>/dev/null; true`);
+    const r = await inside(`ps -e -o pid= | wc -l; kill -0 ${process.pid} 2>/dev/null && echo CAN-SIGNAL; grep CapEff /proc/self/status; mknod /tmp/disk b 8 0 2>/dev/null && echo MKNOD; unshare -U true 2>/dev/null && echo USERNS; kill -9 -1 2>/dev/null; true`);
     expect(r.stdout).not.toContain('CAN-SIGNAL');
     expect(r.stdout).not.toContain('MKNOD');
+    expect(r.stdout).not.toContain('USERNS');
     expect(r.stdout).toMatch(/CapEff:\s+0000000000000000/);
     expect(process.kill(process.pid, 0)).toBe(true);
   });

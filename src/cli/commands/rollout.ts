@@ -208,6 +208,7 @@ function summaryText(s: RolloutSummary, dbPath: string): string {
     `${chalk.bold('rollout')} ${s.rolloutId} ${s.status === 'completed' ? chalk.green(s.status) : chalk.yellow(s.status)}: ${s.harness}, ${s.tasks} tasks × ${s.samplesPerTask} samples`,
     `  outcomes: ${o.completed} completed, ${o.failed} failed, ${o.timeout} timeout, ${o.error} error${o.interrupted + o.unfinished > 0 ? `, ${o.interrupted + o.unfinished} not finished` : ''}`,
     `  mean reward ${fmt(s.meanReward)} · accepted ${s.accepted}/${s.attempted} · ${s.sessionsPerMinute.toFixed(1)} sessions/min · ${(s.durationMs / 1000).toFixed(0)} s`,
+    ...(s.hostNetwork.length > 0 ? [chalk.yellow(`  host network: ${s.hostNetwork.length === s.tasks * s.samplesPerTask ? 'every sample' : `${s.hostNetwork.length} sample(s)`} had this machine's network, not only the proxy`)] : []),
     ...(s.refusedCalls ? [chalk.yellow(`  ${s.refusedCalls} call(s) refused without their session's key: ${invokedAs()} audit${db}`)] : []),
     '',
     groupTable(s),
