@@ -474,6 +474,9 @@ describe.skipIf(!bwrap)('attack suite: an adversarial agent inside a bwrap rollo
       expect(payload, out).not.toBeNull();
       expect(payload.tamperChecker, out).not.toBe(true);
       expect(payload.loopback, out).not.toBe(true);
+      // Nor any other sample's workspace, the database, or the canaries beside it and in the home.
+      expect(Array.isArray(payload.siblings) ? payload.siblings : [], out).toEqual([]);
+      expect(Object.entries(payload.reads).filter(([, v]) => v === true), out).toEqual([]);
     }
   });
 

@@ -413,6 +413,12 @@ function evaluatorPayload(p) {
 const fs = require('node:fs');
 const net = require('node:net');
 const out = {};
+// First, before its own writes below land beside the workspace: the evaluator sees the task's
+// folder (it needs the checker) and nothing else of the rollout.
+const path = require('node:path');
+try { out.siblings = fs.readdirSync(path.dirname(process.cwd())).filter((e) => e !== path.basename(process.cwd())); } catch (e) { out.siblings = e.code; }
+out.reads = {};
+for (const f of ${JSON.stringify([p.dbPath, ...p.siblingFiles, ...p.canaryFiles.slice(1)])}) { try { fs.readFileSync(f); out.reads[f] = true; } catch (e) { out.reads[f] = e.code; } }
 const checker = process.env.POLAR_TASKS_DIR ? process.env.POLAR_TASKS_DIR + '/checks/slugify-check.cjs' : ${JSON.stringify(p.checkerPaths[0])};
 try { fs.appendFileSync(checker, '\\n// tampered by the evaluator payload\\n'); out.tamperChecker = true; } catch (e) { out.tamperChecker = e.code; }
 for (const f of ${JSON.stringify(p.writeTargets.map((t) => `${t}.eval`))}) { try { fs.writeFileSync(f, ${JSON.stringify(p.canary)}); out[f] = true; } catch (e) { out[f] = e.code; } }
