@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { PolarError } from '../core/errors.js';
 import type { HarnessCommand } from '../harness/types.js';
 import { bwrapArgs, PROXY_SOCKET_INSIDE } from './args.js';
 import { bridged } from './bridge.js';
@@ -47,6 +48,7 @@ export async function openJail(settings: SandboxSettings, spec: JailSpec): Promi
   if (settings.kind === 'none') {
     return { home: spec.home ?? null, wrap: (cmd) => cmd, close: async () => null };
   }
+  checkWorkdir(spec.cwd);
   const started = Date.now();
   const own = await mkdtemp(path.join(os.tmpdir(), 'polar-sbx-'));
   const tmp = path.join(own, 'tmp');
@@ -108,6 +110,20 @@ export async function openJail(settings: SandboxSettings, spec: JailSpec): Promi
       return reason;
     },
   };
+}
+
+/**
+ * The working directory is mounted writable: never the whole machine, a system folder, or a folder
+ * holding the user's home (its ~/.ssh and cloud credentials would be the agent's to read and edit).
+ */
+export function checkWorkdir(cwd: string, home = process.env.HOME || os.homedir()): void {
+  const p = path.resolve(cwd);
+  const h = path.resolve(home);
+  const system = ['/', '/usr', '/etc', '/bin', '/sbin', '/lib', '/lib64', '/boot', '/proc', '/sys', '/dev', '/run', '/var'];
+  if (system.includes(p)) throw new PolarError('POLAR_USAGE', `the sandbox makes the working directory writable, and ${p} is a system folder: run in a project folder`);
+  if (h !== '/' && (p === h || h.startsWith(`${p}/`))) {
+    throw new PolarError('POLAR_USAGE', `the sandbox makes the working directory writable, and ${p} holds your home folder (~/.ssh, credentials, shell history): run in a project folder, or pass --sandbox none to give the harness your access`);
+  }
 }
 
 /**

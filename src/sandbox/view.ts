@@ -24,14 +24,17 @@ const SYSTEM = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32'];
 
 /**
  * What of /etc a compiler, a package manager or git reads. Never shadow, gshadow, sudoers, ssh,
- * machine-id, or anything a host service keeps its keys in: this is an allow-list.
+ * machine-id, TLS private keys, /etc/environment or profile.d (where machines keep exported tokens),
+ * or anything a host service keeps its keys in: this is an allow-list.
  */
 export const ETC_ALLOWED = [
   'passwd', 'group', 'hosts', 'hostname', 'resolv.conf', 'nsswitch.conf', 'host.conf', 'gai.conf', 'services', 'protocols', 'networks',
-  'ssl', 'ca-certificates', 'ca-certificates.conf', 'pki', 'alternatives', 'ld.so.cache', 'ld.so.conf', 'ld.so.conf.d',
+  // Certificates only: /etc/ssl/private and /etc/pki/tls/private hold the machine's keys.
+  'ssl/certs', 'ssl/openssl.cnf', 'ca-certificates', 'ca-certificates.conf', 'pki/tls/certs', 'pki/ca-trust', 'pki/tls/openssl.cnf',
+  'alternatives', 'ld.so.cache', 'ld.so.conf', 'ld.so.conf.d',
   'localtime', 'timezone', 'locale.alias', 'locale.conf', 'default/locale', 'gitconfig', 'pip.conf', 'npmrc', 'python3', 'perl',
-  'os-release', 'debian_version', 'lsb-release', 'mime.types', 'magic', 'magic.mime', 'inputrc', 'bash.bashrc', 'profile',
-  'profile.d', 'environment', 'shells', 'mtab', 'java-17-openjdk', 'java-21-openjdk', 'maven', 'fonts',
+  'os-release', 'debian_version', 'lsb-release', 'mime.types', 'magic', 'magic.mime', 'inputrc', 'bash.bashrc', 'shells', 'mtab',
+  'java-17-openjdk', 'java-21-openjdk', 'fonts',
 ];
 
 /** Files in a toolchain folder that hold a registry credential rather than the toolchain (masked). */

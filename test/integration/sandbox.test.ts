@@ -74,19 +74,26 @@ describe.skipIf(!bwrap)('bwrap sandbox (skipped: bubblewrap is not installed; ap
 
   it('shows the workspace and the toolchain, not the host: no tasks dir, database, sibling, home or /root', async () => {
     const r = await inside(
-      `echo hi > made.txt && cat made.txt; ls / | tr '\\n' ' '; echo; for p in ${tasksDir}/checker.py ${dbFile} ${sibling}/answer.txt ${userHome}/.ssh/id_rsa ${os.homedir()}/.ssh ${os.homedir()}/.bash_history /etc/shadow /etc/ssh /home ${process.cwd()}/package.json ${process.cwd()}/src; do test -e "$p" && echo "VISIBLE $p"; done; echo home-holds: $(ls -A ${os.homedir()} 2>/dev/null); git --version; node -e "console.log('node ok')"; echo home=$HOME`,
+      `echo hi > made.txt && cat made.txt; ls / | tr '\\n' ' '; echo; for p in ${tasksDir}/checker.py ${dbFile} ${sibling}/answer.txt ${userHome}/.ssh/id_rsa ${os.homedir()}/.ssh ${os.homedir()}/.bash_history /etc/shadow /etc/ssh /etc/ssl/private /etc/environment /home ${process.cwd()}/package.json ${process.cwd()}/src; do test -e "$p" && echo "VISIBLE $p"; done; echo home-holds: $(ls -A ${os.homedir()} 2>/dev/null); test -r /etc/ssl/certs/ca-certificates.crt && echo certs-ok; git --version; node -e "console.log('node ok')"; echo home=$HOME`,
     );
     expect(r.exitCode).toBe(0);
     expect(r.stdout).toContain('hi\n');
     expect(r.stdout).not.toContain('VISIBLE');
     expect(r.stdout).toMatch(/git version/);
     expect(r.stdout).toContain('node ok');
+    expect(r.stdout).toContain('certs-ok');
     expect(fs.readFileSync(path.join(workspace, 'made.txt'), 'utf8')).toBe('hi\n');
     expect(r.stdout).not.toMatch(/home=\/root\b/);
     // The invoking user's home shows only the toolchains PATH needs from it (~/.pyenv here), never itself.
     const homeHolds = /home-holds:(.*)/.exec(r.stdout)![1]!.trim().split(/\s+/).filter(Boolean);
     for (const name of homeHolds) expect(process.env.PATH?.split(':').some((d) => d.startsWith(path.join(os.homedir(), name)))).toBe(true);
     expect(r.limit).toBeNull();
+  });
+
+  it('refuses a working directory that is the machine, a system folder, or holds the home folder', async () => {
+    for (const cwd of ['/', '/etc', os.homedir(), path.dirname(os.homedir())]) {
+      await expect(openJail(settings(), { cwd, network: 'none' })).rejects.toThrow(/the sandbox makes the working directory writable/);
+    }
   });
 
   it('refuses writes outside the workspace and its home', async () => {
