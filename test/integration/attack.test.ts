@@ -61,6 +61,7 @@ interface AttackReport {
   discovered: { escaped: boolean; ids: string[]; keys: number };
   envLeak: { escaped: boolean; hits: string[] };
   git: { planted: boolean };
+  nestedUserns: { escaped: boolean; output: string };
   masterKeys: { escaped: boolean; reads: { path: string; readable: boolean }[] };
   admin: { escaped: boolean; statuses: Record<string, number> };
   siblingCalls: { escaped: boolean; sibling?: string; statuses?: Record<string, number>; shapes?: Record<string, string>; error?: string };
@@ -314,7 +315,7 @@ describe.skipIf(!bwrap)('attack suite: an adversarial agent inside a bwrap rollo
       store.close();
     }
     // For reading what each attempt saw when a case fails: POLAR_ATTACK_DUMP=file npx vitest run …
-    if (process.env.POLAR_ATTACK_DUMP) fs.writeFileSync(process.env.POLAR_ATTACK_DUMP, JSON.stringify({ reports, evaluatorOutputs, listenerSaw }, null, 1));
+    if (process.env.POLAR_ATTACK_DUMP) fs.writeFileSync(process.env.POLAR_ATTACK_DUMP, JSON.stringify({ root, reports, evaluatorOutputs, listenerSaw }, null, 1));
   }, 200_000);
 
   afterAll(async () => {
@@ -457,6 +458,10 @@ describe.skipIf(!bwrap)('attack suite: an adversarial agent inside a bwrap rollo
     } finally {
       store.close();
     }
+  });
+
+  it('cannot make a user namespace of its own inside the sandbox (capabilities there are kernel attack surface)', () => {
+    for (const r of reports) expect(r.nestedUserns.escaped, r.nestedUserns.output).toBe(false);
   });
 
   it('`pkill -f polar`, `kill -9 -1` and a daemon harm nothing: the rollout ends, and no process outlives its sample', () => {

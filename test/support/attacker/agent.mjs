@@ -365,6 +365,9 @@ async function escapeAll(p) {
   report.network = await network(p);
   report.discovered = discoverSessions(process.env.POLAR_SESSION);
   report.envLeak = envLeak(p);
+  // A new user namespace inside would hand the agent every capability in it: kernel attack surface.
+  const userns = sh('unshare -Ur id -u 2>&1; echo "exit=$?"', 5000).out.trim();
+  report.nestedUserns = { escaped: /^0\s+exit=0$/m.test(userns) || /exit=0$/.test(userns), output: userns.slice(-200) };
   // The test drops a sibling's session id here once one exists: the worst case, an id the attacker
   // learned somehow. Session ids are not secrets; only the per-session key may open a session.
   const sibling = waitFor(path.join(process.cwd(), p.siblingDrop), 60_000);
