@@ -65,7 +65,9 @@ function grpoArgs(runDir: string, extra: string[] = []): string[] {
   return [BIN, 'train', 'grpo', '--nemo-rl', checkout, '--model', 'Qwen/Qwen3-0.6B', '--tasks', tasks, '--harness', 'custom', '--command', `${process.execPath} ${agent} {prompt}`, '--sandbox', 'none', '--prompts-per-step', '2', '--group-size', '2', '--run-dir', runDir, '--db', path.join(runDir, 'polar.db'), ...extra];
 }
 
-const envWithFakes = () => ({ ...process.env, NO_COLOR: '1', PATH: `${fakeBin}${path.delimiter}${process.env.PATH}` });
+// POLAR_AUTH_TOKEN set, as for a user who guards their proxy: NeMo-RL hands it on to Gym and the
+// agent, which must not then demand it of Gym's /run calls (Gym sends none).
+const envWithFakes = () => ({ ...process.env, NO_COLOR: '1', POLAR_AUTH_TOKEN: 'users-proxy-token-0123456789', PATH: `${fakeBin}${path.delimiter}${process.env.PATH}` });
 
 describe('polar train grpo --dry-run', () => {
   it('writes a complete, consistent run directory: the config holds only keys NeMo-RL has (7ea279a), the Gym wiring, the dataset and the command', async () => {

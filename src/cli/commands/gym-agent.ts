@@ -45,7 +45,7 @@ export function registerGymAgent(program: Command): void {
     .option('--host <host>', 'address to bind; non-loopback needs --auth-token', '127.0.0.1')
     .option('--tasks <file>', 'the rollout task file (JSONL): /run rows name one of its tasks by "task_id"')
     .option('--allow-inline-tasks', 'also run rows that define their task inline ("task"); they come from the network, so they run only sandboxed')
-    .option('--auth-token <token>', 'require this token (Authorization: Bearer, or x-polar-auth-token) on every request but GET / (default: $POLAR_AUTH_TOKEN)')
+    .option('--auth-token <token>', 'require this token (Authorization: Bearer, or x-polar-auth-token) on every request but GET / (default: $POLAR_AUTH_TOKEN, except with --from-gym)')
     .option('--allow-host <name...>', 'host names callers may reach the agent by, besides its address and loopback names (DNS-rebinding protection refuses others)')
     .option('--upstream <url...>', "the policy server(s) (NeMo-RL's vLLM HTTP server, …/v1); under NeMo Gym, its policy_base_url")
     .addOption(new Option('--upstream-kind <kind>', 'how to talk to it (see polar proxy --help)').choices([...UPSTREAM_KINDS]).default('nemo-rl'))
@@ -70,7 +70,9 @@ async function serve(opts: GymAgentCommandOptions): Promise<void> {
   if (upstreams.length === 0) throw new PolarError('POLAR_USAGE', 'gym-agent needs the policy server: --upstream URL (or --from-gym, under NeMo Gym)');
   const sandbox = sandboxKind(opts);
   for (const line of sandboxNotices({ kind: sandbox, bwrap: '', network: opts.network ?? 'proxy-only', limits: limitsFrom(opts), extraReadOnly: [] })) process.stderr.write(chalk.yellow(`notice: ${line}\n`));
-  const authToken = opts.authToken ?? (process.env.POLAR_AUTH_TOKEN || null);
+  // Under Gym, $POLAR_AUTH_TOKEN (NeMo-RL hands Gym its whole environment) would lock Gym out: Gym
+  // sends /run no token. There the agent stays on loopback instead; only --auth-token sets one.
+  const authToken = opts.authToken ?? (opts.fromGym ? null : process.env.POLAR_AUTH_TOKEN || null);
   if (gym?.host && !isLoopbackHost(gym.host) && !authToken) {
     // NeMo-RL sets Gym's default_host to the node's IP; Gym sends /run no token, so pin the agent instead.
     throw new PolarError('POLAR_USAGE', `NeMo Gym assigned this agent host ${gym.host}, which other machines reach; set host: 127.0.0.1 in the agent's Gym config (polar train grpo does), or pass --auth-token`);
