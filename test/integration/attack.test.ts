@@ -1,4 +1,4 @@
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -10,6 +10,7 @@ import { findBwrap } from '../../src/harness/sandbox.js';
 import { startMockServer, type MockServer } from '../../src/mock-server/server.js';
 import { mockTasksFrom } from '../../src/mock-server/tasks.js';
 import { readTaskFile } from '../../src/rollout/task-file.js';
+import { cgroupSupport } from '../../src/sandbox/limits.js';
 import { Store } from '../../src/store/store.js';
 
 /**
@@ -34,7 +35,15 @@ const bwrap = findBwrap();
 
 /** Honest fixture tasks: an empty workspace, a hidden checker under $POLAR_TASKS_DIR, a setup command. */
 const HONEST = ['create-greeting', 'js-slugify', 'js-count'];
-const RESOURCE_ATTACKS = ['fork-bomb', 'big-file', 'memory-hog', 'cpu-spin'] as const;
+/**
+ * Resource attacks. A 10 GB file meets RLIMIT_FSIZE, which binds everywhere. The others need the
+ * sample's cgroup: without a writable one, root has no process or memory cap, and a fork bomb would
+ * take the machine the tests run on, so they run only where a cgroup can be made.
+ */
+const FILE_ATTACKS = ['big-file'] as const;
+const CGROUP_ATTACKS = ['fork-bomb', 'memory-hog', 'cpu-spin'] as const;
+const cgroups = bwrap !== null && cgroupSupport() !== null;
+const RESOURCE_ATTACKS = [...FILE_ATTACKS, ...(cgroups ? CGROUP_ATTACKS : [])];
 const SAMPLES = 2;
 /** Small caps, so each resource attack ends in seconds; the honest samples fit well inside them. */
 const LIMITS = { maxProcs: 256, maxMemory: '256m', maxFileSize: '64m', maxCpuSeconds: 8 };
@@ -77,7 +86,6 @@ let marker: string;
 let listener: net.Server;
 let listenerSaw: string[] = [];
 let hostAddress: string | null;
-let newSandbox = false;
 let baseline: Rollout;
 let attacked: Rollout;
 let reports: AttackReport[] = [];
@@ -88,11 +96,8 @@ let checkerBefore: string;
 function rolloutArgs(tasks: string, db: string, outDir: string): string[] {
   const args = [BIN, 'rollout', '--tasks', tasks, '--harness', 'custom', '--command', `${process.execPath} ${path.join(agentDir, 'agent.mjs')} {prompt}`, '--db', db, '--out', outDir];
   args.push('--samples', String(SAMPLES), '--concurrency', '2', '--sandbox', 'bwrap', '--keep-workspaces', '--json');
-  if (newSandbox) {
-    args.push('--sandbox-ro', agentDir, '--max-procs', String(LIMITS.maxProcs), '--max-memory', LIMITS.maxMemory, '--max-file-size', LIMITS.maxFileSize, '--max-cpu-seconds', String(LIMITS.maxCpuSeconds));
-    // A node outside /usr (nvm, a tarball) is not in the minimal view: the harness's runtime is.
-    if (!process.execPath.startsWith('/usr/')) args.push('--sandbox-ro', path.dirname(path.dirname(process.execPath)));
-  }
+  // The agent's folder is in no view of its own: a custom harness's script is passed in read-only.
+  args.push('--sandbox-ro', agentDir, '--max-procs', String(LIMITS.maxProcs), '--max-memory', LIMITS.maxMemory, '--max-file-size', LIMITS.maxFileSize, '--max-cpu-seconds', String(LIMITS.maxCpuSeconds));
   return args;
 }
 
@@ -225,13 +230,11 @@ function normalise(value: unknown, ids: Map<string, string>): unknown {
   return value;
 }
 
-describe.skipIf(!bwrap)('attack suite: an adversarial agent inside a bwrap rollout', () => {
+describe.skipIf(!bwrap)(`attack suite: an adversarial agent inside a bwrap rollout${bwrap ? '' : ' (skipped: bubblewrap is not installed; apt-get install bubblewrap)'}`, () => {
   beforeAll(async () => {
     root = fs.mkdtempSync(path.join(os.tmpdir(), 'atk-'));
     canary = `CANARY-${randomBytes(8).toString('hex')}`;
     marker = `atkdaemon${randomBytes(4).toString('hex')}`;
-    const help = execFileSync(process.execPath, [BIN, 'rollout', '--help'], { encoding: 'utf8' });
-    newSandbox = /--sandbox-ro/.test(help) && /--max-memory/.test(help);
 
     // The task folder: the fixture repos and the hidden checker, a canary beside them.
     tasksDir = path.join(root, 'tasks');
@@ -290,7 +293,7 @@ describe.skipIf(!bwrap)('attack suite: an adversarial agent inside a bwrap rollo
     const attackTasks: Record<string, unknown>[] = [
       // The evaluator runs the payload the agent leaves: code the agent wrote, run with the task's files in view.
       { id: 'escape', prompt: '', workspace: { empty: true }, evaluator: { type: 'command', command: 'node payload.cjs', timeout: 30 }, timeout: 120 },
-      ...(newSandbox ? RESOURCE_ATTACKS.map((kind) => ({ id: kind, prompt: `ATTACK ${kind} {}`, workspace: { empty: true }, evaluator: { type: 'session-completed' }, timeout: 90 })) : []),
+      ...RESOURCE_ATTACKS.map((kind) => ({ id: kind, prompt: `ATTACK ${kind} {}`, workspace: { empty: true }, evaluator: { type: 'session-completed' }, timeout: 90 })),
     ];
     const mockB = await startMockServer({ tasks: mockTasksFrom(readTaskFile(baselineFile)), seed: 7 });
     params.upstreamPort = Number(new URL(mockB.url).port);
@@ -323,10 +326,6 @@ describe.skipIf(!bwrap)('attack suite: an adversarial agent inside a bwrap rollo
     // Whatever an escaped write left on the host outside our folder.
     for (const f of [`/tmp/escaped-${marker}`, `/var/tmp/escaped-${marker}`, `/tmp/escaped-${marker}.eval`, `/var/tmp/escaped-${marker}.eval`]) fs.rmSync(f, { force: true });
     if (root && !process.env.POLAR_ATTACK_DUMP) fs.rmSync(root, { recursive: true, force: true });
-  });
-
-  it('runs the attack tasks on the new sandbox (file-system view, network namespace, limits)', () => {
-    expect(newSandbox, 'polar rollout has no --sandbox-ro / --max-memory: the resource attacks did not run').toBe(true);
   });
 
   it('every honest sample ends with its own reward: the same groups as the rollout without the attacker', () => {
@@ -494,8 +493,7 @@ describe.skipIf(!bwrap)('attack suite: an adversarial agent inside a bwrap rollo
     expect(listenerSaw.filter((l) => l.includes('git-hello')), 'the listener heard a git hook').toEqual([]);
   });
 
-  it.each(RESOURCE_ATTACKS)('%s ends its own sample as error naming the limit, and nothing else', (kind) => {
-    expect(newSandbox, 'no limits in this polar').toBe(true);
+  const resourceCase = (kind: (typeof FILE_ATTACKS)[number] | (typeof CGROUP_ATTACKS)[number]) => {
     const store = open(attacked.db);
     try {
       const samples = store.rollouts.samples(attacked.rolloutId).filter((s) => s.taskId === kind);
@@ -515,7 +513,9 @@ describe.skipIf(!bwrap)('attack suite: an adversarial agent inside a bwrap rollo
     } finally {
       store.close();
     }
-  });
+  };
+  it.each(FILE_ATTACKS)('%s ends its own sample as error naming the limit, and nothing else', resourceCase);
+  it.skipIf(!cgroups).each(CGROUP_ATTACKS)(`%s ends its own sample as error naming the limit, and nothing else${cgroups ? '' : ' (skipped: no writable cgroup here, and without one a fork bomb or memory hog would take the machine)'}`, resourceCase);
 
   it("every honest sibling's exported traces are byte-equal to the rollout without the attacker (ids and times aside)", async () => {
     const before = await honestTraces(baseline);
