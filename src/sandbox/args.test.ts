@@ -5,7 +5,7 @@ import { enterScript, parseSize, rlimitReason } from './limits.js';
 import { DEFAULT_LIMITS } from './types.js';
 import type { HostView } from './view.js';
 
-const VIEW: HostView = { dirs: ['/usr', '/root/.pyenv'], symlinks: [['usr/bin', '/bin']], etc: ['/etc/passwd', '/etc/ssl'], masked: ['/root/.pyenv/credentials'] };
+const VIEW: HostView = { dirs: ['/usr', '/root/.pyenv'], symlinks: [['usr/bin', '/bin']], etc: '/tmp/polar-etc-x', masked: ['/root/.pyenv/credentials'] };
 const SPEC: SandboxSpec = { cwd: '/tmp/out/workspaces/t-0', writable: ['/db/.polar/runs/s/home'], readOnly: [], tmp: '/tmp/sbx/tmp', varTmp: '/tmp/sbx/var-tmp', network: 'proxy-only', proxySocket: '/tmp/px/proxy.sock', newSession: true, uid: 0, gid: 0 };
 
 /** Pairs of (flag, destination) for every mount, in order. */
@@ -32,6 +32,7 @@ describe('bwrapArgs', () => {
     expect(args.join(' ')).toContain('--ro-bind /dev/null /root/.pyenv/credentials');
     expect(m).toContain(`--ro-bind ${PROXY_SOCKET_INSIDE}`);
     expect(args.join(' ')).toContain('--symlink usr/bin /bin');
+    expect(args.join(' ')).toContain('--ro-bind /tmp/polar-etc-x /etc');
     expect(args.slice(args.indexOf('--chdir'), args.indexOf('--chdir') + 2)).toEqual(['--chdir', '/tmp/out/workspaces/t-0']);
   });
 

@@ -47,7 +47,7 @@ export function bwrapArgs(view: HostView, spec: SandboxSpec): string[] {
   for (const [target, link] of view.symlinks) args.push('--symlink', target, link);
   const mounts: { at: string; args: string[] }[] = [];
   for (const d of view.dirs) mounts.push({ at: d, args: ['--ro-bind', d, d] });
-  for (const f of view.etc) mounts.push({ at: f, args: ['--ro-bind', f, f] });
+  mounts.push({ at: '/etc', args: ['--ro-bind', view.etc, '/etc'] });
   for (const p of spec.readOnly) mounts.push({ at: path.resolve(p), args: ['--ro-bind', path.resolve(p), path.resolve(p)] });
   mounts.push({ at: '/tmp', args: ['--bind', spec.tmp, '/tmp'] }, { at: '/var/tmp', args: ['--bind', spec.varTmp, '/var/tmp'] });
   for (const p of [...new Set([spec.cwd, ...spec.writable].map((w) => path.resolve(w)))]) mounts.push({ at: p, args: ['--bind', p, p] });

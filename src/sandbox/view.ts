@@ -13,8 +13,11 @@ export interface HostView {
   dirs: string[];
   /** Top-level names that are symlinks on the host (`/bin -> usr/bin`): [target, path]. */
   symlinks: [string, string][];
-  /** Entries of /etc a toolchain needs (those that exist here). */
-  etc: string[];
+  /**
+   * A folder mounted as /etc: a copy, made once per process, of the entries of the host's /etc a
+   * toolchain needs. One mount instead of ~30 (each bind costs about a millisecond per sandbox).
+   */
+  etc: string;
   /** Files inside bound folders hidden behind an empty file (credentials beside a toolchain). */
   masked: string[];
 }
@@ -76,8 +79,7 @@ function readHostView(pathEnv: string, home: string): HostView {
   const bound = minimalCover(dirs.filter((d) => isDir(d)));
   // A toolchain under the home folder may keep a registry login beside it (~/.cargo/credentials.toml).
   const masked = homeDirs.flatMap((d) => TOOLCHAIN_SECRETS.map((name) => path.join(d, name))).filter((p) => fs.existsSync(p));
-  const etc = ETC_ALLOWED.map((name) => path.join('/etc', name)).filter((p) => fs.existsSync(p));
-  return { dirs: bound, symlinks, etc, masked };
+  return { dirs: bound, symlinks, etc: etcCopy(), masked };
 }
 
 /**
@@ -102,6 +104,38 @@ export function toolchainDirs(entry: string, home: string): string[] {
   const prefix = path.dirname(p);
   if ((path.basename(p) === 'bin' || path.basename(p) === 'sbin') && prefix !== '/' && !fs.existsSync(path.join(prefix, '.git'))) return [prefix];
   return [p];
+}
+
+let etcFolder: string | null = null;
+
+/**
+ * The allowed /etc entries copied into a private folder (symlinks kept as links: /etc/ssl/certs and
+ * /etc/alternatives point into /usr, which the sandbox has). Removed when the process exits. A host
+ * change to /etc after this (a new resolv.conf) reaches sandboxes started by a new process.
+ */
+function etcCopy(): string {
+  if (etcFolder) return etcFolder;
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-etc-'));
+  for (const name of ETC_ALLOWED) {
+    const from = path.join('/etc', name);
+    const to = path.join(dir, name);
+    try {
+      const st = fs.statSync(from);
+      fs.mkdirSync(path.dirname(to), { recursive: true });
+      const link = readLink(from);
+      // A link into /usr or /proc (localtime, mtab) works as a link inside; one elsewhere (a
+      // resolv.conf under /run) would dangle there, so its content is copied.
+      const target = link === null ? null : path.resolve(path.dirname(from), link);
+      if (target && ['/usr/', '/proc/'].some((p) => target.startsWith(p))) fs.symlinkSync(link!, to);
+      else if (st.isDirectory()) fs.cpSync(from, to, { recursive: true, verbatimSymlinks: true });
+      else fs.copyFileSync(from, to);
+    } catch {
+      // absent here, or unreadable: the sandbox goes without it
+    }
+  }
+  process.once('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
+  etcFolder = dir;
+  return dir;
 }
 
 /** Drops folders inside another folder of the list (a bind of the parent already shows them). */

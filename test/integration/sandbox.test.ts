@@ -74,7 +74,7 @@ describe.skipIf(!bwrap)('bwrap sandbox (skipped: bubblewrap is not installed; ap
 
   it('shows the workspace and the toolchain, not the host: no tasks dir, database, sibling, home or /root', async () => {
     const r = await inside(
-      `echo hi > made.txt && cat made.txt; ls / | tr '\\n' ' '; echo; for p in ${tasksDir}/checker.py ${dbFile} ${sibling}/answer.txt ${userHome}/.ssh/id_rsa ${os.homedir()}/.ssh ${os.homedir()}/.bash_history /etc/shadow /etc/ssh /etc/ssl/private /etc/environment /home ${process.cwd()}/package.json ${process.cwd()}/src; do test -e "$p" && echo "VISIBLE $p"; done; echo home-holds: $(ls -A ${os.homedir()} 2>/dev/null); test -r /etc/ssl/certs/ca-certificates.crt && echo certs-ok; git --version; node -e "console.log('node ok')"; echo home=$HOME`,
+      `echo hi > made.txt && cat made.txt; ls / | tr '\\n' ' '; echo; for p in ${tasksDir}/checker.py ${dbFile} ${sibling}/answer.txt ${userHome}/.ssh/id_rsa ${os.homedir()}/.ssh ${os.homedir()}/.bash_history /etc/shadow /etc/ssh /etc/ssl/private /etc/environment /home ${process.cwd()}/package.json ${process.cwd()}/src; do test -e "$p" && echo "VISIBLE $p"; done; echo home-holds: $(ls -A ${os.homedir()} 2>/dev/null); test -r /etc/ssl/certs/ca-certificates.crt && echo certs-ok; getent hosts localhost >/dev/null && echo resolver-ok; git --version; node -e "console.log('node ok')"; echo home=$HOME`,
     );
     expect(r.exitCode).toBe(0);
     expect(r.stdout).toContain('hi\n');
@@ -82,6 +82,7 @@ describe.skipIf(!bwrap)('bwrap sandbox (skipped: bubblewrap is not installed; ap
     expect(r.stdout).toMatch(/git version/);
     expect(r.stdout).toContain('node ok');
     expect(r.stdout).toContain('certs-ok');
+    expect(r.stdout).toContain('resolver-ok');
     expect(fs.readFileSync(path.join(workspace, 'made.txt'), 'utf8')).toBe('hi\n');
     expect(r.stdout).not.toMatch(/home=\/root\b/);
     // The invoking user's home shows only the toolchains PATH needs from it (~/.pyenv here), never itself.
