@@ -107,7 +107,13 @@ Task file: JSONL, one task per line:
   {"id", "prompt", "workspace": {"dir": PATH} | {"git": URL_OR_PATH, "commit": SHA} | {"empty": true},
    "setup": [commands], "evaluator": {"type": "command", "command", "timeout"}
    | {"type": "tests", "fail_to_pass": [...], "pass_to_pass": [...]} | {"type": "session-completed"},
-   "timeout": SECONDS, "metadata": {...}}
+   "timeout": SECONDS, "metadata": {...}, "network": "host", "setup_network": "host" | "none"}
+Sandbox (bwrap, the default where installed): each command sees the system's toolchains read-only,
+its workspace and a private home writable, and nothing else (not the task file's folder, the
+database, other workspaces or your home). The harness reaches only polar's proxy unless its task
+says "network": "host" (or --network host); setup commands get the host network unless
+"setup_network": "none"; evaluators get none, and the task file's folder ($POLAR_TASKS_DIR) read-only.
+A sample over a cap (--max-procs, --max-memory, --max-file-size, --max-cpu-seconds) ends as error.
 Stages: INIT (workspace + setup; the budget starts) → READY → RUNNING (the harness) → POSTRUN
 (diff, evaluator, reward). Example:
   polar rollout --tasks fixtures/tasks/tasks.jsonl --harness claude-code --upstream http://gpu:8000 --samples 4
@@ -124,6 +130,10 @@ async function rolloutCommand(opts: RolloutOptions): Promise<void> {
   const base = opts.resume ? resumeArgs(opts, sandbox) : newArgs(opts, sandbox);
   if (!opts.json && 'config' in base) {
     for (const line of sandboxNotices(sandboxSettings(base.config, ''))) if (opts.sandbox || !line.startsWith('sandbox none')) process.stderr.write(chalk.yellow(`notice: ${line}\n`));
+    const host = base.tasks.filter((t) => t.network === 'host').map((t) => t.id);
+    if (host.length > 0 && sandbox === 'bwrap' && base.config.network !== 'host') {
+      process.stderr.write(chalk.yellow(`notice: ${host.length} task(s) ask for the host network ("network": "host"): their harness reaches this machine's network, not only the proxy (${host.slice(0, 5).join(', ')}${host.length > 5 ? ', …' : ''})\n`));
+    }
   }
   await executeRollout({ dbPath, ...base }, { json: opts.json === true });
 }
