@@ -43,7 +43,7 @@ const HONEST = ['create-greeting', 'js-slugify', 'js-count'];
 const FILE_ATTACKS = ['big-file'] as const;
 const CGROUP_ATTACKS = ['fork-bomb', 'memory-hog', 'cpu-spin'] as const;
 const cgroups = bwrap !== null && cgroupSupport() !== null;
-const RESOURCE_ATTACKS = [...FILE_ATTACKS, ...(cgroups ? CGROUP_ATTACKS : [])];
+const RESOURCE_ATTACKS = [...FILE_ATTACKS, 'stdout-flood', ...(cgroups ? CGROUP_ATTACKS : [])];
 const SAMPLES = 2;
 /** Small caps, so each resource attack ends in seconds; the honest samples fit well inside them. */
 const LIMITS = { maxProcs: 256, maxMemory: '256m', maxFileSize: '64m', maxCpuSeconds: 8 };
@@ -184,6 +184,17 @@ function hostProcessesWith(needle: string): string[] {
     }
   }
   return found;
+}
+
+/** The first `bytes` of a file, without reading a flooded one whole. */
+function head(file: string, bytes: number): string {
+  const fd = fs.openSync(file, 'r');
+  try {
+    const buf = Buffer.alloc(bytes);
+    return buf.subarray(0, fs.readSync(fd, buf, 0, bytes, 0)).toString('utf8');
+  } finally {
+    fs.closeSync(fd);
+  }
 }
 
 function open(db: string): Store {
@@ -503,7 +514,7 @@ describe.skipIf(!bwrap)(`attack suite: an adversarial agent inside a bwrap rollo
         expect(s.status, `${s.id}: ${s.error}`).toBe('error');
         expect(s.error).toMatch(limit);
         // The attack ran: this is the limit ending it, not a sample that never started.
-        expect(harnessLog(store, s.sessionId!)).toMatch(new RegExp(`ATTACK-START ${kind}`));
+        expect(head(store.sessions.get(s.sessionId!)?.metadata.log_file as string, 100_000)).toMatch(new RegExp(`ATTACK-START ${kind}`));
       }
       // No 10 GB file on the host: the workspace's file stopped at the cap.
       for (const s of samples) {
@@ -514,6 +525,23 @@ describe.skipIf(!bwrap)(`attack suite: an adversarial agent inside a bwrap rollo
       store.close();
     }
   };
+  it("an agent flooding its own stdout (200 MB) cannot grow polar's harness log on the host past the file-size cap", () => {
+    const store = open(attacked.db);
+    try {
+      const samples = store.rollouts.samples(attacked.rolloutId).filter((s) => s.taskId === 'stdout-flood');
+      expect(samples).toHaveLength(SAMPLES);
+      for (const s of samples) {
+        const file = store.sessions.get(s.sessionId!)?.metadata.log_file as string;
+        expect(head(file, 100_000)).toMatch(/ATTACK-START stdout-flood/);
+        // polar writes this file itself, outside the sandbox's RLIMIT_FSIZE: without a cap of its own
+        // an agent fills the disk (and polar's memory, which buffers what the disk has not taken yet).
+        expect(fs.statSync(file).size, `${file}`).toBeLessThanOrEqual(64 * 1024 ** 2 + 1024 ** 2);
+      }
+    } finally {
+      store.close();
+    }
+  });
+
   it.each(FILE_ATTACKS)('%s ends its own sample as error naming the limit, and nothing else', resourceCase);
   it.skipIf(!cgroups).each(CGROUP_ATTACKS)(`%s ends its own sample as error naming the limit, and nothing else${cgroups ? '' : ' (skipped: no writable cgroup here, and without one a fork bomb or memory hog would take the machine)'}`, resourceCase);
 

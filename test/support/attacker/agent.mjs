@@ -437,6 +437,9 @@ function resource(kind, p) {
   console.log(`ATTACK-START ${kind}`);
   if (kind === 'fork-bomb') sh('bomb() { bomb | bomb & }; bomb; sleep 30', 60_000);
   if (kind === 'big-file') sh('head -c 10G /dev/zero > big.bin; ls -l big.bin; head -c 10G /dev/zero > /tmp/big.bin', 120_000);
+  // Straight to this agent's stdout, which polar reads and writes to the harness log on the host,
+  // outside the sandbox's file-size cap.
+  if (kind === 'stdout-flood') spawnSync('/bin/sh', ['-c', 'head -c 200M /dev/zero'], { stdio: ['ignore', 'inherit', 'inherit'], timeout: 120_000 });
   if (kind === 'cpu-spin') sh(`${process.execPath} -e 'for (;;) {}'`, 120_000);
   if (kind === 'memory-hog') sh(`${process.execPath} -e 'const a = []; for (;;) a.push(Buffer.alloc(64 * 1024 * 1024, 1));'`, 120_000);
   console.log(`ATTACK-SURVIVED ${kind} ${JSON.stringify(p.kind ?? null)}`);
