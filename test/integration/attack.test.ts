@@ -89,6 +89,8 @@ let hostAddress: string | null;
 let baseline: Rollout;
 let attacked: Rollout;
 let reports: AttackReport[] = [];
+/** Processes with the daemon's marker seen after the escape samples ended, while the rollout ran on. */
+const daemonsAfterEnd: string[] = [];
 let evaluatorOutputs: string[] = [];
 let checkerBefore: string;
 
@@ -127,6 +129,8 @@ async function rollout(name: string, tasks: string, upstream: string, dropSiblin
   const dropped = new Set<string>();
   while (dropSibling && !finished) {
     await new Promise((r) => setTimeout(r, 250));
+    // Once both escape samples have ended, while the rollout still runs: no daemon of theirs is left.
+    if (escapesEnded(db)) daemonsAfterEnd.push(...hostProcessesWith(marker));
     const sibling = honestSession(db);
     if (!sibling) continue;
     for (let i = 0; i < SAMPLES; i++) {
@@ -142,22 +146,38 @@ async function rollout(name: string, tasks: string, upstream: string, dropSiblin
   return { db, outDir, rolloutId: summary.rolloutId, summary, stderr: r.stderr };
 }
 
-/** The session of an honest sample that has one (its calls are in the database). */
-function honestSession(db: string): string | null {
+/** Whether every escape sample has ended (its sandbox is gone). */
+function escapesEnded(db: string): boolean {
+  return withStore(db, (store) => {
+    const rollout = store.rollouts.list()[0];
+    const escapes = rollout ? store.rollouts.samples(rollout.id).filter((x) => x.taskId === 'escape') : [];
+    return escapes.length === SAMPLES && escapes.every((x) => x.endedAt !== null);
+  }) ?? false;
+}
+
+/** `fn` on a read-only store of `db`; null while the file is not yet a polar database. */
+function withStore<T>(db: string, fn: (store: Store) => T): T | null {
   if (!fs.existsSync(db)) return null;
   let store: Store;
   try {
     store = Store.open(db, { readonly: true });
   } catch {
-    return null; // created but not yet a polar database
+    return null;
   }
   try {
-    const rollout = store.rollouts.list()[0];
-    const s = rollout ? store.rollouts.samples(rollout.id).find((x) => HONEST.includes(x.taskId) && x.sessionId && x.status === 'completed') : undefined;
-    return s?.sessionId ?? null;
+    return fn(store);
   } finally {
     store.close();
   }
+}
+
+/** The session of an honest sample that has one (its calls are in the database). */
+function honestSession(db: string): string | null {
+  return withStore(db, (store) => {
+    const rollout = store.rollouts.list()[0];
+    const s = rollout ? store.rollouts.samples(rollout.id).find((x) => HONEST.includes(x.taskId) && x.sessionId && x.status === 'completed') : undefined;
+    return s?.sessionId ?? null;
+  });
 }
 
 function honestTaskLines(): string[] {
@@ -476,7 +496,9 @@ describe.skipIf(!bwrap)(`attack suite: an adversarial agent inside a bwrap rollo
 
   it('`pkill -f polar`, `kill -9 -1` and a daemon harm nothing: the rollout ends, and no process outlives its sample', () => {
     expect(attacked.summary.status).toBe('completed');
+    expect(daemonsAfterEnd, 'processes of the attacker alive after its sample ended').toEqual([]);
     expect(hostProcessesWith(marker), 'processes left by the attacker').toEqual([]);
+    for (const r of reports) expect(r.daemon.started, 'the daemon did start inside').toBe(true);
   });
 
   it('the evaluator, running the code the agent left, cannot change the checker, write outside or call out', () => {
