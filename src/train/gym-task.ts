@@ -55,7 +55,14 @@ function inlineTask(row: Record<string, unknown>): RolloutTask {
   const params = isRecord(row.responses_create_params) ? row.responses_create_params : {};
   const prompt = userText(params.input);
   const value = isRecord(row.task) ? { ...row.task, ...(prompt && !row.task.prompt ? { prompt } : {}) } : row.task;
-  return validateTaskObject(value, { name: 'row.task', baseDir: process.cwd(), checkPaths: true });
+  const task = validateTaskObject(value, { name: 'row.task', baseDir: process.cwd(), checkPaths: true });
+  // polar copies or clones a workspace outside the sandbox, so a task from the network may not name
+  // this machine's folders (a "dir" of /root would hand the agent ~/.ssh), nor ask for its network.
+  if ('dir' in task.workspace || ('git' in task.workspace && !/^https?:\/\//i.test(task.workspace.git))) {
+    throw new RowRefused('an inline task\'s workspace must be {"empty": true} or {"git": "https://…", "commit": …}: a folder or repository on this machine is not for rows from the network');
+  }
+  if (task.network === 'host') throw new RowRefused('an inline task cannot ask for the host network; put it in the --tasks file');
+  return task;
 }
 
 export function userText(input: unknown): string | null {
