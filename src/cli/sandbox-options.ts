@@ -1,4 +1,6 @@
+import fs from 'node:fs';
 import path from 'node:path';
+import { PolarError } from '../core/errors.js';
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { DEFAULT_LIMITS, findBwrap, formatBytes, parseSize, requireBwrap, type SandboxKind, type SandboxLimits, type SandboxSettings } from '../sandbox/index.js';
 import { integerArg } from './numbers.js';
@@ -51,7 +53,10 @@ export function limitsGiven(flags: SandboxFlags): boolean {
 }
 
 export function readOnlyFrom(flags: SandboxFlags): string[] {
-  return (flags.sandboxRo ?? []).map((p) => path.resolve(p));
+  const paths = (flags.sandboxRo ?? []).map((p) => path.resolve(p));
+  const missing = paths.filter((p) => !fs.existsSync(p));
+  if (missing.length > 0) throw new PolarError('POLAR_USAGE', `--sandbox-ro: no such file or folder: ${missing.join(', ')}`);
+  return paths;
 }
 
 function collect(value: string, previous: string[]): string[] {
