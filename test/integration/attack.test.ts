@@ -288,7 +288,11 @@ describe.skipIf(!bwrap)(`attack suite: an adversarial agent inside a bwrap rollo
       socket.on('data', (d) => listenerSaw.push(d.toString().trim()));
       socket.on('error', () => undefined);
     });
-    await new Promise<void>((resolve) => listener.listen(0, '::', resolve));
+    // Every address (IPv6 and IPv4); a machine without IPv6 gets IPv4's only.
+    await new Promise<void>((resolve, reject) => {
+      listener.once('error', (err: NodeJS.ErrnoException) => (err.code === 'EAFNOSUPPORT' || err.code === 'EADDRNOTAVAIL' ? listener.listen(0, '0.0.0.0', resolve) : reject(err)));
+      listener.listen(0, '::', resolve);
+    });
     const loopbackPort = (listener.address() as net.AddressInfo).port;
     hostAddress = firstExternalAddress();
 
