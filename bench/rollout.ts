@@ -24,7 +24,7 @@ import type { RolloutConfig } from '../src/rollout/config.js';
 import { runRollout } from '../src/rollout/run-rollout.js';
 import { readTaskFile, type RolloutTask } from '../src/rollout/task-file.js';
 import { writeResultsSection } from './paths.js';
-import { measureStartup, startupTable } from './sandbox-startup.js';
+import { measureStartup, startupTable, startupVerdict } from './sandbox-startup.js';
 
 const sections = (process.argv.find((a) => a.startsWith('--sections='))?.split('=')[1] ?? 'startup,overlap,harnesses').split(',');
 const rounds = Number(process.argv.find((a) => a.startsWith('--rounds='))?.split('=')[1] ?? 30);
@@ -101,6 +101,8 @@ ${new Date().toISOString().slice(0, 10)}, ${cpu}, ${os.cpus().length} cores, Lin
 \`npm run bench:rollout -- --sections=startup --rounds=${rounds} --write\` (bench/sandbox-startup.ts).
 
 ${startupTable(samples)}
+
+${startupVerdict(samples)}
 
 How to read it: each row is one way of starting \`/bin/echo x\`, and "first byte" is the time from asking for it to its
 output's first byte, as a rollout pays it for every harness and evaluator command. The rows take turns round by round

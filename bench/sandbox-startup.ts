@@ -123,3 +123,17 @@ export function startupTable(samples: StartupSample[]): string {
   });
   return ['| sandbox | n | first byte p50 ms | first byte p90 ms | added p50 ms | added p90 ms | of which openJail p50 ms | teardown p50 ms | teardown p90 ms |', '|---|---:|---:|---:|---:|---:|---:|---:|---:|', ...rows].join('\n');
 }
+
+/** What the run shows against the target, in numbers from the same samples as the table. */
+export function startupVerdict(samples: StartupSample[], targetMs = 100): string {
+  const p50 = (p: StartupPath) => percentile(samples.filter((s) => s.path === p).map((s) => s.firstByte), 0.5);
+  const base = p50('none');
+  const added = (p: StartupPath) => p50(p) - base;
+  const harness = added('new proxy-only');
+  const bridge = p50('new proxy-only') - p50('new none');
+  return [
+    `In this run a harness's sandbox (new, proxy-only) added ${harness.toFixed(0)} ms at the median against the target of <= ${targetMs} ms: ${harness <= targetMs ? 'met' : 'not met'}.`,
+    `Of that, the bridge's Node start-up is ~${bridge.toFixed(0)} ms (proxy-only minus none); the sandbox itself (openJail, bwrap with the minimal view and its namespaces) adds ${added('new none').toFixed(0)} ms, against ${added('old').toFixed(0)} ms for the old one.`,
+    `Evaluators (new, none) and host-network samples (new, host) pay no bridge.`,
+  ].join(' ');
+}
