@@ -4,8 +4,9 @@ import { parseYaml, type Yaml } from '../yaml.js';
 
 /**
  * NeMo-RL configuration files, as polar writes them for a run (pure). Key names are NeMo-RL's at
- * commit 7ea279a (fixtures/nemo-rl/*.keys lists them; a test checks every key written here against
- * them). Each file inherits the checkout's own defaults through an absolute `defaults:` (NeMo-RL
+ * commit 7ea279a, checked both ways: every key written here exists in the base config
+ * (fixtures/nemo-rl/*.keys), and the config merged onto that base by NeMo-RL's rule holds every key
+ * NeMo-RL reads unguarded on the run's path (fixtures/nemo-rl/contract.json). Each file inherits the checkout's own defaults through an absolute `defaults:` (NeMo-RL
  * resolves a relative one against the file's folder, which is the run directory, not the checkout)
  * and overrides only what a polar run decides.
  */
@@ -86,6 +87,9 @@ export function grpoConfig(p: GrpoPlan): Yaml {
       max_input_seq_length: null,
       shuffle: true,
       num_workers: 0,
+      // Read unguarded in setup() and the train loop (grpo.py:560 and 6 more places; contract.json),
+      // with no default: a replaced `data` section must carry it.
+      use_multiple_dataloader: false,
       default: { dataset_name: 'NemoGymDataset', env_name: 'nemo_gym', prompt_file: null, system_prompt_file: null, processor: 'nemo_gym_data_processor' },
       train: { data_path: p.trainData },
       validation: null,

@@ -1,0 +1,180 @@
+#!/usr/bin/env python3
+"""Writes fixtures/nemo-rl/contract.json from a NeMo-RL checkout at the pinned commit.
+
+    python3 scripts/nemo-rl-contract/build.py RL_CHECKOUT > fixtures/nemo-rl/contract.json
+
+The unguarded reads and pydantic-required TypedDict fields come from extract.py (found by walking
+the source); what a person decided by reading the source is below as data: which reads the run
+polar starts never reaches (`off_path`, with why), which keys NeMo-RL fills itself before reading
+them, the asserts a config or a /run answer must pass, and the /run fields. Re-run it and re-read
+the `CURATED` facts when the pin moves. Facts only: paths, key names, line numbers, our words.
+"""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).parent
+NEMO_RL = '7ea279abfbeb698b092856d0dab61e7cf39bc909'
+GYM = 'c3bac96314a59f28b896f597eb9845d175bb0252'
+
+GRPO_FILES = [
+    'examples/nemo_gym/run_grpo_nemo_gym.py', 'nemo_rl/algorithms/grpo.py', 'nemo_rl/environments/nemo_gym.py',
+    'nemo_rl/experience/rollouts.py', 'nemo_rl/models/generation/vllm/vllm_worker_async.py',
+    'nemo_rl/models/generation/vllm/vllm_worker.py', 'nemo_rl/models/generation/vllm/vllm_generation.py',
+    'nemo_rl/models/generation/__init__.py', 'nemo_rl/data/utils.py',
+]
+SFT_FILES = ['examples/run_sft.py', 'nemo_rl/algorithms/sft.py', 'nemo_rl/data/datasets/response_datasets/oai_format_dataset.py']
+SHARED = ['nemo_rl/models/policy/lm_policy.py', 'nemo_rl/utils/checkpoint.py', 'nemo_rl/utils/logger.py', 'nemo_rl/distributed/virtual_cluster.py']
+
+# Reads the run polar starts does not reach, by (key, file): why, in our words.
+OFF_PATH = {
+    ('data.num_prompts_per_dataloader', 'nemo_rl/algorithms/grpo.py'): 'only with data.use_multiple_dataloader: true (polar writes false)',
+    ('env.reward_model', 'nemo_rl/algorithms/grpo.py'): 'only when a task names the reward_model environment (polar: nemo_gym only)',
+    ('env.reward_model.resources', 'nemo_rl/algorithms/grpo.py'): 'only when a task names the reward_model environment',
+    ('env.reward_model.resources.num_nodes', 'nemo_rl/algorithms/grpo.py'): 'only when a task names the reward_model environment',
+    ('env.reward_model.resources.gpus_per_node', 'nemo_rl/algorithms/grpo.py'): 'only when a task names the reward_model environment',
+    ('policy.generation.trtllm_cfg.tensor_parallel_size', 'nemo_rl/algorithms/grpo.py'): 'only with policy.generation.backend trtllm (polar: vllm)',
+    ('policy.generation.sglang_cfg', 'nemo_rl/algorithms/grpo.py'): 'only with policy.generation.backend sglang (polar: vllm)',
+    ('data.val_data_paths', 'nemo_rl/data/utils.py'): 'setup_preference_data (DPO / reward model), not called by GRPO or SFT',
+}
+# The same, for one run only.
+OFF_PATH_SFT = {
+    ('policy.dynamic_batching.logprob_mb_tokens', 'nemo_rl/models/policy/lm_policy.py'): 'logprob sharding and FP8 calibration: SFT computes no logprobs (and sft.yaml has dynamic_batching off)',
+    ('policy.sequence_packing.logprob_mb_tokens', 'nemo_rl/models/policy/lm_policy.py'): 'logprob sharding and FP8 calibration: SFT computes no logprobs (and sft.yaml has sequence_packing off)',
+}
+# Keys NeMo-RL writes into the config before it reads them: (key, file, line).
+FILLED = [
+    ('policy.generation.model_name', 'nemo_rl/algorithms/grpo.py', 1109, 'grpo'),
+    ('policy.generation._pad_token_id', 'nemo_rl/models/generation/__init__.py', 42, 'grpo'),
+    ('policy.generation.vllm_cfg.load_format', 'nemo_rl/models/generation/__init__.py', 49, 'grpo'),
+    ('policy.generation.vllm_cfg.skip_tokenizer_init', 'nemo_rl/models/generation/__init__.py', 100, 'grpo'),
+    ('policy.generation.vllm_cfg.async_engine', 'nemo_rl/environments/nemo_gym.py', 1116, 'grpo'),
+    ('policy.generation.vllm_cfg.expose_http_server', 'nemo_rl/environments/nemo_gym.py', 1117, 'grpo'),
+    ('policy.generation.stop_strings', 'nemo_rl/environments/nemo_gym.py', 1120, 'grpo'),
+    ('policy.generation.stop_token_ids', 'nemo_rl/environments/nemo_gym.py', 1121, 'grpo'),
+]
+# Asserts and raises a config, the data or a /run answer must pass, in our words.
+ASSERTS = [
+    {'run': 'grpo', 'on': 'config', 'file': 'examples/nemo_gym/run_grpo_nemo_gym.py', 'line': 195, 'what': 'should_use_nemo_gym(config) holds after setup_nemo_gym_config'},
+    {'run': 'grpo', 'on': 'config', 'file': 'examples/nemo_gym/run_grpo_nemo_gym.py', 'line': 206, 'what': 'grpo.max_val_samples must be null (raises ValueError)'},
+    {'run': 'grpo', 'on': 'config', 'file': 'examples/nemo_gym/run_grpo_nemo_gym.py', 'line': 302, 'what': 'async GRPO refuses data.use_multiple_dataloader: true'},
+    {'run': 'grpo', 'on': 'config', 'file': 'examples/nemo_gym/run_grpo_nemo_gym.py', 'line': 147, 'what': 'MasterConfig(**config): pydantic requires the TypedDict fields listed under typed_required'},
+    {'run': 'grpo', 'on': 'config', 'file': 'nemo_rl/environments/nemo_gym.py', 'line': 90, 'what': 'should_use_nemo_gym: with backend vllm, vllm_cfg.async_engine and expose_http_server must be true'},
+    {'run': 'grpo', 'on': 'config', 'file': 'nemo_rl/algorithms/grpo.py', 'line': 511, 'what': 'val_temperature / val_top_p / val_top_k differing from the train values only with vLLM + NeMo Gym'},
+    {'run': 'grpo', 'on': 'config', 'file': 'nemo_rl/algorithms/grpo.py', 'line': 521, 'what': 'generation.val_top_k must be unset on the NeMo Gym path'},
+    {'run': 'grpo', 'on': 'config', 'file': 'nemo_rl/algorithms/grpo.py', 'line': 571, 'what': 'grpo.batch_multiplier must be 1 without dynamic sampling'},
+    {'run': 'grpo', 'on': 'config', 'file': 'nemo_rl/algorithms/grpo.py', 'line': 639, 'what': 'validation enabled (val_period > 0, val_at_start or val_at_end) needs a validation dataset'},
+    {'run': 'grpo', 'on': 'data', 'file': 'nemo_rl/algorithms/grpo.py', 'line': 598, 'what': 'train dataloader: batch = num_prompts_per_step, drop_last=True (fewer rows than a batch: no step)'},
+    {'run': 'grpo', 'on': 'result', 'file': 'nemo_rl/environments/nemo_gym.py', 'line': 760, 'what': 'a /run answer must be a JSON object'},
+    {'run': 'grpo', 'on': 'result', 'file': 'nemo_rl/environments/nemo_gym.py', 'line': 840, 'what': 'each trainable item\'s prompt_token_ids must start with every token seen so far (one append-only chain)'},
+    {'run': 'grpo', 'on': 'result', 'file': 'nemo_rl/environments/nemo_gym.py', 'line': 987, 'what': 'a result with no trainable item (non-empty generation_token_ids) raises ValueError'},
+    {'run': 'grpo', 'on': 'result', 'file': 'nemo_rl/environments/nemo_gym.py', 'line': 719, 'what': 'NaN generation logprobs raise RuntimeError'},
+    {'run': 'grpo', 'on': 'result', 'file': 'nemo_rl/environments/nemo_gym.py', 'line': 1098, 'what': 'with reward_components, reward must equal their sum'},
+    {'run': 'grpo', 'on': 'result', 'file': 'nemo_rl/models/generation/vllm/vllm_worker_async.py', 'line': 443, 'what': 'a prompt that fills max_model_len is refused (HTTP 400 to the agent)'},
+    {'run': 'sft', 'on': 'data', 'file': 'nemo_rl/algorithms/sft.py', 'line': 164, 'what': 'train dataloader: batch = policy.train_global_batch_size, drop_last=True (fewer examples than a batch: zero steps)'},
+    {'run': 'sft', 'on': 'data', 'file': 'nemo_rl/models/policy/workers/dtensor_policy_worker_v2.py', 'line': 417, 'what': 'the global batch is split evenly over data-parallel ranks (gbs // dp_size)'},
+    {'run': 'sft', 'on': 'data', 'file': 'nemo_rl/data/datasets/response_datasets/oai_format_dataset.py', 'line': 193, 'what': 'an openai_format row must end with an assistant message'},
+]
+# /run: what NeMo-RL and NeMo Gym send to the agent, and what they read of its answer.
+GYM_RUN = {
+    'request': [
+        {'field': 'responses_create_params', 'repo': 'RL', 'file': 'nemo_rl/experience/rollouts.py', 'line': 2231, 'note': 'must be an object (TypeError otherwise)'},
+        {'field': 'responses_create_params.temperature', 'repo': 'RL', 'file': 'nemo_rl/experience/rollouts.py', 'line': 2235, 'note': 'set from the sampling params'},
+        {'field': 'responses_create_params.top_p', 'repo': 'RL', 'file': 'nemo_rl/experience/rollouts.py', 'line': 2236, 'note': 'set from the sampling params'},
+        {'field': 'responses_create_params.max_output_tokens', 'repo': 'RL', 'file': 'nemo_rl/experience/rollouts.py', 'line': 2239, 'note': 'min(row value, policy.generation.max_new_tokens)'},
+        {'field': '_rowidx', 'repo': 'RL', 'file': 'nemo_rl/experience/rollouts.py', 'line': 2244, 'note': 'the row index in the batch'},
+        {'field': 'agent_ref.name', 'repo': 'Gym', 'file': 'nemo_gym/rollout_collection.py', 'line': 1038, 'note': 'the server the row is POSTed to at /run'},
+    ],
+    'response': [
+        {'field': 'response', 'repo': 'RL', 'file': 'nemo_rl/environments/nemo_gym.py', 'line': 765},
+        {'field': 'responses_create_params', 'repo': 'RL', 'file': 'nemo_rl/environments/nemo_gym.py', 'line': 766},
+        {'field': 'response.output', 'repo': 'RL', 'file': 'nemo_rl/environments/nemo_gym.py', 'line': 830},
+        {'field': 'response.output[].prompt_token_ids', 'repo': 'RL', 'file': 'nemo_rl/environments/nemo_gym.py', 'line': 849},
+        {'field': 'response.output[].generation_token_ids', 'repo': 'RL', 'file': 'nemo_rl/environments/nemo_gym.py', 'line': 850},
+        {'field': 'response.output[].generation_log_probs', 'repo': 'RL', 'file': 'nemo_rl/environments/nemo_gym.py', 'line': 851},
+        {'field': 'responses_create_params.input', 'repo': 'RL', 'file': 'nemo_rl/environments/nemo_gym.py', 'line': 974, 'note': 'read when no item is trainable, to size the prompt for the error'},
+        {'field': 'reward', 'repo': 'RL', 'file': 'nemo_rl/experience/rollouts.py', 'line': 2784},
+        {'field': 'instance_config.mask_sample', 'repo': 'RL', 'file': 'nemo_rl/experience/rollouts.py', 'line': 271, 'note': 'optional; flagged samples leave the loss but count for advantages (:2791-2794)'},
+    ],
+}
+
+
+def grouped(reads, run):
+    files = (GRPO_FILES if run == 'grpo' else SFT_FILES) + SHARED
+    rows = [r for r in reads if r['file'] in files and not r['guarded']]
+    # cfg["a"]["b"] reads a and a.b on one line: keep the deepest.
+    deepest = {(r['file'], r['line']): set() for r in rows}
+    for r in rows:
+        deepest[(r['file'], r['line'])].add(r['key'])
+    out = {}
+    for r in rows:
+        if any(k != r['key'] and k.startswith(r['key'] + '.') for k in deepest[(r['file'], r['line'])]):
+            continue
+        e = out.setdefault((r['key'], r['file']), {'key': r['key'], 'file': r['file'], 'lines': []})
+        if r['line'] not in e['lines']:
+            e['lines'].append(r['line'])
+    filled = {k for k, _, _, rr in FILLED if rr == run}
+    entries = []
+    for (key, file), e in sorted(out.items()):
+        e['lines'].sort()
+        why = OFF_PATH.get((key, file)) or (OFF_PATH_SFT.get((key, file)) if run == 'sft' else None)
+        if key in filled:
+            why = 'filled by NeMo-RL before it is read (see filled)'
+        if run == 'sft' and key.startswith('policy.generation'):
+            why = 'generation: SFT builds no generation engine'
+        if why:
+            e['off_path'] = why
+        entries.append(e)
+    return entries
+
+
+def typed_required(typed, run):
+    import re
+    roots = {'policy': 'PolicyConfig', 'data': 'DataConfig', 'logger': 'GRPOLoggerConfig' if run == 'grpo' else 'LoggerConfig', 'cluster': 'ClusterConfig', 'checkpointing': 'CheckpointingConfig'}
+
+    def fields(cls):
+        c = typed[cls]
+        inherited = [f for b in c['bases'] if b in typed for f in fields(b)]
+        return inherited + [dict(f, file=c['file']) for f in c['fields']]
+
+    out = []
+
+    def walk(cls, prefix, seen):
+        for f in fields(cls):
+            inner = re.sub(r'^(NotRequired|Required)\[(.*)\]$', r'\2', f['type'])
+            key = f'{prefix}.{f["name"]}'
+            if f['required']:
+                out.append({'key': key, 'file': f['file'], 'line': f['line']})
+            names = [n for n in re.findall(r'[A-Za-z_]\w*', inner) if n in typed]
+            if len(names) == 1 and not inner.startswith('list[') and names[0] not in seen:
+                walk(names[0], key, seen | {cls})
+
+    for key, cls in roots.items():
+        walk(cls, key, set())
+    return out
+
+
+def main():
+    root = Path(sys.argv[1])
+    raw = json.loads(subprocess.run([sys.executable, str(HERE / 'extract.py'), str(root), *GRPO_FILES, *SFT_FILES, *SHARED], check=True, capture_output=True, text=True).stdout)
+    contract = {
+        'about': 'What NeMo-RL and NeMo Gym read on the paths polar runs, at the pinned commits. Generated by scripts/nemo-rl-contract/build.py (facts: key paths, file:line, our words).',
+        'pinned': {'nemo_rl': {'repo': 'NVIDIA-NeMo/RL', 'commit': NEMO_RL}, 'gym': {'repo': 'NVIDIA-NeMo/Gym', 'commit': GYM, 'as': 'the submodule 3rdparty/Gym-workspace/Gym'}},
+        'merge': {'file': 'nemo_rl/utils/config.py', 'lines': {'merge_with_override': [31, 49], 'load_config_with_inheritance': [52, 99]}, 'rule': 'defaults: chains resolve depth-first (relative paths against the file\'s folder); a top-level section with _override_ replaces the base section; everything else is OmegaConf.merge (maps deep-merge, other values replace, ??? keeps the base)'},
+        'runs': {
+            'grpo': {'entry': 'examples/nemo_gym/run_grpo_nemo_gym.py', 'base': 'examples/configs/grpo_math_1B.yaml', 'base_keys': 'grpo_math_1B.keys', 'files': GRPO_FILES + SHARED},
+            'sft': {'entry': 'examples/run_sft.py', 'base': 'examples/configs/sft.yaml', 'base_keys': 'sft.keys', 'files': SFT_FILES + SHARED},
+        },
+        'reads': {run: grouped(raw['reads'], run) for run in ('grpo', 'sft')},
+        'filled': [{'key': k, 'file': f, 'line': line, 'run': r} for k, f, line, r in FILLED],
+        'typed_required': {run: typed_required(raw['typed_dicts'], run) for run in ('grpo', 'sft')},
+        'asserts': ASSERTS,
+        'gym_run': GYM_RUN,
+    }
+    json.dump(contract, sys.stdout, indent=1)
+    sys.stdout.write('\n')
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,109 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Yaml } from '../yaml.js';
+import { missingKeys, type Contract, type RunKind } from './contract.js';
+import { loadWithInheritance, mergeWithOverride } from './merge.js';
+
+/**
+ * A NeMo-RL checkout read against the pinned list, before anything starts: is it the pinned commit,
+ * are the files there, does each pinned line still read its key (else where it moved, or that it is
+ * gone), and does polar's config merged onto *this checkout's* base config hold every key the list
+ * requires. Missing keys are the crash NeMo-RL would hit in setup(); moved lines only say the list
+ * was read at another commit and should be read again.
+ */
+export interface CheckoutReport {
+  /** HEAD of the checkout, when it is a git checkout. */
+  commit: string | null;
+  pinned: string;
+  missingFiles: string[];
+  moved: { key: string; file: string; from: number[]; to: number[] }[];
+  gone: { key: string; file: string; lines: number[] }[];
+  /** Required keys the merged config lacks, with where NeMo-RL reads them. */
+  missingKeys: { key: string; at: string }[];
+  /** The base config could not be read (the key check was skipped), and why. */
+  baseUnreadable: string | null;
+  checkedReads: number;
+}
+
+export function checkCheckout(checkout: string, kind: RunKind, generated: Yaml, contract: Contract): CheckoutReport {
+  const run = contract.runs[kind];
+  const report: CheckoutReport = { commit: headCommit(checkout), pinned: contract.pinned.nemo_rl.commit, missingFiles: [], moved: [], gone: [], missingKeys: [], baseUnreadable: null, checkedReads: 0 };
+  const sources = new Map<string, string[] | null>();
+  const lines = (file: string) => {
+    if (!sources.has(file)) {
+      const full = path.join(checkout, file);
+      sources.set(file, fs.existsSync(full) ? fs.readFileSync(full, 'utf8').split('\n') : null);
+    }
+    return sources.get(file)!;
+  };
+  for (const file of [run.entry, run.base, ...run.files]) if (!lines(file) && !report.missingFiles.includes(file)) report.missingFiles.push(file);
+
+  for (const read of contract.reads[kind]) {
+    if (read.off_path) continue;
+    const text = lines(read.file);
+    if (!text) continue;
+    report.checkedReads++;
+    const last = read.key.split('.').at(-1)!;
+    // The key as a subscript, or alone on its line (a subscript Black split over three lines).
+    const alone = new RegExp(`^\\s*["']${last.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}["']\\s*$`);
+    const reads = (line: string | undefined) => line !== undefined && (line.includes(`["${last}"]`) || line.includes(`['${last}']`) || alone.test(line));
+    if (read.lines.every((n) => reads(text[n - 1]))) continue;
+    const now = text.flatMap((line, i) => (reads(line) ? [i + 1] : []));
+    if (now.length === 0) report.gone.push({ key: read.key, file: read.file, lines: read.lines });
+    else report.moved.push({ key: read.key, file: read.file, from: read.lines, to: now });
+  }
+
+  const basePath = path.join(checkout, run.base);
+  if (fs.existsSync(basePath)) {
+    try {
+      const base = loadWithInheritance(basePath, (f) => fs.readFileSync(f, 'utf8'));
+      const own = typeof generated === 'object' && generated !== null && !Array.isArray(generated) ? Object.fromEntries(Object.entries(generated).filter(([k]) => k !== 'defaults')) : generated;
+      report.missingKeys = missingKeys(kind, contract, mergeWithOverride(base, own));
+    } catch (err) {
+      report.baseUnreadable = (err as Error).message;
+    }
+  }
+  return report;
+}
+
+/** Problems for preflight: keys a run would crash on are errors; drift from the pin is a warning. */
+export function describeReport(report: CheckoutReport, checkout: string): { errors: string[]; warnings: string[] } {
+  const errors: string[] = [];
+  const warnings: string[] = [];
+  const pin = report.pinned.slice(0, 7);
+  for (const m of report.missingKeys) errors.push(`the config merged onto ${checkout}'s base config has no ${m.key}, which NeMo-RL reads unguarded (${m.at}): set it with --set ${m.key}=… (polar's pinned list is NeMo-RL ${pin})`);
+  if (report.baseUnreadable) warnings.push(`could not read the checkout's base config (${report.baseUnreadable}); the merged-key check was skipped`);
+  const drift: string[] = [];
+  if (report.commit && !report.commit.startsWith(pin)) drift.push(`checkout is at ${report.commit.slice(0, 7)}, polar's list was read at ${pin}`);
+  if (report.missingFiles.length > 0) drift.push(`files gone: ${report.missingFiles.join(', ')}`);
+  if (report.gone.length > 0) drift.push(`no longer read: ${report.gone.map((g) => `${g.key} (${g.file}:${g.lines.join(',')})`).join('; ')}`);
+  if (report.moved.length > 0) {
+    const shown = report.moved.slice(0, 3).map((m) => `${m.key} ${m.file}:${m.from.join(',')} → :${m.to.join(',')}`);
+    drift.push(`${report.moved.length} of ${report.checkedReads} reads moved (${shown.join('; ')}${report.moved.length > 3 ? '; …' : ''})`);
+  }
+  if (drift.length > 0) warnings.push(`NeMo-RL checkout differs from the pinned list: ${drift.join('; ')}. polar train … --check-nemo-rl ${checkout} --json lists all of it`);
+  return { errors, warnings };
+}
+
+/** The checked-out commit, read from .git without running git (a worktree's .git file is followed). */
+export function headCommit(checkout: string): string | null {
+  try {
+    let gitDir = path.join(checkout, '.git');
+    if (fs.statSync(gitDir).isFile()) {
+      const pointer = /^gitdir:\s*(.+)$/m.exec(fs.readFileSync(gitDir, 'utf8'))?.[1]?.trim();
+      if (!pointer) return null;
+      gitDir = path.resolve(checkout, pointer);
+    }
+    const head = fs.readFileSync(path.join(gitDir, 'HEAD'), 'utf8').trim();
+    const ref = /^ref:\s*(.+)$/.exec(head)?.[1];
+    if (!ref) return /^[0-9a-f]{40}$/.test(head) ? head : null;
+    const loose = path.join(gitDir, ref);
+    if (fs.existsSync(loose)) return fs.readFileSync(loose, 'utf8').trim();
+    const packed = path.join(gitDir, 'packed-refs');
+    if (!fs.existsSync(packed)) return null;
+    const line = fs.readFileSync(packed, 'utf8').split('\n').find((l) => l.endsWith(` ${ref}`));
+    return line ? line.split(' ')[0]! : null;
+  } catch {
+    return null;
+  }
+}
