@@ -44,13 +44,28 @@ export function maxNewTokens(body: GenerateRequest): number | undefined {
 }
 
 /** Why the mock answers 400 (SGLang's `{"error": {"message"}}`), or null. */
-export function generateRequestError(body: GenerateRequest): string | null {
+export function generateRequestError(body: GenerateRequest, contextLength: number): string | null {
   if (body.input_ids === undefined && body.text !== undefined) {
     return 'polar mock-server takes input_ids only on /generate (it cannot tokenize text); send the rendered prompt ids';
   }
   if (!Array.isArray(body.input_ids) || body.input_ids.length === 0) return 'Either text, input_ids or input_embeds should be provided.';
   if (!body.input_ids.every((p) => Number.isInteger(p) && (p as number) >= 0)) {
     return 'polar mock-server takes one prompt per request on /generate: input_ids as a flat list of non-negative ints';
+  }
+  return contextLengthError(body.input_ids.length, body.sampling_params?.max_new_tokens, contextLength);
+}
+
+/**
+ * SGLang's length check (TokenizerManager._validate_one_request, see sglang/generate.ts in
+ * src/upstream): the prompt and prompt + an explicit max_new_tokens must both stay strictly
+ * below the context length. Unlike vLLM, a budget that fills the context exactly is refused.
+ * A missing max_new_tokens is not checked here (SGLang applies its default of 128 later).
+ */
+export function contextLengthError(inputTokens: number, maxNew: number | null | undefined, contextLength: number): string | null {
+  if (inputTokens >= contextLength) return `The input (${inputTokens} tokens) is longer than the model's context length (${contextLength} tokens).`;
+  if (typeof maxNew === 'number' && maxNew + inputTokens >= contextLength) {
+    // The first sentence is SGLang's (clients match on it); the rest says the numbers in our words.
+    return `Requested token count exceeds the model's maximum context length of ${contextLength} tokens. (mock: ${inputTokens} input + ${maxNew} max_new_tokens = ${inputTokens + maxNew}, which must be below ${contextLength})`;
   }
   return null;
 }

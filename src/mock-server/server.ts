@@ -361,7 +361,7 @@ function rejection(state: MockState, route: Route, request: Record<string, unkno
     return error ? { status: 400, body: vllmError(error, 'BadRequestError', 400) } : null;
   }
   if (route === 'generate') {
-    const error = generateRequestError(request as GenerateRequest) ?? vocabularyError(state, request.input_ids as number[]);
+    const error = generateRequestError(request as GenerateRequest, MAX_MODEL_LEN) ?? vocabularyError(state, request.input_ids as number[]);
     return error ? { status: 400, body: sglangError(error) } : null;
   }
   if (!state.nemoRl) return null;

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { loadQwen3 } from './qwen3.js';
 import { renderPrompt, textOf, type ChatBody } from './render.js';
 import type { ScriptedReply } from './sampler.js';
-import { startMockServer, type MockServer, type MockServerOptions } from './server.js';
+import { MAX_MODEL_LEN, startMockServer, type MockServer, type MockServerOptions } from './server.js';
 
 /**
  * `/v1/completions` (vLLM) and `/generate` (SGLang) take the prompt as ids and must sample what
@@ -216,6 +216,19 @@ describe('token-in endpoints, request options', () => {
     expect(outside).toMatchObject({ status: 400, json: { error: { message: 'Token id 151700 is out of vocabulary' } } });
     expect((await post(server, '/generate', { input_ids: [-1] })).status).toBe(400);
     expect(server.calls).toHaveLength(0);
+  });
+
+  it("/generate holds SGLang's length rule: prompt + max_new_tokens strictly below the context, the sum equal to it refused", async () => {
+    const server = await fresh();
+    const fills = await post(server, '/generate', { input_ids: promptIds, sampling_params: { max_new_tokens: MAX_MODEL_LEN - promptIds.length } });
+    expect(fills.status).toBe(400);
+    expect(fills.json.error.message).toContain("Requested token count exceeds the model's maximum context length of 40960 tokens");
+    const long = await post(server, '/generate', { input_ids: new Array<number>(MAX_MODEL_LEN).fill(promptIds[0]!) });
+    expect(long.status).toBe(400);
+    expect(long.json.error.message).toContain("is longer than the model's context length (40960 tokens)");
+    expect(server.calls).toHaveLength(0);
+    const below = await post(server, '/generate', { input_ids: promptIds, sampling_params: { max_new_tokens: MAX_MODEL_LEN - promptIds.length - 1 } });
+    expect(below.status).toBe(200);
   });
 
   it('misbehave on command like the chat endpoint', async () => {

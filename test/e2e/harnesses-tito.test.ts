@@ -23,15 +23,25 @@ afterAll(async () => {
   await mock?.close();
 });
 
-describe.each(HARNESSES)('polar run --harness $name --upstream-kind vllm-tito', (harness) => {
-  const { name } = harness;
+/**
+ * SGLang's /generate too, for the harnesses that set no reply budget of their own (Codex, Gemini
+ * CLI): polar's budget is then all the context leaves, and the mock holds SGLang's rule that
+ * prompt + max_new_tokens stay strictly below the context (vLLM takes them up to it).
+ */
+const CASES = [
+  ...HARNESSES.map((h) => ({ ...h, kind: 'vllm-tito' })),
+  ...HARNESSES.filter((h) => h.name === 'codex' || h.name === 'gemini-cli').map((h) => ({ ...h, kind: 'sglang-tito' })),
+];
+
+describe.each(CASES)('polar run --harness $name --upstream-kind $kind', (harness) => {
+  const { name, kind } = harness;
   const { node, skip } = nodeFor(harness);
   it.skipIf(skip)('completes the task; every turn after the first is bridged and the main agent merges into one trace', { timeout: 300_000 }, async () => {
     const w = workspace();
     try {
-      const session = `tito-${name}`;
+      const session = `${kind}-${name}`;
       const r = await polarRun([
-        '--harness', name, '--upstream', mock.url, '--upstream-kind', 'vllm-tito', '--tokenizer', 'bundled:qwen3',
+        '--harness', name, '--upstream', mock.url, '--upstream-kind', kind, '--tokenizer', 'bundled:qwen3',
         '--prompt', TASK, '--cwd', w.ws, '--db', w.db, '--session', session, '--timeout', '240', '--json',
         ...(node ? ['--node', node] : []),
       ]);
@@ -42,6 +52,8 @@ describe.each(HARNESSES)('polar run --harness $name --upstream-kind vllm-tito', 
 
       const store = Store.open(w.db, { readonly: true });
       try {
+        // No call was turned away for its length (SGLang's 400 on a budget that fills the context).
+        expect(store.requests.list(session).filter((c) => c.httpStatus === 400)).toEqual([]);
         const rows = store.requests.tokens(session).filter((c) => c.status === 'ok' && c.agentId === 'main' && c.toolCount > 0);
         expect(rows.length).toBeGreaterThanOrEqual(3);
         expect(rows[0]!.render).toMatchObject({ mode: 'full' });

@@ -2,7 +2,7 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BUNDLED_QWEN3 } from '../../src/upstream/tito/chat-template.js';
 import { float64Bits } from '../support/bits.js';
-import { startReferenceUpstream, type ReferenceUpstream } from '../support/reference-upstream/index.js';
+import { MAX_MODEL_LEN, startReferenceUpstream, type ReferenceUpstream } from '../support/reference-upstream/index.js';
 import { startTestProxy, type TestProxy } from '../support/start-proxy.js';
 
 /**
@@ -104,6 +104,23 @@ describe.each(['vllm-tito', 'sglang-tito'])('%s streaming', (kind) => {
     expect(upstream.tokenizeCount()).toBe(0);
   });
 
+  it("a harness that sets no budget gets all the server's context leaves, and the server takes it", async () => {
+    // Codex and Gemini CLI send no max_tokens: the budget is the context left after the prompt,
+    // which the mock (holding each server's own rule) refuses if it is one token too many.
+    const full = await startTestProxy(upstream.url, { upstreamKind: kind, contextWindow: MAX_MODEL_LEN, upstreamOptions: { tokenizer: BUNDLED_QWEN3 } });
+    try {
+      const c = new OpenAI({ baseURL: `${full.proxy.url}/v1`, apiKey: 'polar-full', maxRetries: 0 });
+      const reply = await c.chat.completions.create({ model: 'm', stream: false, messages: [{ role: 'user', content: 'no budget of my own' }] });
+      expect(reply.choices[0]!.finish_reason).toBe('stop');
+      const sent = JSON.parse(full.store.requests.get(full.store.requests.list('full').at(-1)!.id)!.upstreamRequest!) as Record<string, any>;
+      const budget = sent.max_tokens ?? sent.sampling_params.max_new_tokens;
+      const prompt = (sent.prompt ?? sent.input_ids) as number[];
+      expect(budget).toBe(MAX_MODEL_LEN - prompt.length - (kind === 'sglang-tito' ? 1 : 0));
+    } finally {
+      await full.close();
+    }
+  });
+
   it('knows the exact prompt length: max_tokens is clamped to what the context leaves, an overflowing prompt is a 400', async () => {
     const small = await startTestProxy(upstream.url, { upstreamKind: kind, contextWindow: 400, upstreamOptions: { tokenizer: BUNDLED_QWEN3 } });
     try {
@@ -112,7 +129,8 @@ describe.each(['vllm-tito', 'sglang-tito'])('%s streaming', (kind) => {
       const sent = JSON.parse(small.store.requests.get(small.store.requests.list('small').at(-1)!.id)!.upstreamRequest!) as Record<string, any>;
       const budget = sent.max_tokens ?? sent.sampling_params.max_new_tokens;
       const prompt = (sent.prompt ?? sent.input_ids) as number[];
-      expect(budget).toBe(400 - prompt.length);
+      // vLLM takes prompt + budget up to the context; SGLang only strictly below it.
+      expect(budget).toBe(400 - prompt.length - (kind === 'sglang-tito' ? 1 : 0));
       await expect(c.chat.completions.create(ask('x'.repeat(4000), false))).rejects.toMatchObject({ status: 400 });
       expect(small.store.requests.list('small').at(-1)).toMatchObject({ status: 'error', httpStatus: 400 });
     } finally {

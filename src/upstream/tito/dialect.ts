@@ -19,6 +19,13 @@ export interface Generation {
 export interface TokenInDialect {
   kind: UpstreamKind;
   path: string;
+  /**
+   * Tokens of the context the server keeps out of reach of prompt + reply: vLLM takes
+   * prompt + max_tokens up to the context length (0); SGLang only strictly below it (1, see
+   * sglang/generate.ts). replyBudget leaves them free so a harness that sets no budget of its own
+   * is not turned away on its first call.
+   */
+  contextSlack: number;
   /** `maxTokens`: the reply budget polar worked out (see replyBudget in upstream.ts). */
   body(promptIds: readonly number[], req: CanonicalRequest, model: string, stopIds: readonly number[], maxTokens: number): Record<string, unknown>;
   completion(json: unknown): Generation;

@@ -74,7 +74,7 @@ export class TokenInUpstream implements Upstream {
     let built = found.parent ? this.bridged(found.parent, found.replyIndex, messages, tools, kwargs) : null;
     built ??= this.full(messages, tools, kwargs, found.parent ? 'template-unbridgeable' : found.reason);
     const { promptIds, opener, render } = built;
-    const budget = replyBudget(req, promptIds.length, call.contextWindow ?? null);
+    const budget = replyBudget(req, promptIds.length, call.contextWindow ?? null, this.dialect.contextSlack);
     const body = this.dialect.body(promptIds, req, model, this.template.stopIds, budget);
     // Stored only once nothing more can throw: settle() is called for prepared calls alone.
     this.prepared.set(call.id, {
@@ -235,13 +235,14 @@ const UNKNOWN_WINDOW_BUDGET = 4096;
 /**
  * The reply's token budget: the harness's own, clamped to what the context leaves (polar knows the
  * prompt's exact length here), else everything the context leaves, as vLLM's chat endpoint does.
+ * `slack`: context tokens the server will not hand out (the dialect's contextSlack).
  */
-export function replyBudget(req: CanonicalRequest, promptTokens: number, contextWindow: number | null): number {
+export function replyBudget(req: CanonicalRequest, promptTokens: number, contextWindow: number | null, slack = 0): number {
   const asked = requestedMaxTokens(req);
   // Unknown context (no max_model_len from the server, no --context-window): the harness's own
   // budget, else a modest default rather than the server's (16 on vLLM's completions endpoint).
   if (contextWindow === null) return asked ?? UNKNOWN_WINDOW_BUDGET;
-  const room = contextWindow - promptTokens;
+  const room = contextWindow - slack - promptTokens;
   if (room < 1) {
     throw new PolarError('POLAR_BAD_REQUEST', `the prompt is ${promptTokens} tokens, which leaves no room in the model's ${contextWindow}-token context`, 400, { param: 'messages' });
   }

@@ -14,6 +14,8 @@ import { samplingOf, type Generation, type TokenInDialect } from '../tito/dialec
 export const vllmCompletionsDialect: TokenInDialect = {
   kind: 'vllm-tito',
   path: '/v1/completions',
+  // vLLM turns a request away only when prompt + max_tokens is above max_model_len.
+  contextSlack: 0,
   body(promptIds, req, model, stopIds, maxTokens) {
     const s = samplingOf(req);
     const body: Record<string, unknown> = { model, prompt: promptIds, stream: req.stream };
