@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { PolarError } from '../core/errors.js';
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import { DEFAULT_LIMITS, findBwrap, formatBytes, parseSize, requireBwrap, type SandboxKind, type SandboxLimits, type SandboxSettings } from '../sandbox/index.js';
+import { bwrapProblem, DEFAULT_LIMITS, findBwrap, formatBytes, parseSize, requireBwrap, type SandboxKind, type SandboxLimits, type SandboxSettings } from '../sandbox/index.js';
 import { integerArg } from './numbers.js';
 
 /** The sandbox flags `rollout`, `run`, `worker` and `gym-agent` share. */
@@ -27,9 +27,11 @@ export function addSandboxOptions(cmd: Command, what = 'harness, setup and evalu
     .option('--max-cpu-seconds <n>', `CPU seconds per sample (0: no cap; default ${DEFAULT_LIMITS.maxCpuSeconds})`, integerArg('--max-cpu-seconds', 0));
 }
 
-/** `bwrap` unless asked otherwise or bubblewrap is missing (the caller warns then). */
+/** `bwrap` unless asked otherwise or bubblewrap is missing or cannot work here (the caller warns then). */
 export function sandboxKind(flags: SandboxFlags): SandboxKind {
-  return flags.sandbox ?? (findBwrap() ? 'bwrap' : 'none');
+  if (flags.sandbox) return flags.sandbox;
+  const bwrap = findBwrap();
+  return bwrap && bwrapProblem(bwrap) === null ? 'bwrap' : 'none';
 }
 
 /** The settings a single-process command (`run`, `demo`) sandboxes its harness with; bwrap asked for and missing is a usage error. */

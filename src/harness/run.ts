@@ -16,7 +16,7 @@ import type { Upstream } from '../upstream/types.js';
 import { baseEnvironment } from './env.js';
 import { resolveHarnessBin } from './resolve.js';
 import { ensureNode } from './node-runtime.js';
-import { openJail, privateSocketPath, startRelay, type Jail, type NetworkMode, type SandboxSettings } from '../sandbox/index.js';
+import { checkWorkdir, openJail, privateSocketPath, startRelay, type Jail, type NetworkMode, type SandboxSettings } from '../sandbox/index.js';
 import { runCommand, runHarnessProcess } from './spawn.js';
 import type { Harness, HarnessContext } from './types.js';
 
@@ -87,6 +87,9 @@ export interface RunHarnessResult {
  */
 export async function runHarness(opts: RunHarnessOptions): Promise<RunHarnessResult> {
   const { harness } = opts;
+  const sandboxed = opts.sandbox && opts.sandbox.settings.kind !== 'none' ? opts.sandbox : undefined;
+  // Before anything is opened or recorded: a working directory the sandbox refuses leaves nothing behind.
+  if (sandboxed) checkWorkdir(opts.cwd);
   const session = opts.session ?? newId('ses');
   const bin = await resolveHarnessBin(harness, opts.harnessBin, opts.cwd, opts.parentEnv?.PATH ?? process.env.PATH);
   const baseEnv = baseEnvironment(opts.parentEnv);
@@ -101,7 +104,6 @@ export async function runHarness(opts: RunHarnessOptions): Promise<RunHarnessRes
   const store = opts.store ?? (await openStore(opts.dbPath, { onNotice: (line) => opts.onNotice?.(line) }));
   let upstream: Upstream | undefined;
   let proxy: RunningProxy | undefined;
-  const sandboxed = opts.sandbox && opts.sandbox.settings.kind !== 'none' ? opts.sandbox : undefined;
   // A proxy-only sandbox reaches the proxy through a Unix socket: the caller's, or one made here.
   const ownSocket = sandboxed?.network === 'proxy-only' && !sandboxed.proxySocket ? await privateSocketPath() : undefined;
   let relay: { close(): Promise<void> } | undefined;

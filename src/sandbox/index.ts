@@ -1,7 +1,7 @@
 export type { NetworkMode, SandboxKind, SandboxLimits, SandboxSettings } from './types.js';
 export { DEFAULT_LIMITS } from './types.js';
-export { findBwrap, requireBwrap } from './find.js';
-export { openJail, type Jail, type JailSpec } from './jail.js';
+export { bwrapProblem, findBwrap, requireBwrap } from './find.js';
+export { checkWorkdir, openJail, type Jail, type JailSpec } from './jail.js';
 export { parseSize, formatBytes } from './limits.js';
 export { sandboxNotices } from './notices.js';
 export { privateSocketPath } from './socket.js';

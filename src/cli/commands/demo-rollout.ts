@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { findBwrap } from '../../sandbox/index.js';
+import { sandboxKind } from '../sandbox-options.js';
 import { startMockServer } from '../../mock-server/server.js';
 import { mockTasksFrom } from '../../mock-server/tasks.js';
 import { readTaskFile } from '../../rollout/task-file.js';
@@ -31,7 +31,7 @@ export async function demoRollout(opts: { harness: string; db?: string; node?: s
         timeout: 300,
         ...(opts.node ? { node: opts.node } : {}),
       },
-      findBwrap() ? 'bwrap' : 'none',
+      sandboxKind({}),
     );
     await executeRollout({ dbPath: opts.db ?? defaultDbPath(), ...args }, { json: opts.json === true }, { mock: 'scripted correct and wrong solutions, alternating per task' });
   } finally {

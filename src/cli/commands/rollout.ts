@@ -125,7 +125,7 @@ async function rolloutCommand(opts: RolloutOptions): Promise<void> {
   const dbPath = opts.db ?? defaultDbPath();
   const sandbox = sandboxKind(opts);
   if (!opts.sandbox && sandbox === 'none' && !opts.json) {
-    process.stderr.write(chalk.yellow('warning: bubblewrap is not installed, so harness and evaluator commands run unsandboxed with full access to this machine (Debian: apt-get install bubblewrap; or pass --sandbox none to say so)\n'));
+    process.stderr.write(chalk.yellow('warning: bubblewrap is not installed or cannot make a sandbox here, so harness and evaluator commands run unsandboxed with full access to this machine (Debian: apt-get install bubblewrap; or pass --sandbox none to say so)\n'));
   }
   const base = opts.resume ? resumeArgs(opts, sandbox) : newArgs(opts, sandbox);
   if (!opts.json && 'config' in base) {

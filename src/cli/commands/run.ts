@@ -80,7 +80,7 @@ async function runCommand(harnessArgs: string[], opts: RunCommandOptions): Promi
   const sandbox = settingsFrom(opts);
   // The harness runs with its permission prompts bypassed: say so when nothing contains it.
   if (!opts.sandbox && sandbox.kind === 'none') {
-    process.stderr.write(chalk.yellow('warning: bubblewrap is not installed, so the harness runs unsandboxed: it can edit anything you can (Debian: apt-get install bubblewrap; or pass --sandbox none to say so)\n'));
+    process.stderr.write(chalk.yellow('warning: bubblewrap is not installed or cannot make a sandbox here, so the harness runs unsandboxed: it can edit anything you can (Debian: apt-get install bubblewrap; or pass --sandbox none to say so)\n'));
   } else {
     for (const line of sandboxNotices(sandbox)) process.stderr.write(chalk.yellow(`notice: ${line}\n`));
   }
