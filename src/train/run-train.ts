@@ -7,6 +7,7 @@ import type { RolloutTask } from '../rollout/task-file.js';
 import { Store } from '../store/store.js';
 import { appSource, gymRows, writeGymWiring } from './gym-wiring.js';
 import { applySet, getKey, GRPO_BASE, GRPO_SCRIPT, grpoConfig, mergeConfig, SFT_BASE, SFT_SCRIPT, sftConfig } from './nemo-rl/config.js';
+import { budgetProblem, longestTaskPrompt, measureFirstPrompt, neededSeqLen, type FirstPrompt } from './first-prompt.js';
 import { preflight, type Preflight } from './preflight.js';
 import { initialProgress, readLine, type StepMetrics, type TrainProgress } from './progress.js';
 import { parseYaml, toYaml, type Yaml } from './yaml.js';
@@ -37,6 +38,22 @@ export interface GrpoOptions extends TrainCommon {
   dbPath: string;
   /** How the generated app.py starts polar: this Node and this polar, with `gym-agent` flags. */
   agent: { node: string; polarBin: string; args: string[] };
+  /** Measure the harness's first prompt and refuse a `maxSeqLen` that cannot hold a session (first-prompt.ts). */
+  contextBudget?: ContextBudgetInput;
+}
+
+export interface ContextBudgetInput {
+  harness: string;
+  command?: string;
+  harnessBin?: string;
+  nodeBin?: string;
+  tokenizer?: string;
+  /** Tokens a useful session needs after the first prompt. */
+  sessionTokens: number;
+  /** Where measurements are cached (default: polar's state dir). */
+  cacheDir?: string;
+  /** `maxSeqLen` was not chosen by the user: raise it to what the harness needs. */
+  raiseMaxSeqLen?: boolean;
 }
 
 export interface SftOptions extends TrainCommon {
@@ -53,6 +70,8 @@ export interface PreparedRun {
   command: HarnessCommand & { cwd: string };
   preflight: Preflight;
   config: Yaml;
+  /** GRPO: the harness's first prompt as measured for the context-budget check. */
+  firstPrompt?: FirstPrompt | null;
 }
 
 export async function prepareGrpo(o: GrpoOptions): Promise<PreparedRun> {
@@ -61,6 +80,9 @@ export async function prepareGrpo(o: GrpoOptions): Promise<PreparedRun> {
   fs.mkdirSync(runDir, { recursive: true });
   const trainData = path.join(runDir, 'train.jsonl');
   const wiring = await writeGymWiring(runDir, o.agent);
+  const budget = o.contextBudget ? await measureBudget(o.contextBudget, o) : null;
+  // Not chosen by the user: at least the default, raised to what the harness needs.
+  const maxSeqLen = o.contextBudget?.raiseMaxSeqLen && budget && 'need' in budget ? Math.max(o.maxSeqLen, budget.need) : o.maxSeqLen;
   let config = grpoConfig({
     nemoRl: path.resolve(o.nemoRl),
     model: o.model,
@@ -69,7 +91,7 @@ export async function prepareGrpo(o: GrpoOptions): Promise<PreparedRun> {
     steps: o.steps,
     promptsPerStep: o.promptsPerStep,
     groupSize: o.groupSize,
-    maxSeqLen: o.maxSeqLen,
+    maxSeqLen,
     lora: o.lora,
     tasks: o.tasks.length,
     trainData,
@@ -96,7 +118,42 @@ export async function prepareGrpo(o: GrpoOptions): Promise<PreparedRun> {
     tasks: o.tasks.length,
     promptsPerStep: o.promptsPerStep,
   });
-  return finish('grpo', runDir, files, config, checks, GRPO_SCRIPT, { ...o.env, NEMO_GYM_EXTRA_ROOTS: wiring.root }, o);
+  const firstPrompt = budget ? budgetChecks(budget, config, o, checks) : null;
+  return { ...finish('grpo', runDir, files, config, checks, GRPO_SCRIPT, { ...o.env, NEMO_GYM_EXTRA_ROOTS: wiring.root }, o), firstPrompt };
+}
+type Budget = { measured: FirstPrompt; taskTokens: number; need: number } | { failed: string };
+
+/**
+ * The context budget: the harness's first prompt (measured, cached) plus the longest task's text and
+ * a useful session must fit in the sequence length, else every call of a session is refused upstream
+ * and every sample masked.
+ */
+async function measureBudget(b: ContextBudgetInput, o: GrpoOptions): Promise<Budget> {
+  try {
+    const measured = await measureFirstPrompt({ ...b, model: o.model });
+    const taskTokens = longestTaskPrompt(measured.tokenizer, o.tasks.map((t) => t.prompt));
+    return { measured, taskTokens, need: neededSeqLen(measured.tokens, taskTokens, b.sessionTokens) };
+  } catch (err) {
+    return { failed: `could not measure ${b.harness}'s first prompt, so the sequence length is unchecked: ${(err as Error).message}` };
+  }
+}
+
+/**
+ * Checked against the config as it will run (after --config and --set): vLLM's max_model_len is
+ * what refuses a prompt. A measurement that could not be made is an error for a run (the agent
+ * would run the same harness) and a warning for `--dry-run`.
+ */
+function budgetChecks(budget: Budget, config: Yaml, o: GrpoOptions, checks: Preflight): FirstPrompt | null {
+  if ('failed' in budget) {
+    (o.dryRun ? checks.warnings : checks.errors).push(budget.failed);
+    return null;
+  }
+  if (budget.measured.note) checks.warnings.push(budget.measured.note);
+  const lens = [getKey(config, 'policy.generation.vllm_cfg.max_model_len'), getKey(config, 'policy.max_total_sequence_length')].filter((v): v is number => typeof v === 'number');
+  const maxSeqLen = lens.length > 0 ? Math.min(...lens) : o.maxSeqLen;
+  const problem = budgetProblem(budget.measured, budget.taskTokens, maxSeqLen, o.contextBudget!.sessionTokens);
+  if (problem) checks.errors.push(problem);
+  return budget.measured;
 }
 
 export async function prepareSft(o: SftOptions): Promise<PreparedRun> {

@@ -17,6 +17,10 @@ import { emptyStats } from '../../trajectory/reconstruct.js';
 import { getStrategy } from '../../trajectory/registry.js';
 import { latestCheckpoint, launch, prepareGrpo, prepareSft, type PreparedRun, type TrainUpdate } from '../../train/run-train.js';
 import { initialProgress } from '../../train/progress.js';
+import { getKey } from '../../train/nemo-rl/config.js';
+import type { Yaml } from '../../train/yaml.js';
+import { DEFAULT_SESSION_TOKENS, SESSION_TURNS, TURN_TOKENS, type FirstPrompt } from '../../train/first-prompt.js';
+import { BUNDLED_QWEN3 } from '../../core/bundled-tokenizer.js';
 import { UPSTREAM_KINDS } from '../../upstream/types.js';
 import { integerArg, numberArg, secondsArg } from '../numbers.js';
 import { action, invokedAs, printJson } from '../output.js';
@@ -52,6 +56,7 @@ interface GrpoFlags extends CommonFlags {
   command?: string;
   harnessBin?: string;
   node?: string;
+  sessionTokens: number;
 }
 
 interface SftFlags extends CommonFlags {
@@ -80,7 +85,8 @@ export function registerTrain(program: Command): void {
       .option('--agent-concurrency <k>', 'harness sessions the agent runs at once', integerArg('--agent-concurrency', 1, 1024), 4)
       .option('--command <template>', 'for --harness custom')
       .option('--harness-bin <path>', 'the harness executable')
-      .option('--node <path>', 'a Node.js binary for harnesses that need a newer one'),
+      .option('--node <path>', 'a Node.js binary for harnesses that need a newer one')
+      .option('--session-tokens <n>', `tokens a useful session needs after the harness's first prompt: --max-seq-len must hold both (default ${SESSION_TURNS} turns of ${TURN_TOKENS})`, integerArg('--session-tokens', 0, 10_000_000), DEFAULT_SESSION_TOKENS),
   ).action(action(grpo));
   common(
     train
@@ -100,7 +106,7 @@ function common(command: Command): Command {
     .requiredOption('--model <name>', 'the policy: a Hugging Face id or a local folder')
     .option('--gpus <n>', 'GPUs to use (CUDA_VISIBLE_DEVICES 0..n-1)', integerArg('--gpus', 1, 64), 1)
     .option('--steps <n>', 'training steps', integerArg('--steps', 1, 10_000_000), 20)
-    .option('--max-seq-len <n>', 'policy.max_total_sequence_length (also vLLM max_model_len)', integerArg('--max-seq-len', 256, 10_000_000), 16384)
+    .option('--max-seq-len <n>', "policy.max_total_sequence_length (also vLLM max_model_len); grpo: raised from the default to fit the harness's first prompt and a session", integerArg('--max-seq-len', 256, 10_000_000), 16384)
     .option('--lora', 'train LoRA adapters (policy.dtensor_cfg.lora_cfg.enabled)')
     .option('--set <key=value...>', 'any NeMo-RL config key, e.g. --set loss_fn.reference_policy_kl_penalty=0.001')
     .option('--config <file>', 'a YAML merged over polar\'s config (before --set)')
@@ -111,7 +117,7 @@ function common(command: Command): Command {
     .option('--json', 'print the result as JSON');
 }
 
-async function grpo(opts: GrpoFlags): Promise<void> {
+async function grpo(opts: GrpoFlags, command: Command): Promise<void> {
   const tasks = readTaskFile(opts.tasks);
   const runDir = path.resolve(opts.runDir ?? path.join('polar-train', `grpo-${newId('run').slice(4)}`));
   const db = opts.db ?? defaultDbPath();
@@ -139,6 +145,16 @@ async function grpo(opts: GrpoFlags): Promise<void> {
     toolParser: opts.toolParser,
     dbPath,
     agent: { node: process.execPath, polarBin: path.resolve(process.argv[1] ?? 'polar'), args: agentArgs },
+    contextBudget: {
+      harness: opts.harness,
+      sessionTokens: opts.sessionTokens,
+      // Left at its default, the sequence length grows to what the harness's first prompt needs.
+      raiseMaxSeqLen: command.getOptionValueSource('maxSeqLen') === 'default',
+      ...(opts.command !== undefined ? { command: opts.command } : {}),
+      ...(opts.harnessBin ? { harnessBin: path.resolve(opts.harnessBin) } : {}),
+      ...(opts.node ? { nodeBin: path.resolve(opts.node) } : {}),
+      ...(opts.tokenizer ? { tokenizer: path.resolve(opts.tokenizer) } : {}),
+    },
   });
   await execute(run, opts, dbPath, `polar train grpo · ${opts.model} · ${opts.harness} · ${tasks.length} tasks × ${opts.groupSize}`);
 }
@@ -171,6 +187,11 @@ async function exportSft(opts: SftFlags, file: string): Promise<string> {
   } finally {
     store.close();
   }
+}
+
+/** The measured first prompt, as the dry run prints it. */
+function firstPromptLine(m: FirstPrompt, config: Yaml): string {
+  return `${m.harness} ${m.version}: ${m.tokens} tokens (system prompt and ${m.tools} tools, ${m.tokenizer === BUNDLED_QWEN3 ? 'bundled Qwen3' : m.tokenizer} template${m.cached ? ', cached' : ''}); max_model_len ${String(getKey(config, 'policy.generation.vllm_cfg.max_model_len'))}`;
 }
 
 function commonOptions(opts: CommonFlags, runDir: string) {
@@ -210,10 +231,11 @@ async function execute(run: PreparedRun, opts: CommonFlags, dbPath: string | nul
   const shell = fs.readFileSync(path.join(run.runDir, 'command.sh'), 'utf8').split('\n').filter((l) => l && !l.startsWith('#')).join('\n');
   if (opts.dryRun) {
     if (opts.json) {
-      printJson({ ok: errors.length === 0, runDir: run.runDir, files: run.files.map((f) => f.path), command: shell, warnings, errors });
+      printJson({ ok: errors.length === 0, runDir: run.runDir, files: run.files.map((f) => f.path), command: shell, ...(run.firstPrompt ? { firstPrompt: run.firstPrompt } : {}), warnings, errors });
     } else {
       for (const f of run.files) process.stdout.write(`${chalk.bold(`── ${f.path}`)}\n${f.path.endsWith('.jsonl') ? `${f.content.split('\n').slice(0, 2).join('\n')}\n…\n` : f.content}\n`);
       process.stdout.write(`${chalk.bold('command')}\n${shell}\n`);
+      if (run.firstPrompt) process.stdout.write(`${chalk.bold('first prompt')}\n${firstPromptLine(run.firstPrompt, run.config)}\n`);
       for (const w of warnings) process.stderr.write(`${chalk.yellow('warning')}: ${w}\n`);
       for (const e of errors) process.stderr.write(`${chalk.red('error')}: ${e}\n`);
       process.stderr.write(`dry run: wrote ${run.runDir}; nothing started\n`);
@@ -223,6 +245,7 @@ async function execute(run: PreparedRun, opts: CommonFlags, dbPath: string | nul
   }
   if (errors.length > 0) throw new PolarError('POLAR_USAGE', `cannot start ${run.kind}:\n  ${errors.join('\n  ')}`);
   for (const w of warnings) process.stderr.write(`${chalk.yellow('warning')}: ${w}\n`);
+  if (run.firstPrompt && !opts.json) process.stderr.write(`first prompt: ${firstPromptLine(run.firstPrompt, run.config)}\n`);
   const startedAt = Date.now();
   const live = process.stderr.isTTY && !opts.json;
   const view = live ? startTrainView({ title, runDir: run.runDir, initial: { progress: initialProgress(), gpuMemoryMiB: null, sessions: [] } }) : null;

@@ -1,0 +1,237 @@
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { qwen3ModelDir } from '../core/bundled-tokenizer.js';
+import { PolarError } from '../core/errors.js';
+import { getHarness } from '../harness/registry.js';
+import { resolveHarnessBin } from '../harness/resolve.js';
+import { runHarness } from '../harness/run.js';
+import type { Harness } from '../harness/types.js';
+import { startMockServer } from '../mock-server/server.js';
+import { stateDir } from '../store/postgres/url.js';
+import { Store } from '../store/store.js';
+import { BUNDLED_QWEN3, loadChatTemplate, type ChatTemplate, type TemplateMessage } from '../upstream/tito/chat-template.js';
+
+/**
+ * How many tokens a harness's first model call takes before the task says anything: its system
+ * prompt and tool definitions, rendered with the policy's chat template. NeMo-RL's vLLM server
+ * answers 400 to a prompt that fills `max_model_len` (vllm_worker_async.py:438-447, :777-790 at
+ * 7ea279a), and polar answers such a sample masked, so a `--max-seq-len` below this trains nothing.
+ *
+ * Measured, not estimated: the real harness runs once against polar's mock server (which answers its
+ * first call with a final text, so the session ends there), and the first call that offers tools, as
+ * polar sent it upstream, is rendered with the template. Harnesses differ by thousands of tokens and
+ * change with every release, so the result is cached per harness, version and tokenizer.
+ */
+export interface FirstPrompt {
+  harness: string;
+  /** The harness's version (its package.json), or a fingerprint of its binary or command. */
+  version: string;
+  /** The tokenizer and template used: a folder, or `bundled:qwen3`. */
+  tokenizer: string;
+  /** Tokens of the first call's prompt (with the generation prompt), the probe task's text included. */
+  tokens: number;
+  /** Tools the first call offered. */
+  tools: number;
+  /** The same prompt as the mock server counted it (bundled Qwen3, rendered server-side as vLLM does). */
+  mockTokens: number | null;
+  /** Why this tokenizer was used, where it is not the model's own. */
+  note: string | null;
+  /** True when this came from the cache. */
+  cached: boolean;
+}
+
+export interface MeasureInput {
+  harness: string;
+  command?: string;
+  harnessBin?: string;
+  nodeBin?: string;
+  /** `--model`: a local folder with a tokenizer is measured with its own template. */
+  model: string;
+  /** `--tokenizer` when given: it wins over the model folder. */
+  tokenizer?: string;
+  /** Where the cache lives (default: polar's state dir). */
+  cacheDir?: string;
+  timeoutSec?: number;
+  onNotice?: (line: string) => void;
+}
+
+/** The task text of the probe: short, so the count is the harness's own share. */
+export const PROBE_PROMPT = 'Reply with the word done.';
+
+const CACHE_FILE = 'first-prompt.json';
+const CACHE_ENTRIES = 64;
+
+export async function measureFirstPrompt(input: MeasureInput): Promise<FirstPrompt> {
+  const harness = getHarness(input.harness, input.command !== undefined ? { command: input.command } : {});
+  const { location, id: tokenizerId, note } = chooseTokenizer(input.model, input.tokenizer);
+  const bin = await resolveHarnessBin(harness, input.harnessBin, process.cwd());
+  const version = harnessFingerprint(harness, bin, input.command);
+  const key = `${harness.name}|${version}|${tokenizerId}`;
+  const cacheFile = path.join(input.cacheDir ?? stateDir(), CACHE_FILE);
+  const hit = readCache(cacheFile)[key];
+  if (hit) return { ...hit, note, cached: true };
+
+  const template = loadChatTemplate(location, qwen3ModelDir);
+  const measured = await probe(harness, bin, template, input);
+  const result: FirstPrompt = { harness: harness.name, version, tokenizer: location, tokens: measured.tokens, tools: measured.tools, mockTokens: measured.mockTokens, note, cached: false };
+  writeCache(cacheFile, key, result);
+  return result;
+}
+
+/**
+ * The tokenizer to count with: `--tokenizer`, else `--model` when it is a local folder with a
+ * tokenizer, else the bundled Qwen3 one (a hub id is not downloaded for a preflight), with a note.
+ */
+export function chooseTokenizer(model: string, tokenizer?: string): { location: string; id: string; note: string | null } {
+  if (tokenizer && tokenizer !== BUNDLED_QWEN3) return { location: tokenizer, id: folderId(tokenizer), note: null };
+  const dir = model.startsWith('~') ? path.join(os.homedir(), model.slice(1)) : path.resolve(model);
+  if (!tokenizer && fs.existsSync(path.join(dir, 'tokenizer.json'))) return { location: dir, id: folderId(dir), note: null };
+  return {
+    location: BUNDLED_QWEN3,
+    id: BUNDLED_QWEN3,
+    note: tokenizer ? null : `counted with polar's bundled Qwen3 tokenizer and template: --model ${model} is not a local folder with a tokenizer (pass one, or --tokenizer, to count with the model's own)`,
+  };
+}
+
+/**
+ * The smallest `--max-seq-len` that holds the first prompt, the longest task's own text, and a
+ * useful session after them, rounded up to a multiple of 1024.
+ */
+export function neededSeqLen(firstPrompt: number, taskPromptTokens: number, sessionTokens: number): number {
+  return Math.ceil((firstPrompt + taskPromptTokens + sessionTokens) / 1024) * 1024;
+}
+
+/** A useful session by default: 8 turns of 1024 tokens (the model's reply and the tool's output). */
+export const SESSION_TURNS = 8;
+export const TURN_TOKENS = 1024;
+export const DEFAULT_SESSION_TOKENS = SESSION_TURNS * TURN_TOKENS;
+
+/** The refusal, or null when `maxSeqLen` holds the first prompt plus a useful session. */
+export function budgetProblem(m: FirstPrompt, taskPromptTokens: number, maxSeqLen: number, sessionTokens: number): string | null {
+  const need = neededSeqLen(m.tokens, taskPromptTokens, sessionTokens);
+  if (maxSeqLen >= m.tokens + taskPromptTokens + sessionTokens) return null;
+  const left = maxSeqLen - m.tokens - taskPromptTokens;
+  const what = left <= 0
+    ? `its first prompt alone does not fit, so NeMo-RL's vLLM server answers every call 400 and every sample is masked (trains nothing)`
+    : `that leaves ${left} tokens for the whole session after the first prompt, less than a useful one (${sessionTokens} tokens: ${sessionTokens === DEFAULT_SESSION_TOKENS ? `${SESSION_TURNS} turns of ${TURN_TOKENS}` : '--session-tokens'}); a session that outgrows it is cut and masked`;
+  return `--max-seq-len ${maxSeqLen} is too small for ${m.harness} ${m.version}: its first prompt is ${m.tokens} tokens (system prompt and ${m.tools} tools, ${path.basename(m.tokenizer)} template)${taskPromptTokens > 0 ? ` plus up to ${taskPromptTokens} of task text` : ''}; ${what}. Use --max-seq-len ${need} or more`;
+}
+
+/** Tokens of the longest task prompt, with the same tokenizer. */
+export function longestTaskPrompt(location: string, prompts: readonly string[]): number {
+  if (prompts.length === 0) return 0;
+  const template = loadChatTemplate(location, qwen3ModelDir);
+  return Math.max(...prompts.map((p) => template.encode(p).length));
+}
+
+async function probe(harness: Harness, bin: string, template: ChatTemplate, input: MeasureInput): Promise<{ tokens: number; tools: number; mockTokens: number | null }> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-first-prompt-'));
+  // Every call gets a final answer: the harness ends after its first turn (plus any side calls).
+  const mock = await startMockServer({ log: false, script: () => ({ content: 'done' }) });
+  try {
+    const cwd = path.join(dir, 'workspace');
+    fs.mkdirSync(cwd);
+    const dbPath = path.join(dir, 'polar.db');
+    const result = await runHarness({
+      harness,
+      harnessBin: bin,
+      prompt: PROBE_PROMPT,
+      cwd,
+      dbPath,
+      upstream: { url: mock.url, kind: 'vllm' },
+      timeoutSec: input.timeoutSec ?? 120,
+      quiet: true,
+      ...(input.nodeBin ? { nodeBin: input.nodeBin } : {}),
+      ...(input.onNotice ? { onNotice: input.onNotice } : {}),
+    });
+    const store = Store.open(dbPath, { readonly: true });
+    try {
+      const first = store.requests.tokens(result.session).find((c) => c.toolCount > 0);
+      const record = first ? store.requests.get(first.id) : undefined;
+      if (!record?.upstreamRequest) {
+        const log = fs.existsSync(result.logFile) ? fs.readFileSync(result.logFile, 'utf8').slice(-1500) : '';
+        throw new PolarError('POLAR_USAGE', `measuring ${harness.name}'s first prompt: it made no model call with tools (exit ${result.exitCode})${log ? `; its log ends:\n${log}` : ''}`);
+      }
+      const body = JSON.parse(record.upstreamRequest) as { messages?: TemplateMessage[]; tools?: unknown[]; chat_template_kwargs?: Record<string, unknown> };
+      const text = template.render(body.messages ?? [], { tools: body.tools ?? [], addGenerationPrompt: true, kwargs: body.chat_template_kwargs ?? {} });
+      return { tokens: template.encode(text).length, tools: body.tools?.length ?? 0, mockTokens: first?.promptIds?.length ?? null };
+    } finally {
+      store.close();
+    }
+  } finally {
+    await mock.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * What a measurement is valid for: the version in the harness package's package.json (found from its
+ * binary), else the binary's size and time; for the custom harness, its command.
+ */
+function harnessFingerprint(harness: Harness, bin: string, command: string | undefined): string {
+  if (command !== undefined) return `command-${hash(command)}`;
+  let real = bin;
+  try {
+    real = fs.realpathSync(bin);
+  } catch {
+    // A dangling link: fingerprinted by its path below.
+  }
+  for (let dir = path.dirname(real); dir !== path.dirname(dir); dir = path.dirname(dir)) {
+    const file = path.join(dir, 'package.json');
+    if (!fs.existsSync(file)) continue;
+    try {
+      const pkg = JSON.parse(fs.readFileSync(file, 'utf8')) as { name?: string; version?: string };
+      if (pkg.name === harness.packageName && pkg.version) return pkg.version;
+    } catch {
+      // Not JSON: keep walking.
+    }
+  }
+  const stat = fs.statSync(real, { throwIfNoEntry: false });
+  return `bin-${hash(`${real}|${stat?.size ?? 0}|${stat?.mtimeMs ?? 0}`)}`;
+}
+
+/** A tokenizer folder's identity: its template and tokenizer files' content. */
+function folderId(location: string): string {
+  const stat = fs.statSync(location, { throwIfNoEntry: false });
+  const dir = stat?.isDirectory() ? location : path.dirname(location);
+  const h = createHash('sha256');
+  for (const f of ['tokenizer.json', 'tokenizer_config.json', 'chat_template.jinja']) {
+    const file = path.join(dir, f);
+    if (fs.existsSync(file)) h.update(f).update(fs.readFileSync(file));
+  }
+  return `${path.resolve(location)}#${h.digest('hex').slice(0, 16)}`;
+}
+
+function hash(s: string): string {
+  return createHash('sha256').update(s).digest('hex').slice(0, 16);
+}
+
+type Cache = Record<string, Omit<FirstPrompt, 'note' | 'cached'>>;
+
+function readCache(file: string): Cache {
+  try {
+    const value = JSON.parse(fs.readFileSync(file, 'utf8')) as unknown;
+    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Cache) : {};
+  } catch {
+    return {};
+  }
+}
+
+function writeCache(file: string, key: string, m: FirstPrompt): void {
+  try {
+    fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+    const { note: _note, cached: _cached, ...kept } = m;
+    const old = readCache(file);
+    delete old[key];
+    // Newest last; a bounded file (custom harness commands each make a key of their own).
+    const next = Object.fromEntries([...Object.entries(old).slice(-(CACHE_ENTRIES - 1)), [key, kept]]);
+    // Written whole and renamed: a preflight running beside this one reads either version, never half.
+    const tmp = `${file}.${process.pid}.tmp`;
+    fs.writeFileSync(tmp, `${JSON.stringify(next, null, 2)}\n`);
+    fs.renameSync(tmp, file);
+  } catch {
+    // A cache that cannot be written only makes the next preflight measure again.
+  }
+}
