@@ -30,8 +30,9 @@ export type OpenSandbox = (cwd: string) => Promise<Jail>;
 
 // Hooks and an fsmonitor are commands a workspace's own config could make polar's git run.
 const GIT = ['-c', 'user.name=polar', '-c', 'user.email=polar@localhost', '-c', 'commit.gpgsign=false', '-c', 'core.hooksPath=/dev/null', '-c', 'core.fsmonitor=false', '-c', 'init.defaultBranch=main'];
-/** Neither the machine's nor the user's git config: polar's git behaves the same everywhere. */
-const GIT_ENV = { GIT_TERMINAL_PROMPT: '0', GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null' };
+// The user's own git config stays in effect (a clone of a private repository needs its credential
+// helper); on the agent's workspace polar's git runs sandboxed, where that config is not visible.
+const GIT_ENV = { GIT_TERMINAL_PROMPT: '0' };
 
 export interface PreparedWorkspace {
   dir: string;

@@ -99,6 +99,21 @@ describe.skipIf(!bwrap)('rollout in the bwrap sandbox (skipped: bubblewrap is no
     }
   });
 
+  it("polar's own git on the agent's workspace runs sandboxed: a clean filter the agent configured never runs on the host", async () => {
+    const marker = path.join(dir, 'filter-ran-on-host');
+    const { summary, store } = await rollout('git-filter', [
+      { id: 'filter', prompt: `git config filter.evil.clean "sh -c 'touch ${marker}; cat'" && echo '* filter=evil' > .gitattributes && echo hi > f.txt && echo 1 > answer.txt` },
+    ]);
+    try {
+      const s = samplesByTask(store, summary.rolloutId).get('filter')!;
+      expect([s.status, s.reward]).toEqual(['completed', 1]);
+      expect(s.diff).toContain('f.txt');
+      expect(fs.existsSync(marker)).toBe(false);
+    } finally {
+      store.close();
+    }
+  });
+
   it('a task that asks for the host network gets it (and the summary says so); the others reach only the proxy', async () => {
     const prompt = `curl -sf -m 5 http://127.0.0.1:${otherPort}/ > answer.txt || echo 0 > answer.txt`;
     const { summary, store } = await rollout('network', [
