@@ -343,6 +343,8 @@ function newCall(ctx: ProxyContext, req: IncomingMessage, identity: CallerIdenti
       metadata: { created_by: 'proxy', session_source: identity.sessionSource, ...tokenizerField(options.upstream) },
     });
   }
+  // The session may have been made before its first call without it (polar run --proxy, a rollout stage).
+  if (options.upstream.tokenizer) store.sessions.recordTokenizer(sessionId, options.upstream.tokenizer);
   return new CallRecord(
     store,
     {

@@ -68,8 +68,11 @@ export class SessionsTable {
   private readonly listStmt;
   private readonly summaryStmt;
   private readonly metadataStmt;
+  private readonly tokenizerStmt;
   /** Ids this process has already ensured, so the hot path skips the INSERT OR IGNORE. */
   private readonly known = new Set<string>();
+  /** Ids whose tokenizer this process has already recorded (see recordTokenizer). */
+  private readonly tokenizerKnown = new Set<string>();
 
   constructor(
     private readonly db: Db,
@@ -88,6 +91,7 @@ export class SessionsTable {
     this.listStmt = db.prepare(`${SUMMARY_SQL} GROUP BY s.id ORDER BY s.created_at, s.id`);
     this.summaryStmt = db.prepare(`${SUMMARY_SQL} WHERE s.id = ? GROUP BY s.id`);
     this.metadataStmt = db.prepare(`UPDATE sessions SET metadata = json_patch(metadata, ?) WHERE id = ?`);
+    this.tokenizerStmt = db.prepare(`UPDATE sessions SET metadata = json_set(metadata, '$.tokenizer', ?) WHERE id = ? AND json_type(metadata, '$.tokenizer') IS NULL`);
   }
 
   /** Creates the session if it does not exist; returns true when this call created it. */
@@ -117,6 +121,18 @@ export class SessionsTable {
   /** Marks an active session finished; a session already ended keeps its first status. */
   end(id: string, status: Exclude<SessionStatus, 'active'>, endedAt = Date.now()): boolean {
     return this.endStmt.run({ id, status, endedAt }).changes > 0;
+  }
+
+  /**
+   * Names the tokenizer that rendered a token-in session's prompts (verify-faithfulness reads it),
+   * unless the session already names one. The proxy calls it on each call: a session is often
+   * made before its first call by whoever started the harness (`polar run`, a rollout stage), and
+   * only the proxy knows what its upstream renders with. One UPDATE per session per process.
+   */
+  recordTokenizer(id: string, tokenizer: string): void {
+    if (this.tokenizerKnown.has(id)) return;
+    this.tokenizerStmt.run(tokenizer, id);
+    this.tokenizerKnown.add(id);
   }
 
   mergeMetadata(id: string, patch: Record<string, unknown>): void {

@@ -93,6 +93,16 @@ describe.each([
     expect(store.sessions.get('s')!.status).toBe('timeout');
   });
 
+  it('records a tokenizer on a session made without one, and never replaces one already named', () => {
+    const store = open(location());
+    store.sessions.ensure('made-by-run', { metadata: { prompt: 'p' } });
+    store.sessions.ensure('named', { metadata: { tokenizer: '/models/a' } });
+    store.sessions.recordTokenizer('made-by-run', '/models/b');
+    store.sessions.recordTokenizer('named', '/models/b');
+    expect(store.sessions.get('made-by-run')!.metadata).toEqual({ prompt: 'p', tokenizer: '/models/b' });
+    expect(store.sessions.get('named')!.metadata).toEqual({ tokenizer: '/models/a' });
+  });
+
   it('refuses a request for a session that does not exist', () => {
     const store = open(location());
     expect(() => store.requests.begin(start('nope', 'r'))).toThrow(/FOREIGN KEY/);

@@ -122,6 +122,35 @@ describe('polar rollout', () => {
     expect(accepted.stderr).toMatch(/left out 3: not accepted \(--accepted\)/);
   });
 
+  it('token in: every session of the rollout names its tokenizer, so verify-faithfulness checks every one against its text', async () => {
+    const tasks = taskFile('tito.jsonl', [
+      { id: 'one', prompt: 'calls=2 write:answer.txt:1' },
+      { id: 'two', prompt: 'calls=1 write:answer.txt:0' },
+    ]);
+    const db = path.join(dir, 'tito.db');
+    const r = await polar([...rolloutArgs(tasks, db, ['--samples', '2', '--upstream-kind', 'vllm-tito', '--tokenizer', 'bundled:qwen3']), '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    const summary = JSON.parse(r.stdout);
+    const store = open(db);
+    try {
+      const samples = store.rollouts.samples(summary.rolloutId);
+      expect(samples).toHaveLength(4);
+      // Each sample's session was made by the rollout before its first call, not by the proxy.
+      for (const s of samples) {
+        expect(store.requests.list(s.sessionId!).length).toBeGreaterThan(0);
+        expect(store.sessions.get(s.sessionId!)!.metadata).toMatchObject({ rollout_id: summary.rolloutId, tokenizer: 'bundled:qwen3' });
+      }
+      for (const s of store.sessions.list()) expect(s.metadata.tokenizer, s.id).toBe('bundled:qwen3');
+    } finally {
+      store.close();
+    }
+    const verified = await polar([BIN, 'verify-faithfulness', '--db', db, '--json']);
+    expect(verified.code, verified.stdout).toBe(0);
+    const report = JSON.parse(verified.stdout);
+    expect(report.sessions).toBeGreaterThanOrEqual(5); // four samples and the rollout's unattributed session
+    expect(report.textChecked).toBe(report.sessions);
+  });
+
   it('mixed rewards give advantages that sum to zero per group', async () => {
     // Rewards 1, 0, 0.5 by the order in which the evaluator runs (one evaluation at a time).
     const counter = path.join(dir, 'mixed-counter');
