@@ -74,6 +74,7 @@ ASSERTS = [
     {'run': 'grpo', 'on': 'result', 'file': 'nemo_rl/models/generation/vllm/vllm_worker_async.py', 'line': 443, 'what': 'a prompt that fills max_model_len is refused (HTTP 400 to the agent)'},
     {'run': 'sft', 'on': 'data', 'file': 'nemo_rl/algorithms/sft.py', 'line': 164, 'what': 'train dataloader: batch = policy.train_global_batch_size, drop_last=True (fewer examples than a batch: zero steps)'},
     {'run': 'sft', 'on': 'data', 'file': 'nemo_rl/models/policy/workers/dtensor_policy_worker_v2.py', 'line': 417, 'what': 'the global batch is split evenly over data-parallel ranks (gbs // dp_size)'},
+    {'run': 'sft', 'on': 'data', 'file': 'nemo_rl/distributed/batched_data_dict.py', 'line': 1011, 'what': 'each rank\'s share of the batch must be a whole number of micro-batches'},
     {'run': 'sft', 'on': 'data', 'file': 'nemo_rl/data/datasets/response_datasets/oai_format_dataset.py', 'line': 193, 'what': 'an openai_format row must end with an assistant message'},
 ]
 # /run: what NeMo-RL and NeMo Gym send to the agent, and what they read of its answer.

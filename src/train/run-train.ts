@@ -9,6 +9,8 @@ import { appSource, gymRows, writeGymWiring } from './gym-wiring.js';
 import { applySet, getKey, GRPO_BASE, GRPO_SCRIPT, grpoConfig, mergeConfig, SFT_BASE, SFT_SCRIPT, sftConfig } from './nemo-rl/config.js';
 import { budgetProblem, longestTaskPrompt, measureFirstPrompt, neededSeqLen, type FirstPrompt } from './first-prompt.js';
 import { preflight, type Preflight } from './preflight.js';
+import { contractChecks } from './nemo-rl/preflight-contract.js';
+import { fitSftBatch } from './sft-batch.js';
 import { initialProgress, readLine, type StepMetrics, type TrainProgress } from './progress.js';
 import { parseYaml, toYaml, type Yaml } from './yaml.js';
 
@@ -119,8 +121,10 @@ export async function prepareGrpo(o: GrpoOptions): Promise<PreparedRun> {
     promptsPerStep: o.promptsPerStep,
   });
   const firstPrompt = budget ? budgetChecks(budget, config, o, checks) : null;
+  contractChecks(o.nemoRl, 'grpo', config, runDir, checks);
   return { ...finish('grpo', runDir, files, config, checks, GRPO_SCRIPT, { ...o.env, NEMO_GYM_EXTRA_ROOTS: wiring.root }, o), firstPrompt };
 }
+
 type Budget = { measured: FirstPrompt; taskTokens: number; need: number } | { failed: string };
 
 /**
@@ -162,9 +166,31 @@ export async function prepareSft(o: SftOptions): Promise<PreparedRun> {
   fs.mkdirSync(runDir, { recursive: true });
   let config = sftConfig({ nemoRl: path.resolve(o.nemoRl), model: o.model, runDir, gpus: o.gpus, steps: o.steps, maxSeqLen: o.maxSeqLen, lora: o.lora, data: path.resolve(o.data), batchSize: o.batchSize });
   config = customize(config, o);
+  const batch = sftBatch(config, path.resolve(o.data), o.gpus);
+  if (batch && 'batch' in batch) config = applySet(config, `policy.train_global_batch_size=${batch.batch}`);
   const files = [{ path: path.join(runDir, 'sft.yaml'), content: header('SFT on openai_format examples') + toYaml(config) }];
   const checks = await preflight({ nemoRl: o.nemoRl, needs: [SFT_SCRIPT, SFT_BASE], model: o.model, gpus: o.gpus, dryRun: o.dryRun, env: o.env });
+  if (batch && 'error' in batch) checks.errors.push(batch.error);
+  else if (batch?.notice) checks.warnings.push(batch.notice);
+  contractChecks(o.nemoRl, 'sft', config, runDir, checks);
   return finish('sft', runDir, files, config, checks, SFT_SCRIPT, o.env, o);
+}
+
+/**
+ * The SFT batch fitted to the data (sft-batch.ts): the batch as configured (after --config and
+ * --set), the data-parallel size from the GPUs and the parallel sizes the config names (1 where it
+ * names none, as sft.yaml has them), one example per non-empty line. Null when the data is unreadable.
+ */
+function sftBatch(config: Yaml, data: string, gpus: number): ReturnType<typeof fitSftBatch> | null {
+  const globalBatch = getKey(config, 'policy.train_global_batch_size');
+  if (typeof globalBatch !== 'number' || !fs.existsSync(data)) return null;
+  const size = (key: string) => {
+    const v = getKey(config, key);
+    return typeof v === 'number' && v > 0 ? v : 1;
+  };
+  const dataParallel = Math.max(1, Math.floor(gpus / (size('policy.dtensor_cfg.tensor_parallel_size') * size('policy.dtensor_cfg.context_parallel_size'))));
+  const examples = fs.readFileSync(data, 'utf8').split('\n').filter((l) => l.trim() !== '').length;
+  return fitSftBatch({ examples, globalBatch, dataParallel, microBatch: size('policy.train_micro_batch_size') });
 }
 
 function finish(kind: 'grpo' | 'sft', runDir: string, files: PreparedRun['files'], config: Yaml, checks: Preflight, script: string, env: Record<string, string>, o: TrainCommon): PreparedRun {

@@ -6,7 +6,10 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Store } from '../../src/store/store.js';
 import { getKey, leafKeys } from '../../src/train/nemo-rl/config.js';
+import { loadContract, missingKeys, requiredKeys } from '../../src/train/nemo-rl/contract.js';
+import { loadWithInheritance } from '../../src/train/nemo-rl/merge.js';
 import { parseYaml } from '../../src/train/yaml.js';
+import { writeFixtureCheckout } from '../support/nemo-rl-checkout.js';
 
 /**
  * `polar train` against a stand-in NeMo-RL checkout (test/support/fake-nemo-rl: its launcher reads
@@ -28,12 +31,9 @@ const keys = (name: string) => new Set(fs.readFileSync(path.join(KEYS, `${name}.
 
 beforeAll(() => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-train-'));
-  checkout = path.join(dir, 'RL');
-  for (const f of ['examples/nemo_gym/run_grpo_nemo_gym.py', 'examples/configs/grpo_math_1B.yaml', 'examples/run_sft.py', 'examples/configs/sft.yaml']) {
-    fs.mkdirSync(path.dirname(path.join(checkout, f)), { recursive: true });
-    fs.writeFileSync(path.join(checkout, f), '# stand-in\n');
-  }
-  fs.writeFileSync(path.join(checkout, '.python-version'), '3.13.14\n');
+  // Built from the pinned list: the files it names, each pinned line reading its key, and base
+  // configs with exactly the pinned keys (so the launcher's merged-key check is NeMo-RL's).
+  checkout = writeFixtureCheckout(path.join(dir, 'RL'));
   fakeBin = path.join(dir, 'bin');
   fs.mkdirSync(fakeBin);
   fs.writeFileSync(
@@ -81,6 +81,15 @@ describe('polar train grpo --dry-run', () => {
     const config = parseYaml(fs.readFileSync(path.join(runDir, 'grpo.yaml'), 'utf8'));
     const known = new Set([...keys('grpo_math_1B'), ...keys('grpo_workplace_assistant_nemotron_nano_v2_9b')]);
     expect(leafKeys(config).filter((k) => !known.has(k))).toEqual([]);
+    // The other way: grpo.yaml merged onto the checkout's base by NeMo-RL's rule holds every key the
+    // pinned list says the run reads unguarded (the replaced data section once lacked one: setup() crashed).
+    const merged = loadWithInheritance(path.join(runDir, 'grpo.yaml'), (f) => fs.readFileSync(f, 'utf8'));
+    expect(requiredKeys('grpo', loadContract(), merged).length).toBeGreaterThan(80);
+    expect(missingKeys('grpo', loadContract(), merged)).toEqual([]);
+    expect(getKey(merged, 'data.use_multiple_dataloader')).toBe(false);
+    // Preflight read the checkout against the list: a checkout as pinned has nothing to report.
+    expect(stderr).not.toMatch(/differs from the pinned list/);
+    expect(JSON.parse(fs.readFileSync(path.join(runDir, 'nemo-rl-check.json'), 'utf8'))).toMatchObject({ missingFiles: [], moved: [], gone: [], missingKeys: [] });
     expect(getKey(config, 'defaults')).toBe(path.join(checkout, 'examples/configs/grpo_math_1B.yaml'));
     expect(getKey(config, 'policy.train_global_batch_size')).toBe(4);
     expect(getKey(config, 'grpo.num_generations_per_prompt')).toBe(2);
@@ -111,8 +120,16 @@ describe('polar train grpo --dry-run', () => {
   it('sft --dry-run: openai_format data, the model\'s own template, no validation set', async () => {
     const data = path.join(dir, 'sft.jsonl');
     fs.writeFileSync(data, `${JSON.stringify({ messages: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'hello' }], tools: [] })}\n`);
-    await run(process.execPath, [BIN, 'train', 'sft', '--nemo-rl', checkout, '--model', 'Qwen/Qwen3-0.6B', '--data', data, '--run-dir', path.join(dir, 'sft-dry'), '--dry-run'], { env: { ...process.env, PATH: '/usr/bin:/bin' } });
+    const { stderr } = await run(process.execPath, [BIN, 'train', 'sft', '--nemo-rl', checkout, '--model', 'Qwen/Qwen3-0.6B', '--data', data, '--run-dir', path.join(dir, 'sft-dry'), '--dry-run'], { env: { ...process.env, PATH: '/usr/bin:/bin' } });
     const config = parseYaml(fs.readFileSync(path.join(dir, 'sft-dry', 'sft.yaml'), 'utf8'));
+    // One example and the default batch of 32 would train zero steps (drop_last): the batch is lowered, and said.
+    expect(getKey(config, 'policy.train_global_batch_size')).toBe(1);
+    expect(stderr).toMatch(/warning: the SFT data has 1 examples?, fewer than the batch of 32: NeMo-RL drops an incomplete batch \(sft\.py:159-166\).*lowered policy\.train_global_batch_size to 1/);
+    expect(missingKeys('sft', loadContract(), loadWithInheritance(path.join(dir, 'sft-dry', 'sft.yaml'), (f) => fs.readFileSync(f, 'utf8')))).toEqual([]);
+    // On two GPUs one example cannot fill a rank each: refused, with the fix.
+    const twoGpus = await run(process.execPath, [BIN, 'train', 'sft', '--nemo-rl', checkout, '--model', 'Qwen/Qwen3-0.6B', '--data', data, '--gpus', '2', '--run-dir', path.join(dir, 'sft-dry2'), '--dry-run'], { env: { ...process.env, PATH: '/usr/bin:/bin' } }).catch((e: { code: number; stderr: string }) => e);
+    expect(twoGpus).toMatchObject({ code: 2 });
+    expect(twoGpus.stderr).toMatch(/error: the SFT data has 1 example, fewer than one batch of 2 \(2 data-parallel ranks × micro-batch 1\).*Export more accepted samples/);
     const openaiFormat = ['data.validation', 'data.train.data_path', 'data.train.chat_key', 'data.train.tool_key', 'data.train.system_key', 'data.train.system_prompt', 'data.train.use_preserving_dataset'];
     expect(leafKeys(config).filter((k) => !keys('sft').has(k) && !openaiFormat.includes(k))).toEqual([]);
     expect(getKey(config, 'data.train')).toMatchObject({ dataset_name: 'openai_format', data_path: data, chat_key: 'messages', tool_key: 'tools' });
@@ -129,6 +146,11 @@ describe('polar train grpo --dry-run', () => {
     const few = await fail(grpoArgs(path.join(dir, 'x3'), ['--dry-run', '--prompts-per-step', '4']));
     expect(few.stderr).toMatch(/the task file has 3 tasks but --prompts-per-step is 4/);
     expect(noCheckout.code).toBe(2);
+    // A checkout whose base config lacks a key NeMo-RL reads unguarded: refused before anything starts.
+    const older = writeFixtureCheckout(path.join(dir, 'RL-older'), { omitKeys: ['policy.generation.max_new_tokens'] });
+    const lacking = await fail([...grpoArgs(path.join(dir, 'x4'), ['--dry-run']).map((a) => (a === checkout ? older : a))]);
+    expect(lacking.code).toBe(2);
+    expect(lacking.stderr).toMatch(/error: the config merged onto .*RL-older's base config has no policy\.generation\.max_new_tokens, which NeMo-RL reads unguarded \(nemo_rl\/.*\): set it with --set policy\.generation\.max_new_tokens=/);
   });
 });
 
@@ -185,6 +207,8 @@ describe('polar train grpo with a stand-in NeMo-RL', () => {
     expect(JSON.parse(stdout)).toMatchObject({ ok: true, steps: 2 });
     const examples = fs.readFileSync(path.join(runDir, 'sft.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
     expect(examples.length).toBe(4); // task b's samples earned 1: two in each of the two steps
+    // Four examples: the batch is lowered from 32 to 4 (the stand-in, like NeMo-RL, drops an incomplete batch).
+    expect(getKey(parseYaml(fs.readFileSync(path.join(runDir, 'sft.yaml'), 'utf8')), 'policy.train_global_batch_size')).toBe(4);
     for (const e of examples) expect(e.messages.at(-1).role).toBe('assistant');
   }, 150_000);
 });

@@ -67,7 +67,7 @@ export function checkCheckout(checkout: string, kind: RunKind, generated: Yaml, 
 }
 
 /** Problems for preflight: keys a run would crash on are errors; drift from the pin is a warning. */
-export function describeReport(report: CheckoutReport, checkout: string): { errors: string[]; warnings: string[] } {
+export function describeReport(report: CheckoutReport, checkout: string, reportFile?: string): { errors: string[]; warnings: string[] } {
   const errors: string[] = [];
   const warnings: string[] = [];
   const pin = report.pinned.slice(0, 7);
@@ -81,7 +81,7 @@ export function describeReport(report: CheckoutReport, checkout: string): { erro
     const shown = report.moved.slice(0, 3).map((m) => `${m.key} ${m.file}:${m.from.join(',')} → :${m.to.join(',')}`);
     drift.push(`${report.moved.length} of ${report.checkedReads} reads moved (${shown.join('; ')}${report.moved.length > 3 ? '; …' : ''})`);
   }
-  if (drift.length > 0) warnings.push(`NeMo-RL checkout differs from the pinned list: ${drift.join('; ')}. polar train … --check-nemo-rl ${checkout} --json lists all of it`);
+  if (drift.length > 0) warnings.push(`NeMo-RL checkout differs from the pinned list: ${drift.join('; ')}${reportFile ? ` (all of it in ${reportFile})` : ''}; the keys polar writes were checked against the pin, so read the moved lines before trusting a run`);
   return { errors, warnings };
 }
 

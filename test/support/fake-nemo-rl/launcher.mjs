@@ -1,6 +1,9 @@
 // A stand-in for NeMo-RL's entry points, for tests only: what `uv run python
 // examples/nemo_gym/run_grpo_nemo_gym.py --config FILE` and `examples/run_sft.py` do as far as
-// polar can see. It reads the generated config, asserts what NeMo-RL asserts of it, starts a policy
+// polar can see. It loads the generated config with NeMo-RL's merge rule (defaults, _override_) and
+// fails on any key the pinned list (fixtures/nemo-rl/contract.json, read from NeMo-RL's source)
+// says the run reads unguarded and the merged config lacks, as NeMo-RL's setup() would; it asserts
+// what NeMo-RL asserts of the config, drops an incomplete SFT batch as NeMo-RL does, starts a policy
 // server (polar's mock in --nemo-rl mode) and the agent the way NeMo Gym starts one (app.py with
 // NEMO_GYM_CONFIG_DICT / NEMO_GYM_CONFIG_PATH), posts prompts × group-size rows to /run per step,
 // checks NeMo-RL's contiguity rule on every answer, prints NeMo-RL's own progress lines, writes
@@ -14,8 +17,11 @@ import readline from 'node:readline';
 
 const repo = path.resolve(import.meta.dirname, '../../..');
 const { parseYaml, toYaml } = await import(path.join(repo, 'dist/train/yaml.js'));
+const { loadWithInheritance } = await import(path.join(repo, 'dist/train/nemo-rl/merge.js'));
+const { loadContract, missingKeys } = await import(path.join(repo, 'dist/train/nemo-rl/contract.js'));
 const [script, ...rest] = process.argv.slice(2);
-const config = parseYaml(fs.readFileSync(rest[rest.indexOf('--config') + 1], 'utf8'));
+const configFile = rest[rest.indexOf('--config') + 1];
+const config = parseYaml(fs.readFileSync(configFile, 'utf8'));
 const started = Date.now();
 const children = [];
 const stop = (code) => {
@@ -33,6 +39,11 @@ const fail = (message) => {
 const get = (dotted) => dotted.split('.').reduce((node, k) => (node && typeof node === 'object' ? node[k] : undefined), config);
 
 if (!fs.existsSync(config.defaults)) fail(`defaults ${config.defaults} does not exist`);
+// The keys NeMo-RL reads unguarded on this run's path, after its own merge (as a KeyError in setup()).
+const kind = script.includes('run_sft') ? 'sft' : 'grpo';
+const missing = missingKeys(kind, loadContract(), loadWithInheritance(configFile, (f) => fs.readFileSync(f, 'utf8')));
+for (const { key, at } of missing) console.log(`KeyError: '${key.split('.').at(-1)}' (${key}, read at ${at})`);
+if (missing.length > 0) stop(1);
 const checkpoints = get('checkpointing.checkpoint_dir');
 const done = fs.existsSync(checkpoints) ? fs.readdirSync(checkpoints).map((d) => Number(/^step_(\d+)$/.exec(d)?.[1] ?? 0)) : [];
 const resumeFrom = Math.max(0, ...done);
@@ -75,6 +86,12 @@ if (script.includes('run_sft')) {
   const rows = fs.readFileSync(data, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
   for (const row of rows) if (row.messages.at(-1).role !== 'assistant') fail('each row must end with an assistant message');
   setupComplete();
+  // drop_last=True with batch_size = train_global_batch_size (sft.py:159-166): whole batches only.
+  const perEpoch = Math.floor(rows.length / get('policy.train_global_batch_size'));
+  if (perEpoch === 0) {
+    console.log(`\n${'='.repeat(25)} Epoch 1/${get('sft.max_num_epochs')} ${'='.repeat(25)}`);
+    stop(0);
+  }
   for (let step = resumeFrom + 1; step <= maxSteps; step++) {
     banner(step);
     console.log('▶ Preparing batch...');
