@@ -29,6 +29,8 @@ export interface EvaluationContext {
   sandbox: OpenSandbox | null;
   /** The setup commands' sandbox, for a `tests` evaluator's fresh copy. */
   setupSandbox: OpenSandbox | null;
+  /** A sandbox with no network, for polar's git after those setup commands. */
+  gitSandbox?: OpenSandbox | null;
   /** Where a `tests` evaluator may build its fresh copy. */
   scratch: string;
   /** Values never to store (upstream keys, auth tokens). */
@@ -63,7 +65,7 @@ export async function evaluate(ctx: EvaluationContext): Promise<Evaluation> {
     }
     return { reward: scored.reward, traceRewards: scored.traceRewards, record };
   }
-  const fresh = await prepareWorkspace(task, path.join(ctx.scratch, `eval-${ctx.sessionId}`), Date.now() + ev.timeout * 1000, ctx.env, ctx.setupSandbox ?? undefined).catch((err: unknown) => {
+  const fresh = await prepareWorkspace(task, path.join(ctx.scratch, `eval-${ctx.sessionId}`), Date.now() + ev.timeout * 1000, ctx.env, ctx.setupSandbox ?? undefined, ctx.gitSandbox ?? undefined).catch((err: unknown) => {
     throw new StageError('post', `could not prepare a fresh workspace for the tests: ${(err as Error).message}`);
   });
   try {

@@ -15,7 +15,7 @@ import type { RolloutConfig, RolloutEvent } from './config.js';
 import { evaluate } from './evaluate.js';
 import type { RolloutTask } from './task-file.js';
 import { evaluatorSandbox, harnessNetwork, setupSandbox } from './sandboxing.js';
-import { captureDiff, prepareWorkspace, removeWorkspace, StageError, type PreparedWorkspace } from './workspace.js';
+import { captureDiff, prepareWorkspace, removeWorkspace, StageError, workspaceDir, type PreparedWorkspace } from './workspace.js';
 
 /** What every stage shares: no globals; a rollout builds one and passes it in. */
 export interface StageContext {
@@ -80,9 +80,10 @@ export async function initStage(ctx: StageContext, sample: SampleRow): Promise<P
   ctx.emit({ type: 'stage', sampleId: sample.id, taskId: sample.taskId, stage: 'init' });
   const startedAt = Date.now();
   const deadline = startedAt + (task.timeout ?? ctx.config.timeoutSec) * 1000;
-  const dir = path.join(ctx.config.outDir, 'workspaces', `${task.id}-${sample.sampleIndex}-a${attempt}`);
+  const dir = workspaceDir(ctx.config.outDir, task.id, sample.sampleIndex, attempt);
   try {
-    const workspace = await prepareWorkspace(task, dir, deadline, toolEnv(), ctx.sandbox.kind === 'none' ? undefined : setupSandbox(ctx.sandbox, task));
+    const boxed = ctx.sandbox.kind !== 'none';
+    const workspace = await prepareWorkspace(task, dir, deadline, toolEnv(), boxed ? setupSandbox(ctx.sandbox, task) : undefined, boxed ? evaluatorSandbox(ctx.sandbox, null) : undefined);
     const timing = { init_ms: Date.now() - startedAt };
     await ctx.ledger.stage(sample.id, 'ready', timing);
     ctx.emit({ type: 'stage', sampleId: sample.id, taskId: sample.taskId, stage: 'ready' });
@@ -169,6 +170,7 @@ export async function postStage(ctx: StageContext, r: Ran): Promise<void> {
       // The task file's folder (hidden checkers) appears here only, after the agent has ended.
       sandbox: ctx.sandbox.kind === 'none' ? null : evaluatorSandbox(ctx.sandbox, ctx.tasksDir),
       setupSandbox: ctx.sandbox.kind === 'none' ? null : setupSandbox(ctx.sandbox, r.task),
+      gitSandbox: noNetwork,
       scratch: path.join(ctx.config.outDir, 'scratch'),
       secrets: ctx.secrets,
     });

@@ -42,10 +42,11 @@ export interface PreparedWorkspace {
 
 /**
  * Builds the workspace in `dest` (which must not exist) within `deadline` (ms since the epoch). The
- * task's setup commands run in `sandbox` when given (the copy, clone and baseline commit are polar's
- * own and run outside it, on what the task file names).
+ * task's setup commands run in `sandbox` when given; the copy and clone are polar's own, on what the
+ * task names, and run outside it. After setup commands the baseline commit runs in `gitSandbox`:
+ * a setup command could have left a clean filter or an fsmonitor in .git/config.
  */
-export async function prepareWorkspace(task: RolloutTask, dest: string, deadline: number, env: Record<string, string>, sandbox?: OpenSandbox): Promise<PreparedWorkspace> {
+export async function prepareWorkspace(task: RolloutTask, dest: string, deadline: number, env: Record<string, string>, sandbox?: OpenSandbox, gitSandbox?: OpenSandbox): Promise<PreparedWorkspace> {
   const left = () => {
     const ms = deadline - Date.now();
     if (ms <= 0) throw new StageError('init', 'the session budget ran out while preparing the workspace', true);
@@ -71,11 +72,17 @@ export async function prepareWorkspace(task: RolloutTask, dest: string, deadline
       throw new StageError('init', `setup command ${i + 1} (${command}) failed: ${r.failedToStart ?? `exit ${r.exitCode ?? r.signal}`}${lastLines(r.stderr || r.stdout)}`);
     }
   }
-  if (!(await exists(path.join(dest, '.git')))) await git(['init', '--quiet'], dest, env, left(), 'init');
-  await git(['add', '--all', '--', '.', ...excludes()], dest, env, left(), 'stage the baseline');
-  await git(['commit', '--quiet', '--allow-empty', '--no-verify', '-m', 'polar baseline'], dest, env, left(), 'commit the baseline');
-  const baseline = (await git(['rev-parse', 'HEAD'], dest, env, left(), 'read the baseline')).trim();
-  return { dir: dest, baseline };
+  const jail = task.setup.length > 0 && gitSandbox ? await gitSandbox(dest) : null;
+  const wrap = jail ? (c: HarnessCommand) => jail.wrap(c) : undefined;
+  try {
+    if (!(await exists(path.join(dest, '.git')))) await git(['init', '--quiet'], dest, env, left(), 'init', 'init', wrap);
+    await git(['add', '--all', '--', '.', ...excludes()], dest, env, left(), 'stage the baseline', 'init', wrap);
+    await git(['commit', '--quiet', '--allow-empty', '--no-verify', '-m', 'polar baseline'], dest, env, left(), 'commit the baseline', 'init', wrap);
+    const baseline = (await git(['rev-parse', 'HEAD'], dest, env, left(), 'read the baseline', 'init', wrap)).trim();
+    return { dir: dest, baseline };
+  } finally {
+    await jail?.close();
+  }
 }
 
 /**
@@ -108,6 +115,11 @@ export async function applyDiff(ws: PreparedWorkspace, diff: string, env: Record
 
 export async function removeWorkspace(dir: string): Promise<void> {
   await fs.rm(dir, { recursive: true, force: true });
+}
+
+/** Where one attempt of a sample works: each attempt its own folder, so a retry never sees the last one's files. */
+export function workspaceDir(outDir: string, taskId: string, sampleIndex: number, attempt: number): string {
+  return path.join(outDir, 'workspaces', `${taskId}-${sampleIndex}-a${attempt}`);
 }
 
 function excludes(): string[] {

@@ -99,15 +99,20 @@ describe.skipIf(!bwrap)('rollout in the bwrap sandbox (skipped: bubblewrap is no
     }
   });
 
-  it("polar's own git on the agent's workspace runs sandboxed: a clean filter the agent configured never runs on the host", async () => {
+  it("polar's own git after setup and on the agent's workspace runs sandboxed: a clean filter planted in .git/config never runs on the host", async () => {
     const marker = path.join(dir, 'filter-ran-on-host');
+    const plant = `git init -q 2>/dev/null; git config filter.evil.clean "sh -c 'touch ${marker}; cat'" && echo '* filter=evil' > .gitattributes`;
     const { summary, store } = await rollout('git-filter', [
-      { id: 'filter', prompt: `git config filter.evil.clean "sh -c 'touch ${marker}; cat'" && echo '* filter=evil' > .gitattributes && echo hi > f.txt && echo 1 > answer.txt` },
+      { id: 'filter', prompt: `${plant} && echo hi > f.txt && echo 1 > answer.txt` },
+      // A setup command (a task from gym-agent's network rows, say) plants it before the baseline commit.
+      { id: 'setup-filter', setup: [plant, 'echo base > base.txt'], prompt: 'echo 1 > answer.txt' },
     ]);
     try {
       const s = samplesByTask(store, summary.rolloutId).get('filter')!;
       expect([s.status, s.reward]).toEqual(['completed', 1]);
       expect(s.diff).toContain('f.txt');
+      const setup = samplesByTask(store, summary.rolloutId).get('setup-filter')!;
+      expect([setup.status, setup.reward, setup.error]).toEqual(['completed', 1, null]);
       expect(fs.existsSync(marker)).toBe(false);
     } finally {
       store.close();
