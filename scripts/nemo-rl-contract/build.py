@@ -88,14 +88,14 @@ GYM_RUN = {
         {'field': 'agent_ref.name', 'repo': 'Gym', 'file': 'nemo_gym/rollout_collection.py', 'line': 1038, 'note': 'the server the row is POSTed to at /run'},
     ],
     'response': [
-        {'field': 'response', 'repo': 'RL', 'file': 'nemo_rl/environments/nemo_gym.py', 'line': 765},
-        {'field': 'responses_create_params', 'repo': 'RL', 'file': 'nemo_rl/environments/nemo_gym.py', 'line': 766},
-        {'field': 'response.output', 'repo': 'RL', 'file': 'nemo_rl/environments/nemo_gym.py', 'line': 830},
+        {'field': 'response', 'repo': 'RL', 'file': 'nemo_rl/environments/nemo_gym.py', 'line': 765, 'required': True},
+        {'field': 'responses_create_params', 'repo': 'RL', 'file': 'nemo_rl/environments/nemo_gym.py', 'line': 766, 'required': True},
+        {'field': 'response.output', 'repo': 'RL', 'file': 'nemo_rl/environments/nemo_gym.py', 'line': 830, 'required': True},
         {'field': 'response.output[].prompt_token_ids', 'repo': 'RL', 'file': 'nemo_rl/environments/nemo_gym.py', 'line': 849},
         {'field': 'response.output[].generation_token_ids', 'repo': 'RL', 'file': 'nemo_rl/environments/nemo_gym.py', 'line': 850},
         {'field': 'response.output[].generation_log_probs', 'repo': 'RL', 'file': 'nemo_rl/environments/nemo_gym.py', 'line': 851},
         {'field': 'responses_create_params.input', 'repo': 'RL', 'file': 'nemo_rl/environments/nemo_gym.py', 'line': 974, 'note': 'read when no item is trainable, to size the prompt for the error'},
-        {'field': 'reward', 'repo': 'RL', 'file': 'nemo_rl/experience/rollouts.py', 'line': 2784},
+        {'field': 'reward', 'repo': 'RL', 'file': 'nemo_rl/experience/rollouts.py', 'line': 2784, 'required': True},
         {'field': 'instance_config.mask_sample', 'repo': 'RL', 'file': 'nemo_rl/experience/rollouts.py', 'line': 271, 'note': 'optional; flagged samples leave the loss but count for advantages (:2791-2794)'},
     ],
 }

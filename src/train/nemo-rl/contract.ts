@@ -26,6 +26,17 @@ export interface Contract {
   filled: { key: string; file: string; line: number; run: RunKind }[];
   typed_required: Record<RunKind, { key: string; file: string; line: number }[]>;
   asserts: { run: RunKind; on: string; file: string; line: number; what: string }[];
+  /** /run: what NeMo-RL / Gym send the agent, and what they read of its answer (`required`: unguarded). */
+  gym_run: { request: GymRunField[]; response: GymRunField[] };
+}
+
+export interface GymRunField {
+  field: string;
+  repo: 'RL' | 'Gym';
+  file: string;
+  line: number;
+  note?: string;
+  required?: boolean;
 }
 
 export const CONTRACT_DIR = path.resolve(import.meta.dirname, '..', '..', '..', 'fixtures', 'nemo-rl');

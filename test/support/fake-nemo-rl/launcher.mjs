@@ -122,6 +122,9 @@ const appArgv = JSON.parse(/os\.execv\([^,]+, (\[.*\])\)/.exec(fs.readFileSync(p
 const tasksFile = appArgv[appArgv.indexOf('--tasks') + 1];
 if (appArgv.indexOf('--tasks') < 0 || !fs.existsSync(tasksFile)) fail('app.py starts the agent without --tasks FILE');
 const temperature = get('policy.generation.temperature');
+// grpo_math_1B.yaml sets max_new_tokens to ${policy.max_total_sequence_length}; polar leaves it to the base.
+const maxNewTokens = typeof get('policy.generation.max_new_tokens') === 'number' ? get('policy.generation.max_new_tokens') : get('policy.max_total_sequence_length');
+const gymRun = loadContract().gym_run;
 const topP = get('policy.generation.top_p');
 const policy = await startJson(process.execPath, [path.join(repo, 'bin/polar.js'), 'mock-server', '--nemo-rl', '--nemo-rl-temperature', String(temperature), '--nemo-rl-top-p', String(topP), '--port', '0', '--json', '--tasks', tasksFile]);
 
@@ -155,7 +158,11 @@ for (let step = resumeFrom + 1; step <= maxSteps; step++) {
   console.log('▶ Preparing batch...');
   const first = ((step - 1) % perEpoch) * P;
   const batch = rows.slice(first, first + P).flatMap((row) => Array.from({ length: G }, () => structuredClone(row)));
-  batch.forEach((row, i) => Object.assign(row, { _rowidx: i, responses_create_params: { ...row.responses_create_params, temperature, top_p: topP } }));
+  // What NeMo-RL adds to each row (rollouts.py:2231-2244): sampling params, the output cap and the row index.
+  batch.forEach((row, i) => {
+    const cap = row.responses_create_params?.max_output_tokens;
+    Object.assign(row, { _rowidx: i, responses_create_params: { ...row.responses_create_params, temperature, top_p: topP, max_output_tokens: cap == null ? maxNewTokens : Math.min(cap, maxNewTokens) } });
+  });
   console.log(`▶ Generating responses for batch of size ${batch.length}...`);
   const answers = await Promise.all(batch.map(async (row) => {
     // Ctrl-C reaches the whole process group at once: the agent server may be gone before this
@@ -170,6 +177,10 @@ for (let step = resumeFrom + 1; step <= maxSteps; step++) {
   console.log('▶ Processing rewards...,');
   for (const a of answers) {
     if (typeof a.reward !== 'number' || !Array.isArray(a.response?.output)) fail('a /run result without reward or response.output');
+    // Every answer field the pinned list says NeMo-RL reads unguarded (nemo_gym.py:765-830, rollouts.py:2784).
+    for (const f of gymRun.response.filter((f) => f.required)) {
+      if (f.field.split('.').reduce((node, k) => (node && typeof node === 'object' ? node[k] : undefined), a) === undefined) fail(`KeyError: '${f.field}' in the /run answer (${f.file}:${f.line})`);
+    }
     let seen = [];
     let trainable = 0;
     for (const item of a.response.output) {
