@@ -18,6 +18,9 @@ beforeAll(async () => {
   const tools: Anthropic.Tool[] = [{ name: 'list_files', description: 'List files', input_schema: { type: 'object', properties: { path: { type: 'string' } } } }];
   await client.messages.stream({ model: 'claude', max_tokens: 500, tools, messages: [{ role: 'user', content: 'Please use a tool to look around.' }] }).finalMessage();
   await client.messages.create({ model: 'claude', max_tokens: 500, tools, messages: [{ role: 'user', content: 'Just say hi.' }] });
+  // A session of one conversation, for the one-row-per-sample nemo-gym export.
+  const single = new Anthropic({ baseURL: `${t.proxy.url}/s/exp-one`, apiKey: 'x', maxRetries: 0 });
+  await single.messages.create({ model: 'claude', max_tokens: 500, tools, messages: [{ role: 'user', content: 'Please use a tool to look around.' }] });
 });
 
 afterAll(async () => {
@@ -25,9 +28,9 @@ afterAll(async () => {
   await upstream?.close();
 });
 
-async function polarExport(args: string[]): Promise<{ lines: unknown[]; stderr: string; code: number }> {
+async function polarExport(args: string[], session = 'exp'): Promise<{ lines: unknown[]; stderr: string; code: number }> {
   try {
-    const { stdout, stderr } = await run(process.execPath, [BIN, 'export', '--db', t.dbPath, '--session', 'exp', ...args], { env: { ...process.env, NO_COLOR: '1' } });
+    const { stdout, stderr } = await run(process.execPath, [BIN, 'export', '--db', t.dbPath, '--session', session, ...args], { env: { ...process.env, NO_COLOR: '1' } });
     return { lines: stdout.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l)), stderr, code: 0 };
   } catch (err) {
     const e = err as { stdout: string; stderr: string; code: number };
@@ -69,16 +72,23 @@ describe('polar export', () => {
     expect(rewarded.stderr).toMatch(/POLAR_EMPTY_EXPORT.*nothing exported/);
   });
 
-  it('--format nemo-gym: rollout results whose model items carry the recorded token fields, as one append-only chain', async () => {
-    const { lines } = await polarExport(['--format', 'nemo-gym', '--strategy', 'per-request']);
-    expect(lines).toHaveLength(2);
+  it('--format nemo-gym: a Gym rollouts.jsonl row per session, whose model items carry the recorded token fields, as one append-only chain', async () => {
+    // Issue 25: a session of two conversations is two traces; written as two rows, a Gym consumer
+    // counted the session (and its reward) twice. It is left out and counted instead.
+    const split = await polarExport(['--format', 'nemo-gym', '--strategy', 'per-request']);
+    expect(split.lines).toHaveLength(0);
+    expect(split.stderr).toMatch(/export nemo-gym: 0 written, 1 left out: 1 unmerged session\n/);
+    const { lines, stderr } = await polarExport(['--format', 'nemo-gym', '--strategy', 'per-request'], 'exp-one');
+    expect(stderr).toMatch(/export nemo-gym: 1 written, 0 left out\n/);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatchObject({ agent_ref: { type: 'responses_api_agents', name: 'polar_agent' }, _ng_task_index: 0, _ng_rollout_index: 0, task_id: null, group_id: null, reward: 0 });
     const first = lines[0] as { responses_create_params: { input: unknown[]; tools: { name: string }[] }; response: { output: Record<string, unknown>[] }; reward: null };
     expect(first.responses_create_params.input).toEqual([{ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Please use a tool to look around.' }] }]);
     expect(first.responses_create_params.tools.map((x) => x.name)).toEqual(['list_files']);
     expect(first.response.output.map((o) => o.type)).toEqual(['reasoning', 'function_call']);
     const last = first.response.output.at(-1)!;
-    expect(last).toMatchObject({ prompt_token_ids: upstream.calls[0]!.promptIds, generation_token_ids: upstream.calls[0]!.reply.ids });
-    expect((last.generation_log_probs as number[]).length).toBe(upstream.calls[0]!.reply.ids.length);
+    expect(last).toMatchObject({ prompt_token_ids: upstream.calls[2]!.promptIds, generation_token_ids: upstream.calls[2]!.reply.ids });
+    expect((last.generation_log_probs as number[]).length).toBe(upstream.calls[2]!.reply.ids.length);
     // NeMo-RL's contiguity rule, as it checks it: tokens so far must prefix the next call's prompt.
     for (const line of lines as { response: { output: Record<string, unknown>[] } }[]) {
       let seen: number[] = [];

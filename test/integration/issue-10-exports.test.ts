@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMockServer, type MockServer } from '../../src/mock-server/server.js';
 import { BUNDLED_QWEN3 } from '../../src/upstream/tito/chat-template.js';
 import { contiguityProblems, gymResultProblems } from '../support/nemo-gym-schema.js';
+import { openaiFormatProblems } from '../support/openai-format.js';
 import { REPLAY_PROVIDERS, replayScript, replaySession } from '../support/replay.js';
 import { startTestProxy, type TestProxy } from '../support/start-proxy.js';
 
@@ -17,19 +18,27 @@ import { startTestProxy, type TestProxy } from '../support/start-proxy.js';
 const run = promisify(execFile);
 const BIN = path.resolve(__dirname, '../../bin/polar.js');
 
-async function polarExport(db: string, session: string, format: string): Promise<{ lines: Record<string, any>[]; stderr: string }> {
-  const { stdout, stderr } = await run(process.execPath, [BIN, 'export', '--db', db, '--session', session, '--format', format], { env: { ...process.env, NO_COLOR: '1' } });
-  return { lines: stdout.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l)), stderr };
+async function polarExport(db: string, session: string, format: string): Promise<{ lines: Record<string, any>[]; stderr: string; code: number }> {
+  try {
+    const { stdout, stderr } = await run(process.execPath, [BIN, 'export', '--db', db, '--session', session, '--format', format], { env: { ...process.env, NO_COLOR: '1' } });
+    return { lines: stdout.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l)), stderr, code: 0 };
+  } catch (err) {
+    const e = err as { stdout: string; stderr: string; code: number };
+    return { lines: e.stdout.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l)), stderr: e.stderr, code: e.code };
+  }
 }
 
 describe.each(REPLAY_PROVIDERS.filter((p) => p.harness === 'claude-code' || p.harness === 'codex'))('token-in export of a replayed $harness session', (provider) => {
   let mock: MockServer;
   let t: TestProxy;
   const session = 'tito-export';
+  // The first four turns: everything before the compaction, so one trace.
+  const merged = 'tito-export-merged';
   beforeAll(async () => {
     mock = await startMockServer({ script: replayScript, splitEvery: 3 });
     t = await startTestProxy(mock.url, { upstreamKind: 'vllm-tito', upstreamOptions: { tokenizer: BUNDLED_QWEN3 } });
     await replaySession(provider, t.proxy.url, session);
+    await replaySession(provider, t.proxy.url, merged, 4);
   }, 60_000);
   afterAll(async () => {
     await t?.close();
@@ -44,11 +53,17 @@ describe.each(REPLAY_PROVIDERS.filter((p) => p.harness === 'claude-code' || p.ha
     }
   });
 
-  it('--format nemo-gym: one line per faithful trace, Gym-valid, append-only, token fields on the last item of each call', async () => {
-    const { lines, stderr } = await polarExport(t.dbPath, session, 'nemo-gym');
-    // Six calls: the compaction rewrites history, so two traces.
-    expect(lines).toHaveLength(2);
-    expect(stderr).toMatch(/export nemo-gym: 2 written, 0 left out/);
+  it('--format nemo-gym: one line per session that is one faithful trace, Gym-valid, append-only, token fields on the last item of each call', async () => {
+    // Six calls: the compaction rewrites history, so two traces. Issue 25: two rows would count the
+    // session twice in Gym's per-task statistics, so it is left out and counted.
+    const split = await polarExport(t.dbPath, session, 'nemo-gym');
+    expect(split.lines).toHaveLength(0);
+    expect(split.code).toBe(1);
+    expect(split.stderr).toMatch(/export nemo-gym: 0 written, 1 left out: 1 unmerged session\n.*its main agent has 2 traces/);
+    const { lines, stderr } = await polarExport(t.dbPath, merged, 'nemo-gym');
+    expect(lines).toHaveLength(1);
+    expect(stderr).toMatch(/export nemo-gym: 1 written, 0 left out/);
+    expect(lines[0]!.polar.request_ids).toHaveLength(4);
     for (const line of lines) {
       expect(gymResultProblems(line)).toEqual([]);
       expect(contiguityProblems(line)).toEqual([]);
@@ -70,6 +85,7 @@ describe.each(REPLAY_PROVIDERS.filter((p) => p.harness === 'claude-code' || p.ha
     }
     // Earlier tool calls and their results are real Responses items, with matching call ids.
     const output = lines[0]!.response.output as Record<string, any>[];
+    expect(lines[0]).toMatchObject({ agent_ref: { name: 'polar_agent' }, _ng_task_index: 0, _ng_rollout_index: 0 });
     const calls = output.filter((o) => o.type === 'function_call').map((o) => o.call_id);
     const results = output.filter((o) => o.type === 'function_call_output').map((o) => o.call_id);
     expect(calls.length).toBeGreaterThan(1);
@@ -81,6 +97,8 @@ describe.each(REPLAY_PROVIDERS.filter((p) => p.harness === 'claude-code' || p.ha
     expect(lines).toHaveLength(2);
     expect(stderr).toMatch(/export sft: 2 written, 0 left out/);
     for (const example of lines) {
+      // What NeMo-RL's openai_format dataset and SFT processor read, and nothing else (issue 25).
+      expect(openaiFormatProblems(example)).toEqual([]);
       expect(example.messages.at(-1).role).toBe('assistant');
       expect(example.tools.length).toBeGreaterThan(0);
       for (const m of example.messages) {

@@ -195,11 +195,11 @@ export function replayScript(body: ChatBody, call: number): ScriptedReply {
   }
 }
 
-/** Runs the replayed session against a proxy; returns each reply's JSON. */
-export async function replaySession(provider: ReplayProvider, baseUrl: string, session: string): Promise<Json[]> {
+/** Runs the replayed session against a proxy (its first `turns` turns; all by default); returns each reply's JSON. */
+export async function replaySession(provider: ReplayProvider, baseUrl: string, session: string, turns: number = REPLAY_TURNS.length): Promise<Json[]> {
   const replies: Json[] = [];
   let body = provider.first();
-  for (let i = 0; i < REPLAY_TURNS.length; i++) {
+  for (let i = 0; i < Math.min(turns, REPLAY_TURNS.length); i++) {
     const turn = REPLAY_TURNS[i]!;
     if (i > 0) body = provider.next(body, replies[i - 1]!, 'Go on.');
     if ('compact' in turn) body = provider.compact(body, COMPACTION_SUMMARY);

@@ -2,12 +2,12 @@ import { Option, type Command } from 'commander';
 import { PolarError } from '../../core/errors.js';
 import { defaultDbPath, Store } from '../../store/store.js';
 import { openStore } from '../../store/open.js';
-import { exportLines } from '../../trajectory/export/select.js';
+import { exportLines, type LeftOutKind } from '../../trajectory/export/select.js';
 import { lookupResponse } from '../../proxy/recorded-response.js';
 import { emptyStats } from '../../trajectory/reconstruct.js';
 import { STRATEGIES, getStrategy } from '../../trajectory/registry.js';
 import { numberArg } from '../numbers.js';
-import { action, jsonLines } from '../output.js';
+import { action, jsonLines, printJson } from '../output.js';
 
 interface ExportOptions {
   db?: string;
@@ -20,6 +20,9 @@ interface ExportOptions {
   rollout?: string;
   accepted?: boolean;
   includePartial?: boolean;
+  includeSideCalls?: boolean;
+  includeReplays?: boolean;
+  json?: boolean;
 }
 
 export function registerExport(program: Command): void {
@@ -27,7 +30,7 @@ export function registerExport(program: Command): void {
     .command('export')
     .description('write training data as JSONL: token trajectories for RL trainers, or chat examples for SFT')
     .addOption(
-      new Option('--format <format>', 'tokens: trajectory records; sft: NeMo-RL openai_format {messages, tools}; nemo-gym: a Gym rollout result per trace')
+      new Option('--format <format>', "tokens: trajectory records; sft: NeMo-RL openai_format {messages, tools}; nemo-gym: NeMo Gym rollouts.jsonl, one row per sample (its main agent's trace)")
         .choices(['tokens', 'sft', 'nemo-gym'])
         .default('tokens'),
     )
@@ -39,26 +42,46 @@ export function registerExport(program: Command): void {
     .option('--rollout <id>', "only this rollout's samples (their final attempts)")
     .option('--accepted', 'only samples a rollout accepted (--accept): offline SFT generation')
     .option('--include-partial', 'also traces of sessions that did not end on their own (timeout, interrupted, aborted)')
+    .option('--include-side-calls', 'also side calls (calls that offered no tools while the agent\'s others did: titles, summaries); not with --format nemo-gym')
+    .option('--include-replays', 'also sessions recorded by `polar replay` (a recording played back, not sampled)')
     .option('--out <file>', 'write here (default: stdout)')
+    .option('--json', 'with --out: print the summary (written, left out by kind and reason) as JSON')
     .action(action(exportData));
 }
 
 async function exportData(opts: ExportOptions): Promise<void> {
+  if (opts.json && !opts.out) throw new PolarError('POLAR_USAGE', '--json needs --out FILE: without it the exported lines are what goes to stdout');
+  // A Gym row is one sample's main trace; side calls are never part of it (as polar gym-agent answers).
+  if (opts.includeSideCalls && opts.format === 'nemo-gym') throw new PolarError('POLAR_USAGE', "--include-side-calls does not apply to --format nemo-gym: a Gym row is one sample's main trace, which side calls are not part of (--format tokens or sft keeps them)");
   const minReward = opts.minReward ?? null;
   const store = await openStore(opts.db ?? defaultDbPath(), { readonly: true });
   const out = jsonLines(opts.out);
   const lookup = (responseId: string) => lookupResponse(store, responseId);
   const leftOut = new Map<string, number>();
-  const leave = (reason: string) => leftOut.set(reason, (leftOut.get(reason) ?? 0) + 1);
+  const byKind = new Map<LeftOutKind, number>();
+  const leave = (kind: LeftOutKind, reason: string) => {
+    leftOut.set(reason, (leftOut.get(reason) ?? 0) + 1);
+    byKind.set(kind, (byKind.get(kind) ?? 0) + 1);
+  };
   let written = 0;
   const stats = emptyStats(opts.strategy);
   try {
     const sessions = selectedSessions(store, opts);
     const strategy = getStrategy(opts.strategy, { allowRerender: opts.allowRerender === true });
-    const selection = { format: opts.format, strategy, ...(sessions ? { sessions } : {}), minReward, accepted: opts.accepted === true, includePartial: opts.includePartial === true, lookup };
+    const selection = {
+      format: opts.format,
+      strategy,
+      ...(sessions ? { sessions } : {}),
+      minReward,
+      accepted: opts.accepted === true,
+      includePartial: opts.includePartial === true,
+      includeSideCalls: opts.includeSideCalls === true,
+      includeReplays: opts.includeReplays === true,
+      lookup,
+    };
     for (const item of exportLines(store, selection, stats)) {
       if ('leftOut' in item) {
-        leave(item.leftOut);
+        leave(item.kind, item.leftOut);
         continue;
       }
       written++;
@@ -69,13 +92,17 @@ async function exportData(opts: ExportOptions): Promise<void> {
     await out.close();
   }
   const skipped = [...leftOut.values()].reduce((a, b) => a + b, 0);
-  process.stderr.write(`export ${opts.format}: ${written} written, ${skipped} left out\n`);
+  const kinds = [...byKind].map(([kind, n]) => `${n} ${n === 1 ? kind : plural(kind)}`).join(', ');
+  process.stderr.write(`export ${opts.format}: ${written} written, ${skipped} left out${kinds ? `: ${kinds}` : ''}\n`);
   for (const [reason, n] of leftOut) process.stderr.write(`  left out ${n}: ${reason}\n`);
+  if (opts.json && written > 0) {
+    printJson({ ok: true, format: opts.format, out: opts.out, written, leftOut: skipped, leftOutByKind: Object.fromEntries(byKind), leftOutByReason: Object.fromEntries(leftOut) });
+  }
   if (written === 0) {
     const excluded = countReasons(stats.excluded.map((e) => e.reason));
     const why =
       skipped > 0
-        ? 'every trace was left out (reasons above)'
+        ? 'everything was left out (reasons above)'
         : stats.calls === 0
           ? 'no recorded calls in the selected sessions'
           : `no call could be trained on (${[...excluded].map(([r, n]) => `${r}: ${n}`).join(', ')})`;
@@ -89,6 +116,13 @@ export function selectedSessions(store: Store, opts: { session?: string[]; rollo
   if (!store.rollouts.get(opts.rollout)) throw new PolarError('POLAR_USAGE', `no rollout ${JSON.stringify(opts.rollout)} in this database; list them with \`polar rollouts\``);
   const ids = store.rollouts.samples(opts.rollout).map((s) => s.sessionId).filter((id): id is string => id !== null);
   return opts.session ? ids.filter((id) => opts.session!.includes(id)) : ids;
+}
+
+/** A left-out kind's plural: its noun is the first word ('side call' → 'side calls', 'call without token ids' → 'calls without token ids'). */
+function plural(kind: LeftOutKind): string {
+  if (kind === 'not accepted' || kind === 'below --min-reward') return kind;
+  if (kind === 'call without token ids') return 'calls without token ids';
+  return `${kind}s`;
 }
 
 function countReasons(reasons: readonly string[]): Map<string, number> {

@@ -18,8 +18,8 @@ import { responsesInputItems, responsesTool, type ResponsesItem, type ResponsesT
  * - `reward` (0 when the session was never rewarded; `polar.rewarded` says which).
  * The last output item of each model call carries `prompt_token_ids`, `generation_token_ids` and
  * `generation_log_probs`, exactly as recorded. NeMo-RL asserts each sample is one append-only chain
- * (the tokens so far prefix the next call's prompt), which a faithful prefix-merged trace is, so
- * the export is one result per trace, not per session.
+ * (the tokens so far prefix the next call's prompt), which a faithful prefix-merged trace is; the
+ * export writes one per sample whose main agent is one such trace (gym-rollouts.ts, select.ts).
  */
 export interface NemoGymResult {
   responses_create_params: { input: ResponsesItem[]; tools: ResponsesTool[] };

@@ -1,8 +1,8 @@
 import type { Store } from '../../store/store.js';
 import type { ResponseLookup } from '../conversation.js';
 import { reconstruct, type ReconstructStats } from '../reconstruct.js';
-import type { Strategy } from '../types.js';
-import { nemoGymResult } from './nemo-gym.js';
+import type { Strategy, Trajectory } from '../types.js';
+import { gymRolloutRow, GymIndices, mainAgentOf } from './gym-rollouts.js';
 import { sftExample } from './sft.js';
 
 export type ExportFormat = 'tokens' | 'sft' | 'nemo-gym';
@@ -17,35 +17,130 @@ export interface ExportSelection {
   accepted: boolean;
   /** Also traces of sessions that did not end on their own. */
   includePartial: boolean;
+  /** Also side calls (no tools offered while the agent's other calls had some). Not for nemo-gym. */
+  includeSideCalls?: boolean;
+  /** Also sessions recorded by `polar replay` (the recording played back, not a model sampling). */
+  includeReplays?: boolean;
   lookup?: ResponseLookup;
 }
 
 /**
- * The lines an export writes, trace by trace, each either a line in the chosen format or the reason
- * it was left out (partial, not accepted, below the reward floor, or a format's own problem). Shared
- * by `polar export` and `polar train sft --db`.
+ * Why something was left out: `kind` is the short label the summary counts by (its unit is in the
+ * name: a call, a trace, a session), `leftOut` the reason with the flag that keeps it.
  */
-export function* exportLines(store: Store, sel: ExportSelection, stats: ReconstructStats): Generator<{ line: unknown } | { leftOut: string }, void> {
-  for (const trace of reconstruct(store, { strategy: sel.strategy, ...(sel.sessions ? { sessions: sel.sessions } : {}) }, stats)) {
-    if (trace.partial && !sel.includePartial) {
-      yield { leftOut: `partial: session ${trace.status} (--include-partial keeps it)` };
+export type LeftOutKind =
+  | 'side call'
+  | 'failed call'
+  | 'call without token ids'
+  | 'replay session'
+  | 'partial trace'
+  | 'not accepted'
+  | 'below --min-reward'
+  | 'sub-agent trace'
+  | 'unmerged session'
+  | 'unexportable trace';
+
+export interface LeftOut {
+  leftOut: string;
+  kind: LeftOutKind;
+}
+
+/** A session `polar replay --harness` recorded: the recording played back by a cassette, not sampled (replay-session.ts). */
+export function isReplaySession(metadata: Record<string, unknown>): boolean {
+  return typeof metadata.replay_of === 'string';
+}
+
+/**
+ * The lines an export writes, each either a line in the chosen format or what was left out and why:
+ * replay sessions and side calls (unless asked for), calls that failed or have no server ids,
+ * partial traces, samples not accepted, traces below the reward floor, and a format's own problems.
+ * Shared by `polar export` and `polar train sft --db`.
+ *
+ * `tokens` and `sft` write one line per trace. `nemo-gym` writes one line per sample: its main
+ * agent's trace, as a Gym rollouts.jsonl row (gym-rollouts.ts). A session whose main agent did not
+ * merge into one trace is left out and counted, not split: a Gym consumer counts each line as a
+ * rollout of its task (one (task, rollout) key per line), so a session split into N lines would be
+ * counted N times, and a row that joined them would break NeMo-RL's one-chain rule. Sub-agent traces
+ * are not part of the sample's row either (as `polar gym-agent` answers), and are counted.
+ */
+export function* exportLines(store: Store, sel: ExportSelection, stats: ReconstructStats): Generator<{ line: unknown } | LeftOut, void> {
+  const wanted = sel.sessions ? new Set(sel.sessions) : null;
+  const sessions: string[] = [];
+  for (const s of store.sessions.list()) {
+    if (wanted && !wanted.has(s.id)) continue;
+    if (!sel.includeReplays && isReplaySession(s.metadata)) {
+      yield { kind: 'replay session', leftOut: `replay session: recorded by polar replay from ${String(s.metadata.replay_of)} (--include-replays keeps it)` };
       continue;
     }
-    if (sel.accepted && trace.accepted !== true) {
-      yield { leftOut: trace.accepted === null ? 'not a rollout sample (--accepted)' : 'not accepted (--accepted)' };
-      continue;
-    }
-    if (sel.minReward !== null && (trace.reward === null || trace.reward < sel.minReward)) {
-      yield { leftOut: trace.reward === null ? 'no reward (--min-reward)' : `reward below ${sel.minReward} (--min-reward)` };
-      continue;
-    }
-    const line =
-      sel.format === 'sft'
-        ? sftExample(store.requests.get(trace.request_ids[trace.request_ids.length - 1]!)!, sel.lookup)
-        : sel.format === 'nemo-gym'
-          ? nemoGymResult(trace, trace.request_ids.map((id) => store.requests.get(id)!), sel.lookup)
-          : trace;
-    if ('problem' in line) yield { leftOut: line.problem };
-    else yield { line };
+    sessions.push(s.id);
   }
+  const gym = sel.format === 'nemo-gym';
+  const indices = new GymIndices();
+  let counted = stats.excluded.length;
+  const excludedCalls = function* (): Generator<LeftOut> {
+    for (; counted < stats.excluded.length; counted++) yield excludedCall(stats.excluded[counted]!.reason);
+  };
+  let group: Trajectory[] = [];
+  const flush = function* (): Generator<{ line: unknown } | LeftOut> {
+    if (group.length === 0) return;
+    if (gym) yield* gymSession(store, sel, group, indices);
+    else for (const trace of group) yield* traceLine(store, sel, trace);
+    group = [];
+  };
+  for (const trace of reconstruct(store, { strategy: sel.strategy, sessions, includeSideCalls: !gym && sel.includeSideCalls === true }, stats)) {
+    if (group.length > 0 && group[0]!.session_id !== trace.session_id) {
+      yield* flush();
+      yield* excludedCalls();
+    }
+    group.push(trace);
+  }
+  yield* flush();
+  yield* excludedCalls();
+}
+
+function excludedCall(reason: string): LeftOut {
+  if (reason.startsWith('side call')) return { kind: 'side call', leftOut: `${reason} (--include-side-calls keeps it)` };
+  if (reason === 'no server token ids') return { kind: 'call without token ids', leftOut: 'call without server token ids (the upstream returned none)' };
+  return { kind: 'failed call', leftOut: `call ${reason}` };
+}
+
+/** The selection rules every format applies to a trace; null when it is kept. */
+function selectionRule(sel: ExportSelection, trace: Trajectory): LeftOut | null {
+  if (trace.partial && !sel.includePartial) return { kind: 'partial trace', leftOut: `partial: session ${trace.status} (--include-partial keeps it)` };
+  if (sel.accepted && trace.accepted !== true) return { kind: 'not accepted', leftOut: trace.accepted === null ? 'not a rollout sample (--accepted)' : 'not accepted (--accepted)' };
+  if (sel.minReward !== null && (trace.reward === null || trace.reward < sel.minReward)) {
+    return { kind: 'below --min-reward', leftOut: trace.reward === null ? 'no reward (--min-reward)' : `reward below ${sel.minReward} (--min-reward)` };
+  }
+  return null;
+}
+
+function* traceLine(store: Store, sel: ExportSelection, trace: Trajectory): Generator<{ line: unknown } | LeftOut> {
+  const rule = selectionRule(sel, trace);
+  if (rule) {
+    yield rule;
+    return;
+  }
+  const line = sel.format === 'sft' ? sftExample(store.requests.get(trace.request_ids[trace.request_ids.length - 1]!)!, sel.lookup) : trace;
+  if ('problem' in line) yield { kind: 'unexportable trace', leftOut: line.problem };
+  else yield { line };
+}
+
+function* gymSession(store: Store, sel: ExportSelection, traces: readonly Trajectory[], indices: GymIndices): Generator<{ line: unknown } | LeftOut> {
+  const agent = mainAgentOf(traces);
+  const main = traces.filter((t) => t.agent_id === agent);
+  for (const t of traces) if (t.agent_id !== agent) yield { kind: 'sub-agent trace', leftOut: `sub-agent trace (agent ${t.agent_id}): not part of the sample's Gym row (--format tokens keeps it)` };
+  if (main.length > 1) {
+    yield { kind: 'unmerged session', leftOut: `session did not merge into one token chain: its main agent has ${main.length} traces, and a Gym row is one sample's one chain (--format tokens keeps every trace)` };
+    return;
+  }
+  const trace = main[0]!;
+  const rule = selectionRule(sel, trace);
+  if (rule) {
+    yield rule;
+    return;
+  }
+  const sample = trace.rollout_id !== null ? store.rollouts.sampleForSession(trace.session_id) : undefined;
+  const row = gymRolloutRow(trace, trace.request_ids.map((id) => store.requests.get(id)!), indices, { sampleIndex: sample?.sampleIndex ?? null, ...(sel.lookup ? { lookup: sel.lookup } : {}) });
+  if ('problem' in row) yield { kind: 'unexportable trace', leftOut: row.problem };
+  else yield { line: row };
 }
