@@ -71,6 +71,9 @@ export interface RolloutSummary {
   attempted: number;
   groups: GroupSummary[];
   durationMs: number;
+  /** Samples that ended in this run (after a resume: its own, not those that ended before it). */
+  endedHere: number;
+  /** endedHere per minute of durationMs. */
   sessionsPerMinute: number;
   /** Calls this run's proxy refused for want of a session key (each in the audit table); absent when not counted. */
   refusedCalls?: number;

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { PolarError } from '../core/errors.js';
@@ -18,6 +19,7 @@ import { localLedger } from './ledger.js';
 import { Channel, pool } from './channel.js';
 import type { RolloutConfig, RolloutEvent, RolloutSummary } from './config.js';
 import { initStage, postStage, runStage, type Prepared, type Ran, type StageContext } from './stages.js';
+import { removeWorkspace, workspaceDir } from './workspace.js';
 import type { RolloutTask } from './task-file.js';
 
 export interface RolloutRun {
@@ -57,6 +59,10 @@ export async function runRollout(options: RolloutRun): Promise<RolloutSummary> {
   };
   try {
     const { rolloutId, config, tasks, tasksFile } = openRollout(store, run);
+    if (run.resume && !config.keepWorkspaces) {
+      const removed = await removeCutShortWorkspaces(config.outDir, store.rollouts.samples(rolloutId));
+      if (removed > 0) run.onNotice?.(`removed ${removed} workspace(s) the interrupted run left behind (--keep-workspaces keeps them)`);
+    }
     const { harness, sandbox, socket, upstream, proxy, sessionKeys, model, contextWindow } = await startCapture(store, config, rolloutId, run.upstreamApiKey);
     process.on('SIGINT', onSigint);
     process.on('SIGTERM', onSigint);
@@ -92,7 +98,8 @@ export async function runRollout(options: RolloutRun): Promise<RolloutSummary> {
     }
     const unfinished = store.rollouts.samples(rolloutId).some((s) => !(SAMPLE_OUTCOMES as readonly string[]).includes(s.status));
     store.rollouts.end(rolloutId, unfinished ? 'interrupted' : 'completed');
-    return { ...summarize(store, rolloutId, displayDb(run.dbPath), Date.now() - started), refusedCalls: proxy.refused() };
+    // The rate is this process's: samples that ended before a resume took none of its time.
+    return { ...summarize(store, rolloutId, displayDb(run.dbPath), Date.now() - started, started), refusedCalls: proxy.refused() };
   } finally {
     process.off('SIGINT', onSigint);
     process.off('SIGTERM', onSigint);
@@ -139,6 +146,24 @@ export async function startCapture(store: Store, config: RolloutConfig, rolloutI
     throw err;
   });
   return { harness, sandbox, socket, upstream, proxy, sessionKeys, model, contextWindow: match?.maxModelLen ?? null };
+}
+
+/**
+ * On a resume, before anything runs: the workspaces every earlier attempt left (a process killed
+ * mid-sample, or between a sample's end and its cleanup, never removed them; a new attempt gets a
+ * folder of its own). No other process runs this rollout now. Returns how many were there.
+ */
+async function removeCutShortWorkspaces(outDir: string, samples: readonly SampleRow[]): Promise<number> {
+  let removed = 0;
+  for (const s of samples) {
+    for (let attempt = 1; attempt <= s.attempt; attempt++) {
+      const dir = workspaceDir(outDir, s.taskId, s.sampleIndex, attempt);
+      if (!existsSync(dir)) continue;
+      await removeWorkspace(dir);
+      removed++;
+    }
+  }
+  return removed;
 }
 
 /** The three pools and the channels between them. */
@@ -196,8 +221,12 @@ function openRollout(store: Store, run: RolloutRun): { rolloutId: string; config
   return { rolloutId, config, tasks: [...run.tasks], tasksFile: run.tasksFile ? path.resolve(run.tasksFile) : null };
 }
 
-/** The rollout as it stands in the database: outcomes, groups with their rewards and advantages. */
-export function summarize(store: Store, rolloutId: string, dbPath: string, durationMs: number): RolloutSummary {
+/**
+ * The rollout as it stands in the database: outcomes, groups with their rewards and advantages.
+ * `since`: when this run started; the throughput counts only the samples that ended after it
+ * (a resume's own), over `durationMs`. Without it, every ended sample counts.
+ */
+export function summarize(store: Store, rolloutId: string, dbPath: string, durationMs: number, since?: number): RolloutSummary {
   const row = store.rollouts.get(rolloutId)!;
   const samples = store.rollouts.samples(rolloutId);
   const groups = store.rollouts.groups(rolloutId);
@@ -210,6 +239,7 @@ export function summarize(store: Store, rolloutId: string, dbPath: string, durat
   const byTask = new Map<string, SampleRow[]>();
   for (const s of samples) byTask.set(s.taskId, [...(byTask.get(s.taskId) ?? []), s]);
   const ended = outcomes.completed + outcomes.failed + outcomes.timeout + outcomes.error;
+  const endedHere = since === undefined ? ended : samples.filter((s) => (SAMPLE_OUTCOMES as readonly string[]).includes(s.status) && s.endedAt !== null && s.endedAt >= since).length;
   const config = row.config as Partial<RolloutConfig>;
   const everyHost = config.sandbox === 'none' || config.network === 'host';
   const hostTasks = new Set(store.rollouts.tasks(rolloutId).map((t) => JSON.parse(t) as RolloutTask).filter((t) => t.network === 'host').map((t) => t.id));
@@ -238,7 +268,8 @@ export function summarize(store: Store, rolloutId: string, dbPath: string, durat
       };
     }),
     durationMs,
-    sessionsPerMinute: durationMs > 0 ? (ended / durationMs) * 60_000 : 0,
+    endedHere,
+    sessionsPerMinute: durationMs > 0 ? (endedHere / durationMs) * 60_000 : 0,
     db: dbPath,
     outDir: String(row.config.outDir ?? ''),
     hostNetwork: samples.filter((s) => everyHost || hostTasks.has(s.taskId)).map((s) => s.id),

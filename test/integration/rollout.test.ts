@@ -285,10 +285,20 @@ describe('polar rollout', () => {
     const [rollout] = JSON.parse(listed.stdout).rollouts;
     expect(rollout.status).toBe('interrupted');
     expect(rollout.outcomes.completed).toBeLessThan(12);
+    const endedBefore = rollout.outcomes.completed + rollout.outcomes.failed + rollout.outcomes.timeout + rollout.outcomes.error;
+    // kill -9 removed nothing: the attempts it cut short left their workspaces.
+    const workspaces = path.join(dir, 'out-crash.db', 'workspaces');
+    expect(fs.readdirSync(workspaces).filter((d) => /-a1$/.test(d)).length).toBeGreaterThan(0);
 
     const resumed = await polar([BIN, 'rollout', '--resume', rollout.rolloutId, '--db', db, '--json']);
     expect(resumed.code, resumed.stderr).toBe(0);
-    expect(JSON.parse(resumed.stdout)).toMatchObject({ status: 'completed', outcomes: { completed: 12 } });
+    const summary = JSON.parse(resumed.stdout);
+    expect(summary).toMatchObject({ status: 'completed', outcomes: { completed: 12 } });
+    // The resume's rate counts only what it ended, over its own time.
+    expect(summary.endedHere).toBe(12 - endedBefore);
+    expect(summary.sessionsPerMinute).toBeCloseTo((summary.endedHere / summary.durationMs) * 60_000, 6);
+    // Nothing is left of the cut-short attempts, nor of the resume's own (no --keep-workspaces).
+    expect(fs.readdirSync(workspaces)).toEqual([]);
     const store = open(db);
     try {
       const samples = store.rollouts.samples(rollout.rolloutId);

@@ -60,7 +60,7 @@ export function registerRollout(program: Command): void {
     .option('--out <dir>', 'where workspaces and evaluators work (default: a new temporary folder)')
     .option('--accept <expr>', "mark accepted samples, e.g. 'reward>=1' (offline SFT generation; export --accepted)")
     .option('--resume <rollout>', 'run only the samples of this rollout that did not end (after a crash or Ctrl-C)')
-    .option('--keep-workspaces', 'keep each workspace after evaluation (default: removed)');
+    .option('--keep-workspaces', 'keep each workspace after evaluation (default: removed; --resume also removes those an interrupted run left)');
   addSandboxOptions(rollout)
     .option('--command <template>', 'for --harness custom (see polar run --help)')
     .option('--harness-bin <path>', 'the harness executable (default: node_modules/.bin, then PATH)')
@@ -208,6 +208,7 @@ function resumeArgs(opts: RolloutOptions, sandbox: 'bwrap' | 'none'): { resume: 
   if (opts.sandboxRo?.length) overrides.sandboxReadOnly = readOnlyFrom(opts);
   if (opts.harnessBin) overrides.harnessBin = opts.harnessBin;
   if (opts.node) overrides.nodeBin = opts.node;
+  if (opts.keepWorkspaces) overrides.keepWorkspaces = true;
   return { resume: opts.resume!, overrides };
 }
 
@@ -217,7 +218,7 @@ function summaryText(s: RolloutSummary, dbPath: string): string {
   const lines = [
     `${chalk.bold('rollout')} ${s.rolloutId} ${s.status === 'completed' ? chalk.green(s.status) : chalk.yellow(s.status)}: ${s.harness}, ${s.tasks} tasks × ${s.samplesPerTask} samples`,
     `  outcomes: ${o.completed} completed, ${o.failed} failed, ${o.timeout} timeout, ${o.error} error${o.interrupted + o.unfinished > 0 ? `, ${o.interrupted + o.unfinished} not finished` : ''}`,
-    `  mean reward ${fmt(s.meanReward)} · accepted ${s.accepted}/${s.attempted} · ${s.sessionsPerMinute.toFixed(1)} sessions/min · ${(s.durationMs / 1000).toFixed(0)} s`,
+    `  mean reward ${fmt(s.meanReward)} · accepted ${s.accepted}/${s.attempted} · ${throughput(s)}`,
     ...(s.hostNetwork.length > 0 ? [chalk.yellow(`  host network: ${s.hostNetwork.length === s.tasks * s.samplesPerTask ? 'every sample' : `${s.hostNetwork.length} sample(s)`} had this machine's network, not only the proxy`)] : []),
     ...(s.refusedCalls ? [chalk.yellow(`  ${s.refusedCalls} call(s) refused without their session's key: ${invokedAs()} audit${db}`)] : []),
     '',
@@ -228,6 +229,14 @@ function summaryText(s: RolloutSummary, dbPath: string): string {
       : `resume: ${invokedAs()} rollout --resume ${s.rolloutId}${db}`,
   ];
   return lines.join('\n');
+}
+
+/** The rate of this run; after a resume, the samples that ended before it are said apart (they took none of its time). */
+function throughput(s: RolloutSummary): string {
+  const o = s.outcomes;
+  const before = o.completed + o.failed + o.timeout + o.error - s.endedHere;
+  const rate = `${s.sessionsPerMinute.toFixed(1)} sessions/min · ${(s.durationMs / 1000).toFixed(0)} s`;
+  return before > 0 ? `${rate} (${s.endedHere} ended in this run; ${before} before it)` : rate;
 }
 
 function groupTable(s: RolloutSummary): string {
