@@ -18,6 +18,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { findBwrap } from '../src/sandbox/index.js';
+import { cgroupSupport } from '../src/sandbox/limits.js';
 import { startMockServer } from '../src/mock-server/server.js';
 import { mockTasksFrom } from '../src/mock-server/tasks.js';
 import type { RolloutConfig } from '../src/rollout/config.js';
@@ -89,15 +90,21 @@ async function perHarness(): Promise<string[]> {
   return rows;
 }
 
+function cgroupFacts(): string {
+  const cg = cgroupSupport();
+  return cg ? `cgroup v${cg.version} (${Object.keys(cg.parents).join(', ')})` : 'no writable cgroup (rlimits only)';
+}
+
 const STARTUP_HEADING = 'Sandbox start-up per sample (issue 24)';
 
 async function startup(): Promise<string> {
+  const load = os.loadavg()[0]!.toFixed(1);
   const samples = await measureStartup(rounds);
   const cpu = os.cpus()[0]?.model.trim() ?? 'unknown CPU';
   const bwrapVersion = execFileSync('bwrap', ['--version'], { encoding: 'utf8' }).trim();
   return `## ${STARTUP_HEADING}
 
-${new Date().toISOString().slice(0, 10)}, ${cpu}, ${os.cpus().length} cores, Linux ${os.release()}, Node ${process.version}, ${bwrapVersion}, cgroup v1 (pids, memory, cpuacct); other work shared the machine.
+${new Date().toISOString().slice(0, 10)}, ${cpu}, ${os.cpus().length} cores, Linux ${os.release()}, Node ${process.version}, ${bwrapVersion}, ${cgroupFacts()}; 1-minute load average ${load} when it started (other work shared the machine).
 \`npm run bench:rollout -- --sections=startup --rounds=${rounds} --write\` (bench/sandbox-startup.ts).
 
 ${startupTable(samples)}
