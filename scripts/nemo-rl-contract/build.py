@@ -172,6 +172,11 @@ def main():
         'typed_required': {run: typed_required(raw['typed_dicts'], run) for run in ('grpo', 'sft')},
         'asserts': ASSERTS,
         'gym_run': GYM_RUN,
+        # The Gym submodule NeMo-RL runs, and the files in it polar's GRPO run names or relies on.
+        'gym': {'root': '3rdparty/Gym-workspace/Gym', 'files': [
+            {'path': 'responses_api_models/vllm_model/configs/vllm_model_for_training.yaml', 'why': 'first entry of env.nemo_gym.config_paths (polar writes it)'},
+            {'path': 'nemo_gym/rollout_collection.py', 'why': 'posts each row to <agent_ref.name>/run (:1038)'},
+        ]},
     }
     json.dump(contract, sys.stdout, indent=1)
     sys.stdout.write('\n')

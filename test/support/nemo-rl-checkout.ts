@@ -32,6 +32,10 @@ export function writeFixtureCheckout(dir: string, opts: { omitKeys?: string[]; s
     fs.mkdirSync(path.dirname(path.join(dir, contract.runs[kind].base)), { recursive: true });
     fs.writeFileSync(path.join(dir, contract.runs[kind].base), `# built from fixtures/nemo-rl/${contract.runs[kind].base_keys}\n${toYaml(treeOfKeys(keys))}`);
   }
+  for (const f of contract.gym.files) {
+    fs.mkdirSync(path.dirname(path.join(dir, contract.gym.root, f.path)), { recursive: true });
+    fs.writeFileSync(path.join(dir, contract.gym.root, f.path), '# stand-in\n');
+  }
   fs.writeFileSync(path.join(dir, '.python-version'), '3.13.14\n');
   return dir;
 }

@@ -23,11 +23,13 @@ export interface CheckoutReport {
   /** The base config could not be read (the key check was skipped), and why. */
   baseUnreadable: string | null;
   checkedReads: number;
+  /** GRPO: the Gym submodule (its commit, files of the list it lacks); null when it is not checked out. */
+  gym: { root: string; checkedOut: boolean; commit: string | null; pinned: string; missingFiles: string[] } | null;
 }
 
 export function checkCheckout(checkout: string, kind: RunKind, generated: Yaml, contract: Contract): CheckoutReport {
   const run = contract.runs[kind];
-  const report: CheckoutReport = { commit: headCommit(checkout), pinned: contract.pinned.nemo_rl.commit, missingFiles: [], moved: [], gone: [], missingKeys: [], baseUnreadable: null, checkedReads: 0 };
+  const report: CheckoutReport = { commit: headCommit(checkout), pinned: contract.pinned.nemo_rl.commit, missingFiles: [], moved: [], gone: [], missingKeys: [], baseUnreadable: null, checkedReads: 0, gym: null };
   const sources = new Map<string, string[] | null>();
   const lines = (file: string) => {
     if (!sources.has(file)) {
@@ -53,6 +55,13 @@ export function checkCheckout(checkout: string, kind: RunKind, generated: Yaml, 
     else report.moved.push({ key: read.key, file: read.file, from: read.lines, to: now });
   }
 
+  if (kind === 'grpo') {
+    const gymRoot = path.join(checkout, contract.gym.root);
+    const checkedOut = fs.existsSync(gymRoot) && fs.readdirSync(gymRoot).length > 0;
+    const missingFiles = contract.gym.files.map((f) => f.path).filter((f) => !fs.existsSync(path.join(gymRoot, f)));
+    report.gym = { root: contract.gym.root, checkedOut, commit: checkedOut ? headCommit(gymRoot) : null, pinned: contract.pinned.gym.commit, missingFiles };
+  }
+
   const basePath = path.join(checkout, run.base);
   if (fs.existsSync(basePath)) {
     try {
@@ -76,6 +85,9 @@ export function describeReport(report: CheckoutReport, checkout: string, reportF
   const drift: string[] = [];
   if (report.commit && !report.commit.startsWith(pin)) drift.push(`checkout is at ${report.commit.slice(0, 7)}, polar's list was read at ${pin}`);
   if (report.missingFiles.length > 0) drift.push(`files gone: ${report.missingFiles.join(', ')}`);
+  if (report.gym?.commit && !report.gym.commit.startsWith(report.gym.pinned.slice(0, 7))) drift.push(`its Gym submodule is at ${report.gym.commit.slice(0, 7)}, polar's list was read at ${report.gym.pinned.slice(0, 7)}`);
+  if (report.gym?.checkedOut && report.gym.missingFiles.length > 0) drift.push(`Gym files gone: ${report.gym.missingFiles.join(', ')}`);
+  if (report.gym && !report.gym.checkedOut) warnings.push(`${checkout} has no NeMo Gym (the submodule ${report.gym.root} is empty or absent): GRPO with polar's agent runs in it; \`git -C ${checkout} submodule update --init --recursive\``);
   if (report.gone.length > 0) drift.push(`no longer read: ${report.gone.map((g) => `${g.key} (${g.file}:${g.lines.join(',')})`).join('; ')}`);
   if (report.moved.length > 0) {
     const shown = report.moved.slice(0, 3).map((m) => `${m.key} ${m.file}:${m.from.join(',')} → :${m.to.join(',')}`);

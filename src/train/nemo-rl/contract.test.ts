@@ -62,6 +62,7 @@ describe('--check-nemo-rl: a checkout read against the pinned list', () => {
     for (const kind of ['grpo', 'sft'] as const) {
       const report = checkCheckout(rl, kind, kind === 'grpo' ? grpo(rl) : sft(rl), contract);
       expect(report).toMatchObject({ missingFiles: [], moved: [], gone: [], missingKeys: [], baseUnreadable: null });
+      if (kind === 'grpo') expect(report.gym).toEqual({ root: '3rdparty/Gym-workspace/Gym', checkedOut: true, commit: null, pinned: contract.pinned.gym.commit, missingFiles: [] });
       expect(report.checkedReads).toBeGreaterThan(kind === 'grpo' ? 100 : 40);
       expect(describeReport(report, rl)).toEqual({ errors: [], warnings: [] });
     }
@@ -76,9 +77,23 @@ describe('--check-nemo-rl: a checkout read against the pinned list', () => {
     expect(errors[0]).toMatch(/has no policy\.generation\.max_new_tokens, which NeMo-RL reads unguarded \(nemo_rl\/.*:\d+.*\): set it with --set policy\.generation\.max_new_tokens=/);
   });
 
+  it('a checkout cloned without --recursive: no Gym, said with the fix', () => {
+    const rl = writeFixtureCheckout(path.join(tmp, 'flat'));
+    fs.rmSync(path.join(rl, '3rdparty/Gym-workspace/Gym'), { recursive: true });
+    fs.mkdirSync(path.join(rl, '3rdparty/Gym-workspace/Gym'));
+    const report = checkCheckout(rl, 'grpo', grpo(rl), contract);
+    expect(report.gym).toMatchObject({ checkedOut: false, commit: null });
+    expect(describeReport(report, rl).warnings).toEqual([expect.stringMatching(/has no NeMo Gym \(the submodule 3rdparty\/Gym-workspace\/Gym is empty or absent\).*submodule update --init --recursive/)]);
+  });
+
   it('moved lines, a read that is gone, a missing file and another commit: warnings naming each', () => {
     const rl = writeFixtureCheckout(path.join(tmp, 'drift'), { shift: { file: 'nemo_rl/algorithms/grpo.py', by: 2 } });
     fs.rmSync(path.join(rl, 'nemo_rl/utils/logger.py'));
+    fs.rmSync(path.join(rl, '3rdparty/Gym-workspace/Gym/responses_api_models'), { recursive: true });
+    // A submodule's .git is a file naming the superproject's module folder.
+    fs.mkdirSync(path.join(rl, '.git/modules/Gym'), { recursive: true });
+    fs.writeFileSync(path.join(rl, '.git/modules/Gym/HEAD'), `${'b'.repeat(40)}\n`);
+    fs.writeFileSync(path.join(rl, '3rdparty/Gym-workspace/Gym/.git'), 'gitdir: ../../../.git/modules/Gym\n');
     const sftPy = path.join(rl, 'nemo_rl/algorithms/sft.py');
     fs.writeFileSync(sftPy, fs.readFileSync(sftPy, 'utf8').replace(/\["shuffle"\]/g, '.get("shuffle")'));
     fs.mkdirSync(path.join(rl, '.git/refs/heads'), { recursive: true });
@@ -90,6 +105,8 @@ describe('--check-nemo-rl: a checkout read against the pinned list', () => {
     expect(g.missingFiles).toEqual(['nemo_rl/utils/logger.py']);
     expect(g.moved.find((m) => m.key === 'data.use_multiple_dataloader')).toEqual({ key: 'data.use_multiple_dataloader', file: 'nemo_rl/algorithms/grpo.py', from: [560, 583, 605, 2792, 2816, 3353, 3595], to: [562, 585, 607, 2794, 2818, 3355, 3597] });
     expect(g.moved.every((m) => m.file === 'nemo_rl/algorithms/grpo.py')).toBe(true);
+    expect(g.gym).toEqual({ root: '3rdparty/Gym-workspace/Gym', checkedOut: true, commit: 'b'.repeat(40), pinned: contract.pinned.gym.commit, missingFiles: ['responses_api_models/vllm_model/configs/vllm_model_for_training.yaml'] });
+    expect(describeReport(g, rl).warnings.join('\n')).toMatch(/its Gym submodule is at bbbbbbb, polar's list was read at c3bac96; Gym files gone: responses_api_models\/vllm_model\/configs\/vllm_model_for_training\.yaml/);
     const s = checkCheckout(rl, 'sft', sft(rl), contract);
     expect(s.gone).toEqual([{ key: 'data.shuffle', file: 'nemo_rl/algorithms/sft.py', lines: contract.reads.sft.find((r) => r.key === 'data.shuffle' && r.file === 'nemo_rl/algorithms/sft.py')!.lines }]);
     const { errors, warnings } = describeReport(s, rl);
