@@ -199,6 +199,7 @@ export async function runHarness(opts: RunHarnessOptions): Promise<RunHarnessRes
         interactive: opts.prompt === null,
         logFile,
         echo: opts.quiet !== true,
+        ...(opts.sandbox ? { logLimitBytes: opts.sandbox.settings.limits.maxFileSizeBytes } : {}),
         ...(opts.timeoutSec ? { timeoutMs: opts.timeoutSec * 1000 } : {}),
       });
     } finally {

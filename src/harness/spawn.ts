@@ -10,6 +10,11 @@ export interface SpawnOptions {
   timeoutMs?: number;
   /** Headless output also to polar's own stdout/stderr (off when polar prints JSON). */
   echo?: boolean;
+  /**
+   * The log file's cap in bytes (0 or absent: none). polar writes the log itself, outside the
+   * sandbox's RLIMIT_FSIZE: without a cap an agent printing without end fills the disk.
+   */
+  logLimitBytes?: number;
 }
 
 export interface HarnessExit {
@@ -41,12 +46,25 @@ export async function runHarnessProcess(cmd: HarnessCommand, opts: SpawnOptions)
   });
   if (!opts.interactive) {
     const echo = opts.echo !== false;
+    const limit = opts.logLimitBytes && opts.logLimitBytes > 0 ? opts.logLimitBytes : Infinity;
+    let logged = 0;
+    const toLog = (d: Buffer, from: NodeJS.ReadableStream | null) => {
+      if (logged >= limit) return;
+      const part = logged + d.length > limit ? d.subarray(0, limit - logged) : d;
+      logged += part.length;
+      // Backpressure: the harness waits for the disk rather than polar buffering its output in memory.
+      if (!log.write(part) && from) {
+        from.pause();
+        log.once('drain', () => from.resume());
+      }
+      if (logged >= limit) log.write(`\n# polar: the log stops here, at its cap of ${limit} bytes; the rest of the output was dropped\n`);
+    };
     child.stdout?.on('data', (d: Buffer) => {
-      log.write(d);
+      toLog(d, child.stdout);
       if (echo) process.stdout.write(d);
     });
     child.stderr?.on('data', (d: Buffer) => {
-      log.write(d);
+      toLog(d, child.stderr);
       if (echo) process.stderr.write(d);
     });
   }

@@ -76,7 +76,7 @@ describe.skipIf(!bwrap)('rollout in the bwrap sandbox (skipped: bubblewrap is no
     }
   });
 
-  it.skipIf(cgroupSupport() === null)('a fork bomb, a memory hog and a huge file end their own samples as error with the reason; a sibling is rewarded', async () => {
+  it.skipIf(cgroupSupport() === null)('a fork bomb, a memory hog and a huge file end their own samples as error with the reason; siblings are rewarded, and a flood of output stops at the cap in the log', async () => {
     const { summary, store } = await rollout(
       'limits',
       [
@@ -84,8 +84,10 @@ describe.skipIf(!bwrap)('rollout in the bwrap sandbox (skipped: bubblewrap is no
         { id: 'hog', prompt: `node -e "const a=[]; for(;;) a.push(Buffer.alloc(16*1024*1024, 1))"; sleep 60` },
         { id: 'big', prompt: 'head -c 10G /dev/zero > big.bin; echo 1 > answer.txt' },
         { id: 'fine', prompt: 'echo 1 > answer.txt' },
+        // polar writes the harness log itself, outside RLIMIT_FSIZE: it stops at the cap.
+        { id: 'flood', prompt: "head -c 20000000 /dev/zero | tr '\\0' a; echo 1 > answer.txt" },
       ],
-      ['--max-procs', '64', '--max-memory', '256m', '--max-file-size', '1m', '--concurrency', '4', '--timeout', '90'],
+      ['--max-procs', '64', '--max-memory', '256m', '--max-file-size', '1m', '--concurrency', '5', '--timeout', '90'],
     );
     try {
       const s = samplesByTask(store, summary.rolloutId);
@@ -94,6 +96,10 @@ describe.skipIf(!bwrap)('rollout in the bwrap sandbox (skipped: bubblewrap is no
       expect(s.get('big')!.status).toBe('error');
       expect(s.get('big')!.error).toMatch(/^file size limit 1 MiB exceeded/);
       expect([s.get('fine')!.status, s.get('fine')!.reward]).toEqual(['completed', 1]);
+      expect([s.get('flood')!.status, s.get('flood')!.reward]).toEqual(['completed', 1]);
+      const log = store.sessions.get(s.get('flood')!.sessionId!)!.metadata.log_file as string;
+      expect(fs.statSync(log).size).toBeLessThan(1024 * 1024 + 64 * 1024);
+      expect(fs.readFileSync(log, 'utf8')).toMatch(/the log stops here, at its cap of 1048576 bytes/);
     } finally {
       store.close();
     }
