@@ -20,10 +20,11 @@ export const sglangGenerateDialect: TokenInDialect = {
   // SGLang checks the length before it schedules a request: TokenizerManager._validate_one_request
   // (python/sglang/srt/managers/tokenizer_manager.py) answers 400 "Requested token count exceeds
   // the model's maximum context length" when input + max_new_tokens >= context_len in the releases
-  // polar was measured against; current main (stored snapshot 001067f) rejects only a sum above
-  // context_len but counts the draft tokens EAGLE reserves into the input
-  // (compute_num_reserved_tokens, managers/utils.py). One token free passes both without EAGLE;
-  // vLLM takes the sum up to the context length, so a budget of context - prompt is refused here.
+  // polar was measured against (sgl-project/sglang#6779, 2025-05, asked to allow equality); current
+  // main (stored snapshot 001067f) rejects only a sum above context_len but counts the draft tokens
+  // EAGLE reserves into the input (compute_num_reserved_tokens, managers/utils.py). One token free
+  // passes both without EAGLE. vLLM takes the sum up to the context length; SGLang refused the
+  // budget of context - prompt that vLLM takes.
   contextSlack: 1,
   body(promptIds, req, _model, stopIds, maxTokens) {
     const s = samplingOf(req);
