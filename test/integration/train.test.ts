@@ -154,6 +154,29 @@ describe('polar train grpo --dry-run', () => {
   });
 });
 
+describe('polar train check-nemo-rl', () => {
+  it('reads a checkout against the pinned list: as pinned it matches; a base config without a key read unguarded, or moved lines, are reported', async () => {
+    const ok = await run(process.execPath, [BIN, 'train', 'check-nemo-rl', checkout], { env: { ...process.env, NO_COLOR: '1' } });
+    expect(ok.stdout).toMatch(/^grpo: \d{3} reads checked, 0 moved, 0 gone, 0 files missing, 0 keys missing after the merge$/m);
+    expect(ok.stdout).toContain(`${checkout} matches polar's pinned list (NeMo-RL 7ea279a)`);
+    const newer = writeFixtureCheckout(path.join(dir, 'RL-newer'), { omitKeys: ['data.shuffle'], shift: { file: 'nemo_rl/algorithms/sft.py', by: 3 } });
+    // Drift alone is a warning (exit 0): the list was read at another commit and should be read again.
+    const report = JSON.parse((await run(process.execPath, [BIN, 'train', 'check-nemo-rl', newer, '--json'], { env: process.env })).stdout);
+    expect(report.ok).toBe(true);
+    expect(report.warnings).toEqual([expect.stringMatching(/^sft: NeMo-RL checkout differs from the pinned list: \d+ of \d+ reads moved/)]);
+    // polar writes data.shuffle for SFT itself; GRPO too: a base without it is no error for either run.
+    expect(report.reports.sft.missingKeys).toEqual([]);
+    expect(report.reports.sft.moved.find((m: { key: string }) => m.key === 'data.shuffle')).toMatchObject({ file: 'nemo_rl/algorithms/sft.py', from: [162], to: [165] });
+    const older = writeFixtureCheckout(path.join(dir, 'RL-nokey'), { omitKeys: ['policy.train_micro_batch_size'] });
+    const missing = await run(process.execPath, [BIN, 'train', 'check-nemo-rl', older, '--json'], { env: process.env }).catch((e: { code: number; stdout: string }) => e);
+    expect(missing).toMatchObject({ code: 2 });
+    expect(JSON.parse(missing.stdout).errors).toEqual([
+      expect.stringMatching(/^grpo: .* has no policy\.train_micro_batch_size, which NeMo-RL reads unguarded/),
+      expect.stringMatching(/^sft: .* has no policy\.train_micro_batch_size, which NeMo-RL reads unguarded/),
+    ]);
+  });
+});
+
 describe('polar train grpo with a stand-in NeMo-RL', () => {
   it('runs the launcher with the config, serves every /run through polar, records metrics and checkpoints', async () => {
     const runDir = path.join(dir, 'full');

@@ -25,6 +25,7 @@ import { UPSTREAM_KINDS } from '../../upstream/types.js';
 import { integerArg, numberArg, secondsArg } from '../numbers.js';
 import { action, invokedAs, printJson } from '../output.js';
 import { startTrainView } from '../views/train-view.js';
+import { checkNemoRlCheckout } from '../../train/nemo-rl/check-command.js';
 
 interface CommonFlags {
   nemoRl: string;
@@ -98,6 +99,11 @@ export function registerTrain(program: Command): void {
       .option('--rollout <id>', 'with --db: only this rollout')
       .option('--batch-size <n>', 'policy.train_global_batch_size', integerArg('--batch-size', 1, 100_000), 32),
   ).action(action(sft));
+  train
+    .command('check-nemo-rl <path>')
+    .description("read a NeMo-RL checkout against polar's pinned list (fixtures/nemo-rl/contract.json): files, moved or gone config reads, keys the merged configs lack, the Gym submodule; train grpo|sft does this in preflight")
+    .option('--json', 'print both reports as JSON')
+    .action(action(checkNemoRl));
 }
 
 function common(command: Command): Command {
@@ -192,6 +198,21 @@ async function exportSft(opts: SftFlags, file: string): Promise<string> {
 /** The measured first prompt, as the dry run prints it. */
 function firstPromptLine(m: FirstPrompt, config: Yaml): string {
   return `${m.harness} ${m.version}: ${m.tokens} tokens (system prompt and ${m.tools} tools, ${m.tokenizer === BUNDLED_QWEN3 ? 'bundled Qwen3' : m.tokenizer} template${m.cached ? ', cached' : ''}); max_model_len ${String(getKey(config, 'policy.generation.vllm_cfg.max_model_len'))}`;
+}
+
+function checkNemoRl(checkout: string, opts: { json?: boolean }): void {
+  const check = checkNemoRlCheckout(checkout);
+  if (opts.json) printJson({ ok: check.errors.length === 0, ...check });
+  else {
+    for (const kind of ['grpo', 'sft'] as const) {
+      const r = check.reports[kind];
+      process.stdout.write(`${kind}: ${r.checkedReads} reads checked, ${r.moved.length} moved, ${r.gone.length} gone, ${r.missingFiles.length} files missing, ${r.missingKeys.length} keys missing after the merge\n`);
+    }
+    for (const w of check.warnings) process.stderr.write(`${chalk.yellow('warning')}: ${w}\n`);
+    for (const e of check.errors) process.stderr.write(`${chalk.red('error')}: ${e}\n`);
+    if (check.errors.length === 0 && check.warnings.length === 0) process.stdout.write(`${check.checkout} matches polar's pinned list (NeMo-RL ${check.reports.grpo.pinned.slice(0, 7)})\n`);
+  }
+  if (check.errors.length > 0) process.exitCode = 2;
 }
 
 function commonOptions(opts: CommonFlags, runDir: string) {

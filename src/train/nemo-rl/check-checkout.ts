@@ -93,7 +93,7 @@ export function describeReport(report: CheckoutReport, checkout: string, reportF
     const shown = report.moved.slice(0, 3).map((m) => `${m.key} ${m.file}:${m.from.join(',')} → :${m.to.join(',')}`);
     drift.push(`${report.moved.length} of ${report.checkedReads} reads moved (${shown.join('; ')}${report.moved.length > 3 ? '; …' : ''})`);
   }
-  if (drift.length > 0) warnings.push(`NeMo-RL checkout differs from the pinned list: ${drift.join('; ')}${reportFile ? ` (all of it in ${reportFile})` : ''}; the keys polar writes were checked against the pin, so read the moved lines before trusting a run`);
+  if (drift.length > 0) warnings.push(`NeMo-RL checkout differs from the pinned list: ${drift.join('; ')}${reportFile ? ` (all of it in ${reportFile})` : ''}; what NeMo-RL reads there may have changed: read those places before trusting a run`);
   return { errors, warnings };
 }
 
