@@ -180,6 +180,7 @@ export async function runHarness(opts: RunHarnessOptions): Promise<RunHarnessRes
         // The Node runtime a harness needs beyond polar's, and a harness binary given by path.
         readOnly: [...(nodeDir ? [path.dirname(nodeDir)] : []), ...(opts.harnessBin ? [bin] : []), ...(sandboxed.readOnly ?? [])],
         interactive: opts.prompt === null,
+        findCappedFiles: true,
       });
     }
     const cmd = jail ? jail.wrap(plain) : plain;

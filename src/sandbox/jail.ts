@@ -23,6 +23,12 @@ export interface JailSpec {
   proxy?: { port: number; socket: string };
   /** The terminal is handed through (`polar run` without --prompt). */
   interactive?: boolean;
+  /**
+   * Look through the working directory too for a file grown to the file-size cap when the command
+   * ends (the harness run: its tools die of SIGXFSZ while it goes on). Its private folders are always
+   * looked through; a short command's own exit status says it.
+   */
+  findCappedFiles?: boolean;
 }
 
 /**
@@ -49,6 +55,7 @@ export async function openJail(settings: SandboxSettings, spec: JailSpec): Promi
     return { home: spec.home ?? null, wrap: (cmd) => cmd, close: async () => null };
   }
   checkWorkdir(spec.cwd);
+  if (spec.network === 'proxy-only' && !spec.proxy) throw new Error('a proxy-only sandbox needs the proxy port and socket');
   const started = Date.now();
   const own = await mkdtemp(path.join(os.tmpdir(), 'polar-sbx-'));
   const tmp = path.join(own, 'tmp');
@@ -75,7 +82,6 @@ export async function openJail(settings: SandboxSettings, spec: JailSpec): Promi
     : undefined;
   watcher?.unref();
   const network = spec.network;
-  if (network === 'proxy-only' && !spec.proxy) throw new Error('a proxy-only sandbox needs the proxy port and socket');
   const args = bwrapArgs(hostView(), {
     cwd: spec.cwd,
     writable: [home, ...(spec.writable ?? [])],
@@ -104,7 +110,10 @@ export async function openJail(settings: SandboxSettings, spec: JailSpec): Promi
       closed = true;
       if (watcher) clearInterval(watcher);
       reason ??= group?.hit() ?? (exit ? rlimitReason(exit.exitCode, exit.signal, limits) : null);
-      reason ??= bigFile([spec.cwd, home, tmp, varTmp], limits.maxFileSizeBytes, started);
+      const found = bigFile([...(spec.findCappedFiles ? [spec.cwd] : []), home, tmp, varTmp], limits.maxFileSizeBytes, started);
+      // Named as the command saw it: the private /tmp's host folder means nothing to a reader.
+      const inside = found && (found.startsWith(`${tmp}/`) ? `/tmp${found.slice(tmp.length)}` : found.startsWith(`${varTmp}/`) ? `/var/tmp${found.slice(varTmp.length)}` : found);
+      reason ??= inside ? `file size limit ${formatBytes(limits.maxFileSizeBytes)} exceeded (${inside})` : null;
       await group?.remove();
       await rm(own, { recursive: true, force: true }).catch(() => undefined);
       return reason;
@@ -127,9 +136,9 @@ export function checkWorkdir(cwd: string, home = process.env.HOME || os.homedir(
 }
 
 /**
- * A file the command grew to the file-size cap: RLIMIT_FSIZE kills the writer (a tool the harness
- * ran, say) and leaves the file at exactly the cap, and the harness itself may go on, so its exit
- * says nothing. Bounded walk; symlinks are not followed.
+ * A file the command grew to the file-size cap (its path): RLIMIT_FSIZE kills the writer (a tool the
+ * harness ran, say) and leaves the file at exactly the cap, and the harness itself may go on, so its
+ * exit says nothing. Bounded walk; symlinks are not followed.
  */
 function bigFile(roots: string[], cap: number, since: number): string | null {
   if (cap <= 0) return null;
@@ -150,7 +159,7 @@ function bigFile(roots: string[], cap: number, since: number): string | null {
       else if (e.isFile()) {
         try {
           const st = fs.statSync(p);
-          if (st.size >= cap && st.mtimeMs >= since - 1000) return `file size limit ${formatBytes(cap)} exceeded (${p})`;
+          if (st.size >= cap && st.mtimeMs >= since - 1000) return p;
         } catch {
           // removed meanwhile
         }
