@@ -25,7 +25,7 @@ GRPO_FILES = [
     'nemo_rl/models/generation/__init__.py', 'nemo_rl/data/utils.py',
 ]
 SFT_FILES = ['examples/run_sft.py', 'nemo_rl/algorithms/sft.py', 'nemo_rl/data/datasets/response_datasets/oai_format_dataset.py']
-SHARED = ['nemo_rl/models/policy/lm_policy.py', 'nemo_rl/utils/checkpoint.py', 'nemo_rl/utils/logger.py', 'nemo_rl/distributed/virtual_cluster.py']
+SHARED = ['nemo_rl/models/policy/lm_policy.py', 'nemo_rl/models/policy/workers/dtensor_policy_worker_v2.py', 'nemo_rl/utils/checkpoint.py', 'nemo_rl/utils/logger.py', 'nemo_rl/distributed/virtual_cluster.py']
 
 # Reads the run polar starts does not reach, by (key, file): why, in our words.
 OFF_PATH = {
@@ -37,11 +37,13 @@ OFF_PATH = {
     ('policy.generation.trtllm_cfg.tensor_parallel_size', 'nemo_rl/algorithms/grpo.py'): 'only with policy.generation.backend trtllm (polar: vllm)',
     ('policy.generation.sglang_cfg', 'nemo_rl/algorithms/grpo.py'): 'only with policy.generation.backend sglang (polar: vllm)',
     ('data.val_data_paths', 'nemo_rl/data/utils.py'): 'setup_preference_data (DPO / reward model), not called by GRPO or SFT',
+    ('policy.batch_size', 'nemo_rl/models/policy/workers/dtensor_policy_worker_v2.py'): 'score(): reward-model scoring, not called by GRPO or SFT',
 }
 # The same, for one run only.
 OFF_PATH_SFT = {
     ('policy.dynamic_batching.logprob_mb_tokens', 'nemo_rl/models/policy/lm_policy.py'): 'logprob sharding and FP8 calibration: SFT computes no logprobs (and sft.yaml has dynamic_batching off)',
     ('policy.sequence_packing.logprob_mb_tokens', 'nemo_rl/models/policy/lm_policy.py'): 'logprob sharding and FP8 calibration: SFT computes no logprobs (and sft.yaml has sequence_packing off)',
+    ('policy.logprob_batch_size', 'nemo_rl/models/policy/workers/dtensor_policy_worker_v2.py'): 'get_logprobs / get_topk_logits: SFT computes no logprobs',
 }
 # Keys NeMo-RL writes into the config before it reads them: (key, file, line).
 FILLED = [

@@ -223,6 +223,9 @@ def main():
         # Entry points name the whole config `config`.
         # The async vLLM worker inherits `self.cfg` (the generation section) from vllm_worker.py.
         seeds = {'cfg': ['policy', 'generation']} if rel.startswith('nemo_rl/models/generation/vllm/') else {}
+        # Policy workers keep the policy section as `self.cfg` (set in base_policy_worker.py).
+        if rel.startswith('nemo_rl/models/policy/workers/'):
+            seeds = {'cfg': ['policy']}
         Scan(rel, reads, writes, {'config'} if rel.startswith('examples/') else set(), seeds).visit(tree)
     json.dump({'reads': reads, 'writes': writes, 'typed_dicts': typed_dict_required(root)}, sys.stdout, indent=1)
 
