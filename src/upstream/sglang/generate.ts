@@ -21,8 +21,9 @@ export const sglangGenerateDialect: TokenInDialect = {
   // (python/sglang/srt/managers/tokenizer_manager.py) answers 400 "Requested token count exceeds
   // the model's maximum context length" when input + max_new_tokens >= context_len in the releases
   // polar was measured against (sgl-project/sglang#6779, 2025-05, asked to allow equality); current
-  // main (stored snapshot 001067f) rejects only a sum above context_len but counts the draft tokens
-  // EAGLE reserves into the input (compute_num_reserved_tokens, managers/utils.py). One token free
+  // main (snapshot 001067f, tokenizer_manager.py:1163-1213, the sum check at :1190-1194) rejects
+  // only a sum above context_len but counts the draft tokens EAGLE reserves into the input
+  // (:1170, compute_num_reserved_tokens in managers/utils.py). One token free
   // passes both without EAGLE. vLLM takes the sum up to the context length; SGLang refused the
   // budget of context - prompt that vLLM takes.
   contextSlack: 1,
