@@ -29,6 +29,19 @@ describe('normalizeRequest', () => {
     expect(normalizeRequest(req({ max_tokens: 64_000 }), { contextWindow: null }).body.max_tokens).toBe(64_000);
   });
 
+  it('caps max_tokens at a NeMo Gym row\'s max_output_tokens, sets it when the harness sent none, and near the context lowers it instead of dropping it', () => {
+    expect(normalizeRequest(req({ max_tokens: 32_000 }), { contextWindow: null, maxTokens: 2048 }).body.max_tokens).toBe(2048);
+    expect(normalizeRequest(req({}), { contextWindow: null, maxTokens: 2048 }).body.max_tokens).toBe(2048);
+    expect(normalizeRequest(req({ max_completion_tokens: 100 }), { contextWindow: null, maxTokens: 2048 }).body.max_tokens).toBe(100);
+    // 90,000 bytes estimate to 30,000 tokens: 10,960 are left of 40,960, under the cap's 20,000.
+    const long = [{ role: 'user', content: 'x'.repeat(90_000) }];
+    const near = normalizeRequest(req({ messages: long, max_tokens: 64_000 }), { contextWindow: 40_960, maxTokens: 20_000 }).body.max_tokens as number;
+    expect(near).toBeLessThanOrEqual(20_000);
+    expect(near + estimatePromptTokens(long)).toBeLessThanOrEqual(40_960);
+    // No room by the estimate: the cap stays (NeMo-RL's server clamps it to the context itself).
+    expect(normalizeRequest(req({ messages: long }), { contextWindow: 20_000, maxTokens: 512 }).body.max_tokens).toBe(512);
+  });
+
   it('returns the request untouched when there is nothing to change', () => {
     const r = req({ max_tokens: 10 });
     expect(normalizeRequest(r, { contextWindow: 40_960 })).toBe(r);

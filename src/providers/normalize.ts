@@ -5,6 +5,8 @@ export interface NormalizeOptions {
   contextWindow: number | null;
   /** Strings hold UTF-8 bytes one per character (proxy/wire-body.ts). */
   byteStrings?: boolean;
+  /** A cap on every call's output tokens (a NeMo Gym row's `max_output_tokens`); null: none. */
+  maxTokens?: number | null;
 }
 
 /**
@@ -15,7 +17,11 @@ export interface NormalizeOptions {
  *   vLLM rejects a request whose prompt plus `max_tokens` exceeds the context, while a request
  *   without `max_tokens` gets exactly what the context leaves after the prompt. The prompt length
  *   is estimated on the high side (3 bytes a token), so a request near the limit loses its
- *   `max_tokens` rather than gets rejected.
+ *   `max_tokens` rather than gets rejected;
+ * - with a cap (`maxTokens`), `max_tokens` is at most the cap, and set to it when the harness sent
+ *   none; near the context limit it is lowered to what the estimate leaves rather than dropped (a
+ *   dropped one would let the reply run past the cap), or kept at the cap when the estimate leaves
+ *   nothing (NeMo-RL's server clamps it to the context itself, vllm_worker_async.py:436-447).
  */
 export function normalizeRequest(req: CanonicalRequest, options: NormalizeOptions): CanonicalRequest {
   const body = { ...req.body };
@@ -29,10 +35,17 @@ export function normalizeRequest(req: CanonicalRequest, options: NormalizeOption
     delete body.max_completion_tokens;
     changed = true;
   }
+  const cap = options.maxTokens && options.maxTokens > 0 ? options.maxTokens : null;
+  if (cap !== null && !(typeof body.max_tokens === 'number' && body.max_tokens <= cap)) {
+    body.max_tokens = cap;
+    changed = true;
+  }
   if (options.contextWindow && typeof body.max_tokens === 'number') {
     const estimate = estimatePromptTokens(body.messages, body.tools, options.byteStrings);
     if (body.max_tokens + estimate > options.contextWindow) {
-      delete body.max_tokens;
+      const room = options.contextWindow - estimate;
+      if (cap === null) delete body.max_tokens;
+      else if (room >= 1) body.max_tokens = room;
       changed = true;
     }
   }

@@ -29,6 +29,8 @@ export interface ModelCallContext {
   servedModel: string | null;
   /** The served model's context length, for clamping `max_tokens`; null when unknown. */
   contextWindow: number | null;
+  /** A cap on every call's output tokens (polar gym-agent: the row's max_output_tokens). */
+  maxTokens?: number | null;
   maxBodyBytes: number;
   keepAliveMs: number;
   /** The provider path (without a session prefix). */
@@ -81,7 +83,7 @@ export async function handleModelCall(
  */
 function prepareCall(body: Buffer, call: CallRecord, ctx: ModelCallContext): { upstreamReq: UpstreamRequest; stream: boolean; request: () => ReplyRequest } {
   const asBytes = parseAsBytes(body);
-  const fast = asBytes === undefined ? null : prepareFromBytes(asBytes, ctx.codec, ctx.upstream, { path: ctx.apiPath, contextWindow: ctx.contextWindow, servedModel: ctx.servedModel, call: { ...call.context, contextWindow: ctx.contextWindow }, bytes: body });
+  const fast = asBytes === undefined ? null : prepareFromBytes(asBytes, ctx.codec, ctx.upstream, { path: ctx.apiPath, contextWindow: ctx.contextWindow, maxTokens: ctx.maxTokens ?? null, servedModel: ctx.servedModel, call: { ...call.context, contextWindow: ctx.contextWindow }, bytes: body });
   let upstreamReq: UpstreamRequest;
   let stream: boolean;
   let facts: () => RequestFacts;
@@ -137,7 +139,7 @@ function once<T>(make: () => T): () => T {
 /** The request as text: decoded, normalized, and the model it goes to. */
 function understandRequest(json: unknown, ctx: ModelCallContext): { canonical: CanonicalRequest; model: string } {
   const decoded = ctx.codec.decodeRequest(json, { path: ctx.apiPath, lookupResponse: ctx.lookupResponse });
-  const canonical = normalizeRequest(decoded, { contextWindow: ctx.contextWindow });
+  const canonical = normalizeRequest(decoded, { contextWindow: ctx.contextWindow, maxTokens: ctx.maxTokens ?? null });
   const model = ctx.servedModel ?? canonical.requestedModel;
   if (!model) {
     throw new PolarError('POLAR_BAD_REQUEST', 'request names no model and the proxy has no --model to serve', 400, { param: 'model' });

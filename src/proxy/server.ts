@@ -32,6 +32,8 @@ export interface ProxyOptions {
   servedModel: string | null;
   /** The served model's context length, for clamping `max_tokens`; null when unknown. */
   contextWindow?: number | null;
+  /** A cap on every call's output tokens (`max_tokens` at most this); null: the harness's own. */
+  maxTokens?: number | null;
   /** Session for calls that name none. Created if it does not exist. */
   defaultSession: string;
   host?: string;
@@ -124,6 +126,7 @@ export async function startProxy(options: ProxyOptions): Promise<RunningProxy> {
       upstream,
       servedModel: options.servedModel,
       contextWindow: options.contextWindow ?? null,
+      maxTokens: options.maxTokens ?? null,
       maxBodyBytes,
       keepAliveMs: options.keepAliveMs ?? 15_000,
       lookupResponse: (responseId: string) => lookupResponse(store, responseId),

@@ -52,12 +52,12 @@ export function prepareFromBytes(
   json: unknown,
   codec: ProviderCodec,
   upstream: Upstream,
-  opts: { path: string; contextWindow: number | null; servedModel: string | null; call: CallContext; bytes: Buffer },
+  opts: { path: string; contextWindow: number | null; maxTokens?: number | null; servedModel: string | null; call: CallContext; bytes: Buffer },
 ): { stream: boolean; upstreamReq: UpstreamRequest; facts: () => RequestFacts } | null {
   if (!upstream.prepareBody) return null;
   try {
     const decoded = codec.decodeRequest(json, { path: opts.path, lookupResponse: needsRealStrings, byteStrings: true });
-    const canonical = normalizeRequest(decoded, { contextWindow: opts.contextWindow, byteStrings: true });
+    const canonical = normalizeRequest(decoded, { contextWindow: opts.contextWindow, maxTokens: opts.maxTokens ?? null, byteStrings: true });
     const model = opts.servedModel ?? canonical.requestedModel;
     if (!model) return null;
     const prepared = upstream.prepareBody(canonical, model, opts.call);

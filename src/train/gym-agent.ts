@@ -23,6 +23,7 @@ import { openStore } from '../store/open.js';
 import { isPostgresUrl } from '../store/postgres/url.js';
 import { createUpstream } from '../upstream/create.js';
 import type { Upstream } from '../upstream/types.js';
+import { classifyFailure, FailureWindow, type Failure } from './gym-failures.js';
 import { gymRunResult, type GymRunResult } from './gym-result.js';
 import { RowRefused, taskForRow, type TaskCatalog } from './gym-task.js';
 import { AGENT_NAME } from './gym-wiring.js';
@@ -59,9 +60,19 @@ export interface GymAgentOptions {
   authToken?: string | null;
   /** Host names besides the bound address and loopback names that callers may use. */
   allowHosts?: readonly string[];
+  /** Infrastructure failures (gym-failures.ts) are run again up to this many times before answering (default 2). */
+  infraRetries?: number;
+  /** Stop NeMo-RL when more than this share of the last `failureWindow` rows failed outside the policy (default 0.5). */
+  maxFailedShare?: number;
+  /** Rows the share is taken over: about one NeMo-RL step (default 8; `polar train grpo` passes prompts × group size). */
+  failureWindow?: number;
   onNotice?: (line: string) => void;
   onRun?: (result: GymRunResult) => void;
 }
+
+export const DEFAULT_INFRA_RETRIES = 2;
+export const DEFAULT_MAX_FAILED_SHARE = 0.5;
+export const DEFAULT_FAILURE_WINDOW = 8;
 
 export interface RunningGymAgent {
   url: string;
@@ -107,8 +118,11 @@ export function gymEnvironment(env: NodeJS.ProcessEnv = process.env): GymEnviron
  * (workspace, the harness through polar's capture proxy against the policy server, evaluation),
  * recorded in the database under one rollout per agent process; the answer is gym-result.ts's.
  * Sampling follows the row (NeMo-RL puts the training or validation temperature and top_p in it), so
- * each (server, temperature, top_p) gets its own upstream and proxy. Every answer is 200: NeMo-RL
- * stops the run on any other status, so failures come back masked.
+ * each (server, temperature, top_p, max_output_tokens) gets its own upstream and proxy, the row's
+ * output cap on every call. NeMo-RL stops the run on any non-2xx answer, so a sample that failed
+ * comes back 200 and masked, after infrastructure failures were run again (gym-failures.ts); only a
+ * row polar cannot run at all, or a window of rows that mostly failed outside the policy, is
+ * answered 400, to stop a run that would train on nothing.
  */
 export async function startGymAgent(options: GymAgentOptions): Promise<RunningGymAgent> {
   if (options.upstreams.length === 0) throw new PolarError('POLAR_USAGE', 'gym-agent needs the policy server: --upstream URL, or --from-gym under NeMo Gym');
@@ -147,8 +161,9 @@ export async function startGymAgent(options: GymAgentOptions): Promise<RunningGy
   // One master for every profile's proxy, in this process's memory only (session-keys.ts).
   const sessionKeys = SessionKeys.random();
   const profiles = new Map<string, Promise<{ upstream: Upstream; proxy: RunningProxy; socket: { path: string; remove(): Promise<void> } | null; model: string; contextWindow: number | null }>>();
-  const profile = (url: string, temperature: number | undefined, topP: number | undefined) => {
-    const key = `${url}|${temperature ?? ''}|${topP ?? ''}`;
+  // One proxy per (server, sampling, output cap): the row's max_output_tokens caps every call's max_tokens.
+  const profile = (url: string, temperature: number | undefined, topP: number | undefined, maxTokens: number | undefined) => {
+    const key = `${url}|${temperature ?? ''}|${topP ?? ''}|${maxTokens ?? ''}`;
     let p = profiles.get(key);
     if (!p) {
       p = (async () => {
@@ -159,12 +174,12 @@ export async function startGymAgent(options: GymAgentOptions): Promise<RunningGy
           ...(topP !== undefined ? { topP } : {}),
         });
         const served = await upstream.models(AbortSignal.timeout(5000)).catch(() => []);
-        const model = options.model ?? served[0]?.id;
+        const { model, contextWindow } = servedModel(served, options.model);
         if (!model) throw new PolarError('POLAR_USAGE', `no model for ${url}: pass --model (NeMo-RL's server lists none)`);
         // Each profile's proxy has its own socket for proxy-only sandboxes.
         const socket = sandbox.kind === 'bwrap' ? await privateSocketPath() : null;
-        const proxy = await startProxy({ store, upstream, servedModel: model, contextWindow: served[0]?.maxModelLen ?? null, defaultSession: `${rolloutId}-unattributed`, sessionKeys, agentHeaders: [...harness.agentHeaders, ...DEFAULT_AGENT_HEADERS], ...(socket ? { unixSocket: socket.path } : {}) });
-        return { upstream, proxy, socket, model, contextWindow: served[0]?.maxModelLen ?? null };
+        const proxy = await startProxy({ store, upstream, servedModel: model, contextWindow, maxTokens: maxTokens ?? null, defaultSession: `${rolloutId}-unattributed`, sessionKeys, agentHeaders: [...harness.agentHeaders, ...DEFAULT_AGENT_HEADERS], ...(socket ? { unixSocket: socket.path } : {}) });
+        return { upstream, proxy, socket, model, contextWindow };
       })();
       profiles.set(key, p);
     }
@@ -172,12 +187,26 @@ export async function startGymAgent(options: GymAgentOptions): Promise<RunningGy
   };
   const slots = { init: new Semaphore(config.initWorkers), run: new Semaphore(config.concurrency), post: new Semaphore(config.postWorkers) };
   let next = 0;
-  const inFlight = new Map<string, Promise<GymRunResult>>();
+  const inFlight = new Map<string, Promise<GymAnswer>>();
 
-  async function run(row: Record<string, unknown>, task: RolloutTask): Promise<GymRunResult> {
+  const retries = options.infraRetries ?? DEFAULT_INFRA_RETRIES;
+  const window = new FailureWindow(options.failureWindow ?? DEFAULT_FAILURE_WINDOW, options.maxFailedShare ?? DEFAULT_MAX_FAILED_SHARE);
+
+  /** One row: attempts until it ends other than by an infrastructure failure, or retries run out. */
+  async function run(row: Record<string, unknown>, task: RolloutTask): Promise<{ result: GymRunResult; failure: Failure | null }> {
+    for (let attempt = 1; ; attempt++) {
+      const { result, failure } = await attemptRow(row, task);
+      const out = { result: { ...result, polar_attempts: attempt }, failure };
+      if (failure?.kind !== 'infra' || attempt > retries) return out;
+      options.onNotice?.(`polar gym-agent: task ${task.id}: attempt ${attempt} of ${retries + 1} failed (${failure.reason}); running it again`);
+    }
+  }
+
+  async function attemptRow(row: Record<string, unknown>, task: RolloutTask): Promise<{ result: GymRunResult; failure: Failure | null }> {
     const params = isRecord(row.responses_create_params) ? row.responses_create_params : {};
     const url = options.upstreams[next++ % options.upstreams.length]!;
-    const p = await profile(url, num(params.temperature), num(params.top_p));
+    const cap = num(params.max_output_tokens);
+    const p = await profile(url, num(params.temperature), num(params.top_p), cap !== undefined && cap >= 1 ? Math.floor(cap) : undefined);
     const sample = store.rollouts.addSample(rolloutId, { id: task.id, json: JSON.stringify(task) });
     const ctx: StageContext = {
       rolloutId,
@@ -203,9 +232,9 @@ export async function startGymAgent(options: GymAgentOptions): Promise<RunningGy
     const prepared = await slots.init.run(() => initStage(ctx, sample));
     const ran = prepared ? await slots.run.run(() => runStage(ctx, prepared)) : null;
     if (ran) await slots.post.run(() => postStage(ctx, ran));
-    const result = gymRunResult(store, store.rollouts.sample(sample.id)!, params, p.model);
-    options.onRun?.(result);
-    return result;
+    const ended = store.rollouts.sample(sample.id)!;
+    const result = gymRunResult(store, ended, params, p.model);
+    return { result, failure: classifyFailure(ended, result.polar_calls) };
   }
 
   const server = http.createServer({ keepAliveTimeout: 75_000 }, (req, res) => {
@@ -259,22 +288,37 @@ export async function startGymAgent(options: GymAgentOptions): Promise<RunningGy
         // An inline task (--allow-inline-tasks) that does not validate: a row that cannot run, masked.
         task = err as Error;
       }
+      if (window.tripped) {
+        stopAnswer(res, window.tripped);
+        return;
+      }
       // A dropped connection makes Gym send the same row again: while the first is running, share it.
       const key = createHash('sha256').update(text).digest('hex');
       let pending = inFlight.get(key);
       if (!pending) {
         const resolved = task;
-        pending = (async () => {
+        pending = (async (): Promise<GymAnswer> => {
+          let outcome: { result: GymRunResult; failure: Failure | null };
           try {
             if (resolved instanceof Error) throw resolved;
-            return await run(row, resolved);
+            outcome = await run(row, resolved);
           } catch (err) {
-            return refused(row, (err as Error).message);
+            const message = (err as Error).message;
+            outcome = { result: refused(row, message), failure: { kind: 'config', reason: `the row could not run: ${message}` } };
           }
+          options.onRun?.(outcome.result);
+          const trip = window.record(outcome.failure);
+          if (trip) {
+            options.onNotice?.(`polar gym-agent: ${trip}`);
+            return { stop: trip };
+          }
+          return { result: outcome.result };
         })().finally(() => inFlight.delete(key));
         inFlight.set(key, pending);
       }
-      send(res, 200, await pending);
+      const answer = await pending;
+      if ('stop' in answer) stopAnswer(res, answer.stop);
+      else send(res, 200, answer.result);
       return;
     }
     if (isPost && url === '/aggregate_metrics') {
@@ -311,6 +355,28 @@ export async function startGymAgent(options: GymAgentOptions): Promise<RunningGy
       await store.closeAsync();
     },
   };
+}
+
+type GymAnswer = { result: GymRunResult } | { stop: string };
+
+/**
+ * Too many rows failed outside the policy: a non-2xx /run answer makes NeMo-RL raise (Gym's
+ * raise_for_status, rollout_collection.py:1038-1040 at c3bac96; nemo_gym.py:697-710 at 7ea279a
+ * prints the body as "EXCEPTION RESULT" and re-raises a 4xx as a data failure, which the GRPO loop
+ * does not retry), so the run stops with this message in its log instead of training on nothing.
+ */
+function stopAnswer(res: ServerResponse, message: string): void {
+  send(res, 400, { error: { message: `polar gym-agent: ${message}`, code: 'POLAR_TOO_MANY_FAILURES' } });
+}
+
+/**
+ * The model the agent serves and its context window: `--model` when given (its own window from
+ * the server's list, not the first model's; unknown when the server does not list it), else the
+ * first model the server lists.
+ */
+export function servedModel(served: readonly { id: string; maxModelLen?: number | null }[], model: string | null): { model: string | null; contextWindow: number | null } {
+  if (model !== null) return { model, contextWindow: served.find((m) => m.id === model)?.maxModelLen ?? null };
+  return { model: served[0]?.id ?? null, contextWindow: served[0]?.maxModelLen ?? null };
 }
 
 /** A row polar could not run (not a task, a broken workspace path): a masked placeholder, still 200. */

@@ -28,6 +28,8 @@ export interface GymRunResult {
   polar_side_calls: number;
   polar_traces: number;
   polar_masked: number;
+  /** How many times the agent ran the row (infrastructure failures are run again). */
+  polar_attempts?: number;
 }
 
 export function gymRunResult(store: Store, sample: SampleRow, params: unknown, model: string): GymRunResult {
@@ -54,7 +56,12 @@ export function gymRunResult(store: Store, sample: SampleRow, params: unknown, m
   let response: Record<string, unknown> = {};
   const first = traces[0];
   if (first) {
-    const built = nemoGymResult(first, first.request_ids.map((id) => store.requests.get(id)!));
+    const records = first.request_ids.map((id) => store.requests.get(id)!);
+    // The export fills absent logprobs with zeros; trained on, they would claim probability 1 for
+    // every sampled token (a wrong importance ratio), so such a sample is masked instead.
+    const bare = records.filter((r) => !r.logprobs || r.logprobs.length !== r.sampledIds?.length).length;
+    if (bare > 0) reasons.push(`${bare} of ${records.length} calls have no logprobs from the server (is the upstream kind right?)`);
+    const built = nemoGymResult(first, records);
     if ('problem' in built) reasons.push(built.problem);
     else {
       output = built.response.output;

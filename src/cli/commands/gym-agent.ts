@@ -6,10 +6,10 @@ import { sandboxNotices } from '../../sandbox/index.js';
 import { addSandboxOptions, limitsFrom, readOnlyFrom, sandboxKind, type SandboxFlags } from '../sandbox-options.js';
 import { readTaskFile } from '../../rollout/task-file.js';
 import { isLoopbackHost } from '../../proxy/http-guard.js';
-import { defaultAgentOutDir, gymEnvironment, startGymAgent } from '../../train/gym-agent.js';
+import { DEFAULT_FAILURE_WINDOW, DEFAULT_INFRA_RETRIES, DEFAULT_MAX_FAILED_SHARE, defaultAgentOutDir, gymEnvironment, startGymAgent } from '../../train/gym-agent.js';
 import { UPSTREAM_KINDS } from '../../upstream/types.js';
 import { defaultDbPath } from '../../store/store.js';
-import { integerArg, secondsArg } from '../numbers.js';
+import { integerArg, numberArg, secondsArg } from '../numbers.js';
 import { action } from '../output.js';
 
 interface GymAgentCommandOptions extends SandboxFlags {
@@ -33,6 +33,9 @@ interface GymAgentCommandOptions extends SandboxFlags {
   allowInlineTasks?: boolean;
   authToken?: string;
   allowHost?: string[];
+  infraRetries: number;
+  maxFailedShare: number;
+  failureWindow: number;
   json?: boolean;
 }
 
@@ -59,6 +62,9 @@ export function registerGymAgent(program: Command): void {
     .option('--harness-bin <path>', 'the harness executable')
     .option('--node <path>', 'a Node.js binary for harnesses that need a newer one')
     .option('--from-gym', "started by NeMo Gym: host, port, policy URL and model from NEMO_GYM_CONFIG_DICT")
+    .option('--infra-retries <n>', 'run a row again this many times when its workspace, setup or harness start fails, before answering it masked', integerArg('--infra-retries', 0, 100), DEFAULT_INFRA_RETRIES)
+    .option('--max-failed-share <f>', 'answer /run with HTTP 400 (NeMo-RL stops) once more than this share of the last --failure-window rows failed outside the policy; 1 never stops', numberArg('--max-failed-share', 0, 1), DEFAULT_MAX_FAILED_SHARE)
+    .option('--failure-window <rows>', 'rows the share is taken over: about one NeMo-RL step (prompts × group size)', integerArg('--failure-window', 1, 1_000_000), DEFAULT_FAILURE_WINDOW)
     .option('--exit-with-parent', 'exit when the process that started this one is gone (Gym stops servers by signalling their launcher)')
     .option('--json', 'print the listening URL as one JSON line');
   addSandboxOptions(gymAgent).action(action(serve));
@@ -100,10 +106,13 @@ async function serve(opts: GymAgentCommandOptions): Promise<void> {
     allowInlineTasks: opts.allowInlineTasks === true,
     authToken,
     ...(opts.allowHost ? { allowHosts: opts.allowHost } : {}),
+    infraRetries: opts.infraRetries,
+    maxFailedShare: opts.maxFailedShare,
+    failureWindow: opts.failureWindow,
     onNotice: (line) => process.stderr.write(`${line}\n`),
     onRun: (r) =>
       process.stderr.write(
-        `polar gym-agent: ${r.polar_session_id ?? '(no session)'} reward ${r.reward}${r.instance_config ? chalk.yellow(` masked: ${r.polar_mask_reason}`) : ''} · ${r.polar_calls} calls\n`,
+        `polar gym-agent: ${r.polar_session_id ?? '(no session)'} reward ${r.reward}${r.instance_config ? chalk.yellow(` masked: ${r.polar_mask_reason}`) : ''} · ${r.polar_calls} calls${(r.polar_attempts ?? 1) > 1 ? ` · ${r.polar_attempts} attempts` : ''}\n`,
       ),
   });
   if (opts.json) process.stdout.write(`${JSON.stringify({ url: agent.url, rolloutId: agent.rolloutId, upstreams, upstreamKind: opts.upstreamKind })}\n`);

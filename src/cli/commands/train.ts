@@ -17,6 +17,7 @@ import { emptyStats } from '../../trajectory/reconstruct.js';
 import { getStrategy } from '../../trajectory/registry.js';
 import { latestCheckpoint, launch, prepareGrpo, prepareSft, type PreparedRun, type TrainUpdate } from '../../train/run-train.js';
 import { initialProgress } from '../../train/progress.js';
+import { DEFAULT_INFRA_RETRIES, DEFAULT_MAX_FAILED_SHARE } from '../../train/gym-agent.js';
 import { getKey } from '../../train/nemo-rl/config.js';
 import type { Yaml } from '../../train/yaml.js';
 import { DEFAULT_SESSION_TOKENS, SESSION_TURNS, TURN_TOKENS, type FirstPrompt } from '../../train/first-prompt.js';
@@ -58,6 +59,8 @@ interface GrpoFlags extends CommonFlags {
   harnessBin?: string;
   node?: string;
   sessionTokens: number;
+  infraRetries: number;
+  maxFailedShare: number;
 }
 
 interface SftFlags extends CommonFlags {
@@ -87,6 +90,8 @@ export function registerTrain(program: Command): void {
       .option('--command <template>', 'for --harness custom')
       .option('--harness-bin <path>', 'the harness executable')
       .option('--node <path>', 'a Node.js binary for harnesses that need a newer one')
+      .option('--infra-retries <n>', "the agent runs a sample again this many times when its workspace, setup or harness start fails (a masked sample's reward still enters its group's baseline)", integerArg('--infra-retries', 0, 100), DEFAULT_INFRA_RETRIES)
+      .option('--max-failed-share <f>', "the agent stops NeMo-RL once more than this share of a step's samples failed outside the policy; 1 never stops", numberArg('--max-failed-share', 0, 1), DEFAULT_MAX_FAILED_SHARE)
       .option('--session-tokens <n>', `tokens a useful session needs after the harness's first prompt: --max-seq-len must hold both (default ${SESSION_TURNS} turns of ${TURN_TOKENS})`, integerArg('--session-tokens', 0, 10_000_000), DEFAULT_SESSION_TOKENS),
   ).action(action(grpo));
   common(
@@ -138,6 +143,10 @@ async function grpo(opts: GrpoFlags, command: Command): Promise<void> {
     '--sandbox', sandbox,
     '--concurrency', String(opts.agentConcurrency),
     '--out', path.join(runDir, 'workspaces'),
+    '--infra-retries', String(opts.infraRetries),
+    '--max-failed-share', String(opts.maxFailedShare),
+    // NeMo-RL posts one step's rows at once: the failure share is taken over about one step.
+    '--failure-window', String(opts.promptsPerStep * opts.groupSize),
     ...(opts.tokenizer ? ['--tokenizer', path.resolve(opts.tokenizer)] : []),
     ...(opts.command !== undefined ? ['--command', opts.command] : []),
     ...(opts.harnessBin ? ['--harness-bin', path.resolve(opts.harnessBin)] : []),

@@ -171,7 +171,11 @@ for (let step = resumeFrom + 1; step <= maxSteps; step++) {
       await new Promise((r) => setTimeout(r, 2000));
       throw err;
     });
-    if (res.status !== 200) fail(`/run answered ${res.status}`);
+    if (res.status !== 200) {
+      // As nemo_gym.py:697-710 (7ea279a): the answer's body printed as "EXCEPTION RESULT", then raised.
+      console.error('EXCEPTION RESULT', await res.text());
+      fail(`/run answered ${res.status}`);
+    }
     return res.json();
   }));
   console.log('▶ Processing rewards...,');
