@@ -174,6 +174,12 @@ def main():
         'typed_required': {run: typed_required(raw['typed_dicts'], run) for run in ('grpo', 'sft')},
         'asserts': ASSERTS,
         'gym_run': GYM_RUN,
+        # Datasets polar names in data.train (registry at nemo_rl/data/datasets/response_datasets/__init__.py:92-93)
+        # and the parameters their constructors take (each also takes **kwargs, so other keys are ignored).
+        'datasets': [
+            {'name': 'openai_format', 'run': 'sft', 'file': 'nemo_rl/data/datasets/response_datasets/oai_format_dataset.py', 'line': 122, 'params': ['data_path', 'chat_key', 'system_key', 'system_prompt', 'tool_key', 'use_preserving_dataset']},
+            {'name': 'NemoGymDataset', 'run': 'grpo', 'file': 'nemo_rl/data/datasets/response_datasets/nemogym_dataset.py', 'line': 28, 'params': ['data_path', 'repeat']},
+        ],
         # The Gym submodule NeMo-RL runs, and the files in it polar's GRPO run names or relies on.
         'gym': {'root': '3rdparty/Gym-workspace/Gym', 'files': [
             {'path': 'responses_api_models/vllm_model/configs/vllm_model_for_training.yaml', 'why': 'first entry of env.nemo_gym.config_paths (polar writes it)'},

@@ -130,7 +130,8 @@ describe('polar train grpo --dry-run', () => {
     const twoGpus = await run(process.execPath, [BIN, 'train', 'sft', '--nemo-rl', checkout, '--model', 'Qwen/Qwen3-0.6B', '--data', data, '--gpus', '2', '--run-dir', path.join(dir, 'sft-dry2'), '--dry-run'], { env: { ...process.env, PATH: '/usr/bin:/bin' } }).catch((e: { code: number; stderr: string }) => e);
     expect(twoGpus).toMatchObject({ code: 2 });
     expect(twoGpus.stderr).toMatch(/error: the SFT data has 1 example, fewer than one batch of 2 \(2 data-parallel ranks × micro-batch 1\).*Export more accepted samples/);
-    const openaiFormat = ['data.validation', 'data.train.data_path', 'data.train.chat_key', 'data.train.tool_key', 'data.train.system_key', 'data.train.system_prompt', 'data.train.use_preserving_dataset'];
+    // Beyond sft.yaml's keys: the openai_format dataset's own parameters, as the pinned list records them.
+    const openaiFormat = ['data.validation', ...loadContract().datasets.find((d) => d.name === 'openai_format')!.params.map((p) => `data.train.${p}`)];
     expect(leafKeys(config).filter((k) => !keys('sft').has(k) && !openaiFormat.includes(k))).toEqual([]);
     expect(getKey(config, 'data.train')).toMatchObject({ dataset_name: 'openai_format', data_path: data, chat_key: 'messages', tool_key: 'tools' });
     expect(getKey(config, 'policy.tokenizer.chat_template')).toBe('default');

@@ -28,6 +28,8 @@ export interface Contract {
   asserts: { run: RunKind; on: string; file: string; line: number; what: string }[];
   /** /run: what NeMo-RL / Gym send the agent, and what they read of its answer (`required`: unguarded). */
   gym_run: { request: GymRunField[]; response: GymRunField[] };
+  /** Datasets polar names, with the parameters their constructors take. */
+  datasets: { name: string; run: RunKind; file: string; line: number; params: string[] }[];
   /** The Gym submodule (path in the NeMo-RL checkout) and the files in it a run relies on. */
   gym: { root: string; files: { path: string; why: string }[] };
 }
