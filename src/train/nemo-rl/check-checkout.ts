@@ -23,7 +23,7 @@ export interface CheckoutReport {
   /** The base config could not be read (the key check was skipped), and why. */
   baseUnreadable: string | null;
   checkedReads: number;
-  /** GRPO: the Gym submodule (its commit, files of the list it lacks); null when it is not checked out. */
+  /** GRPO only (null for SFT): the Gym submodule, whether it is checked out, its commit, the files of the list it lacks. */
   gym: { root: string; checkedOut: boolean; commit: string | null; pinned: string; missingFiles: string[] } | null;
 }
 
@@ -46,7 +46,8 @@ export function checkCheckout(checkout: string, kind: RunKind, generated: Yaml, 
     if (!text) continue;
     report.checkedReads++;
     const last = read.key.split('.').at(-1)!;
-    // The key as a subscript, or alone on its line (a subscript Black split over three lines).
+    // The key as a subscript, or alone on its line (a subscript Black split over three lines). Only
+    // the last key segment is matched, so a moved read may list other reads of a same-named key too.
     const alone = new RegExp(`^\\s*["']${last.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}["']\\s*$`);
     const reads = (line: string | undefined) => line !== undefined && (line.includes(`["${last}"]`) || line.includes(`['${last}']`) || alone.test(line));
     if (read.lines.every((n) => reads(text[n - 1]))) continue;
