@@ -53,6 +53,9 @@ describe('host view rules', () => {
     expect(toolchainDirs('/root/.pyenv/shims', '/root')).toEqual(['/root/.pyenv']);
     expect(toolchainDirs('/root/.local/bin', '/root')).toEqual(['/root/.local/bin', '/root/.local/lib']);
     expect(toolchainDirs('/root', '/root')).toEqual([]);
+    expect(toolchainDirs('/root/.config/composer/vendor/bin', '/root')).toEqual(['/root/.config/composer']);
+    expect(toolchainDirs('/root/.local/share/pnpm', '/root')).toEqual(['/root/.local/share/pnpm']);
+    expect(toolchainDirs('/root/.local/share/mise/shims', '/root')).toEqual(['/root/.local/share/mise']);
     expect(toolchainDirs('/usr/local/bin', '/root')).toEqual([]);
     expect(toolchainDirs('/opt/conda/bin', '/root')).toEqual(['/opt/conda']);
     expect(toolchainDirs('/srv/app/node_modules/.bin', '/root')).toEqual(['/srv/app/node_modules']);

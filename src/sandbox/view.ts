@@ -84,8 +84,8 @@ function readHostView(pathEnv: string, home: string): HostView {
 
 /**
  * The folders to bind for a PATH entry outside the system directories: under the home folder, its
- * toolchain's top folder (`~/.pyenv/shims` -> `~/.pyenv`; `~/.local` only as its bin and lib), never
- * the home folder itself; elsewhere a `bin` folder's prefix (`/opt/conda/bin` -> `/opt/conda`), a
+ * toolchain's top folder (`~/.pyenv/shims` -> `~/.pyenv`; `~/.local` only as its bin and lib; in
+ * ~/.config or ~/.cache the tool's own folder), never the home folder itself; elsewhere a `bin` folder's prefix (`/opt/conda/bin` -> `/opt/conda`), a
  * `node_modules/.bin`'s node_modules, or the entry alone. A checkout's own folder is never bound whole:
  * an entry whose prefix holds a `.git` binds only itself.
  */
@@ -97,8 +97,14 @@ export function toolchainDirs(entry: string, home: string): string[] {
   const h = path.resolve(home);
   if (p === h || p === '/') return [];
   if (h !== '/' && p.startsWith(`${h}/`)) {
-    const top = path.join(h, p.slice(h.length + 1).split('/')[0]!);
-    return path.basename(top) === '.local' ? [path.join(top, 'bin'), path.join(top, 'lib')] : [top];
+    const parts = p.slice(h.length + 1).split('/');
+    // Folders many tools share (gcloud keeps its credentials in ~/.config): the tool's own folder in them.
+    if (['.config', '.cache'].includes(parts[0]!) || (parts[0] === '.local' && ['share', 'state'].includes(parts[1]!))) {
+      const depth = parts[0] === '.local' ? 3 : 2;
+      return parts.length > depth ? [path.join(h, ...parts.slice(0, depth))] : [p];
+    }
+    const top = path.join(h, parts[0]!);
+    return parts[0] === '.local' ? [path.join(top, 'bin'), path.join(top, 'lib')] : [top];
   }
   if (path.basename(p) === '.bin' && path.basename(path.dirname(p)) === 'node_modules') return [path.dirname(p)];
   const prefix = path.dirname(p);
