@@ -42,6 +42,8 @@ export interface GymAgentOptions {
   upstreamKind: string;
   tokenizer?: string;
   model: string | null;
+  /** The policy's context length, when the server lists none (NeMo-RL's does not): `polar train grpo` passes max_model_len. */
+  contextWindow?: number | null;
   /** Sessions at once (RUNNING); NeMo-RL posts every row of a step at once, the rest wait. */
   concurrency: number;
   timeoutSec: number;
@@ -174,7 +176,9 @@ export async function startGymAgent(options: GymAgentOptions): Promise<RunningGy
           ...(topP !== undefined ? { topP } : {}),
         });
         const served = await upstream.models(AbortSignal.timeout(5000)).catch(() => []);
-        const { model, contextWindow } = servedModel(served, options.model);
+        const found = servedModel(served, options.model);
+        const model = found.model;
+        const contextWindow = options.contextWindow ?? found.contextWindow;
         if (!model) throw new PolarError('POLAR_USAGE', `no model for ${url}: pass --model (NeMo-RL's server lists none)`);
         // Each profile's proxy has its own socket for proxy-only sandboxes.
         const socket = sandbox.kind === 'bwrap' ? await privateSocketPath() : null;

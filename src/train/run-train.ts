@@ -106,7 +106,9 @@ export async function prepareGrpo(o: GrpoOptions): Promise<PreparedRun> {
   const files = [
     { path: path.join(runDir, 'grpo.yaml'), content: header('GRPO with NeMo Gym; polar serves the agent (gym/)') + toYaml(config) },
     { path: trainData, content: gymRows(o.tasks) },
-    { path: wiring.appPy, content: appSource(o.agent) },
+    // NeMo-RL's server lists no models, so the agent learns the context window from here: harnesses
+    // size their output and compaction by it (Claude Code would otherwise assume 200k and overflow).
+    { path: wiring.appPy, content: appSource({ ...o.agent, args: [...o.agent.args, ...contextWindowArgs(config)] }) },
   ];
   const checks = await preflight({
     nemoRl: o.nemoRl,
@@ -123,6 +125,12 @@ export async function prepareGrpo(o: GrpoOptions): Promise<PreparedRun> {
   const firstPrompt = budget ? budgetChecks(budget, config, o, checks) : null;
   contractChecks(o.nemoRl, 'grpo', config, runDir, checks);
   return { ...finish('grpo', runDir, files, config, checks, GRPO_SCRIPT, { ...o.env, NEMO_GYM_EXTRA_ROOTS: wiring.root }, o), firstPrompt };
+}
+
+/** `--context-window` for the agent: vLLM's max_model_len as the config will run. */
+function contextWindowArgs(config: Yaml): string[] {
+  const len = getKey(config, 'policy.generation.vllm_cfg.max_model_len');
+  return typeof len === 'number' && len > 0 ? ['--context-window', String(len)] : [];
 }
 
 type Budget = { measured: FirstPrompt; taskTokens: number; need: number } | { failed: string };

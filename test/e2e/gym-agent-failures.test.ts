@@ -86,8 +86,9 @@ describe('polar gym-agent failure semantics', () => {
   let agent: { url: string; db: string; stderr: () => string };
   beforeAll(async () => {
     // A window too wide to trip here: these rows test retries and masks.
-    agent = await startAgent('retries', ['--infra-retries', '2', '--failure-window', '100']);
-  }, 60_000);
+    // --context-window as polar train grpo passes it (NeMo-RL's server lists no models to learn it from).
+    agent = await startAgent('retries', ['--infra-retries', '2', '--failure-window', '100', '--context-window', '16384']);
+  }, 120_000);
 
   it('runs a row again when its setup fails, and answers the attempt that worked', { timeout: 120_000 }, async () => {
     const { status, json } = await post(agent.url, row('flaky'));
@@ -115,14 +116,15 @@ describe('polar gym-agent failure semantics', () => {
     expect(json.reward).toBe(0);
   });
 
-  it("caps every call's max_tokens at the row's max_output_tokens (the harness asked for 32,000)", { timeout: 120_000 }, async () => {
+  it("caps every call's max_tokens at the row's max_output_tokens (the harness asked for 32,000); without one, the context window still applies", { timeout: 120_000 }, async () => {
     const capped = await post(agent.url, row('good', 64));
     const free = await post(agent.url, row('good'));
     const store = Store.open(agent.db, { readonly: true });
     try {
       const sent = (session: string) => store.requests.list(session).map((c) => (JSON.parse(store.requests.get(c.id)!.upstreamRequest!) as { max_tokens?: number }).max_tokens);
       expect(sent(capped.json.polar_session_id)).toEqual([64]);
-      expect(sent(free.json.polar_session_id)).toEqual([32000]);
+      // 32,000 cannot fit a 16,384 window: dropped, so the server gives what the context leaves.
+      expect(sent(free.json.polar_session_id)).toEqual([undefined]);
     } finally {
       store.close();
     }

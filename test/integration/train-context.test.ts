@@ -96,6 +96,8 @@ describe('polar train grpo: the context budget', () => {
     const len = getKey(config, 'policy.generation.vllm_cfg.max_model_len') as number;
     expect(len).toBeGreaterThanOrEqual(auto.result.firstPrompt!.tokens + 8192);
     expect(getKey(config, 'policy.max_total_sequence_length')).toBe(len);
+    // The agent is told the window (NeMo-RL's server lists no models): harnesses size output and compaction by it.
+    expect(fs.readFileSync(path.join(dir, 'cc-default', 'gym/responses_api_agents/polar_agent/app.py'), 'utf8')).toContain(`"--context-window","${len}"`);
 
     // A model folder with its tokenizer (here a copy of Qwen3's, so the count must agree).
     const model = path.join(dir, 'model');

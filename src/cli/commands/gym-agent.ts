@@ -20,6 +20,7 @@ interface GymAgentCommandOptions extends SandboxFlags {
   upstreamKind: string;
   tokenizer?: string;
   model?: string;
+  contextWindow?: number;
   db?: string;
   concurrency: number;
   timeout: number;
@@ -54,6 +55,7 @@ export function registerGymAgent(program: Command): void {
     .addOption(new Option('--upstream-kind <kind>', 'how to talk to it (see polar proxy --help)').choices([...UPSTREAM_KINDS]).default('nemo-rl'))
     .option('--tokenizer <path>', 'for vllm-tito / sglang-tito')
     .option('--model <name>', "the served model (NeMo-RL's server lists none; under NeMo Gym, its policy_model_name)")
+    .option('--context-window <tokens>', "the policy's context length (default: the server's max_model_len for --model; NeMo-RL's server lists none, so polar train grpo passes it)", integerArg('--context-window', 1, 100_000_000))
     .option('--db <file|url>', 'SQLite file, or postgres://… for a shared store (default: $POLAR_DB, else ./polar.db)')
     .option('--concurrency <k>', 'harness sessions at once; other rows wait', integerArg('--concurrency', 1, 1024), 4)
     .option('--timeout <seconds>', "a session's budget when its task gives none", secondsArg('--timeout'), 1800)
@@ -95,6 +97,7 @@ async function serve(opts: GymAgentCommandOptions): Promise<void> {
     upstreamKind: opts.upstreamKind,
     ...(opts.tokenizer ? { tokenizer: opts.tokenizer } : {}),
     model: opts.model ?? gym?.policyModel ?? null,
+    ...(opts.contextWindow ? { contextWindow: opts.contextWindow } : {}),
     concurrency: opts.concurrency,
     timeoutSec: opts.timeout,
     sandbox,
