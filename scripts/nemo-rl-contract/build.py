@@ -58,15 +58,15 @@ FILLED = [
 ]
 # Asserts and raises a config, the data or a /run answer must pass, in our words.
 ASSERTS = [
-    {'run': 'grpo', 'on': 'config', 'file': 'examples/nemo_gym/run_grpo_nemo_gym.py', 'line': 195, 'what': 'should_use_nemo_gym(config) holds after setup_nemo_gym_config'},
-    {'run': 'grpo', 'on': 'config', 'file': 'examples/nemo_gym/run_grpo_nemo_gym.py', 'line': 206, 'what': 'grpo.max_val_samples must be null (raises ValueError)'},
+    {'run': 'grpo', 'on': 'config', 'file': 'examples/nemo_gym/run_grpo_nemo_gym.py', 'line': 195, 'what': 'should_use_nemo_gym(config) holds after setup_nemo_gym_config (env.should_use_nemo_gym read at nemo_gym.py:84; async_engine and expose_http_server are set true at nemo_gym.py:1116-1117)', 'holds': [{'key': 'env.should_use_nemo_gym', 'is': True}]},
+    {'run': 'grpo', 'on': 'config', 'file': 'examples/nemo_gym/run_grpo_nemo_gym.py', 'line': 206, 'what': 'grpo.max_val_samples must be null (raises ValueError)', 'holds': [{'key': 'grpo.max_val_samples', 'is': None}]},
     {'run': 'grpo', 'on': 'config', 'file': 'examples/nemo_gym/run_grpo_nemo_gym.py', 'line': 302, 'what': 'async GRPO refuses data.use_multiple_dataloader: true'},
     {'run': 'grpo', 'on': 'config', 'file': 'examples/nemo_gym/run_grpo_nemo_gym.py', 'line': 147, 'what': 'MasterConfig(**config): pydantic requires the TypedDict fields listed under typed_required'},
     {'run': 'grpo', 'on': 'config', 'file': 'nemo_rl/environments/nemo_gym.py', 'line': 90, 'what': 'should_use_nemo_gym: with backend vllm, vllm_cfg.async_engine and expose_http_server must be true'},
     {'run': 'grpo', 'on': 'config', 'file': 'nemo_rl/algorithms/grpo.py', 'line': 511, 'what': 'val_temperature / val_top_p / val_top_k differing from the train values only with vLLM + NeMo Gym'},
     {'run': 'grpo', 'on': 'config', 'file': 'nemo_rl/algorithms/grpo.py', 'line': 521, 'what': 'generation.val_top_k must be unset on the NeMo Gym path'},
     {'run': 'grpo', 'on': 'config', 'file': 'nemo_rl/algorithms/grpo.py', 'line': 571, 'what': 'grpo.batch_multiplier must be 1 without dynamic sampling'},
-    {'run': 'grpo', 'on': 'config', 'file': 'nemo_rl/algorithms/grpo.py', 'line': 639, 'what': 'validation enabled (val_period > 0, val_at_start or val_at_end) needs a validation dataset'},
+    {'run': 'grpo', 'on': 'config', 'file': 'nemo_rl/algorithms/grpo.py', 'line': 639, 'what': 'validation enabled (val_period > 0, val_at_start or val_at_end) needs a validation dataset (polar gives none)', 'holds': [{'key': 'data.validation', 'is': None}, {'key': 'grpo.val_period', 'is': 0}, {'key': 'grpo.val_at_start', 'is': False}, {'key': 'grpo.val_at_end', 'is': False}]},
     {'run': 'grpo', 'on': 'data', 'file': 'nemo_rl/algorithms/grpo.py', 'line': 598, 'what': 'train dataloader: batch = num_prompts_per_step, drop_last=True (fewer rows than a batch: no step)'},
     {'run': 'grpo', 'on': 'result', 'file': 'nemo_rl/environments/nemo_gym.py', 'line': 760, 'what': 'a /run answer must be a JSON object'},
     {'run': 'grpo', 'on': 'result', 'file': 'nemo_rl/environments/nemo_gym.py', 'line': 840, 'what': 'each trainable item\'s prompt_token_ids must start with every token seen so far (one append-only chain)'},

@@ -5,7 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { writeFixtureCheckout } from '../../../test/support/nemo-rl-checkout.js';
 import { checkCheckout, describeReport, headCommit } from './check-checkout.js';
 import { grpoConfig, sftConfig } from './config.js';
-import { loadContract, mergeOntoBaseKeys, missingKeys, requiredKeys } from './contract.js';
+import { failedAsserts, loadContract, mergeOntoBaseKeys, missingKeys, requiredKeys } from './contract.js';
 import type { Yaml } from '../yaml.js';
 
 const contract = loadContract();
@@ -37,6 +37,11 @@ describe("polar's config merged onto the base config by NeMo-RL's rule", () => {
     const merged = mergeOntoBaseKeys('grpo', grpo(), contract);
     expect(requiredKeys('grpo', contract, merged).length).toBeGreaterThan(80);
     expect(missingKeys('grpo', contract, merged)).toEqual([]);
+    // And passes the config asserts the list can state as key = value.
+    expect(contract.asserts.filter((x) => x.run === 'grpo' && x.holds).length).toBe(3);
+    expect(failedAsserts('grpo', contract, merged)).toEqual([]);
+    const withValidation = mergeOntoBaseKeys('grpo', { ...(grpo() as object), grpo: { ...((grpo() as { grpo: object }).grpo), val_period: 10 } }, contract);
+    expect(failedAsserts('grpo', contract, withValidation)).toEqual([expect.stringMatching(/^nemo_rl\/algorithms\/grpo\.py:639: validation enabled/)]);
   });
 
   it('sft: the same on the openai_format SFT path', () => {

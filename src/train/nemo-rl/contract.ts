@@ -25,7 +25,8 @@ export interface Contract {
   reads: Record<RunKind, ContractRead[]>;
   filled: { key: string; file: string; line: number; run: RunKind }[];
   typed_required: Record<RunKind, { key: string; file: string; line: number }[]>;
-  asserts: { run: RunKind; on: string; file: string; line: number; what: string }[];
+  /** `holds`: what polar's config must say for the assert to pass (where it can be said as key = value). */
+  asserts: { run: RunKind; on: string; file: string; line: number; what: string; holds?: { key: string; is: Yaml }[] }[];
   /** /run: what NeMo-RL / Gym send the agent, and what they read of its answer (`required`: unguarded). */
   gym_run: { request: GymRunField[]; response: GymRunField[] };
   /** Datasets polar names, with the parameters their constructors take. */
@@ -94,6 +95,13 @@ export function requiredKeys(kind: RunKind, contract: Contract, merged: Yaml): {
     if (!out.has(t.key)) out.set(t.key, `${t.file}:${t.line} (pydantic)`);
   }
   return [...out].map(([key, at]) => ({ key, at }));
+}
+
+/** The config asserts of the list that a merged config fails, each as `file:line: what`. */
+export function failedAsserts(kind: RunKind, contract: Contract, merged: Yaml): string[] {
+  return contract.asserts
+    .filter((a) => a.run === kind && a.holds?.some((h) => !has(merged, h.key) || get(merged, h.key) !== h.is))
+    .map((a) => `${a.file}:${a.line}: ${a.what}`);
 }
 
 /** The required keys a merged config lacks, each with where NeMo-RL reads it. */

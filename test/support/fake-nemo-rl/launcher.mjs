@@ -18,7 +18,7 @@ import readline from 'node:readline';
 const repo = path.resolve(import.meta.dirname, '../../..');
 const { parseYaml, toYaml } = await import(path.join(repo, 'dist/train/yaml.js'));
 const { loadWithInheritance } = await import(path.join(repo, 'dist/train/nemo-rl/merge.js'));
-const { loadContract, missingKeys } = await import(path.join(repo, 'dist/train/nemo-rl/contract.js'));
+const { failedAsserts, loadContract, missingKeys } = await import(path.join(repo, 'dist/train/nemo-rl/contract.js'));
 const [script, ...rest] = process.argv.slice(2);
 const configFile = rest[rest.indexOf('--config') + 1];
 const config = parseYaml(fs.readFileSync(configFile, 'utf8'));
@@ -41,9 +41,11 @@ const get = (dotted) => dotted.split('.').reduce((node, k) => (node && typeof no
 if (!fs.existsSync(config.defaults)) fail(`defaults ${config.defaults} does not exist`);
 // The keys NeMo-RL reads unguarded on this run's path, after its own merge (as a KeyError in setup()).
 const kind = script.includes('run_sft') ? 'sft' : 'grpo';
-const missing = missingKeys(kind, loadContract(), loadWithInheritance(configFile, (f) => fs.readFileSync(f, 'utf8')));
+const merged = loadWithInheritance(configFile, (f) => fs.readFileSync(f, 'utf8'));
+const missing = missingKeys(kind, loadContract(), merged);
 for (const { key, at } of missing) console.log(`KeyError: '${key.split('.').at(-1)}' (${key}, read at ${at})`);
 if (missing.length > 0) stop(1);
+for (const failed of failedAsserts(kind, loadContract(), merged)) fail(failed);
 const checkpoints = get('checkpointing.checkpoint_dir');
 const done = fs.existsSync(checkpoints) ? fs.readdirSync(checkpoints).map((d) => Number(/^step_(\d+)$/.exec(d)?.[1] ?? 0)) : [];
 const resumeFrom = Math.max(0, ...done);
