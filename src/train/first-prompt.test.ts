@@ -25,7 +25,15 @@ describe('the context budget', () => {
     try {
       fs.copyFileSync(path.join(qwen3ModelDir(), 'tokenizer.json'), path.join(dir, 'tokenizer.json'));
       expect(chooseTokenizer(dir)).toMatchObject({ location: dir, note: null });
-      expect(chooseTokenizer('Qwen/Qwen3-8B')).toMatchObject({ location: 'bundled:qwen3', note: expect.stringContaining('--model Qwen/Qwen3-8B is not a local folder') });
+      const noCache = { HF_HUB_CACHE: path.join(dir, 'empty-hub') };
+      expect(chooseTokenizer('Qwen/Qwen3-8B', undefined, noCache)).toMatchObject({ location: 'bundled:qwen3', note: expect.stringContaining('--model Qwen/Qwen3-8B is neither a local folder') });
+      // A hub id already downloaded: its snapshot in the Hugging Face cache.
+      const snapshot = path.join(dir, 'hub', 'models--Qwen--Qwen3-8B', 'snapshots', 'abc123');
+      fs.mkdirSync(snapshot, { recursive: true });
+      fs.mkdirSync(path.join(dir, 'hub', 'models--Qwen--Qwen3-8B', 'refs'));
+      fs.writeFileSync(path.join(dir, 'hub', 'models--Qwen--Qwen3-8B', 'refs', 'main'), 'abc123\n');
+      fs.copyFileSync(path.join(qwen3ModelDir(), 'tokenizer.json'), path.join(snapshot, 'tokenizer.json'));
+      expect(chooseTokenizer('Qwen/Qwen3-8B', undefined, { HF_HOME: dir })).toMatchObject({ location: snapshot, note: null });
       expect(chooseTokenizer('Qwen/Qwen3-8B', dir)).toMatchObject({ location: dir, note: null });
       // The identity changes with the files' content: a new template is measured again.
       const before = chooseTokenizer(dir).id;

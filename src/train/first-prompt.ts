@@ -82,16 +82,19 @@ export async function measureFirstPrompt(input: MeasureInput): Promise<FirstProm
 
 /**
  * The tokenizer to count with: `--tokenizer`, else `--model` when it is a local folder with a
- * tokenizer, else the bundled Qwen3 one (a hub id is not downloaded for a preflight), with a note.
+ * tokenizer, or a hub id already in the Hugging Face cache, else the bundled Qwen3 one (nothing is
+ * downloaded for a preflight), with a note.
  */
-export function chooseTokenizer(model: string, tokenizer?: string): { location: string; id: string; note: string | null } {
+export function chooseTokenizer(model: string, tokenizer?: string, env: NodeJS.ProcessEnv = process.env): { location: string; id: string; note: string | null } {
   if (tokenizer && tokenizer !== BUNDLED_QWEN3) return { location: tokenizer, id: folderId(tokenizer), note: null };
   const dir = model.startsWith('~') ? path.join(os.homedir(), model.slice(1)) : path.resolve(model);
   if (!tokenizer && fs.existsSync(path.join(dir, 'tokenizer.json'))) return { location: dir, id: folderId(dir), note: null };
+  const cached = tokenizer ? null : hubSnapshot(model, env);
+  if (cached) return { location: cached, id: folderId(cached), note: null };
   return {
     location: BUNDLED_QWEN3,
     id: BUNDLED_QWEN3,
-    note: tokenizer ? null : `counted with polar's bundled Qwen3 tokenizer and template: --model ${model} is not a local folder with a tokenizer (pass one, or --tokenizer, to count with the model's own)`,
+    note: tokenizer ? null : `counted with polar's bundled Qwen3 tokenizer and template: --model ${model} is neither a local folder with a tokenizer nor in the Hugging Face cache (pass a folder, or --tokenizer, to count with the model's own)`,
   };
 }
 
@@ -164,6 +167,24 @@ async function probe(harness: Harness, bin: string, template: ChatTemplate, inpu
     await mock.close();
     fs.rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** A hub id's snapshot in the Hugging Face cache (`$HF_HUB_CACHE`, else `$HF_HOME/hub`), when it has a tokenizer. */
+export function hubSnapshot(model: string, env: NodeJS.ProcessEnv = process.env): string | null {
+  if (!/^[\w.-]+\/[\w.-]+$/.test(model)) return null;
+  const hub = env.HF_HUB_CACHE ?? path.join(env.HF_HOME ?? path.join(os.homedir(), '.cache', 'huggingface'), 'hub');
+  const repo = path.join(hub, `models--${model.replace('/', '--')}`);
+  try {
+    const main = path.join(repo, 'refs', 'main');
+    const snapshots = fs.existsSync(main) ? [fs.readFileSync(main, 'utf8').trim()] : fs.readdirSync(path.join(repo, 'snapshots'));
+    for (const s of snapshots) {
+      const dir = path.join(repo, 'snapshots', s);
+      if (fs.existsSync(path.join(dir, 'tokenizer.json'))) return dir;
+    }
+  } catch {
+    // Not in the cache.
+  }
+  return null;
 }
 
 /**

@@ -32,7 +32,8 @@ beforeAll(() => {
   tasks = path.join(dir, 'tasks.jsonl');
   fs.writeFileSync(tasks, ['a', 'b'].map((id) => JSON.stringify({ id, prompt: `write ${id}.txt`, workspace: { empty: true }, evaluator: { type: 'command', command: 'echo 1' } })).join('\n'));
   // The measurement cache lives in polar's state dir: a fresh one, so the first run measures.
-  env = { ...process.env, NO_COLOR: '1', POLAR_STATE_DIR: path.join(dir, 'state'), PATH: `/usr/bin:/bin` };
+  // …and an empty Hugging Face cache, so a hub id is counted with the bundled Qwen3 tokenizer.
+  env = { ...process.env, NO_COLOR: '1', POLAR_STATE_DIR: path.join(dir, 'state'), HF_HUB_CACHE: path.join(dir, 'hub'), PATH: `/usr/bin:/bin` };
 });
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
