@@ -16,7 +16,7 @@ import type { Upstream } from '../upstream/types.js';
 import { baseEnvironment } from './env.js';
 import { resolveHarnessBin } from './resolve.js';
 import { ensureNode } from './node-runtime.js';
-import { checkWorkdir, openJail, privateSocketPath, startRelay, type Jail, type NetworkMode, type SandboxSettings } from '../sandbox/index.js';
+import { checkWorkdir, openJail, privateSocketPath, startRelay, type Bind, type Jail, type NetworkMode, type SandboxSettings } from '../sandbox/index.js';
 import { runCommand, runHarnessProcess } from './spawn.js';
 import type { Harness, HarnessContext } from './types.js';
 
@@ -54,7 +54,7 @@ export interface RunHarnessOptions {
    * proxy that serves it (a rollout's); without one, polar makes one for the proxy it starts, or
    * relays one to `proxyUrl`.
    */
-  sandbox?: { settings: SandboxSettings; network: NetworkMode; proxySocket?: string; readOnly?: readonly string[] };
+  sandbox?: { settings: SandboxSettings; network: NetworkMode; proxySocket?: string; readOnly?: readonly string[]; cwdInside?: string; binds?: readonly Bind[] };
   /** Extra session metadata (a rollout's sample, task and group). */
   sessionMetadata?: Record<string, unknown>;
   /** An open store on `dbPath` to use (a rollout's), instead of opening one; it is left open. */
@@ -133,7 +133,8 @@ export async function runHarness(opts: RunHarnessOptions): Promise<RunHarnessRes
     const keys = opts.sessionKeys ?? (opts.proxyUrl ? readMaster(masterKeyFile(opts.dbPath)) : SessionKeys.random());
     // Without a master (an open `polar proxy`), the key only names the session, as it always did.
     const apiKey = keys ? keys.keyFor(session) : `polar-${session}`;
-    const ctxBase: Omit<HarnessContext, 'proxyUrl'> = { session, apiKey, model, home, cwd: opts.cwd, contextWindow, isRoot: process.getuid?.() === 0 };
+    // With the workspace mounted elsewhere inside (a Harbor task's /app), the harness is told that path.
+    const ctxBase: Omit<HarnessContext, 'proxyUrl'> = { session, apiKey, model, home, cwd: sandboxed?.cwdInside ?? opts.cwd, contextWindow, isRoot: process.getuid?.() === 0 };
     const harnessVersion = opts.harnessVersion !== undefined ? opts.harnessVersion : await versionOf(harness, bin, { ...ctxBase, proxyUrl: 'http://127.0.0.1:9' }, baseEnv);
     store.sessions.ensure(session, {
       harness: harness.name,
@@ -181,6 +182,8 @@ export async function runHarness(opts: RunHarnessOptions): Promise<RunHarnessRes
         readOnly: [...(nodeDir ? [path.dirname(nodeDir)] : []), ...(opts.harnessBin ? [bin] : []), ...(sandboxed.readOnly ?? [])],
         interactive: opts.prompt === null,
         findCappedFiles: true,
+        ...(sandboxed.cwdInside ? { cwdInside: sandboxed.cwdInside } : {}),
+        ...(sandboxed.binds ? { binds: sandboxed.binds } : {}),
       });
     }
     const cmd = jail ? jail.wrap(plain) : plain;

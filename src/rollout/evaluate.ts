@@ -5,6 +5,8 @@ import type { OpenSandbox } from './workspace.js';
 import { scrubSecrets } from '../store/redact.js';
 import { commandReward } from './reward.js';
 import type { RolloutTask } from './task-file.js';
+import { runVerifier } from './harbor/trial.js';
+import type { SandboxSettings } from '../sandbox/index.js';
 import { applyDiff, prepareWorkspace, removeWorkspace, StageError, type PreparedWorkspace } from './workspace.js';
 
 /** What POSTRUN records for a sample's evaluation. */
@@ -35,6 +37,8 @@ export interface EvaluationContext {
   scratch: string;
   /** Values never to store (upstream keys, auth tokens). */
   secrets: readonly string[];
+  /** For a Harbor task's verifier: the process's sandbox settings and the verifier's network. */
+  harbor?: { settings: SandboxSettings; network: 'host' | 'none' };
 }
 
 const OUTPUT_KEPT = 8 * 1024;
@@ -54,6 +58,11 @@ export async function evaluate(ctx: EvaluationContext): Promise<Evaluation> {
     return { reward: ctx.sessionStatus === 'completed' ? 1 : 0, traceRewards: null, record: { type: ev.type, session_status: ctx.sessionStatus } };
   }
   const env = { ...ctx.env, POLAR_TASK_ID: task.id, POLAR_SESSION_ID: ctx.sessionId, POLAR_TRACE_COUNT: String(ctx.traceCount) };
+  if (ev.type === 'harbor') {
+    if (!task.harbor || !ctx.harbor) throw new StageError('post', 'a Harbor verifier needs its task folder and the sandbox');
+    const out = await runVerifier(task.harbor, ctx.workspace.dir, { settings: ctx.harbor.settings, env: ctx.env, secrets: ctx.secrets }, ctx.harbor.network);
+    return { reward: out.reward, traceRewards: null, record: out.record };
+  }
   if (ev.type === 'command') {
     const r = await sandboxedShell(ctx.sandbox, ev.command, { cwd: ctx.workspace.dir, env: { ...env, POLAR_WORKSPACE: ctx.workspace.dir }, timeoutMs: ev.timeout * 1000 }, 'the evaluator command');
     broken(r, `the evaluator command`, ev.timeout);

@@ -19,6 +19,15 @@ export function sandboxSettings(config: RolloutConfig, bwrap: string): SandboxSe
   };
 }
 
+/**
+ * A Harbor task's verifier: the host network only where task.toml allows the internet
+ * ([environment].allow_internet = true, network_mode = "public", or [verifier].network_mode);
+ * otherwise none, like every evaluator (the agent's code runs under test.sh).
+ */
+export function verifierNetwork(task: RolloutTask): 'host' | 'none' {
+  return task.harbor?.verifierNetwork === 'public' ? 'host' : 'none';
+}
+
 export function harnessNetwork(settings: SandboxSettings, task: RolloutTask): NetworkMode {
   if (settings.kind === 'none') return 'host';
   return task.network === 'host' ? 'host' : settings.network;

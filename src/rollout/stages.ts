@@ -14,7 +14,8 @@ import type { AcceptFacts } from './accept.js';
 import type { RolloutConfig, RolloutEvent } from './config.js';
 import { evaluate } from './evaluate.js';
 import type { RolloutTask } from './task-file.js';
-import { evaluatorSandbox, harnessNetwork, setupSandbox } from './sandboxing.js';
+import { evaluatorSandbox, harnessNetwork, setupSandbox, verifierNetwork } from './sandboxing.js';
+import { agentMounts, isBuiltinAgent, runBuiltinAgent } from './harbor/trial.js';
 import { captureDiff, prepareWorkspace, removeWorkspace, StageError, workspaceDir, type PreparedWorkspace } from './workspace.js';
 
 /** What every stage shares: no globals; a rollout builds one and passes it in. */
@@ -27,7 +28,8 @@ export interface StageContext {
   dbPath: string;
   config: RolloutConfig;
   tasks: ReadonlyMap<string, RolloutTask>;
-  harness: Harness;
+  /** null for the built-in agents (`oracle`, `nop`), which run without a model. */
+  harness: Harness | null;
   proxyUrl: string;
   /** Mints each session's key for the proxy at `proxyUrl`, which accepts a session's calls only with it. */
   sessionKeys: SessionKeys;
@@ -108,7 +110,9 @@ export async function runStage(ctx: StageContext, p: Prepared): Promise<Ran | nu
   const timing = { ...p.timing, ready_ms: readyMs };
   if (left <= 0) return { ...p, timing, sessionStatus: 'timeout', exitCode: null };
   const started = Date.now();
+  if (!ctx.harness) return runBuiltin(ctx, p, timing, left, started);
   try {
+    const harbor = p.task.harbor ? agentMounts(p.task.harbor, p.workspace.dir) : null;
     const result = await runHarness({
       harness: ctx.harness,
       ...(ctx.config.harnessBin ? { harnessBin: ctx.config.harnessBin } : {}),
@@ -126,7 +130,7 @@ export async function runStage(ctx: StageContext, p: Prepared): Promise<Ran | nu
       timeoutSec: left / 1000,
       quiet: true,
       onNotice: ctx.onNotice,
-      sandbox: { settings: ctx.sandbox, network: harnessNetwork(ctx.sandbox, p.task), ...(ctx.proxySocket ? { proxySocket: ctx.proxySocket } : {}) },
+      sandbox: { settings: ctx.sandbox, network: harnessNetwork(ctx.sandbox, p.task), ...(ctx.proxySocket ? { proxySocket: ctx.proxySocket } : {}), ...(harbor ?? {}) },
       sessionMetadata: { rollout_id: ctx.rolloutId, task_id: p.task.id, group_id: p.sample.groupId, sample_index: p.sample.sampleIndex },
     });
     ctx.harnessVersion ??= result.harnessVersion;
@@ -171,6 +175,7 @@ export async function postStage(ctx: StageContext, r: Ran): Promise<void> {
       sandbox: ctx.sandbox.kind === 'none' ? null : evaluatorSandbox(ctx.sandbox, ctx.tasksDir),
       setupSandbox: ctx.sandbox.kind === 'none' ? null : setupSandbox(ctx.sandbox, r.task),
       gitSandbox: noNetwork,
+      harbor: { settings: ctx.sandbox, network: verifierNetwork(r.task) },
       scratch: path.join(ctx.config.outDir, 'scratch'),
       secrets: ctx.secrets,
     });
@@ -188,6 +193,30 @@ export async function postStage(ctx: StageContext, r: Ran): Promise<void> {
     await finish(ctx, r.sample, { ...stageFailure(err, 'post', r.startedAt, { ...r.timing, post_ms: Date.now() - started }), diff });
   } finally {
     await cleanup(ctx, r);
+  }
+}
+
+/**
+ * RUNNING for Harbor's built-in agents: the oracle runs solution/solve.sh in the agent's sandbox, nop
+ * does nothing; no model, no session calls. Their network is the task's (host when it allows the
+ * internet), never the proxy: they have no use for it.
+ */
+async function runBuiltin(ctx: StageContext, p: Prepared, timing: Record<string, number>, left: number, started: number): Promise<Ran | null> {
+  const agent = ctx.config.harness;
+  try {
+    if (!p.task.harbor || !isBuiltinAgent(agent)) throw new StageError('run', `--harness ${agent} runs Harbor tasks only (a task folder with solution/ and tests/)`);
+    const r = await runBuiltinAgent(agent, p.task.harbor, p.workspace.dir, { settings: ctx.sandbox, env: toolEnv(), secrets: ctx.secrets }, p.task.network === 'host' ? 'host' : 'none', left);
+    const runTiming = { ...timing, run_ms: Date.now() - started };
+    if (r.limit) {
+      await finish(ctx, p.sample, stageFailure(new StageError('run', r.limit), 'run', p.startedAt, runTiming));
+      await cleanup(ctx, p);
+      return null;
+    }
+    return { ...p, timing: runTiming, sessionStatus: r.status, exitCode: r.exitCode };
+  } catch (err) {
+    await finish(ctx, p.sample, stageFailure(err, 'run', p.startedAt, { ...timing, run_ms: Date.now() - started }));
+    await cleanup(ctx, p);
+    return null;
   }
 }
 

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { isRecord } from '../core/chat.js';
 import { PolarError } from '../core/errors.js';
+import type { HarborTrial } from './harbor/types.js';
 
 /**
  * The rollout task file: JSONL, one task per line (blank lines and lines starting with `#` are
@@ -23,7 +24,9 @@ export type TaskWorkspace = { dir: string } | { git: string; commit: string } | 
 export type TaskEvaluator =
   | { type: 'command'; command: string; timeout: number }
   | { type: 'tests'; fail_to_pass: string[]; pass_to_pass: string[]; timeout: number }
-  | { type: 'session-completed' };
+  | { type: 'session-completed' }
+  /** A Harbor task's tests/test.sh, run after the agent with its reward files read (rollout/harbor/). */
+  | { type: 'harbor'; timeout: number };
 
 export interface RolloutTask {
   id: string;
@@ -38,6 +41,8 @@ export interface RolloutTask {
   network?: 'host';
   /** The setup commands' network (absent: host). */
   setup_network?: 'host' | 'none';
+  /** A Harbor task folder's trial (read by rollout/harbor/load.ts; absent for JSONL tasks). */
+  harbor?: HarborTrial;
 }
 
 /** An evaluator's own time limit when the task gives none (seconds). */

@@ -4,6 +4,7 @@ import { runCommand, runShell } from '../harness/spawn.js';
 import type { HarnessCommand } from '../harness/types.js';
 import type { Jail } from '../sandbox/index.js';
 import type { RolloutTask } from './task-file.js';
+import { buildStartingState, logsDir } from './harbor/trial.js';
 
 /**
  * A session's workspace: prepared at INIT from the task (a copy of a folder, a clone at a commit,
@@ -54,7 +55,9 @@ export async function prepareWorkspace(task: RolloutTask, dest: string, deadline
   };
   await fs.mkdir(path.dirname(dest), { recursive: true });
   const ws = task.workspace;
-  if ('dir' in ws) {
+  if (task.harbor) {
+    await buildStartingState(task.harbor, dest);
+  } else if ('dir' in ws) {
     await fs.cp(ws.dir, dest, { recursive: true, verbatimSymlinks: true });
   } else if ('git' in ws) {
     await git(['clone', '--quiet', '--no-checkout', ws.git, dest], path.dirname(dest), env, left(), 'clone');
@@ -115,6 +118,8 @@ export async function applyDiff(ws: PreparedWorkspace, diff: string, env: Record
 
 export async function removeWorkspace(dir: string): Promise<void> {
   await fs.rm(dir, { recursive: true, force: true });
+  // A Harbor task's /logs, kept beside its workspace.
+  await fs.rm(logsDir(dir), { recursive: true, force: true });
 }
 
 /** Where one attempt of a sample works: each attempt its own folder, so a retry never sees the last one's files. */

@@ -19,10 +19,21 @@ export interface SandboxSpec {
   network: NetworkMode;
   /** With `proxy-only`: the proxy's Unix socket on the host. */
   proxySocket?: string;
+  /** Mount the working directory here instead of at its own path (a Harbor task's WORKDIR, /app). */
+  cwdInside?: string;
+  /** Host paths mounted at other paths inside (a Harbor task's /logs, /tests, /solution). */
+  binds?: readonly Bind[];
   /** A new terminal session (headless runs): off for an interactive run, whose job control needs the terminal. */
   newSession: boolean;
   uid: number;
   gid: number;
+}
+
+/** A host path at another path inside the sandbox. */
+export interface Bind {
+  source: string;
+  dest: string;
+  readOnly: boolean;
 }
 
 /**
@@ -50,7 +61,11 @@ export function bwrapArgs(view: HostView, spec: SandboxSpec): string[] {
   mounts.push({ at: '/etc', args: ['--ro-bind', view.etc, '/etc'] });
   for (const p of spec.readOnly) mounts.push({ at: path.resolve(p), args: ['--ro-bind', path.resolve(p), path.resolve(p)] });
   mounts.push({ at: '/tmp', args: ['--bind', spec.tmp, '/tmp'] }, { at: '/var/tmp', args: ['--bind', spec.varTmp, '/var/tmp'] });
-  for (const p of [...new Set([spec.cwd, ...spec.writable].map((w) => path.resolve(w)))]) mounts.push({ at: p, args: ['--bind', p, p] });
+  const inside = spec.cwdInside ? path.posix.resolve(spec.cwdInside) : null;
+  const own = [...new Set([...(inside ? [] : [spec.cwd]), ...spec.writable].map((w) => path.resolve(w)))];
+  for (const p of own) mounts.push({ at: p, args: ['--bind', p, p] });
+  if (inside) mounts.push({ at: inside, args: ['--bind', path.resolve(spec.cwd), inside] });
+  for (const b of spec.binds ?? []) mounts.push({ at: path.posix.resolve(b.dest), args: [b.readOnly ? '--ro-bind' : '--bind', path.resolve(b.source), path.posix.resolve(b.dest)] });
   for (const f of view.masked) mounts.push({ at: f, args: ['--ro-bind', '/dev/null', f] });
   if (spec.network === 'proxy-only') {
     if (!spec.proxySocket) throw new Error('a proxy-only sandbox needs the proxy socket');
@@ -61,7 +76,7 @@ export function bwrapArgs(view: HostView, spec: SandboxSpec): string[] {
   for (const m of mounts) args.push(...m.args);
   // The empty root itself is read-only once every mount is in place: a write anywhere but the
   // writable binds fails (EROFS) instead of landing in a scratch tmpfs.
-  args.push('--proc', '/proc', '--dev', '/dev', '--remount-ro', '/', '--chdir', path.resolve(spec.cwd), '--');
+  args.push('--proc', '/proc', '--dev', '/dev', '--remount-ro', '/', '--chdir', inside ?? path.resolve(spec.cwd), '--');
   return args;
 }
 

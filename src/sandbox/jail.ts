@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { PolarError } from '../core/errors.js';
 import type { HarnessCommand } from '../harness/types.js';
-import { bwrapArgs, PROXY_SOCKET_INSIDE } from './args.js';
+import { bwrapArgs, PROXY_SOCKET_INSIDE, type Bind } from './args.js';
 import { bridged } from './bridge.js';
 import { cgroupSupport, createGroup, enterScript, rlimitReason, formatBytes, type SampleGroup } from './limits.js';
 import type { NetworkMode, SandboxSettings } from './types.js';
@@ -21,6 +21,10 @@ export interface JailSpec {
   network: NetworkMode;
   /** With `proxy-only`: the capture proxy's TCP port (the bridge listens on it inside) and Unix socket. */
   proxy?: { port: number; socket: string };
+  /** Mount the working directory at this path inside instead of its own (a Harbor task's WORKDIR). */
+  cwdInside?: string;
+  /** Host paths at other paths inside (a Harbor task's /logs, /tests, /solution). */
+  binds?: readonly Bind[];
   /** The terminal is handed through (`polar run` without --prompt). */
   interactive?: boolean;
   /**
@@ -90,6 +94,8 @@ export async function openJail(settings: SandboxSettings, spec: JailSpec): Promi
     varTmp,
     network,
     ...(spec.proxy ? { proxySocket: spec.proxy.socket } : {}),
+    ...(spec.cwdInside ? { cwdInside: spec.cwdInside } : {}),
+    ...(spec.binds ? { binds: spec.binds } : {}),
     // An interactive run stays in the terminal's session: a new session has no controlling
     // terminal, so the harness would lose job control (Ctrl-Z, its own Ctrl-C handling).
     newSession: spec.interactive !== true,

@@ -4,7 +4,7 @@ import { PolarError } from '../../core/errors.js';
 import { HARNESS_NAMES } from '../../harness/registry.js';
 import { sandboxNotices } from '../../sandbox/index.js';
 import { addSandboxOptions, limitsFrom, readOnlyFrom, sandboxKind, type SandboxFlags } from '../sandbox-options.js';
-import { readTaskFile } from '../../rollout/task-file.js';
+import { loadTasks } from '../../rollout/load-tasks.js';
 import { isLoopbackHost } from '../../proxy/http-guard.js';
 import { DEFAULT_FAILURE_WINDOW, DEFAULT_INFRA_RETRIES, DEFAULT_MAX_FAILED_SHARE, defaultAgentOutDir, gymEnvironment, startGymAgent } from '../../train/gym-agent.js';
 import { UPSTREAM_KINDS } from '../../upstream/types.js';
@@ -105,7 +105,7 @@ async function serve(opts: GymAgentCommandOptions): Promise<void> {
     limits: limitsFrom(opts),
     ...(opts.sandboxRo?.length ? { sandboxReadOnly: readOnlyFrom(opts) } : {}),
     outDir: opts.out ?? defaultAgentOutDir(),
-    ...(opts.tasks ? { tasks: { file: opts.tasks, tasks: readTaskFile(opts.tasks) } } : {}),
+    ...(opts.tasks ? { tasks: { file: opts.tasks, tasks: loadTasks(opts.tasks) } } : {}),
     allowInlineTasks: opts.allowInlineTasks === true,
     authToken,
     ...(opts.allowHost ? { allowHosts: opts.allowHost } : {}),

@@ -2,7 +2,7 @@ import chalk from 'chalk';
 import type { Command } from 'commander';
 import { startMockServer } from '../../mock-server/server.js';
 import { mockTasksFrom } from '../../mock-server/tasks.js';
-import { readTaskFile } from '../../rollout/task-file.js';
+import { loadTasks } from '../../rollout/load-tasks.js';
 import type { PolicyShift } from '../../mock-server/policy.js';
 import { integerArg, numberArg, policyShiftArg } from '../numbers.js';
 import { action } from '../output.js';
@@ -67,7 +67,7 @@ required_prefix_token_ids) has its exact tokens spliced into the next prompt.`,
 async function serve(opts: MockServerOptions): Promise<void> {
   const { port } = opts;
   const nemoRl = opts.nemoRl ? { temperature: opts.nemoRlTemperature, topP: opts.nemoRlTopP } : undefined;
-  const tasks = opts.tasks ? mockTasksFrom(readTaskFile(opts.tasks)) : [];
+  const tasks = opts.tasks ? mockTasksFrom(loadTasks(opts.tasks)) : [];
   const server = await startMockServer({ host: opts.host, port, ...(opts.authToken ? { authToken: opts.authToken } : {}), ...(opts.allowHost ? { allowHosts: opts.allowHost } : {}), model: opts.model, log: false, tasks, seed: opts.seed, ...(nemoRl ? { nemoRl } : {}), ...(opts.policyShift ? { policyShift: opts.policyShift } : {}) });
   const flavor = nemoRl ? `, as NeMo-RL's server (temperature ${nemoRl.temperature}, top_p ${nemoRl.topP})` : '';
   if (opts.json) process.stdout.write(`${JSON.stringify({ url: server.url, model: server.model, ...(nemoRl ? { nemoRl } : {}) })}\n`);

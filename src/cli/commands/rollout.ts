@@ -7,7 +7,8 @@ import { sandboxSettings } from '../../rollout/sandboxing.js';
 import { addSandboxOptions, limitsFrom, limitsGiven, readOnlyFrom, sandboxKind, type SandboxFlags } from '../sandbox-options.js';
 import type { RolloutConfig, RolloutSummary } from '../../rollout/config.js';
 import { runRollout, summarize, type RolloutRun } from '../../rollout/run-rollout.js';
-import { readTaskFile } from '../../rollout/task-file.js';
+import { loadTasks } from '../../rollout/load-tasks.js';
+import { BUILTIN_AGENTS, isBuiltinAgent } from '../../rollout/harbor/trial.js';
 import { SAMPLE_OUTCOMES } from '../../store/rollouts.js';
 import { defaultDbPath } from '../../store/store.js';
 import { displayDb, isPostgresUrl, redactUrl } from '../../store/postgres/url.js';
@@ -46,8 +47,8 @@ export function registerRollout(program: Command): void {
   const rollout = program
     .command('rollout')
     .description('run tasks × N samples through a harness as rewarded GRPO groups (or resume one); `rollout show ID` for its groups')
-    .option('--tasks <file>', 'the task file (JSONL; see "Task file" below)')
-    .addOption(new Option('--harness <name>', 'the harness every session runs').choices([...HARNESS_NAMES]))
+    .option('--tasks <path>', 'the task file (JSONL; see "Task file" below), or a Harbor task folder or a folder of them')
+    .addOption(new Option('--harness <name>', 'the harness every session runs; oracle (solution/solve.sh) and nop (nothing) for Harbor tasks, without a model').choices([...HARNESS_NAMES, ...BUILTIN_AGENTS]))
     .option('--upstream <url>', 'inference server base URL');
   addUpstreamOptions(rollout)
     .option('--model <name>', "model to serve every call with (default: the upstream's first)")
@@ -167,10 +168,11 @@ export async function executeRollout(run: RolloutRun, opts: { json: boolean }, e
 /** A description of the mock's scripted solutions, for the demo's first line. */
 type MockServerTasks = string;
 
-export function newArgs(opts: Omit<RolloutOptions, 'retries' | 'heartbeat'>, sandbox: 'bwrap' | 'none'): { tasks: ReturnType<typeof readTaskFile>; tasksFile: string; config: RolloutConfig } {
-  const missing = [['--tasks', opts.tasks], ['--harness', opts.harness], ['--upstream', opts.upstream], ['--samples', opts.samples]].filter(([, v]) => v === undefined).map(([f]) => f);
+export function newArgs(opts: Omit<RolloutOptions, 'retries' | 'heartbeat'>, sandbox: 'bwrap' | 'none'): { tasks: ReturnType<typeof loadTasks>; tasksFile: string; config: RolloutConfig } {
+  const builtin = opts.harness !== undefined && isBuiltinAgent(opts.harness);
+  const missing = [['--tasks', opts.tasks], ['--harness', opts.harness], ['--upstream', builtin ? 'none' : opts.upstream], ['--samples', opts.samples]].filter(([, v]) => v === undefined).map(([f]) => f);
   if (missing.length > 0) throw new PolarError('POLAR_USAGE', `a new rollout needs ${missing.join(', ')} (or --resume ROLLOUT to continue one)`);
-  const tasks = readTaskFile(opts.tasks!);
+  const tasks = loadTasks(opts.tasks!);
   return {
     tasks,
     tasksFile: opts.tasks!,
@@ -179,7 +181,7 @@ export function newArgs(opts: Omit<RolloutOptions, 'retries' | 'heartbeat'>, san
       ...(opts.command !== undefined ? { command: opts.command } : {}),
       ...(opts.harnessBin ? { harnessBin: opts.harnessBin } : {}),
       ...(opts.node ? { nodeBin: opts.node } : {}),
-      upstream: { url: opts.upstream!, kind: opts.upstreamKind, ...upstreamOptionsFrom(opts) },
+      upstream: { url: opts.upstream ?? 'none', kind: opts.upstreamKind, ...upstreamOptionsFrom(opts) },
       model: opts.model ?? null,
       samples: opts.samples!,
       concurrency: opts.concurrency,

@@ -9,7 +9,7 @@ import { isPostgresUrl } from '../../store/postgres/url.js';
 import { newId } from '../../core/ids.js';
 import { HARNESS_NAMES } from '../../harness/registry.js';
 import { findBwrap } from '../../sandbox/index.js';
-import { readTaskFile } from '../../rollout/task-file.js';
+import { loadTasks } from '../../rollout/load-tasks.js';
 import { defaultDbPath, Store } from '../../store/store.js';
 import { openStore } from '../../store/open.js';
 import { exportLines } from '../../trajectory/export/select.js';
@@ -129,7 +129,7 @@ function common(command: Command): Command {
 }
 
 async function grpo(opts: GrpoFlags, command: Command): Promise<void> {
-  const tasks = readTaskFile(opts.tasks);
+  const tasks = loadTasks(opts.tasks);
   const runDir = path.resolve(opts.runDir ?? path.join('polar-train', `grpo-${newId('run').slice(4)}`));
   const db = opts.db ?? defaultDbPath();
   const dbPath = isPostgresUrl(db) ? db : path.resolve(db);

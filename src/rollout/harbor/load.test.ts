@@ -1,0 +1,116 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { readDockerfile } from './dockerfile.js';
+import { readHarborTasks } from './load.js';
+import { readRewards } from './trial.js';
+import { loadTasks } from '../load-tasks.js';
+
+const FIXTURES = path.resolve(import.meta.dirname, '..', '..', '..', 'fixtures', 'harbor');
+
+function dataset(tasks: Record<string, Record<string, string>>): string {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-harbor-'));
+  for (const [name, files] of Object.entries(tasks)) {
+    for (const [file, text] of Object.entries(files)) {
+      fs.mkdirSync(path.dirname(path.join(root, name, file)), { recursive: true });
+      fs.writeFileSync(path.join(root, name, file), text);
+    }
+  }
+  return root;
+}
+
+describe('Harbor task folders', () => {
+  it('reads the fixture dataset: both task.toml schemas, WORKDIR, copies, timeouts, network, metadata', () => {
+    const tasks = loadTasks(FIXTURES);
+    expect(tasks.map((t) => t.id)).toEqual(['broken-oracle', 'csv-to-json', 'js-fix-slugify', 'network-setup', 'partial-credit', 'py-fix-median']);
+    const js = tasks.find((t) => t.id === 'js-fix-slugify')!;
+    // schema 1.1: [task].name names it; the instruction's leading canary line is not the agent's.
+    expect(js.harbor!.name).toBe('polar/js-fix-slugify');
+    expect(js.prompt.startsWith('`node test.js` fails')).toBe(true);
+    expect(js.harbor!.copies.map((c) => c.to)).toEqual(['slugify.js', 'test.js', 'package.json']);
+    expect(js.harbor!.agentNetwork).toBe('none');
+    expect(js.harbor!.skipped).toEqual(['RUN npm install --omit=dev']);
+    const py = tasks.find((t) => t.id === 'py-fix-median')!;
+    expect(py).toMatchObject({ timeout: 240, evaluator: { type: 'harbor', timeout: 60 }, metadata: { difficulty: 'easy' } });
+    expect(py.harbor!.workdir).toBe('/app');
+    expect(py.harbor!.copies).toEqual([{ from: path.join(FIXTURES, 'py-fix-median', 'environment', 'app'), to: '', dir: true }]);
+    const net = tasks.find((t) => t.id === 'network-setup')!;
+    expect(net.network).toBe('host');
+    expect(net.harbor!.skipped.join('\n')).toMatch(/RUN pip install[\s\S]*ADD https:/);
+    // No test.sh or solve.sh is part of what the agent's workspace is built from.
+    for (const t of tasks) for (const c of t.harbor!.copies) expect(c.from.startsWith(path.join(t.harbor!.dir, 'environment'))).toBe(true);
+  });
+
+  it('reports every problem of every task at once, with file and field, before anything starts', () => {
+    const root = dataset({
+      'bad-toml': { 'task.toml': 'version = "1.0"\n[verifier\n', 'instruction.md': 'x', 'environment/Dockerfile': 'FROM a\n', 'tests/test.sh': '' },
+      'bad-fields': {
+        'task.toml': 'version = "1.0"\ncolour = 1\n[verifier]\ntimeout_sec = -1\n[agent]\ntimeout_sec = "long"\n[environment]\nnetwork_mode = "allowlist"\n',
+        'instruction.md': '',
+        'environment/Dockerfile': 'FROM a\nWORKDIR /app\nCOPY missing.txt /app/\n',
+      },
+      'no-dockerfile': { 'task.toml': 'version = "1.0"\n', 'instruction.md': 'do it', 'tests/test.sh': '' },
+      'not-a-task': { 'README.md': 'ignored: no task.toml' },
+    });
+    let message = '';
+    try {
+      readHarborTasks(root);
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    expect(message).toMatch(/nothing was started/);
+    for (const want of [
+      /bad-toml\/task\.toml: not valid TOML/,
+      /bad-fields\/instruction\.md: empty/,
+      /bad-fields\/tests\/test\.sh: missing/,
+      /bad-fields\/task\.toml, field "colour": unknown key/,
+      /bad-fields\/task\.toml, field "verifier\.timeout_sec": seconds/,
+      /bad-fields\/task\.toml, field "agent\.timeout_sec": seconds/,
+      /bad-fields\/task\.toml, field "environment\.network_mode": "allowlist" is not supported/,
+      /bad-fields\/environment\/Dockerfile, field "line 3": missing\.txt: no such file/,
+      /no-dockerfile\/environment\/Dockerfile: missing/,
+    ]) {
+      expect(message).toMatch(want);
+    }
+    expect(message).not.toMatch(/not-a-task/);
+  });
+
+  it('reads a Dockerfile as the host can take it: continuations, JSON form, the last stage, RUN listed', () => {
+    const plan = readDockerfile(
+      ['FROM node:20 AS build', 'COPY . /src', 'FROM python:3.12', '# a comment', 'WORKDIR /srv', 'RUN apt-get update \\', '  && apt-get install -y jq', 'COPY ["a b.txt", "c.txt", "./"]', 'COPY --from=build /src/out /srv/out', 'ADD --chown=1000 data /srv/data', 'COPY tool /usr/local/bin/tool'].join('\n'),
+      '/app',
+    );
+    expect(plan.workdir).toBe('/srv');
+    expect(plan.baseImages).toEqual(['node:20', 'python:3.12']);
+    expect(plan.copies.map((c) => [c.sources, c.dest, c.destIsDir])).toEqual([
+      [['a b.txt', 'c.txt'], '/srv', true],
+      [['data'], '/srv/data', false],
+      [['tool'], '/usr/local/bin/tool', false],
+    ]);
+    expect(plan.skipped[0]).toBe('RUN apt-get update  && apt-get install -y jq');
+    expect(plan.skipped[1]).toMatch(/--from=build.*another stage/);
+  });
+});
+
+describe('Harbor reward files', () => {
+  const dir = (files: Record<string, string>) => {
+    const d = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-reward-'));
+    for (const [f, t] of Object.entries(files)) fs.writeFileSync(path.join(d, f), t);
+    return d;
+  };
+  it('reward.txt is one number; reward.json wins and keeps its named rewards', async () => {
+    expect(await readRewards(dir({ 'reward.txt': '0.25\n' }))).toEqual({ reward: 0.25, all: { reward: 0.25 }, file: 'reward.txt' });
+    expect(await readRewards(dir({ 'reward.json': '{"reward": 0.5, "style": 1, "note": "text is dropped"}', 'reward.txt': '0' }))).toEqual({ reward: 0.5, all: { reward: 0.5, style: 1 }, file: 'reward.json' });
+    // No "reward" key: reward.txt gives it; a single named number is the reward.
+    expect((await readRewards(dir({ 'reward.json': '{"acc": 0.75}', 'reward.txt': '1' }))).all).toEqual({ acc: 0.75, reward: 1 });
+    expect((await readRewards(dir({ 'reward.json': '{"acc": 0.75}' }))).reward).toBe(0.75);
+  });
+  it('a missing or malformed reward file is an error that says which', async () => {
+    await expect(readRewards(dir({}))).rejects.toThrow(/neither \/logs\/verifier\/reward\.txt nor/);
+    await expect(readRewards(dir({ 'reward.txt': 'passed' }))).rejects.toThrow(/reward\.txt is not one number/);
+    await expect(readRewards(dir({ 'reward.txt': '' }))).rejects.toThrow(/reward\.txt is not one number/);
+    await expect(readRewards(dir({ 'reward.json': '{"reward": ' }))).rejects.toThrow(/reward\.json is not JSON/);
+    await expect(readRewards(dir({ 'reward.json': '{"a": 1, "b": 0}' }))).rejects.toThrow(/no "reward" field among a, b/);
+  });
+});

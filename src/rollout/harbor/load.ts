@@ -1,0 +1,281 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { parse as parseToml } from 'smol-toml';
+import { isRecord } from '../../core/chat.js';
+import { PolarError } from '../../core/errors.js';
+import type { RolloutTask } from '../task-file.js';
+import { readDockerfile } from './dockerfile.js';
+import type { HarborTrial } from './types.js';
+
+/** Harbor's defaults (config.py:465 verifier timeout) and the usual image working directory. */
+const DEFAULT_VERIFIER_TIMEOUT = 600;
+export const DEFAULT_WORKDIR = '/app';
+const ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+// Harbor's top-level task.toml tables and keys (config.py:698-722); anything else is a typo.
+const TOP_KEYS = new Set(['version', 'schema_version', 'task', 'metadata', 'verifier', 'agent', 'environment', 'solution', 'source', 'steps', 'artifacts', 'multi_step_reward_strategy']);
+
+/** Whether PATH is a Harbor task folder or a folder of them (a dataset), rather than a JSONL file. */
+export function isHarborPath(p: string): boolean {
+  try {
+    return fs.statSync(p).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * A Harbor task folder (it holds task.toml) or a dataset (its sub-folders that hold one), as
+ * polar tasks. Every problem of every task is reported at once, with its file and field, before
+ * anything starts; a task polar cannot run on the host (multi-step, no Dockerfile) is one of them.
+ */
+export function readHarborTasks(root: string): RolloutTask[] {
+  const abs = path.resolve(root);
+  const dirs = fs.existsSync(path.join(abs, 'task.toml'))
+    ? [abs]
+    : fs
+        .readdirSync(abs, { withFileTypes: true })
+        .filter((e) => e.isDirectory() && fs.existsSync(path.join(abs, e.name, 'task.toml')))
+        .map((e) => path.join(abs, e.name))
+        .sort();
+  if (dirs.length === 0) throw new PolarError('POLAR_USAGE', `${root} is neither a Harbor task (no task.toml) nor a folder of them (no sub-folder holds a task.toml)`);
+  const problems: string[] = [];
+  const tasks: RolloutTask[] = [];
+  const seen = new Map<string, string>();
+  for (const dir of dirs) {
+    const task = readHarborTask(dir, (file, field, what) => problems.push(`${path.relative(process.cwd(), path.join(dir, file)) || file}${field ? `, field "${field}"` : ''}: ${what}`));
+    if (!task) continue;
+    const first = seen.get(task.id);
+    if (first) problems.push(`${path.relative(process.cwd(), dir)}: task id ${JSON.stringify(task.id)} is also ${first}'s`);
+    else seen.set(task.id, dir);
+    tasks.push(task);
+  }
+  if (problems.length > 0) {
+    const shown = problems.slice(0, 30);
+    if (problems.length > shown.length) shown.push(`… and ${problems.length - shown.length} more`);
+    throw new PolarError('POLAR_USAGE', `the Harbor tasks have ${problems.length} problem${problems.length === 1 ? '' : 's'}; nothing was started:\n  ${shown.join('\n  ')}`);
+  }
+  return tasks;
+}
+
+type Report = (file: string, field: string | null, what: string) => void;
+
+function readHarborTask(dir: string, report: Report): RolloutTask | null {
+  let bad = false;
+  const at: Report = (file, field, what) => {
+    bad = true;
+    report(file, field, what);
+  };
+  const config = readToml(path.join(dir, 'task.toml'), at);
+  const instruction = readText(path.join(dir, 'instruction.md'));
+  if (instruction === null) at('instruction.md', null, 'missing: what the agent is told');
+  else if (stripCanary(instruction).trim() === '') at('instruction.md', null, 'empty');
+  const testsDir = path.join(dir, 'tests');
+  if (!isFile(path.join(testsDir, 'test.sh'))) at('tests/test.sh', null, 'missing: the verifier (Harbor runs `bash /tests/test.sh`)');
+  const solutionDir = isDir(path.join(dir, 'solution')) ? path.join(dir, 'solution') : null;
+  if (!config) return null;
+
+  for (const key of Object.keys(config)) if (!TOP_KEYS.has(key)) at('task.toml', key, `unknown key; task.toml has ${[...TOP_KEYS].join(', ')}`);
+  const schemaVersion = config.schema_version ?? config.version ?? '1.0';
+  if (typeof schemaVersion !== 'string') at('task.toml', 'schema_version', 'a string such as "1.0" or "1.1"');
+  if (config.steps !== undefined) at('task.toml', 'steps', 'multi-step tasks are not supported by polar yet');
+  const table = (key: string): Record<string, unknown> => {
+    const v = config[key];
+    if (v === undefined) return {};
+    if (!isRecord(v)) {
+      at('task.toml', key, 'a table');
+      return {};
+    }
+    return v;
+  };
+  const taskTable = table('task');
+  const metadata = table('metadata');
+  const verifier = table('verifier');
+  const agent = table('agent');
+  const environment = table('environment');
+  const solution = table('solution');
+  let name = path.basename(dir);
+  if (taskTable.name !== undefined) {
+    if (typeof taskTable.name !== 'string' || !/^[A-Za-z0-9][\w.-]*\/[A-Za-z0-9][\w.-]*$/.test(taskTable.name)) at('task.toml', 'task.name', 'an "org/name" string');
+    else name = taskTable.name;
+  }
+  const id = path.basename(dir);
+  if (!ID.test(id)) at('', null, `the folder's name is the task id: letters, digits, . _ - (up to 128), starting with a letter or digit`);
+  const verifierTimeout = seconds(verifier.timeout_sec, 'verifier.timeout_sec', at) ?? DEFAULT_VERIFIER_TIMEOUT;
+  const agentTimeout = seconds(agent.timeout_sec, 'agent.timeout_sec', at);
+  const verifierEnv = stringMap(verifier.env, 'verifier.env', at);
+  const solutionEnv = stringMap(solution.env, 'solution.env', at);
+  const baseNetwork = network(environment, 'environment', at);
+  const agentNetwork = network(agent, 'agent', at, true) ?? baseNetwork;
+  const verifierNetwork = network(verifier, 'verifier', at, true) ?? baseNetwork;
+  let workdirSetting: string | null = null;
+  if (environment.workdir !== undefined) {
+    if (typeof environment.workdir !== 'string' || !environment.workdir.startsWith('/')) at('task.toml', 'environment.workdir', 'an absolute path');
+    else workdirSetting = path.posix.resolve(environment.workdir);
+  }
+  const dockerImage = typeof environment.docker_image === 'string' ? environment.docker_image : null;
+
+  // The starting state: what the Dockerfile copies from environment/ (its build context).
+  const context = path.join(dir, 'environment');
+  const dockerfile = readText(path.join(context, 'Dockerfile'));
+  const copies: HarborTrial['copies'] = [];
+  const skipped: string[] = [];
+  let baseImage = dockerImage;
+  let workdir = workdirSetting ?? DEFAULT_WORKDIR;
+  if (dockerfile === null) {
+    if (!dockerImage) at('environment/Dockerfile', null, isFile(path.join(context, 'docker-compose.yaml')) ? 'a compose environment is not supported by polar yet: it needs environment/Dockerfile' : 'missing (or [environment].docker_image): the starting state');
+  } else {
+    const plan = readDockerfile(dockerfile, workdirSetting ?? DEFAULT_WORKDIR);
+    for (const p of plan.problems) at('environment/Dockerfile', `line ${p.line}`, p.what);
+    workdir = workdirSetting ?? plan.workdir ?? DEFAULT_WORKDIR;
+    baseImage = dockerImage ?? plan.baseImages.at(-1) ?? null;
+    skipped.push(...plan.skipped);
+    for (const c of plan.copies) {
+      const inside = c.dest === workdir ? '' : c.dest.startsWith(`${workdir}/`) ? c.dest.slice(workdir.length + 1) : null;
+      if (inside === null) {
+        skipped.push(`COPY ${c.sources.join(' ')} ${c.dest}  (outside ${workdir})`);
+        continue;
+      }
+      for (const src of c.sources) {
+        const from = path.resolve(context, src);
+        if (from !== context && !from.startsWith(`${context}/`)) {
+          at('environment/Dockerfile', `line ${c.line}`, `${src} is outside the build context`);
+          continue;
+        }
+        const matches = src.includes('*') ? glob(context, src) : fs.existsSync(from) ? [from] : [];
+        if (matches.length === 0) at('environment/Dockerfile', `line ${c.line}`, `${src}: no such file in environment/`);
+        for (const m of matches) {
+          const isFolder = isDir(m);
+          // A folder's contents go into the destination; a file goes to it, or into it when it is a folder.
+          const to = isFolder ? inside : c.destIsDir || src.includes('*') ? path.posix.join(inside, path.basename(m)) : inside;
+          if (!isFolder && to === '') at('environment/Dockerfile', `line ${c.line}`, `copies the file ${src} onto ${workdir} itself`);
+          else copies.push({ from: m, to, dir: isFolder });
+        }
+      }
+    }
+  }
+  if (bad || instruction === null) return null;
+  const harbor: HarborTrial = {
+    dir,
+    name,
+    schemaVersion: String(schemaVersion),
+    workdir,
+    copies,
+    baseImage,
+    skipped,
+    testsDir,
+    solutionDir,
+    verifierTimeoutSec: verifierTimeout,
+    verifierEnv,
+    solutionEnv,
+    agentNetwork,
+    verifierNetwork,
+  };
+  return {
+    id,
+    prompt: stripCanary(instruction),
+    workspace: { empty: true },
+    setup: [],
+    evaluator: { type: 'harbor', timeout: verifierTimeout },
+    timeout: agentTimeout,
+    metadata,
+    ...(agentNetwork === 'public' ? { network: 'host' as const } : {}),
+    harbor,
+  };
+}
+
+function readToml(file: string, at: Report): Record<string, unknown> | null {
+  const text = readText(file);
+  if (text === null) {
+    at('task.toml', null, 'missing');
+    return null;
+  }
+  try {
+    return parseToml(text) as Record<string, unknown>;
+  } catch (err) {
+    at('task.toml', null, `not valid TOML (${(err as Error).message.split('\n')[0]})`);
+    return null;
+  }
+}
+
+function seconds(v: unknown, field: string, at: Report): number | null {
+  if (v === undefined) return null;
+  if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0) {
+    at('task.toml', field, 'seconds, a positive number');
+    return null;
+  }
+  return v;
+}
+
+function stringMap(v: unknown, field: string, at: Report): Record<string, string> {
+  if (v === undefined) return {};
+  if (!isRecord(v) || Object.values(v).some((x) => typeof x !== 'string')) {
+    at('task.toml', field, 'a table of strings');
+    return {};
+  }
+  return v as Record<string, string>;
+}
+
+/**
+ * A table's network setting: `allow_internet` (the 1.0/1.1 field, deprecated later for
+ * `network_mode`, config.py:373-379 and :782-795) or `network_mode` ("public", "no-network";
+ * "allowlist" cannot be enforced by host name here and is refused). Phase tables ([agent],
+ * [verifier]) only override.
+ */
+function network(t: Record<string, unknown>, table: string, at: Report, phase = false): 'public' | 'none' | null {
+  // network_mode, when set, wins over the legacy field (config.py:789-792).
+  if (t.network_mode !== undefined) {
+    if (t.network_mode === 'public') return 'public';
+    if (t.network_mode === 'no-network') return 'none';
+    at('task.toml', `${table}.network_mode`, t.network_mode === 'allowlist' ? '"allowlist" is not supported by polar (host names cannot be enforced in its sandbox); use "public" or "no-network"' : '"public" or "no-network"');
+    return null;
+  }
+  if (t.allow_internet !== undefined) {
+    if (typeof t.allow_internet !== 'boolean') at('task.toml', `${table}.allow_internet`, 'true or false');
+    else if (!phase) return t.allow_internet ? 'public' : 'none';
+  }
+  return null;
+}
+
+/** Leading canary lines (data-provenance markers) are not shown to agents, as Harbor does (task.py:12-31). */
+export function stripCanary(text: string): string {
+  const lines = text.split('\n');
+  let i = 0;
+  while (i < lines.length && /^(<!--.*canary.*-->|#.*canary.*)$/i.test(lines[i]!.trim())) i++;
+  while (i < lines.length && lines[i]!.trim() === '') i++;
+  return lines.slice(i).join('\n');
+}
+
+/** A `*` in the last segment of a COPY source. */
+function glob(context: string, pattern: string): string[] {
+  const dir = path.resolve(context, path.posix.dirname(pattern));
+  const re = new RegExp(`^${path.posix.basename(pattern).replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')}$`);
+  try {
+    return fs.readdirSync(dir).filter((n) => re.test(n)).sort().map((n) => path.join(dir, n));
+  } catch {
+    return [];
+  }
+}
+
+function readText(file: string): string | null {
+  try {
+    return fs.readFileSync(file, 'utf8');
+  } catch {
+    return null;
+  }
+}
+
+function isFile(p: string): boolean {
+  try {
+    return fs.statSync(p).isFile();
+  } catch {
+    return false;
+  }
+}
+
+function isDir(p: string): boolean {
+  try {
+    return fs.statSync(p).isDirectory();
+  } catch {
+    return false;
+  }
+}
