@@ -41,6 +41,8 @@ export function ownerState(owner: Pick<ProcessIdentity, 'host' | 'pid' | 'bootId
     // EPERM: the pid exists but belongs to someone else, so it may be the writer.
     if ((err as NodeJS.ErrnoException).code === 'ESRCH') return 'gone';
   }
+  // A killed owner its parent has not yet reaped still answers kill(0), but writes nothing more.
+  if (processState(owner.pid) === 'Z') return 'gone';
   if (owner.startTicks !== null) {
     const ticks = startTicks(owner.pid);
     if (ticks !== null && ticks !== owner.startTicks) return 'gone';
@@ -58,11 +60,20 @@ function bootId(): string | null {
 
 /** Field 22 of /proc/<pid>/stat; the command name (field 2) may hold spaces and parentheses. */
 function startTicks(pid: number): number | null {
+  const ticks = Number(statFields(pid)?.[19]);
+  return Number.isFinite(ticks) ? ticks : null;
+}
+
+/** Field 3 of /proc/<pid>/stat (R, S, D, Z, …); null where there is no /proc. */
+export function processState(pid: number): string | null {
+  return statFields(pid)?.[0] ?? null;
+}
+
+/** The fields of /proc/<pid>/stat after the command name (field 3 onwards). */
+function statFields(pid: number): string[] | null {
   try {
     const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const ticks = Number(fields[19]);
-    return Number.isFinite(ticks) ? ticks : null;
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   } catch {
     return null;
   }
