@@ -1,45 +1,26 @@
-import { Command, CommanderError } from 'commander';
+import { Command, CommanderError, Help } from 'commander';
 import { PolarError } from '../core/errors.js';
 import { keepYoungGenerationSmall } from '../proxy/young-generation.js';
+import { COMMANDS, type Register } from './command-table.js';
 import { addDbPasswordOption } from './db-password.js';
 import { reportError } from './output.js';
 import { polarVersion } from './version.js';
 
-type Register = (program: Command) => void;
-
 /**
- * The commands, in help order, each loaded only when it is needed: a command run loads its own
- * modules and no other's (the proxy never loads ink, execa or the trainer), which keeps each
- * process's memory to what it uses. Help and unknown commands load them all.
+ * The program with the command `argv` names, loading that command's module and no other's (the
+ * proxy never loads ink, execa or the trainer, and `polar --version` loads no command at all). For
+ * help, or a name it does not know, every command is a stub from the table: its name and
+ * description, enough for `polar --help` and for the unknown-command message. `all` loads every
+ * real command (command-table.test.ts compares them with the table).
  */
-const COMMANDS: readonly [string, () => Promise<Register>][] = [
-  ['demo', async () => (await import('./commands/demo.js')).registerDemo],
-  ['run', async () => (await import('./commands/run.js')).registerRun],
-  ['rollout', async () => (await import('./commands/rollout.js')).registerRollout],
-  ['rollouts', async () => (await import('./commands/rollout.js')).registerRollout],
-  ['proxy', async () => (await import('./commands/proxy.js')).registerProxy],
-  ['mock-server', async () => (await import('./commands/mock-server.js')).registerMockServer],
-  ['sessions', async () => (await import('./commands/sessions.js')).registerSessions],
-  ['audit', async () => (await import('./commands/audit.js')).registerAudit],
-  ['show', async () => (await import('./commands/show.js')).registerShow],
-  ['reconstruct', async () => (await import('./commands/reconstruct.js')).registerReconstruct],
-  ['verify-faithfulness', async () => (await import('./commands/verify.js')).registerVerify],
-  ['export', async () => (await import('./commands/export.js')).registerExport],
-  ['gym-agent', async () => (await import('./commands/gym-agent.js')).registerGymAgent],
-  ['train', async () => (await import('./commands/train.js')).registerTrain],
-  ['replay', async () => (await import('./commands/replay.js')).registerReplay],
-  ['report', async () => (await import('./commands/report.js')).registerReport],
-  ['db', async () => (await import('./commands/db.js')).registerDb],
-  ['worker', async () => (await import('./commands/worker.js')).registerWorker],
-];
-
-/** The program with the command `argv` names, or with all of them (for help, or a name it does not know). */
-export async function buildProgram(argv: readonly string[] = process.argv): Promise<Command> {
+export async function buildProgram(argv: readonly string[] = process.argv, { all = false }: { all?: boolean } = {}): Promise<Command> {
   const program = baseProgram(argv);
-  const first = argv[2];
-  const wanted = COMMANDS.filter(([name]) => name === first);
+  // `polar help train` is `polar train --help`.
+  const named = argv[2] === 'help' ? argv[3] : argv[2];
+  const wanted = all ? COMMANDS : COMMANDS.filter(({ name }) => name === named);
+  if (wanted.length === 0) addStubs(program);
   const registered = new Set<Register>();
-  for (const [, load] of wanted.length > 0 ? wanted : COMMANDS) {
+  for (const { load } of wanted) {
     const register = await load();
     if (registered.has(register)) continue;
     registered.add(register);
@@ -47,6 +28,17 @@ export async function buildProgram(argv: readonly string[] = process.argv): Prom
   }
   addDbPasswordOption(program);
   return program;
+}
+
+function addStubs(program: Command): void {
+  const terms = new Map(COMMANDS.map(({ name, term }) => [name, term]));
+  program.configureHelp({ subcommandTerm: (command) => terms.get(command.name()) ?? new Help().subcommandTerm(command) });
+  for (const { name, description } of COMMANDS) {
+    // Reached only when something before the name kept it from being argv[2] (the name picks the real command).
+    program.command(name).description(description).allowUnknownOption().allowExcessArguments().action(() => {
+      reportError(new PolarError('POLAR_USAGE', `put the command first: polar ${name} [options]`), false);
+    });
+  }
 }
 
 function baseProgram(argv: readonly string[]): Command {

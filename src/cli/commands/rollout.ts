@@ -9,6 +9,7 @@ import type { RolloutConfig, RolloutSummary } from '../../rollout/config.js';
 import { runRollout, summarize, type RolloutRun } from '../../rollout/run-rollout.js';
 import { loadTasks } from '../../rollout/load-tasks.js';
 import { BUILTIN_AGENTS, isBuiltinAgent } from '../../rollout/harbor/trial.js';
+import { chooseEnvironment, HARBOR_ENVIRONMENTS, type HarborEnvironment } from '../../rollout/harbor/environment.js';
 import { SAMPLE_OUTCOMES } from '../../store/rollouts.js';
 import { defaultDbPath } from '../../store/store.js';
 import { displayDb, isPostgresUrl, redactUrl } from '../../store/postgres/url.js';
@@ -37,6 +38,7 @@ export interface RolloutOptions extends UpstreamFlags, SandboxFlags {
   harnessBin?: string;
   node?: string;
   json?: boolean;
+  environment?: HarborEnvironment;
   queue?: string;
   wait?: boolean;
   retries: number;
@@ -70,6 +72,7 @@ export function registerRollout(program: Command): void {
     .option('--wait', 'with --queue: wait with live progress until every sample has ended, then print the summary')
     .option('--retries <n>', 'with --queue: times a lost or failed sample is handed to another worker before it is marked interrupted', integerArg('--retries', 0, 100), 2)
     .option('--heartbeat <seconds>', "with --queue: a worker that has not touched its sample for this long has lost it (≥ 10)", integerArg('--heartbeat', 10, 86_400), 30)
+    .addOption(new Option('--environment <env>', "where Harbor tasks' trials run: host (polar's sandbox gives the container's paths; the default) or a container engine").choices([...HARBOR_ENVIRONMENTS]))
     .option('--json', 'print the summary as JSON')
     .addHelpText('after', ROLLOUT_HELP + UPSTREAM_KINDS_HELP)
     .action(action(rolloutCommand));
@@ -109,6 +112,11 @@ Task file: JSONL, one task per line:
    "setup": [commands], "evaluator": {"type": "command", "command", "timeout"}
    | {"type": "tests", "fail_to_pass": [...], "pass_to_pass": [...]} | {"type": "session-completed"},
    "timeout": SECONDS, "metadata": {...}, "network": "host", "setup_network": "host" | "none"}
+Harbor tasks: --tasks a task folder (instruction.md, task.toml, environment/, tests/, solution/) or
+a folder of them. On the host environment the workspace is the Dockerfile's COPY'd files at its
+WORKDIR (/app) with /logs beside it; RUN steps and the base image are not reproduced (listed once per
+task); tests/ appears at /tests only for the verifier, after the agent; reward.txt / reward.json give
+the reward (named rewards kept). --harness oracle / nop run solution/solve.sh / nothing, no model.
 Sandbox (bwrap, the default where installed): each command sees the system's toolchains read-only,
 its workspace and a private home writable, and nothing else (not the task file's folder, the
 database, other workspaces or your home). The harness reaches only polar's proxy unless its task
@@ -173,6 +181,7 @@ export function newArgs(opts: Omit<RolloutOptions, 'retries' | 'heartbeat'>, san
   const missing = [['--tasks', opts.tasks], ['--harness', opts.harness], ['--upstream', builtin ? 'none' : opts.upstream], ['--samples', opts.samples]].filter(([, v]) => v === undefined).map(([f]) => f);
   if (missing.length > 0) throw new PolarError('POLAR_USAGE', `a new rollout needs ${missing.join(', ')} (or --resume ROLLOUT to continue one)`);
   const tasks = loadTasks(opts.tasks!);
+  if (tasks.some((t) => t.harbor)) chooseEnvironment(opts.environment);
   return {
     tasks,
     tasksFile: opts.tasks!,

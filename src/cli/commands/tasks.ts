@@ -1,0 +1,64 @@
+import chalk from 'chalk';
+import { Option, type Command } from 'commander';
+import { PolarError } from '../../core/errors.js';
+import { checkTasks, type TaskCheck } from '../../rollout/harbor/check.js';
+import { chooseEnvironment, HARBOR_ENVIRONMENTS, type HarborEnvironment } from '../../rollout/harbor/environment.js';
+import { isHarborPath, readHarborTasks } from '../../rollout/harbor/load.js';
+import { addSandboxOptions, limitsFrom, sandboxKind, type SandboxFlags } from '../sandbox-options.js';
+import { integerArg, secondsArg } from '../numbers.js';
+import { action, printJson } from '../output.js';
+
+interface CheckOptions extends SandboxFlags {
+  json?: boolean;
+  environment?: HarborEnvironment;
+  concurrency: number;
+  timeout: number;
+}
+
+export function registerTasks(program: Command): void {
+  const tasks = program.command('tasks').description('Harbor task suites: validate them before spending GPU hours');
+  const check = tasks
+    .command('check')
+    .description('run every task with the oracle (solution/solve.sh) and with nop (nothing): a task whose oracle misses its top reward, or whose nop earns reward, is broken')
+    .argument('<path>', 'a Harbor task folder or a folder of them')
+    .addOption(new Option('--environment <env>', 'where trials run: host (polar\'s sandbox on this machine, the default) or a container engine').choices([...HARBOR_ENVIRONMENTS]))
+    .option('--concurrency <k>', 'tasks at once', integerArg('--concurrency', 1, 64), 2)
+    .option('--timeout <seconds>', "a trial's budget when its task.toml gives no [agent].timeout_sec", secondsArg('--timeout'), 600)
+    .option('--json', 'print the result as JSON');
+  addSandboxOptions(check, 'the oracle and verifier').action(action(tasksCheck));
+}
+
+async function tasksCheck(p: string, opts: CheckOptions): Promise<void> {
+  if (!isHarborPath(p)) throw new PolarError('POLAR_USAGE', `${p} is not a folder: polar tasks check takes a Harbor task folder or a folder of them`);
+  const tasks = readHarborTasks(p);
+  chooseEnvironment(opts.environment);
+  const sandbox = sandboxKind(opts);
+  if (sandbox === 'none') throw new PolarError('POLAR_USAGE', 'Harbor tasks run in the sandbox (bubblewrap), which gives them their container paths; install bubblewrap or drop --sandbox none');
+  const results = await checkTasks(
+    tasks,
+    { sandbox, limits: limitsFrom(opts), timeoutSec: opts.timeout, initWorkers: opts.concurrency, postWorkers: opts.concurrency, concurrency: opts.concurrency, ...(opts.network ? { network: opts.network } : {}) },
+    (line) => {
+      if (!opts.json) process.stderr.write(chalk.yellow(`${line}\n`));
+    },
+  );
+  const broken = results.filter((r) => !r.ok);
+  if (opts.json) printJson({ ok: broken.length === 0, tasks: results.length, broken: broken.map((r) => r.task), results });
+  else process.stdout.write(`${report(results)}\n`);
+  process.exitCode = broken.length === 0 ? 0 : 1;
+}
+
+function report(results: readonly TaskCheck[]): string {
+  const lines: string[] = [];
+  for (const r of results) {
+    const rewards = (run: TaskCheck['oracle']) => (run.reward === null ? run.outcome : `${run.reward}${run.rewards && Object.keys(run.rewards).length > 1 ? ` ${JSON.stringify(run.rewards)}` : ''}`);
+    lines.push(`${r.ok ? chalk.green('ok    ') : chalk.red('BROKEN')} ${r.name}  oracle ${rewards(r.oracle)}, nop ${rewards(r.nop)}`);
+    for (const p of r.problems) lines.push(`       ${p}`);
+    if (!r.ok) {
+      const out = (r.oracle.reward === null || r.problems.some((x) => x.includes('oracle')) ? r.oracle.output : r.nop.output)?.trim();
+      if (out) lines.push(...out.split('\n').slice(-10).map((l) => chalk.dim(`       | ${l}`)));
+    }
+  }
+  const broken = results.filter((r) => !r.ok).length;
+  lines.push('', broken === 0 ? chalk.green(`all ${results.length} tasks are sound: every oracle reaches its top reward and no nop earns any`) : chalk.red(`${broken} of ${results.length} tasks are broken`));
+  return lines.join('\n');
+}
