@@ -7,6 +7,7 @@ import { generateRequestError, generateResults, generateScores, generateStream, 
 import type { PolicyShift } from './policy.js';
 import { messagesToLastAssistant, NemoRlAssertion, nemoRlSamplingError, replacePrefixTokens, requiredPrefix, type NemoRlSampling } from './nemo-rl.js';
 import { parsePrompt } from './prompt-parser.js';
+import { chatRequestError, MockBadRequest, parseRequestBody } from './request-check.js';
 import { loadQwen3, type Qwen3 } from './qwen3.js';
 import { renderPrompt, type ChatBody } from './render.js';
 import { logprobsFor, sampleReply, type SampledReply, type ScriptedReply } from './sampler.js';
@@ -181,6 +182,7 @@ export async function startMockServer(options: MockServerOptions = {}): Promise<
       if (res.headersSent) res.destroy();
       // An assert in NeMo-RL's handlers reaches Starlette's catch-all.
       else if (err instanceof NemoRlAssertion) plain(res, 500, 'Internal Server Error');
+      else if (err instanceof MockBadRequest) json(res, 400, vllmError(err.message, 'BadRequestError', 400, err.param));
       else json(res, 500, vllmError(String(err), 'InternalServerError', 500));
     });
   });
@@ -227,7 +229,7 @@ async function handle(state: MockState, req: IncomingMessage, res: ServerRespons
   if (req.method === 'POST' && req.url === '/tokenize') {
     // vLLM's /tokenize with `messages`: the prompt the chat endpoint would render, counted.
     state.tokenizeCalls++;
-    const chat = JSON.parse(text) as ChatBody;
+    const chat = parseRequestBody(text) as ChatBody;
     const ids = qwen ? chatPrompt(state, qwen, chat) : syntheticPrompt(text.length);
     json(res, 200, { count: ids.length, max_model_len: MAX_MODEL_LEN, tokens: ids });
     return;
@@ -237,7 +239,11 @@ async function handle(state: MockState, req: IncomingMessage, res: ServerRespons
     return;
   }
   state.seen++;
-  const request = JSON.parse(text) as Record<string, unknown>;
+  const request = parseRequestBody(text);
+  if (route === 'chat') {
+    const wrong = chatRequestError(request);
+    if (wrong) throw wrong;
+  }
   const stream = request.stream === true;
   const rejected = rejection(state, route, request);
   if (rejected) {

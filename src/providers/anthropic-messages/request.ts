@@ -16,6 +16,7 @@ export function decodeAnthropicRequest(body: unknown): CanonicalRequest {
   const req = body as AnthropicRequest;
   if (!Array.isArray(req.messages)) throw bad('`messages` must be an array', 'messages');
   if (req.model !== undefined && typeof req.model !== 'string') throw bad('`model` must be a string', 'model');
+  if (req.tools !== undefined && req.tools !== null && !Array.isArray(req.tools)) throw bad('`tools` must be an array of tool definitions', 'tools');
 
   const messages: ChatMessage[] = [];
   const system = systemText(req.system);
@@ -27,7 +28,7 @@ export function decodeAnthropicRequest(body: unknown): CanonicalRequest {
     if (typeof m.content !== 'string' && !Array.isArray(m.content)) throw bad(`messages[${i}].content must be a string or an array`, 'messages');
     if (m.role === 'assistant') messages.push(assistantMessage(m.content));
     else if (m.role === 'system') messages.push({ role: 'system', content: stripBilling(typeof m.content === 'string' ? m.content : textOf(m.content)) });
-    else messages.push(...userMessages(m.content));
+    else messages.push(...userMessages(m.content, i));
   });
 
   const out: Record<string, unknown> = { messages };
@@ -83,15 +84,15 @@ function textOf(blocks: AnthropicBlock[]): string {
  * after the assistant's calls), then the turn's other content as one user message. Images inside a
  * tool result follow in that user message, since chat tool messages carry text only.
  */
-function userMessages(content: string | AnthropicBlock[]): ChatMessage[] {
+function userMessages(content: string | AnthropicBlock[], index: number): ChatMessage[] {
   if (typeof content === 'string') return [{ role: 'user', content }];
   const tools: ChatMessage[] = [];
   const parts: unknown[] = [];
-  for (const block of content) {
+  for (const [b, block] of content.entries()) {
     if (!isRecord(block)) continue;
     if (block.type === 'tool_result') {
       const result = block as unknown as AnthropicToolResultBlock;
-      const { text, images } = toolResultContent(result.content);
+      const { text, images } = toolResultContent(result.content, `messages[${index}].content[${b}].content`);
       tools.push({ role: 'tool', tool_call_id: result.tool_use_id, content: result.is_error ? `[Tool Error] ${text}` : text });
       parts.push(...images);
     } else if (block.type === 'text') {
@@ -109,12 +110,14 @@ function userMessages(content: string | AnthropicBlock[]): ChatMessage[] {
   return out;
 }
 
-function toolResultContent(content: AnthropicToolResultBlock['content']): { text: string; images: unknown[] } {
+function toolResultContent(content: AnthropicToolResultBlock['content'], field: string): { text: string; images: unknown[] } {
   if (content === undefined || content === null) return { text: '', images: [] };
   if (typeof content === 'string') return { text: content, images: [] };
+  if (!Array.isArray(content)) throw bad(`${field} must be a string or an array of content blocks`, 'messages');
   const texts: string[] = [];
   const images: unknown[] = [];
   for (const block of content) {
+    if (!isRecord(block)) continue;
     if (block.type === 'text' && typeof block.text === 'string') texts.push(block.text);
     else if (block.type === 'image') images.push(imagePart(block as unknown as Record<string, unknown>));
   }

@@ -42,6 +42,7 @@ export function decodeGeminiRequest(body: unknown, ctx: DecodeContext): Canonica
 
   const out: Record<string, unknown> = { messages };
   const declarations = (Array.isArray(req.tools) ? req.tools : []).flatMap((t) => (isRecord(t) && Array.isArray(t.functionDeclarations) ? t.functionDeclarations : []));
+  if (!declarations.every(isRecord)) throw bad('each of `tools[].functionDeclarations` must be an object', 'tools');
   if (declarations.length > 0) {
     out.tools = declarations.map((d) => ({
       type: 'function',
