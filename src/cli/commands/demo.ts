@@ -8,7 +8,7 @@ import { HARNESS_NAMES, getHarness } from '../../harness/registry.js';
 import { runHarness } from '../../harness/run.js';
 import { startMockServer } from '../../mock-server/server.js';
 import { DEMO_FILE } from '../../mock-server/script.js';
-import { BUNDLED_QWEN3 } from '../../upstream/tito/chat-template.js';
+import { BUNDLED_QWEN3 } from '../../core/bundled-tokenizer.js';
 import { defaultDbPath } from '../../store/store.js';
 import { integerArg } from '../numbers.js';
 import { action, invokedAs, printJson } from '../output.js';

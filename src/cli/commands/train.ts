@@ -25,7 +25,6 @@ import { BUNDLED_QWEN3 } from '../../core/bundled-tokenizer.js';
 import { UPSTREAM_KINDS } from '../../upstream/types.js';
 import { integerArg, numberArg, secondsArg } from '../numbers.js';
 import { action, invokedAs, printJson } from '../output.js';
-import { startTrainView } from '../views/train-view.js';
 import { checkNemoRlCheckout } from '../../train/nemo-rl/check-command.js';
 
 interface CommonFlags {
@@ -278,7 +277,8 @@ async function execute(run: PreparedRun, opts: CommonFlags, dbPath: string | nul
   if (run.firstPrompt && !opts.json) process.stderr.write(`first prompt: ${firstPromptLine(run.firstPrompt, run.config)}\n`);
   const startedAt = Date.now();
   const live = process.stderr.isTTY && !opts.json;
-  const view = live ? startTrainView({ title, runDir: run.runDir, initial: { progress: initialProgress(), gpuMemoryMiB: null, sessions: [] } }) : null;
+  // ink and react load only for the live view: a command's help and its --json runs do without them.
+  const view = live ? (await import('../views/train-view.js')).startTrainView({ title, runDir: run.runDir, initial: { progress: initialProgress(), gpuMemoryMiB: null, sessions: [] } }) : null;
   let last: TrainUpdate | null = null;
   const code = await launch(run, {
     ...(dbPath ? { dbPath } : {}),
