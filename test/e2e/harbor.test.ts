@@ -1,0 +1,138 @@
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startMockServer, type MockServer } from '../../src/mock-server/server.js';
+import { mockTasksFrom } from '../../src/mock-server/tasks.js';
+import { loadTasks } from '../../src/rollout/load-tasks.js';
+import { bwrapProblem, findBwrap } from '../../src/sandbox/index.js';
+import { Store } from '../../src/store/store.js';
+import { BIN, expectSessionCapturedExactly } from './support.js';
+
+/**
+ * Harbor task folders end to end (issue 26), on the host environment (no container engine works on
+ * the machines this runs on: docker is at most a client there, so the container path is not
+ * exercised here). A real harness against the mock model on fixtures/harbor: rewards come from each
+ * task's tests/test.sh, named rewards are kept. An agent that looks for the tests and the solution
+ * finds neither, and the reward it plants does not count. `polar tasks check` flags the fixture
+ * whose oracle is wrong on purpose.
+ */
+const run = promisify(execFile);
+const FIXTURES = path.resolve(__dirname, '../../fixtures/harbor');
+const PROBE = path.resolve(__dirname, '../support/harbor-probe');
+const bwrap = findBwrap();
+const noSandbox = bwrap === null ? 'bubblewrap is not installed' : bwrapProblem(bwrap);
+let dir: string;
+
+beforeAll(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-e2e-harbor-'));
+});
+afterAll(() => {
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+async function polar(args: string[], timeout = 280_000): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await run(process.execPath, [BIN, ...args], { env: { ...process.env, NO_COLOR: '1' }, timeout, maxBuffer: 64 * 1024 * 1024 });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: typeof e.code === 'number' ? e.code : 1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
+  }
+}
+
+describe.skipIf(noSandbox !== null)(`Harbor tasks on the host environment${noSandbox ? ` (skipped: ${noSandbox})` : ''}`, () => {
+  describe('polar rollout --tasks fixtures/harbor --harness claude-code against the mock model', () => {
+    const tasks = loadTasks(FIXTURES);
+    let mock: MockServer;
+    let summary: { rolloutId: string; status: string; groups: { taskId: string; rewards: number[] }[]; outcomes: Record<string, number> };
+    let stderr: string;
+    const db = () => path.join(dir, 'claude.db');
+
+    beforeAll(async () => {
+      mock = await startMockServer({ tasks: mockTasksFrom(tasks), seed: 3 });
+      const r = await polar(['rollout', '--tasks', FIXTURES, '--harness', 'claude-code', '--upstream', mock.url, '--samples', '2', '--db', db(), '--json']);
+      stderr = r.stderr;
+      summary = JSON.parse(r.stdout);
+    }, 300_000);
+    afterAll(async () => {
+      await mock?.close();
+    });
+
+    it("every sample completes with test.sh's reward, and every group has a right and a wrong run", () => {
+      expect(summary.status, stderr).toBe('completed');
+      expect(summary.outcomes.completed).toBe(tasks.length * 2);
+      for (const g of summary.groups) expect(new Set(g.rewards).size, `${g.taskId}: ${g.rewards}`).toBe(2);
+      // The partial-credit task's wrong run implements two of four functions.
+      expect(summary.groups.find((g) => g.taskId === 'partial-credit')!.rewards.sort()).toEqual([0.5, 1]);
+      // The host environment says once per task what it does not reproduce.
+      expect(stderr).toMatch(/task py-fix-median: the host environment does not reproduce the base image python:3\.12-slim or these Dockerfile steps:\n\s+RUN pip install --no-cache-dir pytest==8\.3\.3/);
+    });
+
+    it('named rewards are kept with the sample; every call is captured exactly', () => {
+      const store = Store.open(db(), { readonly: true });
+      const rows = store.rollouts.samples(summary.rolloutId);
+      store.close();
+      const csv = rows.filter((s) => s.taskId === 'csv-to-json');
+      const named = csv.map((s) => s.evaluator!.rewards as Record<string, number>);
+      expect(named.map((n) => n.reward).sort()).toEqual(csv.map((s) => s.reward).sort());
+      expect(named.find((n) => n.reward === 1)).toEqual({ valid_json: 1, rows: 1, types: 1, reward: 1 });
+      expect(named.find((n) => (n.reward ?? 1) < 1)!.rows).toBe(0);
+      for (const s of rows) {
+        expect(s.evaluator!.type).toBe('harbor');
+        // The workspace the agent changed is /app's: its diff names the task's own files.
+        if (s.taskId === 'py-fix-median') expect(s.diff).toMatch(/stats\.py/);
+        expect(expectSessionCapturedExactly(db(), s.sessionId!, mock)).toBeGreaterThanOrEqual(2);
+      }
+    });
+  });
+
+  it('the agent finds neither the tests nor the solution, and a reward it plants does not count', async () => {
+    const ds = path.join(dir, 'probe-ds');
+    const task = path.join(ds, 'probe');
+    for (const d of ['environment', 'tests', 'solution']) fs.mkdirSync(path.join(task, d), { recursive: true });
+    fs.writeFileSync(path.join(task, 'task.toml'), 'version = "1.0"\n[verifier]\ntimeout_sec = 30.0\n[agent]\ntimeout_sec = 180.0\n');
+    fs.writeFileSync(path.join(task, 'instruction.md'), `PROBE ${task}\n`);
+    fs.writeFileSync(path.join(task, 'environment', 'Dockerfile'), 'FROM ubuntu:24.04\nWORKDIR /app\nCOPY start.txt .\n');
+    fs.writeFileSync(path.join(task, 'environment', 'start.txt'), 'start\n');
+    fs.writeFileSync(path.join(task, 'tests', 'polar-hidden-marker-tests.txt'), 'x\n');
+    fs.writeFileSync(path.join(task, 'solution', 'polar-hidden-marker-solution.txt'), 'x\n');
+    fs.writeFileSync(path.join(task, 'solution', 'solve.sh'), 'touch /app/solved\n');
+    // Writes a reward only when the task is solved: the agent's planted one must not stand in for it.
+    fs.writeFileSync(path.join(task, 'tests', 'test.sh'), 'ls /tests\nif [ -f /app/solved ]; then echo 1 > /logs/verifier/reward.txt; fi\n');
+    const mock = await startMockServer({ seed: 1 });
+    try {
+      const db = path.join(dir, 'probe.db');
+      const r = await polar(['rollout', '--tasks', ds, '--harness', 'custom', '--command', `${process.execPath} ${path.join(PROBE, 'agent.mjs')} {prompt}`, '--sandbox-ro', PROBE, '--upstream', mock.url, '--samples', '1', '--db', db, '--json']);
+      const summary = JSON.parse(r.stdout);
+      const store = Store.open(db, { readonly: true });
+      const [sample] = store.rollouts.samples(summary.rolloutId);
+      store.close();
+      const added = (sample!.diff ?? '').split('\n').filter((l) => l.startsWith('+') && !l.startsWith('+++')).map((l) => l.slice(1)).join('\n');
+      const probe = JSON.parse(added);
+      expect(probe).toEqual({ cwd: '/app', tests: false, solution: false, logs: true, hostTaskDir: false, hostTests: false, relativeTests: false, markers: [] });
+      // The verifier saw /tests (its output lists the marker) and wrote no reward: the sample is an
+      // error with the verifier's output, not the 1 the agent planted.
+      expect(sample!.status).toBe('error');
+      expect(sample!.reward).toBeNull();
+      expect(sample!.error).toMatch(/wrote no reward[\s\S]*polar-hidden-marker-tests\.txt/);
+    } finally {
+      await mock.close();
+    }
+  }, 300_000);
+
+  it('polar tasks check flags the fixture whose oracle is wrong, with the verifier output, and passes the rest', async () => {
+    const r = await polar(['tasks', 'check', FIXTURES, '--json']);
+    expect(r.code, r.stderr).toBe(1);
+    const out = JSON.parse(r.stdout) as { ok: boolean; broken: string[]; results: { task: string; problems: string[]; oracle: { reward: number; rewards: Record<string, number>; output: string }; nop: { reward: number } }[] };
+    expect(out.ok).toBe(false);
+    expect(out.broken).toEqual(['broken-oracle']);
+    const broken = out.results.find((x) => x.task === 'broken-oracle')!;
+    expect(broken.problems[0]).toMatch(/the oracle \(solution\/solve\.sh\) earned 0, not the top reward 1/);
+    expect(broken.oracle.output).toMatch(/answer\.txt holds: 43/);
+    for (const x of out.results) expect(x.nop.reward, x.task).toBe(0);
+    expect(out.results.find((x) => x.task === 'csv-to-json')!.oracle.rewards).toEqual({ valid_json: 1, rows: 1, types: 1, reward: 1 });
+  }, 300_000);
+});
