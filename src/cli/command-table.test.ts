@@ -1,3 +1,5 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { COMMANDS } from './command-table.js';
 import { buildProgram } from './index.js';
@@ -14,4 +16,12 @@ describe('the command table', () => {
     const [stubbed, real] = await Promise.all([buildProgram(['node', 'polar', '--help']), buildProgram(['node', 'polar'], { all: true })]);
     expect(stubbed.helpInformation()).toBe(real.helpInformation());
   }, 60_000);
+
+  it('every command module is in the table (a command left out would be unreachable)', () => {
+    const dir = path.join(__dirname, 'commands');
+    const table = fs.readFileSync(path.join(__dirname, 'command-table.ts'), 'utf8');
+    const modules = fs.readdirSync(dir).filter((f) => f.endsWith('.ts') && /export function register[A-Z]/.test(fs.readFileSync(path.join(dir, f), 'utf8')));
+    expect(modules.length).toBeGreaterThan(10);
+    for (const file of modules) expect(table, file).toContain(`import('./commands/${file.replace(/\.ts$/, '.js')}')`);
+  });
 });
