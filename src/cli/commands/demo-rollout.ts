@@ -2,7 +2,7 @@ import path from 'node:path';
 import { sandboxKind } from '../sandbox-options.js';
 import { startMockServer } from '../../mock-server/server.js';
 import { mockTasksFrom } from '../../mock-server/tasks.js';
-import { readTaskFile } from '../../rollout/task-file.js';
+import { loadTasks } from '../../rollout/load-tasks.js';
 import { defaultDbPath } from '../../store/store.js';
 import { executeRollout, newArgs } from './rollout.js';
 
@@ -14,13 +14,14 @@ export const FIXTURE_TASKS = path.resolve(import.meta.dirname, '..', '..', '..',
  * whose scripted correct and wrong solutions (alternating per task, seeded) give every group mixed
  * rewards, then the groups with their rewards and advantages. No GPU.
  */
-export async function demoRollout(opts: { harness: string; db?: string; node?: string; json?: boolean; samples?: number }): Promise<void> {
-  const tasks = readTaskFile(FIXTURE_TASKS);
+export async function demoRollout(opts: { harness: string; db?: string; node?: string; json?: boolean; samples?: number; tasks?: string }): Promise<void> {
+  const file = opts.tasks ?? FIXTURE_TASKS;
+  const tasks = loadTasks(file);
   const mock = await startMockServer({ log: false, tasks: mockTasksFrom(tasks), seed: 0 });
   try {
     const args = newArgs(
       {
-        tasks: FIXTURE_TASKS,
+        tasks: file,
         harness: opts.harness,
         upstream: mock.url,
         upstreamKind: 'vllm',

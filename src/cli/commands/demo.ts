@@ -25,6 +25,7 @@ interface DemoOptions {
   json?: boolean;
   rollout?: boolean;
   samples?: number;
+  tasks?: string;
 }
 
 export function registerDemo(program: Command): void {
@@ -42,6 +43,7 @@ export function registerDemo(program: Command): void {
     .option('--json', 'print the result as JSON')
     .option('--rollout', 'instead: the fixture tasks (fixtures/tasks) × 4 samples as a rollout, with rewards and GRPO advantages')
     .option('--samples <n>', 'with --rollout: samples per task', integerArg('--samples', 1, 64), 4)
+    .option('--tasks <path>', 'with --rollout: other tasks with scripted mock solutions (metadata.mock), e.g. fixtures/harbor (Harbor task folders)')
     .action(action(demo));
 }
 
