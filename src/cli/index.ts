@@ -1,6 +1,7 @@
 import { Command, CommanderError, Help } from 'commander';
 import { PolarError } from '../core/errors.js';
 import { keepYoungGenerationSmall } from '../proxy/young-generation.js';
+import { exitQuietlyOnClosedPipe } from './closed-pipe.js';
 import { COMMANDS, type Register } from './command-table.js';
 import { addDbPasswordOption } from './db-password.js';
 import { reportError } from './output.js';
@@ -63,6 +64,7 @@ function baseProgram(argv: readonly string[]): Command {
 const SERVES_MODEL_CALLS = new Set(['demo', 'run', 'rollout', 'rollouts', 'proxy', 'gym-agent', 'train', 'replay', 'worker']);
 
 export async function main(argv: string[]): Promise<void> {
+  exitQuietlyOnClosedPipe();
   // Before the command's modules load: the young generation must not have grown yet.
   if (SERVES_MODEL_CALLS.has(argv[2] ?? '')) keepYoungGenerationSmall();
   const program = await buildProgram(argv);

@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -92,7 +92,7 @@ describe('polar CLI', () => {
       expect(results[i]!.stderr).toMatch(new RegExp(`unknown command '${args[0]} ${args[1]}'`));
     });
     expect(help!.code).toBe(0);
-    // Each case is a fresh CLI process that loads every command: slow on 2 busy cores.
+    // Each case is a fresh CLI process: slow on 2 busy cores.
   }, 90_000);
 
   it('reconstruct writes trajectory JSONL and a summary; --stats-json has the numbers', async () => {
@@ -110,6 +110,24 @@ describe('polar CLI', () => {
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/choose one of: per-request, prefix-merging/);
   });
+
+  it('a reader that closes the pipe early (`| head`) ends polar quietly with 0', async () => {
+    // Many sessions, so that `sessions` writes more than a pipe holds: a write is refused mid-table.
+    const many = path.join(dir, 'many.db');
+    const store = Store.open(many);
+    for (let i = 0; i < 2000; i += 1) store.sessions.ensure(`ses-${String(i).padStart(5, '0')}-with-a-long-name-to-fill-the-pipe`, { harness: 'custom' });
+    store.close();
+    for (const args of [['run', '--help'], ['sessions', '--db', many], ['sessions', '--db', many, '--json']]) {
+      const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1' } });
+      // Closed before the child has started: its first write meets a pipe with no reader.
+      child.stdout.destroy();
+      let stderr = '';
+      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+      const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+      expect(stderr, args.join(' ')).toBe('');
+      expect(code, args.join(' ')).toBe(0);
+    }
+  }, 60_000);
 
   it('proxy refuses a non-loopback host without --auth-token', async () => {
     const r = await polar(['proxy', '--upstream', 'http://127.0.0.1:1', '--model', 'm', '--host', '0.0.0.0', '--db', path.join(dir, 'x.db')]);
