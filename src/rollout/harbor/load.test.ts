@@ -114,3 +114,15 @@ describe('Harbor reward files', () => {
     await expect(readRewards(dir({ 'reward.json': '{"a": 1, "b": 0}' }))).rejects.toThrow(/no "reward" field among a, b/);
   });
 });
+
+describe('Harbor reward files the verifier could have tampered with', () => {
+  it('a reward file that is a symlink (to a host file) is refused, not read', async () => {
+    const d = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-reward-'));
+    const secret = path.join(d, 'secret');
+    fs.writeFileSync(secret, 'host secret\n');
+    fs.symlinkSync(secret, path.join(d, 'reward.txt'));
+    const err = await readRewards(d).catch((e: Error) => e);
+    expect(String(err)).toMatch(/reward\.txt is not a regular file/);
+    expect(String(err)).not.toMatch(/host secret/);
+  });
+});

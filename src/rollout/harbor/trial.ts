@@ -1,3 +1,4 @@
+import { constants as fsConstants } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { runShell, type ShellResult } from '../../harness/spawn.js';
@@ -121,7 +122,6 @@ export async function runVerifier(trial: HarborTrial, workspace: string, ctx: Tr
   const r = await shellIn(jail, workspace, 'bash /tests/test.sh', { ...ctx.env, ...trial.verifierEnv }, timeoutSec * 1000);
   const limit = await jail.close({ exitCode: r.exitCode, signal: r.signal });
   const output = bounded(scrubSecrets(`${r.stdout}${r.stderr ? `\n[stderr]\n${r.stderr}` : ''}`, ctx.secrets));
-  await fs.writeFile(path.join(verifierDir, 'test-stdout.txt'), output).catch(() => undefined);
   const fail = (what: string, timedOut = false) => new StageError('post', `${what}${output.trim() ? `; its output:\n${output.trim()}` : ''}`, timedOut);
   if (limit) throw fail(`the verifier (tests/test.sh): ${limit}`);
   if (r.timedOut) throw fail(`the verifier (tests/test.sh) timed out after ${timeoutSec} s`, true);
@@ -175,11 +175,24 @@ async function shellIn(jail: Jail, workspace: string, command: string, env: Reco
   return runShell(command, { cwd: workspace, env, timeoutMs, wrap: (c: HarnessCommand) => jail.wrap(c) });
 }
 
+/**
+ * A reward file as the verifier left it. The agent's code may have run under test.sh, so a symlink
+ * there could point at any host file polar can read (and polar would quote it in an error): only a
+ * regular file is read, opened without following a link.
+ */
 async function readIf(file: string): Promise<string | null> {
+  let st;
   try {
-    return await fs.readFile(file, 'utf8');
+    st = await fs.lstat(file);
   } catch {
     return null;
+  }
+  if (!st.isFile()) throw new Error(`${file.replace(/^.*-logs\//, '/logs/')} is not a regular file`);
+  const handle = await fs.open(file, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW);
+  try {
+    return (await handle.read({ buffer: Buffer.alloc(Math.min(st.size, 1024 * 1024)), position: 0 })).buffer.toString('utf8');
+  } finally {
+    await handle.close();
   }
 }
 
