@@ -39,6 +39,6 @@ describe('CLI output', () => {
     line.call(call('ok', 1200, 30));
     line.call(call('error', 0, 0));
     line.stop();
-    expect(text).toMatch(/polar: 2 calls · 1,200 prompt \/ 30 sampled tokens · 1 errors/);
+    expect(text).toMatch(/polar: 2 calls · 1,200 prompt \/ 30 sampled tokens · 1 error ·/);
   });
 });

@@ -2,6 +2,7 @@ import cliProgress from 'cli-progress';
 import chalk from 'chalk';
 import type { CallSummary } from '../proxy/call-record.js';
 import type { SessionSummary } from '../store/sessions.js';
+import { count } from './plural.js';
 
 /**
  * The live line under a headless `polar run` on a TTY: calls, tokens, errors and elapsed time,
@@ -18,7 +19,7 @@ export class RunStatusLine {
   constructor(stream: NodeJS.WriteStream = process.stderr) {
     this.bar = new cliProgress.SingleBar({
       stream,
-      format: chalk.dim('polar: {calls} calls · {prompt} prompt / {sampled} sampled tokens · {errors} errors · {duration_formatted}'),
+      format: chalk.dim('polar: {calls} · {prompt} prompt / {sampled} · {errors} · {duration_formatted}'),
       hideCursor: false,
       clearOnComplete: true,
       fps: 2,
@@ -50,6 +51,11 @@ export class RunStatusLine {
   }
 
   private payload() {
-    return { calls: this.calls, prompt: this.promptTokens.toLocaleString('en'), sampled: this.sampledTokens.toLocaleString('en'), errors: this.errors };
+    return {
+      calls: count(this.calls, 'call'),
+      prompt: this.promptTokens.toLocaleString('en'),
+      sampled: `${this.sampledTokens.toLocaleString('en')} sampled ${this.sampledTokens === 1 ? 'token' : 'tokens'}`,
+      errors: count(this.errors, 'error'),
+    };
   }
 }

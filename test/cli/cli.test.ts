@@ -54,7 +54,8 @@ describe('polar CLI', () => {
 
   it('show lists a session calls, as text and JSON', async () => {
     const text = await polar(['show', 'ses-a', '--db', db]);
-    expect(text.stdout).toMatch(/agent main\s+1 calls/);
+    expect(text.stdout).toMatch(/agent main\s+1 call\n/);
+    expect(text.stdout).toMatch(/completed\s+custom\s+1 call\s+3 prompt \/ 2 sampled tokens/);
     expect(text.stdout).toMatch(/1\s+openai-chat\s+ok\s+200\s+yes\s+3\s+2\s+stop\s+1\.5s\s+upstream/);
     const json = JSON.parse((await polar(['show', 'ses-a', '--db', db, '--json'])).stdout);
     expect(json.calls[0]).toMatchObject({ id: 'r1', seq: 1, promptTokenCount: 3, sampledTokenCount: 2 });
@@ -100,7 +101,7 @@ describe('polar CLI', () => {
     const statsFile = path.join(dir, 'stats.json');
     const r = await polar(['reconstruct', '--db', db, '--strategy', 'per-request', '--out', out, '--stats-json', statsFile]);
     expect(r.code).toBe(0);
-    expect(r.stderr).toMatch(/per-request: 1 sessions, 1 calls \(1 used, 0 excluded\) → 1 traces/);
+    expect(r.stderr).toMatch(/per-request: 1 session, 1 call \(1 used, 0 excluded\) → 1 trace,/);
     const traces = fs.readFileSync(out, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
     expect(traces).toEqual([
       expect.objectContaining({ session_id: 'ses-a', agent_id: 'main', strategy: 'per-request', trace_index: 0, request_ids: ['r1'], prompt_ids: [1, 2, 3], response_ids: [4, 5], loss_mask: [1, 1], response_logprobs: [-1, -2], reward: null, status: 'completed' }),

@@ -24,6 +24,21 @@ afterAll(async () => {
 });
 
 describe('polar proxy process lifecycle', () => {
+  it('the banner shows the per-session base URL as a pattern to fill in, not URL-encoded', async () => {
+    const child = spawn(process.execPath, [BIN, 'proxy', '--upstream', upstream.url, '--port', '0', '--db', path.join(dir, 'banner.db'), '--session', 'banner'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, NO_COLOR: '1' },
+    });
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    const line = await new Promise<string>((resolve) => {
+      const lines = readline.createInterface({ input: child.stdout! });
+      lines.on('line', (l) => l.includes('base URL') && resolve(l));
+    });
+    child.kill('SIGINT');
+    expect(line).toMatch(/base URL {3}http:\/\/127\.0\.0\.1:\d+\/v1 {3}\(per session: http:\/\/127\.0\.0\.1:\d+\/s\/<session>\/v1\)$/);
+    expect(await exited).toBe(0);
+  });
+
   it('on SIGINT lets an in-flight stream finish, records it, ends the session and closes the database', async () => {
     const db = path.join(dir, 'life.db');
     const child = spawn(process.execPath, [BIN, 'proxy', '--upstream', upstream.url, '--port', '0', '--db', db, '--json', '--quiet', '--session', 'life'], {

@@ -11,6 +11,7 @@ import { UPSTREAM_KINDS } from '../../upstream/types.js';
 import { defaultDbPath } from '../../store/store.js';
 import { integerArg, numberArg, secondsArg } from '../numbers.js';
 import { action } from '../output.js';
+import { count } from '../plural.js';
 
 interface GymAgentCommandOptions extends SandboxFlags {
   harness: string;
@@ -115,7 +116,7 @@ async function serve(opts: GymAgentCommandOptions): Promise<void> {
     onNotice: (line) => process.stderr.write(`${line}\n`),
     onRun: (r) =>
       process.stderr.write(
-        `polar gym-agent: ${r.polar_session_id ?? '(no session)'} reward ${r.reward}${r.instance_config ? chalk.yellow(` masked: ${r.polar_mask_reason}`) : ''} · ${r.polar_calls} calls${(r.polar_attempts ?? 1) > 1 ? ` · ${r.polar_attempts} attempts` : ''}\n`,
+        `polar gym-agent: ${r.polar_session_id ?? '(no session)'} reward ${r.reward}${r.instance_config ? chalk.yellow(` masked: ${r.polar_mask_reason}`) : ''} · ${count(r.polar_calls, 'call')}${(r.polar_attempts ?? 1) > 1 ? ` · ${r.polar_attempts} attempts` : ''}\n`,
       ),
   });
   if (opts.json) process.stdout.write(`${JSON.stringify({ url: agent.url, rolloutId: agent.rolloutId, upstreams, upstreamKind: opts.upstreamKind })}\n`);

@@ -134,7 +134,7 @@ async function runProxy(opts: ProxyCommandOptions): Promise<void> {
     process.stdout.write(
       [
         `${chalk.bold('polar proxy')} listening on ${proxy.url}`,
-        `  base URL   ${proxy.baseUrl()}   (per session: ${proxy.baseUrl('<session>')})`,
+        `  base URL   ${proxy.baseUrl()}   (per session: ${proxy.url}/s/<session>/v1)`,
         `  upstream   ${upstream.baseUrl} (${upstream.kind}${upstream.capturesTokens ? ', token ids' : ', text only: token_source=none'})`,
         `  model      ${servedModel ?? '(as requested by each call)'}${contextWindow ? ` (context ${contextWindow} tokens)` : ''}`,
         `  session    ${session}`,

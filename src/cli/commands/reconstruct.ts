@@ -7,6 +7,7 @@ import { emptyStats, reconstruct, type ReconstructStats } from '../../trajectory
 import { STRATEGIES, getStrategy } from '../../trajectory/registry.js';
 import { loadTokenText } from '../../trajectory/tokenizer.js';
 import { action, jsonLines } from '../output.js';
+import { count } from '../plural.js';
 import { selectedSessions } from './export.js';
 
 interface ReconstructCommandOptions {
@@ -69,7 +70,7 @@ function summary(s: ReconstructStats): string {
   const saving = s.tokensPerRequest > 0 ? (1 - s.tokensMerged / s.tokensPerRequest) * 100 : 0;
   const breaks = Object.entries(s.breaks).filter(([, n]) => n > 0).map(([k, n]) => `${k} ${n}`).join(', ') || 'none';
   const lines = [
-    `${chalk.bold(s.strategy)}: ${s.sessions} sessions, ${s.calls} calls (${s.used} used, ${s.excluded.length} excluded) → ${s.traces} traces, ${s.mergeRatio.toFixed(2)} calls per trace`,
+    `${chalk.bold(s.strategy)}: ${count(s.sessions, 'session')}, ${count(s.calls, 'call')} (${s.used} used, ${s.excluded.length} excluded) → ${count(s.traces, 'trace')}, ${s.mergeRatio.toFixed(2)} calls per trace`,
     `  tokens: ${s.tokensPerRequest} per-request → ${s.tokensMerged} merged (${saving.toFixed(1)}% fewer)`,
     `  breaks: ${breaks}${s.contextDrift > 0 ? `; context drift: ${s.contextDrift} re-rendered boundaries joined (--allow-rerender)` : ''}`,
   ];

@@ -12,6 +12,7 @@ import { loadTokenText } from '../../trajectory/tokenizer.js';
 import { Rescorer, type RescoreKind } from '../../upstream/rescore.js';
 import { integerArg, policyShiftArg, secondsArg } from '../numbers.js';
 import { action, jsonLines, printJson, table } from '../output.js';
+import { count } from '../plural.js';
 
 interface ReplayOptions {
   db?: string;
@@ -97,13 +98,13 @@ async function serve(session: string, dbPath: string, opts: ReplayOptions): Prom
   const store = await openStore(dbPath, { readonly: true });
   const cassette = await startCassette(store, session, { port: opts.port });
   if (opts.json) process.stdout.write(`${JSON.stringify({ url: cassette.url, model: cassette.model, calls: cassette.total() })}\n`);
-  else process.stdout.write(`${chalk.bold('polar replay')} serving session ${session} (${cassette.total()} calls, model ${cassette.model}) on ${cassette.url}\n  try: polar run --harness <name> --upstream ${cassette.url} --prompt "…"\n`);
+  else process.stdout.write(`${chalk.bold('polar replay')} serving session ${session} (${count(cassette.total(), 'call')}, model ${cassette.model}) on ${cassette.url}\n  try: polar run --harness <name> --upstream ${cassette.url} --prompt "…"\n`);
   await new Promise<void>((resolve) => {
     process.once('SIGINT', () => resolve());
     process.once('SIGTERM', () => resolve());
   });
   const d = cassette.divergence();
-  process.stderr.write(`${cassette.matched()} of ${cassette.total()} calls replayed${d ? `; ${describe(d)}` : ''}\n`);
+  process.stderr.write(`${cassette.matched()} of ${count(cassette.total(), 'call')} replayed${d ? `; ${describe(d)}` : ''}\n`);
   await cassette.close();
   store.close();
 }

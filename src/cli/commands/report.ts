@@ -9,6 +9,7 @@ import { defaultDbPath, Store } from '../../store/store.js';
 import { openStore } from '../../store/open.js';
 import { loadTokenText } from '../../trajectory/tokenizer.js';
 import { action, printJson } from '../output.js';
+import { count } from '../plural.js';
 
 interface ReportOptions {
   db?: string;
@@ -56,7 +57,7 @@ async function writeReport(sessionId: string | undefined, opts: ReportOptions): 
     const summary = { ok: true, out, sessions: data.sessions.length, calls: data.sessions.reduce((a, s) => a + s.model.session.requests, 0), traces: data.sessions.reduce((a, s) => a + s.model.traces.length, 0), bytes: Buffer.byteLength(html) };
     if (opts.json) printJson(summary);
     else {
-      process.stdout.write(`wrote ${out}: ${summary.sessions} session${summary.sessions === 1 ? '' : 's'}, ${summary.calls} calls, ${summary.traces} traces, ${(summary.bytes / 1024).toFixed(0)} KiB\n`);
+      process.stdout.write(`wrote ${out}: ${count(summary.sessions, 'session')}, ${count(summary.calls, 'call')}, ${count(summary.traces, 'trace')}, ${(summary.bytes / 1024).toFixed(0)} KiB\n`);
       if (!text) process.stdout.write('tokens show as ids; pass --tokenizer PATH (the model folder, or bundled:qwen3 for the mock) to decode them\n');
       process.stdout.write(`open it: file://${out}\n`);
     }

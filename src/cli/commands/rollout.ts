@@ -16,6 +16,7 @@ import { displayDb, isPostgresUrl, redactUrl } from '../../store/postgres/url.js
 import { openStore } from '../../store/open.js';
 import { integerArg, secondsArg } from '../numbers.js';
 import { action, formatTime, invokedAs, printJson, table } from '../output.js';
+import { count } from '../plural.js';
 import { RolloutProgress } from '../rollout-progress.js';
 import { addUpstreamOptions, UPSTREAM_KINDS_HELP, upstreamOptionsFrom, type UpstreamFlags } from '../upstream-options.js';
 
@@ -157,7 +158,7 @@ export async function executeRollout(run: RolloutRun, opts: { json: boolean }, e
     onStart: ({ rolloutId, samples }) => {
       if (opts.json) return;
       const done = samples.filter((s) => (SAMPLE_OUTCOMES as readonly string[]).includes(s.status)).length;
-      process.stderr.write(`${chalk.bold('polar rollout')} ${rolloutId}: ${samples.length - done} of ${samples.length} samples to run${extra.mock ? ` (mock model: ${extra.mock})` : ''}\n`);
+      process.stderr.write(`${chalk.bold('polar rollout')} ${rolloutId}: ${samples.length - done} of ${count(samples.length, 'sample')} to run${extra.mock ? ` (mock model: ${extra.mock})` : ''}\n`);
       if (process.stderr.isTTY) progress = new RolloutProgress(samples.length, done);
     },
     onEvent: (e) => {
@@ -227,7 +228,7 @@ function summaryText(s: RolloutSummary, dbPath: string): string {
   const o = s.outcomes;
   const db = dbPath === defaultDbPath() ? '' : ` --db ${displayDb(dbPath)}`;
   const lines = [
-    `${chalk.bold('rollout')} ${s.rolloutId} ${s.status === 'completed' ? chalk.green(s.status) : chalk.yellow(s.status)}: ${s.harness}, ${s.tasks} tasks × ${s.samplesPerTask} samples`,
+    `${chalk.bold('rollout')} ${s.rolloutId} ${s.status === 'completed' ? chalk.green(s.status) : chalk.yellow(s.status)}: ${s.harness}, ${count(s.tasks, 'task')} × ${count(s.samplesPerTask, 'sample')}`,
     `  outcomes: ${o.completed} completed, ${o.failed} failed, ${o.timeout} timeout, ${o.error} error${o.interrupted + o.unfinished > 0 ? `, ${o.interrupted + o.unfinished} not finished` : ''}`,
     `  mean reward ${fmt(s.meanReward)} · accepted ${s.accepted}/${s.attempted} · ${throughput(s)}`,
     ...(s.hostNetwork.length > 0 ? [chalk.yellow(`  host network: ${s.hostNetwork.length === s.tasks * s.samplesPerTask ? 'every sample' : `${s.hostNetwork.length} sample(s)`} had this machine's network, not only the proxy`)] : []),
@@ -334,7 +335,7 @@ async function queueRollout(opts: RolloutOptions): Promise<void> {
   if (!opts.wait) {
     if (opts.json) printJson({ ok: true, rolloutId, queued: total, db: redactUrl(url) });
     else {
-      process.stdout.write(`${chalk.bold('queued')} rollout ${rolloutId}: ${base.tasks.length} tasks × ${base.config.samples} samples for ${base.config.harness} workers\n`);
+      process.stdout.write(`${chalk.bold('queued')} rollout ${rolloutId}: ${count(base.tasks.length, 'task')} × ${count(base.config.samples, 'sample')} for ${base.config.harness} workers\n`);
       process.stdout.write(`next: ${invokedAs()} worker --queue ${redactUrl(url)} --harness ${base.config.harness} --upstream URL   (on each machine)\n      ${invokedAs()} rollout status ${rolloutId} --db ${redactUrl(url)}\n`);
     }
     return;

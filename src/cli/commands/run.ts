@@ -9,6 +9,7 @@ import { defaultDbPath } from '../../store/store.js';
 import { displayDb } from '../../store/postgres/url.js';
 import { integerArg, secondsArg } from '../numbers.js';
 import { action, invokedAs, printJson } from '../output.js';
+import { count } from '../plural.js';
 import { RunStatusLine } from '../status-line.js';
 import { addUpstreamOptions, UPSTREAM_KINDS_HELP, upstreamOptionsFrom, type UpstreamFlags } from '../upstream-options.js';
 import { sandboxNotices } from '../../sandbox/index.js';
@@ -119,7 +120,7 @@ async function runCommand(harnessArgs: string[], opts: RunCommandOptions): Promi
 export function summaryLine(r: RunHarnessResult, dbPath?: string, options: { next?: boolean } = {}): string {
   const s = r.summary;
   const status = r.status === 'completed' ? chalk.green(r.status) : chalk.yellow(r.status);
-  const counts = s ? `${s.requests} calls, ${s.promptTokens} prompt / ${s.sampledTokens} sampled tokens, ${s.failed} errors` : 'no calls';
+  const counts = s ? `${count(s.requests, 'call')}, ${s.promptTokens} prompt / ${count(s.sampledTokens, 'sampled token')}, ${count(s.failed, 'error')}` : 'no calls';
   const db = dbPath && dbPath !== defaultDbPath() ? ` --db ${displayDb(dbPath)}` : '';
   const next = options.next === false ? '' : `\n  next: ${invokedAs()} show ${r.session}${db}`;
   const limit = r.limit ? chalk.red(`\n  ended by the sandbox: ${r.limit}`) : '';

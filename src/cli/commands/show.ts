@@ -8,6 +8,7 @@ import { defaultDbPath, Store } from '../../store/store.js';
 import { openStore } from '../../store/open.js';
 import { loadTokenText } from '../../trajectory/tokenizer.js';
 import { action, formatDuration, formatTime, printJson, table } from '../output.js';
+import { count } from '../plural.js';
 
 interface ShowOptions {
   db?: string;
@@ -78,13 +79,13 @@ export async function printSession(dbPath: string, sessionId: string): Promise<v
     const calls = store.requests.list(sessionId);
     const harness = session.harness ? `  ${session.harness}${session.harnessVersion ? ` ${session.harnessVersion}` : ''}` : '';
     process.stdout.write(
-      `session ${chalk.bold(session.id)}  ${session.status}${harness}  ${session.requests} calls  ${session.promptTokens} prompt / ${session.sampledTokens} sampled tokens  created ${formatTime(session.createdAt)}\n`,
+      `session ${chalk.bold(session.id)}  ${session.status}${harness}  ${count(session.requests, 'call')}  ${session.promptTokens} prompt / ${count(session.sampledTokens, 'sampled token')}  created ${formatTime(session.createdAt)}\n`,
     );
     const prompts = promptCounts(calls);
     if (prompts) process.stdout.write(`prompts built by polar: ${prompts}\n`);
     for (const agent of agentsOf(calls)) {
       const mine = calls.filter((c) => c.agentId === agent.id);
-      process.stdout.write(`\n${chalk.bold(`agent ${agent.id}`)}  ${agent.calls} calls\n`);
+      process.stdout.write(`\n${chalk.bold(`agent ${agent.id}`)}  ${count(agent.calls, 'call')}\n`);
       process.stdout.write(`${callTable(mine)}\n`);
     }
   } finally {

@@ -25,6 +25,7 @@ import { BUNDLED_QWEN3 } from '../../core/bundled-tokenizer.js';
 import { UPSTREAM_KINDS } from '../../upstream/types.js';
 import { integerArg, numberArg, secondsArg } from '../numbers.js';
 import { action, invokedAs, printJson } from '../output.js';
+import { count } from '../plural.js';
 import { checkNemoRlCheckout } from '../../train/nemo-rl/check-command.js';
 
 interface CommonFlags {
@@ -170,7 +171,7 @@ async function grpo(opts: GrpoFlags, command: Command): Promise<void> {
       ...(opts.tokenizer ? { tokenizer: path.resolve(opts.tokenizer) } : {}),
     },
   });
-  await execute(run, opts, dbPath, `polar train grpo · ${opts.model} · ${opts.harness} · ${tasks.length} tasks × ${opts.groupSize}`);
+  await execute(run, opts, dbPath, `polar train grpo · ${opts.model} · ${opts.harness} · ${count(tasks.length, 'task')} × ${opts.groupSize}`);
 }
 
 async function sft(opts: SftFlags): Promise<void> {
@@ -194,9 +195,9 @@ async function exportSft(opts: SftFlags, file: string): Promise<string> {
       if ('line' in item) lines.push(JSON.stringify(item.line));
       else left++;
     }
-    if (lines.length === 0) throw new PolarError('POLAR_USAGE', `no SFT examples in ${opts.db ?? defaultDbPath()} with this selection (${left} traces left out); see \`polar export --format sft\` for the reasons`);
+    if (lines.length === 0) throw new PolarError('POLAR_USAGE', `no SFT examples in ${opts.db ?? defaultDbPath()} with this selection (${count(left, 'trace')} left out); see \`polar export --format sft\` for the reasons`);
     writePrivateFile(file, `${lines.join('\n')}\n`);
-    if (!opts.json) process.stderr.write(`exported ${lines.length} SFT examples to ${file} (${left} traces left out)\n`);
+    if (!opts.json) process.stderr.write(`exported ${count(lines.length, 'SFT example')} to ${file} (${count(left, 'trace')} left out)\n`);
     return file;
   } finally {
     store.close();
@@ -297,7 +298,7 @@ async function execute(run: PreparedRun, opts: CommonFlags, dbPath: string | nul
   if (opts.json) printJson(result);
   else {
     const status = code === 0 ? chalk.green('finished') : chalk.yellow(`stopped (exit ${code})`);
-    process.stdout.write(`${chalk.bold(`polar train ${run.kind}`)} ${status}: ${result.steps} steps here${checkpoint !== null ? `, newest checkpoint step_${checkpoint}` : ''}\n  log ${result.log}\n  metrics ${path.join(run.runDir, 'metrics.jsonl')}\n`);
+    process.stdout.write(`${chalk.bold(`polar train ${run.kind}`)} ${status}: ${count(result.steps, 'step')} here${checkpoint !== null ? `, newest checkpoint step_${checkpoint}` : ''}\n  log ${result.log}\n  metrics ${path.join(run.runDir, 'metrics.jsonl')}\n`);
     if (code !== 0 && checkpoint !== null) process.stdout.write(`  resume: ${invokedAs()} train ${run.kind} … --run-dir ${run.runDir} --resume\n`);
   }
   process.exitCode = code === 0 ? 0 : 1;

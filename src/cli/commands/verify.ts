@@ -11,6 +11,7 @@ import type { TokenText, Trajectory } from '../../trajectory/types.js';
 import type { Violation } from '../../trajectory/verify.js';
 import { verifySessions, type VerifySummary } from '../../trajectory/verify-sessions.js';
 import { action, printJson } from '../output.js';
+import { count } from '../plural.js';
 
 interface VerifyCommandOptions {
   db?: string;
@@ -54,9 +55,9 @@ async function verify(opts: VerifyCommandOptions): Promise<void> {
   if (opts.json) printJson({ ok: violations.length === 0, ...summary, violations });
   else {
     if (violations.length > 50) process.stderr.write(`… and ${violations.length - 50} more (--json lists all)\n`);
-    const verdict = violations.length === 0 ? chalk.green('faithful') : chalk.red(`${violations.length} violations`);
+    const verdict = violations.length === 0 ? chalk.green('faithful') : chalk.red(count(violations.length, 'violation'));
     const decoded = summary.textChecked ? `; ids checked against their text in ${summary.textChecked} session${summary.textChecked === 1 ? '' : 's'}` : '';
-    process.stderr.write(`${verdict}: ${summary.sessions} sessions, ${summary.calls} calls, ${summary.traces} traces checked${decoded}\n`);
+    process.stderr.write(`${verdict}: ${count(summary.sessions, 'session')}, ${count(summary.calls, 'call')}, ${count(summary.traces, 'trace')} checked${decoded}\n`);
   }
   process.exitCode = violations.length === 0 ? 0 : 1;
 }

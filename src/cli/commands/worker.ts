@@ -9,6 +9,7 @@ import { addSandboxOptions, limitsFrom, readOnlyFrom, sandboxKind, type SandboxF
 import { isPostgresUrl, redactUrl } from '../../store/postgres/url.js';
 import { integerArg, secondsArg } from '../numbers.js';
 import { action, printJson } from '../output.js';
+import { count } from '../plural.js';
 import { addUpstreamOptions, UPSTREAM_KINDS_HELP, upstreamOptionsFrom, type UpstreamFlags } from '../upstream-options.js';
 import os from 'node:os';
 import path from 'node:path';
@@ -113,7 +114,7 @@ async function workerCommand(opts: WorkerFlags): Promise<void> {
       },
     });
     if (opts.json) process.stdout.write(`${JSON.stringify({ ok: true, taken: ran, ended: done })}\n`);
-    else say(`polar worker: took ${ran} samples, ${done} ended here`);
+    else say(`polar worker: took ${count(ran, 'sample')}, ${done} ended here`);
   } finally {
     process.off('SIGINT', stop);
     process.off('SIGTERM', stop);
