@@ -263,8 +263,12 @@ describe('queued rollout over three workers', () => {
     const startWorker = (name: string) => {
       const w = spawn(process.execPath, [BIN, 'worker', '--queue', url, '--harness', 'custom', '--command', command, '--upstream', upstream.url, '--concurrency', '2', '--sandbox', 'none', '--idle-exit', '15', '--json', '--out', path.join(dir, `w-${name}`)], { env: env(), stdio: ['ignore', 'pipe', 'pipe'] });
       workers.push(w);
+      let err = '';
+      w.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+      w.once('exit', () => stderrs.push(err));
       return w;
     };
+    const stderrs: string[] = [];
     const victim = startWorker('victim');
     // Kill the first worker as soon as it holds a session with a call captured.
     const pg = new Postgres(url);
@@ -309,6 +313,12 @@ describe('queued rollout over three workers', () => {
       const status = JSON.parse((await polar(['rollout', 'status', summary.rolloutId, '--db', url, '--json'])).stdout);
       expect(status).toMatchObject({ status: 'completed', samples: 12, ended: 12 });
       expect(status.workers.length).toBeGreaterThan(1);
+      // Each worker polled the queue for 15 s after its last sample (--idle-exit): a listener per
+      // poll on the stop signal reached Node's limit of 10 and printed MaxListenersExceededWarning.
+      for (const w of workers) if (w.exitCode === null && w.signalCode === null) await new Promise((r) => w.once('exit', r));
+      await new Promise((r) => setImmediate(r));
+      expect(stderrs.length).toBe(4);
+      for (const text of stderrs) expect(text).not.toMatch(/MaxListenersExceededWarning|Warning:/);
     } finally {
       await pg.close();
     }

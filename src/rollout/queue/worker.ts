@@ -1,6 +1,7 @@
 import path from 'node:path';
 import type { Job } from 'pg-boss';
 import { PolarError } from '../../core/errors.js';
+import { waitFor } from '../../core/wait.js';
 import { Postgres } from '../../store/postgres/client.js';
 import { openStore } from '../../store/open.js';
 import { toRollout, toSample, type RawRollout, type RawSample } from '../../store/rollouts.js';
@@ -62,7 +63,7 @@ export async function runWorker(opts: WorkerOptions): Promise<number> {
       if (got.length > 0 || active.size > 0) idleSince = Date.now();
       else if (opts.idleExitMs !== null && Date.now() - idleSince >= opts.idleExitMs) break;
       if (got.length === 0 || active.size >= opts.config.concurrency) {
-        await Promise.race([new Promise((r) => setTimeout(r, 500)), ...active, new Promise((r) => opts.signal.addEventListener('abort', r, { once: true }))]);
+        await waitFor(500, opts.signal, active);
       }
     }
     await Promise.all(active);
