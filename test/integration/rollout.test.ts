@@ -169,6 +169,14 @@ describe('polar rollout', () => {
     expect(g.advantages.reduce((a: number, b: number) => a + b, 0)).toBeCloseTo(0, 9);
     expect(g.looAdvantages.reduce((a: number, b: number) => a + b, 0)).toBeCloseTo(0, 9);
     expect(rolloutId).toMatch(/^rol_/);
+    // This rollout ran without --accept: --accepted finds nothing, and says why and what to do instead.
+    const accepted = await polar([BIN, 'export', '--db', db, '--rollout', rolloutId, '--format', 'sft', '--accepted']);
+    expect(accepted.code).toBe(1);
+    expect(accepted.stderr).toContain(`left out 6: none accepted: rollout ${rolloutId} ran without --accept`);
+    expect(accepted.stderr).toMatch(/--min-reward R, or run the rollout again with --accept/);
+    expect(accepted.stderr).not.toMatch(/not a rollout sample/);
+    const byReward = await polar([BIN, 'export', '--db', db, '--rollout', rolloutId, '--format', 'sft', '--min-reward', '1']);
+    expect(byReward.stdout.trim().split('\n')).toHaveLength(2);
   });
 
   it('a harness that hangs past its budget: its process tree ends, its calls are kept, its traces are partial', async () => {

@@ -107,11 +107,22 @@ function excludedCall(reason: string): LeftOut {
 /** The selection rules every format applies to a trace; null when it is kept. */
 function selectionRule(sel: ExportSelection, trace: Trajectory): LeftOut | null {
   if (trace.partial && !sel.includePartial) return { kind: 'partial trace', leftOut: `partial: session ${trace.status} (--include-partial keeps it)` };
-  if (sel.accepted && trace.accepted !== true) return { kind: 'not accepted', leftOut: trace.accepted === null ? 'not a rollout sample (--accepted)' : 'not accepted (--accepted)' };
+  if (sel.accepted && trace.accepted !== true) return { kind: 'not accepted', leftOut: notAccepted(trace) };
   if (sel.minReward !== null && (trace.reward === null || trace.reward < sel.minReward)) {
     return { kind: 'below --min-reward', leftOut: trace.reward === null ? 'no reward (--min-reward)' : `reward below ${sel.minReward} (--min-reward)` };
   }
   return null;
+}
+
+/**
+ * Why --accepted left a trace out. A rollout judges its samples only when it ran with --accept: the
+ * samples of one without it are neither accepted nor rejected, which is not the same as "not a
+ * rollout sample" and has its own remedy.
+ */
+function notAccepted(trace: Trajectory): string {
+  if (trace.accepted === false) return 'not accepted (--accepted)';
+  if (trace.rollout_id === null) return 'not a rollout sample (--accepted)';
+  return `none accepted: rollout ${trace.rollout_id} ran without --accept, so it accepted no sample (--accepted); choose by reward with --min-reward R, or run the rollout again with --accept 'reward>=1'`;
 }
 
 function* traceLine(store: Store, sel: ExportSelection, trace: Trajectory): Generator<{ line: unknown } | LeftOut> {
