@@ -2,6 +2,7 @@ import type { ChatMessage } from '../core/chat.js';
 import { commonPrefix } from '../trajectory/breaks.js';
 import type { Trajectory } from '../trajectory/types.js';
 import type { ReportData, ReportSession } from './report-data.js';
+import type { SampleRow } from '../store/rollouts.js';
 import { breakBefore, type InspectCall, type SessionModel, seqOf } from './session-model.js';
 import { BAND_LABELS, callStrip, logprobBand, type StripToken, type TokenPieces, traceStrip } from './token-strip.js';
 
@@ -54,18 +55,39 @@ function legend(): string {
   return `<p class="legend" id="legend"><i class="t">prompt</i> <u class="t">context (mask 0)</u> sampled (mask 1) by probability: ${bands} <b class="t s bn">no logprob</b></p>`;
 }
 
+/** A Harbor task's own name ([task].name) beside its id, when it differs. */
+function taskName(samples: readonly SampleRow[], groupId: string, taskId: string): string {
+  const name = samples.find((s) => s.groupId === groupId && typeof s.evaluator?.task === 'string')?.evaluator?.task;
+  return typeof name === 'string' && name !== taskId ? ` <span class="task-name">${esc(name)}</span>` : '';
+}
+
+/** The mean of each named reward a Harbor verifier gave across a group (reward.json's fields). */
+function namedRewards(samples: readonly SampleRow[]): string {
+  const sums = new Map<string, { total: number; n: number }>();
+  for (const s of samples) {
+    const rewards = s.evaluator?.rewards;
+    if (typeof rewards !== 'object' || rewards === null) continue;
+    for (const [k, v] of Object.entries(rewards as Record<string, unknown>)) {
+      if (k === 'reward' || typeof v !== 'number') continue;
+      const e = sums.get(k) ?? { total: 0, n: 0 };
+      sums.set(k, { total: e.total + v, n: e.n + 1 });
+    }
+  }
+  return [...sums].map(([k, { total, n }]) => `${k} ${num(total / n)}`).join(' · ');
+}
+
 function rolloutSection(data: ReportData): string {
   const { rollout, groups, samples } = data.rollout!;
   const sessionIds = new Set(data.sessions.map((s) => s.model.session.id));
   const groupRows = groups
     .map(
       (g) =>
-        `<tr data-task="${esc(g.taskId)}"><td>${esc(g.taskId)}</td><td>${g.samples}</td><td>${g.rewarded}</td><td>${num(g.mean)}</td><td>${num(g.std)}</td><td>${g.accepted}</td><td>${esc(
+        `<tr data-task="${esc(g.taskId)}"><td>${esc(g.taskId)}${taskName(samples, g.groupId, g.taskId)}</td><td>${g.samples}</td><td>${g.rewarded}</td><td>${num(g.mean)}</td><td>${num(g.std)}</td><td>${g.accepted}</td><td>${esc(
           samples
             .filter((s) => s.groupId === g.groupId)
             .map((s) => (s.reward === null ? '-' : String(s.reward)))
             .join(' '),
-        )}</td></tr>`,
+        )}</td><td class="named-rewards">${esc(namedRewards(samples.filter((s) => s.groupId === g.groupId)))}</td></tr>`,
     )
     .join('');
   const sampleRows = samples
@@ -77,7 +99,7 @@ function rolloutSection(data: ReportData): string {
   return `<section class="rollout" id="rollout" data-rollout="${esc(rollout.id)}">
 <h2>rollout ${esc(rollout.id)}</h2>
 <p class="meta">${esc(rollout.harness)} · ${esc(rollout.status)} · ${rollout.samplesPerTask} samples per task · ${groups.length} groups${rollout.accept ? ` · accept ${esc(rollout.accept)}` : ''}</p>
-<table class="groups"><thead><tr><th>task</th><th>samples</th><th>rewarded</th><th>mean</th><th>std</th><th>accepted</th><th>rewards</th></tr></thead><tbody>${groupRows}</tbody></table>
+<table class="groups"><thead><tr><th>task</th><th>samples</th><th>rewarded</th><th>mean</th><th>std</th><th>accepted</th><th>rewards</th><th>named rewards (mean)</th></tr></thead><tbody>${groupRows}</tbody></table>
 <table class="samples"><thead><tr><th>task</th><th>#</th><th>session</th><th>status</th><th>reward</th><th>advantage</th><th>leave-one-out</th><th>accepted</th><th>error</th></tr></thead><tbody>${sampleRows}</tbody></table>
 </section>`;
 }

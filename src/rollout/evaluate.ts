@@ -61,7 +61,8 @@ export async function evaluate(ctx: EvaluationContext): Promise<Evaluation> {
   if (ev.type === 'harbor') {
     if (!task.harbor || !ctx.harbor) throw new StageError('post', 'a Harbor verifier needs its task folder and the sandbox');
     const out = await runVerifier(task.harbor, ctx.workspace.dir, { settings: ctx.harbor.settings, env: ctx.env, secrets: ctx.secrets }, ctx.harbor.network);
-    return { reward: out.reward, traceRewards: null, record: out.record };
+    // The task's name, metadata and named rewards travel with the sample into exports and reports.
+    return { reward: out.reward, traceRewards: null, record: { ...out.record, metadata: task.metadata } };
   }
   if (ev.type === 'command') {
     const r = await sandboxedShell(ctx.sandbox, ev.command, { cwd: ctx.workspace.dir, env: { ...env, POLAR_WORKSPACE: ctx.workspace.dir }, timeoutMs: ev.timeout * 1000 }, 'the evaluator command');

@@ -99,10 +99,21 @@ export function sessionTraces(
       loo_advantage: sample?.looAdvantage ?? null,
       accepted: sample?.accepted ?? null,
       ...trace,
-      metadata: { ...trace.metadata, ...policyVersions(trace.request_ids, versionOf) },
+      metadata: { ...trace.metadata, ...policyVersions(trace.request_ids, versionOf), ...taskFields(sample) },
     })),
     breaks: result.breaks,
   };
+}
+
+/**
+ * What a Harbor task's verifier said beyond the one reward, for the exports: the task's name and
+ * task.toml [metadata], and every named reward of reward.json (evaluate.ts keeps them in the
+ * sample's evaluator record).
+ */
+function taskFields(sample: SampleRow | undefined): Record<string, unknown> {
+  const ev = sample?.evaluator;
+  if (!ev || ev.type !== 'harbor') return {};
+  return { task_name: ev.task ?? null, task_metadata: ev.metadata ?? {}, rewards: ev.rewards ?? {} };
 }
 
 /**

@@ -87,6 +87,24 @@ describe.skipIf(noSandbox !== null)(`Harbor tasks on the host environment${noSan
         expect(expectSessionCapturedExactly(db(), s.sessionId!, mock)).toBeGreaterThanOrEqual(2);
       }
     });
+
+    it("exports carry the task's name, its metadata and the named rewards; the report shows them per group", async () => {
+      const out = path.join(dir, 'traces.jsonl');
+      const e = await polar(['export', '--rollout', summary.rolloutId, '--db', db(), '--out', out]);
+      expect(e.code, e.stderr).toBe(0);
+      const traces = fs.readFileSync(out, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { task_id: string; reward: number; metadata: { task_name: string; task_metadata: Record<string, unknown>; rewards: Record<string, number> } });
+      const js = traces.find((t) => t.task_id === 'js-fix-slugify')!;
+      expect(js.metadata.task_name).toBe('polar/js-fix-slugify');
+      expect(js.metadata.task_metadata).toMatchObject({ difficulty: 'easy', language: 'javascript' });
+      for (const t of traces.filter((x) => x.task_id === 'csv-to-json')) expect(t.metadata.rewards).toMatchObject({ reward: t.reward, valid_json: 1 });
+      const html = path.join(dir, 'report.html');
+      const r = await polar(['report', '--rollout', summary.rolloutId, '--db', db(), '--out', html]);
+      expect(r.code, r.stderr).toBe(0);
+      const page = fs.readFileSync(html, 'utf8');
+      expect(page).toMatch(/named rewards \(mean\)/);
+      expect(page).toMatch(/<tr data-task="csv-to-json">[^\n]*valid_json 1(\.000)? · rows [\d.]+ · types [\d.]+/);
+      expect(page).toMatch(/<tr data-task="js-fix-slugify"><td>js-fix-slugify <span class="task-name">polar\/js-fix-slugify<\/span>/);
+    });
   });
 
   it('the agent finds neither the tests nor the solution, and a reward it plants does not count', async () => {
