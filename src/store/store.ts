@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import { AuditTable } from './audit.js';
 import { closeDb, migrate, openDb, type Db, type OpenDbOptions } from './db.js';
+import { explainStoreError } from './file-errors.js';
 import { MIGRATIONS } from './migrations.js';
 import { NOTHING, OwnersTable, type ReconcileResult } from './owners.js';
 import { RequestsTable } from './requests.js';
@@ -36,7 +37,20 @@ export class Store {
 
   static open(file: string, options?: OpenDbOptions): Store {
     if (options?.readonly) reconcileFile(file);
-    return new Store(openDb(file, options));
+    let db: Db | undefined;
+    try {
+      db = openDb(file, options);
+      return new Store(db);
+    } catch (err) {
+      // A full disk or a read-only mount, said as such with the file and the fix (file-errors.ts).
+      if (db?.open) db.close();
+      throw explainStoreError(file, err);
+    }
+  }
+
+  /** The database file (SQLite's name for it; a shared store's journal). */
+  get file(): string {
+    return this.db.name;
   }
 
   /**
