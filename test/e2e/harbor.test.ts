@@ -14,7 +14,7 @@ import { BIN, expectSessionCapturedExactly } from './support.js';
 /**
  * Harbor task folders end to end (issue 26), on the host environment (no container engine works on
  * the machines this runs on: docker is at most a client there, so the container path is not
- * exercised here). A real harness against the mock model on fixtures/harbor: rewards come from each
+ * exercised here). Claude Code and Codex against the mock model on fixtures/harbor: rewards come from each
  * task's tests/test.sh, named rewards are kept. An agent that looks for the tests and the solution
  * finds neither, and the reward it plants does not count. `polar tasks check` flags the fixture
  * whose oracle is wrong on purpose.
@@ -106,6 +106,25 @@ describe.skipIf(noSandbox !== null)(`Harbor tasks on the host environment${noSan
       expect(page).toMatch(/<tr data-task="js-fix-slugify"><td>js-fix-slugify <span class="task-name">polar\/js-fix-slugify<\/span>/);
     });
   });
+
+  it('codex runs the same suite: every sample completes, every group has a right and a wrong run', async () => {
+    const tasks = loadTasks(FIXTURES);
+    const mock = await startMockServer({ tasks: mockTasksFrom(tasks), seed: 5 });
+    try {
+      const db = path.join(dir, 'codex.db');
+      const r = await polar(['rollout', '--tasks', FIXTURES, '--harness', 'codex', '--upstream', mock.url, '--samples', '2', '--db', db, '--json']);
+      const summary = JSON.parse(r.stdout) as { status: string; rolloutId: string; outcomes: Record<string, number>; groups: { taskId: string; rewards: number[] }[] };
+      expect(summary.status, r.stderr).toBe('completed');
+      expect(summary.outcomes.completed).toBe(tasks.length * 2);
+      for (const g of summary.groups) expect(new Set(g.rewards).size, `${g.taskId}: ${g.rewards}`).toBe(2);
+      const store = Store.open(db, { readonly: true });
+      const rows = store.rollouts.samples(summary.rolloutId);
+      store.close();
+      for (const s of rows) expect(expectSessionCapturedExactly(db, s.sessionId!, mock)).toBeGreaterThanOrEqual(2);
+    } finally {
+      await mock.close();
+    }
+  }, 300_000);
 
   it('the agent finds neither the tests nor the solution, and a reward it plants does not count', async () => {
     const ds = path.join(dir, 'probe-ds');
