@@ -48,7 +48,7 @@ export function registerGymAgent(program: Command): void {
     .addOption(new Option('--harness <name>', 'the harness every session runs').choices([...HARNESS_NAMES]).makeOptionMandatory())
     .option('--port <n>', 'port (0: any free port)', integerArg('--port', 0, 65535), 0)
     .option('--host <host>', 'address to bind; non-loopback needs --auth-token', '127.0.0.1')
-    .option('--tasks <file>', 'the rollout task file (JSONL): /run rows name one of its tasks by "task_id"')
+    .option('--tasks <path>', 'the rollout task file (JSONL), or a Harbor task folder or a folder of them: /run rows name one of its tasks by "task_id"')
     .option('--allow-inline-tasks', 'also run rows that define their task inline ("task"); they come from the network, so they run only sandboxed')
     .option('--auth-token <token>', 'require this token (Authorization: Bearer, or x-polar-auth-token) on every request but GET / (default: $POLAR_AUTH_TOKEN, except with --from-gym)')
     .option('--allow-host <name...>', 'host names callers may reach the agent by, besides its address and loopback names (DNS-rebinding protection refuses others)')

@@ -32,7 +32,7 @@ export function registerMockServer(program: Command): void {
     .option('--port <n>', 'port (0: any free port)', integerArg('--port', 0, 65535), 8000)
     .option('--model <name>', 'model id it reports', 'polar/mock-qwen3')
     .option('--json', 'print the listening URL as one JSON line')
-    .option('--tasks <file>', "a rollout task file: for tasks with metadata.mock {correct, wrong}, follow one of the two scripted solutions per session (alternating, seeded)")
+    .option('--tasks <path>', "a rollout task file or Harbor task folder(s): for tasks with metadata.mock {correct, wrong}, follow one of the two scripted solutions per session (alternating, seeded)")
     .option('--seed <n>', 'seeds which solution each task\'s first session gets', integerArg('--seed', 0), 0)
     .option('--policy-shift <every:delta>', 'score tokens as a second policy that differs by DELTA in logprob at every EVERY-th position (for trying `polar replay --rescore`)', policyShiftArg('--policy-shift'))
     .option('--nemo-rl', "behave as NeMo-RL's vLLM HTTP server: chat and /tokenize only, fixed sampling, prefix splicing")

@@ -77,7 +77,7 @@ export function registerTrain(program: Command): void {
     train
       .command('grpo')
       .description('GRPO through NeMo-RL: NeMo Gym calls polar gym-agent for every sample; each runs a harness through polar and is rewarded by its task evaluator')
-      .requiredOption('--tasks <file>', 'the rollout task file (JSONL; see polar rollout --help)')
+      .requiredOption('--tasks <path>', 'the rollout task file (JSONL), or a Harbor task folder or a folder of them (see polar rollout --help)')
       .addOption(new Option('--harness <name>', 'the harness every sample runs').choices([...HARNESS_NAMES]).makeOptionMandatory())
       .option('--prompts-per-step <p>', 'tasks per GRPO step (grpo.num_prompts_per_step)', integerArg('--prompts-per-step', 1, 100_000), 2)
       .option('--group-size <g>', 'samples per task: the GRPO group (grpo.num_generations_per_prompt)', integerArg('--group-size', 1, 1024), 4)
