@@ -1,4 +1,4 @@
-import { realpathSync } from 'node:fs';
+import { existsSync, realpathSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { PolarError } from '../core/errors.js';
@@ -9,7 +9,7 @@ import { startProxy, tokenizerField, type RunningProxy } from '../proxy/server.j
 import { masterKeyFile, readMaster, SessionKeys } from '../proxy/session-keys.js';
 import type { SessionStatus, SessionSummary } from '../store/sessions.js';
 import { openStore } from '../store/open.js';
-import { localStateDir } from '../store/postgres/url.js';
+import { isPostgresUrl, localStateDir } from '../store/postgres/url.js';
 import type { Store } from '../store/store.js';
 import { createUpstream, type UpstreamOptions } from '../upstream/create.js';
 import type { Upstream } from '../upstream/types.js';
@@ -184,6 +184,7 @@ export async function runHarness(opts: RunHarnessOptions): Promise<RunHarnessRes
         findCappedFiles: true,
         ...(sandboxed.cwdInside ? { cwdInside: sandboxed.cwdInside } : {}),
         ...(sandboxed.binds ? { binds: sandboxed.binds } : {}),
+        hidden: recordsUnder(opts.cwd, opts.dbPath),
       });
     }
     const cmd = jail ? jail.wrap(plain) : plain;
@@ -225,6 +226,39 @@ export async function runHarness(opts: RunHarnessOptions): Promise<RunHarnessRes
     await ownSocket?.remove();
     await upstream?.close();
     if (!opts.store) await store.closeAsync();
+  }
+}
+
+/**
+ * polar's own records inside the folder a run makes writable (`polar run` in a project whose
+ * `./polar.db` is the default database): the database with its WAL and shared-memory files, and the
+ * `.polar/` state folder (other runs' homes and logs, the session-key master, the admin token). The
+ * agent must neither read other sessions nor rewrite its own record, so the sandbox hides them; the
+ * session's own home under `.polar/runs/` is mounted on top again.
+ */
+function recordsUnder(cwd: string, dbPath: string): { path: string; dir: boolean }[] {
+  const root = realOr(path.resolve(cwd));
+  const inside = (p: string) => {
+    const r = realOr(p);
+    return r === root || r.startsWith(`${root}/`);
+  };
+  const state = path.join(localStateDir(dbPath), '.polar');
+  const found: { path: string; dir: boolean }[] = [];
+  if (existsSync(state) && inside(state)) found.push({ path: realOr(state), dir: true });
+  if (!isPostgresUrl(dbPath)) {
+    for (const suffix of ['', '-wal', '-shm', '-journal']) {
+      const file = path.resolve(dbPath + suffix);
+      if (existsSync(file) && inside(file)) found.push({ path: realOr(file), dir: false });
+    }
+  }
+  return found;
+}
+
+function realOr(p: string): string {
+  try {
+    return realpathSync(p);
+  } catch {
+    return p;
   }
 }
 

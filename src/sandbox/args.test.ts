@@ -36,6 +36,16 @@ describe('bwrapArgs', () => {
     expect(args.slice(args.indexOf('--chdir'), args.indexOf('--chdir') + 2)).toEqual(['--chdir', '/tmp/out/workspaces/t-0']);
   });
 
+  it("hides polar's records in a writable folder: a folder as an empty tmpfs, a file as an empty read-only one, both after the folder and before the run's own home inside", () => {
+    const spec: SandboxSpec = { ...SPEC, cwd: '/proj', writable: ['/proj/.polar/runs/s/home'], hidden: [{ path: '/proj/.polar', dir: true }, { path: '/proj/polar.db', dir: false }] };
+    const args = bwrapArgs(VIEW, spec);
+    const at = (flag: string, dest: string) => args.findIndex((a, i) => a === flag && (flag === '--tmpfs' ? args[i + 1] === dest : args[i + 2] === dest));
+    expect(args.slice(at('--ro-bind', '/proj/polar.db'), at('--ro-bind', '/proj/polar.db') + 3)).toEqual(['--ro-bind', '/dev/null', '/proj/polar.db']);
+    expect(at('--tmpfs', '/proj/.polar')).toBeGreaterThan(at('--bind', '/proj'));
+    expect(at('--tmpfs', '/proj/.polar')).toBeLessThan(at('--bind', '/proj/.polar/runs/s/home'));
+    expect(at('--ro-bind', '/proj/polar.db')).toBeGreaterThan(at('--bind', '/proj'));
+  });
+
   it('host network keeps the namespace; an interactive run keeps its terminal session', () => {
     const args = bwrapArgs(VIEW, { ...SPEC, network: 'host', newSession: false });
     expect(args).not.toContain('--unshare-net');

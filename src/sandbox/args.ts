@@ -23,6 +23,13 @@ export interface SandboxSpec {
   cwdInside?: string;
   /** Host paths mounted at other paths inside (a Harbor task's /logs, /tests, /solution). */
   binds?: readonly Bind[];
+  /**
+   * Paths inside a writable folder the command must not see (polar's database and `.polar/` state
+   * when `polar run` works in the folder that holds them): a folder becomes an empty tmpfs, a file
+   * an empty read-only one. Mounted after the folder that holds them, so a writable path deeper
+   * down (the session's own home under `.polar/runs/`) still shows through.
+   */
+  hidden?: readonly { path: string; dir: boolean }[];
   /** A new terminal session (headless runs): off for an interactive run, whose job control needs the terminal. */
   newSession: boolean;
   uid: number;
@@ -67,6 +74,10 @@ export function bwrapArgs(view: HostView, spec: SandboxSpec): string[] {
   if (inside) mounts.push({ at: inside, args: ['--bind', path.resolve(spec.cwd), inside] });
   for (const b of spec.binds ?? []) mounts.push({ at: path.posix.resolve(b.dest), args: [b.readOnly ? '--ro-bind' : '--bind', path.resolve(b.source), path.posix.resolve(b.dest)] });
   for (const f of view.masked) mounts.push({ at: f, args: ['--ro-bind', '/dev/null', f] });
+  for (const h of spec.hidden ?? []) {
+    const at = path.resolve(h.path);
+    mounts.push({ at, args: h.dir ? ['--tmpfs', at] : ['--ro-bind', '/dev/null', at] });
+  }
   if (spec.network === 'proxy-only') {
     if (!spec.proxySocket) throw new Error('a proxy-only sandbox needs the proxy socket');
     mounts.push({ at: PROXY_SOCKET_INSIDE, args: ['--ro-bind', spec.proxySocket, PROXY_SOCKET_INSIDE] });

@@ -25,6 +25,8 @@ export interface JailSpec {
   cwdInside?: string;
   /** Host paths at other paths inside (a Harbor task's /logs, /tests, /solution). */
   binds?: readonly Bind[];
+  /** Paths under a writable folder hidden from the command (see SandboxSpec.hidden). */
+  hidden?: readonly { path: string; dir: boolean }[];
   /** The terminal is handed through (`polar run` without --prompt). */
   interactive?: boolean;
   /**
@@ -96,6 +98,7 @@ export async function openJail(settings: SandboxSettings, spec: JailSpec): Promi
     ...(spec.proxy ? { proxySocket: spec.proxy.socket } : {}),
     ...(spec.cwdInside ? { cwdInside: spec.cwdInside } : {}),
     ...(spec.binds ? { binds: spec.binds } : {}),
+    ...(spec.hidden ? { hidden: spec.hidden } : {}),
     // An interactive run stays in the terminal's session: a new session has no controlling
     // terminal, so the harness would lose job control (Ctrl-Z, its own Ctrl-C handling).
     newSession: spec.interactive !== true,
