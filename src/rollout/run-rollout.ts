@@ -21,7 +21,7 @@ import type { RolloutConfig, RolloutEvent, RolloutSummary } from './config.js';
 import { initStage, postStage, runStage, type Prepared, type Ran, type StageContext } from './stages.js';
 import { removeWorkspace, workspaceDir } from './workspace.js';
 import type { RolloutTask } from './task-file.js';
-import { hostNotices, isBuiltinAgent } from './harbor/trial.js';
+import { harborPreflight, isBuiltinAgent } from './harbor/trial.js';
 
 export interface RolloutRun {
   dbPath: string;
@@ -64,10 +64,7 @@ export async function runRollout(options: RolloutRun): Promise<RolloutSummary> {
       const removed = await removeCutShortWorkspaces(config.outDir, store.rollouts.samples(rolloutId));
       if (removed > 0) run.onNotice?.(`removed ${removed} workspace(s) the interrupted run left behind (--keep-workspaces keeps them)`);
     }
-    if (config.sandbox === 'none' && tasks.some((t) => t.harbor)) {
-      throw new PolarError('POLAR_USAGE', "Harbor tasks run in the sandbox, which gives them their container's paths (/app, /tests, /logs); drop --sandbox none");
-    }
-    for (const line of hostNotices(tasks)) run.onNotice?.(line);
+    for (const line of harborPreflight(tasks, config.sandbox)) run.onNotice?.(line);
     const { harness, sandbox, socket, upstream, proxy, sessionKeys, model, contextWindow } = isBuiltinAgent(config.harness) ? builtinCapture(config) : await startCapture(store, config, rolloutId, run.upstreamApiKey);
     process.on('SIGINT', onSigint);
     process.on('SIGTERM', onSigint);

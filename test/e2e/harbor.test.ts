@@ -160,6 +160,17 @@ describe.skipIf(noSandbox !== null)(`Harbor tasks on the host environment${noSan
     }
   }, 300_000);
 
+  it('usage errors before anything starts: Harbor tasks without the sandbox, a container engine that does not work here', async () => {
+    const db = path.join(dir, 'usage.db');
+    const none = await polar(['rollout', '--tasks', FIXTURES, '--harness', 'oracle', '--samples', '1', '--sandbox', 'none', '--db', db]);
+    expect(none.code).toBe(2);
+    expect(none.stderr).toMatch(/Harbor tasks run in the sandbox/);
+    const docker = await polar(['rollout', '--tasks', FIXTURES, '--harness', 'oracle', '--samples', '1', '--environment', 'docker', '--db', db]);
+    expect(docker.code).toBe(2);
+    expect(docker.stderr).toMatch(/--environment docker: (no working docker here|running Harbor tasks in their own images is not implemented)/);
+    expect(fs.existsSync(db)).toBe(false);
+  });
+
   it('polar tasks check flags the fixture whose oracle is wrong, with the verifier output, and passes the rest', async () => {
     const r = await polar(['tasks', 'check', FIXTURES, '--json']);
     expect(r.code, r.stderr).toBe(1);

@@ -5,6 +5,7 @@ import { HARNESS_NAMES } from '../../harness/registry.js';
 import { sandboxNotices } from '../../sandbox/index.js';
 import { addSandboxOptions, limitsFrom, readOnlyFrom, sandboxKind, type SandboxFlags } from '../sandbox-options.js';
 import { loadTasks } from '../../rollout/load-tasks.js';
+import { harborPreflight } from '../../rollout/harbor/trial.js';
 import { isLoopbackHost } from '../../proxy/http-guard.js';
 import { DEFAULT_FAILURE_WINDOW, DEFAULT_INFRA_RETRIES, DEFAULT_MAX_FAILED_SHARE, defaultAgentOutDir, gymEnvironment, startGymAgent } from '../../train/gym-agent.js';
 import { UPSTREAM_KINDS } from '../../upstream/types.js';
@@ -79,6 +80,8 @@ async function serve(opts: GymAgentCommandOptions): Promise<void> {
   if (upstreams.length === 0) throw new PolarError('POLAR_USAGE', 'gym-agent needs the policy server: --upstream URL (or --from-gym, under NeMo Gym)');
   const sandbox = sandboxKind(opts);
   for (const line of sandboxNotices({ kind: sandbox, bwrap: '', network: opts.network ?? 'proxy-only', limits: limitsFrom(opts), extraReadOnly: [] })) process.stderr.write(chalk.yellow(`notice: ${line}\n`));
+  const tasks = opts.tasks ? loadTasks(opts.tasks) : null;
+  for (const line of harborPreflight(tasks ?? [], sandbox)) process.stderr.write(chalk.yellow(`${line}\n`));
   // Under Gym, $POLAR_AUTH_TOKEN (NeMo-RL hands Gym its whole environment) would lock Gym out: Gym
   // sends /run no token. There the agent stays on loopback instead; only --auth-token sets one.
   const authToken = opts.authToken ?? (opts.fromGym ? null : process.env.POLAR_AUTH_TOKEN || null);
@@ -106,7 +109,7 @@ async function serve(opts: GymAgentCommandOptions): Promise<void> {
     limits: limitsFrom(opts),
     ...(opts.sandboxRo?.length ? { sandboxReadOnly: readOnlyFrom(opts) } : {}),
     outDir: opts.out ?? defaultAgentOutDir(),
-    ...(opts.tasks ? { tasks: { file: opts.tasks, tasks: loadTasks(opts.tasks) } } : {}),
+    ...(tasks ? { tasks: { file: opts.tasks!, tasks } } : {}),
     allowInlineTasks: opts.allowInlineTasks === true,
     authToken,
     ...(opts.allowHost ? { allowHosts: opts.allowHost } : {}),

@@ -8,7 +8,7 @@ import { addSandboxOptions, limitsFrom, limitsGiven, readOnlyFrom, sandboxKind, 
 import type { RolloutConfig, RolloutSummary } from '../../rollout/config.js';
 import { runRollout, summarize, type RolloutRun } from '../../rollout/run-rollout.js';
 import { loadTasks } from '../../rollout/load-tasks.js';
-import { BUILTIN_AGENTS, isBuiltinAgent } from '../../rollout/harbor/trial.js';
+import { BUILTIN_AGENTS, harborPreflight, isBuiltinAgent } from '../../rollout/harbor/trial.js';
 import { chooseEnvironment, HARBOR_ENVIRONMENTS, type HarborEnvironment } from '../../rollout/harbor/environment.js';
 import { SAMPLE_OUTCOMES } from '../../store/rollouts.js';
 import { defaultDbPath } from '../../store/store.js';
@@ -182,7 +182,11 @@ export function newArgs(opts: Omit<RolloutOptions, 'retries' | 'heartbeat'>, san
   const missing = [['--tasks', opts.tasks], ['--harness', opts.harness], ['--upstream', builtin ? 'none' : opts.upstream], ['--samples', opts.samples]].filter(([, v]) => v === undefined).map(([f]) => f);
   if (missing.length > 0) throw new PolarError('POLAR_USAGE', `a new rollout needs ${missing.join(', ')} (or --resume ROLLOUT to continue one)`);
   const tasks = loadTasks(opts.tasks!);
-  if (tasks.some((t) => t.harbor)) chooseEnvironment(opts.environment);
+  if (tasks.some((t) => t.harbor)) {
+    chooseEnvironment(opts.environment);
+    // Refused here, before a rollout row exists; its notices are said when the rollout starts.
+    harborPreflight(tasks, sandbox);
+  }
   return {
     tasks,
     tasksFile: opts.tasks!,

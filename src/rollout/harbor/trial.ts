@@ -5,6 +5,7 @@ import { runShell, type ShellResult } from '../../harness/spawn.js';
 import type { HarnessCommand } from '../../harness/types.js';
 import { openJail, type Bind, type Jail, type NetworkMode, type SandboxSettings } from '../../sandbox/index.js';
 import { scrubSecrets } from '../../store/redact.js';
+import { PolarError } from '../../core/errors.js';
 import { StageError } from '../workspace.js';
 import type { RolloutTask } from '../task-file.js';
 import type { HarborTrial } from './types.js';
@@ -47,6 +48,17 @@ export async function buildStartingState(trial: HarborTrial, dest: string): Prom
 /** What the harness's sandbox gets for a Harbor task: the workspace at WORKDIR and /logs. */
 export function agentMounts(trial: HarborTrial, workspace: string): { cwdInside: string; binds: Bind[] } {
   return { cwdInside: trial.workdir, binds: [{ source: logsDir(workspace), dest: '/logs', readOnly: false }] };
+}
+
+/**
+ * Before a process that runs Harbor tasks starts: they need the sandbox (their paths are the
+ * container's), and what the host does not reproduce is said once per task.
+ */
+export function harborPreflight(tasks: readonly RolloutTask[], sandbox: 'bwrap' | 'none'): string[] {
+  if (sandbox === 'none' && tasks.some((t) => t.harbor)) {
+    throw new PolarError('POLAR_USAGE', "Harbor tasks run in the sandbox, which gives them their container's paths (/app, /tests, /logs); drop --sandbox none");
+  }
+  return hostNotices(tasks);
 }
 
 /** Said once per task before a rollout starts: what the host environment does not reproduce. */
