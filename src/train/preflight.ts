@@ -5,9 +5,9 @@ import { runCommand } from '../harness/spawn.js';
 
 /**
  * What `polar train` checks before anything slow starts, each problem with the fix in its message.
- * Missing hardware or tools (`nvidia-smi`, `uv`, the Python the checkout pins) are errors for a real
- * run and warnings for `--dry-run`, which only writes files; a missing or wrong checkout, sizes that
- * cannot work, and an unreadable model path are errors always.
+ * Missing hardware or tools (`nvidia-smi`, `uv`, the Python the checkout pins) and a missing checkout
+ * are errors for a real run and warnings for `--dry-run`, which only writes files; a wrong checkout,
+ * sizes that cannot work, and an unreadable model path are errors always.
  */
 export interface Preflight {
   errors: string[];
@@ -49,7 +49,11 @@ export async function preflight(input: PreflightInput): Promise<Preflight> {
   if (!out.uv) soft('no `uv` on PATH: NeMo-RL runs everything through uv (install it: `curl -LsSf https://astral.sh/uv/install.sh | sh`, or `pip install uv`)');
 
   if (!fs.existsSync(input.nemoRl)) {
-    errors.push(`no NeMo-RL checkout at ${input.nemoRl}: clone it with \`git clone --recursive https://github.com/NVIDIA-NeMo/RL ${input.nemoRl}\``);
+    const clone = `clone it with \`git clone --recursive https://github.com/NVIDIA-NeMo/RL ${input.nemoRl}\``;
+    // A dry run is how one looks at what polar would write before installing NeMo-RL: it writes the
+    // files, but cannot say whether they merge and run.
+    if (input.dryRun) warnings.push(`no NeMo-RL checkout at ${input.nemoRl}: the config is written but not merged with NeMo-RL's base config nor checked against it; ${clone} before a real run`);
+    else errors.push(`no NeMo-RL checkout at ${input.nemoRl}: ${clone}`);
   } else {
     for (const need of input.needs) {
       if (!fs.existsSync(path.join(input.nemoRl, need))) errors.push(`${input.nemoRl} has no ${need}: is it a NeMo-RL checkout (v0.7 or newer)? \`git -C ${input.nemoRl} pull\` or clone it again`);

@@ -110,6 +110,8 @@ describe('polar train grpo --dry-run', () => {
     const app = fs.readFileSync(path.join(runDir, 'gym/responses_api_agents/polar_agent/app.py'), 'utf8');
     expect(app).toMatch(/^import os$/m);
     expect(app).toContain('"gym-agent","--from-gym"');
+    // The package's own launcher by its real path (under npx, argv[1] is a link into npx's cache).
+    expect(app).toContain(`${JSON.stringify(fs.realpathSync(BIN))},"gym-agent"`);
     expect(app).toContain(`"--tasks",${JSON.stringify(tasks)}`);
     // Pinned to loopback: NeMo-RL's default_host (the node's IP) would otherwise put /run on the network.
     expect(parseYaml(fs.readFileSync(paths[1]!, 'utf8'))).toEqual({ polar_agent: { responses_api_agents: { polar_agent: { entrypoint: 'app.py', host: '127.0.0.1' } } } });
@@ -139,9 +141,29 @@ describe('polar train grpo --dry-run', () => {
   });
 
   it('refuses what cannot work, before anything slow: no checkout, a batch that splits groups, too few tasks', async () => {
-    const fail = async (args: string[]) => run(process.execPath, args, { env: { ...process.env, PATH: '/usr/bin:/bin' } }).then(() => ({ code: 0, stderr: '' }), (e: { code: number; stderr: string }) => e);
-    const noCheckout = await fail([...grpoArgs(path.join(dir, 'x1'), ['--dry-run']).map((a) => (a === checkout ? '/nonexistent/RL' : a))]);
+    const fail = async (args: string[]) => run(process.execPath, args, { env: { ...process.env, PATH: '/usr/bin:/bin' } }).then((r) => ({ code: 0, stderr: r.stderr }), (e: { code: number; stderr: string }) => e);
+    // A real run without a checkout is refused, and leaves no run directory behind.
+    const noCheckout = await fail([...grpoArgs(path.join(dir, 'x1'), []).map((a) => (a === checkout ? '/nonexistent/RL' : a))]);
     expect(noCheckout.stderr).toMatch(/no NeMo-RL checkout at \/nonexistent\/RL: clone it with `git clone --recursive/);
+    expect(fs.existsSync(path.join(dir, 'x1'))).toBe(false);
+    // A dry run without one writes the run directory and says what it could not check.
+    const dryNoCheckout = await fail([...grpoArgs(path.join(dir, 'x0', 'run'), ['--dry-run']).map((a) => (a === checkout ? '/nonexistent/RL' : a))]);
+    expect(dryNoCheckout.code, dryNoCheckout.stderr).toBe(0);
+    expect(dryNoCheckout.stderr).toMatch(/warning: no NeMo-RL checkout at \/nonexistent\/RL: the config is written but not merged with NeMo-RL's base config nor checked against it; clone it with `git clone --recursive/);
+    expect(fs.existsSync(path.join(dir, 'x0', 'run', 'grpo.yaml'))).toBe(true);
+    // sft refused (no examples in the database, or no checkout) leaves nothing either, its parent folders included.
+    const emptyDb = path.join(dir, 'empty.db');
+    Store.open(emptyDb).close();
+    const noExamples = await fail([BIN, 'train', 'sft', '--nemo-rl', checkout, '--model', 'Qwen/Qwen3-0.6B', '--db', emptyDb, '--run-dir', path.join(dir, 'sft-none', 'run')]);
+    expect(noExamples.code).toBe(2);
+    expect(noExamples.stderr).toMatch(/no SFT examples in/);
+    const data = path.join(dir, 'one.jsonl');
+    fs.writeFileSync(data, `${JSON.stringify({ messages: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'hello' }] })}\n`);
+    const sftNoCheckout = await fail([BIN, 'train', 'sft', '--nemo-rl', '/nonexistent/RL', '--model', 'Qwen/Qwen3-0.6B', '--data', data, '--run-dir', path.join(dir, 'sft-refused', 'run')]);
+    expect(sftNoCheckout.code).toBe(2);
+    expect(sftNoCheckout.stderr).toMatch(/cannot start sft:[\s\S]*no NeMo-RL checkout/);
+    expect(fs.existsSync(path.join(dir, 'sft-none'))).toBe(false);
+    expect(fs.existsSync(path.join(dir, 'sft-refused'))).toBe(false);
     const split = await fail(grpoArgs(path.join(dir, 'x2'), ['--dry-run', '--set', 'policy.train_global_batch_size=3']));
     expect(split.stderr).toMatch(/train_global_batch_size 3 is not a multiple of the group size 2/);
     const few = await fail(grpoArgs(path.join(dir, 'x3'), ['--dry-run', '--prompts-per-step', '4']));

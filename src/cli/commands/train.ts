@@ -27,6 +27,7 @@ import { integerArg, numberArg, secondsArg } from '../numbers.js';
 import { action, invokedAs, printJson } from '../output.js';
 import { count } from '../plural.js';
 import { checkNemoRlCheckout } from '../../train/nemo-rl/check-command.js';
+import { agentBin } from '../../train/agent-bin.js';
 
 interface CommonFlags {
   nemoRl: string;
@@ -134,43 +135,47 @@ async function grpo(opts: GrpoFlags, command: Command): Promise<void> {
   const db = opts.db ?? defaultDbPath();
   const dbPath = isPostgresUrl(db) ? db : path.resolve(db);
   const sandbox = opts.sandbox ?? (findBwrap() ? 'bwrap' : 'none');
-  const agentArgs = [
-    '--harness', opts.harness,
-    '--tasks', path.resolve(opts.tasks),
-    ...childDbArgs(dbPath, runDir),
-    '--upstream-kind', opts.upstreamKind,
-    '--timeout', String(opts.timeout),
-    '--sandbox', sandbox,
-    '--concurrency', String(opts.agentConcurrency),
-    '--out', path.join(runDir, 'workspaces'),
-    '--infra-retries', String(opts.infraRetries),
-    '--max-failed-share', String(opts.maxFailedShare),
-    // NeMo-RL posts one step's rows at once: the failure share is taken over about one step.
-    '--failure-window', String(opts.promptsPerStep * opts.groupSize),
-    ...(opts.tokenizer ? ['--tokenizer', path.resolve(opts.tokenizer)] : []),
-    ...(opts.command !== undefined ? ['--command', opts.command] : []),
-    ...(opts.harnessBin ? ['--harness-bin', path.resolve(opts.harnessBin)] : []),
-    ...(opts.node ? ['--node', path.resolve(opts.node)] : []),
-  ];
-  const run = await prepareGrpo({
-    ...commonOptions(opts, runDir),
-    tasks,
-    promptsPerStep: opts.promptsPerStep,
-    groupSize: opts.groupSize,
-    toolParser: opts.toolParser,
-    dbPath,
-    agent: { node: process.execPath, polarBin: path.resolve(process.argv[1] ?? 'polar'), args: agentArgs },
-    contextBudget: {
-      harness: opts.harness,
-      sessionTokens: opts.sessionTokens,
-      // Left at its default, the sequence length grows to what the harness's first prompt needs.
-      raiseMaxSeqLen: command.getOptionValueSource('maxSeqLen') === 'default',
-      ...(opts.command !== undefined ? { command: opts.command } : {}),
-      ...(opts.harnessBin ? { harnessBin: path.resolve(opts.harnessBin) } : {}),
-      ...(opts.node ? { nodeBin: path.resolve(opts.node) } : {}),
-      ...(opts.tokenizer ? { tokenizer: path.resolve(opts.tokenizer) } : {}),
-    },
+  const agent = agentBin();
+  const run = await prepared(runDir, opts, async () => {
+    const agentArgs = [
+      '--harness', opts.harness,
+      '--tasks', path.resolve(opts.tasks),
+      ...childDbArgs(dbPath, runDir),
+      '--upstream-kind', opts.upstreamKind,
+      '--timeout', String(opts.timeout),
+      '--sandbox', sandbox,
+      '--concurrency', String(opts.agentConcurrency),
+      '--out', path.join(runDir, 'workspaces'),
+      '--infra-retries', String(opts.infraRetries),
+      '--max-failed-share', String(opts.maxFailedShare),
+      // NeMo-RL posts one step's rows at once: the failure share is taken over about one step.
+      '--failure-window', String(opts.promptsPerStep * opts.groupSize),
+      ...(opts.tokenizer ? ['--tokenizer', path.resolve(opts.tokenizer)] : []),
+      ...(opts.command !== undefined ? ['--command', opts.command] : []),
+      ...(opts.harnessBin ? ['--harness-bin', path.resolve(opts.harnessBin)] : []),
+      ...(opts.node ? ['--node', path.resolve(opts.node)] : []),
+    ];
+    return prepareGrpo({
+      ...commonOptions(opts, runDir),
+      tasks,
+      promptsPerStep: opts.promptsPerStep,
+      groupSize: opts.groupSize,
+      toolParser: opts.toolParser,
+      dbPath,
+      agent: { node: process.execPath, polarBin: agent.bin, args: agentArgs },
+      contextBudget: {
+        harness: opts.harness,
+        sessionTokens: opts.sessionTokens,
+        // Left at its default, the sequence length grows to what the harness's first prompt needs.
+        raiseMaxSeqLen: command.getOptionValueSource('maxSeqLen') === 'default',
+        ...(opts.command !== undefined ? { command: opts.command } : {}),
+        ...(opts.harnessBin ? { harnessBin: path.resolve(opts.harnessBin) } : {}),
+        ...(opts.node ? { nodeBin: path.resolve(opts.node) } : {}),
+        ...(opts.tokenizer ? { tokenizer: path.resolve(opts.tokenizer) } : {}),
+      },
+    });
   });
+  if (agent.warning) run.preflight.warnings.push(agent.warning);
   await execute(run, opts, dbPath, `polar train grpo · ${opts.model} · ${opts.harness} · ${count(tasks.length, 'task')} × ${opts.groupSize}`);
 }
 
@@ -178,10 +183,34 @@ async function sft(opts: SftFlags): Promise<void> {
   if (!opts.data && !opts.db) throw new PolarError('POLAR_USAGE', 'polar train sft needs --data FILE (openai_format JSONL) or --db FILE (export accepted rollout samples from it)');
   if (opts.data && (opts.minReward !== undefined || opts.accepted || opts.rollout)) throw new PolarError('POLAR_USAGE', '--min-reward, --accepted and --rollout select from --db; with --data the file is used as it is');
   const runDir = path.resolve(opts.runDir ?? path.join('polar-train', `sft-${newId('run').slice(4)}`));
-  fs.mkdirSync(runDir, { recursive: true });
-  const data = opts.data ? path.resolve(opts.data) : await exportSft(opts, path.join(runDir, 'sft.jsonl'));
-  const run = await prepareSft({ ...commonOptions(opts, runDir), data, batchSize: opts.batchSize });
+  const data = opts.data ? path.resolve(opts.data) : path.join(runDir, 'sft.jsonl');
+  const run = await prepared(runDir, opts, async () => {
+    if (!opts.data) {
+      fs.mkdirSync(runDir, { recursive: true });
+      await exportSft(opts, data);
+    }
+    return prepareSft({ ...commonOptions(opts, runDir), data, batchSize: opts.batchSize });
+  });
   await execute(run, opts, null, `polar train sft · ${opts.model} · ${path.basename(data)}`);
+}
+
+/**
+ * Prepares a run (files, preflight); when that throws, or preflight refuses a real run, what this
+ * command created goes again: a refused run leaves no run directory behind to be mistaken for a run
+ * (a dry run keeps its files, with the errors printed: the files are what it is for).
+ */
+async function prepared(runDir: string, opts: CommonFlags, prepare: () => Promise<PreparedRun>): Promise<PreparedRun> {
+  // The outermost folder this command will create (polar-train/ itself on a first run).
+  let created: string | null = null;
+  for (let dir = runDir; !fs.existsSync(dir); dir = path.dirname(dir)) created = dir;
+  try {
+    const run = await prepare();
+    if (!opts.dryRun && run.preflight.errors.length > 0) throw new PolarError('POLAR_USAGE', `cannot start ${run.kind}:\n  ${run.preflight.errors.join('\n  ')}`);
+    return run;
+  } catch (err) {
+    if (created) fs.rmSync(created, { recursive: true, force: true });
+    throw err;
+  }
 }
 
 /** openai_format examples from the database, with the export's selection rules. */
