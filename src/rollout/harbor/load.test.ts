@@ -4,7 +4,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { readDockerfile } from './dockerfile.js';
 import { readHarborTasks } from './load.js';
-import { readRewards } from './trial.js';
+import { readRewards, resolveEnv } from './trial.js';
 import { loadTasks } from '../load-tasks.js';
 
 const FIXTURES = path.resolve(import.meta.dirname, '..', '..', '..', 'fixtures', 'harbor');
@@ -124,5 +124,12 @@ describe('Harbor reward files the verifier could have tampered with', () => {
     const err = await readRewards(d).catch((e: Error) => e);
     expect(String(err)).toMatch(/reward\.txt is not a regular file/);
     expect(String(err)).not.toMatch(/host secret/);
+  });
+});
+
+describe('task.toml env templates', () => {
+  it('${VAR} and ${VAR:-default} come from the environment at run time; an unset one without a default is an error', () => {
+    expect(resolveEnv({ A: 'literal', B: '${HB_TEST_SET}', C: '${HB_TEST_UNSET:-dflt}', D: 'x ${HB_TEST_SET}' }, 'post', { HB_TEST_SET: 'v' })).toEqual({ A: 'literal', B: 'v', C: 'dflt', D: 'x ${HB_TEST_SET}' });
+    expect(() => resolveEnv({ K: '${HB_TEST_UNSET}' }, 'post', {})).toThrow(/K from \$HB_TEST_UNSET, which is not set/);
   });
 });

@@ -89,11 +89,12 @@ export interface TrialCommandContext {
 export async function runBuiltinAgent(agent: BuiltinAgent, trial: HarborTrial, workspace: string, ctx: TrialCommandContext, network: NetworkMode, timeoutMs: number): Promise<{ status: 'completed' | 'failed' | 'timeout'; exitCode: number | null; limit: string | null }> {
   if (agent === 'nop') return { status: 'completed', exitCode: 0, limit: null };
   if (!trial.solutionDir) throw new StageError('run', `task ${trial.name} has no solution/ for the oracle`);
+  const env = { ...ctx.env, DEBIAN_FRONTEND: 'noninteractive', ...resolveEnv(trial.solutionEnv, 'run') };
   const mounts = agentMounts(trial, workspace);
   // The oracle needs no model: no proxy, so `proxy-only` becomes no network at all.
   const jail = await openJail(ctx.settings, { cwd: workspace, network: network === 'host' ? 'host' : 'none', cwdInside: mounts.cwdInside, binds: [...mounts.binds, { source: trial.solutionDir, dest: '/solution', readOnly: true }] });
   const command = 'bash /solution/solve.sh > /logs/agent/oracle.txt 2>&1';
-  const r = await shellIn(jail, workspace, command, { ...ctx.env, DEBIAN_FRONTEND: 'noninteractive', ...trial.solutionEnv }, timeoutMs);
+  const r = await shellIn(jail, workspace, command, env, timeoutMs);
   const limit = await jail.close({ exitCode: r.exitCode, signal: r.signal });
   if (r.failedToStart) throw new StageError('run', `the oracle could not start: ${r.failedToStart}`);
   return { status: r.timedOut ? 'timeout' : r.exitCode === 0 ? 'completed' : 'failed', exitCode: r.exitCode, limit };
@@ -121,6 +122,7 @@ export async function runVerifier(trial: HarborTrial, workspace: string, ctx: Tr
   const verifierDir = path.join(logs, 'verifier');
   await fs.rm(verifierDir, { recursive: true, force: true });
   await fs.mkdir(verifierDir, { recursive: true });
+  const env = resolveEnv(trial.verifierEnv, 'post');
   const jail = await openJail(ctx.settings, {
     cwd: workspace,
     network,
@@ -131,9 +133,11 @@ export async function runVerifier(trial: HarborTrial, workspace: string, ctx: Tr
     ],
   });
   const timeoutSec = trial.verifierTimeoutSec;
-  const r = await shellIn(jail, workspace, 'bash /tests/test.sh', { ...ctx.env, ...trial.verifierEnv }, timeoutSec * 1000);
+  const r = await shellIn(jail, workspace, 'bash /tests/test.sh', { ...ctx.env, ...env }, timeoutSec * 1000);
   const limit = await jail.close({ exitCode: r.exitCode, signal: r.signal });
-  const output = bounded(scrubSecrets(`${r.stdout}${r.stderr ? `\n[stderr]\n${r.stderr}` : ''}`, ctx.secrets));
+  // Values taken from this machine's environment (an LLM judge's API key) are never stored.
+  const fromHost = Object.entries(env).filter(([k, v]) => v !== trial.verifierEnv[k]).map(([, v]) => v);
+  const output = bounded(scrubSecrets(`${r.stdout}${r.stderr ? `\n[stderr]\n${r.stderr}` : ''}`, [...ctx.secrets, ...fromHost]));
   const fail = (what: string, timedOut = false) => new StageError('post', `${what}${output.trim() ? `; its output:\n${output.trim()}` : ''}`, timedOut);
   if (limit) throw fail(`the verifier (tests/test.sh): ${limit}`);
   if (r.timedOut) throw fail(`the verifier (tests/test.sh) timed out after ${timeoutSec} s`, true);
@@ -180,6 +184,23 @@ export async function readRewards(verifierDir: string): Promise<{ reward: number
  */
 export function topReward(rewards: Record<string, number> | undefined): number {
   return Math.max(1, ...Object.values(rewards ?? {}));
+}
+
+/**
+ * task.toml env values `${VAR}` and `${VAR:-default}` come from this machine's environment when the
+ * command runs (never stored with the task), as Harbor resolves them (utils/env.py:97-127); other
+ * values are literal. A variable that is unset and has no default is the stage's error.
+ */
+export function resolveEnv(env: Record<string, string>, stage: 'run' | 'post', host: NodeJS.ProcessEnv = process.env): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) {
+    const m = /^\$\{([^}:]+)(?::-(.*))?\}$/s.exec(v);
+    if (!m) out[k] = v;
+    else if (host[m[1]!] !== undefined) out[k] = host[m[1]!]!;
+    else if (m[2] !== undefined) out[k] = m[2];
+    else throw new StageError(stage, `task.toml sets ${k} from $${m[1]}, which is not set in polar's environment`);
+  }
+  return out;
 }
 
 /** A command in the task's sandbox (Harbor tasks always run sandboxed: their paths are the container's). */
