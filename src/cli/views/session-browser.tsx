@@ -4,6 +4,7 @@ import { breakBefore, type InspectCall, type SessionModel, seqOf } from '../../i
 import { BAND_LABELS, callStrip, layoutStrip, logprobBand, searchLines, type StripSegment, type StripToken, type TokenPieces, traceStrip } from '../../inspect/token-strip.js';
 import type { SessionSummary } from '../../store/sessions.js';
 import { formatTime } from '../output.js';
+import { count } from '../plural.js';
 
 /** Where the browser reads from: the database's sessions, one session's model, and token text. */
 export interface BrowserSource {
@@ -200,7 +201,7 @@ function SessionsScreen({ sessions, cursor, rows, query, total }: { sessions: Se
       {sessions.length === 0 ? <Text color="yellow">{query ? 'no session matches; / to search again' : 'no sessions in this database yet: record one with `polar run` or `polar demo`'}</Text> : null}
       {sessions.slice(from, to).map((s, i) => (
         <Text key={s.id} inverse={from + i === cursor} wrap="truncate-end">
-          {`${from + i === cursor ? '›' : ' '} ${s.id}  ${pad(s.status, 11)} ${pad(s.harness ?? '-', 12)} ${pad(`${s.requests} calls`, 9)} ${pad(`${s.promptTokens}+${s.sampledTokens} tok`, 16)} ${formatTime(s.createdAt)}`}
+          {`${from + i === cursor ? '›' : ' '} ${s.id}  ${pad(s.status, 11)} ${pad(s.harness ?? '-', 12)} ${pad(count(s.requests, 'call'), 9)} ${pad(`${s.promptTokens}+${s.sampledTokens} tok`, 16)} ${formatTime(s.createdAt)}`}
         </Text>
       ))}
     </Box>
@@ -223,7 +224,7 @@ function CallsScreen({ model, calls, cursor, rows, query }: { model: SessionMode
   const [from, to] = windowAround(Math.max(0, selectedLine), lines.length, rows - 2);
   return (
     <Box flexDirection="column">
-      <Text bold>{`session ${s.id}  ${s.status}${s.harness ? `  ${s.harness}${s.harnessVersion ? ` ${s.harnessVersion}` : ''}` : ''}  ${s.requests} calls  ${s.promptTokens} prompt / ${s.sampledTokens} sampled tokens  ${model.traces.length} trace${model.traces.length === 1 ? '' : 's'}`}</Text>
+      <Text bold>{`session ${s.id}  ${s.status}${s.harness ? `  ${s.harness}${s.harnessVersion ? ` ${s.harnessVersion}` : ''}` : ''}  ${count(s.requests, 'call')}  ${s.promptTokens} prompt / ${s.sampledTokens} sampled tokens  ${model.traces.length} trace${model.traces.length === 1 ? '' : 's'}`}</Text>
       <Text color="gray">{rolloutLine(model) ?? `created ${formatTime(s.createdAt)}${query ? `  ·  calls matching "${query}": ${calls.length}` : ''}`}</Text>
       {calls.length === 0 ? <Text color="yellow">{query ? 'no call matches' : 'no calls recorded'}</Text> : null}
       {lines.slice(from, to).map((l) =>
