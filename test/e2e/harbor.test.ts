@@ -1,7 +1,8 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import readline from 'node:readline';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMockServer, type MockServer } from '../../src/mock-server/server.js';
@@ -9,6 +10,7 @@ import { mockTasksFrom } from '../../src/mock-server/tasks.js';
 import { loadTasks } from '../../src/rollout/load-tasks.js';
 import { bwrapProblem, findBwrap } from '../../src/sandbox/index.js';
 import { Store } from '../../src/store/store.js';
+import { gymRows } from '../../src/train/gym-wiring.js';
 import { BIN, expectSessionCapturedExactly } from './support.js';
 
 /**
@@ -122,6 +124,45 @@ describe.skipIf(noSandbox !== null)(`Harbor tasks on the host environment${noSan
       store.close();
       for (const s of rows) expect(expectSessionCapturedExactly(db, s.sessionId!, mock)).toBeGreaterThanOrEqual(2);
     } finally {
+      await mock.close();
+    }
+  }, 300_000);
+
+  it('polar gym-agent --tasks fixtures/harbor: /run rows name Harbor tasks by id; rewards come from their test.sh', async () => {
+    const tasks = loadTasks(FIXTURES).filter((t) => ['partial-credit', 'csv-to-json'].includes(t.id));
+    const mock = await startMockServer({ tasks: mockTasksFrom(tasks), seed: 5, nemoRl: { temperature: 1, topP: 1 } });
+    const db = path.join(dir, 'gym.db');
+    const child = spawn(process.execPath, [BIN, 'gym-agent', '--harness', 'claude-code', '--upstream', `${mock.url}/v1`, '--model', mock.model, '--db', db, '--tasks', FIXTURES, '--out', path.join(dir, 'gym-out'), '--json'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    try {
+      let stderr = '';
+      child.stderr!.on('data', (d) => (stderr += d));
+      const line = await new Promise<string>((resolve, reject) => {
+        readline.createInterface({ input: child.stdout! }).once('line', resolve);
+        child.once('exit', (code) => reject(new Error(`gym-agent exited ${code}: ${stderr}`)));
+      });
+      const url = (JSON.parse(line) as { url: string }).url;
+      const rows = gymRows(tasks)
+        .trim()
+        .split('\n')
+        .flatMap((l) => [JSON.parse(l), JSON.parse(l)])
+        .map((row, i) => ({ ...row, responses_create_params: { ...row.responses_create_params, temperature: 1, top_p: 1, max_output_tokens: 4096 }, _rowidx: i }));
+      const results = await Promise.all(rows.map(async (row) => (await (await fetch(`${url}/run`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(row) })).json()) as { reward: number; polar_session_id: string; instance_config?: unknown; polar_mask_reason?: string }));
+      const store = Store.open(db, { readonly: true });
+      try {
+        results.forEach((r, i) => {
+          expect(r.instance_config, r.polar_mask_reason).toBeUndefined();
+          const sample = store.rollouts.sampleForSession(r.polar_session_id)!;
+          expect(sample.taskId).toBe(rows[i]!.task_id);
+          expect(sample.evaluator!.type).toBe('harbor');
+          expect(r.reward).toBe(sample.reward);
+        });
+      } finally {
+        store.close();
+      }
+      for (let g = 0; g < results.length; g += 2) expect(new Set([results[g]!.reward, results[g + 1]!.reward]).size).toBe(2);
+      expect(stderr).toMatch(/task partial-credit: the host environment does not reproduce the base image python:3\.12-slim/);
+    } finally {
+      child.kill('SIGTERM');
       await mock.close();
     }
   }, 300_000);
