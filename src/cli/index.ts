@@ -71,7 +71,9 @@ export async function main(argv: string[]): Promise<void> {
   // Commander answers `polar <unknown> --help` with the top-level help and exit 0, because it looks
   // for help flags before it looks the command up: a typo (or a command from a newer polar) must
   // fail instead, wherever the help flag is.
-  const first = argv[2];
+  // `polar help nope` is `polar nope --help`: the same error (commander exits 1 and prints nothing).
+  const viaHelp = argv[2] === 'help' && argv[3] !== undefined;
+  const first = viaHelp ? argv[3] : argv[2];
   if (first !== undefined && !first.startsWith('-') && first !== 'help' && !program.commands.some((c) => c.name() === first || c.aliases().includes(first))) {
     const names = program.commands.map((c) => c.name());
     const near = names.filter((n) => n.startsWith(first.slice(0, 3)) || first.startsWith(n.slice(0, 3)));
@@ -80,7 +82,7 @@ export async function main(argv: string[]): Promise<void> {
   }
   // The same one level down: `polar train nope --help` would print train's help and exit 0.
   const parent = program.commands.find((c) => c.name() === first);
-  const second = argv[3];
+  const second = argv[viaHelp ? 4 : 3];
   if (parent && second !== undefined && !second.startsWith('-') && parent.commands.length > 0 && parent.registeredArguments.length === 0 && !parent.commands.some((c) => c.name() === second || c.aliases().includes(second)) && second !== 'help') {
     reportError(new PolarError('POLAR_USAGE', `unknown command '${first} ${second}'; ${first} has: ${parent.commands.map((c) => c.name()).join(', ')}`), false);
     return;

@@ -84,6 +84,9 @@ describe('polar CLI', () => {
       expect(r.stderr).toMatch(new RegExp(`unknown command '${args[0]}'`));
     }
     expect((await polar(['sesions'])).stderr).toMatch(/did you mean sessions/);
+    const helpTypo = await polar(['help', 'sesions']);
+    expect(helpTypo.code).toBe(2);
+    expect(helpTypo.stderr).toMatch(/unknown command 'sesions' \(did you mean sessions\?\)/);
     expect((await polar(['sessions', '--help'])).code).toBe(0);
     // One level down too: a subcommand typo is not the parent's help.
     const cases = [['train', 'nope', '--help'], ['rollout', 'stauts', '--help'], ['db', 'copi']];
