@@ -20,16 +20,22 @@ export function sandboxSettings(config: RolloutConfig, bwrap: string): SandboxSe
 }
 
 /**
- * A Harbor task's verifier: the host network only where task.toml allows the internet
- * ([environment].allow_internet = true, network_mode = "public", or [verifier].network_mode);
- * otherwise none, like every evaluator (the agent's code runs under test.sh).
+ * A Harbor task's verifier: the host network where task.toml allows the internet
+ * ([environment].allow_internet = true, network_mode = "public", or [verifier].network_mode), none
+ * where it forbids it. Where it does not say (Harbor's default is public), the rollout's --network
+ * decides: host gives Harbor's default, proxy-only (polar's) gives none, like every evaluator,
+ * since the agent's code runs under test.sh.
  */
-export function verifierNetwork(task: RolloutTask): 'host' | 'none' {
-  return task.harbor?.verifierNetwork === 'public' ? 'host' : 'none';
+export function verifierNetwork(settings: SandboxSettings, task: RolloutTask): 'host' | 'none' {
+  const asked = task.harbor?.verifierNetwork ?? null;
+  if (asked !== null) return asked === 'public' ? 'host' : 'none';
+  return settings.network === 'host' ? 'host' : 'none';
 }
 
 export function harnessNetwork(settings: SandboxSettings, task: RolloutTask): NetworkMode {
   if (settings.kind === 'none') return 'host';
+  // A Harbor task that forbids the internet keeps its harness to the proxy even under --network host.
+  if (task.harbor?.agentNetwork === 'none') return 'proxy-only';
   return task.network === 'host' ? 'host' : settings.network;
 }
 

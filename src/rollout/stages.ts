@@ -175,7 +175,7 @@ export async function postStage(ctx: StageContext, r: Ran): Promise<void> {
       sandbox: ctx.sandbox.kind === 'none' ? null : evaluatorSandbox(ctx.sandbox, ctx.tasksDir),
       setupSandbox: ctx.sandbox.kind === 'none' ? null : setupSandbox(ctx.sandbox, r.task),
       gitSandbox: noNetwork,
-      harbor: { settings: ctx.sandbox, network: verifierNetwork(r.task) },
+      harbor: { settings: ctx.sandbox, network: verifierNetwork(ctx.sandbox, r.task) },
       scratch: path.join(ctx.config.outDir, 'scratch'),
       secrets: ctx.secrets,
     });
@@ -198,14 +198,14 @@ export async function postStage(ctx: StageContext, r: Ran): Promise<void> {
 
 /**
  * RUNNING for Harbor's built-in agents: the oracle runs solution/solve.sh in the agent's sandbox, nop
- * does nothing; no model, no session calls. Their network is the task's (host when it allows the
- * internet), never the proxy: they have no use for it.
+ * does nothing; no model, no session calls. Their network is the harness's (the task's, else the
+ * rollout's --network), with no way out at all in place of the proxy: they have no use for it.
  */
 async function runBuiltin(ctx: StageContext, p: Prepared, timing: Record<string, number>, left: number, started: number): Promise<Ran | null> {
   const agent = ctx.config.harness;
   try {
     if (!p.task.harbor || !isBuiltinAgent(agent)) throw new StageError('run', `--harness ${agent} runs Harbor tasks only (a task folder with solution/ and tests/)`);
-    const r = await runBuiltinAgent(agent, p.task.harbor, p.workspace.dir, { settings: ctx.sandbox, env: toolEnv(), secrets: ctx.secrets }, p.task.network === 'host' ? 'host' : 'none', left);
+    const r = await runBuiltinAgent(agent, p.task.harbor, p.workspace.dir, { settings: ctx.sandbox, env: toolEnv(), secrets: ctx.secrets }, harnessNetwork(ctx.sandbox, p.task) === 'host' ? 'host' : 'none', left);
     const runTiming = { ...timing, run_ms: Date.now() - started };
     if (r.limit) {
       await finish(ctx, p.sample, stageFailure(new StageError('run', r.limit), 'run', p.startedAt, runTiming));

@@ -6,6 +6,8 @@ import { readDockerfile } from './dockerfile.js';
 import { readHarborTasks } from './load.js';
 import { readRewards, resolveEnv } from './trial.js';
 import { loadTasks } from '../load-tasks.js';
+import { harnessNetwork, verifierNetwork } from '../sandboxing.js';
+import { DEFAULT_LIMITS, type SandboxSettings } from '../../sandbox/index.js';
 
 const FIXTURES = path.resolve(import.meta.dirname, '..', '..', '..', 'fixtures', 'harbor');
 
@@ -131,5 +133,25 @@ describe('task.toml env templates', () => {
   it('${VAR} and ${VAR:-default} come from the environment at run time; an unset one without a default is an error', () => {
     expect(resolveEnv({ A: 'literal', B: '${HB_TEST_SET}', C: '${HB_TEST_UNSET:-dflt}', D: 'x ${HB_TEST_SET}' }, 'post', { HB_TEST_SET: 'v' })).toEqual({ A: 'literal', B: 'v', C: 'dflt', D: 'x ${HB_TEST_SET}' });
     expect(() => resolveEnv({ K: '${HB_TEST_UNSET}' }, 'post', {})).toThrow(/K from \$HB_TEST_UNSET, which is not set/);
+  });
+});
+
+describe('Harbor network settings', () => {
+  const settings = (network: 'proxy-only' | 'host'): SandboxSettings => ({ kind: 'bwrap', bwrap: '/usr/bin/bwrap', network, limits: DEFAULT_LIMITS, extraReadOnly: [] });
+  const byId = new Map(loadTasks(FIXTURES).map((t) => [t.id, t]));
+  it("follows task.toml where it speaks, and the rollout's --network where it does not", () => {
+    // allow_internet = true: the harness and the verifier get the host network.
+    expect(harnessNetwork(settings('proxy-only'), byId.get('network-setup')!)).toBe('host');
+    expect(verifierNetwork(settings('proxy-only'), byId.get('network-setup')!)).toBe('host');
+    // allow_internet = false / network_mode = "no-network": never more than the proxy, even under --network host.
+    for (const id of ['py-fix-median', 'js-fix-slugify']) {
+      expect(harnessNetwork(settings('host'), byId.get(id)!)).toBe('proxy-only');
+      expect(verifierNetwork(settings('host'), byId.get(id)!)).toBe('none');
+    }
+    // Silent: polar's default (proxy-only, a verifier without network), or Harbor's (public) with --network host.
+    expect(harnessNetwork(settings('proxy-only'), byId.get('partial-credit')!)).toBe('proxy-only');
+    expect(verifierNetwork(settings('proxy-only'), byId.get('partial-credit')!)).toBe('none');
+    expect(harnessNetwork(settings('host'), byId.get('partial-credit')!)).toBe('host');
+    expect(verifierNetwork(settings('host'), byId.get('partial-credit')!)).toBe('host');
   });
 });
