@@ -258,7 +258,10 @@ export function summarize(store: Store, rolloutId: string, dbPath: string, durat
   const endedHere = since === undefined ? ended : samples.filter((s) => (SAMPLE_OUTCOMES as readonly string[]).includes(s.status) && s.endedAt !== null && s.endedAt >= since).length;
   const config = row.config as Partial<RolloutConfig>;
   const everyHost = config.sandbox === 'none' || config.network === 'host';
-  const hostTasks = new Set(store.rollouts.tasks(rolloutId).map((t) => JSON.parse(t) as RolloutTask).filter((t) => t.network === 'host').map((t) => t.id));
+  const stored = store.rollouts.tasks(rolloutId).map((t) => JSON.parse(t) as RolloutTask);
+  const hostTasks = new Set(stored.filter((t) => t.network === 'host').map((t) => t.id));
+  // A Harbor task that forbids the internet kept its harness to the proxy even under --network host.
+  const offline = new Set(config.sandbox === 'none' ? [] : stored.filter((t) => t.harbor?.agentNetwork === 'none').map((t) => t.id));
   return {
     rolloutId,
     status: row.status,
@@ -288,6 +291,6 @@ export function summarize(store: Store, rolloutId: string, dbPath: string, durat
     sessionsPerMinute: durationMs > 0 ? (endedHere / durationMs) * 60_000 : 0,
     db: dbPath,
     outDir: String(row.config.outDir ?? ''),
-    hostNetwork: samples.filter((s) => everyHost || hostTasks.has(s.taskId)).map((s) => s.id),
+    hostNetwork: samples.filter((s) => (everyHost && !offline.has(s.taskId)) || hostTasks.has(s.taskId)).map((s) => s.id),
   };
 }
