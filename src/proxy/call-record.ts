@@ -1,6 +1,7 @@
 import { PolarError } from '../core/errors.js';
 import { tokenProblems, type CapturedTokens } from '../core/tokens.js';
 import type { BodyText } from '../store/delta.js';
+import { storeFileError } from '../store/file-errors.js';
 import { scrubSecrets } from '../store/redact.js';
 import type { RequestEnd, RequestStart } from '../store/requests.js';
 import type { Store } from '../store/store.js';
@@ -22,6 +23,15 @@ export interface CallSummary {
   error: string | null;
 }
 
+/** Per store, the calls whose end the database refused (a full disk), in the order they failed. */
+const PENDING = new WeakMap<Store, Set<CallRecord>>();
+
+function unrecorded(store: Store): Set<CallRecord> {
+  let set = PENDING.get(store);
+  if (!set) PENDING.set(store, (set = new Set()));
+  return set;
+}
+
 type BeginFields = Partial<Pick<RequestStart, 'originalRequest' | 'upstreamRequest' | 'requestedModel' | 'servedModel' | 'streamed' | 'render' | 'toolCount'>>;
 
 /**
@@ -38,6 +48,8 @@ export class CallRecord {
   private begun = false;
   private ended = false;
   private bodiesWritten = false;
+  /** The end the database refused last; written again by `writeUnrecorded`. */
+  private unwritten: Parameters<CallRecord['end']>[0] | null = null;
   /** The fields `beginSoon` will write; whoever writes first (it, `end` or an error) uses them. */
   private pending: (() => BeginFields) | null = null;
 
@@ -74,6 +86,15 @@ export class CallRecord {
   begin(fields: BeginFields, withBodies = false): void {
     if (this.begun) return;
     Object.assign(this.start, this.takePending(), fields);
+    try {
+      this.insert(withBodies);
+    } catch (err) {
+      throw storeFileError(this.store.file, err) ?? err;
+    }
+    this.begun = true;
+  }
+
+  private insert(withBodies: boolean): void {
     if (withBodies) {
       this.seq = this.store.requests.beginWithBodies(this.start, this.bodies());
       this.bodiesWritten = true;
@@ -83,7 +104,6 @@ export class CallRecord {
     } else {
       this.seq = this.store.requests.begin(this.start);
     }
-    this.begun = true;
   }
 
   /**
@@ -166,8 +186,16 @@ export class CallRecord {
         this.bodiesWritten ? undefined : this.bodies(),
       );
     } catch (err) {
+      // Kept, and written by the next call or at close: a reply that went out must not leave its
+      // row in_progress once the database can be written again (a full disk freed).
+      this.unwritten = end;
+      unrecorded(this.store).add(this);
+      const cause = err instanceof PolarError ? err : storeFileError(this.store.file, err);
+      if (cause) throw new PolarError(cause.code, `could not record the call: ${cause.message}`, cause.status, { cause: err });
       throw new PolarError('POLAR_STORE_WRITE', `could not record the call: ${(err as Error).message}`, 500, { cause: err });
     }
+    this.unwritten = null;
+    unrecorded(this.store).delete(this);
     this.ended = true;
     this.onEnd?.({
       id: this.start.id,
@@ -184,6 +212,23 @@ export class CallRecord {
       durationMs: Date.now() - this.start.startedAt,
       error: end.error ?? null,
     });
+  }
+
+  /**
+   * Writes the ends the database refused (see `end`), oldest first, until one fails again; returns
+   * how many are still unwritten. Cheap when there are none.
+   */
+  static writeUnrecorded(store: Store): number {
+    const pending = PENDING.get(store);
+    if (!pending || pending.size === 0) return 0;
+    for (const call of [...pending]) {
+      try {
+        if (call.unwritten) call.end(call.unwritten);
+      } catch {
+        break;
+      }
+    }
+    return pending.size;
   }
 
   private scrub(text: string | null): string | null {

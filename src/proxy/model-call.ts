@@ -299,18 +299,30 @@ function failBeforeHeaders(
     if (!res.writableEnded) res.end();
     return;
   }
-  const reply = renderError(codec, error);
+  let reply = renderError(codec, error);
   const aborted = error.code === 'POLAR_CLIENT_ABORTED';
   if (!call.isEnded) {
-    // A body read but not yet handed to the record (the request failed before it was prepared).
-    call.begin(body ? { originalRequest: body } : {});
-    recordQuietly(call, {
-      status: aborted ? 'aborted' : 'error',
-      httpStatus: aborted ? null : reply.status,
-      reply: aborted ? null : reply.text,
-      error: error.message,
-      errorCode: error.code,
+    const errorEnd = (e: PolarError, r: typeof reply) => ({
+      status: aborted ? ('aborted' as const) : ('error' as const),
+      httpStatus: aborted ? null : r.status,
+      reply: aborted ? null : r.text,
+      error: e.message,
+      errorCode: e.code,
     });
+    let refused: PolarError | null = null;
+    try {
+      // A body read but not yet handed to the record (the request failed before it was prepared).
+      call.begin(body ? { originalRequest: body } : {});
+      call.end(errorEnd(error, reply));
+    } catch (err) {
+      refused = toPolarError(err);
+    }
+    if (refused && !aborted) {
+      // The database refused the row (a full disk): the harness gets that, in its own API's shape,
+      // rather than an answer polar could not record; the row is written as such once it can be.
+      reply = renderError(codec, refused);
+      recordQuietly(call, errorEnd(refused, reply));
+    }
   }
   if (!aborted) sendError(res, reply);
   else if (!res.writableEnded) res.destroy();
@@ -320,6 +332,7 @@ function recordQuietly(call: CallRecord, end: Parameters<CallRecord['end']>[0]):
   try {
     call.end(end);
   } catch (err) {
+    // CallRecord.end keeps the end and writes it once the database takes writes again.
     process.emitWarning(`polar: ${(err as Error).message}`, { code: 'POLAR_STORE_WRITE' });
   }
 }

@@ -6,6 +6,7 @@ import { PolarError } from '../core/errors.js';
 import { isValidSessionName, newId } from '../core/ids.js';
 import { CODECS } from '../providers/codecs.js';
 import type { ProviderCodec } from '../providers/types.js';
+import { storeFileError } from '../store/file-errors.js';
 import { redactHeaders, redactPath, secretValues } from '../store/redact.js';
 import type { Store } from '../store/store.js';
 import type { Upstream } from '../upstream/types.js';
@@ -181,6 +182,9 @@ export async function startProxy(options: ProxyOptions): Promise<RunningProxy> {
       }
       await closed;
       await Promise.allSettled([...ctx.tasks]);
+      // A last try for rows whose replies went out while the database refused them; any still
+      // unwritten stay in_progress under this process, and the next opener marks them interrupted.
+      CallRecord.writeUnrecorded(ctx.store);
     },
   };
 }
@@ -191,9 +195,12 @@ function handle(ctx: ProxyContext, req: IncomingMessage, res: ServerResponse): v
   if (counted) ctx.inFlight++;
   const task = dispatch(ctx, route, req, res)
     .catch((err) => {
-      // dispatch records and answers its own failures; this is the last line of defence.
-      process.emitWarning(`polar proxy: ${(err as Error)?.stack ?? String(err)}`);
-      if (!res.headersSent) sendJson(res, 500, JSON.stringify({ error: { message: 'internal proxy error', type: 'api_error' } }));
+      // dispatch records and answers its own failures; this is the last line of defence. A store
+      // that refuses writes (a full disk) is said as such, in the caller's API shape; only an
+      // unexpected error carries its stack.
+      const error = storeFileError(ctx.store.file, err) ?? toPolarError(err);
+      process.emitWarning(`polar proxy: ${error.code === 'POLAR_INTERNAL' ? ((err as Error)?.stack ?? String(err)) : error.message}`);
+      if (!res.headersSent) sendError(res, renderError(codecFor(route), error));
       else if (!res.writableEnded) res.end();
     })
     .finally(() => {
@@ -326,8 +333,21 @@ function codecFor(route: Route): ProviderCodec {
 /** Answers a call the proxy will not serve, recording it with the error the caller got. */
 function refuse(res: ServerResponse, req: IncomingMessage, codec: ProviderCodec, call: CallRecord, err: PolarError, headers: Record<string, string> = {}): void {
   req.resume();
-  const reply = renderError(codec, err);
-  call.end({ status: 'error', httpStatus: reply.status, reply: reply.text, error: err.message, errorCode: err.code });
+  let reply = renderError(codec, err);
+  try {
+    call.end({ status: 'error', httpStatus: reply.status, reply: reply.text, error: err.message, errorCode: err.code });
+  } catch (storeErr) {
+    // The database refused the row (a full disk): the caller learns that, in its own API's shape.
+    const refused = toPolarError(storeErr);
+    reply = renderError(codec, refused);
+    try {
+      call.end({ status: 'error', httpStatus: reply.status, reply: reply.text, error: refused.message, errorCode: refused.code });
+    } catch {
+      // kept by the record and written once the database takes writes again
+    }
+    sendError(res, reply);
+    return;
+  }
   sendError(res, reply, headers);
 }
 
@@ -338,6 +358,8 @@ export function tokenizerField(upstream: Upstream): { tokenizer?: string } {
 
 function newCall(ctx: ProxyContext, req: IncomingMessage, identity: CallerIdentity, provider: string): CallRecord {
   const { options, store } = ctx;
+  // Ends an earlier call could not write (a full disk since freed) go first.
+  CallRecord.writeUnrecorded(store);
   const sessionId = isValidSessionName(identity.sessionId) ? identity.sessionId : options.defaultSession;
   if (sessionId !== options.defaultSession) {
     store.sessions.ensure(sessionId, {

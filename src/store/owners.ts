@@ -78,8 +78,9 @@ export class OwnersTable {
   }
 
   register(identity: ProcessIdentity = currentProcess()): number {
-    const row = this.insertStmt.get(identity.host, identity.pid, identity.bootId, identity.startTicks, identity.startedAt, identity.command) as { id: number };
-    return row.id;
+    // all(), not get(): a COMMIT that fails at get()'s reset is not reported (requests.ts begin).
+    const [row] = this.insertStmt.all(identity.host, identity.pid, identity.bootId, identity.startTicks, identity.startedAt, identity.command) as { id: number }[];
+    return row!.id;
   }
 
   /** Marks what gone owners left unfinished `interrupted`; `self` is never a candidate. */

@@ -203,7 +203,10 @@ export class RequestsTable {
 
   /** Records that a call started; returns its sequence number within the session. */
   begin(start: Omit<RequestStart, 'originalRequest' | 'upstreamRequest'>): number {
-    const row = this.beginStmt.get({
+    // all(), not get(): with RETURNING, get() stops at the first row and the autocommit's COMMIT
+    // runs at the statement's reset, whose error better-sqlite3 drops: on a full disk the row
+    // was rolled back while begin() reported success (and the call's end failed on its key).
+    const [row] = this.beginStmt.all({
       id: start.id,
       sessionId: start.sessionId,
       agentId: start.agentId,
@@ -222,10 +225,10 @@ export class RequestsTable {
       toolCount: start.toolCount ?? null,
       ownerId: this.ownerId,
       policyVersion: start.policyVersion ?? null,
-    }) as { seq: number };
+    }) as { seq: number }[];
     this.recent.register(start.id, { sessionId: start.sessionId, agentId: start.agentId });
     if (start.toolCount === undefined || start.toolCount === null) this.toolCountUnknown.add(start.id);
-    return row.seq;
+    return row!.seq;
   }
 
   /** begin() and writeBodies() in one transaction: one commit instead of two. */

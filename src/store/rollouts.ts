@@ -207,7 +207,8 @@ export class RolloutsTable {
 
   /** Starts a new attempt of a sample under `sessionId`; returns its attempt number, or null if it already ended. */
   start(id: string, sessionId: string): number | null {
-    const row = this.stmts.start.get({ id, sessionId, now: Date.now(), ownerId: this.ownerId, worker: WORKER }) as { attempt: number } | undefined;
+    // all(), not get(): a COMMIT that fails at get()'s reset is not reported (requests.ts begin).
+    const [row] = this.stmts.start.all({ id, sessionId, now: Date.now(), ownerId: this.ownerId, worker: WORKER }) as { attempt: number }[];
     return row ? row.attempt : null;
   }
 

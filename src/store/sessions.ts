@@ -1,3 +1,4 @@
+import { explainStoreError } from './file-errors.js';
 import type { Db } from './db.js';
 
 /** `interrupted`: the process that ran it ended without closing it (killed, crashed); see owners.ts. */
@@ -120,7 +121,13 @@ export class SessionsTable {
 
   /** Marks an active session finished; a session already ended keeps its first status. */
   end(id: string, status: Exclude<SessionStatus, 'active'>, endedAt = Date.now()): boolean {
-    return this.endStmt.run({ id, status, endedAt }).changes > 0;
+    try {
+      return this.endStmt.run({ id, status, endedAt }).changes > 0;
+    } catch (err) {
+      // Most often at shutdown on a full disk: said as such (the session stays active under an
+      // owner that did not close, and the next opener marks it interrupted).
+      throw explainStoreError(this.db.name, err);
+    }
   }
 
   /**

@@ -149,7 +149,12 @@ async function runProxy(opts: ProxyCommandOptions): Promise<void> {
     process.stderr.write(chalk.yellow(`warning: listening on ${opts.host}: reachable from other machines; calls must present the auth token\n`));
   }
   await waitForShutdown(proxy, opts.quiet === true);
-  store.sessions.end(session, 'completed');
+  try {
+    store.sessions.end(session, 'completed');
+  } catch (err) {
+    // A full disk at shutdown: closing goes on; the next opener marks the session interrupted.
+    process.stderr.write(chalk.yellow(`warning: could not mark session ${session} completed: ${(err as Error).message}\n`));
+  }
   await store.closeAsync();
   await upstream.close();
 }
