@@ -84,6 +84,36 @@ export function readDockerfile(text: string, defaultWorkdir: string): Dockerfile
   return plan;
 }
 
+/**
+ * Whether a path of the build context (relative, with `/`) is left out by .dockerignore's patterns:
+ * the last pattern that matches it or a folder above it decides (`!` re-includes); `*` and `?` stay
+ * within one path segment, `**` spans any.
+ */
+const GLOB: Record<string, string> = { '**/': '(?:.*/)?', '**': '.*', '*': '[^/]*', '?': '[^/]' };
+
+export function dockerIgnored(rel: string, patterns: readonly string[]): boolean {
+  let ignored = false;
+  const parts = rel.split('/');
+  for (const raw of patterns) {
+    const negate = raw.startsWith('!');
+    const pattern = path.posix.normalize((negate ? raw.slice(1) : raw).trim()).replace(/^\/+|\/+$/g, '');
+    if (pattern === '' || pattern === '.') continue;
+    const re = new RegExp(
+      `^${pattern
+        .split(/(\*\*\/?|\*|\?)/)
+        .map((piece) => GLOB[piece] ?? piece.replace(/[.+^${}()|[\]\\]/g, '\\$&'))
+        .join('')}$`,
+    );
+    for (let i = 1; i <= parts.length; i++) {
+      if (re.test(parts.slice(0, i).join('/'))) {
+        ignored = !negate;
+        break;
+      }
+    }
+  }
+  return ignored;
+}
+
 /** Instructions with their first line number: comments dropped, backslash continuations joined. */
 function logicalLines(text: string): { line: number; text: string }[] {
   const out: { line: number; text: string }[] = [];

@@ -2,9 +2,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { readDockerfile } from './dockerfile.js';
+import { dockerIgnored, readDockerfile } from './dockerfile.js';
 import { readHarborTasks } from './load.js';
-import { readRewards, resolveEnv } from './trial.js';
+import { buildStartingState, readRewards, resolveEnv } from './trial.js';
 import { loadTasks } from '../load-tasks.js';
 import { harnessNetwork, verifierNetwork } from '../sandboxing.js';
 import { DEFAULT_LIMITS, type SandboxSettings } from '../../sandbox/index.js';
@@ -153,5 +153,34 @@ describe('Harbor network settings', () => {
     expect(verifierNetwork(settings('proxy-only'), byId.get('partial-credit')!)).toBe('none');
     expect(harnessNetwork(settings('host'), byId.get('partial-credit')!)).toBe('host');
     expect(verifierNetwork(settings('host'), byId.get('partial-credit')!)).toBe('host');
+  });
+});
+
+describe('.dockerignore', () => {
+  it('leaves out what its patterns match, folders with their contents, and ! re-includes', () => {
+    const patterns = ['*.log', 'build/', '**/__pycache__', 'secret?.txt', 'docs', '!docs/keep.md'];
+    const cases: [string, boolean][] = [
+      ['app.log', true],
+      ['src/app.log', false],
+      ['build/out.bin', true],
+      ['src/pkg/__pycache__/m.pyc', true],
+      ['__pycache__/x.pyc', true],
+      ['secret1.txt', true],
+      ['secret12.txt', false],
+      ['docs/a.md', true],
+      ['docs/keep.md', false],
+      ['main.py', false],
+    ];
+    for (const [rel, ignored] of cases) expect(dockerIgnored(rel, patterns), rel).toBe(ignored);
+  });
+
+  it("a task's COPY . leaves out what its .dockerignore names", async () => {
+    const root = dataset({ t: { 'task.toml': 'version = "1.0"\n', 'instruction.md': 'x', 'tests/test.sh': '', 'environment/Dockerfile': 'FROM a\nWORKDIR /app\nCOPY . .\n', 'environment/.dockerignore': '# generated\nDockerfile\n*.pyc\n', 'environment/main.py': '', 'environment/main.pyc': '', 'environment/sub/x.pyc': '', 'environment/sub/y.py': '' } });
+    const [task] = readHarborTasks(path.join(root, 't'));
+    const dest = path.join(root, 'ws');
+    await buildStartingState(task!.harbor!, dest);
+    const files = fs.readdirSync(dest, { recursive: true }).map(String).sort();
+    // As in Docker, *.pyc matches at the context's top only.
+    expect(files).toEqual(['.dockerignore', 'main.py', 'sub', 'sub/x.pyc', 'sub/y.py']);
   });
 });

@@ -154,12 +154,17 @@ function readHarborTask(dir: string, report: Report): RolloutTask | null {
     }
   }
   if (bad || instruction === null) return null;
+  const ignore = (readText(path.join(context, '.dockerignore')) ?? '')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '' && !l.startsWith('#'));
   const harbor: HarborTrial = {
     dir,
     name,
     schemaVersion: String(schemaVersion),
     workdir,
     copies,
+    ...(ignore.length > 0 ? { ignore } : {}),
     baseImage,
     skipped,
     testsDir,

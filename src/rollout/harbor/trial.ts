@@ -8,6 +8,7 @@ import { scrubSecrets } from '../../store/redact.js';
 import { PolarError } from '../../core/errors.js';
 import { StageError } from '../workspace.js';
 import type { RolloutTask } from '../task-file.js';
+import { dockerIgnored } from './dockerfile.js';
 import type { HarborTrial } from './types.js';
 
 /**
@@ -33,9 +34,16 @@ export function logsDir(workspace: string): string {
 /** The starting state: the Dockerfile's copies from environment/, applied to an empty workspace. */
 export async function buildStartingState(trial: HarborTrial, dest: string): Promise<void> {
   await fs.mkdir(dest, { recursive: true });
+  const context = path.join(trial.dir, 'environment');
+  const ignore = trial.ignore ?? [];
+  const kept = (src: string) => {
+    const rel = path.relative(context, src).split(path.sep).join('/');
+    return rel === '' || !dockerIgnored(rel, ignore);
+  };
   for (const c of trial.copies) {
     const to = path.join(dest, c.to);
-    if (c.dir) await fs.cp(c.from, to, { recursive: true, verbatimSymlinks: true });
+    if (!kept(c.from)) continue;
+    if (c.dir) await fs.cp(c.from, to, { recursive: true, verbatimSymlinks: true, filter: kept });
     else {
       await fs.mkdir(path.dirname(to), { recursive: true });
       await fs.cp(c.from, to, { verbatimSymlinks: true });

@@ -17,6 +17,8 @@ export interface HarborTrial {
   workdir: string;
   /** Files the Dockerfile copies under `workdir`, from the build context (host paths) to paths relative to it. */
   copies: { from: string; to: string; dir: boolean }[];
+  /** environment/.dockerignore's patterns, in order (`!` re-includes): what a copy leaves out. */
+  ignore?: string[];
   /** The image the task names (FROM or [environment].docker_image): not reproduced on the host. */
   baseImage: string | null;
   /** Dockerfile lines the host does not reproduce (RUN steps, copies outside `workdir`). */
