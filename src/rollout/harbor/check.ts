@@ -31,7 +31,7 @@ export interface AgentRun {
 /**
  * `polar tasks check`: every task once with `oracle` and once with `nop`, as rollouts (the same
  * stages, sandbox and verifier a training run uses) into a scratch database. A task is broken when
- * the oracle ends without its top reward (1, or the largest named reward it gave) or in error, or
+ * the oracle ends without its top reward (1, or [metadata].max_reward) or in error, or
  * when nop ends with any reward above 0 (a task that pays for nothing teaches nothing).
  */
 export async function checkTasks(tasks: readonly RolloutTask[], base: Pick<RolloutConfig, 'sandbox' | 'limits' | 'timeoutSec' | 'initWorkers' | 'postWorkers' | 'concurrency'> & { network?: RolloutConfig['network'] }, onNotice?: (line: string) => void): Promise<TaskCheck[]> {
@@ -70,7 +70,7 @@ export async function checkTasks(tasks: readonly RolloutTask[], base: Pick<Rollo
       const oracle = runs.oracle.get(t.id)!;
       const nop = runs.nop.get(t.id)!;
       const problems: string[] = [];
-      const top = topReward(oracle.rewards ?? undefined);
+      const top = topReward(t.metadata);
       if (oracle.outcome === 'error' || oracle.reward === null) problems.push(`the oracle ended in ${oracle.outcome}${oracle.error ? `: ${oracle.error.split('\n')[0]}` : ''}`);
       else if (oracle.reward < top) problems.push(`the oracle (solution/solve.sh) earned ${oracle.reward}, not the top reward ${top}`);
       if (nop.reward !== null && nop.reward > 0) problems.push(`doing nothing (nop) already earns ${nop.reward}`);

@@ -187,11 +187,12 @@ export async function readRewards(verifierDir: string): Promise<{ reward: number
 }
 
 /**
- * The top reward a task can give, for the oracle check: 1, or the largest named reward the oracle's
- * own reward.json gave when that is higher.
+ * The top reward a task can give, for the oracle check: 1 (Harbor's pass), unless task.toml
+ * [metadata] says otherwise with `max_reward` (a polar convention for tasks scored on another scale).
  */
-export function topReward(rewards: Record<string, number> | undefined): number {
-  return Math.max(1, ...Object.values(rewards ?? {}));
+export function topReward(metadata: Record<string, unknown>): number {
+  const max = metadata.max_reward;
+  return typeof max === 'number' && Number.isFinite(max) && max > 0 ? max : 1;
 }
 
 /**
