@@ -75,7 +75,9 @@ export async function prepareWorkspace(task: RolloutTask, dest: string, deadline
       throw new StageError('init', `setup command ${i + 1} (${command}) failed: ${r.failedToStart ?? `exit ${r.exitCode ?? r.signal}`}${lastLines(r.stderr || r.stdout)}`);
     }
   }
-  const jail = task.setup.length > 0 && gitSandbox ? await gitSandbox(dest) : null;
+  // A Harbor task's files come from a downloaded dataset: a .git/config among them could name a
+  // clean filter, so polar's git on them runs sandboxed too.
+  const jail = (task.setup.length > 0 || task.harbor) && gitSandbox ? await gitSandbox(dest) : null;
   const wrap = jail ? (c: HarnessCommand) => jail.wrap(c) : undefined;
   try {
     if (!(await exists(path.join(dest, '.git')))) await git(['init', '--quiet'], dest, env, left(), 'init', 'init', wrap);

@@ -201,6 +201,24 @@ describe.skipIf(noSandbox !== null)(`Harbor tasks on the host environment${noSan
     }
   }, 300_000);
 
+  it("a clean filter in a task's own .git/config never runs on the host when polar commits the starting state", async () => {
+    const task = path.join(dir, 'filter-ds', 'filtered');
+    const env = path.join(task, 'environment');
+    fs.mkdirSync(path.join(task, 'tests'), { recursive: true });
+    fs.mkdirSync(env, { recursive: true });
+    const marker = path.join(dir, `filter-ran-${process.pid}`);
+    await run('git', ['init', '--quiet', env]);
+    fs.appendFileSync(path.join(env, '.git', 'config'), `[filter "x"]\n\tclean = touch ${marker}; cat\n`);
+    fs.writeFileSync(path.join(env, '.gitattributes'), '* filter=x\n');
+    fs.writeFileSync(path.join(env, 'Dockerfile'), 'FROM ubuntu:24.04\nWORKDIR /app\nCOPY . .\n');
+    fs.writeFileSync(path.join(task, 'task.toml'), 'version = "1.0"\n');
+    fs.writeFileSync(path.join(task, 'instruction.md'), 'nothing to do\n');
+    fs.writeFileSync(path.join(task, 'tests', 'test.sh'), 'echo 0 > /logs/verifier/reward.txt\n');
+    const r = await polar(['rollout', '--tasks', path.dirname(task), '--harness', 'nop', '--samples', '1', '--db', path.join(dir, 'filter.db'), '--json']);
+    expect(JSON.parse(r.stdout).outcomes.completed, r.stderr).toBe(1);
+    expect(fs.existsSync(marker)).toBe(false);
+  });
+
   it('usage errors before anything starts: Harbor tasks without the sandbox, a container engine that does not work here', async () => {
     const db = path.join(dir, 'usage.db');
     const none = await polar(['rollout', '--tasks', FIXTURES, '--harness', 'oracle', '--samples', '1', '--sandbox', 'none', '--db', db]);
