@@ -7,11 +7,15 @@ import type { RolloutTask } from '../task-file.js';
 import { readDockerfile } from './dockerfile.js';
 import type { HarborTrial } from './types.js';
 
-/** Harbor's defaults (config.py:465 verifier timeout) and the usual image working directory. */
+/**
+ * Harbor's defaults (config.py:465 verifier timeout) and the usual image working directory. Line
+ * numbers here and in types.ts/trial.ts are Harbor's source at the fork snapshot
+ * 15735640198/harbor f276a3b (harbor-framework/harbor itself could not be fetched here).
+ */
 const DEFAULT_VERIFIER_TIMEOUT = 600;
 export const DEFAULT_WORKDIR = '/app';
 const ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
-// Harbor's top-level task.toml tables and keys (config.py:698-722); anything else is a typo.
+// Harbor's top-level task.toml tables and keys (config.py:698-723); anything else is a typo.
 const TOP_KEYS = new Set(['version', 'schema_version', 'task', 'metadata', 'verifier', 'agent', 'environment', 'solution', 'source', 'steps', 'artifacts', 'multi_step_reward_strategy']);
 
 /** Whether PATH is a Harbor task folder or a folder of them (a dataset), rather than a JSONL file. */
@@ -227,7 +231,7 @@ function stringMap(v: unknown, field: string, at: Report): Record<string, string
  * [verifier]) only override.
  */
 function network(t: Record<string, unknown>, table: string, at: Report, phase = false): 'public' | 'none' | null {
-  // network_mode, when set, wins over the legacy field (config.py:789-792).
+  // network_mode, when set, wins over the legacy field (config.py:788-792).
   if (t.network_mode !== undefined) {
     if (t.network_mode === 'public') return 'public';
     if (t.network_mode === 'no-network') return 'none';

@@ -12,7 +12,8 @@ import { dockerIgnored } from './dockerfile.js';
 import type { HarborTrial } from './types.js';
 
 /**
- * Harbor's trial on the host environment (no container engine): the workspace is the image's
+ * Harbor's trial (trial/single_step.py:32-49: the agent, then the verifier in the same
+ * environment) on the host environment (no container engine): the workspace is the image's
  * WORKDIR, built from what the Dockerfile copies; inside the sandbox it sits at that path, with
  * /logs beside it (trial/paths.py:35-43). The agent never sees tests/ or solution/: /tests is
  * mounted for the verifier only, after the agent ended, and /solution for the oracle only.
@@ -91,8 +92,9 @@ export interface TrialCommandContext {
 }
 
 /**
- * The oracle: solution/solve.sh in the agent's place (agent/oracle.py: the solution at /solution,
- * its output in /logs/agent/oracle.txt, [solution].env, under the agent's timeout). `nop` does nothing.
+ * The oracle: solution/solve.sh in the agent's place (agents/oracle.py:93-124: solution/ at
+ * /solution, its output in /logs/agent/oracle.txt, [solution].env, under the agent's timeout).
+ * `nop` does nothing (agents/nop.py:25-31).
  */
 export async function runBuiltinAgent(agent: BuiltinAgent, trial: HarborTrial, workspace: string, ctx: TrialCommandContext, network: NetworkMode, timeoutMs: number): Promise<{ status: 'completed' | 'failed' | 'timeout'; exitCode: number | null; limit: string | null }> {
   if (agent === 'nop') return { status: 'completed', exitCode: 0, limit: null };
