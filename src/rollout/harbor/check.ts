@@ -71,7 +71,9 @@ export async function checkTasks(tasks: readonly RolloutTask[], base: Pick<Rollo
       const nop = runs.nop.get(t.id)!;
       const problems: string[] = [];
       const top = topReward(t.metadata);
-      if (oracle.outcome === 'error' || oracle.reward === null) problems.push(`the oracle ended in ${oracle.outcome}${oracle.error ? `: ${oracle.error.split('\n')[0]}` : ''}`);
+      // A verifier that installs its test runner needs the network Harbor gives by default.
+      const silent = t.harbor && t.harbor.verifierNetwork === null && base.network !== 'host' ? ' (task.toml does not say whether it may use the internet, so its verifier had no network; --network host gives Harbor\'s default)' : '';
+      if (oracle.outcome === 'error' || oracle.reward === null) problems.push(`the oracle ended in ${oracle.outcome}${oracle.error ? `: ${oracle.error.split('\n')[0]}` : ''}${silent}`);
       else if (oracle.reward < top) problems.push(`the oracle (solution/solve.sh) earned ${oracle.reward}, not the top reward ${top}`);
       if (nop.reward !== null && nop.reward > 0) problems.push(`doing nothing (nop) already earns ${nop.reward}`);
       if (nop.outcome === 'error') problems.push(`the verifier fails on the untouched workspace (nop): ${nop.error?.split('\n')[0] ?? 'error'}`);
