@@ -182,6 +182,7 @@ export function newArgs(opts: Omit<RolloutOptions, 'retries' | 'heartbeat'>, san
   const missing = [['--tasks', opts.tasks], ['--harness', opts.harness], ['--upstream', builtin ? 'none' : opts.upstream], ['--samples', opts.samples]].filter(([, v]) => v === undefined).map(([f]) => f);
   if (missing.length > 0) throw new PolarError('POLAR_USAGE', `a new rollout needs ${missing.join(', ')} (or --resume ROLLOUT to continue one)`);
   const tasks = loadTasks(opts.tasks!);
+  if (builtin && tasks.some((t) => !t.harbor)) throw new PolarError('POLAR_USAGE', `--harness ${opts.harness} runs Harbor tasks (folders with solution/ and tests/), not a JSONL task file`);
   if (tasks.some((t) => t.harbor)) {
     chooseEnvironment(opts.environment);
     // Refused here, before a rollout row exists; its notices are said when the rollout starts.
