@@ -185,8 +185,9 @@ export function newArgs(opts: Omit<RolloutOptions, 'retries' | 'heartbeat'>, san
   if (builtin && tasks.some((t) => !t.harbor)) throw new PolarError('POLAR_USAGE', `--harness ${opts.harness} runs Harbor tasks (folders with solution/ and tests/), not a JSONL task file`);
   if (tasks.some((t) => t.harbor)) {
     chooseEnvironment(opts.environment);
-    // Refused here, before a rollout row exists; its notices are said when the rollout starts.
-    harborPreflight(tasks, sandbox);
+    // Refused here, before a rollout row exists; its notices are said when the rollout starts. A
+    // queued rollout's sandbox is each worker's.
+    if (!opts.queue) harborPreflight(tasks, sandbox);
   }
   return {
     tasks,
@@ -326,6 +327,7 @@ async function queueRollout(opts: RolloutOptions): Promise<void> {
   if (!isPostgresUrl(url)) throw new PolarError('POLAR_USAGE', `--queue must be a postgres:// URL (got ${JSON.stringify(url)})`);
   if (opts.db && opts.db !== url) throw new PolarError('POLAR_USAGE', 'a queued rollout lives in the queue\'s database: drop --db, or make it the --queue URL');
   if (opts.resume) throw new PolarError('POLAR_USAGE', 'a queued rollout needs no --resume: lost samples go back to the queue by themselves; see `polar rollout status ID --db URL`');
+  if (opts.harness && isBuiltinAgent(opts.harness)) throw new PolarError('POLAR_USAGE', `--harness ${opts.harness} runs here, without a model: drop --queue (or use polar tasks check)`);
   const base = newArgs(opts, opts.sandbox ?? 'none');
   const [{ Postgres }, { enqueueRollout }] = await Promise.all([import('../../store/postgres/client.js'), import('../../rollout/queue/enqueue.js')]);
   const pg = new Postgres(url);
