@@ -98,6 +98,7 @@ export interface TrialCommandContext {
  */
 export async function runBuiltinAgent(agent: BuiltinAgent, trial: HarborTrial, workspace: string, ctx: TrialCommandContext, network: NetworkMode, timeoutMs: number): Promise<{ status: 'completed' | 'failed' | 'timeout'; exitCode: number | null; limit: string | null }> {
   if (agent === 'nop') return { status: 'completed', exitCode: 0, limit: null };
+  if (ctx.settings.kind === 'none') throw new StageError('run', "the oracle needs the sandbox for the task's paths (/app, /solution, /logs); this process runs with --sandbox none");
   if (!trial.solutionDir) throw new StageError('run', `task ${trial.name} has no solution/ for the oracle`);
   const env = { ...ctx.env, DEBIAN_FRONTEND: 'noninteractive', ...resolveEnv(trial.solutionEnv, 'run') };
   const mounts = agentMounts(trial, workspace);
@@ -128,6 +129,8 @@ const OUTPUT_KEPT = 8 * 1024;
  * with its output, so the sample ends `error`, not with a reward.
  */
 export async function runVerifier(trial: HarborTrial, workspace: string, ctx: TrialCommandContext, network: NetworkMode): Promise<VerifierOutcome> {
+  // A worker or agent server run with --sandbox none: the container paths test.sh uses do not exist.
+  if (ctx.settings.kind === 'none') throw new StageError('post', "a Harbor task's verifier needs the sandbox for its paths (/app, /tests, /logs); this process runs with --sandbox none");
   const logs = logsDir(workspace);
   const verifierDir = path.join(logs, 'verifier');
   await fs.rm(verifierDir, { recursive: true, force: true });
