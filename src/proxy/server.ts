@@ -116,7 +116,6 @@ export async function startProxy(options: ProxyOptions): Promise<RunningProxy> {
     throw new PolarError('POLAR_USAGE', `binding ${host} exposes the proxy beyond this machine; pass --auth-token TOKEN so every call must present it`);
   }
   const { store, upstream } = options;
-  store.sessions.ensure(options.defaultSession, { upstreamUrl: upstream.baseUrl, servedModel: options.servedModel, cwd: process.cwd(), metadata: tokenizerField(upstream) });
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const ctx: ProxyContext = {
     options,
@@ -361,7 +360,11 @@ function newCall(ctx: ProxyContext, req: IncomingMessage, identity: CallerIdenti
   // Ends an earlier call could not write (a full disk since freed) go first.
   CallRecord.writeUnrecorded(store);
   const sessionId = isValidSessionName(identity.sessionId) ? identity.sessionId : options.defaultSession;
-  if (sessionId !== options.defaultSession) {
+  if (sessionId === options.defaultSession) {
+    // Made when a call first lands there, not at start: a rollout's `…-unattributed` session
+    // stayed empty in `polar sessions` for every rollout whose calls all named their sessions.
+    store.sessions.ensure(sessionId, { upstreamUrl: options.upstream.baseUrl, servedModel: options.servedModel, cwd: process.cwd(), metadata: tokenizerField(options.upstream) });
+  } else {
     store.sessions.ensure(sessionId, {
       upstreamUrl: options.upstream.baseUrl,
       servedModel: options.servedModel,

@@ -29,12 +29,15 @@ export interface ReplayResult {
 export async function replaySession(opts: { dbPath: string; session: string; harness: string; command?: string; harnessBin?: string; nodeBin?: string; cwd?: string; timeoutSec?: number }): Promise<ReplayResult> {
   const store = await openStore(opts.dbPath);
   let cassette;
+  /** A workspace polar made for the replay (not --cwd): removed when the replay ends. */
+  let made: string | null = null;
   try {
     const recorded = store.sessions.get(opts.session)!;
     cassette = await startCassette(store, opts.session);
     const sample = store.rollouts.sampleForSession(opts.session);
     const task = sample ? (JSON.parse(store.rollouts.tasks(sample.rolloutId).find((t) => (JSON.parse(t) as RolloutTask).id === sample.taskId) ?? 'null') as RolloutTask | null) : null;
-    let cwd = opts.cwd ? path.resolve(opts.cwd) : await fs.mkdtemp(path.join(os.tmpdir(), 'polar-replay-'));
+    made = opts.cwd ? null : await fs.mkdtemp(path.join(os.tmpdir(), 'polar-replay-'));
+    let cwd = opts.cwd ? path.resolve(opts.cwd) : made!;
     if (!opts.cwd && task) cwd = (await prepareWorkspace(task, path.join(cwd, 'workspace'), Date.now() + 600_000, baseEnvironment())).dir;
     await fs.mkdir(cwd, { recursive: true });
     const prompt = typeof recorded?.metadata.prompt === 'string' ? recorded.metadata.prompt : (task?.prompt ?? null);
@@ -58,5 +61,6 @@ export async function replaySession(opts: { dbPath: string; session: string; har
   } finally {
     await cassette?.close();
     await store.closeAsync();
+    if (made) await fs.rm(made, { recursive: true, force: true });
   }
 }

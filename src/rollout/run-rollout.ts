@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { removeEmptyOutDir } from './out-dir.js';
 import { PolarError } from '../core/errors.js';
 import { newId } from '../core/ids.js';
 import { getHarness } from '../harness/registry.js';
@@ -100,6 +101,8 @@ export async function runRollout(options: RolloutRun): Promise<RolloutSummary> {
     }
     const unfinished = store.rollouts.samples(rolloutId).some((s) => !(SAMPLE_OUTCOMES as readonly string[]).includes(s.status));
     store.rollouts.end(rolloutId, unfinished ? 'interrupted' : 'completed');
+    // An interrupted rollout keeps its folder for the resume.
+    if (!unfinished) removeEmptyOutDir(config.outDir);
     // The rate is this process's: samples that ended before a resume took none of its time.
     return { ...summarize(store, rolloutId, displayDb(run.dbPath), Date.now() - started, started), refusedCalls: proxy.refused() };
   } finally {

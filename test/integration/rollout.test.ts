@@ -147,8 +147,27 @@ describe('polar rollout', () => {
     const verified = await polar([BIN, 'verify-faithfulness', '--db', db, '--json']);
     expect(verified.code, verified.stdout).toBe(0);
     const report = JSON.parse(verified.stdout);
-    expect(report.sessions).toBeGreaterThanOrEqual(5); // four samples and the rollout's unattributed session
+    // The four samples; the rollout's unattributed session is made only if a call lands there.
+    expect(report.sessions).toBe(4);
     expect(report.textChecked).toBe(report.sessions);
+  });
+
+  it('without --out a finished rollout leaves no folder in the temp folder, and no empty unattributed session', async () => {
+    const tasks = taskFile('no-out.jsonl', [{ id: 'one', prompt: 'calls=1 write:answer.txt:1' }]);
+    const db = path.join(dir, 'no-out.db');
+    const args = rolloutArgs(tasks, db, ['--samples', '2', '--json']);
+    args.splice(args.indexOf('--out'), 2);
+    const r = await polar(args);
+    expect(r.code, r.stderr).toBe(0);
+    const { rolloutId } = JSON.parse(r.stdout) as { rolloutId: string };
+    expect(fs.existsSync(path.join(os.tmpdir(), `polar-${rolloutId}`))).toBe(false);
+    const store = open(db);
+    try {
+      expect(store.sessions.list().map((s) => s.id).filter((id) => id.endsWith('-unattributed'))).toEqual([]);
+      expect(store.sessions.list()).toHaveLength(2);
+    } finally {
+      store.close();
+    }
   });
 
   it('mixed rewards give advantages that sum to zero per group', async () => {

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import chalk from 'chalk';
@@ -90,6 +90,8 @@ async function demo(opts: DemoOptions): Promise<void> {
     process.exitCode = result.exitCode === 0 && wrote !== null ? 0 : 1;
   } finally {
     await mock.close();
+    // The demo's workspace is a temp folder: what the harness did is in the database and its log.
+    await rm(dir, { recursive: true, force: true });
   }
 }
 
