@@ -21,8 +21,11 @@ const KEY = { down: '\u001B[B', up: '\u001B[A', enter: '\r', escape: '\u001B' };
 beforeAll(async () => {
   upstream = await startReferenceUpstream();
   t = await startTestProxy(upstream.url);
+  // A session with no calls, made first, where the proxy's default session used to be (it is now
+  // made only when a call lands there).
+  t.store.sessions.ensure('idle-session');
   await recordMixedSession(t, upstream, 'browse-me');
-  // Another session, so the list has something to choose between and search through (the proxy's default session is a third).
+  // Another session, so the list has something to choose between and search through (idle-session is a third).
   const text = loadTokenText(qwen3ModelDir());
   t.store.sessions.ensure('other-session', { harness: 'codex' });
   source = { sessions: () => t.store.sessions.list().reverse(), session: (id) => loadSessionModel(t.store, id, text), pieces: new TokenPieces(text) };
