@@ -92,9 +92,18 @@ function roomFor<T extends Uint8Array | Uint32Array>(room: T | undefined, n: num
   return room && room.length >= n ? room : make(Math.ceil(n * 1.25));
 }
 
-/** A body as remembered: bytes copied into the agent's room (roomFor), text as it is. */
+/**
+ * Bodies larger than this are remembered as the call's own buffer, not copied into a room: a room
+ * is the body again plus a quarter, per body and per agent, so 4 concurrent 60 MB calls kept
+ * 4 × 2 × 75 MB of copies after they ended (their peak near 1 GB). A buffer this large lives outside
+ * V8's heap, where the promotion the rooms avoid for small bodies does not arise.
+ */
+const COPY_BODIES_UP_TO = 1024 * 1024;
+
+/** A body as remembered: small bytes copied into the agent's room (roomFor), large bytes and text as they are. */
 function keep(last: HeldBody | null | undefined, held: HeldBody | null): HeldBody | null {
   if (held === null || typeof held.body === 'string') return held;
+  if (held.body.length > COPY_BODIES_UP_TO) return { body: held.body, units: held.units };
   const room = roomFor(last?.room, held.body.length, (size) => Buffer.allocUnsafeSlow(size));
   held.body.copy(room);
   return { body: room.subarray(0, held.body.length), units: held.units, room };
