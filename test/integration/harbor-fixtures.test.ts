@@ -1,0 +1,56 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildStartingState, runVerifier } from '../../src/rollout/harbor/trial.js';
+import { removeWorkspace } from '../../src/rollout/workspace.js';
+import { loadTasks } from '../../src/rollout/load-tasks.js';
+import { baseEnvironment } from '../../src/harness/env.js';
+import { bwrapProblem, DEFAULT_LIMITS, findBwrap, type SandboxSettings } from '../../src/sandbox/index.js';
+
+/**
+ * The Harbor fixtures' verifiers against code an agent under RL could write: the agent's module
+ * runs in a child process, so a module that writes a reward of 1 (reward.txt and reward.json) and
+ * exits on import does not score itself, while a right answer still scores. Real bwrap, the real
+ * verifier path (rollout/harbor/trial.ts).
+ */
+const FIXTURES = path.resolve(__dirname, '../../fixtures/harbor');
+const bwrap = findBwrap();
+const problem = bwrap === null ? 'bubblewrap is not installed' : bwrapProblem(bwrap);
+const tasks = new Map(loadTasks(FIXTURES).map((t) => [t.id, t]));
+let dir: string;
+
+beforeAll(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-harbor-fixtures-'));
+});
+afterAll(() => {
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+const PY_SELF = 'import os\nos.makedirs("/logs/verifier", exist_ok=True)\nopen("/logs/verifier/reward.txt", "w").write("1\\n")\nopen("/logs/verifier/reward.json", "w").write("{\\"reward\\": 1}")\nprint("{\\"reward\\": 1}")\nos._exit(0)\n';
+const JS_SELF = "const fs = require('node:fs');\nfs.mkdirSync('/logs/verifier', { recursive: true });\nfs.writeFileSync('/logs/verifier/reward.txt', '1\\n');\nfs.writeFileSync('/logs/verifier/reward.json', '{\"reward\": 1}');\nconsole.log('{\"reward\": 1}');\nprocess.exit(0);\n";
+
+const cases: { task: string; file: string; self: string; right: string; rightReward: number }[] = [
+  { task: 'py-fix-median', file: 'stats.py', self: PY_SELF, right: 'def median(values):\n    o = sorted(values)\n    m = len(o) // 2\n    return o[m] if len(o) % 2 else (o[m - 1] + o[m]) / 2\n', rightReward: 1 },
+  { task: 'partial-credit', file: 'shapes.py', self: PY_SELF, right: 'def square(s):\n    return s * s\n\ndef rectangle(w, h):\n    return w * h\n\ndef circle(r):\n    raise NotImplementedError\n\ndef triangle(b, h):\n    return b * h / 2\n', rightReward: 0.75 },
+  { task: 'js-fix-slugify', file: 'slugify.js', self: JS_SELF, right: "module.exports = { slugify: (t) => t.toLowerCase().replace(/ +/g, '-') };\n", rightReward: 1 },
+];
+
+describe.skipIf(problem !== null)(`Harbor fixture verifiers against self-scoring code${problem ? ` (skipped: ${problem})` : ''}`, () => {
+  const settings = (): SandboxSettings => ({ kind: 'bwrap', bwrap: bwrap!, network: 'proxy-only', limits: DEFAULT_LIMITS, extraReadOnly: [] });
+  it.each(cases)('$task: a module that writes its own reward on import scores 0; a right one scores', async ({ task, file, self, right, rightReward }) => {
+    const trial = tasks.get(task)!.harbor!;
+    for (const [name, code, want] of [['self', self, 0], ['right', right, rightReward]] as const) {
+      const ws = path.join(dir, `${task}-${name}`);
+      await buildStartingState(trial, ws);
+      fs.writeFileSync(path.join(ws, file), code);
+      try {
+        const out = await runVerifier(trial, ws, { settings: settings(), env: baseEnvironment(), secrets: [] }, 'none');
+        expect(out.reward, `${task} ${name}: ${String(out.record.output)}`).toBe(want);
+        expect(out.record.reward_file).toBe('reward.txt');
+      } finally {
+        await removeWorkspace(ws);
+      }
+    }
+  });
+});
