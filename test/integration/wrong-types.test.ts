@@ -24,6 +24,8 @@ const WRONG: unknown[] = ['', 'x', 0, -1, 1.5, true, null, {}, [], ['x'], [{}], 
 
 interface Api {
   path: string;
+  /** The API's token-counting endpoint, decoded like a model call. */
+  countPath?: string;
   body: Record<string, unknown>;
   /** The API's own error shape. */
   isError(body: unknown): boolean;
@@ -51,6 +53,7 @@ const APIS: Record<string, Api> = {
   },
   'anthropic-messages': {
     path: '/v1/messages',
+    countPath: '/v1/messages/count_tokens',
     body: {
       model: 'm',
       stream: false,
@@ -92,6 +95,7 @@ const APIS: Record<string, Api> = {
   },
   'google-generate-content': {
     path: '/v1beta/models/m:generateContent',
+    countPath: '/v1beta/models/m:countTokens',
     body: {
       contents: [
         { role: 'user', parts: [{ text: 'hi' }] },
@@ -149,11 +153,13 @@ describe.each(Object.entries(APIS))('%s: wrong-typed fields', (_name, api) => {
 
   it('every field replaced by a value of another type: 200 or 4xx in the API shape, never 5xx', async () => {
     const failures: string[] = [];
-    for (const at of paths(api.body)) {
-      for (const value of WRONG) {
-        const res = await post(api.path, replaced(api.body, at, value));
-        const ok = res.status === 200 || (res.status >= 400 && res.status < 500 && api.isError(res.json));
-        if (!ok) failures.push(`${at.join('.')} = ${JSON.stringify(value)}: ${res.status} ${JSON.stringify(res.json).slice(0, 200)}`);
+    for (const route of [api.path, ...(api.countPath ? [api.countPath] : [])]) {
+      for (const at of paths(api.body)) {
+        for (const value of WRONG) {
+          const res = await post(route, replaced(api.body, at, value));
+          const ok = res.status === 200 || (res.status >= 400 && res.status < 500 && api.isError(res.json));
+          if (!ok) failures.push(`${route} ${at.join('.')} = ${JSON.stringify(value)}: ${res.status} ${JSON.stringify(res.json).slice(0, 200)}`);
+        }
       }
     }
     expect(failures).toEqual([]);
