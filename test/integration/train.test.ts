@@ -174,7 +174,8 @@ describe('polar train grpo --dry-run', () => {
     const lacking = await fail([...grpoArgs(path.join(dir, 'x4'), ['--dry-run']).map((a) => (a === checkout ? older : a))]);
     expect(lacking.code).toBe(2);
     expect(lacking.stderr).toMatch(/error: the config merged onto .*RL-older's base config has no policy\.generation\.max_new_tokens, which NeMo-RL reads unguarded \(nemo_rl\/.*\): set it with --set policy\.generation\.max_new_tokens=/);
-  });
+    // Six polar processes in a row: on a busy 2-core machine that passes vitest's 30 s default.
+  }, 180_000);
 });
 
 describe('polar train check-nemo-rl', () => {
