@@ -1,5 +1,11 @@
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
+
+/** Where a rollout run without --out keeps its workspaces: a folder of its own in the temp folder. */
+export function defaultOutDir(rolloutId: string): string {
+  return path.resolve(os.tmpdir(), `polar-${rolloutId}`);
+}
 
 /**
  * A finished rollout's output folder, removed where nothing is left in it: with workspaces removed

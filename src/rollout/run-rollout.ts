@@ -1,7 +1,6 @@
 import { existsSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { removeEmptyOutDir } from './out-dir.js';
+import { defaultOutDir, removeEmptyOutDir } from './out-dir.js';
 import { PolarError } from '../core/errors.js';
 import { newId } from '../core/ids.js';
 import { getHarness } from '../harness/registry.js';
@@ -101,8 +100,8 @@ export async function runRollout(options: RolloutRun): Promise<RolloutSummary> {
     }
     const unfinished = store.rollouts.samples(rolloutId).some((s) => !(SAMPLE_OUTCOMES as readonly string[]).includes(s.status));
     store.rollouts.end(rolloutId, unfinished ? 'interrupted' : 'completed');
-    // An interrupted rollout keeps its folder for the resume.
-    if (!unfinished) removeEmptyOutDir(config.outDir);
+    // polar's own temp folder only (a user's --out stays); an interrupted rollout keeps it for the resume.
+    if (!unfinished && config.outDir === defaultOutDir(rolloutId)) removeEmptyOutDir(config.outDir);
     // The rate is this process's: samples that ended before a resume took none of its time.
     return { ...summarize(store, rolloutId, displayDb(run.dbPath), Date.now() - started, started), refusedCalls: proxy.refused() };
   } finally {
@@ -222,7 +221,7 @@ function openRollout(store: Store, run: RolloutRun): { rolloutId: string; config
   if (!run.tasks || !run.config) throw new PolarError('POLAR_USAGE', 'a rollout needs --tasks FILE (or --resume ID)');
   const rolloutId = newId('rol');
   // Absolute: workspaces, harness runs and git all work from other directories.
-  const config: RolloutConfig = { ...run.config, outDir: path.resolve(run.config.outDir || path.join(os.tmpdir(), `polar-${rolloutId}`)) };
+  const config: RolloutConfig = { ...run.config, outDir: path.resolve(run.config.outDir || defaultOutDir(rolloutId)) };
   store.rollouts.create(
     {
       id: rolloutId,

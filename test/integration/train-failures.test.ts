@@ -5,6 +5,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeFixtureCheckout } from '../support/nemo-rl-checkout.js';
+import { writeGpuStandIns } from '../support/fake-nemo-rl/stand-ins.js';
 
 /**
  * `polar train grpo` against the stand-in NeMo-RL (test/support/fake-nemo-rl) when every sample
@@ -13,7 +14,6 @@ import { writeFixtureCheckout } from '../support/nemo-rl-checkout.js';
  * non-2xx /run answer that NeMo-RL prints ("EXCEPTION RESULT", nemo_gym.py:697-710) and raises on.
  */
 const BIN = path.resolve(__dirname, '../../bin/polar.js');
-const LAUNCHER = path.resolve(__dirname, '../support/fake-nemo-rl/launcher.mjs');
 const run = promisify(execFile);
 let dir: string;
 let checkout: string;
@@ -24,14 +24,7 @@ let agent: string;
 beforeAll(() => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-train-failures-'));
   checkout = writeFixtureCheckout(path.join(dir, 'RL'));
-  fakeBin = path.join(dir, 'bin');
-  fs.mkdirSync(fakeBin);
-  fs.writeFileSync(
-    path.join(fakeBin, 'uv'),
-    `#!/bin/sh\ncase "$1" in\n  --version) echo "uv 0.9.9 (stand-in)" ;;\n  python) echo /usr/bin/python3 ;;\n  run) shift; [ "$1" = python ] && shift; exec "${process.execPath}" "${LAUNCHER}" "$@" ;;\n  *) exit 2 ;;\nesac\n`,
-    { mode: 0o755 },
-  );
-  fs.writeFileSync(path.join(fakeBin, 'nvidia-smi'), `#!/bin/sh\ncase "$*" in *memory.used*) echo 2048 ;; *) echo "NVIDIA H100 80GB HBM3, 81559 MiB" ;; esac\n`, { mode: 0o755 });
+  fakeBin = writeGpuStandIns(dir);
   agent = path.join(dir, 'agent.mjs');
   fs.writeFileSync(
     agent,

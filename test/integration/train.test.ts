@@ -10,6 +10,7 @@ import { loadContract, missingKeys, requiredKeys } from '../../src/train/nemo-rl
 import { loadWithInheritance } from '../../src/train/nemo-rl/merge.js';
 import { parseYaml } from '../../src/train/yaml.js';
 import { writeFixtureCheckout } from '../support/nemo-rl-checkout.js';
+import { writeGpuStandIns } from '../support/fake-nemo-rl/stand-ins.js';
 
 /**
  * `polar train` against a stand-in NeMo-RL checkout (test/support/fake-nemo-rl: its launcher reads
@@ -18,7 +19,6 @@ import { writeFixtureCheckout } from '../support/nemo-rl-checkout.js';
  * `nvidia-smi`. A real GPU run is only checked on a machine with an NVIDIA GPU and NeMo-RL (README).
  */
 const BIN = path.resolve(__dirname, '../../bin/polar.js');
-const LAUNCHER = path.resolve(__dirname, '../support/fake-nemo-rl/launcher.mjs');
 const KEYS = path.resolve(__dirname, '../../fixtures/nemo-rl');
 const run = promisify(execFile);
 let dir: string;
@@ -34,14 +34,7 @@ beforeAll(() => {
   // Built from the pinned list: the files it names, each pinned line reading its key, and base
   // configs with exactly the pinned keys (so the launcher's merged-key check is NeMo-RL's).
   checkout = writeFixtureCheckout(path.join(dir, 'RL'));
-  fakeBin = path.join(dir, 'bin');
-  fs.mkdirSync(fakeBin);
-  fs.writeFileSync(
-    path.join(fakeBin, 'uv'),
-    `#!/bin/sh\ncase "$1" in\n  --version) echo "uv 0.9.9 (stand-in)" ;;\n  python) echo /usr/bin/python3 ;;\n  run) shift; [ "$1" = python ] && shift; exec "${process.execPath}" "${LAUNCHER}" "$@" ;;\n  *) exit 2 ;;\nesac\n`,
-    { mode: 0o755 },
-  );
-  fs.writeFileSync(path.join(fakeBin, 'nvidia-smi'), `#!/bin/sh\ncase "$*" in *memory.used*) echo 2048 ;; *) echo "NVIDIA H100 80GB HBM3, 81559 MiB" ;; esac\n`, { mode: 0o755 });
+  fakeBin = writeGpuStandIns(dir);
   // A small real agent (the custom harness): one model call through polar, then it writes the answer.
   agent = path.join(checkout, 'agent.mjs');
   fs.writeFileSync(
