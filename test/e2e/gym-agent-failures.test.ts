@@ -1,13 +1,12 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import readline from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMockServer, type MockServer } from '../../src/mock-server/server.js';
 import { Store } from '../../src/store/store.js';
 import { gymRunResult } from '../../src/train/gym-result.js';
-import { BIN } from './support.js';
+import { startPolarServer } from './support.js';
 
 /**
  * How `polar gym-agent` fails, against the mock in NeMo-RL mode with a small real agent (the custom
@@ -56,19 +55,9 @@ afterAll(async () => {
 
 async function startAgent(name: string, extra: string[]): Promise<{ url: string; db: string; stderr: () => string }> {
   const db = path.join(dir, `${name}.db`);
-  const child = spawn(
-    process.execPath,
-    [BIN, 'gym-agent', '--harness', 'custom', '--command', `${process.execPath} ${agentScript} {prompt}`, '--sandbox', 'none', '--upstream', `${mock.url}/v1`, '--model', mock.model, '--db', db, '--tasks', tasksFile, '--out', path.join(dir, `out-${name}`), '--json', ...extra],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  children.push(child);
-  let stderr = '';
-  child.stderr!.on('data', (d) => (stderr += d));
-  const line = await new Promise<string>((resolve, reject) => {
-    readline.createInterface({ input: child.stdout! }).once('line', resolve);
-    child.once('exit', (code) => reject(new Error(`gym-agent exited ${code}: ${stderr}`)));
-  });
-  return { url: (JSON.parse(line) as { url: string }).url, db, stderr: () => stderr };
+  const args = ['gym-agent', '--harness', 'custom', '--command', `${process.execPath} ${agentScript} {prompt}`, '--sandbox', 'none', '--upstream', `${mock.url}/v1`, '--model', mock.model, '--db', db, '--tasks', tasksFile, '--out', path.join(dir, `out-${name}`), '--json', ...extra];
+  const { json, stderr } = await startPolarServer(args, children);
+  return { url: json.url as string, db, stderr };
 }
 
 const row = (taskId: string, maxOutputTokens?: number) => ({

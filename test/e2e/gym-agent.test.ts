@@ -1,8 +1,7 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import readline from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMockServer, type MockServer } from '../../src/mock-server/server.js';
 import { mockTasksFrom } from '../../src/mock-server/tasks.js';
@@ -10,7 +9,7 @@ import { readTaskFile } from '../../src/rollout/task-file.js';
 import { Store } from '../../src/store/store.js';
 import { gymRows } from '../../src/train/gym-wiring.js';
 import { contiguityProblems, gymResultProblems } from '../support/nemo-gym-schema.js';
-import { BIN } from './support.js';
+import { startPolarServer } from './support.js';
 
 /**
  * `polar gym-agent` under NeMo-RL's contract, with real harnesses against a stand-in for NeMo-RL's
@@ -36,15 +35,8 @@ afterAll(async () => {
 });
 
 async function startAgent(harness: string, db: string): Promise<string> {
-  const child = spawn(process.execPath, [BIN, 'gym-agent', '--harness', harness, '--upstream', `${mock.url}/v1`, '--model', mock.model, '--db', db, '--tasks', TASKS, '--out', path.join(dir, `out-${harness}`), '--json'], { stdio: ['ignore', 'pipe', 'pipe'] });
-  children.push(child);
-  let stderr = '';
-  child.stderr!.on('data', (d) => (stderr += d));
-  const line = await new Promise<string>((resolve, reject) => {
-    readline.createInterface({ input: child.stdout! }).once('line', resolve);
-    child.once('exit', (code) => reject(new Error(`gym-agent exited ${code}: ${stderr}`)));
-  });
-  return (JSON.parse(line) as { url: string }).url;
+  const { json } = await startPolarServer(['gym-agent', '--harness', harness, '--upstream', `${mock.url}/v1`, '--model', mock.model, '--db', db, '--tasks', TASKS, '--out', path.join(dir, `out-${harness}`), '--json'], children);
+  return json.url as string;
 }
 
 describe.each(['claude-code', 'codex'])('polar gym-agent --harness %s', (harness) => {

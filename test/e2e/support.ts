@@ -1,7 +1,8 @@
-import { execFile, spawn } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import readline from 'node:readline';
 import { promisify } from 'node:util';
 import { expect } from 'vitest';
 import { Store } from '../../src/store/store.js';
@@ -41,6 +42,23 @@ export async function polarRun(args: string[], env: NodeJS.ProcessEnv = {}, time
 
 export function spawnPolar(args: string[]) {
   return spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1' } });
+}
+
+/**
+ * A long-running polar command started with `--json` (a server): resolves with the first line it
+ * prints, parsed, once it is listening; rejects with its stderr if it exits first. The child goes into
+ * `children`, for the test's cleanup to end.
+ */
+export async function startPolarServer(args: string[], children: ChildProcess[]): Promise<{ json: Record<string, unknown>; stderr: () => string }> {
+  const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  children.push(child);
+  let stderr = '';
+  child.stderr!.on('data', (d) => (stderr += d));
+  const line = await new Promise<string>((resolve, reject) => {
+    readline.createInterface({ input: child.stdout! }).once('line', resolve);
+    child.once('exit', (code) => reject(new Error(`polar ${args[0]} exited ${code}: ${stderr}`)));
+  });
+  return { json: JSON.parse(line) as Record<string, unknown>, stderr: () => stderr };
 }
 
 const claimed = new WeakSet<object>();
