@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { packFloat64, packUint32 } from '../store/tokens.js';
+import { packFloat64, packUint32 } from './token-packing.js';
 
 const TAG = Buffer.from('polar-tokens/1\0');
 const NONE = 0xffffffff;

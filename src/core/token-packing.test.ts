@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { packFloat64, packUint32, unpackFloat64, unpackUint32 } from './tokens.js';
+import { packFloat64, packUint32, unpackFloat64, unpackUint32 } from './token-packing.js';
 
 describe('token blobs', () => {
   it('packs ids as little-endian uint32', () => {

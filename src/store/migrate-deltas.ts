@@ -1,6 +1,6 @@
 import type { Db } from './db.js';
 import { commonPrefixLength, MIN_SHARED_TOKENS, stringDelta } from './delta.js';
-import { packUint32, unpackUint32 } from './tokens.js';
+import { packUint32, unpackUint32 } from '../core/token-packing.js';
 
 /**
  * Migration 8: rows stored whole become deltas against their agent's previous call (delta.ts), as

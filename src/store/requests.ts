@@ -3,7 +3,7 @@ import type { Db } from './db.js';
 import { tokenDigest } from '../core/token-digest.js';
 import { ChainReader, RecentCalls, type BodyKind, type CallKey, type HeldBody } from './call-chains.js';
 import type { BodyText } from './delta.js';
-import { packFloat64, packUint32, unpackFloat64, unpackUint32 } from './tokens.js';
+import { packFloat64, packUint32, unpackFloat64, unpackUint32 } from '../core/token-packing.js';
 
 /** `interrupted`: the process serving it ended first (see owners.ts); tokens checkpointed so far are kept. */
 export type RequestStatus = 'in_progress' | 'ok' | 'error' | 'aborted' | 'interrupted';

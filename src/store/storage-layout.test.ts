@@ -7,7 +7,7 @@ import { migrateTo } from './db.js';
 import { MIGRATIONS } from './migrations.js';
 import type { RequestStart } from './requests.js';
 import { Store } from './store.js';
-import { packUint32 } from './tokens.js';
+import { packUint32 } from '../core/token-packing.js';
 
 /**
  * An agent session of n turns as harnesses make it: each body is the previous one with the new

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BUNDLED_QWEN3 } from '../../src/core/bundled-tokenizer.js';
 import { migrateTo } from '../../src/store/db.js';
 import { Store } from '../../src/store/store.js';
-import { packUint32 } from '../../src/store/tokens.js';
+import { packUint32 } from '../../src/core/token-packing.js';
 import { digestOfTokens } from '../../src/core/token-digest.js';
 import { recordMixedSession } from '../support/mixed-session.js';
 import { startReferenceUpstream, type ReferenceUpstream } from '../support/reference-upstream/index.js';

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { packFloat64, packUint32 } from '../../src/store/tokens.js';
+import { packFloat64, packUint32 } from '../../src/core/token-packing.js';
 import { Store } from '../../src/store/store.js';
 import { reconstruct } from '../../src/trajectory/reconstruct.js';
 import { getStrategy } from '../../src/trajectory/registry.js';
