@@ -55,7 +55,10 @@ interface CallCost {
 }
 
 async function startUpstream(): Promise<{ url: string; stop(): void }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'bench/bridging-upstream.ts')], { stdio: ['ignore', 'pipe', 'inherit'], cwd: ROOT });
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'bench/bridging-upstream.ts')], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    cwd: ROOT,
+  });
   const line = await new Promise<string>((resolve, reject) => {
     const rl = readline.createInterface({ input: child.stdout! });
     rl.once('line', resolve);
@@ -93,7 +96,11 @@ async function runMode(mode: Mode, upstreamUrl: string, dir: string) {
       for (let turn = 0; turn < TURNS; turn++) {
         if (reply) body = provider.next(body, reply, 'Go on.', OUTPUT);
         const cpu = process.cpuUsage();
-        const res = await fetch(`${proxy.url}/s/${session}${provider.path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+        const res = await fetch(`${proxy.url}/s/${session}${provider.path}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        });
         const text = await res.text();
         const used = process.cpuUsage(cpu);
         if (res.status !== 200) throw new Error(`${mode.name} ${provider.harness} turn ${turn}: HTTP ${res.status} ${text.slice(0, 300)}`);
@@ -132,19 +139,31 @@ try {
 
 const buckets = Array.from({ length: 4 }, (_, i) => [Math.floor((i * TURNS) / 4), Math.floor(((i + 1) * TURNS) / 4)] as const);
 const lines: string[] = [];
-lines.push(`## Bridging: server-templated vs token-in/token-out (${new Date().toISOString().slice(0, 10)}, ${os.cpus().length} cores, Node ${process.version})`);
+lines.push(
+  `## Bridging: server-templated vs token-in/token-out (${new Date().toISOString().slice(0, 10)}, ${os.cpus().length} cores, Node ${process.version})`,
+);
 lines.push('');
-lines.push(`${REPLAY_PROVIDERS.length} sessions (real first requests of ${REPLAY_PROVIDERS.map((p) => p.harness).join(', ')}), ${TURNS} turns each, ~2.4 KB tool output per turn; mock server in its own process; strict prefix merging.`);
+lines.push(
+  `${REPLAY_PROVIDERS.length} sessions (real first requests of ${REPLAY_PROVIDERS.map((p) => p.harness).join(', ')}), ${TURNS} turns each, ~2.4 KB tool output per turn; mock server in its own process; strict prefix merging.`,
+);
 lines.push('');
 lines.push('| mode | calls | traces | calls / trace | breaks | tokens per-request | tokens merged | saved |');
 lines.push('|---|---|---|---|---|---|---|---|');
 for (const r of results) {
   const s = r.stats;
-  const breaks = Object.entries(s.breaks).filter(([, n]) => n > 0).map(([k, n]) => `${k} ${n}`).join(', ') || '0';
-  lines.push(`| ${r.mode.name} | ${s.used} | ${s.traces} | ${s.mergeRatio.toFixed(2)} | ${breaks} | ${s.tokensPerRequest.toLocaleString('en')} | ${s.tokensMerged.toLocaleString('en')} | ${((1 - s.tokensMerged / s.tokensPerRequest) * 100).toFixed(1)}% |`);
+  const breaks =
+    Object.entries(s.breaks)
+      .filter(([, n]) => n > 0)
+      .map(([k, n]) => `${k} ${n}`)
+      .join(', ') || '0';
+  lines.push(
+    `| ${r.mode.name} | ${s.used} | ${s.traces} | ${s.mergeRatio.toFixed(2)} | ${breaks} | ${s.tokensPerRequest.toLocaleString('en')} | ${s.tokensMerged.toLocaleString('en')} | ${((1 - s.tokensMerged / s.tokensPerRequest) * 100).toFixed(1)}% |`,
+  );
 }
 lines.push('');
-lines.push('Proxy CPU per call as the history grows (median over the sessions; prompt = median prompt tokens in the bucket). `prepare` is the prompt building alone; `process` is the whole process per call, client included.');
+lines.push(
+  'Proxy CPU per call as the history grows (median over the sessions; prompt = median prompt tokens in the bucket). `prepare` is the prompt building alone; `process` is the whole process per call, client included.',
+);
 lines.push('');
 lines.push(`| turns | prompt tokens | ${results.map((r) => `${r.mode.name}: prepare / process ms`).join(' | ')} |`);
 lines.push(`|---|---|${results.map(() => '---').join('|')}|`);
@@ -157,7 +176,8 @@ for (const [lo, hi] of buckets) {
   });
   lines.push(`| ${lo + 1}–${hi} | ${prompt.toLocaleString('en')} | ${cells.join(' | ')} |`);
 }
-const quarter = (r: (typeof results)[number], [lo, hi]: readonly [number, number]) => median(r.costs.filter((c) => c.turn >= lo && c.turn < hi).map((c) => c.prepareMs));
+const quarter = (r: (typeof results)[number], [lo, hi]: readonly [number, number]) =>
+  median(r.costs.filter((c) => c.turn >= lo && c.turn < hi).map((c) => c.prepareMs));
 const [served, full, bridged] = results as [(typeof results)[number], (typeof results)[number], (typeof results)[number]];
 const first = buckets[0]!;
 const last = buckets[buckets.length - 1]!;

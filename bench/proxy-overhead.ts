@@ -156,7 +156,9 @@ async function latency(variants: Variant[], scenarios: Scenario[]): Promise<Row[
       const calls = s.rounds * s.perRound;
       rows.push({ scenario: s, samples, paired, cpuMsPerCall: new Map([...ticks].map(([k, t]) => [k, (t * 10) / calls])) });
       const d = pct(samples.get('direct')!, 50);
-      process.stderr.write(`${s.api} ${s.stream ? 'stream' : 'json'} c=${s.concurrency}: ${variants.map((v) => `${v.name} +${(pct(samples.get(v.name)!, 50) - d).toFixed(2)}`).join(', ')} ms\n`);
+      process.stderr.write(
+        `${s.api} ${s.stream ? 'stream' : 'json'} c=${s.concurrency}: ${variants.map((v) => `${v.name} +${(pct(samples.get(v.name)!, 50) - d).toFixed(2)}`).join(', ')} ms\n`,
+      );
     }
   } finally {
     for (const p of pools.values()) await p.close();
@@ -224,7 +226,10 @@ async function main(): Promise<void> {
   const upstream = await spawnJsonLine(['--import', 'tsx', path.join(ROOT, 'bench/bridging-upstream.ts')]);
   const constant = await spawnJsonLine(['--import', 'tsx', path.join(ROOT, 'bench/bridging-upstream.ts'), '--constant']);
   const fastUpstream = await spawnJsonLine(['--import', 'tsx', path.join(ROOT, 'bench/bridging-upstream.ts'), '--constant', '--fast']);
-  const builds: { name: string; bin: string }[] = [...(BASELINE ? [{ name: 'before', bin: path.join(BASELINE, 'bin/polar.js') }] : []), { name: BASELINE ? 'after' : 'polar', bin: path.join(ROOT, 'bin/polar.js') }];
+  const builds: { name: string; bin: string }[] = [
+    ...(BASELINE ? [{ name: 'before', bin: path.join(BASELINE, 'bin/polar.js') }] : []),
+    { name: BASELINE ? 'after' : 'polar', bin: path.join(ROOT, 'bin/polar.js') },
+  ];
   const children: ChildProcess[] = [upstream.child, constant.child, fastUpstream.child];
   try {
     process.stderr.write('building ~100 KB bodies from the harness fixtures…\n');
@@ -263,7 +268,10 @@ async function main(): Promise<void> {
       [false, true].map((stream) => ({ api: apiName(body), upstream: 'fast', body, stream, concurrency: 64, perRound: PER_ROUND_C64, rounds: ROUNDS_C64 })),
     );
     const rows: Row[] = [];
-    for (const [url, tag, scenarios] of [[constant.url, 'tokenizing', single], [fastUpstream.url, 'fast', many]] as const) {
+    for (const [url, tag, scenarios] of [
+      [constant.url, 'tokenizing', single],
+      [fastUpstream.url, 'fast', many],
+    ] as const) {
       const { variants, procs } = await startPaths(url, tag);
       rows.push(...(await latency(variants, scenarios)));
       for (const c of procs) await stop(c);
@@ -275,7 +283,14 @@ async function main(): Promise<void> {
     const speed = new Map<string, Awaited<ReturnType<typeof throughput>>>();
     for (const b of builds) speed.set(b.name, await throughput(b.bin, store.get(b.name)!.db));
 
-    const report = format(bodies, rows, builds.map((b) => b.name), mem, store, speed);
+    const report = format(
+      bodies,
+      rows,
+      builds.map((b) => b.name),
+      mem,
+      store,
+      speed,
+    );
     process.stdout.write(`${report}\n`);
     if (!quick) writeResultsSection('Proxy overhead', report);
   } finally {
@@ -295,17 +310,25 @@ function format(
   const f = (x: number) => x.toFixed(2);
   const lines: string[] = [];
   const cpu = os.cpus()[0]?.model ?? 'unknown CPU';
-  lines.push(`## Proxy overhead (${new Date().toISOString().slice(0, 10)}, ${cpu}, ${os.cpus().length} cores, Node ${process.version}${quick ? ', --quick' : ''})`);
+  lines.push(
+    `## Proxy overhead (${new Date().toISOString().slice(0, 10)}, ${cpu}, ${os.cpus().length} cores, Node ${process.version}${quick ? ', --quick' : ''})`,
+  );
   lines.push('');
   lines.push(
     `\`npm run bench\` (bench/proxy-overhead.ts${BASELINE ? `, \`--baseline\` ${path.basename(BASELINE)}` : ''}). Bodies: real harness requests grown to ~100 KB with non-ASCII tool output (${bodies
       .map((b) => `${b.provider.harness} ${(Buffer.byteLength(b.harness.text) / 1024).toFixed(0)} KB`)
-      .join(', ')}); upstream: the mock server in its own process, rendering Qwen3's template and tokenizing every prompt (${'~'}25k prompt ids returned per reply, as vLLM does); at c=64 the same server in fast mode (replies of the same size, no tokenizer work: with it, 64 queued calls of ~90 ms each move the p50 by hundreds of ms between runs). Direct and the bare relay send the exact chat body polar sends, so the upstream does the same work; the paths take turns call by call at c=1 and round by round at c=64, in a different order each round (every permutation of the paths in turn, so each follows each other equally often). "added" = path − direct at the same percentile; "paired Δ" = the median over rounds of the path's call minus direct's in the same round (at c=64, of the rounds' medians); CPU = the proxy process's user + system time over the scenario, per call. Load generator, upstream and proxies share the cores.`,
+      .join(
+        ', ',
+      )}); upstream: the mock server in its own process, rendering Qwen3's template and tokenizing every prompt (${'~'}25k prompt ids returned per reply, as vLLM does); at c=64 the same server in fast mode (replies of the same size, no tokenizer work: with it, 64 queued calls of ~90 ms each move the p50 by hundreds of ms between runs). Direct and the bare relay send the exact chat body polar sends, so the upstream does the same work; the paths take turns call by call at c=1 and round by round at c=64, in a different order each round (every permutation of the paths in turn, so each follows each other equally often). "added" = path − direct at the same percentile; "paired Δ" = the median over rounds of the path's call minus direct's in the same round (at c=64, of the rounds' medians); CPU = the proxy process's user + system time over the scenario, per call. Load generator, upstream and proxies share the cores.`,
   );
   lines.push('');
   const paths = ['relay', ...builds];
-  lines.push(`| API | upstream | metric | c | n | direct p50 | ${paths.map((p) => `${p} added p50`).join(' | ')} | ${paths.map((p) => `${p} paired Δ`).join(' | ')} | ${paths.map((p) => `${p} added p99`).join(' | ')} | ${paths.map((p) => `${p} CPU ms/call`).join(' | ')} |`);
-  lines.push(`|---|---|---|---:|---:|---:|${paths.map(() => '---:').join('|')}|${paths.map(() => '---:').join('|')}|${paths.map(() => '---:').join('|')}|${paths.map(() => '---:').join('|')}|`);
+  lines.push(
+    `| API | upstream | metric | c | n | direct p50 | ${paths.map((p) => `${p} added p50`).join(' | ')} | ${paths.map((p) => `${p} paired Δ`).join(' | ')} | ${paths.map((p) => `${p} added p99`).join(' | ')} | ${paths.map((p) => `${p} CPU ms/call`).join(' | ')} |`,
+  );
+  lines.push(
+    `|---|---|---|---:|---:|---:|${paths.map(() => '---:').join('|')}|${paths.map(() => '---:').join('|')}|${paths.map(() => '---:').join('|')}|${paths.map(() => '---:').join('|')}|`,
+  );
   for (const r of rows) {
     const d = r.samples.get('direct')!;
     const added = (p: string, q: number) => pct(r.samples.get(p)!, q) - pct(d, q);
@@ -322,7 +345,9 @@ function format(
   const marks = [...store.get(builds[0]!)!.bytesAt.keys()];
   lines.push(`Database bytes per session (${REPLAY_PROVIDERS.length} sessions, one per API, ~2.5 KB of tool output per turn; logical size, mean per session):`);
   lines.push('');
-  lines.push(`| build | ${marks.map((m) => `${m} turns`).join(' | ')} | last ${marks.length > 1 ? `${marks[marks.length - 1]! - marks[marks.length - 2]!} turns` : ''} / first ${marks[0]} |`);
+  lines.push(
+    `| build | ${marks.map((m) => `${m} turns`).join(' | ')} | last ${marks.length > 1 ? `${marks[marks.length - 1]! - marks[marks.length - 2]!} turns` : ''} / first ${marks[0]} |`,
+  );
   lines.push(`|---|${marks.map(() => '---:').join('|')}|---:|`);
   for (const b of builds) {
     const at = store.get(b)!.bytesAt;
@@ -337,12 +362,16 @@ function format(
   lines.push('|---|---:|---:|---:|');
   for (const b of builds) {
     const s = speed.get(b)!;
-    lines.push(`| ${b} | ${(s.tokens / 1e6).toFixed(1)} M | ${s.reconstructS.toFixed(2)} s (${(s.tokens / s.reconstructS / 1e6).toFixed(1)} M tokens/s) | ${s.verifyS.toFixed(2)} s (${(s.tokens / s.verifyS / 1e6).toFixed(1)} M tokens/s) |`);
+    lines.push(
+      `| ${b} | ${(s.tokens / 1e6).toFixed(1)} M | ${s.reconstructS.toFixed(2)} s (${(s.tokens / s.reconstructS / 1e6).toFixed(1)} M tokens/s) | ${s.verifyS.toFixed(2)} s (${(s.tokens / s.verifyS / 1e6).toFixed(1)} M tokens/s) |`,
+    );
   }
   lines.push('');
   lines.push(failures.size === 0 ? 'Failed calls: none.' : `Failed calls: ${[...failures].map(([k, v]) => `${k} ${v.length} (first: ${v[0]})`).join('; ')}.`);
   lines.push('');
-  lines.push('Targets: added p50 ≤ 2 ms for OpenAI Chat pass-through and ≤ 3 ms for the translated APIs at c=1 (total and first byte); at c=64 added within 2× of the bare relay\'s; idle RSS ≤ 60 MiB; peak ≤ 100 MiB; storage linear in the session\'s length.');
+  lines.push(
+    "Targets: added p50 ≤ 2 ms for OpenAI Chat pass-through and ≤ 3 ms for the translated APIs at c=1 (total and first byte); at c=64 added within 2× of the bare relay's; idle RSS ≤ 60 MiB; peak ≤ 100 MiB; storage linear in the session's length.",
+  );
   return lines.join('\n');
 }
 

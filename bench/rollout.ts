@@ -29,14 +29,30 @@ import { measureStartup, startupTable, startupVerdict } from './sandbox-startup.
 
 const sections = (process.argv.find((a) => a.startsWith('--sections='))?.split('=')[1] ?? 'startup,overlap,harnesses').split(',');
 const rounds = Number(process.argv.find((a) => a.startsWith('--rounds='))?.split('=')[1] ?? 30);
-const harnesses = (process.argv.find((a) => a.startsWith('--harnesses='))?.split('=')[1] ?? 'claude-code,codex,gemini-cli,pi,opencode').split(',').filter(Boolean);
+const harnesses = (process.argv.find((a) => a.startsWith('--harnesses='))?.split('=')[1] ?? 'claude-code,codex,gemini-cli,pi,opencode')
+  .split(',')
+  .filter(Boolean);
 // Not under /tmp: the bwrap sandbox gives commands a private /tmp, where the agent script would not be.
 fs.mkdirSync(path.resolve(import.meta.dirname, '.tmp'), { recursive: true });
 const dir = fs.mkdtempSync(path.join(path.resolve(import.meta.dirname, '.tmp'), 'rollout-'));
 const sandbox = findBwrap() ? 'bwrap' : 'none';
 
 function config(over: Partial<RolloutConfig>): RolloutConfig {
-  return { harness: 'custom', upstream: { url: '', kind: 'vllm' }, model: null, samples: 1, concurrency: 2, initWorkers: 2, postWorkers: 2, timeoutSec: 300, outDir: path.join(os.tmpdir(), `polar-bench-out-${Math.random().toString(36).slice(2)}`), accept: null, keepWorkspaces: false, sandbox, ...over };
+  return {
+    harness: 'custom',
+    upstream: { url: '', kind: 'vllm' },
+    model: null,
+    samples: 1,
+    concurrency: 2,
+    initWorkers: 2,
+    postWorkers: 2,
+    timeoutSec: 300,
+    outDir: path.join(os.tmpdir(), `polar-bench-out-${Math.random().toString(36).slice(2)}`),
+    accept: null,
+    keepWorkspaces: false,
+    sandbox,
+    ...over,
+  };
 }
 
 async function overlap(): Promise<string[]> {
@@ -62,12 +78,18 @@ await new Promise((r) => setTimeout(r, Number(process.argv[2]) * 1000));`,
       metadata: {},
     }));
     const started = Date.now();
-    const summary = await runRollout({ dbPath: path.join(dir, `overlap-${setup}.db`), tasks, config: config({ command: `${process.execPath} ${agent} ${work}`, upstream: { url: mock.url, kind: 'vllm' }, samples: 2 }) });
+    const summary = await runRollout({
+      dbPath: path.join(dir, `overlap-${setup}.db`),
+      tasks,
+      config: config({ command: `${process.execPath} ${agent} ${work}`, upstream: { url: mock.url, kind: 'vllm' }, samples: 2 }),
+    });
     const wall = (Date.now() - started) / 1000;
     const sessions = summary.outcomes.completed;
     const runBound = setup + (sessions * work) / 2;
     const sum = (sessions * (setup + work)) / 2;
-    rows.push(`| ${setup} s | ${work} s | ${sessions} | ${wall.toFixed(2)} s | ${runBound.toFixed(1)} s | ${sum.toFixed(1)} s | ${(((wall - runBound) / sessions) * 1000).toFixed(0)} ms | ${((sessions / wall) * 60).toFixed(1)} |`);
+    rows.push(
+      `| ${setup} s | ${work} s | ${sessions} | ${wall.toFixed(2)} s | ${runBound.toFixed(1)} s | ${sum.toFixed(1)} s | ${(((wall - runBound) / sessions) * 1000).toFixed(0)} ms | ${((sessions / wall) * 60).toFixed(1)} |`,
+    );
   }
   await mock.close();
   return rows;
@@ -80,10 +102,17 @@ async function perHarness(): Promise<string[]> {
   const rows: string[] = [];
   for (const harness of harnesses) {
     const started = Date.now();
-    const summary = await runRollout({ dbPath: path.join(dir, `${harness}.db`), tasks, tasksFile: file, config: config({ harness, upstream: { url: mock.url, kind: 'vllm' }, samples: 2 }) });
+    const summary = await runRollout({
+      dbPath: path.join(dir, `${harness}.db`),
+      tasks,
+      tasksFile: file,
+      config: config({ harness, upstream: { url: mock.url, kind: 'vllm' }, samples: 2 }),
+    });
     const wall = (Date.now() - started) / 1000;
     const ended = summary.outcomes.completed + summary.outcomes.failed + summary.outcomes.timeout + summary.outcomes.error;
-    rows.push(`| ${harness} | ${ended} | ${summary.outcomes.completed} | ${wall.toFixed(1)} s | ${((ended / wall) * 60).toFixed(1)} | ${summary.meanReward?.toFixed(3) ?? '-'} |`);
+    rows.push(
+      `| ${harness} | ${ended} | ${summary.outcomes.completed} | ${wall.toFixed(1)} s | ${((ended / wall) * 60).toFixed(1)} | ${summary.meanReward?.toFixed(3) ?? '-'} |`,
+    );
     process.stderr.write(`${harness}: ${ended} sessions in ${wall.toFixed(1)} s\n`);
   }
   await mock.close();

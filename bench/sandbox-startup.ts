@@ -41,7 +41,29 @@ export interface StartupSample {
 
 /** The pre-issue-24 sandbox's argv (git show 94ef183:src/harness/sandbox.ts), for the same command. */
 function oldSandboxArgs(cwd: string, file: string, args: string[]): string[] {
-  return ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp', '--tmpfs', '/var/tmp', '--bind', cwd, cwd, '--unshare-pid', '--die-with-parent', '--chdir', cwd, '--', file, ...args];
+  return [
+    '--ro-bind',
+    '/',
+    '/',
+    '--dev',
+    '/dev',
+    '--proc',
+    '/proc',
+    '--tmpfs',
+    '/tmp',
+    '--tmpfs',
+    '/var/tmp',
+    '--bind',
+    cwd,
+    cwd,
+    '--unshare-pid',
+    '--die-with-parent',
+    '--chdir',
+    cwd,
+    '--',
+    file,
+    ...args,
+  ];
 }
 
 /** Spawns and resolves at the first stdout byte, then at the exit. */
@@ -86,7 +108,11 @@ export async function measureStartup(rounds: number, warmup = 3): Promise<Startu
         } else {
           const network = p.slice('new '.length) as NetworkMode;
           const t0 = performance.now();
-          const jail = await openJail(settings, { cwd, network, ...(network === 'proxy-only' ? { proxy: { port: 40000 + (round % 1000), socket: socket.path } } : {}) });
+          const jail = await openJail(settings, {
+            cwd,
+            network,
+            ...(network === 'proxy-only' ? { proxy: { port: 40000 + (round % 1000), socket: socket.path } } : {}),
+          });
           const cmd = jail.wrap({ file: '/bin/echo', args: ['x'], env });
           const open = performance.now() - t0;
           const r = await timed(cmd.file, cmd.args, cmd.env, cwd, t0);
@@ -118,15 +144,28 @@ export function startupTable(samples: StartupSample[]): string {
     const fb = of(p).map((s) => s.firstByte);
     const td = of(p).map((s) => s.teardown);
     const added = (q: number) => (p === 'none' ? '–' : (percentile(fb, q) - percentile(base, q)).toFixed(1));
-    const open = p.startsWith('new') ? percentile(of(p).map((s) => s.open), 0.5).toFixed(1) : '–';
+    const open = p.startsWith('new')
+      ? percentile(
+          of(p).map((s) => s.open),
+          0.5,
+        ).toFixed(1)
+      : '–';
     return `| ${p} | ${fb.length} | ${percentile(fb, 0.5).toFixed(1)} | ${percentile(fb, 0.9).toFixed(1)} | ${added(0.5)} | ${added(0.9)} | ${open} | ${percentile(td, 0.5).toFixed(1)} | ${percentile(td, 0.9).toFixed(1)} |`;
   });
-  return ['| sandbox | n | first byte p50 ms | first byte p90 ms | added p50 ms | added p90 ms | of which openJail p50 ms | teardown p50 ms | teardown p90 ms |', '|---|---:|---:|---:|---:|---:|---:|---:|---:|', ...rows].join('\n');
+  return [
+    '| sandbox | n | first byte p50 ms | first byte p90 ms | added p50 ms | added p90 ms | of which openJail p50 ms | teardown p50 ms | teardown p90 ms |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
+    ...rows,
+  ].join('\n');
 }
 
 /** What the run shows against the target, in numbers from the same samples as the table. */
 export function startupVerdict(samples: StartupSample[], targetMs = 100): string {
-  const p50 = (p: StartupPath) => percentile(samples.filter((s) => s.path === p).map((s) => s.firstByte), 0.5);
+  const p50 = (p: StartupPath) =>
+    percentile(
+      samples.filter((s) => s.path === p).map((s) => s.firstByte),
+      0.5,
+    );
   const base = p50('none');
   const added = (p: StartupPath) => p50(p) - base;
   const harness = added('new proxy-only');

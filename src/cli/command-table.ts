@@ -74,7 +74,8 @@ export const COMMANDS: readonly CommandEntry[] = [
   {
     name: 'show',
     term: 'show [options] [session]',
-    description: "one session's calls in order, grouped by the agent (sub-agent) that made them; on a terminal, a browser down to each call's tokens and the merged traces",
+    description:
+      "one session's calls in order, grouped by the agent (sub-agent) that made them; on a terminal, a browser down to each call's tokens and the merged traces",
     load: async () => (await import('./commands/show.js')).registerShow,
   },
   {
@@ -98,7 +99,8 @@ export const COMMANDS: readonly CommandEntry[] = [
   {
     name: 'gym-agent',
     term: 'gym-agent [options]',
-    description: "serve NeMo Gym's agent contract for NeMo-RL: each POST /run row runs one harness session through polar and answers with token fields and the reward",
+    description:
+      "serve NeMo Gym's agent contract for NeMo-RL: each POST /run row runs one harness session through polar and answers with token fields and the reward",
     load: async () => (await import('./commands/gym-agent.js')).registerGymAgent,
   },
   {

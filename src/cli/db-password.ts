@@ -15,7 +15,10 @@ export function addDbPasswordOption(program: Command): void {
   const visit = (command: Command) => {
     const takesUrl = command.options.some((o) => URL_OPTIONS.some((name) => o.long === `--${name}`));
     if (takesUrl && !command.options.some((o) => o.long === '--db-password-file')) {
-      command.option('--db-password-file <file>', "the PostgreSQL password, read from this file (0600) instead of the URL: a password in --db shows in `ps`; PGPASSWORD and ~/.pgpass work too");
+      command.option(
+        '--db-password-file <file>',
+        'the PostgreSQL password, read from this file (0600) instead of the URL: a password in --db shows in `ps`; PGPASSWORD and ~/.pgpass work too',
+      );
     }
     command.commands.forEach(visit);
   };
@@ -34,7 +37,9 @@ export function applyDbPassword(command: Command, env: NodeJS.ProcessEnv = proce
     const value: unknown = command.getOptionValue(name);
     if (typeof value === 'string' && isPostgresUrl(value) && urlPassword(value) !== null && command.getOptionValueSource(name) === 'cli' && !warned) {
       warned = true;
-      process.stderr.write(`${chalk.yellow('warning')}: the PostgreSQL password in --${name} is visible to every user of this machine (ps); use PGPASSWORD, ~/.pgpass or --db-password-file FILE\n`);
+      process.stderr.write(
+        `${chalk.yellow('warning')}: the PostgreSQL password in --${name} is visible to every user of this machine (ps); use PGPASSWORD, ~/.pgpass or --db-password-file FILE\n`,
+      );
     }
   }
   const file: unknown = command.getOptionValue('dbPasswordFile');
@@ -42,7 +47,8 @@ export function applyDbPassword(command: Command, env: NodeJS.ProcessEnv = proce
   const password = readPasswordFile(file);
   const db: unknown = command.getOptionValue('db');
   // --db left to $POLAR_DB: the file's password is for that URL too.
-  if (db === undefined && env.POLAR_DB && isPostgresUrl(env.POLAR_DB) && command.options.some((o) => o.long === '--db')) command.setOptionValueWithSource('db', env.POLAR_DB, 'env');
+  if (db === undefined && env.POLAR_DB && isPostgresUrl(env.POLAR_DB) && command.options.some((o) => o.long === '--db'))
+    command.setOptionValueWithSource('db', env.POLAR_DB, 'env');
   for (const name of URL_OPTIONS) {
     const value: unknown = command.getOptionValue(name);
     if (typeof value === 'string' && isPostgresUrl(value) && urlPassword(value) === null) {

@@ -36,9 +36,14 @@ function addStubs(program: Command): void {
   program.configureHelp({ subcommandTerm: (command) => terms.get(command.name()) ?? new Help().subcommandTerm(command) });
   for (const { name, description } of COMMANDS) {
     // Reached only when something before the name kept it from being argv[2] (the name picks the real command).
-    program.command(name).description(description).allowUnknownOption().allowExcessArguments().action(() => {
-      reportError(new PolarError('POLAR_USAGE', `put the command first: polar ${name} [options]`), false);
-    });
+    program
+      .command(name)
+      .description(description)
+      .allowUnknownOption()
+      .allowExcessArguments()
+      .action(() => {
+        reportError(new PolarError('POLAR_USAGE', `put the command first: polar ${name} [options]`), false);
+      });
   }
 }
 
@@ -77,13 +82,27 @@ export async function main(argv: string[]): Promise<void> {
   if (first !== undefined && !first.startsWith('-') && first !== 'help' && !program.commands.some((c) => c.name() === first || c.aliases().includes(first))) {
     const names = program.commands.map((c) => c.name());
     const near = names.filter((n) => n.startsWith(first.slice(0, 3)) || first.startsWith(n.slice(0, 3)));
-    reportError(new PolarError('POLAR_USAGE', `unknown command '${first}'${near.length > 0 ? ` (did you mean ${near.join(' or ')}?)` : ''}; commands: ${names.join(', ')}`), false);
+    reportError(
+      new PolarError(
+        'POLAR_USAGE',
+        `unknown command '${first}'${near.length > 0 ? ` (did you mean ${near.join(' or ')}?)` : ''}; commands: ${names.join(', ')}`,
+      ),
+      false,
+    );
     return;
   }
   // The same one level down: `polar train nope --help` would print train's help and exit 0.
   const parent = program.commands.find((c) => c.name() === first);
   const second = argv[viaHelp ? 4 : 3];
-  if (parent && second !== undefined && !second.startsWith('-') && parent.commands.length > 0 && parent.registeredArguments.length === 0 && !parent.commands.some((c) => c.name() === second || c.aliases().includes(second)) && second !== 'help') {
+  if (
+    parent &&
+    second !== undefined &&
+    !second.startsWith('-') &&
+    parent.commands.length > 0 &&
+    parent.registeredArguments.length === 0 &&
+    !parent.commands.some((c) => c.name() === second || c.aliases().includes(second)) &&
+    second !== 'help'
+  ) {
     reportError(new PolarError('POLAR_USAGE', `unknown command '${first} ${second}'; ${first} has: ${parent.commands.map((c) => c.name()).join(', ')}`), false);
     return;
   }

@@ -8,7 +8,8 @@ import { InvalidArgumentError } from 'commander';
 export function integerArg(flag: string, min: number, max: number = Number.MAX_SAFE_INTEGER): (value: string) => number {
   return (value) => {
     const n = Number(value);
-    if (value.trim() === '' || !Number.isInteger(n) || n < min || n > max) throw invalid(`${flag} must be an integer from ${min} to ${max}, got ${JSON.stringify(value)}`);
+    if (value.trim() === '' || !Number.isInteger(n) || n < min || n > max)
+      throw invalid(`${flag} must be an integer from ${min} to ${max}, got ${JSON.stringify(value)}`);
     return n;
   };
 }
@@ -16,7 +17,8 @@ export function integerArg(flag: string, min: number, max: number = Number.MAX_S
 export function numberArg(flag: string, min: number, max: number): (value: string) => number {
   return (value) => {
     const n = Number(value);
-    if (value.trim() === '' || !Number.isFinite(n) || n < min || n > max) throw invalid(`${flag} must be a number from ${min} to ${max}, got ${JSON.stringify(value)}`);
+    if (value.trim() === '' || !Number.isFinite(n) || n < min || n > max)
+      throw invalid(`${flag} must be a number from ${min} to ${max}, got ${JSON.stringify(value)}`);
     return n;
   };
 }
@@ -35,7 +37,8 @@ export function policyShiftArg(flag: string): (value: string) => { every: number
   return (value) => {
     const m = /^(\d+):(-?\d+(?:\.\d+)?)$/.exec(value.trim());
     const every = m ? Number(m[1]) : 0;
-    if (!m || every < 1) throw invalid(`${flag} must be EVERY:DELTA (add DELTA to the logprob at every EVERY-th position, e.g. 4:0.5), got ${JSON.stringify(value)}`);
+    if (!m || every < 1)
+      throw invalid(`${flag} must be EVERY:DELTA (add DELTA to the logprob at every EVERY-th position, e.g. 4:0.5), got ${JSON.stringify(value)}`);
     return { every, delta: Number(m[2]) };
   };
 }

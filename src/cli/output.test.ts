@@ -30,8 +30,14 @@ describe('CLI output', () => {
     expect(exitCodeFor(new Error('x'))).toBe(1);
   });
 
-  it('the run status line counts calls, tokens and errors from the proxy\'s call events', () => {
-    const out = Object.assign(new PassThrough(), { isTTY: true, columns: 200, cursorTo: () => true, clearLine: () => true, moveCursor: () => true }) as unknown as NodeJS.WriteStream;
+  it("the run status line counts calls, tokens and errors from the proxy's call events", () => {
+    const out = Object.assign(new PassThrough(), {
+      isTTY: true,
+      columns: 200,
+      cursorTo: () => true,
+      clearLine: () => true,
+      moveCursor: () => true,
+    }) as unknown as NodeJS.WriteStream;
     let text = '';
     (out as unknown as PassThrough).on('data', (d: Buffer) => (text += d.toString()));
     const line = new RunStatusLine(out);

@@ -2,7 +2,17 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { PolarError } from '../core/errors.js';
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import { bwrapProblem, DEFAULT_LIMITS, findBwrap, formatBytes, parseSize, requireBwrap, type SandboxKind, type SandboxLimits, type SandboxSettings } from '../sandbox/index.js';
+import {
+  bwrapProblem,
+  DEFAULT_LIMITS,
+  findBwrap,
+  formatBytes,
+  parseSize,
+  requireBwrap,
+  type SandboxKind,
+  type SandboxLimits,
+  type SandboxSettings,
+} from '../sandbox/index.js';
 import { integerArg } from './numbers.js';
 
 /** The sandbox flags `rollout`, `run`, `worker` and `gym-agent` share. */
@@ -19,11 +29,20 @@ export interface SandboxFlags {
 export function addSandboxOptions(cmd: Command, what = 'harness, setup and evaluator commands'): Command {
   return cmd
     .addOption(new Option('--sandbox <kind>', `isolate ${what}: bwrap (default when installed) or none`).choices(['bwrap', 'none']))
-    .addOption(new Option('--network <mode>', "the harness's network in the sandbox: proxy-only (default: the capture proxy alone) or host (this machine's network)").choices(['proxy-only', 'host']))
+    .addOption(
+      new Option(
+        '--network <mode>',
+        "the harness's network in the sandbox: proxy-only (default: the capture proxy alone) or host (this machine's network)",
+      ).choices(['proxy-only', 'host']),
+    )
     .option('--sandbox-ro <path>', 'a path every sandbox also sees read-only (a custom harness script, a toolchain); repeatable', collect, [])
     .option('--max-procs <n>', `processes and threads per sample (0: no cap; default ${DEFAULT_LIMITS.maxProcs})`, integerArg('--max-procs', 0))
     .option('--max-memory <size>', `memory per sample, e.g. 4g (0: no cap; default ${formatBytes(DEFAULT_LIMITS.maxMemoryBytes)})`, sizeArg('--max-memory'))
-    .option('--max-file-size <size>', `largest file a sample may write, e.g. 1g (0: no cap; default ${formatBytes(DEFAULT_LIMITS.maxFileSizeBytes)})`, sizeArg('--max-file-size'))
+    .option(
+      '--max-file-size <size>',
+      `largest file a sample may write, e.g. 1g (0: no cap; default ${formatBytes(DEFAULT_LIMITS.maxFileSizeBytes)})`,
+      sizeArg('--max-file-size'),
+    )
     .option('--max-cpu-seconds <n>', `CPU seconds per sample (0: no cap; default ${DEFAULT_LIMITS.maxCpuSeconds})`, integerArg('--max-cpu-seconds', 0));
 }
 

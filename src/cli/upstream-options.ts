@@ -14,11 +14,14 @@ export interface UpstreamFlags {
 /** The flags that choose and configure the inference server, shared by `proxy` and `run`. */
 export function addUpstreamOptions(command: Command): Command {
   return command
-    .addOption(
-      new Option('--upstream-kind <kind>', 'inference server type (see "Upstream kinds" below)').choices([...UPSTREAM_KINDS]).default('vllm'),
+    .addOption(new Option('--upstream-kind <kind>', 'inference server type (see "Upstream kinds" below)').choices([...UPSTREAM_KINDS]).default('vllm'))
+    .option(
+      '--tokenizer <path>',
+      "vllm-tito / sglang-tito: the model's Hugging Face folder (tokenizer.json + tokenizer_config.json or chat_template.jinja), or bundled:qwen3",
     )
-    .option('--tokenizer <path>', 'vllm-tito / sglang-tito: the model\'s Hugging Face folder (tokenizer.json + tokenizer_config.json or chat_template.jinja), or bundled:qwen3')
-    .addOption(new Option('--tool-parser <name>', 'vllm-tito / sglang-tito: tool-call format (default: detected from the chat template)').choices([...TOOL_PARSERS]))
+    .addOption(
+      new Option('--tool-parser <name>', 'vllm-tito / sglang-tito: tool-call format (default: detected from the chat template)').choices([...TOOL_PARSERS]),
+    )
     .option('--temperature <t>', 'nemo-rl: the training temperature NeMo-RL asserts (set on every call)', numberArg('--temperature', 0, 100))
     .option('--top-p <p>', 'nemo-rl: the training top_p NeMo-RL asserts (set on every call; default 1.0)', numberArg('--top-p', 0, 1));
 }

@@ -50,11 +50,7 @@ export class UpstreamStatusError extends PolarError {
     readonly upstreamStatus: number,
     readonly upstreamBody: string,
   ) {
-    super(
-      'POLAR_UPSTREAM_STATUS',
-      upstreamStatusMessage(upstreamStatus, upstreamBody),
-      upstreamStatus >= 400 && upstreamStatus < 500 ? upstreamStatus : 502,
-    );
+    super('POLAR_UPSTREAM_STATUS', upstreamStatusMessage(upstreamStatus, upstreamBody), upstreamStatus >= 400 && upstreamStatus < 500 ? upstreamStatus : 502);
   }
 }
 

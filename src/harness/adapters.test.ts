@@ -64,13 +64,42 @@ const ADAPTERS: readonly Harness[] = [claudeCode, codex, geminiCli, qwenCode, pi
 
 /** Exactly the variables each adapter adds to the allow-listed parent env (HOME included). */
 const OWN_KEYS: Record<string, readonly string[]> = {
-  'claude-code': ['HOME', 'CLAUDE_CONFIG_DIR', 'ANTHROPIC_BASE_URL', 'ANTHROPIC_API_KEY', 'ANTHROPIC_MODEL', 'ANTHROPIC_DEFAULT_OPUS_MODEL', 'ANTHROPIC_DEFAULT_SONNET_MODEL', 'ANTHROPIC_DEFAULT_HAIKU_MODEL', 'CLAUDE_CODE_SUBAGENT_MODEL', 'CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC', 'DISABLE_AUTOUPDATER', 'DISABLE_TELEMETRY', 'DISABLE_ERROR_REPORTING', 'CLAUDE_CODE_DISABLE_FAST_MODE', 'CLAUDE_CODE_MAX_CONTEXT_TOKENS', 'CLAUDE_CODE_MAX_OUTPUT_TOKENS'],
+  'claude-code': [
+    'HOME',
+    'CLAUDE_CONFIG_DIR',
+    'ANTHROPIC_BASE_URL',
+    'ANTHROPIC_API_KEY',
+    'ANTHROPIC_MODEL',
+    'ANTHROPIC_DEFAULT_OPUS_MODEL',
+    'ANTHROPIC_DEFAULT_SONNET_MODEL',
+    'ANTHROPIC_DEFAULT_HAIKU_MODEL',
+    'CLAUDE_CODE_SUBAGENT_MODEL',
+    'CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC',
+    'DISABLE_AUTOUPDATER',
+    'DISABLE_TELEMETRY',
+    'DISABLE_ERROR_REPORTING',
+    'CLAUDE_CODE_DISABLE_FAST_MODE',
+    'CLAUDE_CODE_MAX_CONTEXT_TOKENS',
+    'CLAUDE_CODE_MAX_OUTPUT_TOKENS',
+  ],
   codex: ['HOME', 'CODEX_HOME', 'POLAR_API_KEY'],
   'gemini-cli': ['HOME', 'GEMINI_CLI_HOME', 'GOOGLE_GEMINI_BASE_URL', 'GEMINI_API_KEY', 'GEMINI_CLI_TRUST_WORKSPACE', 'GEMINI_CLI_NO_RELAUNCH'],
   'qwen-code': ['HOME', 'OPENAI_BASE_URL', 'OPENAI_API_KEY', 'OPENAI_MODEL', 'QWEN_STREAM_IDLE_TIMEOUT_MS'],
   pi: ['HOME', 'PI_CODING_AGENT_DIR', 'PI_OFFLINE', 'PI_SKIP_VERSION_CHECK', 'POLAR_API_KEY'],
   opencode: ['HOME', 'OPENCODE_CONFIG', 'OPENCODE_DISABLE_MODELS_FETCH', 'OPENCODE_DISABLE_AUTOUPDATE', 'OPENCODE_DISABLE_LSP_DOWNLOAD', 'POLAR_API_KEY'],
-  custom: ['HOME', 'POLAR_BASE_URL', 'POLAR_SESSION', 'POLAR_MODEL', 'POLAR_API_KEY', 'OPENAI_BASE_URL', 'OPENAI_API_KEY', 'ANTHROPIC_BASE_URL', 'ANTHROPIC_API_KEY', 'GOOGLE_GEMINI_BASE_URL', 'GEMINI_API_KEY'],
+  custom: [
+    'HOME',
+    'POLAR_BASE_URL',
+    'POLAR_SESSION',
+    'POLAR_MODEL',
+    'POLAR_API_KEY',
+    'OPENAI_BASE_URL',
+    'OPENAI_API_KEY',
+    'ANTHROPIC_BASE_URL',
+    'ANTHROPIC_API_KEY',
+    'GOOGLE_GEMINI_BASE_URL',
+    'GEMINI_API_KEY',
+  ],
 };
 
 const modeOf = (p: string): number => fs.statSync(p).mode & 0o777;
@@ -135,7 +164,19 @@ describe('claude-code', () => {
     const ctx = makeCtx();
     const cmd = claudeCode.command('/opt/bin/claude', ctx, '-v please', ['--max-turns', '5'], BASE_ENV);
     expect(cmd.file).toBe('/opt/bin/claude');
-    expect(cmd.args).toEqual(['-p', '--output-format', 'stream-json', '--verbose', '--dangerously-skip-permissions', '--model', 'Qwen/Qwen3-8B', '--max-turns', '5', '--', '-v please']);
+    expect(cmd.args).toEqual([
+      '-p',
+      '--output-format',
+      'stream-json',
+      '--verbose',
+      '--dangerously-skip-permissions',
+      '--model',
+      'Qwen/Qwen3-8B',
+      '--max-turns',
+      '5',
+      '--',
+      '-v please',
+    ]);
     expect(cmd.env).toMatchObject({
       ANTHROPIC_BASE_URL: ROOT_URL,
       ANTHROPIC_API_KEY: 'polar-run-7',
@@ -168,7 +209,10 @@ describe('claude-code', () => {
     fs.mkdirSync(ctx.cwd, { recursive: true });
     const dir = path.join(ctx.home, '.claude');
     fs.mkdirSync(dir, { recursive: true });
-    fs.writeFileSync(path.join(dir, '.claude.json'), JSON.stringify({ numStartups: 3, customApiKeyResponses: { approved: ['other'], rejected: ['23456789abcdefghijkl'] } }));
+    fs.writeFileSync(
+      path.join(dir, '.claude.json'),
+      JSON.stringify({ numStartups: 3, customApiKeyResponses: { approved: ['other'], rejected: ['23456789abcdefghijkl'] } }),
+    );
     await claudeCode.writeConfig(ctx);
     await claudeCode.writeConfig(ctx);
     expect(modeOf(dir)).toBe(0o700);
@@ -193,7 +237,12 @@ describe('codex', () => {
   });
 
   it('runs interactive without `exec`', () => {
-    expect(codex.command('codex', makeCtx(), null, ['--foo'], BASE_ENV).args).toEqual(['--dangerously-bypass-approvals-and-sandbox', '-m', 'Qwen/Qwen3-8B', '--foo']);
+    expect(codex.command('codex', makeCtx(), null, ['--foo'], BASE_ENV).args).toEqual([
+      '--dangerously-bypass-approvals-and-sandbox',
+      '-m',
+      'Qwen/Qwen3-8B',
+      '--foo',
+    ]);
   });
 
   it('writes a custom Responses provider pointed at the session', async () => {
@@ -257,7 +306,13 @@ describe('qwen-code', () => {
     const ctx = makeCtx();
     const cmd = qwenCode.command('qwen', ctx, 'do it', [], BASE_ENV);
     expect(cmd.args).toEqual(['--yolo', '--prompt=do it', '--output-format', 'stream-json']);
-    expect(cmd.env).toMatchObject({ HOME: ctx.home, OPENAI_BASE_URL: V1_URL, OPENAI_API_KEY: 'polar-run-7', OPENAI_MODEL: 'Qwen/Qwen3-8B', QWEN_STREAM_IDLE_TIMEOUT_MS: '0' });
+    expect(cmd.env).toMatchObject({
+      HOME: ctx.home,
+      OPENAI_BASE_URL: V1_URL,
+      OPENAI_API_KEY: 'polar-run-7',
+      OPENAI_MODEL: 'Qwen/Qwen3-8B',
+      QWEN_STREAM_IDLE_TIMEOUT_MS: '0',
+    });
     expect(qwenCode.minNodeMajor).toBe(22);
   });
 
@@ -271,7 +326,12 @@ describe('pi', () => {
     const ctx = makeCtx();
     const cmd = pi.command('pi', ctx, 'task', ['--thinking', 'off'], BASE_ENV);
     expect(cmd.args).toEqual(['--offline', '--no-session', '--mode', 'json', '--provider', 'polar', '--model', 'Qwen/Qwen3-8B', '--thinking', 'off', 'task']);
-    expect(cmd.env).toMatchObject({ PI_CODING_AGENT_DIR: path.join(ctx.home, '.pi', 'agent'), PI_OFFLINE: '1', PI_SKIP_VERSION_CHECK: '1', POLAR_API_KEY: 'polar-run-7' });
+    expect(cmd.env).toMatchObject({
+      PI_CODING_AGENT_DIR: path.join(ctx.home, '.pi', 'agent'),
+      PI_OFFLINE: '1',
+      PI_SKIP_VERSION_CHECK: '1',
+      POLAR_API_KEY: 'polar-run-7',
+    });
   });
 
   it('runs interactive with the polar provider', () => {
@@ -309,7 +369,8 @@ describe('pi', () => {
   it('leaves the window to pi when unknown, and caps output for a small window', async () => {
     const unknown = makeCtx({ contextWindow: null });
     await pi.writeConfig(unknown);
-    const [model] = (readJson(path.join(unknown.home, '.pi', 'agent', 'models.json')) as { providers: { polar: { models: Record<string, unknown>[] } } }).providers.polar.models;
+    const [model] = (readJson(path.join(unknown.home, '.pi', 'agent', 'models.json')) as { providers: { polar: { models: Record<string, unknown>[] } } })
+      .providers.polar.models;
     expect(model).not.toHaveProperty('contextWindow');
     const small = makeCtx({ contextWindow: 8192 });
     await pi.writeConfig(small);
@@ -410,15 +471,18 @@ describe('agent headers', () => {
 
   // Every recorded call is the main agent's: none may carry a header the adapter reads as an agent
   // name, or the main agent would not be filed as `main`.
-  it.each(ADAPTERS.filter((h) => fs.existsSync(path.join(FIXTURES, h.name))).map((h) => [h.name, h] as const))('%s: recorded main-agent calls name no agent', (_name, harness) => {
-    const dir = path.join(FIXTURES, harness.name);
-    const files = fs.readdirSync(dir).filter((f) => /^\d+-.*\.json$/.test(f));
-    expect(files.length).toBeGreaterThan(0);
-    for (const f of files) {
-      const { headers } = readJson(path.join(dir, f)) as { headers: Record<string, string> };
-      for (const h of harness.agentHeaders) expect(headers).not.toHaveProperty(h);
-    }
-  });
+  it.each(ADAPTERS.filter((h) => fs.existsSync(path.join(FIXTURES, h.name))).map((h) => [h.name, h] as const))(
+    '%s: recorded main-agent calls name no agent',
+    (_name, harness) => {
+      const dir = path.join(FIXTURES, harness.name);
+      const files = fs.readdirSync(dir).filter((f) => /^\d+-.*\.json$/.test(f));
+      expect(files.length).toBeGreaterThan(0);
+      for (const f of files) {
+        const { headers } = readJson(path.join(dir, f)) as { headers: Record<string, string> };
+        for (const h of harness.agentHeaders) expect(headers).not.toHaveProperty(h);
+      }
+    },
+  );
 
   it('are chosen per harness', () => {
     expect(Object.fromEntries(ADAPTERS.map((h) => [h.name, h.agentHeaders]))).toEqual({

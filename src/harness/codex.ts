@@ -36,11 +36,7 @@ function tomlString(value: string): string {
 }
 
 export function codexConfigToml(ctx: HarnessContext): string {
-  const lines = [
-    `model = ${tomlString(ctx.model)}`,
-    'model_provider = "polar"',
-    'check_for_update_on_startup = false',
-  ];
+  const lines = [`model = ${tomlString(ctx.model)}`, 'model_provider = "polar"', 'check_for_update_on_startup = false'];
   if (ctx.contextWindow !== null) {
     lines.push(`model_context_window = ${ctx.contextWindow}`);
     lines.push(`model_auto_compact_token_limit = ${Math.floor(ctx.contextWindow * AUTO_COMPACT_FRACTION)}`);

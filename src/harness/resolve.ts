@@ -21,7 +21,10 @@ export async function resolveHarnessBin(harness: Harness, explicit: string | und
   for (const dir of envPath.split(path.delimiter).filter(Boolean)) candidates.push(path.join(dir, harness.binName));
   for (const file of candidates) if (await isExecutable(file)) return file;
   const install = harness.packageName ? `npm install -g ${harness.packageName}` : `put ${harness.binName} on PATH`;
-  throw new PolarError('POLAR_USAGE', `${harness.name} is not installed (no ${harness.binName} in node_modules/.bin or on PATH): ${install}, or pass --harness-bin PATH`);
+  throw new PolarError(
+    'POLAR_USAGE',
+    `${harness.name} is not installed (no ${harness.binName} in node_modules/.bin or on PATH): ${install}, or pass --harness-bin PATH`,
+  );
 }
 
 async function isExecutable(file: string): Promise<boolean> {

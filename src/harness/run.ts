@@ -54,7 +54,14 @@ export interface RunHarnessOptions {
    * proxy that serves it (a rollout's); without one, polar makes one for the proxy it starts, or
    * relays one to `proxyUrl`.
    */
-  sandbox?: { settings: SandboxSettings; network: NetworkMode; proxySocket?: string; readOnly?: readonly string[]; cwdInside?: string; binds?: readonly Bind[] };
+  sandbox?: {
+    settings: SandboxSettings;
+    network: NetworkMode;
+    proxySocket?: string;
+    readOnly?: readonly string[];
+    cwdInside?: string;
+    binds?: readonly Bind[];
+  };
   /** Extra session metadata (a rollout's sample, task and group). */
   sessionMetadata?: Record<string, unknown>;
   /** An open store on `dbPath` to use (a rollout's), instead of opening one; it is left open. */
@@ -93,7 +100,11 @@ export async function runHarness(opts: RunHarnessOptions): Promise<RunHarnessRes
   const session = opts.session ?? newId('ses');
   const bin = await resolveHarnessBin(harness, opts.harnessBin, opts.cwd, opts.parentEnv?.PATH ?? process.env.PATH);
   const baseEnv = baseEnvironment(opts.parentEnv);
-  const nodeDir = opts.nodeBin ? path.dirname(realpathSync(path.resolve(opts.nodeBin))) : harness.minNodeMajor ? await ensureNode(harness.minNodeMajor, harness.name, baseEnv, opts.onNotice) : null;
+  const nodeDir = opts.nodeBin
+    ? path.dirname(realpathSync(path.resolve(opts.nodeBin)))
+    : harness.minNodeMajor
+      ? await ensureNode(harness.minNodeMajor, harness.name, baseEnv, opts.onNotice)
+      : null;
   if (nodeDir) baseEnv.PATH = [nodeDir, baseEnv.PATH].filter(Boolean).join(path.delimiter);
 
   const runDir = path.join(localStateDir(opts.dbPath), '.polar', 'runs', session);
@@ -134,15 +145,31 @@ export async function runHarness(opts: RunHarnessOptions): Promise<RunHarnessRes
     // Without a master (an open `polar proxy`), the key only names the session, as it always did.
     const apiKey = keys ? keys.keyFor(session) : `polar-${session}`;
     // With the workspace mounted elsewhere inside (a Harbor task's /app), the harness is told that path.
-    const ctxBase: Omit<HarnessContext, 'proxyUrl'> = { session, apiKey, model, home, cwd: sandboxed?.cwdInside ?? opts.cwd, contextWindow, isRoot: process.getuid?.() === 0 };
-    const harnessVersion = opts.harnessVersion !== undefined ? opts.harnessVersion : await versionOf(harness, bin, { ...ctxBase, proxyUrl: 'http://127.0.0.1:9' }, baseEnv);
+    const ctxBase: Omit<HarnessContext, 'proxyUrl'> = {
+      session,
+      apiKey,
+      model,
+      home,
+      cwd: sandboxed?.cwdInside ?? opts.cwd,
+      contextWindow,
+      isRoot: process.getuid?.() === 0,
+    };
+    const harnessVersion =
+      opts.harnessVersion !== undefined ? opts.harnessVersion : await versionOf(harness, bin, { ...ctxBase, proxyUrl: 'http://127.0.0.1:9' }, baseEnv);
     store.sessions.ensure(session, {
       harness: harness.name,
       harnessVersion,
       cwd: opts.cwd,
       upstreamUrl: upstream?.baseUrl ?? proxyUrlOrNull(opts.proxyUrl),
       servedModel: model,
-      metadata: { prompt: opts.prompt, log_file: logFile, interactive: opts.prompt === null, ...(opts.sandbox ? { sandbox: opts.sandbox.settings.kind, network: opts.sandbox.settings.kind === 'none' ? 'host' : opts.sandbox.network } : {}), ...(upstream ? tokenizerField(upstream) : {}), ...opts.sessionMetadata },
+      metadata: {
+        prompt: opts.prompt,
+        log_file: logFile,
+        interactive: opts.prompt === null,
+        ...(opts.sandbox ? { sandbox: opts.sandbox.settings.kind, network: opts.sandbox.settings.kind === 'none' ? 'host' : opts.sandbox.network } : {}),
+        ...(upstream ? tokenizerField(upstream) : {}),
+        ...opts.sessionMetadata,
+      },
     });
     if (upstream) {
       proxy = await startProxy({
@@ -162,9 +189,16 @@ export async function runHarness(opts: RunHarnessOptions): Promise<RunHarnessRes
       if (ownSocket) {
         const target = new URL(proxyUrl);
         if (!['127.0.0.1', 'localhost', '[::1]'].includes(target.hostname)) {
-          throw new PolarError('POLAR_USAGE', `a sandbox with --network proxy-only reaches a proxy on this machine only (--proxy ${proxyUrl}); use a local proxy, or --network host`);
+          throw new PolarError(
+            'POLAR_USAGE',
+            `a sandbox with --network proxy-only reaches a proxy on this machine only (--proxy ${proxyUrl}); use a local proxy, or --network host`,
+          );
         }
-        relay = await startRelay(ownSocket.path, target.hostname === 'localhost' ? '127.0.0.1' : target.hostname.replace(/^\[|\]$/g, ''), Number(target.port || 80));
+        relay = await startRelay(
+          ownSocket.path,
+          target.hostname === 'localhost' ? '127.0.0.1' : target.hostname.replace(/^\[|\]$/g, ''),
+          Number(target.port || 80),
+        );
       }
     }
 

@@ -121,7 +121,12 @@ export async function runCommand(
       stripFinalNewline: false,
       maxBuffer: 256 * 1024 * 1024,
     });
-    return { exitCode: result.exitCode ?? null, output: result.all ?? '', stdout: result.stdout ?? '', failed: result.failed ? (result.shortMessage ?? 'failed') : null };
+    return {
+      exitCode: result.exitCode ?? null,
+      output: result.all ?? '',
+      stdout: result.stdout ?? '',
+      failed: result.failed ? (result.shortMessage ?? 'failed') : null,
+    };
   } catch (err) {
     return { exitCode: null, output: '', stdout: '', failed: (err as Error).message };
   }
@@ -144,7 +149,10 @@ const OUTPUT_TAIL = 64 * 1024;
  * A task's shell command (setup, evaluator): `bash -c` in its own process group, so a timeout ends
  * everything it started; output kept as bounded tails. Never throws for the command's own failure.
  */
-export async function runShell(command: string, opts: { cwd: string; env: Record<string, string>; timeoutMs: number; wrap?: (cmd: HarnessCommand) => HarnessCommand }): Promise<ShellResult> {
+export async function runShell(
+  command: string,
+  opts: { cwd: string; env: Record<string, string>; timeoutMs: number; wrap?: (cmd: HarnessCommand) => HarnessCommand },
+): Promise<ShellResult> {
   const base: HarnessCommand = { file: 'bash', args: ['-c', command], env: opts.env };
   const cmd = opts.wrap ? opts.wrap(base) : base;
   let stdout = '';
@@ -187,7 +195,16 @@ export interface Supervised {
 export function startSupervised(cmd: HarnessCommand, opts: { cwd: string; logFile: string; onLine?: (line: string) => void }): Supervised {
   const log = createWriteStream(opts.logFile, { flags: 'a', mode: 0o600 });
   log.write(`# ${new Date().toISOString()} ${[cmd.file, ...cmd.args].map((a) => JSON.stringify(a)).join(' ')}\n`);
-  const child = execa(cmd.file, cmd.args, { cwd: opts.cwd, env: cmd.env, extendEnv: false, reject: false, detached: true, stdin: 'ignore', buffer: false, all: true });
+  const child = execa(cmd.file, cmd.args, {
+    cwd: opts.cwd,
+    env: cmd.env,
+    extendEnv: false,
+    reject: false,
+    detached: true,
+    stdin: 'ignore',
+    buffer: false,
+    all: true,
+  });
   let partial = '';
   child.all?.on('data', (d: Buffer) => {
     log.write(d);

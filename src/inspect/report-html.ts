@@ -116,7 +116,12 @@ function sessionArticle(s: ReportSession, options: ReportOptions): string {
     ['traces', `${model.traces.length} (prefix-merging), ${model.breaks.length} break${model.breaks.length === 1 ? '' : 's'}`],
   ];
   if (sample) {
-    facts.push(['task', `${sample.taskId} #${sample.sampleIndex}`], ['reward', num(sample.reward)], ['advantage', signed(sample.advantage)], ['leave-one-out', signed(sample.looAdvantage)]);
+    facts.push(
+      ['task', `${sample.taskId} #${sample.sampleIndex}`],
+      ['reward', num(sample.reward)],
+      ['advantage', signed(sample.advantage)],
+      ['leave-one-out', signed(sample.looAdvantage)],
+    );
     if (model.group) facts.push(['group', `mean ${num(model.group.mean)}, std ${num(model.group.std)}`]);
   }
   return `<article class="session" id="${anchor(ss.id)}" data-session="${esc(ss.id)}"${sample ? ` data-reward="${sample.reward ?? ''}" data-advantage="${sample.advantage ?? ''}"` : ''}>
@@ -144,9 +149,14 @@ function message(m: ChatMessage, isReply: boolean): string {
   const text = contentText(m.content);
   if (text) {
     const long = text.length > 2000 || m.role === 'system';
-    parts.push(long ? `<details><summary>${esc(text.slice(0, 120).replace(/\s+/g, ' '))}… (${text.length} characters)</summary><pre>${esc(text)}</pre></details>` : `<pre>${esc(text)}</pre>`);
+    parts.push(
+      long
+        ? `<details><summary>${esc(text.slice(0, 120).replace(/\s+/g, ' '))}… (${text.length} characters)</summary><pre>${esc(text)}</pre></details>`
+        : `<pre>${esc(text)}</pre>`,
+    );
   }
-  for (const call of m.tool_calls ?? []) parts.push(`<div class="tool-call"><span class="name">${esc(call.function.name)}</span><pre>${esc(prettyJson(call.function.arguments))}</pre></div>`);
+  for (const call of m.tool_calls ?? [])
+    parts.push(`<div class="tool-call"><span class="name">${esc(call.function.name)}</span><pre>${esc(prettyJson(call.function.arguments))}</pre></div>`);
   const role = isReply ? 'reply' : m.role;
   return `<div class="msg role-${esc(m.role)}${isReply ? ' reply' : ''}"><div class="role">${esc(role)}${m.tool_call_id ? ` <span class="meta">${esc(m.tool_call_id)}</span>` : ''}</div>${parts.join('')}</div>`;
 }
@@ -162,7 +172,11 @@ function callsSection(model: SessionModel, options: ReportOptions): string {
 }
 
 function callBlock(c: InspectCall, options: ReportOptions): string {
-  const where = c.excluded ? `<span class="excluded">not trained: ${esc(c.excluded)}</span>` : c.trace !== null ? `<a href="#${anchor(c.sessionId)}-trace-${c.trace}">trace ${c.trace}</a>` : '';
+  const where = c.excluded
+    ? `<span class="excluded">not trained: ${esc(c.excluded)}</span>`
+    : c.trace !== null
+      ? `<a href="#${anchor(c.sessionId)}-trace-${c.trace}">trace ${c.trace}</a>`
+      : '';
   const head = `#${c.seq} ${esc(c.provider)} · ${esc(c.status)}${c.finishReason ? ` · ${esc(c.finishReason)}` : ''} · ${c.promptTokenCount ?? '-'} prompt + ${c.sampledTokenCount ?? '-'} sampled · ${esc(c.tokenSource)}`;
   let strip = '';
   if (c.promptIds && c.sampledIds) {
@@ -175,7 +189,8 @@ function callBlock(c: InspectCall, options: ReportOptions): string {
 }
 
 function tracesSection(model: SessionModel, options: ReportOptions): string {
-  if (model.traces.length === 0) return `<section class="traces"><h3>traces</h3><p class="problem">no trace: no call in this session has the server's token ids</p></section>`;
+  if (model.traces.length === 0)
+    return `<section class="traces"><h3>traces</h3><p class="problem">no trace: no call in this session has the server's token ids</p></section>`;
   return `<section class="traces"><h3>traces <span class="meta">prefix-merging: calls that extend the sequence before them join it</span></h3>\n${model.traces.map((t) => traceBlock(model, t, options)).join('\n')}\n</section>`;
 }
 
@@ -185,10 +200,14 @@ function traceBlock(model: SessionModel, t: Trajectory, options: ReportOptions):
   const b = breakBefore(model, t);
   const started = b
     ? `<p class="break" data-class="${b.class}">starts at a <strong>${b.class}</strong> break: #${b.seq} could not extend #${seqOf(model, b.previousRequestId) ?? '?'} at token ${b.position}${
-        b.expected !== undefined ? `<br>trace had: <code>${esc(JSON.stringify(b.expected))}</code><br>call sent: <code>${esc(JSON.stringify(b.found))}</code>` : ''
+        b.expected !== undefined
+          ? `<br>trace had: <code>${esc(JSON.stringify(b.expected))}</code><br>call sent: <code>${esc(JSON.stringify(b.found))}</code>`
+          : ''
       }</p>`
     : '';
-  const versions = Array.isArray(t.metadata.policy_versions) ? `<p class="meta">policy versions ${esc((t.metadata.policy_versions as string[]).join(', '))}</p>` : '';
+  const versions = Array.isArray(t.metadata.policy_versions)
+    ? `<p class="meta">policy versions ${esc((t.metadata.policy_versions as string[]).join(', '))}</p>`
+    : '';
   return `<div class="trace" id="${anchor(t.session_id)}-trace-${t.trace_index}" data-trace-index="${t.trace_index}" data-agent="${esc(t.agent_id)}" data-calls="${t.request_ids.length}" data-trainable="${trainable}">
 <h4>trace ${t.trace_index} <span class="meta">agent ${esc(t.agent_id)} · ${t.prompt_ids.length + t.response_ids.length} tokens, ${trainable} trainable${t.reward === null ? '' : ` · reward ${t.reward}`}${t.advantage === null ? '' : ` · advantage ${signed(t.advantage)}`}</span></h4>
 <p class="chain">${chain}</p>

@@ -68,7 +68,9 @@ export class TokenPieces {
 
 /** A token's text made visible on one line: newlines as ↵, tabs as →, other control characters as \xNN. */
 export function visible(piece: string): string {
-  return piece.replace(/[\u0000-\u001f\u007f]/g, (c) => (c === '\n' ? '↵' : c === '\t' ? '→' : c === '\r' ? '␍' : `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`));
+  return piece.replace(/[\u0000-\u001f\u007f]/g, (c) =>
+    c === '\n' ? '↵' : c === '\t' ? '→' : c === '\r' ? '␍' : `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`,
+  );
 }
 
 export interface StripSegment {

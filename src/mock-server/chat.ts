@@ -38,7 +38,12 @@ export function chatCompletion(ctx: ReplyContext, chat: ChatBody, id: string, pr
     choices: [choice],
     service_tier: null,
     system_fingerprint: null,
-    usage: { prompt_tokens: promptIds.length, total_tokens: promptIds.length + reply.ids.length, completion_tokens: reply.ids.length, prompt_tokens_details: null },
+    usage: {
+      prompt_tokens: promptIds.length,
+      total_tokens: promptIds.length + reply.ids.length,
+      completion_tokens: reply.ids.length,
+      prompt_tokens_details: null,
+    },
     prompt_logprobs: null,
     prompt_token_ids: chat.return_token_ids ? promptIds : null,
     kv_transfer_params: null,

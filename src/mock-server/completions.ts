@@ -146,7 +146,10 @@ function usage(promptIds: number[], out: TokenOut, details: boolean) {
  */
 export function completionScores(ctx: ReplyContext, body: CompletionRequest, promptIds: number[], shift?: PolicyShift) {
   const lps = policyLogprobs(promptIds.slice(0, 1), promptIds.slice(1), shift);
-  const entries = [null, ...promptIds.slice(1).map((id, i) => ({ [String(id)]: { logprob: Math.max(lps[i]!, -9999), rank: 1, decoded_token: tokenText(ctx, id, false) } }))];
+  const entries = [
+    null,
+    ...promptIds.slice(1).map((id, i) => ({ [String(id)]: { logprob: Math.max(lps[i]!, -9999), rank: 1, decoded_token: tokenText(ctx, id, false) } })),
+  ];
   const next = ctx.qwen?.eosId ?? 0;
   return {
     id: `cmpl-score-${promptIds.length}`,
@@ -157,7 +160,14 @@ export function completionScores(ctx: ReplyContext, body: CompletionRequest, pro
       {
         index: 0,
         text: '',
-        logprobs: body.echo ? { text_offset: [], token_logprobs: [null, ...lps], tokens: promptIds.map((id) => tokenText(ctx, id, body.return_tokens_as_token_ids ?? undefined)), top_logprobs: entries.map((e) => (e ? Object.fromEntries(Object.entries(e).map(([k, v]) => [k, v.logprob])) : null)) } : null,
+        logprobs: body.echo
+          ? {
+              text_offset: [],
+              token_logprobs: [null, ...lps],
+              tokens: promptIds.map((id) => tokenText(ctx, id, body.return_tokens_as_token_ids ?? undefined)),
+              top_logprobs: entries.map((e) => (e ? Object.fromEntries(Object.entries(e).map(([k, v]) => [k, v.logprob])) : null)),
+            }
+          : null,
         finish_reason: 'length',
         stop_reason: null,
         token_ids: body.return_token_ids ? [next] : null,

@@ -90,7 +90,9 @@ export function generateResults(ctx: ReplyContext, body: GenerateRequest, rid: s
     if (body.return_logprob) {
       // logprob_start_len -1: the prompt's last token, with no logprob, and nothing before it.
       meta.input_token_logprobs = [[null, promptIds[promptIds.length - 1]!, null]];
-      meta.output_token_logprobs = out.ids.slice(0, end).map((id, i) => [out.logprobs[i]!, id, body.return_text_in_logprobs ? tokenText(ctx, id, false) : null]);
+      meta.output_token_logprobs = out.ids
+        .slice(0, end)
+        .map((id, i) => [out.logprobs[i]!, id, body.return_text_in_logprobs ? tokenText(ctx, id, false) : null]);
     }
     meta.completion_tokens = end;
     meta.cached_tokens = 0;

@@ -19,7 +19,11 @@ async function nemo(): Promise<MockServer> {
 }
 
 async function request(server: MockServer, method: string, path: string, body?: unknown) {
-  const res = await fetch(server.url + path, { method, headers: { 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+  const res = await fetch(server.url + path, {
+    method,
+    headers: { 'content-type': 'application/json' },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
   return { status: res.status, type: res.headers.get('content-type') ?? '', text: await res.text() };
 }
 async function chat(server: MockServer, body: Json): Promise<Json> {
@@ -29,14 +33,29 @@ async function chat(server: MockServer, body: Json): Promise<Json> {
 }
 
 const SAMPLING = { temperature: 0.7, top_p: 0.95 };
-const tools = [{ type: 'function', function: { name: 'Bash', parameters: { type: 'object', properties: { command: { type: 'string' } }, required: ['command'] } } }];
-const task: ChatBody = { messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Do the task.' }], tools };
+const tools = [
+  { type: 'function', function: { name: 'Bash', parameters: { type: 'object', properties: { command: { type: 'string' } }, required: ['command'] } } },
+];
+const task: ChatBody = {
+  messages: [
+    { role: 'system', content: 'Be brief.' },
+    { role: 'user', content: 'Do the task.' },
+  ],
+  tools,
+};
 
 describe("NeMo-RL's vLLM HTTP server", () => {
   it('serves only /v1/chat/completions and /tokenize', async () => {
     const server = await nemo();
-    for (const [method, path] of [['GET', '/v1/models'], ['POST', '/v1/completions'], ['POST', '/generate']] as const) {
-      expect(await request(server, method, path, method === 'POST' ? { prompt: [1] } : undefined)).toMatchObject({ status: 404, text: '{"detail":"Not Found"}' });
+    for (const [method, path] of [
+      ['GET', '/v1/models'],
+      ['POST', '/v1/completions'],
+      ['POST', '/generate'],
+    ] as const) {
+      expect(await request(server, method, path, method === 'POST' ? { prompt: [1] } : undefined)).toMatchObject({
+        status: 404,
+        text: '{"detail":"Not Found"}',
+      });
     }
     const tokenized = JSON.parse((await request(server, 'POST', '/tokenize', task)).text) as Json;
     expect(tokenized.tokens).toEqual(renderPrompt(qwen, task));
@@ -45,7 +64,11 @@ describe("NeMo-RL's vLLM HTTP server", () => {
   it("refuses sampling that is not the training pair, with its asserts' plain 500", async () => {
     const server = await nemo();
     for (const bad of [{ temperature: 0.7 }, { ...SAMPLING, top_k: 20 }, { temperature: 1, top_p: 0.95 }, { temperature: 0.7, top_p: 1 }, { top_p: 0.95 }]) {
-      expect(await request(server, 'POST', '/v1/chat/completions', { ...task, ...bad })).toEqual({ status: 500, type: 'text/plain; charset=utf-8', text: 'Internal Server Error' });
+      expect(await request(server, 'POST', '/v1/chat/completions', { ...task, ...bad })).toEqual({
+        status: 500,
+        type: 'text/plain; charset=utf-8',
+        text: 'Internal Server Error',
+      });
     }
     expect(server.calls).toHaveLength(0);
     await chat(server, { ...task, ...SAMPLING, top_k: -1 });
@@ -67,7 +90,10 @@ describe("NeMo-RL's vLLM HTTP server", () => {
     expect((await request(server, 'POST', '/v1/chat/completions', { ...task, ...SAMPLING, logprobs: true, top_logprobs: null })).status).toBe(400);
     // Streaming is plain vLLM streaming (no token fields on a message), tokens still as ids.
     const res = await request(server, 'POST', '/v1/chat/completions', { ...task, ...SAMPLING, stream: true, logprobs: true, return_token_ids: true });
-    const chunks = res.text.split('\n\n').filter((e) => e.startsWith('data: {')).map((e) => JSON.parse(e.slice(6)) as Json);
+    const chunks = res.text
+      .split('\n\n')
+      .filter((e) => e.startsWith('data: {'))
+      .map((e) => JSON.parse(e.slice(6)) as Json);
     const streamed = chunks.flatMap((c) => c.choices.flatMap((ch: Json) => ch.logprobs?.content ?? []));
     expect(streamed.length).toBeGreaterThan(0);
     expect(streamed.every((c: Json) => /^token_id:\d+$/.test(c.token))).toBe(true);
@@ -108,7 +134,9 @@ describe("NeMo-RL's vLLM HTTP server", () => {
 
 describe('replace_prefix_tokens', () => {
   it("follows NeMo-RL's docstring example", () => {
-    expect(replacePrefixTokens(2, [11, 12, 13, 40, 41, 220, 17, 2], [11, 12, 13, 40, 41, 1001, 2], [11, 12, 13, 40, 41, 1001, 2, 21, 22, 40, 41])).toEqual([11, 12, 13, 40, 41, 220, 17, 2, 21, 22, 40, 41]);
+    expect(replacePrefixTokens(2, [11, 12, 13, 40, 41, 220, 17, 2], [11, 12, 13, 40, 41, 1001, 2], [11, 12, 13, 40, 41, 1001, 2, 21, 22, 40, 41])).toEqual([
+      11, 12, 13, 40, 41, 220, 17, 2, 21, 22, 40, 41,
+    ]);
   });
 
   it('counts end-of-turn tokens, so a template that drops earlier reasoning meets the same boundary', () => {

@@ -40,7 +40,8 @@ export function requiredPrefix(body: ChatBody): number[] | null {
   for (let i = body.messages.length - 1; i >= 0; i--) {
     const m = body.messages[i]!;
     if (!('prompt_token_ids' in m)) continue;
-    if (!Array.isArray(m.prompt_token_ids) || !Array.isArray(m.generation_token_ids)) throw new NemoRlAssertion('message has prompt_token_ids but no generation_token_ids list');
+    if (!Array.isArray(m.prompt_token_ids) || !Array.isArray(m.generation_token_ids))
+      throw new NemoRlAssertion('message has prompt_token_ids but no generation_token_ids list');
     return [...(m.prompt_token_ids as number[]), ...(m.generation_token_ids as number[])];
   }
   return null;

@@ -11,7 +11,14 @@ import { demoScript } from './script.js';
 
 const qwen = loadQwen3();
 const roundTrip = (body: ChatBody) => parsePrompt(qwen.decode(renderPrompt(qwen, body)));
-const fn = (name: string, properties: Record<string, unknown>) => ({ type: 'function', function: { name, description: `Runs ${name} "quoted"\nover two lines, naïve 日本語`, parameters: { type: 'object', properties, required: Object.keys(properties) } } });
+const fn = (name: string, properties: Record<string, unknown>) => ({
+  type: 'function',
+  function: {
+    name,
+    description: `Runs ${name} "quoted"\nover two lines, naïve 日本語`,
+    parameters: { type: 'object', properties, required: Object.keys(properties) },
+  },
+});
 const call = (id: string, name: string, args: string) => ({ id, type: 'function', function: { name, arguments: args } });
 
 /** What a script may read of a request: every one must come back from the prompt. */
@@ -20,7 +27,9 @@ function facts(body: ChatBody) {
     roles: body.messages.map((m) => m.role),
     texts: body.messages.map((m) => textOf(m.content)),
     toolResults: body.messages.filter((m) => m.role === 'tool').length,
-    toolCalls: body.messages.map((m) => ((m.tool_calls as { function: { name: string; arguments: unknown } }[] | undefined) ?? []).map((c) => [c.function.name, c.function.arguments])),
+    toolCalls: body.messages.map((m) =>
+      ((m.tool_calls as { function: { name: string; arguments: unknown } }[] | undefined) ?? []).map((c) => [c.function.name, c.function.arguments]),
+    ),
     tools: (body.tools ?? []).map((t) => (t as { function: unknown }).function),
     thinking: body.chat_template_kwargs?.enable_thinking !== false,
   };
@@ -34,7 +43,12 @@ describe('reading a Qwen3 prompt back into the chat request', () => {
         { role: 'user', content: 'list files, then read both — café 🚀' },
         { role: 'assistant', content: 'Looking.', reasoning_content: 'Need ls.', tool_calls: [call('a', 'Bash', '{"command": "ls -la"}')] },
         { role: 'tool', tool_call_id: 'a', content: 'a.ts\nb.ts' },
-        { role: 'assistant', content: null, reasoning_content: 'Read both at once.', tool_calls: [call('b', 'Read', '{"path":"a.ts"}'), call('c', 'Read', '{"path": "b.ts", "n": {"x": [1, 2]}}')] },
+        {
+          role: 'assistant',
+          content: null,
+          reasoning_content: 'Read both at once.',
+          tool_calls: [call('b', 'Read', '{"path":"a.ts"}'), call('c', 'Read', '{"path": "b.ts", "n": {"x": [1, 2]}}')],
+        },
         { role: 'tool', tool_call_id: 'b', content: 'export const a = 1;' },
         { role: 'tool', tool_call_id: 'c', content: '' },
       ],
@@ -60,23 +74,50 @@ describe('reading a Qwen3 prompt back into the chat request', () => {
   });
 
   it('reads enable_thinking: false from the generation prompt, and a system turn without tools', () => {
-    const body: ChatBody = { messages: [{ role: 'system', content: 'sys' }, { role: 'user', content: 'hi' }], chat_template_kwargs: { enable_thinking: false } };
+    const body: ChatBody = {
+      messages: [
+        { role: 'system', content: 'sys' },
+        { role: 'user', content: 'hi' },
+      ],
+      chat_template_kwargs: { enable_thinking: false },
+    };
     const parsed = roundTrip(body);
-    expect(parsed).toEqual({ messages: [{ role: 'system', content: 'sys' }, { role: 'user', content: 'hi' }], chat_template_kwargs: { enable_thinking: false } });
+    expect(parsed).toEqual({
+      messages: [
+        { role: 'system', content: 'sys' },
+        { role: 'user', content: 'hi' },
+      ],
+      chat_template_kwargs: { enable_thinking: false },
+    });
     expect(roundTrip({ ...body, chat_template_kwargs: { enable_thinking: true } }).chat_template_kwargs).toBeUndefined();
   });
 
   it('tells no system message from an empty one when tools are offered', () => {
     const tools = [fn('Bash', { command: { type: 'string' } })];
     expect(roundTrip({ messages: [{ role: 'user', content: 'x' }], tools }).messages.map((m) => m.role)).toEqual(['user']);
-    expect(roundTrip({ messages: [{ role: 'system', content: '' }, { role: 'user', content: 'x' }], tools }).messages[0]).toEqual({ role: 'system', content: '' });
+    expect(
+      roundTrip({
+        messages: [
+          { role: 'system', content: '' },
+          { role: 'user', content: 'x' },
+        ],
+        tools,
+      }).messages[0],
+    ).toEqual({ role: 'system', content: '' });
   });
 
   it('keeps tool-call arguments byte for byte, and object arguments as the JSON the template wrote', () => {
     const body: ChatBody = {
       messages: [
         { role: 'user', content: 'go' },
-        { role: 'assistant', content: 'see <tool_call> in text', tool_calls: [call('a', 'Bash', '{ "command" :"echo }\\n</tool_call>" }'), { id: 'b', type: 'function', function: { name: 'Bash', arguments: { command: 'pwd' } } }] },
+        {
+          role: 'assistant',
+          content: 'see <tool_call> in text',
+          tool_calls: [
+            call('a', 'Bash', '{ "command" :"echo }\\n</tool_call>" }'),
+            { id: 'b', type: 'function', function: { name: 'Bash', arguments: { command: 'pwd' } } },
+          ],
+        },
         { role: 'tool', content: 'ok' },
         { role: 'tool', content: '/w' },
       ],
@@ -96,7 +137,12 @@ const ROOT = path.resolve(import.meta.dirname, '../../fixtures/requests');
 const fixtures = fs
   .readdirSync(ROOT, { withFileTypes: true })
   .filter((d) => d.isDirectory())
-  .flatMap((d) => fs.readdirSync(path.join(ROOT, d.name)).filter((f) => /^\d+-.*\.json$/.test(f)).map((f) => path.join(d.name, f)));
+  .flatMap((d) =>
+    fs
+      .readdirSync(path.join(ROOT, d.name))
+      .filter((f) => /^\d+-.*\.json$/.test(f))
+      .map((f) => path.join(d.name, f)),
+  );
 
 describe.each(fixtures)('the recorded harness request %s, rendered and read back', (file) => {
   const fixture = JSON.parse(fs.readFileSync(path.join(ROOT, file), 'utf8')) as { path: string; body: Record<string, unknown> };

@@ -29,11 +29,13 @@ export function chatRequestError(body: Record<string, unknown>): MockBadRequest 
   const messages = body.messages;
   if (!Array.isArray(messages)) return new MockBadRequest('messages: Input should be a valid list', 'messages');
   for (const [i, m] of messages.entries()) {
-    if (!isObject(m) || typeof m.role !== 'string') return new MockBadRequest(`messages.${i}: Input should be a valid dictionary with a string role`, 'messages');
+    if (!isObject(m) || typeof m.role !== 'string')
+      return new MockBadRequest(`messages.${i}: Input should be a valid dictionary with a string role`, 'messages');
     if (m.content !== undefined && m.content !== null && typeof m.content !== 'string' && !Array.isArray(m.content)) {
       return new MockBadRequest(`messages.${i}.content: Input should be a valid string or list`, 'messages');
     }
-    if (Array.isArray(m.content) && !m.content.every(isObject)) return new MockBadRequest(`messages.${i}.content: each part should be a valid dictionary`, 'messages');
+    if (Array.isArray(m.content) && !m.content.every(isObject))
+      return new MockBadRequest(`messages.${i}.content: each part should be a valid dictionary`, 'messages');
     if (m.tool_calls !== undefined && m.tool_calls !== null && !(Array.isArray(m.tool_calls) && m.tool_calls.every(isObject))) {
       return new MockBadRequest(`messages.${i}.tool_calls: Input should be a valid list of dictionaries`, 'messages');
     }
@@ -43,7 +45,8 @@ export function chatRequestError(body: Record<string, unknown>): MockBadRequest 
   }
   for (const field of ['max_tokens', 'max_completion_tokens']) {
     const v = body[field];
-    if (v !== undefined && v !== null && !(Number.isInteger(v) && (v as number) >= 1)) return new MockBadRequest(`${field}: Input should be a positive integer`, field);
+    if (v !== undefined && v !== null && !(Number.isInteger(v) && (v as number) >= 1))
+      return new MockBadRequest(`${field}: Input should be a positive integer`, field);
   }
   return null;
 }

@@ -1,14 +1,20 @@
 import { describe, expect, it } from 'vitest';
 import { demoScript, findShellTool, stepsDone } from './script.js';
 
-const fn = (name: string, properties: Record<string, unknown>, required: string[] = Object.keys(properties)) => ({ type: 'function', function: { name, parameters: { type: 'object', properties, required } } });
+const fn = (name: string, properties: Record<string, unknown>, required: string[] = Object.keys(properties)) => ({
+  type: 'function',
+  function: { name, parameters: { type: 'object', properties, required } },
+});
 
 describe('the mock server script', () => {
   it("finds each harness's shell tool and fills its schema", () => {
     expect(findShellTool([fn('Read', { file: { type: 'string' } }), fn('Bash', { command: { type: 'string' } })])!.args('ls')).toEqual({ command: 'ls' });
     expect(findShellTool([fn('exec_command', { cmd: { type: 'string' } })])!.args('ls')).toEqual({ cmd: 'ls' });
     expect(findShellTool([fn('run_shell_command', { command: { type: 'string' } })])!.name).toBe('run_shell_command');
-    expect(findShellTool([fn('bash', { command: { type: 'string' }, description: { type: 'string' } })])!.args('ls')).toEqual({ command: 'ls', description: 'polar demo step' });
+    expect(findShellTool([fn('bash', { command: { type: 'string' }, description: { type: 'string' } })])!.args('ls')).toEqual({
+      command: 'ls',
+      description: 'polar demo step',
+    });
     expect(findShellTool([fn('local_shell', { command: { type: 'array' } })])!.args('ls')).toEqual({ command: ['bash', '-lc', 'ls'] });
     expect(findShellTool([fn('read_file', { path: { type: 'string' } })])).toBeNull();
   });

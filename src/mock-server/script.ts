@@ -32,9 +32,7 @@ const SHELL_NAMES = ['bash', 'exec_command', 'run_shell_command', 'shell', 'loca
 const COMMAND_KEYS = ['command', 'cmd', 'commands', 'script'];
 
 export function findShellTool(tools: readonly ScriptTool[]): ShellTool | null {
-  const named = (tools ?? [])
-    .map((t) => t.function)
-    .filter((f): f is { name: string; parameters?: unknown } => typeof f?.name === 'string');
+  const named = (tools ?? []).map((t) => t.function).filter((f): f is { name: string; parameters?: unknown } => typeof f?.name === 'string');
   const fn = named.find((f) => SHELL_NAMES.includes(f.name.toLowerCase())) ?? named.find((f) => /shell|bash|exec/i.test(f.name));
   if (!fn) return null;
   const schema = (fn.parameters ?? {}) as { properties?: Record<string, { type?: string | string[] }>; required?: string[] };
@@ -69,14 +67,23 @@ export function stepsDone(messages: readonly ScriptMessage[]): number {
   return done;
 }
 
-export function demoScript(body: { messages: readonly ScriptMessage[]; tools?: readonly unknown[]; chat_template_kwargs?: { enable_thinking?: boolean } }): ScriptedReply {
+export function demoScript(body: {
+  messages: readonly ScriptMessage[];
+  tools?: readonly unknown[];
+  chat_template_kwargs?: { enable_thinking?: boolean };
+}): ScriptedReply {
   const thinking = body.chat_template_kwargs?.enable_thinking !== false;
   const shell = findShellTool((body.tools ?? []) as ScriptTool[]);
   const step = stepsDone(body.messages);
   const think = (text: string) => (thinking ? { reasoning: text } : {});
-  if (!shell) return { ...think('No shell tool here; answer directly.'), content: 'polar mock model: no shell tool was offered, so I can only answer in text.' };
+  if (!shell)
+    return { ...think('No shell tool here; answer directly.'), content: 'polar mock model: no shell tool was offered, so I can only answer in text.' };
   if (step === 0) {
-    return { ...think('First, look at what is in the workspace.'), content: 'Let me look around.', toolCalls: [{ name: shell.name, arguments: shell.args('ls -la') }] };
+    return {
+      ...think('First, look at what is in the workspace.'),
+      content: 'Let me look around.',
+      toolCalls: [{ name: shell.name, arguments: shell.args('ls -la') }],
+    };
   }
   if (step === 1) {
     return {

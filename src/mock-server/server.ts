@@ -1,7 +1,14 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import { HttpGuard, listenGuarded } from '../proxy/http-guard.js';
 import { chatCompletion, chatStream } from './chat.js';
-import { completionRequestError, completionResponse, completionScores, completionStream, COMPLETIONS_DEFAULT_MAX_TOKENS, type CompletionRequest } from './completions.js';
+import {
+  completionRequestError,
+  completionResponse,
+  completionScores,
+  completionStream,
+  COMPLETIONS_DEFAULT_MAX_TOKENS,
+  type CompletionRequest,
+} from './completions.js';
 import { vllmError, type ReplyContext } from './context.js';
 import { generateRequestError, generateResults, generateScores, generateStream, maxNewTokens, sglangError, type GenerateRequest } from './generate.js';
 import type { PolicyShift } from './policy.js';
@@ -301,7 +308,11 @@ async function handle(state: MockState, req: IncomingMessage, res: ServerRespons
   // Scoring given ids (vLLM prompt_logprobs, SGLang logprob_start_len): the policy's logprobs of the
   // prompt itself; nothing is read back or asked of the script.
   if (scores(route, body)) {
-    json(res, 200, route === 'completions' ? completionScores(ctx, body, promptIds, state.options.policyShift) : generateScores(body, promptIds, state.options.policyShift));
+    json(
+      res,
+      200,
+      route === 'completions' ? completionScores(ctx, body, promptIds, state.options.policyShift) : generateScores(body, promptIds, state.options.policyShift),
+    );
     return;
   }
   const chat: ChatBody = qwen ? { ...parsePrompt(qwen.decode(promptIds)), ...(typeof body.model === 'string' ? { model: body.model } : {}) } : { messages: [] };
@@ -339,7 +350,11 @@ function hold(state: MockState): Promise<void> {
 /** Faults that strike before a reply starts (the streaming ones strike inside writeSse); true when answered. */
 function answerFault(state: MockState, fault: FaultMode | undefined, route: Route, stream: boolean, req: IncomingMessage, res: ServerResponse): boolean {
   if (fault === 'http-500') {
-    json(res, 500, route === 'generate' ? sglangError('EngineCore encountered an issue') : vllmError('EngineCore encountered an issue', 'InternalServerError', 500));
+    json(
+      res,
+      500,
+      route === 'generate' ? sglangError('EngineCore encountered an issue') : vllmError('EngineCore encountered an issue', 'InternalServerError', 500),
+    );
     return true;
   }
   if (fault === 'http-400-context') {
@@ -374,7 +389,10 @@ function rejection(state: MockState, route: Route, request: Record<string, unkno
   const chat = request as ChatBody;
   if (nemoRlSamplingError(chat, state.nemoRl)) return { status: 500, body: null };
   if (chat.logprobs && chat.top_logprobs === null && !chat.stream) {
-    return { status: 400, body: vllmError('`top_logprobs` must be set when requesting token information from the NeMo-RL chat endpoint.', 'BadRequestError', 400, 'top_logprobs') };
+    return {
+      status: 400,
+      body: vllmError('`top_logprobs` must be set when requesting token information from the NeMo-RL chat endpoint.', 'BadRequestError', 400, 'top_logprobs'),
+    };
   }
   return null;
 }
@@ -387,7 +405,7 @@ function vocabularyError(state: MockState, ids: number[]): string | null {
 
 function contextError(state: MockState, route: Route) {
   const message = "This model's maximum context length is 40960 tokens. However, you requested 50000 tokens.";
-  if (route === 'generate') return sglangError('The input (50000 tokens) is longer than the model\'s context length (40960 tokens).');
+  if (route === 'generate') return sglangError("The input (50000 tokens) is longer than the model's context length (40960 tokens).");
   // NeMo-RL turns vLLM's length error into its own 400 body.
   if (state.nemoRl) return { error: { message, type: 'invalid_request_error', code: 400 } };
   return vllmError(message, 'BadRequestError', 400);
@@ -426,7 +444,16 @@ function syntheticPrompt(bytes: number): number[] {
 function syntheticReply(maxTokens: number | undefined): SampledReply {
   const n = Math.min(maxTokens ?? 32, 32);
   const ids = Array.from({ length: n }, (_, i) => 1000 + i);
-  return { segments: [{ kind: 'content', ids }], ids, logprobs: logprobsFor(n, 7), finishReason: 'stop', reasoning: null, content: 'x'.repeat(n), toolCalls: [], splits: 0 };
+  return {
+    segments: [{ kind: 'content', ids }],
+    ids,
+    logprobs: logprobsFor(n, 7),
+    finishReason: 'stop',
+    reasoning: null,
+    content: 'x'.repeat(n),
+    toolCalls: [],
+    splits: 0,
+  };
 }
 
 function json(res: ServerResponse, status: number, value: unknown): void {

@@ -25,7 +25,11 @@ export interface CallMeta {
   session: string | null;
 }
 
-export type MockScript = (body: { messages: readonly ScriptMessage[]; tools?: readonly unknown[]; chat_template_kwargs?: { enable_thinking?: boolean } }, callIndex: number, meta: CallMeta) => ScriptedReply;
+export type MockScript = (
+  body: { messages: readonly ScriptMessage[]; tools?: readonly unknown[]; chat_template_kwargs?: { enable_thinking?: boolean } },
+  callIndex: number,
+  meta: CallMeta,
+) => ScriptedReply;
 
 /** Tasks with scripted solutions, from task-file objects (those without `metadata.mock` are skipped). */
 export function mockTasksFrom(tasks: readonly { id: string; prompt: string; metadata?: Record<string, unknown> }[]): MockTask[] {
@@ -67,7 +71,10 @@ function follow(commands: readonly string[], body: Parameters<MockScript>[0]): S
   if (!shell) return { ...think('No shell tool here.'), content: 'I need a shell tool to work on this task.' };
   const command = commands[step];
   if (command !== undefined) {
-    return { ...think(step === 0 ? 'I will work through the task with the shell.' : `Step ${step + 1}.`), toolCalls: [{ name: shell.name, arguments: shell.args(command) }] };
+    return {
+      ...think(step === 0 ? 'I will work through the task with the shell.' : `Step ${step + 1}.`),
+      toolCalls: [{ name: shell.name, arguments: shell.args(command) }],
+    };
   }
   return { ...think('The steps are done.'), content: 'Done: I made the change the task asks for.' };
 }
@@ -88,7 +95,9 @@ function firstUserText(messages: readonly ScriptMessage[]): string {
 function contentText(content: unknown): string {
   if (typeof content === 'string') return content;
   if (!Array.isArray(content)) return '';
-  return content.map((p) => (typeof p === 'object' && p !== null && typeof (p as { text?: unknown }).text === 'string' ? (p as { text: string }).text : '')).join('\n');
+  return content
+    .map((p) => (typeof p === 'object' && p !== null && typeof (p as { text?: unknown }).text === 'string' ? (p as { text: string }).text : ''))
+    .join('\n');
 }
 
 function squash(text: string): string {

@@ -39,9 +39,16 @@ async function events(server: MockServer, path: string, body: unknown): Promise<
   return data.slice(0, -1).map((d) => JSON.parse(d) as Json);
 }
 
-const fn = (name: string, properties: Record<string, unknown>) => ({ type: 'function', function: { name, parameters: { type: 'object', properties, required: Object.keys(properties) } } });
+const fn = (name: string, properties: Record<string, unknown>) => ({
+  type: 'function',
+  function: { name, parameters: { type: 'object', properties, required: Object.keys(properties) } },
+});
 const tools = [fn('Read', { path: { type: 'string' } }), fn('Bash', { command: { type: 'string' } })];
-const call = (id: string, command: string) => ({ role: 'assistant', content: '', tool_calls: [{ id, type: 'function', function: { name: 'Bash', arguments: JSON.stringify({ command }) } }] });
+const call = (id: string, command: string) => ({
+  role: 'assistant',
+  content: '',
+  tool_calls: [{ id, type: 'function', function: { name: 'Bash', arguments: JSON.stringify({ command }) } }],
+});
 
 /** A script whose answer depends on everything a script may read, so equal replies mean equal reads. */
 function digestScript(body: ChatBody): ScriptedReply {
@@ -51,17 +58,41 @@ function digestScript(body: ChatBody): ScriptedReply {
     String(body.chat_template_kwargs?.enable_thinking),
     textOf(body.messages.at(-1)?.content),
   ].join('|');
-  return { reasoning: `Digest of what I read: ${digest.length} chars.`, content: digest, toolCalls: [{ name: 'Bash', arguments: { command: 'echo ünïcode 🚀' } }] };
+  return {
+    reasoning: `Digest of what I read: ${digest.length} chars.`,
+    content: digest,
+    toolCalls: [{ name: 'Bash', arguments: { command: 'echo ünïcode 🚀' } }],
+  };
 }
 
 const CASES: { name: string; body: ChatBody; options?: MockServerOptions }[] = [
-  { name: 'the first call (reasoning, text and a tool call)', body: { messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Do the task.' }], tools } },
-  { name: 'after a tool result (a tool call only)', body: { messages: [{ role: 'user', content: 'Do the task.' }, call('a', 'ls -la'), { role: 'tool', tool_call_id: 'a', content: 'total 0' }], tools } },
+  {
+    name: 'the first call (reasoning, text and a tool call)',
+    body: {
+      messages: [
+        { role: 'system', content: 'Be brief.' },
+        { role: 'user', content: 'Do the task.' },
+      ],
+      tools,
+    },
+  },
+  {
+    name: 'after a tool result (a tool call only)',
+    body: { messages: [{ role: 'user', content: 'Do the task.' }, call('a', 'ls -la'), { role: 'tool', tool_call_id: 'a', content: 'total 0' }], tools },
+  },
   {
     name: 'thinking off, after two tool results (text only)',
-    body: { messages: [{ role: 'user', content: 'Do it' }, call('a', 'ls'), { role: 'tool', content: 'x' }, call('b', 'printf'), { role: 'tool', content: '' }], tools, chat_template_kwargs: { enable_thinking: false } },
+    body: {
+      messages: [{ role: 'user', content: 'Do it' }, call('a', 'ls'), { role: 'tool', content: 'x' }, call('b', 'printf'), { role: 'tool', content: '' }],
+      tools,
+      chat_template_kwargs: { enable_thinking: false },
+    },
   },
-  { name: 'a script that reads every field', body: { messages: [{ role: 'user', content: 'Read me — naïve 日本語' }], tools }, options: { script: digestScript } },
+  {
+    name: 'a script that reads every field',
+    body: { messages: [{ role: 'user', content: 'Read me — naïve 日本語' }], tools },
+    options: { script: digestScript },
+  },
 ];
 
 interface Sampled {
@@ -90,7 +121,11 @@ describe.each(CASES)('token in, token out: $name', ({ body, options }) => {
     expect({ ids: choice.token_ids, logprobs: choice.logprobs.token_logprobs }).toEqual(chat.sampled);
     // The sampled ids are not what re-tokenizing their text gives.
     expect(qwen.encode(qwen.decode(choice.token_ids))).not.toEqual(choice.token_ids);
-    expect(json).toMatchObject({ object: 'text_completion', model: server.model, usage: { prompt_tokens: promptIds.length, completion_tokens: chat.sampled.ids.length } });
+    expect(json).toMatchObject({
+      object: 'text_completion',
+      model: server.model,
+      usage: { prompt_tokens: promptIds.length, completion_tokens: chat.sampled.ids.length },
+    });
     expect(choice).toMatchObject({ index: 0, finish_reason: 'stop', stop_reason: null, prompt_token_ids: promptIds, prompt_logprobs: null });
     expect(choice.token_ids.at(-1)).toBe(EOS);
     // The text is the chat reply's, tool call markup included, without the end-of-turn token.
@@ -109,14 +144,30 @@ describe.each(CASES)('token in, token out: $name', ({ body, options }) => {
   it('/v1/completions streams the same, prompt ids on the first chunk only, usage last', async () => {
     const chat = await viaChat();
     const whole = (await post(await fresh(options), '/v1/completions', completions)).json.choices[0];
-    const chunks = await events(await fresh({ ...options, chunkTokens: 3 }), '/v1/completions', { ...completions, stream: true, stream_options: { include_usage: true } });
+    const chunks = await events(await fresh({ ...options, chunkTokens: 3 }), '/v1/completions', {
+      ...completions,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     const usage = chunks.pop()!;
-    expect(usage).toEqual({ id: chunks[0]!.id, object: 'text_completion', created: chunks[0]!.created, model: chunks[0]!.model, choices: [], usage: { prompt_tokens: promptIds.length, total_tokens: promptIds.length + chat.sampled.ids.length, completion_tokens: chat.sampled.ids.length } });
+    expect(usage).toEqual({
+      id: chunks[0]!.id,
+      object: 'text_completion',
+      created: chunks[0]!.created,
+      model: chunks[0]!.model,
+      choices: [],
+      usage: { prompt_tokens: promptIds.length, total_tokens: promptIds.length + chat.sampled.ids.length, completion_tokens: chat.sampled.ids.length },
+    });
     const choices = chunks.map((c) => c.choices[0]);
     expect(Object.keys(choices[0]!)).toEqual(['index', 'text', 'logprobs', 'finish_reason', 'stop_reason', 'prompt_token_ids', 'token_ids']);
     expect(choices.flatMap((c) => c.token_ids)).toEqual(chat.sampled.ids);
     expect(choices.flatMap((c) => c.logprobs.token_logprobs)).toEqual(chat.sampled.logprobs);
-    expect(choices.map((c) => c.token_ids.length).slice(0, -1).every((n) => n === 3)).toBe(true);
+    expect(
+      choices
+        .map((c) => c.token_ids.length)
+        .slice(0, -1)
+        .every((n) => n === 3),
+    ).toBe(true);
     expect(choices.map((c) => c.prompt_token_ids)).toEqual([promptIds, ...choices.slice(1).map(() => null)]);
     expect(choices.map((c) => c.finish_reason)).toEqual([...choices.slice(1).map(() => null), 'stop']);
     expect(choices.map((c) => c.text).join('')).toBe(whole.text);
@@ -137,7 +188,12 @@ describe.each(CASES)('token in, token out: $name', ({ body, options }) => {
     expect(status).toBe(200);
     expect(json.output_ids).toEqual(chat.sampled.ids);
     expect(json.meta_info.output_token_logprobs).toEqual(chat.sampled.ids.map((id, i) => [chat.sampled.logprobs[i], id, null]));
-    expect(json.meta_info).toMatchObject({ finish_reason: { type: 'stop', matched: EOS }, prompt_tokens: promptIds.length, completion_tokens: chat.sampled.ids.length, cached_tokens: 0 });
+    expect(json.meta_info).toMatchObject({
+      finish_reason: { type: 'stop', matched: EOS },
+      prompt_tokens: promptIds.length,
+      completion_tokens: chat.sampled.ids.length,
+      cached_tokens: 0,
+    });
     expect(json.text).toBe(qwen.decode(chat.sampled.ids, { skipSpecialTokens: true }));
 
     const stream = await events(await fresh({ ...options, chunkTokens: 4 }), '/generate', { ...generate, stream: true });
@@ -161,7 +217,8 @@ describe('token-in endpoints, request options', () => {
   it('cut at max_tokens with finish reason length, as the chat endpoint does', async () => {
     const chat = (await post(await fresh(), '/v1/chat/completions', { ...body, max_tokens: 5, logprobs: true, return_token_ids: true })).json.choices[0];
     expect(chat.finish_reason).toBe('length');
-    const completion = (await post(await fresh(), '/v1/completions', { prompt: promptIds, max_tokens: 5, logprobs: 0, return_token_ids: true })).json.choices[0];
+    const completion = (await post(await fresh(), '/v1/completions', { prompt: promptIds, max_tokens: 5, logprobs: 0, return_token_ids: true })).json
+      .choices[0];
     expect(completion).toMatchObject({ token_ids: chat.token_ids, finish_reason: 'length', stop_reason: null });
     const generated = (await post(await fresh(), '/generate', { input_ids: promptIds, sampling_params: { max_new_tokens: 5 }, return_logprob: true })).json;
     expect(generated.output_ids).toEqual(chat.token_ids);
@@ -185,7 +242,9 @@ describe('token-in endpoints, request options', () => {
     const TOOL_CALL = qwen.tokenId('<tool_call>')!;
     const at = full.indexOf(TOOL_CALL);
     expect(at).toBeGreaterThan(0);
-    const completion = (await post(await fresh(), '/v1/completions', { prompt: promptIds, max_tokens: 500, stop_token_ids: [TOOL_CALL], return_token_ids: true })).json.choices[0];
+    const completion = (
+      await post(await fresh(), '/v1/completions', { prompt: promptIds, max_tokens: 500, stop_token_ids: [TOOL_CALL], return_token_ids: true })
+    ).json.choices[0];
     expect(completion).toMatchObject({ token_ids: full.slice(0, at + 1), finish_reason: 'stop', stop_reason: TOOL_CALL });
     expect(completion.text).toBe(qwen.decode(full.slice(0, at)));
     const generated = (await post(await fresh(), '/generate', { input_ids: promptIds, sampling_params: { stop_token_ids: [TOOL_CALL] } })).json;
@@ -194,11 +253,21 @@ describe('token-in endpoints, request options', () => {
   });
 
   it("keep special tokens in the text when asked (polar's settings), and return token ids as tokens", async () => {
-    const completion = (await post(await fresh(), '/v1/completions', { prompt: promptIds, max_tokens: 500, skip_special_tokens: false, include_stop_str_in_output: true, logprobs: 0, return_tokens_as_token_ids: true })).json.choices[0];
+    const completion = (
+      await post(await fresh(), '/v1/completions', {
+        prompt: promptIds,
+        max_tokens: 500,
+        skip_special_tokens: false,
+        include_stop_str_in_output: true,
+        logprobs: 0,
+        return_tokens_as_token_ids: true,
+      })
+    ).json.choices[0];
     expect(completion.text.endsWith('</tool_call><|im_end|>')).toBe(true);
     expect(completion.logprobs.tokens.at(-1)).toBe(`token_id:${EOS}`);
     expect(completion.token_ids).toBeNull();
-    const generated = (await post(await fresh(), '/generate', { input_ids: promptIds, sampling_params: { skip_special_tokens: false, no_stop_trim: true } })).json;
+    const generated = (await post(await fresh(), '/generate', { input_ids: promptIds, sampling_params: { skip_special_tokens: false, no_stop_trim: true } }))
+      .json;
     expect(generated.text.endsWith('</tool_call><|im_end|>')).toBe(true);
     const trimmed = (await post(await fresh(), '/generate', { input_ids: promptIds, sampling_params: { skip_special_tokens: false } })).json;
     expect(trimmed.text.endsWith('</tool_call>')).toBe(true);

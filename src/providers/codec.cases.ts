@@ -51,7 +51,14 @@ function chunks(): ChatCompletionChunk[] {
 }
 
 function completion(finish: string, message: Record<string, unknown>): ChatCompletion {
-  return { id: 'c', object: 'chat.completion', created: 1, model: 'served', choices: [{ index: 0, message: { role: 'assistant', ...message }, finish_reason: finish }], usage: { prompt_tokens: 10, completion_tokens: 12 } };
+  return {
+    id: 'c',
+    object: 'chat.completion',
+    created: 1,
+    model: 'served',
+    choices: [{ index: 0, message: { role: 'assistant', ...message }, finish_reason: finish }],
+    usage: { prompt_tokens: 10, completion_tokens: 12 },
+  };
 }
 
 const noTokens = { source: 'none' as const, promptIds: null, sampledIds: null, logprobs: null };
@@ -62,7 +69,11 @@ export function runCodecCases(k: CodecCase): void {
   const streamOf = (req: CanonicalRequest, input: ChatCompletionChunk[], error?: PolarError) => {
     const s = k.codec.createStream(req, ENC);
     const reader = new StreamEventReader(ENC.callId);
-    const text = input.flatMap((ch) => s.push(reader.step(ch, null))).map(formatSseEvent).join('') + (error ? s.error(error) : s.end(reader.counts()).map(formatSseEvent).join(''));
+    const text =
+      input
+        .flatMap((ch) => s.push(reader.step(ch, null)))
+        .map(formatSseEvent)
+        .join('') + (error ? s.error(error) : s.end(reader.counts()).map(formatSseEvent).join(''));
     return new SseParser().push(text);
   };
 
@@ -84,7 +95,14 @@ export function runCodecCases(k: CodecCase): void {
         ENC,
       ),
     );
-    const expected = { text: 'Hello', toolCalls: [{ name: 'read', args: { path: 'a.ts' } }, { name: 'list', args: {} }], finish: k.finish.tool_calls };
+    const expected = {
+      text: 'Hello',
+      toolCalls: [
+        { name: 'read', args: { path: 'a.ts' } },
+        { name: 'list', args: {} },
+      ],
+      finish: k.finish.tool_calls,
+    };
     expect(fromStream).toMatchObject(expected);
     expect(fromJson).toMatchObject(expected);
     expect(fromStream.reasoning).toBe(fromJson.reasoning);

@@ -10,11 +10,20 @@ describe('openai-chat codec', () => {
   runCodecCases({
     codec: CODECS['openai-chat'],
     path: '/v1/chat/completions',
-    request: (tools) => ({ model: 'm', messages: [{ role: 'user', content: 'x' }], ...(tools.length ? { tools: tools.map((name) => ({ type: 'function', function: { name } })) } : {}) }),
+    request: (tools) => ({
+      model: 'm',
+      messages: [{ role: 'user', content: 'x' }],
+      ...(tools.length ? { tools: tools.map((name) => ({ type: 'function', function: { name } })) } : {}),
+    }),
     finish: { stop: 'stop', length: 'length', tool_calls: 'tool_calls' },
     readJson(reply): ReadBack {
       const m = (reply as Rec).choices[0].message;
-      return { reasoning: m.reasoning_content ?? '', text: m.content ?? '', toolCalls: (m.tool_calls ?? []).map((c: Rec) => ({ name: c.function.name, args: JSON.parse(c.function.arguments) })), finish: (reply as Rec).choices[0].finish_reason };
+      return {
+        reasoning: m.reasoning_content ?? '',
+        text: m.content ?? '',
+        toolCalls: (m.tool_calls ?? []).map((c: Rec) => ({ name: c.function.name, args: JSON.parse(c.function.arguments) })),
+        finish: (reply as Rec).choices[0].finish_reason,
+      };
     },
     readStream(events): ReadBack {
       const out: ReadBack = { reasoning: '', text: '', toolCalls: [], finish: '' };
@@ -40,13 +49,24 @@ describe('anthropic-messages codec', () => {
   runCodecCases({
     codec: CODECS['anthropic-messages'],
     path: '/v1/messages',
-    request: (tools) => ({ model: 'm', max_tokens: 100, messages: [{ role: 'user', content: 'x' }], tools: tools.map((name) => ({ name, input_schema: { type: 'object' } })) }),
+    request: (tools) => ({
+      model: 'm',
+      max_tokens: 100,
+      messages: [{ role: 'user', content: 'x' }],
+      tools: tools.map((name) => ({ name, input_schema: { type: 'object' } })),
+    }),
     finish: { stop: 'end_turn', length: 'max_tokens', tool_calls: 'tool_use' },
     readJson(reply): ReadBack {
       const r = reply as Rec;
       return {
-        reasoning: r.content.filter((b: Rec) => b.type === 'thinking').map((b: Rec) => b.thinking).join(''),
-        text: r.content.filter((b: Rec) => b.type === 'text').map((b: Rec) => b.text).join(''),
+        reasoning: r.content
+          .filter((b: Rec) => b.type === 'thinking')
+          .map((b: Rec) => b.thinking)
+          .join(''),
+        text: r.content
+          .filter((b: Rec) => b.type === 'text')
+          .map((b: Rec) => b.text)
+          .join(''),
         toolCalls: r.content.filter((b: Rec) => b.type === 'tool_use').map((b: Rec) => ({ name: b.name, args: b.input })),
         finish: r.stop_reason,
       };
@@ -90,8 +110,14 @@ describe('openai-responses codec', () => {
     readJson(reply): ReadBack {
       const r = reply as Rec;
       return {
-        reasoning: r.output.filter((o: Rec) => o.type === 'reasoning').map((o: Rec) => o.summary.map((s: Rec) => s.text).join('')).join(''),
-        text: r.output.filter((o: Rec) => o.type === 'message').map((o: Rec) => o.content.map((c: Rec) => c.text).join('')).join(''),
+        reasoning: r.output
+          .filter((o: Rec) => o.type === 'reasoning')
+          .map((o: Rec) => o.summary.map((s: Rec) => s.text).join(''))
+          .join(''),
+        text: r.output
+          .filter((o: Rec) => o.type === 'message')
+          .map((o: Rec) => o.content.map((c: Rec) => c.text).join(''))
+          .join(''),
         toolCalls: r.output.map(item).filter(Boolean),
         finish: r.status,
       };
@@ -114,7 +140,8 @@ describe('openai-responses codec', () => {
         if (json.type === 'response.completed' || json.type === 'response.incomplete') last = json.response;
       }
       out.finish = last?.status ?? '';
-      if (last && JSON.stringify(last.output.map((o: Rec) => o.id)) === '[]' && out.toolCalls.length + out.text.length > 0) throw new Error('completed response lost its items');
+      if (last && JSON.stringify(last.output.map((o: Rec) => o.id)) === '[]' && out.toolCalls.length + out.text.length > 0)
+        throw new Error('completed response lost its items');
       return out;
     },
   });

@@ -11,7 +11,15 @@ const req = (body: Record<string, unknown>): CanonicalRequest => ({
 
 describe('normalizeRequest', () => {
   it('maps developer to system (Qwen3 drops roles it does not know)', () => {
-    const out = normalizeRequest(req({ messages: [{ role: 'developer', content: 'rules' }, { role: 'user', content: 'hi' }] }), { contextWindow: null });
+    const out = normalizeRequest(
+      req({
+        messages: [
+          { role: 'developer', content: 'rules' },
+          { role: 'user', content: 'hi' },
+        ],
+      }),
+      { contextWindow: null },
+    );
     expect(out.body.messages.map((m) => m.role)).toEqual(['system', 'user']);
   });
 
@@ -29,7 +37,7 @@ describe('normalizeRequest', () => {
     expect(normalizeRequest(req({ max_tokens: 64_000 }), { contextWindow: null }).body.max_tokens).toBe(64_000);
   });
 
-  it('caps max_tokens at a NeMo Gym row\'s max_output_tokens, sets it when the harness sent none, and near the context lowers it instead of dropping it', () => {
+  it("caps max_tokens at a NeMo Gym row's max_output_tokens, sets it when the harness sent none, and near the context lowers it instead of dropping it", () => {
     expect(normalizeRequest(req({ max_tokens: 32_000 }), { contextWindow: null, maxTokens: 2048 }).body.max_tokens).toBe(2048);
     expect(normalizeRequest(req({}), { contextWindow: null, maxTokens: 2048 }).body.max_tokens).toBe(2048);
     expect(normalizeRequest(req({ max_completion_tokens: 100 }), { contextWindow: null, maxTokens: 2048 }).body.max_tokens).toBe(100);
@@ -55,7 +63,13 @@ describe('normalizeRequest', () => {
 describe('jsonLength', () => {
   it('is the UTF-8 byte length of JSON.stringify(value) for values without escapes, without serializing; the same read as bytes', async () => {
     const { jsonLength } = await import('./normalize.js');
-    for (const v of [[], {}, [1, 'a', null, true], { a: [{ b: 'café 日本語 🚀' }, 2.5], c: { d: null }, 'clé': 'x' }, [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }]]) {
+    for (const v of [
+      [],
+      {},
+      [1, 'a', null, true],
+      { a: [{ b: 'café 日本語 🚀' }, 2.5], c: { d: null }, clé: 'x' },
+      [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }],
+    ]) {
       const text = JSON.stringify(v);
       expect(jsonLength(v)).toBe(Buffer.byteLength(text));
       expect(jsonLength(JSON.parse(Buffer.from(text).toString('latin1')), true)).toBe(Buffer.byteLength(text));

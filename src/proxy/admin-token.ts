@@ -43,7 +43,10 @@ export function readAdminToken(file: string): string | null {
     return null;
   }
   if ((stat.mode & 0o077) !== 0) {
-    throw new PolarError('POLAR_USAGE', `${file} is readable by other users (mode ${(stat.mode & 0o777).toString(8)}); anyone who reads it controls the proxy's admin routes: remove it (a new one is made) or chmod 600 it`);
+    throw new PolarError(
+      'POLAR_USAGE',
+      `${file} is readable by other users (mode ${(stat.mode & 0o777).toString(8)}); anyone who reads it controls the proxy's admin routes: remove it (a new one is made) or chmod 600 it`,
+    );
   }
   const token = fs.readFileSync(file, 'utf8').trim();
   if (token.length < 32) throw new PolarError('POLAR_USAGE', `${file} does not hold an admin token; remove it to make a new one`);

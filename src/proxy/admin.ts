@@ -22,8 +22,19 @@ export interface AdminState {
  * into its state folder when it has none (admin-token.ts). Being on this machine proves nothing: a
  * policy's sandboxed rollout, another user, or a web page's request all come from loopback.
  */
-export async function handleAdmin(req: IncomingMessage, res: ServerResponse, action: 'pause' | 'resume' | 'policy-version' | 'status', state: AdminState): Promise<void> {
-  const status = () => ({ ok: true, paused: state.gate.isPaused, paused_since: state.gate.pausedAt, in_flight: state.gate.inFlight, policy_version: state.policyVersion });
+export async function handleAdmin(
+  req: IncomingMessage,
+  res: ServerResponse,
+  action: 'pause' | 'resume' | 'policy-version' | 'status',
+  state: AdminState,
+): Promise<void> {
+  const status = () => ({
+    ok: true,
+    paused: state.gate.isPaused,
+    paused_since: state.gate.pausedAt,
+    in_flight: state.gate.inFlight,
+    policy_version: state.policyVersion,
+  });
   switch (action) {
     case 'status':
       req.resume();

@@ -15,11 +15,18 @@ function harnessText(): string {
     messages: [
       { role: 'developer', content: 'Sois précis — 日本語 🚀' },
       { role: 'user', content: 'Lis {"a": [1, "]"]} et \\ "ceci"' },
-      { role: 'assistant', content: null, reasoning_content: 'Je lis le fichier…', tool_calls: [{ id: 'c1', type: 'function', function: { name: 'read', arguments: '{"path":"a.txt"}' } }] },
+      {
+        role: 'assistant',
+        content: null,
+        reasoning_content: 'Je lis le fichier…',
+        tool_calls: [{ id: 'c1', type: 'function', function: { name: 'read', arguments: '{"path":"a.txt"}' } }],
+      },
       { role: 'tool', tool_call_id: 'c1', content: 'contenu: naïve café\n\tfin\\' },
       { role: 'user', content: 'Et après ?' },
     ],
-    tools: [{ type: 'function', function: { name: 'read', description: 'Lit un fichier', parameters: { type: 'object', properties: { path: { type: 'string' } } } } }],
+    tools: [
+      { type: 'function', function: { name: 'read', description: 'Lit un fichier', parameters: { type: 'object', properties: { path: { type: 'string' } } } } },
+    ],
     max_completion_tokens: 1.0e3,
     stream: false,
   };

@@ -180,7 +180,12 @@ class SplicedWriter {
     // A value with nothing shared inside is serialised whole, natively: a translated body (Anthropic,
     // Responses, Google into Chat) shares nothing with its request, and one JSON.stringify of it is
     // ~40% faster than writing it member by member.
-    if (value === null || typeof value !== 'object' || typeof (value as { toJSON?: unknown }).toJSON === 'function' || !(this.spans.has(value) || this.holding.has(value))) {
+    if (
+      value === null ||
+      typeof value !== 'object' ||
+      typeof (value as { toJSON?: unknown }).toJSON === 'function' ||
+      !(this.spans.has(value) || this.holding.has(value))
+    ) {
       this.text += JSON.stringify(value);
       return;
     }

@@ -147,7 +147,10 @@ export class CallRecord {
     if (body === null || typeof body === 'string') return this.scrub(body);
     if (!this.secrets.some((s) => s.length > 0 && body.includes(s, 0, 'utf8'))) return body;
     const text = body.toString('latin1');
-    const scrubbed = scrubSecrets(text, this.secrets.map((s) => Buffer.from(s, 'utf8').toString('latin1')));
+    const scrubbed = scrubSecrets(
+      text,
+      this.secrets.map((s) => Buffer.from(s, 'utf8').toString('latin1')),
+    );
     return scrubbed === text ? body : Buffer.from(scrubbed, 'latin1');
   }
 

@@ -4,7 +4,17 @@ import { isJsonContentType, isLoopbackHost, presentedTokens, requireTokenBeyondL
 describe('http-guard', () => {
   it('takes JSON media types only: a CORS simple request (text/plain, form, multipart) is refused', () => {
     for (const ok of ['application/json', 'Application/JSON; charset=utf-8', 'application/vnd.api+json']) expect(isJsonContentType(ok), ok).toBe(true);
-    for (const bad of [undefined, '', 'text/plain', 'text/plain;charset=UTF-8', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'text/json', 'application/jsonp']) expect(isJsonContentType(bad), String(bad)).toBe(false);
+    for (const bad of [
+      undefined,
+      '',
+      'text/plain',
+      'text/plain;charset=UTF-8',
+      'application/x-www-form-urlencoded',
+      'multipart/form-data; boundary=x',
+      'text/json',
+      'application/jsonp',
+    ])
+      expect(isJsonContentType(bad), String(bad)).toBe(false);
   });
 
   it('reads the token from x-polar-auth-token or a bearer Authorization, and compares it whole', () => {

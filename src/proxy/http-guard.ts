@@ -52,10 +52,18 @@ export class HttpGuard {
     const foreign = originProblem(req.headers, this.policy);
     if (foreign) return { status: 403, code: 'POLAR_FORBIDDEN', message: `${this.options.what}: ${foreign}` };
     if (this.token && need.token !== false && !tokenPresented(req.headers, this.token)) {
-      return { status: 401, code: 'POLAR_UNAUTHORIZED', message: `${this.options.what}: missing or wrong token (send it as Authorization: Bearer TOKEN or x-polar-auth-token)` };
+      return {
+        status: 401,
+        code: 'POLAR_UNAUTHORIZED',
+        message: `${this.options.what}: missing or wrong token (send it as Authorization: Bearer TOKEN or x-polar-auth-token)`,
+      };
     }
     if (need.json && !isJsonContentType(req.headers['content-type'])) {
-      return { status: 415, code: 'POLAR_BAD_REQUEST', message: `${this.options.what}: send the body as Content-Type: application/json (got ${JSON.stringify(req.headers['content-type'] ?? 'none')})` };
+      return {
+        status: 415,
+        code: 'POLAR_BAD_REQUEST',
+        message: `${this.options.what}: send the body as Content-Type: application/json (got ${JSON.stringify(req.headers['content-type'] ?? 'none')})`,
+      };
     }
     return null;
   }
@@ -68,7 +76,10 @@ export function isLoopbackHost(host: string): boolean {
 /** Listening beyond this machine without a token would let any stranger on the network in. */
 export function requireTokenBeyondLoopback(host: string, token: string | null | undefined, what: string, flag = '--auth-token'): void {
   if (!isLoopbackHost(host) && !token) {
-    throw new PolarError('POLAR_USAGE', `${what}: binding ${host} exposes it beyond this machine; pass ${flag} TOKEN (or set $POLAR_AUTH_TOKEN) so every request must present it`);
+    throw new PolarError(
+      'POLAR_USAGE',
+      `${what}: binding ${host} exposes it beyond this machine; pass ${flag} TOKEN (or set $POLAR_AUTH_TOKEN) so every request must present it`,
+    );
   }
 }
 

@@ -43,13 +43,7 @@ export interface ModelCallContext {
  * Every path ends with the call's row completed: `ok`, `error` (with the error the harness got in
  * its own provider's shape) or `aborted` (the harness left; what had arrived is kept).
  */
-export async function handleModelCall(
-  req: IncomingMessage,
-  res: ServerResponse,
-  call: CallRecord,
-  ctx: ModelCallContext,
-  preRead?: Buffer,
-): Promise<void> {
+export async function handleModelCall(req: IncomingMessage, res: ServerResponse, call: CallRecord, ctx: ModelCallContext, preRead?: Buffer): Promise<void> {
   const abort = new AbortController();
   const onClose = () => {
     if (!res.writableFinished) abort.abort();
@@ -83,7 +77,17 @@ export async function handleModelCall(
  */
 function prepareCall(body: Buffer, call: CallRecord, ctx: ModelCallContext): { upstreamReq: UpstreamRequest; stream: boolean; request: () => ReplyRequest } {
   const asBytes = parseAsBytes(body);
-  const fast = asBytes === undefined ? null : prepareFromBytes(asBytes, ctx.codec, ctx.upstream, { path: ctx.apiPath, contextWindow: ctx.contextWindow, maxTokens: ctx.maxTokens ?? null, servedModel: ctx.servedModel, call: { ...call.context, contextWindow: ctx.contextWindow }, bytes: body });
+  const fast =
+    asBytes === undefined
+      ? null
+      : prepareFromBytes(asBytes, ctx.codec, ctx.upstream, {
+          path: ctx.apiPath,
+          contextWindow: ctx.contextWindow,
+          maxTokens: ctx.maxTokens ?? null,
+          servedModel: ctx.servedModel,
+          call: { ...call.context, contextWindow: ctx.contextWindow },
+          bytes: body,
+        });
   let upstreamReq: UpstreamRequest;
   let stream: boolean;
   let facts: () => RequestFacts;
@@ -287,13 +291,7 @@ function reportedUsage(usage: ChatUsage | null | undefined): { promptTokens?: nu
 }
 
 /** An error before any reply bytes: the harness gets its provider's error shape and the call a row. */
-function failBeforeHeaders(
-  res: ServerResponse,
-  call: CallRecord,
-  codec: ProviderCodec,
-  error: PolarError,
-  body: Buffer | null,
-): void {
+function failBeforeHeaders(res: ServerResponse, call: CallRecord, codec: ProviderCodec, error: PolarError, body: Buffer | null): void {
   if (res.headersSent) {
     // The stream path records its own failures; this is a store failure after the last event.
     if (!res.writableEnded) res.end();

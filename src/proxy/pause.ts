@@ -80,7 +80,13 @@ export class PauseGate {
       };
       const timer = setTimeout(() => {
         cleanup();
-        reject(new PolarError('POLAR_PAUSED', `the proxy is paused for a weight update and did not resume within ${Math.round(this.limitMs / 1000)} s; retry later`, 503));
+        reject(
+          new PolarError(
+            'POLAR_PAUSED',
+            `the proxy is paused for a weight update and did not resume within ${Math.round(this.limitMs / 1000)} s; retry later`,
+            503,
+          ),
+        );
       }, this.limitMs);
       this.resumed.add(onResume);
       signal?.addEventListener('abort', onAbort, { once: true });

@@ -4,7 +4,12 @@ import { detectProvider, matchRoute } from './route.js';
 
 describe('matchRoute', () => {
   it('finds the provider path with or without a session prefix and query', () => {
-    expect(matchRoute('POST', '/v1/chat/completions')).toEqual({ kind: 'model-call', provider: 'openai-chat', apiPath: '/v1/chat/completions', pathSession: null });
+    expect(matchRoute('POST', '/v1/chat/completions')).toEqual({
+      kind: 'model-call',
+      provider: 'openai-chat',
+      apiPath: '/v1/chat/completions',
+      pathSession: null,
+    });
     expect(matchRoute('POST', '/s/abc/v1/chat/completions?x=1')).toMatchObject({ kind: 'model-call', pathSession: 'abc' });
     expect(matchRoute('POST', '/s/a%3Ab/v1//chat/completions/')).toMatchObject({ kind: 'model-call', pathSession: 'a:b' });
     expect(matchRoute('GET', '/s/abc/v1/models')).toMatchObject({ kind: 'models', pathSession: 'abc' });
@@ -22,7 +27,11 @@ describe('matchRoute', () => {
     expect(matchRoute('POST', '/v1/messages/count_tokens?beta=true')).toMatchObject({ kind: 'count-tokens', provider: 'anthropic-messages' });
     expect(matchRoute('POST', '/v1/responses')).toMatchObject({ kind: 'model-call', provider: 'openai-responses' });
     expect(matchRoute('POST', '/openai/v1/chat/completions')).toMatchObject({ kind: 'model-call', provider: 'openai-chat' });
-    expect(matchRoute('POST', '/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse')).toMatchObject({ kind: 'model-call', provider: 'google-generate-content', stream: true });
+    expect(matchRoute('POST', '/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse')).toMatchObject({
+      kind: 'model-call',
+      provider: 'google-generate-content',
+      stream: true,
+    });
     expect(matchRoute('POST', '/s/x/v1/models/gemini-2.5-pro:generateContent')).toMatchObject({ kind: 'model-call', stream: false, pathSession: 'x' });
     expect(matchRoute('POST', '/v1beta/models/m:countTokens')).toMatchObject({ kind: 'count-tokens', provider: 'google-generate-content' });
     expect(matchRoute('GET', '/v1beta/models')).toMatchObject({ kind: 'models', flavor: 'google' });

@@ -235,7 +235,17 @@ async function dispatch(ctx: ProxyContext, route: Route, req: IncomingMessage, r
     // Always behind a token (admin.ts): loopback callers include sandboxed agents and web pages.
     if (!adminAuthorized(req, [options.authToken, options.adminToken])) {
       req.resume();
-      sendError(res, renderError(codec, new PolarError('POLAR_UNAUTHORIZED', 'admin routes need the polar auth token or the admin token polar proxy wrote (its path is in the banner), as x-polar-auth-token or Authorization: Bearer', 401)));
+      sendError(
+        res,
+        renderError(
+          codec,
+          new PolarError(
+            'POLAR_UNAUTHORIZED',
+            'admin routes need the polar auth token or the admin token polar proxy wrote (its path is in the banner), as x-polar-auth-token or Authorization: Bearer',
+            401,
+          ),
+        ),
+      );
       return;
     }
     await handleAdmin(req, res, route.action, ctx.admin).catch((err: unknown) => sendError(res, renderError(codec, toPolarError(err))));
@@ -260,13 +270,25 @@ async function dispatch(ctx: ProxyContext, route: Route, req: IncomingMessage, r
       return;
     }
   } else if (options.authToken && !authorized(req, options.authToken)) {
-    refuse(res, req, codec, newCall(ctx, req, identity, 'unknown'), new PolarError('POLAR_UNAUTHORIZED', 'missing or wrong polar auth token (send it as the API key, x-polar-auth-token, or ?key=)', 401));
+    refuse(
+      res,
+      req,
+      codec,
+      newCall(ctx, req, identity, 'unknown'),
+      new PolarError('POLAR_UNAUTHORIZED', 'missing or wrong polar auth token (send it as the API key, x-polar-auth-token, or ?key=)', 401),
+    );
     return;
   }
   if (!isValidSessionName(identity.sessionId)) {
     // newCall files this call under the default session; the caller learns why.
     const name = JSON.stringify(identity.sessionId);
-    refuse(res, req, codec, newCall(ctx, req, identity, 'unknown'), new PolarError('POLAR_BAD_REQUEST', `invalid session name ${name}: use letters, digits, . _ : - (max 128)`, 400));
+    refuse(
+      res,
+      req,
+      codec,
+      newCall(ctx, req, identity, 'unknown'),
+      new PolarError('POLAR_BAD_REQUEST', `invalid session name ${name}: use letters, digits, . _ : - (max 128)`, 400),
+    );
     return;
   }
   switch (route.kind) {
@@ -275,7 +297,13 @@ async function dispatch(ctx: ProxyContext, route: Route, req: IncomingMessage, r
       sendJson(res, 200, JSON.stringify(modelList(options.servedModel, route.flavor)));
       return;
     case 'count-tokens':
-      await handleCountTokens(req, res, { codec, upstream: options.upstream, model: options.servedModel, apiPath: route.apiPath, maxBodyBytes: ctx.maxBodyBytes });
+      await handleCountTokens(req, res, {
+        codec,
+        upstream: options.upstream,
+        model: options.servedModel,
+        apiPath: route.apiPath,
+        maxBodyBytes: ctx.maxBodyBytes,
+      });
       return;
     case 'model-call':
     case 'detect': {
@@ -284,7 +312,9 @@ async function dispatch(ctx: ProxyContext, route: Route, req: IncomingMessage, r
       try {
         leave = await ctx.admin.gate.admit();
       } catch (err) {
-        refuse(res, req, codec, newCall(ctx, req, identity, route.kind === 'model-call' ? route.provider : 'unknown'), toPolarError(err), { 'retry-after': '30' });
+        refuse(res, req, codec, newCall(ctx, req, identity, route.kind === 'model-call' ? route.provider : 'unknown'), toPolarError(err), {
+          'retry-after': '30',
+        });
         return;
       }
       try {
@@ -305,7 +335,13 @@ async function dispatch(ctx: ProxyContext, route: Route, req: IncomingMessage, r
 }
 
 /** A POST to a path no provider uses: the headers or the body's shape say which API it is. */
-async function detectAndCall(ctx: ProxyContext, route: Extract<Route, { kind: 'detect' }>, req: IncomingMessage, res: ServerResponse, identity: CallerIdentity): Promise<void> {
+async function detectAndCall(
+  ctx: ProxyContext,
+  route: Extract<Route, { kind: 'detect' }>,
+  req: IncomingMessage,
+  res: ServerResponse,
+  identity: CallerIdentity,
+): Promise<void> {
   const call = newCall(ctx, req, identity, 'unknown');
   let body: Buffer;
   try {
@@ -316,7 +352,13 @@ async function detectAndCall(ctx: ProxyContext, route: Extract<Route, { kind: 'd
   }
   const provider = detectProvider(req.headers, safeParse(body.toString('utf8')));
   if (!provider) {
-    refuse(res, req, CODECS['openai-chat'], call, new PolarError('POLAR_NOT_FOUND', `no route for POST ${route.apiPath}; supported routes: ${SUPPORTED_ROUTES.join(', ')}`, 404));
+    refuse(
+      res,
+      req,
+      CODECS['openai-chat'],
+      call,
+      new PolarError('POLAR_NOT_FOUND', `no route for POST ${route.apiPath}; supported routes: ${SUPPORTED_ROUTES.join(', ')}`, 404),
+    );
     return;
   }
   call.setProvider(provider);
@@ -330,7 +372,14 @@ function codecFor(route: Route): ProviderCodec {
 }
 
 /** Answers a call the proxy will not serve, recording it with the error the caller got. */
-function refuse(res: ServerResponse, req: IncomingMessage, codec: ProviderCodec, call: CallRecord, err: PolarError, headers: Record<string, string> = {}): void {
+function refuse(
+  res: ServerResponse,
+  req: IncomingMessage,
+  codec: ProviderCodec,
+  call: CallRecord,
+  err: PolarError,
+  headers: Record<string, string> = {},
+): void {
   req.resume();
   let reply = renderError(codec, err);
   try {
@@ -363,7 +412,12 @@ function newCall(ctx: ProxyContext, req: IncomingMessage, identity: CallerIdenti
   if (sessionId === options.defaultSession) {
     // Made when a call first lands there, not at start: a rollout's `…-unattributed` session
     // stayed empty in `polar sessions` for every rollout whose calls all named their sessions.
-    store.sessions.ensure(sessionId, { upstreamUrl: options.upstream.baseUrl, servedModel: options.servedModel, cwd: process.cwd(), metadata: tokenizerField(options.upstream) });
+    store.sessions.ensure(sessionId, {
+      upstreamUrl: options.upstream.baseUrl,
+      servedModel: options.servedModel,
+      cwd: process.cwd(),
+      metadata: tokenizerField(options.upstream),
+    });
   } else {
     store.sessions.ensure(sessionId, {
       upstreamUrl: options.upstream.baseUrl,

@@ -63,7 +63,13 @@ function viaBytes(upstream: Upstream, apiPath: string, bytes: Buffer): Buffer | 
   if (json === undefined) return null;
   // Frozen: the proxy realizes the same parsed value afterwards, so decoding must leave it as parsed
   // (a codec that wrote to it would throw here, and the byte path would be refused).
-  const got = prepareFromBytes(deepFreeze(json), CODECS[providerOf(apiPath)], upstream, { path: apiPath, contextWindow: 32_768, servedModel: 'Qwen/Qwen3-8B', call: CALL, bytes });
+  const got = prepareFromBytes(deepFreeze(json), CODECS[providerOf(apiPath)], upstream, {
+    path: apiPath,
+    contextWindow: 32_768,
+    servedModel: 'Qwen/Qwen3-8B',
+    call: CALL,
+    bytes,
+  });
   return got?.upstreamReq.bytes ?? null;
 }
 
@@ -76,15 +82,32 @@ describe('the upstream body built from the request bytes', () => {
       const codec = CODECS[providerOf(apiPath)];
       for (const servedModel of ['Qwen/Qwen3-8B', null]) {
         const bytes = Buffer.from(text, 'utf8');
-        const got = prepareFromBytes(deepFreeze(parseAsBytes(bytes)), codec, upstream, { path: apiPath, contextWindow: 32_768, servedModel, call: CALL, bytes });
+        const got = prepareFromBytes(deepFreeze(parseAsBytes(bytes)), codec, upstream, {
+          path: apiPath,
+          contextWindow: 32_768,
+          servedModel,
+          call: CALL,
+          bytes,
+        });
         const canonical = canonicalViaText(apiPath, text);
         expect(got!.facts(), `${name} (${servedModel})`).toStrictEqual(requestFacts(canonical, servedModel ?? canonical.requestedModel));
       }
     }
     // A requested model and Responses' echoed instructions and tools hold non-ASCII text here.
-    const echoed = { model: 'modèle-日本', instructions: `Sois bref${NON_ASCII}`, tools: [{ type: 'function', name: 'lire_fichier', description: `Lit un fichier${NON_ASCII}`, parameters: { type: 'object', properties: {} } }], input: 'Salut' };
+    const echoed = {
+      model: 'modèle-日本',
+      instructions: `Sois bref${NON_ASCII}`,
+      tools: [{ type: 'function', name: 'lire_fichier', description: `Lit un fichier${NON_ASCII}`, parameters: { type: 'object', properties: {} } }],
+      input: 'Salut',
+    };
     const echoedBytes = Buffer.from(JSON.stringify(echoed));
-    const facts = prepareFromBytes(parseAsBytes(echoedBytes), CODECS['openai-responses'], upstream, { path: '/v1/responses', contextWindow: null, servedModel: null, call: CALL, bytes: echoedBytes })!.facts();
+    const facts = prepareFromBytes(parseAsBytes(echoedBytes), CODECS['openai-responses'], upstream, {
+      path: '/v1/responses',
+      contextWindow: null,
+      servedModel: null,
+      call: CALL,
+      bytes: echoedBytes,
+    })!.facts();
     expect(facts.model).toBe('modèle-日本');
     expect(JSON.stringify(facts.reply)).toContain(`Lit un fichier${NON_ASCII}`);
     expect(JSON.stringify(facts.reply)).toContain(`Sois bref${NON_ASCII}`);
@@ -189,7 +212,13 @@ describe('what an in-flight call keeps of its request', () => {
  */
 function prepareAndForget(upstream: Upstream, apiPath: string, bytes: Buffer): { facts: () => unknown; parsed: WeakRef<object>[] } {
   const json = parseAsBytes(bytes) as object;
-  const got = prepareFromBytes(json, CODECS[providerOf(apiPath)], upstream, { path: apiPath, contextWindow: 32_768, servedModel: 'Qwen/Qwen3-8B', call: CALL, bytes });
+  const got = prepareFromBytes(json, CODECS[providerOf(apiPath)], upstream, {
+    path: apiPath,
+    contextWindow: 32_768,
+    servedModel: 'Qwen/Qwen3-8B',
+    call: CALL,
+    bytes,
+  });
   if (!got) throw new Error(`${apiPath}: the byte path was not taken`);
   const parsed: WeakRef<object>[] = [];
   const walk = (value: unknown): void => {
@@ -216,4 +245,3 @@ describe('parseAsBytes, then realize', () => {
     expect(parseUtf8Json(Buffer.from('{"a":'))).toBeNull();
   });
 });
-

@@ -116,7 +116,8 @@ export function realize(value: unknown): unknown {
 /** A `\u` escape that parses to a character above U+007F (`\u` not followed by 00 and 0–7; a `\\u` also counts, harmlessly). */
 function hasNonAsciiEscape(text: string): boolean {
   for (let at = text.indexOf('\\u'); at >= 0; at = text.indexOf('\\u', at + 2)) {
-    if (!(text.charCodeAt(at + 2) === 0x30 && text.charCodeAt(at + 3) === 0x30 && text.charCodeAt(at + 4) >= 0x30 && text.charCodeAt(at + 4) <= 0x37)) return true;
+    if (!(text.charCodeAt(at + 2) === 0x30 && text.charCodeAt(at + 3) === 0x30 && text.charCodeAt(at + 4) >= 0x30 && text.charCodeAt(at + 4) <= 0x37))
+      return true;
   }
   return false;
 }

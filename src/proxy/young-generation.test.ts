@@ -26,7 +26,9 @@ async function youngGeneration(keepSmall: boolean, nodeOptions = ''): Promise<{ 
       peak = Math.max(peak, young());
     }
     console.log(JSON.stringify({ atStart, peak }));`;
-  const { stdout } = await run(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { env: { ...process.env, NODE_OPTIONS: nodeOptions } });
+  const { stdout } = await run(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+    env: { ...process.env, NODE_OPTIONS: nodeOptions },
+  });
   return JSON.parse(stdout) as { atStart: number; peak: number };
 }
 

@@ -48,7 +48,11 @@ export interface Cassette {
  * reach it by its own address (http-guard.ts), never to a web page, even one whose name was rebound
  * to 127.0.0.1.
  */
-export async function startCassette(store: Store, sessionId: string, options: { host?: string; port?: number; authToken?: string | null; allowHosts?: readonly string[] } = {}): Promise<Cassette> {
+export async function startCassette(
+  store: Store,
+  sessionId: string,
+  options: { host?: string; port?: number; authToken?: string | null; allowHosts?: readonly string[] } = {},
+): Promise<Cassette> {
   const host = options.host ?? '127.0.0.1';
   const guard = new HttpGuard({ host, token: options.authToken ?? null, allowHosts: options.allowHosts ?? [], what: 'polar replay' });
   const session = store.sessions.get(sessionId);
@@ -61,7 +65,8 @@ export async function startCassette(store: Store, sessionId: string, options: { 
     if (!isRecord(row.assistantMessage) || !isConversation(conversation)) continue;
     tapes.push({ row, messages: conversation.messages });
   }
-  if (tapes.length === 0) throw new PolarError('POLAR_USAGE', `session ${sessionId} has no call recorded with its reply (recorded before polar kept them, or only failed calls)`);
+  if (tapes.length === 0)
+    throw new PolarError('POLAR_USAGE', `session ${sessionId} has no call recorded with its reply (recorded before polar kept them, or only failed calls)`);
   const model = session.servedModel ?? tapes[0]!.row.servedModel ?? 'polar-replay';
   const used = new Set<number>();
   let seen = 0;
@@ -75,7 +80,12 @@ export async function startCassette(store: Store, sessionId: string, options: { 
     const refusal = guard.check(req);
     if (refusal) {
       req.resume();
-      send(res, refusal.status, { object: 'error', message: refusal.message, type: refusal.status === 401 ? 'AuthenticationError' : 'PermissionDeniedError', code: refusal.status });
+      send(res, refusal.status, {
+        object: 'error',
+        message: refusal.message,
+        type: refusal.status === 401 ? 'AuthenticationError' : 'PermissionDeniedError',
+        code: refusal.status,
+      });
       return;
     }
     const url = (req.url ?? '/').split('?')[0];
@@ -86,7 +96,12 @@ export async function startCassette(store: Store, sessionId: string, options: { 
     }
     if (req.method !== 'POST' || url !== '/v1/chat/completions') {
       req.resume();
-      send(res, 404, { object: 'error', message: `polar replay serves POST /v1/chat/completions (a cassette of session ${sessionId}); not ${req.method} ${url}`, type: 'NotFoundError', code: 404 });
+      send(res, 404, {
+        object: 'error',
+        message: `polar replay serves POST /v1/chat/completions (a cassette of session ${sessionId}); not ${req.method} ${url}`,
+        type: 'NotFoundError',
+        code: 404,
+      });
       return;
     }
     const body = parseJsonBody(await readBody(req, 256 * 1024 * 1024));
@@ -98,7 +113,12 @@ export async function startCassette(store: Store, sessionId: string, options: { 
       const mismatch = compareConversations(tapes[i]!.messages, replayed);
       if (!mismatch) {
         used.add(i);
-        answer(res, tapes[i]!.row, isRecord(body) && body.stream === true, isRecord(body) && isRecord(body.stream_options) && body.stream_options.include_usage === true);
+        answer(
+          res,
+          tapes[i]!.row,
+          isRecord(body) && body.stream === true,
+          isRecord(body) && isRecord(body.stream_options) && body.stream_options.include_usage === true,
+        );
         return;
       }
       // The candidate it resembles most: the one it agrees with for longest.
@@ -137,11 +157,22 @@ export function describe(d: Divergence): string {
 /** The recorded reply as vLLM sends it: the message, finish reason, and the recorded token fields. */
 function answer(res: ServerResponse, row: RequestRecord, stream: boolean, usage: boolean): void {
   const message = row.assistantMessage as ChatMessage;
-  const calls = (message.tool_calls ?? []).map((c, index) => ({ index, id: c.id, type: 'function' as const, function: { name: c.function.name, arguments: c.function.arguments } }));
+  const calls = (message.tool_calls ?? []).map((c, index) => ({
+    index,
+    id: c.id,
+    type: 'function' as const,
+    function: { name: c.function.name, arguments: c.function.arguments },
+  }));
   const finish = row.finishReason ?? (calls.length > 0 ? 'tool_calls' : 'stop');
   const tokens = row.promptIds && row.sampledIds ? { prompt: row.promptIds, sampled: row.sampledIds, logprobs: row.logprobs } : null;
-  const logprobs = tokens?.logprobs ? { content: tokens.sampled.map((id, i) => ({ token: `token_id:${id}`, logprob: tokens.logprobs![i]!, bytes: null, top_logprobs: [] })) } : null;
-  const usageBlock = { prompt_tokens: tokens?.prompt.length ?? 0, completion_tokens: tokens?.sampled.length ?? 0, total_tokens: (tokens?.prompt.length ?? 0) + (tokens?.sampled.length ?? 0) };
+  const logprobs = tokens?.logprobs
+    ? { content: tokens.sampled.map((id, i) => ({ token: `token_id:${id}`, logprob: tokens.logprobs![i]!, bytes: null, top_logprobs: [] })) }
+    : null;
+  const usageBlock = {
+    prompt_tokens: tokens?.prompt.length ?? 0,
+    completion_tokens: tokens?.sampled.length ?? 0,
+    total_tokens: (tokens?.prompt.length ?? 0) + (tokens?.sampled.length ?? 0),
+  };
   const base = { id: `chatcmpl-replay-${row.seq}`, created: Math.floor(row.startedAt / 1000), model: row.servedModel ?? 'polar-replay' };
   const reasoning = typeof message.reasoning_content === 'string' && message.reasoning_content ? message.reasoning_content : null;
   const content = typeof message.content === 'string' ? message.content : '';
@@ -150,12 +181,31 @@ function answer(res: ServerResponse, row: RequestRecord, stream: boolean, usage:
       ...base,
       object: 'chat.completion',
       ...(tokens ? { prompt_token_ids: tokens.prompt } : {}),
-      choices: [{ index: 0, message: { role: 'assistant', content, ...(reasoning ? { reasoning } : {}), ...(calls.length > 0 ? { tool_calls: calls.map(({ index: _i, ...c }) => c) } : {}) }, finish_reason: finish, stop_reason: null, ...(tokens ? { token_ids: tokens.sampled } : {}), logprobs }],
+      choices: [
+        {
+          index: 0,
+          message: {
+            role: 'assistant',
+            content,
+            ...(reasoning ? { reasoning } : {}),
+            ...(calls.length > 0 ? { tool_calls: calls.map(({ index: _i, ...c }) => c) } : {}),
+          },
+          finish_reason: finish,
+          stop_reason: null,
+          ...(tokens ? { token_ids: tokens.sampled } : {}),
+          logprobs,
+        },
+      ],
       usage: usageBlock,
     });
     return;
   }
-  const chunk = (delta: Record<string, unknown>, extra: Record<string, unknown> = {}, top: Record<string, unknown> = {}) => ({ ...base, object: 'chat.completion.chunk', ...top, choices: [{ index: 0, delta, finish_reason: null, ...extra }] });
+  const chunk = (delta: Record<string, unknown>, extra: Record<string, unknown> = {}, top: Record<string, unknown> = {}) => ({
+    ...base,
+    object: 'chat.completion.chunk',
+    ...top,
+    choices: [{ index: 0, delta, finish_reason: null, ...extra }],
+  });
   const events: unknown[] = [chunk({ role: 'assistant', content: '' }, {}, tokens ? { prompt_token_ids: tokens.prompt } : {})];
   if (reasoning) events.push(chunk({ reasoning }));
   if (content) events.push(chunk({ content }));

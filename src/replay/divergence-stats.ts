@@ -15,7 +15,13 @@ export interface LogprobComparison {
   worst: { position: number; tokenId: number; recorded: number; rescored: number; delta: number; text?: string }[];
 }
 
-export function compareLogprobs(sampledIds: readonly number[], recorded: readonly number[], rescored: readonly number[], decode?: (id: number) => string, worstN = 3): LogprobComparison {
+export function compareLogprobs(
+  sampledIds: readonly number[],
+  recorded: readonly number[],
+  rescored: readonly number[],
+  decode?: (id: number) => string,
+  worstN = 3,
+): LogprobComparison {
   const n = sampledIds.length;
   let abs = 0;
   let max = 0;
@@ -28,7 +34,14 @@ export function compareLogprobs(sampledIds: readonly number[], recorded: readonl
     max = Math.max(max, Math.abs(d));
     k1 += -d;
     k3 += Math.expm1(d) - d;
-    deltas.push({ position: i, tokenId: sampledIds[i]!, recorded: recorded[i]!, rescored: rescored[i]!, delta: d, ...(decode ? { text: decode(sampledIds[i]!) } : {}) });
+    deltas.push({
+      position: i,
+      tokenId: sampledIds[i]!,
+      recorded: recorded[i]!,
+      rescored: rescored[i]!,
+      delta: d,
+      ...(decode ? { text: decode(sampledIds[i]!) } : {}),
+    });
   }
   const worst = deltas
     .filter((d) => d.delta !== 0)
@@ -41,5 +54,11 @@ export function compareLogprobs(sampledIds: readonly number[], recorded: readonl
 export function combine(calls: readonly LogprobComparison[]): Omit<LogprobComparison, 'worst'> {
   const tokens = calls.reduce((a, c) => a + c.tokens, 0);
   const weighted = (f: (c: LogprobComparison) => number) => (tokens > 0 ? calls.reduce((a, c) => a + f(c) * c.tokens, 0) / tokens : 0);
-  return { tokens, meanAbsDelta: weighted((c) => c.meanAbsDelta), maxAbsDelta: Math.max(0, ...calls.map((c) => c.maxAbsDelta)), klK1: weighted((c) => c.klK1), klK3: weighted((c) => c.klK3) };
+  return {
+    tokens,
+    meanAbsDelta: weighted((c) => c.meanAbsDelta),
+    maxAbsDelta: Math.max(0, ...calls.map((c) => c.maxAbsDelta)),
+    klK1: weighted((c) => c.klK1),
+    klK3: weighted((c) => c.klK3),
+  };
 }

@@ -22,11 +22,21 @@ describe('matching a replayed request to the recorded one', () => {
     expect(normalize('at 10:01 on 2026-11-20T10:01:02Z in /a/b/c')).toBe('at <time> on <date> in <path>');
   });
 
-  it('reports the first real difference: the user\'s words, an assistant turn, a tool call, or the count', () => {
+  it("reports the first real difference: the user's words, an assistant turn, a tool call, or the count", () => {
     expect(compareConversations(recorded, [recorded[0]!, { role: 'user', content: 'Delete the files' }])).toMatchObject({ message: 1, what: 'user text' });
-    expect(compareConversations(recorded, [...recorded.slice(0, 2), { ...recorded[2]!, content: 'Looking!' }, recorded[3]!])).toMatchObject({ message: 2, what: 'assistant text', expected: 'Looking.', found: 'Looking!' });
-    expect(compareConversations(recorded, [...recorded.slice(0, 2), { ...recorded[2]!, tool_calls: [call('c1', '{"command":"rm -rf ."}')] }, recorded[3]!])).toMatchObject({ message: 2, what: 'tool call 0 arguments' });
+    expect(compareConversations(recorded, [...recorded.slice(0, 2), { ...recorded[2]!, content: 'Looking!' }, recorded[3]!])).toMatchObject({
+      message: 2,
+      what: 'assistant text',
+      expected: 'Looking.',
+      found: 'Looking!',
+    });
+    expect(
+      compareConversations(recorded, [...recorded.slice(0, 2), { ...recorded[2]!, tool_calls: [call('c1', '{"command":"rm -rf ."}')] }, recorded[3]!]),
+    ).toMatchObject({ message: 2, what: 'tool call 0 arguments' });
     expect(compareConversations(recorded, recorded.slice(0, 3))).toMatchObject({ message: 3, what: 'message count' });
-    expect(compareConversations(recorded, [...recorded.slice(0, 3), { ...recorded[3]!, tool_call_id: 'c9' }])).toMatchObject({ message: 3, what: 'tool result for another call' });
+    expect(compareConversations(recorded, [...recorded.slice(0, 3), { ...recorded[3]!, tool_call_id: 'c9' }])).toMatchObject({
+      message: 3,
+      what: 'tool result for another call',
+    });
   });
 });

@@ -54,7 +54,8 @@ function compareMessage(r: ChatMessage, p: ChatMessage): Omit<Mismatch, 'message
       const x = rc[k]!;
       const y = pc[k]!;
       if (x.function.name !== y.function.name) return { what: `tool call ${k} name`, expected: x.function.name, found: y.function.name };
-      if (!sameJson(x.function.arguments, y.function.arguments)) return { what: `tool call ${k} arguments`, ...snippet(x.function.arguments, y.function.arguments) };
+      if (!sameJson(x.function.arguments, y.function.arguments))
+        return { what: `tool call ${k} arguments`, ...snippet(x.function.arguments, y.function.arguments) };
       if (x.id && y.id && x.id !== y.id) return { what: `tool call ${k} id`, expected: x.id, found: y.id };
     }
   }
@@ -105,6 +106,11 @@ function sameJson(a: string, b: string): boolean {
 
 function sortKeys(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(sortKeys);
-  if (isRecord(v)) return Object.fromEntries(Object.keys(v).sort().map((k) => [k, sortKeys(v[k])]));
+  if (isRecord(v))
+    return Object.fromEntries(
+      Object.keys(v)
+        .sort()
+        .map((k) => [k, sortKeys(v[k])]),
+    );
   return v;
 }

@@ -26,7 +26,16 @@ export interface ReplayResult {
  * the session's task when it was a rollout sample, else empty (or `cwd`). The replay is recorded as
  * a new session (metadata `replay_of`), so the two can be compared call by call.
  */
-export async function replaySession(opts: { dbPath: string; session: string; harness: string; command?: string; harnessBin?: string; nodeBin?: string; cwd?: string; timeoutSec?: number }): Promise<ReplayResult> {
+export async function replaySession(opts: {
+  dbPath: string;
+  session: string;
+  harness: string;
+  command?: string;
+  harnessBin?: string;
+  nodeBin?: string;
+  cwd?: string;
+  timeoutSec?: number;
+}): Promise<ReplayResult> {
   const store = await openStore(opts.dbPath);
   let cassette;
   /** A workspace polar made for the replay (not --cwd): removed when the replay ends. */
@@ -35,7 +44,9 @@ export async function replaySession(opts: { dbPath: string; session: string; har
     const recorded = store.sessions.get(opts.session)!;
     cassette = await startCassette(store, opts.session);
     const sample = store.rollouts.sampleForSession(opts.session);
-    const task = sample ? (JSON.parse(store.rollouts.tasks(sample.rolloutId).find((t) => (JSON.parse(t) as RolloutTask).id === sample.taskId) ?? 'null') as RolloutTask | null) : null;
+    const task = sample
+      ? (JSON.parse(store.rollouts.tasks(sample.rolloutId).find((t) => (JSON.parse(t) as RolloutTask).id === sample.taskId) ?? 'null') as RolloutTask | null)
+      : null;
     made = opts.cwd ? null : await fs.mkdtemp(path.join(os.tmpdir(), 'polar-replay-'));
     let cwd = opts.cwd ? path.resolve(opts.cwd) : made!;
     if (!opts.cwd && task) cwd = (await prepareWorkspace(task, path.join(cwd, 'workspace'), Date.now() + 600_000, baseEnvironment())).dir;
@@ -57,7 +68,16 @@ export async function replaySession(opts: { dbPath: string; session: string; har
       quiet: true,
       sessionMetadata: { replay_of: opts.session },
     });
-    return { session: opts.session, replaySession: replaySessionId, matched: cassette.matched(), total: cassette.total(), divergence: cassette.divergence(), unplayed: cassette.unplayed(), run, cwd };
+    return {
+      session: opts.session,
+      replaySession: replaySessionId,
+      matched: cassette.matched(),
+      total: cassette.total(),
+      divergence: cassette.divergence(),
+      unplayed: cassette.unplayed(),
+      run,
+      cwd,
+    };
   } finally {
     await cassette?.close();
     await store.closeAsync();

@@ -18,7 +18,11 @@ const CLAUSE = /^\s*(reward|status)\s*(>=|<=|==|!=|>|<)\s*([A-Za-z_][\w-]*|-?\d+
 export function parseAccept(expr: string): (facts: AcceptFacts) => boolean {
   const clauses = expr.split('&&').map((part) => {
     const m = CLAUSE.exec(part);
-    if (!m) throw new PolarError('POLAR_USAGE', `--accept ${JSON.stringify(expr)}: cannot read ${JSON.stringify(part.trim())}; write e.g. 'reward>=1' or 'reward > 0.5 && status == completed'`);
+    if (!m)
+      throw new PolarError(
+        'POLAR_USAGE',
+        `--accept ${JSON.stringify(expr)}: cannot read ${JSON.stringify(part.trim())}; write e.g. 'reward>=1' or 'reward > 0.5 && status == completed'`,
+      );
     const field = m[1]!.toLowerCase() as 'reward' | 'status';
     const op = m[2] as Op;
     const raw = m[3]!;

@@ -65,17 +65,35 @@ export async function evaluate(ctx: EvaluationContext): Promise<Evaluation> {
     return { reward: out.reward, traceRewards: null, record: { ...out.record, metadata: task.metadata } };
   }
   if (ev.type === 'command') {
-    const r = await sandboxedShell(ctx.sandbox, ev.command, { cwd: ctx.workspace.dir, env: { ...env, POLAR_WORKSPACE: ctx.workspace.dir }, timeoutMs: ev.timeout * 1000 }, 'the evaluator command');
+    const r = await sandboxedShell(
+      ctx.sandbox,
+      ev.command,
+      { cwd: ctx.workspace.dir, env: { ...env, POLAR_WORKSPACE: ctx.workspace.dir }, timeoutMs: ev.timeout * 1000 },
+      'the evaluator command',
+    );
     broken(r, `the evaluator command`, ev.timeout);
     const scored = commandReward(r.stdout, r.exitCode!);
-    const record = { type: ev.type, command: ev.command, exit_code: r.exitCode, output: kept(r, ctx.secrets), ...('details' in scored && scored.details ? { details: scored.details } : {}) };
+    const record = {
+      type: ev.type,
+      command: ev.command,
+      exit_code: r.exitCode,
+      output: kept(r, ctx.secrets),
+      ...('details' in scored && scored.details ? { details: scored.details } : {}),
+    };
     if ('problem' in scored) throw new StageError('post', scored.problem);
     if (scored.traceRewards && scored.traceRewards.length !== ctx.traceCount) {
       throw new StageError('post', `the evaluator gave ${scored.traceRewards.length} trace rewards for a session of ${ctx.traceCount} traces`);
     }
     return { reward: scored.reward, traceRewards: scored.traceRewards, record };
   }
-  const fresh = await prepareWorkspace(task, path.join(ctx.scratch, `eval-${ctx.sessionId}`), Date.now() + ev.timeout * 1000, ctx.env, ctx.setupSandbox ?? undefined, ctx.gitSandbox ?? undefined).catch((err: unknown) => {
+  const fresh = await prepareWorkspace(
+    task,
+    path.join(ctx.scratch, `eval-${ctx.sessionId}`),
+    Date.now() + ev.timeout * 1000,
+    ctx.env,
+    ctx.setupSandbox ?? undefined,
+    ctx.gitSandbox ?? undefined,
+  ).catch((err: unknown) => {
     throw new StageError('post', `could not prepare a fresh workspace for the tests: ${(err as Error).message}`);
   });
   try {
@@ -83,9 +101,17 @@ export async function evaluate(ctx: EvaluationContext): Promise<Evaluation> {
     const deadline = Date.now() + ev.timeout * 1000;
     const results: { command: string; kind: 'fail_to_pass' | 'pass_to_pass'; exit_code: number | null }[] = [];
     let output = '';
-    for (const [kind, commands] of [['fail_to_pass', ev.fail_to_pass], ['pass_to_pass', ev.pass_to_pass]] as const) {
+    for (const [kind, commands] of [
+      ['fail_to_pass', ev.fail_to_pass],
+      ['pass_to_pass', ev.pass_to_pass],
+    ] as const) {
       for (const command of commands) {
-        const r = await sandboxedShell(ctx.sandbox, command, { cwd: fresh.dir, env: { ...env, POLAR_WORKSPACE: fresh.dir }, timeoutMs: Math.max(1, deadline - Date.now()) }, `test command ${JSON.stringify(command)}`);
+        const r = await sandboxedShell(
+          ctx.sandbox,
+          command,
+          { cwd: fresh.dir, env: { ...env, POLAR_WORKSPACE: fresh.dir }, timeoutMs: Math.max(1, deadline - Date.now()) },
+          `test command ${JSON.stringify(command)}`,
+        );
         broken(r, `test command ${JSON.stringify(command)}`, ev.timeout);
         results.push({ command, kind, exit_code: r.exitCode });
         output += `$ ${command}\n${r.stdout}${r.stderr}`;
@@ -99,7 +125,12 @@ export async function evaluate(ctx: EvaluationContext): Promise<Evaluation> {
 }
 
 /** A command in its own sandbox; a cap it hit (the agent's code under test fork-bombed, say) ends the sample. */
-async function sandboxedShell(sandbox: OpenSandbox | null, command: string, opts: { cwd: string; env: Record<string, string>; timeoutMs: number }, what: string): Promise<ShellResult> {
+async function sandboxedShell(
+  sandbox: OpenSandbox | null,
+  command: string,
+  opts: { cwd: string; env: Record<string, string>; timeoutMs: number },
+  what: string,
+): Promise<ShellResult> {
   const jail = sandbox ? await sandbox(opts.cwd) : null;
   const r = await runShell(command, { ...opts, ...(jail ? { wrap: (c: HarnessCommand) => jail.wrap(c) } : {}) });
   const limit = (await jail?.close({ exitCode: r.exitCode, signal: r.signal })) ?? null;

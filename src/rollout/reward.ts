@@ -10,7 +10,11 @@ export type CommandReward = { reward: number; traceRewards: number[] | null; det
  * `trace_rewards` is not a list of them, is a broken evaluator, not a score.
  */
 export function commandReward(stdout: string, exitCode: number): CommandReward {
-  const last = stdout.split('\n').map((l) => l.trim()).filter(Boolean).pop();
+  const last = stdout
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean)
+    .pop();
   let parsed: unknown;
   if (last !== undefined) {
     try {
@@ -20,11 +24,14 @@ export function commandReward(stdout: string, exitCode: number): CommandReward {
     }
   }
   if (typeof parsed === 'number') {
-    return Number.isFinite(parsed) ? { reward: parsed, traceRewards: null, details: null } : { problem: `the evaluator printed a reward that is not finite: ${last}` };
+    return Number.isFinite(parsed)
+      ? { reward: parsed, traceRewards: null, details: null }
+      : { problem: `the evaluator printed a reward that is not finite: ${last}` };
   }
   if (isRecord(parsed) && 'reward' in parsed) {
     const { reward, trace_rewards: traces, ...details } = parsed;
-    if (typeof reward !== 'number' || !Number.isFinite(reward)) return { problem: `the evaluator's "reward" is not a finite number: ${JSON.stringify(reward)}` };
+    if (typeof reward !== 'number' || !Number.isFinite(reward))
+      return { problem: `the evaluator's "reward" is not a finite number: ${JSON.stringify(reward)}` };
     if (traces !== undefined && (!Array.isArray(traces) || traces.some((r) => typeof r !== 'number' || !Number.isFinite(r)))) {
       return { problem: `the evaluator's "trace_rewards" is not a list of finite numbers: ${JSON.stringify(traces)}` };
     }

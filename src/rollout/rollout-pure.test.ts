@@ -5,16 +5,27 @@ import { commandReward } from './reward.js';
 import { parseTaskFile } from './task-file.js';
 
 const opts = { name: 'tasks.jsonl', baseDir: '/base' };
-const task = (over: Record<string, unknown> = {}) => JSON.stringify({ id: 't1', prompt: 'fix it', workspace: { empty: true }, evaluator: { type: 'session-completed' }, ...over });
+const task = (over: Record<string, unknown> = {}) =>
+  JSON.stringify({ id: 't1', prompt: 'fix it', workspace: { empty: true }, evaluator: { type: 'session-completed' }, ...over });
 
 describe('task file', () => {
   it('reads tasks, resolving relative workspace paths against the file and filling defaults', () => {
     const tasks = parseTaskFile(
-      [task(), '', '# a comment', task({ id: 't2', workspace: { dir: 'repos/a' }, setup: ['npm i'], evaluator: { type: 'command', command: 'npm test' }, timeout: 60 })].join('\n'),
+      [
+        task(),
+        '',
+        '# a comment',
+        task({ id: 't2', workspace: { dir: 'repos/a' }, setup: ['npm i'], evaluator: { type: 'command', command: 'npm test' }, timeout: 60 }),
+      ].join('\n'),
       opts,
     );
     expect(tasks.map((t) => t.id)).toEqual(['t1', 't2']);
-    expect(tasks[1]).toMatchObject({ workspace: { dir: path.resolve('/base/repos/a') }, setup: ['npm i'], evaluator: { type: 'command', command: 'npm test', timeout: 300 }, timeout: 60 });
+    expect(tasks[1]).toMatchObject({
+      workspace: { dir: path.resolve('/base/repos/a') },
+      setup: ['npm i'],
+      evaluator: { type: 'command', command: 'npm test', timeout: 300 },
+      timeout: 60,
+    });
     expect(tasks[0]).toMatchObject({ setup: [], timeout: null, metadata: {} });
   });
 
@@ -44,7 +55,9 @@ describe('task file', () => {
   });
 
   it('checks that a workspace folder exists', () => {
-    expect(() => parseTaskFile(task({ workspace: { dir: 'nowhere' } }), { ...opts, checkPaths: true })).toThrow(/field "workspace.dir": no such folder: \/base\/nowhere/);
+    expect(() => parseTaskFile(task({ workspace: { dir: 'nowhere' } }), { ...opts, checkPaths: true })).toThrow(
+      /field "workspace.dir": no such folder: \/base\/nowhere/,
+    );
   });
 });
 

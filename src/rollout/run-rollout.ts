@@ -65,7 +65,9 @@ export async function runRollout(options: RolloutRun): Promise<RolloutSummary> {
       if (removed > 0) run.onNotice?.(`removed ${removed} workspace(s) the interrupted run left behind (--keep-workspaces keeps them)`);
     }
     for (const line of harborPreflight(tasks, config.sandbox)) run.onNotice?.(line);
-    const { harness, sandbox, socket, upstream, proxy, sessionKeys, model, contextWindow } = isBuiltinAgent(config.harness) ? builtinCapture(config) : await startCapture(store, config, rolloutId, run.upstreamApiKey);
+    const { harness, sandbox, socket, upstream, proxy, sessionKeys, model, contextWindow } = isBuiltinAgent(config.harness)
+      ? builtinCapture(config)
+      : await startCapture(store, config, rolloutId, run.upstreamApiKey);
     process.on('SIGINT', onSigint);
     process.on('SIGTERM', onSigint);
     const ctx: StageContext = {
@@ -209,7 +211,8 @@ function openRollout(store: Store, run: RolloutRun): { rolloutId: string; config
   if (run.resume) {
     const row = store.rollouts.get(run.resume);
     if (!row) throw new PolarError('POLAR_USAGE', `no rollout ${JSON.stringify(run.resume)} in this database; list them with \`polar rollouts\``);
-    if (row.status === 'completed') throw new PolarError('POLAR_USAGE', `rollout ${row.id} already completed every sample; see \`polar rollout show ${row.id}\``);
+    if (row.status === 'completed')
+      throw new PolarError('POLAR_USAGE', `rollout ${row.id} already completed every sample; see \`polar rollout show ${row.id}\``);
     if (row.status === 'running') {
       throw new PolarError('POLAR_USAGE', `rollout ${row.id} is still running in another process; resume it once that process has ended`);
     }
@@ -257,7 +260,10 @@ export function summarize(store: Store, rolloutId: string, dbPath: string, durat
   const byTask = new Map<string, SampleRow[]>();
   for (const s of samples) byTask.set(s.taskId, [...(byTask.get(s.taskId) ?? []), s]);
   const ended = outcomes.completed + outcomes.failed + outcomes.timeout + outcomes.error;
-  const endedHere = since === undefined ? ended : samples.filter((s) => (SAMPLE_OUTCOMES as readonly string[]).includes(s.status) && s.endedAt !== null && s.endedAt >= since).length;
+  const endedHere =
+    since === undefined
+      ? ended
+      : samples.filter((s) => (SAMPLE_OUTCOMES as readonly string[]).includes(s.status) && s.endedAt !== null && s.endedAt >= since).length;
   const config = row.config as Partial<RolloutConfig>;
   const everyHost = config.sandbox === 'none' || config.network === 'host';
   const stored = store.rollouts.tasks(rolloutId).map((t) => JSON.parse(t) as RolloutTask);

@@ -85,7 +85,14 @@ export async function initStage(ctx: StageContext, sample: SampleRow): Promise<P
   const dir = workspaceDir(ctx.config.outDir, task.id, sample.sampleIndex, attempt);
   try {
     const boxed = ctx.sandbox.kind !== 'none';
-    const workspace = await prepareWorkspace(task, dir, deadline, toolEnv(), boxed ? setupSandbox(ctx.sandbox, task) : undefined, boxed ? evaluatorSandbox(ctx.sandbox, null) : undefined);
+    const workspace = await prepareWorkspace(
+      task,
+      dir,
+      deadline,
+      toolEnv(),
+      boxed ? setupSandbox(ctx.sandbox, task) : undefined,
+      boxed ? evaluatorSandbox(ctx.sandbox, null) : undefined,
+    );
     const timing = { init_ms: Date.now() - startedAt };
     await ctx.ledger.stage(sample.id, 'ready', timing);
     ctx.emit({ type: 'stage', sampleId: sample.id, taskId: sample.taskId, stage: 'ready' });
@@ -130,7 +137,12 @@ export async function runStage(ctx: StageContext, p: Prepared): Promise<Ran | nu
       timeoutSec: left / 1000,
       quiet: true,
       onNotice: ctx.onNotice,
-      sandbox: { settings: ctx.sandbox, network: harnessNetwork(ctx.sandbox, p.task), ...(ctx.proxySocket ? { proxySocket: ctx.proxySocket } : {}), ...(harbor ?? {}) },
+      sandbox: {
+        settings: ctx.sandbox,
+        network: harnessNetwork(ctx.sandbox, p.task),
+        ...(ctx.proxySocket ? { proxySocket: ctx.proxySocket } : {}),
+        ...(harbor ?? {}),
+      },
       sessionMetadata: { rollout_id: ctx.rolloutId, task_id: p.task.id, group_id: p.sample.groupId, sample_index: p.sample.sampleIndex },
     });
     ctx.harnessVersion ??= result.harnessVersion;
@@ -145,7 +157,12 @@ export async function runStage(ctx: StageContext, p: Prepared): Promise<Ran | nu
       await interrupt(ctx, { ...p, timing: runTiming });
       return null;
     }
-    return { ...p, timing: runTiming, sessionStatus: result.status === 'completed' || result.status === 'timeout' ? result.status : 'failed', exitCode: result.exitCode };
+    return {
+      ...p,
+      timing: runTiming,
+      sessionStatus: result.status === 'completed' || result.status === 'timeout' ? result.status : 'failed',
+      exitCode: result.exitCode,
+    };
   } catch (err) {
     ctx.store.sessions.end(p.sessionId, 'failed');
     await finish(ctx, p.sample, stageFailure(err, 'run', p.startedAt, { ...timing, run_ms: Date.now() - started }));
@@ -204,8 +221,16 @@ export async function postStage(ctx: StageContext, r: Ran): Promise<void> {
 async function runBuiltin(ctx: StageContext, p: Prepared, timing: Record<string, number>, left: number, started: number): Promise<Ran | null> {
   const agent = ctx.config.harness;
   try {
-    if (!p.task.harbor || !isBuiltinAgent(agent)) throw new StageError('run', `--harness ${agent} runs Harbor tasks only (a task folder with solution/ and tests/)`);
-    const r = await runBuiltinAgent(agent, p.task.harbor, p.workspace.dir, { settings: ctx.sandbox, env: toolEnv(), secrets: ctx.secrets }, harnessNetwork(ctx.sandbox, p.task) === 'host' ? 'host' : 'none', left);
+    if (!p.task.harbor || !isBuiltinAgent(agent))
+      throw new StageError('run', `--harness ${agent} runs Harbor tasks only (a task folder with solution/ and tests/)`);
+    const r = await runBuiltinAgent(
+      agent,
+      p.task.harbor,
+      p.workspace.dir,
+      { settings: ctx.sandbox, env: toolEnv(), secrets: ctx.secrets },
+      harnessNetwork(ctx.sandbox, p.task) === 'host' ? 'host' : 'none',
+      left,
+    );
     const runTiming = { ...timing, run_ms: Date.now() - started };
     if (r.limit) {
       await finish(ctx, p.sample, stageFailure(new StageError('run', r.limit), 'run', p.startedAt, runTiming));
@@ -232,7 +257,12 @@ type End = SampleEnd;
 
 function stageFailure(err: unknown, stage: 'init' | 'run' | 'post', startedAt: number, timing: Record<string, number> = {}): End {
   const e = err instanceof StageError ? err : new StageError(stage, (err as Error)?.message ?? String(err));
-  return { status: e.timedOut && e.stage !== 'post' ? 'timeout' : 'error', errorStage: e.stage, error: e.message, timing: { ...timing, total_ms: Date.now() - startedAt } };
+  return {
+    status: e.timedOut && e.stage !== 'post' ? 'timeout' : 'error',
+    errorStage: e.stage,
+    error: e.message,
+    timing: { ...timing, total_ms: Date.now() - startedAt },
+  };
 }
 
 async function finish(ctx: StageContext, sample: SampleRow, end: End): Promise<void> {

@@ -93,7 +93,10 @@ export function parseTaskFile(text: string, options: { name: string; baseDir: st
   if (problems.length > 0) {
     const shown = problems.slice(0, 20);
     if (problems.length > shown.length) shown.push(`… and ${problems.length - shown.length} more`);
-    throw new PolarError('POLAR_USAGE', `the task file has ${problems.length} problem${problems.length === 1 ? '' : 's'}; nothing was started:\n  ${shown.join('\n  ')}`);
+    throw new PolarError(
+      'POLAR_USAGE',
+      `the task file has ${problems.length} problem${problems.length === 1 ? '' : 's'}; nothing was started:\n  ${shown.join('\n  ')}`,
+    );
   }
   if (tasks.length === 0) throw new PolarError('POLAR_USAGE', `${options.name} holds no tasks (one JSON object per line)`);
   return tasks;
@@ -129,8 +132,10 @@ function validateTask(value: unknown, at: At, problems: () => number, options: {
   const timeout = value.timeout ?? null;
   if (timeout !== null && !positive(timeout)) at('timeout', 'seconds, a positive number');
   if (value.metadata !== undefined && !isRecord(value.metadata)) at('metadata', 'an object');
-  if (value.network !== undefined && value.network !== 'host' && value.network !== 'proxy-only') at('network', '"host" (the machine\'s network) or "proxy-only" (the default: the capture proxy alone)');
-  if (value.setup_network !== undefined && value.setup_network !== 'host' && value.setup_network !== 'none') at('setup_network', '"host" (the default) or "none"');
+  if (value.network !== undefined && value.network !== 'host' && value.network !== 'proxy-only')
+    at('network', '"host" (the machine\'s network) or "proxy-only" (the default: the capture proxy alone)');
+  if (value.setup_network !== undefined && value.setup_network !== 'host' && value.setup_network !== 'none')
+    at('setup_network', '"host" (the default) or "none"');
   if (problems() > before || !workspace || !evaluator) return null;
   return {
     id: id as string,
@@ -199,8 +204,11 @@ function validateEvaluator(value: unknown, at: At): TaskEvaluator | null {
       }
       const f2p = (value.fail_to_pass ?? []) as string[];
       const p2p = (value.pass_to_pass ?? []) as string[];
-      if (Array.isArray(f2p) && Array.isArray(p2p) && f2p.length + p2p.length === 0) at('evaluator', 'a tests evaluator needs at least one fail_to_pass or pass_to_pass command');
-      return positive(timeout) && Array.isArray(f2p) && Array.isArray(p2p) ? { type: 'tests', fail_to_pass: f2p, pass_to_pass: p2p, timeout: timeout as number } : null;
+      if (Array.isArray(f2p) && Array.isArray(p2p) && f2p.length + p2p.length === 0)
+        at('evaluator', 'a tests evaluator needs at least one fail_to_pass or pass_to_pass command');
+      return positive(timeout) && Array.isArray(f2p) && Array.isArray(p2p)
+        ? { type: 'tests', fail_to_pass: f2p, pass_to_pass: p2p, timeout: timeout as number }
+        : null;
     }
     case 'session-completed':
       return { type: 'session-completed' };

@@ -30,7 +30,20 @@ export const HARNESS_DIRS = ['.claude', '.codex', '.gemini', '.qwen', '.pi', '.o
 export type OpenSandbox = (cwd: string) => Promise<Jail>;
 
 // Hooks and an fsmonitor are commands a workspace's own config could make polar's git run.
-const GIT = ['-c', 'user.name=polar', '-c', 'user.email=polar@localhost', '-c', 'commit.gpgsign=false', '-c', 'core.hooksPath=/dev/null', '-c', 'core.fsmonitor=false', '-c', 'init.defaultBranch=main'];
+const GIT = [
+  '-c',
+  'user.name=polar',
+  '-c',
+  'user.email=polar@localhost',
+  '-c',
+  'commit.gpgsign=false',
+  '-c',
+  'core.hooksPath=/dev/null',
+  '-c',
+  'core.fsmonitor=false',
+  '-c',
+  'init.defaultBranch=main',
+];
 // The user's own git config stays in effect (a clone of a private repository needs its credential
 // helper); on the agent's workspace polar's git runs sandboxed, where that config is not visible.
 const GIT_ENV = { GIT_TERMINAL_PROMPT: '0' };
@@ -47,7 +60,14 @@ export interface PreparedWorkspace {
  * task names, and run outside it. After setup commands the baseline commit runs in `gitSandbox`:
  * a setup command could have left a clean filter or an fsmonitor in .git/config.
  */
-export async function prepareWorkspace(task: RolloutTask, dest: string, deadline: number, env: Record<string, string>, sandbox?: OpenSandbox, gitSandbox?: OpenSandbox): Promise<PreparedWorkspace> {
+export async function prepareWorkspace(
+  task: RolloutTask,
+  dest: string,
+  deadline: number,
+  env: Record<string, string>,
+  sandbox?: OpenSandbox,
+  gitSandbox?: OpenSandbox,
+): Promise<PreparedWorkspace> {
   const left = () => {
     const ms = deadline - Date.now();
     if (ms <= 0) throw new StageError('init', 'the session budget ran out while preparing the workspace', true);
@@ -72,7 +92,10 @@ export async function prepareWorkspace(task: RolloutTask, dest: string, deadline
     if (limit) throw new StageError('init', `setup command ${i + 1} (${command}): ${limit}`);
     if (r.timedOut) throw new StageError('init', `setup command ${i + 1} (${command}) ran past the session budget`, true);
     if (r.failedToStart || r.exitCode !== 0) {
-      throw new StageError('init', `setup command ${i + 1} (${command}) failed: ${r.failedToStart ?? `exit ${r.exitCode ?? r.signal}`}${lastLines(r.stderr || r.stdout)}`);
+      throw new StageError(
+        'init',
+        `setup command ${i + 1} (${command}) failed: ${r.failedToStart ?? `exit ${r.exitCode ?? r.signal}`}${lastLines(r.stderr || r.stdout)}`,
+      );
     }
   }
   // A Harbor task's files come from a downloaded dataset: a .git/config among them could name a
@@ -133,7 +156,15 @@ function excludes(): string[] {
   return HARNESS_DIRS.map((d) => `:(exclude)${d}`);
 }
 
-async function git(args: string[], cwd: string, env: Record<string, string>, timeoutMs: number, what: string, stage: 'init' | 'post' = 'init', wrap?: (c: HarnessCommand) => HarnessCommand): Promise<string> {
+async function git(
+  args: string[],
+  cwd: string,
+  env: Record<string, string>,
+  timeoutMs: number,
+  what: string,
+  stage: 'init' | 'post' = 'init',
+  wrap?: (c: HarnessCommand) => HarnessCommand,
+): Promise<string> {
   const plain: HarnessCommand = { file: 'git', args: [...GIT, ...args], env: { ...env, ...GIT_ENV } };
   const cmd = wrap ? wrap(plain) : plain;
   const r = await runCommand(cmd.file, cmd.args, { cwd, env: cmd.env, timeoutMs });

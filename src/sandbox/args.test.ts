@@ -6,7 +6,18 @@ import { DEFAULT_LIMITS } from './types.js';
 import type { HostView } from './view.js';
 
 const VIEW: HostView = { dirs: ['/usr', '/root/.pyenv'], symlinks: [['usr/bin', '/bin']], etc: '/tmp/polar-etc-x', masked: ['/root/.pyenv/credentials'] };
-const SPEC: SandboxSpec = { cwd: '/tmp/out/workspaces/t-0', writable: ['/db/.polar/runs/s/home'], readOnly: [], tmp: '/tmp/sbx/tmp', varTmp: '/tmp/sbx/var-tmp', network: 'proxy-only', proxySocket: '/tmp/px/proxy.sock', newSession: true, uid: 0, gid: 0 };
+const SPEC: SandboxSpec = {
+  cwd: '/tmp/out/workspaces/t-0',
+  writable: ['/db/.polar/runs/s/home'],
+  readOnly: [],
+  tmp: '/tmp/sbx/tmp',
+  varTmp: '/tmp/sbx/var-tmp',
+  network: 'proxy-only',
+  proxySocket: '/tmp/px/proxy.sock',
+  newSession: true,
+  uid: 0,
+  gid: 0,
+};
 
 /** Pairs of (flag, destination) for every mount, in order. */
 function mounts(args: string[]): string[] {
@@ -18,7 +29,18 @@ function mounts(args: string[]): string[] {
 describe('bwrapArgs', () => {
   it('drops capabilities in its own user, pid, ipc, uts and network namespaces', () => {
     const args = bwrapArgs(VIEW, SPEC);
-    for (const flag of ['--unshare-user', '--disable-userns', '--cap-drop', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-net', '--die-with-parent', '--new-session']) expect(args).toContain(flag);
+    for (const flag of [
+      '--unshare-user',
+      '--disable-userns',
+      '--cap-drop',
+      '--unshare-pid',
+      '--unshare-ipc',
+      '--unshare-uts',
+      '--unshare-net',
+      '--die-with-parent',
+      '--new-session',
+    ])
+      expect(args).toContain(flag);
     expect(args.slice(args.indexOf('--cap-drop'), args.indexOf('--cap-drop') + 2)).toEqual(['--cap-drop', 'ALL']);
     expect(args.at(-1)).toBe('--');
   });
@@ -37,7 +59,15 @@ describe('bwrapArgs', () => {
   });
 
   it("hides polar's records in a writable folder: a folder as an empty tmpfs, a file as an empty read-only one, both after the folder and before the run's own home inside", () => {
-    const spec: SandboxSpec = { ...SPEC, cwd: '/proj', writable: ['/proj/.polar/runs/s/home'], hidden: [{ path: '/proj/.polar', dir: true }, { path: '/proj/polar.db', dir: false }] };
+    const spec: SandboxSpec = {
+      ...SPEC,
+      cwd: '/proj',
+      writable: ['/proj/.polar/runs/s/home'],
+      hidden: [
+        { path: '/proj/.polar', dir: true },
+        { path: '/proj/polar.db', dir: false },
+      ],
+    };
     const args = bwrapArgs(VIEW, spec);
     const at = (flag: string, dest: string) => args.findIndex((a, i) => a === flag && (flag === '--tmpfs' ? args[i + 1] === dest : args[i + 2] === dest));
     expect(args.slice(at('--ro-bind', '/proj/polar.db'), at('--ro-bind', '/proj/polar.db') + 3)).toEqual(['--ro-bind', '/dev/null', '/proj/polar.db']);
@@ -88,7 +118,9 @@ describe('limits', () => {
   });
 
   it('enters every group, then sets the file size cap in 512-byte blocks, then runs the command', () => {
-    expect(enterScript(['/cg/pids/x/cgroup.procs'], { ...DEFAULT_LIMITS, maxFileSizeBytes: 1024 * 1024 }, false)).toBe("echo $$ > '/cg/pids/x/cgroup.procs' && ulimit -f 2048 && exec \"$@\"");
+    expect(enterScript(['/cg/pids/x/cgroup.procs'], { ...DEFAULT_LIMITS, maxFileSizeBytes: 1024 * 1024 }, false)).toBe(
+      'echo $$ > \'/cg/pids/x/cgroup.procs\' && ulimit -f 2048 && exec "$@"',
+    );
     expect(enterScript([], { ...DEFAULT_LIMITS, maxCpuSeconds: 5 }, true)).toContain('ulimit -t 5');
   });
 

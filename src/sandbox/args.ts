@@ -55,10 +55,21 @@ export function bwrapArgs(view: HostView, spec: SandboxSpec): string[] {
     // mknod a disk and mount it, or signal anything on the host.
     // No user namespaces inside either: each one is fresh kernel attack surface, and nothing a
     // harness runs needs them.
-    '--unshare-user', '--uid', String(spec.uid), '--gid', String(spec.gid), '--cap-drop', 'ALL', '--disable-userns',
-    '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try',
+    '--unshare-user',
+    '--uid',
+    String(spec.uid),
+    '--gid',
+    String(spec.gid),
+    '--cap-drop',
+    'ALL',
+    '--disable-userns',
+    '--unshare-pid',
+    '--unshare-ipc',
+    '--unshare-uts',
+    '--unshare-cgroup-try',
     ...(spec.network === 'host' ? [] : ['--unshare-net']),
-    '--hostname', 'polar-sandbox',
+    '--hostname',
+    'polar-sandbox',
     '--die-with-parent',
     ...(spec.newSession ? ['--new-session'] : []),
   ];
@@ -72,7 +83,8 @@ export function bwrapArgs(view: HostView, spec: SandboxSpec): string[] {
   const own = [...new Set([...(inside ? [] : [spec.cwd]), ...spec.writable].map((w) => path.resolve(w)))];
   for (const p of own) mounts.push({ at: p, args: ['--bind', p, p] });
   if (inside) mounts.push({ at: inside, args: ['--bind', path.resolve(spec.cwd), inside] });
-  for (const b of spec.binds ?? []) mounts.push({ at: path.posix.resolve(b.dest), args: [b.readOnly ? '--ro-bind' : '--bind', path.resolve(b.source), path.posix.resolve(b.dest)] });
+  for (const b of spec.binds ?? [])
+    mounts.push({ at: path.posix.resolve(b.dest), args: [b.readOnly ? '--ro-bind' : '--bind', path.resolve(b.source), path.posix.resolve(b.dest)] });
   for (const f of view.masked) mounts.push({ at: f, args: ['--ro-bind', '/dev/null', f] });
   for (const h of spec.hidden ?? []) {
     const at = path.resolve(h.path);

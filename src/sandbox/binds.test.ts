@@ -3,7 +3,17 @@ import { bwrapArgs, type SandboxSpec } from './args.js';
 import type { HostView } from './view.js';
 
 const VIEW: HostView = { dirs: ['/usr'], symlinks: [], etc: '/tmp/polar-etc-x', masked: [] };
-const SPEC: SandboxSpec = { cwd: '/tmp/out/workspaces/t-0', writable: ['/tmp/home'], readOnly: [], tmp: '/tmp/sbx/tmp', varTmp: '/tmp/sbx/var-tmp', network: 'none', newSession: true, uid: 0, gid: 0 };
+const SPEC: SandboxSpec = {
+  cwd: '/tmp/out/workspaces/t-0',
+  writable: ['/tmp/home'],
+  readOnly: [],
+  tmp: '/tmp/sbx/tmp',
+  varTmp: '/tmp/sbx/var-tmp',
+  network: 'none',
+  newSession: true,
+  uid: 0,
+  gid: 0,
+};
 
 /** (flag, source, destination) for every bind, in order. */
 function binds(args: string[]): string[] {
@@ -12,9 +22,16 @@ function binds(args: string[]): string[] {
   return out;
 }
 
-describe('bwrapArgs with a Harbor task\'s container paths', () => {
+describe("bwrapArgs with a Harbor task's container paths", () => {
   it('mounts the workspace at WORKDIR only (not at its host path), /logs writable, /tests read-only, and starts in WORKDIR', () => {
-    const args = bwrapArgs(VIEW, { ...SPEC, cwdInside: '/app', binds: [{ source: '/tmp/out/workspaces/t-0-logs', dest: '/logs', readOnly: false }, { source: '/tasks/t/tests', dest: '/tests', readOnly: true }] });
+    const args = bwrapArgs(VIEW, {
+      ...SPEC,
+      cwdInside: '/app',
+      binds: [
+        { source: '/tmp/out/workspaces/t-0-logs', dest: '/logs', readOnly: false },
+        { source: '/tasks/t/tests', dest: '/tests', readOnly: true },
+      ],
+    });
     const b = binds(args);
     expect(b).toContain('--bind /tmp/out/workspaces/t-0 /app');
     expect(b).toContain('--bind /tmp/out/workspaces/t-0-logs /logs');

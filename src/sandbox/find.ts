@@ -27,7 +27,10 @@ const probed = new Map<string, string | null>();
  */
 export function bwrapProblem(bwrap: string): string | null {
   if (!probed.has(bwrap)) {
-    const r = spawnSync(bwrap, ['--unshare-user', '--unshare-pid', '--unshare-net', '--cap-drop', 'ALL', '--ro-bind', '/', '/', '--', 'true'], { timeout: 10_000, encoding: 'utf8' });
+    const r = spawnSync(bwrap, ['--unshare-user', '--unshare-pid', '--unshare-net', '--cap-drop', 'ALL', '--ro-bind', '/', '/', '--', 'true'], {
+      timeout: 10_000,
+      encoding: 'utf8',
+    });
     probed.set(bwrap, r.status === 0 ? null : (r.stderr || r.error?.message || `exit ${r.status ?? r.signal}`).trim());
   }
   return probed.get(bwrap)!;
@@ -39,6 +42,10 @@ export function requireBwrap(kind: SandboxKind): string {
   const bwrap = findBwrap();
   if (!bwrap) throw new PolarError('POLAR_USAGE', '--sandbox bwrap needs bubblewrap (Debian: apt-get install bubblewrap); or pass --sandbox none');
   const problem = bwrapProblem(bwrap);
-  if (problem) throw new PolarError('POLAR_USAGE', `bubblewrap cannot make a sandbox on this machine (${problem}); allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, or an AppArmor profile for bwrap), or pass --sandbox none`);
+  if (problem)
+    throw new PolarError(
+      'POLAR_USAGE',
+      `bubblewrap cannot make a sandbox on this machine (${problem}); allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, or an AppArmor profile for bwrap), or pass --sandbox none`,
+    );
   return bwrap;
 }

@@ -111,7 +111,10 @@ export async function openJail(settings: SandboxSettings, spec: JailSpec): Promi
   return {
     home,
     wrap(cmd) {
-      const inner = network === 'proxy-only' ? bridged(process.execPath, spec.proxy!.port, PROXY_SOCKET_INSIDE, spec.interactive === true, cmd.file, cmd.args) : [cmd.file, ...cmd.args];
+      const inner =
+        network === 'proxy-only'
+          ? bridged(process.execPath, spec.proxy!.port, PROXY_SOCKET_INSIDE, spec.interactive === true, cmd.file, cmd.args)
+          : [cmd.file, ...cmd.args];
       return { file: '/bin/sh', args: ['-c', script, 'sh', settings.bwrap, ...args, ...inner], env: { ...cmd.env, HOME: home, TMPDIR: '/tmp' } };
     },
     async close(exit) {
@@ -121,7 +124,9 @@ export async function openJail(settings: SandboxSettings, spec: JailSpec): Promi
       reason ??= group?.hit() ?? (exit ? rlimitReason(exit.exitCode, exit.signal, limits) : null);
       const found = bigFile([...(spec.findCappedFiles ? [spec.cwd] : []), home, tmp, varTmp], limits.maxFileSizeBytes, started);
       // Named as the command saw it: the private /tmp's host folder means nothing to a reader.
-      const inside = found && (found.startsWith(`${tmp}/`) ? `/tmp${found.slice(tmp.length)}` : found.startsWith(`${varTmp}/`) ? `/var/tmp${found.slice(varTmp.length)}` : found);
+      const inside =
+        found &&
+        (found.startsWith(`${tmp}/`) ? `/tmp${found.slice(tmp.length)}` : found.startsWith(`${varTmp}/`) ? `/var/tmp${found.slice(varTmp.length)}` : found);
       reason ??= inside ? `file size limit ${formatBytes(limits.maxFileSizeBytes)} exceeded (${inside})` : null;
       await group?.remove();
       await rm(own, { recursive: true, force: true }).catch(() => undefined);
@@ -138,9 +143,13 @@ export function checkWorkdir(cwd: string, home = process.env.HOME || os.homedir(
   const p = path.resolve(cwd);
   const h = path.resolve(home);
   const system = ['/', '/usr', '/etc', '/bin', '/sbin', '/lib', '/lib64', '/boot', '/proc', '/sys', '/dev', '/run', '/var'];
-  if (system.includes(p)) throw new PolarError('POLAR_USAGE', `the sandbox makes the working directory writable, and ${p} is a system folder: run in a project folder`);
+  if (system.includes(p))
+    throw new PolarError('POLAR_USAGE', `the sandbox makes the working directory writable, and ${p} is a system folder: run in a project folder`);
   if (h !== '/' && (p === h || h.startsWith(`${p}/`))) {
-    throw new PolarError('POLAR_USAGE', `the sandbox makes the working directory writable, and ${p} holds your home folder (~/.ssh, credentials, shell history): run in a project folder, or pass --sandbox none to give the harness your access`);
+    throw new PolarError(
+      'POLAR_USAGE',
+      `the sandbox makes the working directory writable, and ${p} holds your home folder (~/.ssh, credentials, shell history): run in a project folder, or pass --sandbox none to give the harness your access`,
+    );
   }
 }
 

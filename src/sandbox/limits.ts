@@ -45,7 +45,10 @@ function detect(): CgroupSupport | null {
   } catch {
     return null;
   }
-  const lines = self.trim().split('\n').map((l) => l.split(':'));
+  const lines = self
+    .trim()
+    .split('\n')
+    .map((l) => l.split(':'));
   const v1 = (controller: string): string | undefined => {
     const line = lines.find((l) => l[1]?.split(',').includes(controller));
     if (!line) return undefined;
@@ -62,7 +65,8 @@ function detect(): CgroupSupport | null {
     const dir = path.join('/sys/fs/cgroup', unified[2] ?? '/');
     try {
       const enabled = fs.readFileSync(path.join(dir, 'cgroup.subtree_control'), 'utf8').split(/\s+/);
-      if (enabled.includes('pids') && enabled.includes('memory') && probe(dir)) return { version: 2, parents: { pids: dir, memory: dir, ...(enabled.includes('cpu') ? { cpu: dir } : {}) } };
+      if (enabled.includes('pids') && enabled.includes('memory') && probe(dir))
+        return { version: 2, parents: { pids: dir, memory: dir, ...(enabled.includes('cpu') ? { cpu: dir } : {}) } };
     } catch {
       // no v2 delegation here
     }
@@ -118,7 +122,8 @@ export function createGroup(limits: SandboxLimits, cg: CgroupSupport | null = cg
       if (pids && limits.maxProcs > 0 && eventCount(path.join(pids, 'pids.events'), 'max') > 0) return `process limit ${limits.maxProcs} reached`;
       const memory = dirs.get('memory');
       if (memory && limits.maxMemoryBytes > 0) {
-        const oom = cg.version === 1 ? eventCount(path.join(memory, 'memory.oom_control'), 'oom_kill') : eventCount(path.join(memory, 'memory.events'), 'oom_kill');
+        const oom =
+          cg.version === 1 ? eventCount(path.join(memory, 'memory.oom_control'), 'oom_kill') : eventCount(path.join(memory, 'memory.events'), 'oom_kill');
         if (oom > 0) return `memory limit ${formatBytes(limits.maxMemoryBytes)} reached (a process was OOM-killed)`;
       }
       const cpu = dirs.get('cpu');
@@ -156,7 +161,11 @@ export function rlimitReason(exitCode: number | null, signal: string | null, lim
 }
 
 export function formatBytes(n: number): string {
-  for (const [unit, size] of [['GiB', 1024 ** 3], ['MiB', 1024 ** 2], ['KiB', 1024]] as const) {
+  for (const [unit, size] of [
+    ['GiB', 1024 ** 3],
+    ['MiB', 1024 ** 2],
+    ['KiB', 1024],
+  ] as const) {
     if (n >= size) return `${Number((n / size).toFixed(2))} ${unit}`;
   }
   return `${n} B`;
@@ -172,7 +181,10 @@ export function parseSize(text: string): number {
 
 function eventCount(file: string, key: string): number {
   try {
-    const line = fs.readFileSync(file, 'utf8').split('\n').find((l) => l.startsWith(`${key} `));
+    const line = fs
+      .readFileSync(file, 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith(`${key} `));
     return line ? Number(line.split(' ')[1]) : 0;
   } catch {
     return 0;

@@ -3,12 +3,18 @@ import type { SandboxSettings } from './types.js';
 
 /** What a user must know about the sandbox before a run starts (the CLI prints these once). */
 export function sandboxNotices(settings: SandboxSettings): string[] {
-  if (settings.kind === 'none') return ['sandbox none: the harness and task commands run with your own access: they can read and edit anything you can (your home, other projects, the database) and reach any network; use --sandbox bwrap to isolate them'];
+  if (settings.kind === 'none')
+    return [
+      'sandbox none: the harness and task commands run with your own access: they can read and edit anything you can (your home, other projects, the database) and reach any network; use --sandbox bwrap to isolate them',
+    ];
   const lines: string[] = [];
-  if (settings.network === 'host') lines.push("network host: sandboxed commands share this machine's network (every loopback port, the internet), not only the capture proxy");
+  if (settings.network === 'host')
+    lines.push("network host: sandboxed commands share this machine's network (every loopback port, the internet), not only the capture proxy");
   const { maxProcs, maxMemoryBytes } = settings.limits;
   if ((maxProcs > 0 || maxMemoryBytes > 0) && cgroupSupport() === null) {
-    lines.push(`no cgroup can be made here: the process cap (${maxProcs}) and memory cap (${formatBytes(maxMemoryBytes)}) are not enforced (rlimits cannot cap them for root); file size and CPU time caps still apply`);
+    lines.push(
+      `no cgroup can be made here: the process cap (${maxProcs}) and memory cap (${formatBytes(maxMemoryBytes)}) are not enforced (rlimits cannot cap them for root); file size and CPU time caps still apply`,
+    );
   }
   return lines;
 }

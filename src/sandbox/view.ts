@@ -31,13 +31,52 @@ const SYSTEM = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32'];
  * or anything a host service keeps its keys in: this is an allow-list.
  */
 export const ETC_ALLOWED = [
-  'passwd', 'group', 'hosts', 'hostname', 'resolv.conf', 'nsswitch.conf', 'host.conf', 'gai.conf', 'services', 'protocols', 'networks',
+  'passwd',
+  'group',
+  'hosts',
+  'hostname',
+  'resolv.conf',
+  'nsswitch.conf',
+  'host.conf',
+  'gai.conf',
+  'services',
+  'protocols',
+  'networks',
   // Certificates only: /etc/ssl/private and /etc/pki/tls/private hold the machine's keys.
-  'ssl/certs', 'ssl/openssl.cnf', 'ca-certificates', 'ca-certificates.conf', 'pki/tls/certs', 'pki/ca-trust', 'pki/tls/openssl.cnf',
-  'alternatives', 'ld.so.cache', 'ld.so.conf', 'ld.so.conf.d',
-  'localtime', 'timezone', 'locale.alias', 'locale.conf', 'default/locale', 'gitconfig', 'pip.conf', 'npmrc', 'python3', 'perl',
-  'os-release', 'debian_version', 'lsb-release', 'mime.types', 'magic', 'magic.mime', 'inputrc', 'bash.bashrc', 'shells', 'mtab',
-  'java-17-openjdk', 'java-21-openjdk', 'fonts',
+  'ssl/certs',
+  'ssl/openssl.cnf',
+  'ca-certificates',
+  'ca-certificates.conf',
+  'pki/tls/certs',
+  'pki/ca-trust',
+  'pki/tls/openssl.cnf',
+  'alternatives',
+  'ld.so.cache',
+  'ld.so.conf',
+  'ld.so.conf.d',
+  'localtime',
+  'timezone',
+  'locale.alias',
+  'locale.conf',
+  'default/locale',
+  'gitconfig',
+  'pip.conf',
+  'npmrc',
+  'python3',
+  'perl',
+  'os-release',
+  'debian_version',
+  'lsb-release',
+  'mime.types',
+  'magic',
+  'magic.mime',
+  'inputrc',
+  'bash.bashrc',
+  'shells',
+  'mtab',
+  'java-17-openjdk',
+  'java-21-openjdk',
+  'fonts',
 ];
 
 /** Files in a toolchain folder that hold a registry credential rather than the toolchain (masked). */
@@ -70,7 +109,13 @@ function readHostView(pathEnv: string, home: string): HostView {
   const polarRoot = fileURLToPath(new URL('../../', import.meta.url));
   dirs.push(path.join(polarRoot, 'node_modules'));
   const enclosing = polarRoot.split(path.sep).lastIndexOf('node_modules');
-  if (enclosing > 0) dirs.push(polarRoot.split(path.sep).slice(0, enclosing + 1).join(path.sep));
+  if (enclosing > 0)
+    dirs.push(
+      polarRoot
+        .split(path.sep)
+        .slice(0, enclosing + 1)
+        .join(path.sep),
+    );
   const homeDirs: string[] = [];
   for (const entry of pathEnv.split(path.delimiter)) {
     for (const dir of toolchainDirs(entry, home)) (dir.startsWith(`${path.resolve(home)}/`) ? homeDirs : dirs).push(dir);

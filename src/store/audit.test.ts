@@ -53,7 +53,9 @@ describe('audit table (migration 10)', () => {
     store.audit.record(entry(3000, 'victim', 'wrong-session'));
     expect(store.audit.list().map((r) => r.at)).toEqual([3000, 2000, 1000]);
     expect(store.audit.list({ session: 'victim' }).map((r) => r.reason)).toEqual(['wrong-session', 'bad-secret']);
-    expect(store.audit.list({ since: 2000, limit: 1 })).toMatchObject([{ at: 3000, claimedSession: 'victim', requestHeaders: { authorization: '[redacted]' } }]);
+    expect(store.audit.list({ since: 2000, limit: 1 })).toMatchObject([
+      { at: 3000, claimedSession: 'victim', requestHeaders: { authorization: '[redacted]' } },
+    ]);
     expect(store.audit.count(2000)).toBe(2);
     expect(store.sessions.list()).toEqual([]);
     expect(store.sessions.get('victim')).toBeUndefined();

@@ -31,7 +31,7 @@ it('a large body is remembered without a copy, and the next call still stores as
   expect(Buffer.from(d!.middle as Buffer).toString()).toBe('the next turn, appended');
 });
 
-it('a small body is copied into the agent\'s room (the call\'s own buffer is let go)', () => {
+it("a small body is copied into the agent's room (the call's own buffer is let go)", () => {
   const recent = new RecentCalls();
   const small = body(64 * 1024, 0x62);
   const alloc = vi.spyOn(Buffer, 'allocUnsafeSlow');

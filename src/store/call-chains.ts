@@ -156,8 +156,12 @@ export class ChainReader {
   constructor(db: Db) {
     this.promptStmt = db.prepare(`SELECT prompt_ids, prompt_base, prompt_base_len, sampled_ids FROM requests WHERE id = ?`);
     this.bodyStmts = {
-      original: db.prepare(`SELECT original_request AS text, original_base AS base, original_prefix AS prefix, original_suffix AS suffix FROM request_bodies WHERE request_id = ?`),
-      upstream: db.prepare(`SELECT upstream_request AS text, upstream_base AS base, upstream_prefix AS prefix, upstream_suffix AS suffix FROM request_bodies WHERE request_id = ?`),
+      original: db.prepare(
+        `SELECT original_request AS text, original_base AS base, original_prefix AS prefix, original_suffix AS suffix FROM request_bodies WHERE request_id = ?`,
+      ),
+      upstream: db.prepare(
+        `SELECT upstream_request AS text, upstream_base AS base, upstream_prefix AS prefix, upstream_suffix AS suffix FROM request_bodies WHERE request_id = ?`,
+      ),
     };
   }
 

@@ -148,7 +148,5 @@ function createPrivateFile(file: string): void {
 }
 
 function newerSchema(file: string, version: number): PolarError {
-  return new PolarError(
-    'POLAR_USAGE',
-    `${file} has schema version ${version}, newer than this polar understands (${MIGRATIONS.length}); upgrade polar`);
+  return new PolarError('POLAR_USAGE', `${file} has schema version ${version}, newer than this polar understands (${MIGRATIONS.length}); upgrade polar`);
 }

@@ -73,7 +73,22 @@ describe('byteDelta', () => {
     // ASCII, so character and byte offsets agree: a change in the last or first byte of a block is
     // missed by a comparison that is one byte short.
     const base = 'abcdefghij'.repeat(2000);
-    for (const at of [0, 63, 64, 255, 256, 4095, 4096, 8191, 12_287, base.length - 4097, base.length - 4096, base.length - 257, base.length - 64, base.length - 1]) {
+    for (const at of [
+      0,
+      63,
+      64,
+      255,
+      256,
+      4095,
+      4096,
+      8191,
+      12_287,
+      base.length - 4097,
+      base.length - 4096,
+      base.length - 257,
+      base.length - 64,
+      base.length - 1,
+    ]) {
       const text = `${base.slice(0, at)}#${base.slice(at + 1)}`;
       expect(roundTrip(base, text).middle, `at ${at}`).toBe('#');
     }
@@ -83,4 +98,3 @@ describe('byteDelta', () => {
     expect(byteDelta(Buffer.from('a'.repeat(100)), 100, Buffer.from('b'.repeat(100)))).toBeNull();
   });
 });
-

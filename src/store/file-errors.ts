@@ -29,7 +29,12 @@ export function storeFileError(file: string, err: unknown): PolarError | null {
     );
   }
   if (code === 'EACCES' || code === 'EPERM' || problem === 'EACCES' || problem === 'EPERM') {
-    return new PolarError('POLAR_STORE_WRITE', `permission denied: ${file} or its folder cannot be written by this user (${message}); run polar as the file's owner, or pass --db a file you can write`, 503, { cause: err });
+    return new PolarError(
+      'POLAR_STORE_WRITE',
+      `permission denied: ${file} or its folder cannot be written by this user (${message}); run polar as the file's owner, or pass --db a file you can write`,
+      503,
+      { cause: err },
+    );
   }
   if (code.startsWith('SQLITE_CANTOPEN') || code === 'ENOENT' || code === 'ENOTDIR' || code === 'EISDIR') {
     return new PolarError('POLAR_STORE_WRITE', `cannot open the database ${file} (${message}): does its folder exist, and is it a file?`, 503, { cause: err });

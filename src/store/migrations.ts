@@ -295,4 +295,3 @@ export const MIGRATIONS: readonly Migration[] = [
   CREATE INDEX audit_at ON audit(at);
   `,
 ];
-

@@ -24,7 +24,11 @@ export function currentProcess(): ProcessIdentity {
     bootId: bootId(),
     startTicks: startTicks(process.pid),
     startedAt: Math.round(Date.now() - process.uptime() * 1000),
-    command: process.argv.slice(1, 3).map((a) => a.split('/').pop()).join(' ').slice(0, 200),
+    command: process.argv
+      .slice(1, 3)
+      .map((a) => a.split('/').pop())
+      .join(' ')
+      .slice(0, 200),
   };
 }
 
@@ -32,7 +36,10 @@ export function currentProcess(): ProcessIdentity {
  * Whether the process that wrote rows as `owner` may still be running. `unknown` for another host:
  * only a process on the same machine can be checked, so such rows are left alone.
  */
-export function ownerState(owner: Pick<ProcessIdentity, 'host' | 'pid' | 'bootId' | 'startTicks'>, here: ProcessIdentity = currentProcess()): 'alive' | 'gone' | 'unknown' {
+export function ownerState(
+  owner: Pick<ProcessIdentity, 'host' | 'pid' | 'bootId' | 'startTicks'>,
+  here: ProcessIdentity = currentProcess(),
+): 'alive' | 'gone' | 'unknown' {
   if (owner.host !== here.host) return 'unknown';
   if (owner.bootId && here.bootId && owner.bootId !== here.bootId) return 'gone';
   try {

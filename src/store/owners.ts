@@ -42,9 +42,7 @@ export class OwnersTable {
   private readonly reconcileTx;
 
   constructor(private readonly db: Db) {
-    this.insertStmt = db.prepare(
-      `INSERT INTO owners (host, pid, boot_id, start_ticks, started_at, command) VALUES (?, ?, ?, ?, ?, ?) RETURNING id`,
-    );
+    this.insertStmt = db.prepare(`INSERT INTO owners (host, pid, boot_id, start_ticks, started_at, command) VALUES (?, ?, ?, ?, ?, ?) RETURNING id`);
     // Owners that did not close and left something unfinished; both lookups use partial indexes.
     this.candidatesStmt = db.prepare(
       `SELECT o.id, o.host, o.pid, o.boot_id, o.start_ticks FROM owners o
@@ -79,7 +77,9 @@ export class OwnersTable {
 
   register(identity: ProcessIdentity = currentProcess()): number {
     // all(), not get(): a COMMIT that fails at get()'s reset is not reported (requests.ts begin).
-    const [row] = this.insertStmt.all(identity.host, identity.pid, identity.bootId, identity.startTicks, identity.startedAt, identity.command) as { id: number }[];
+    const [row] = this.insertStmt.all(identity.host, identity.pid, identity.bootId, identity.startTicks, identity.startedAt, identity.command) as {
+      id: number;
+    }[];
     return row!.id;
   }
 

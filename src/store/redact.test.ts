@@ -28,7 +28,11 @@ describe('redaction', () => {
       'openai-api-key': '[redacted]',
       'x-stainless-retry-count': '0',
     });
-    expect(redactHeaders({ 'X-Client-Secret': 's', 'x-db-password': 'p', 'keep-alive': 'timeout=5' })).toEqual({ 'x-client-secret': '[redacted]', 'x-db-password': '[redacted]', 'keep-alive': 'timeout=5' });
+    expect(redactHeaders({ 'X-Client-Secret': 's', 'x-db-password': 'p', 'keep-alive': 'timeout=5' })).toEqual({
+      'x-client-secret': '[redacted]',
+      'x-db-password': '[redacted]',
+      'keep-alive': 'timeout=5',
+    });
   });
 
   it('scrubs the values of credential headers from bodies, but not session ids (they are not credentials)', () => {
@@ -43,7 +47,7 @@ describe('redaction', () => {
     expect(scrubSecrets('{"k":"sk-live-abcdef123456","j":"ant-key-987654321"}', secrets)).toBe('{"k":"[redacted]","j":"[redacted]"}');
   });
 
-  it("scrubs a polar session key whole and its secret alone; the session name it carries is kept", () => {
+  it('scrubs a polar session key whole and its secret alone; the session name it carries is kept', () => {
     const key = 'polar-ses_1~Zm9vYmFyYmF6cXV4cXV1eHF1dXgxMjM0NTY3ODkwYWJj';
     const secrets = secretValues({ 'x-api-key': key });
     expect(scrubSecrets(`key ${key} / secret ${key.split('~')[1]} / session ses_1`, secrets)).toBe('key [redacted] / secret [redacted] / session ses_1');
@@ -54,6 +58,8 @@ describe('redaction', () => {
       '/v1beta/models/m:streamGenerateContent?alt=sse&key=%5Bredacted%5D',
     );
     expect(redactPath('/v1/chat/completions')).toBe('/v1/chat/completions');
-    expect(redactPath('/v1/x?access_token=abc&client_secret=def&session_id=s1&alt=sse')).toBe('/v1/x?access_token=%5Bredacted%5D&client_secret=%5Bredacted%5D&session_id=%5Bredacted%5D&alt=sse');
+    expect(redactPath('/v1/x?access_token=abc&client_secret=def&session_id=s1&alt=sse')).toBe(
+      '/v1/x?access_token=%5Bredacted%5D&client_secret=%5Bredacted%5D&session_id=%5Bredacted%5D&alt=sse',
+    );
   });
 });

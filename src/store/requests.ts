@@ -174,14 +174,25 @@ export class RequestsTable {
         .map(([col, expr]) => `${col} = ${expr}`)
         .join(', ')} WHERE id = @id`,
     );
-    const bodyColumns = ['original_request', 'original_base', 'original_prefix', 'original_suffix', 'upstream_request', 'upstream_base', 'upstream_prefix', 'upstream_suffix'];
+    const bodyColumns = [
+      'original_request',
+      'original_base',
+      'original_prefix',
+      'original_suffix',
+      'upstream_request',
+      'upstream_base',
+      'upstream_prefix',
+      'upstream_suffix',
+    ];
     this.bodiesStmt = db.prepare(
       // A body given as bytes is bound as a BLOB and stored as TEXT with the same bytes (the
       // database is UTF-8): no decoding on the write path.
       `INSERT INTO request_bodies (request_id, ${bodyColumns.join(', ')}) VALUES (?, ${bodyColumns.map((c) => (c.endsWith('_request') ? 'CAST(? AS TEXT)' : '?')).join(', ')})
        ON CONFLICT (request_id) DO UPDATE SET ${bodyColumns.map((c) => `${c} = excluded.${c}`).join(', ')}`,
     );
-    this.toolCountStmt = db.prepare(`UPDATE requests SET tool_count = json_array_length(CAST(@text AS TEXT), '$.tools') WHERE id = @id AND tool_count IS NULL AND json_valid(CAST(@text AS TEXT))`);
+    this.toolCountStmt = db.prepare(
+      `UPDATE requests SET tool_count = json_array_length(CAST(@text AS TEXT), '$.tools') WHERE id = @id AND tool_count IS NULL AND json_valid(CAST(@text AS TEXT))`,
+    );
     this.keyStmt = db.prepare(`SELECT session_id AS sessionId, agent_id AS agentId FROM requests WHERE id = ?`);
     this.listStmt = db.prepare(`SELECT ${SUMMARY_COLUMNS} FROM requests WHERE session_id = ? ORDER BY seq`);
     this.getStmt = db.prepare(`SELECT * FROM requests WHERE id = ?`);
@@ -323,7 +334,11 @@ export class RequestsTable {
       ...columns,
       tokenError: end.tokenError ?? null,
       assistantMessage:
-        end.assistantMessage === undefined || end.assistantMessage === null ? null : typeof end.assistantMessage === 'string' ? end.assistantMessage : JSON.stringify(end.assistantMessage),
+        end.assistantMessage === undefined || end.assistantMessage === null
+          ? null
+          : typeof end.assistantMessage === 'string'
+            ? end.assistantMessage
+            : JSON.stringify(end.assistantMessage),
     });
     return () => {
       if (tokens?.promptIds && tokens.sampledIds) this.recent.rememberSequence(key, id, tokens.promptIds, tokens.sampledIds);

@@ -163,13 +163,15 @@ export class RolloutsTable {
    * is stored the first time it is seen, and the sample takes the task's next index.
    */
   addSample(rolloutId: string, task: { id: string; json: string }): SampleRow {
-    return this.db.transaction((): SampleRow => {
-      this.stmts.addTask.run(rolloutId, task.id, rolloutId, task.json);
-      const { n } = this.stmts.nextIndex.get(rolloutId, task.id) as { n: number };
-      const id = sampleId(rolloutId, task.id, n);
-      this.stmts.insertSample.run(id, rolloutId, task.id, n, groupId(rolloutId, task.id));
-      return this.sample(id)!;
-    }).immediate();
+    return this.db
+      .transaction((): SampleRow => {
+        this.stmts.addTask.run(rolloutId, task.id, rolloutId, task.json);
+        const { n } = this.stmts.nextIndex.get(rolloutId, task.id) as { n: number };
+        const id = sampleId(rolloutId, task.id, n);
+        this.stmts.insertSample.run(id, rolloutId, task.id, n, groupId(rolloutId, task.id));
+        return this.sample(id)!;
+      })
+      .immediate();
   }
 
   get(id: string): RolloutRow | undefined {
@@ -223,40 +225,42 @@ export class RolloutsTable {
    * advantages are written in the same transaction.
    */
   finish(id: string, end: SampleEnd, stats: GroupStatsFn): boolean {
-    return this.db.transaction((): boolean => {
-      const changed = this.stmts.finish.run({
-        id,
-        now: Date.now(),
-        status: end.status,
-        errorStage: end.errorStage ?? null,
-        error: end.error ?? null,
-        reward: end.reward ?? null,
-        traceRewards: end.traceRewards ? JSON.stringify(end.traceRewards) : null,
-        evaluator: end.evaluator ? JSON.stringify(end.evaluator) : null,
-        diff: end.diff ?? null,
-        accepted: end.accepted === undefined || end.accepted === null ? null : end.accepted ? 1 : 0,
-        timing: JSON.stringify(end.timing ?? {}),
-      }).changes;
-      if (changed === 0) return false;
-      const sample = this.sample(id)!;
-      const members = (this.stmts.groupSamples.all(sample.rolloutId, sample.taskId) as RawSample[]).map(toSample);
-      if (members.every((m) => (SAMPLE_OUTCOMES as readonly string[]).includes(m.status))) {
-        const s = stats(members.map((m) => m.reward));
-        members.forEach((m, i) => this.stmts.advantage.run(s.advantages[i] ?? null, s.looAdvantages[i] ?? null, m.id));
-        this.stmts.upsertGroup.run({
-          rolloutId: sample.rolloutId,
-          taskId: sample.taskId,
-          groupId: sample.groupId,
-          samples: members.length,
-          rewarded: s.rewarded,
-          mean: s.mean,
-          std: s.std,
-          accepted: members.filter((m) => m.accepted).length,
-          completedAt: Date.now(),
-        });
-      }
-      return true;
-    }).immediate();
+    return this.db
+      .transaction((): boolean => {
+        const changed = this.stmts.finish.run({
+          id,
+          now: Date.now(),
+          status: end.status,
+          errorStage: end.errorStage ?? null,
+          error: end.error ?? null,
+          reward: end.reward ?? null,
+          traceRewards: end.traceRewards ? JSON.stringify(end.traceRewards) : null,
+          evaluator: end.evaluator ? JSON.stringify(end.evaluator) : null,
+          diff: end.diff ?? null,
+          accepted: end.accepted === undefined || end.accepted === null ? null : end.accepted ? 1 : 0,
+          timing: JSON.stringify(end.timing ?? {}),
+        }).changes;
+        if (changed === 0) return false;
+        const sample = this.sample(id)!;
+        const members = (this.stmts.groupSamples.all(sample.rolloutId, sample.taskId) as RawSample[]).map(toSample);
+        if (members.every((m) => (SAMPLE_OUTCOMES as readonly string[]).includes(m.status))) {
+          const s = stats(members.map((m) => m.reward));
+          members.forEach((m, i) => this.stmts.advantage.run(s.advantages[i] ?? null, s.looAdvantages[i] ?? null, m.id));
+          this.stmts.upsertGroup.run({
+            rolloutId: sample.rolloutId,
+            taskId: sample.taskId,
+            groupId: sample.groupId,
+            samples: members.length,
+            rewarded: s.rewarded,
+            mean: s.mean,
+            std: s.std,
+            accepted: members.filter((m) => m.accepted).length,
+            completedAt: Date.now(),
+          });
+        }
+        return true;
+      })
+      .immediate();
   }
 
   /** A sample stopped before it ended (Ctrl-C): left for a resume to run again. */

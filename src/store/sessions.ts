@@ -86,13 +86,13 @@ export class SessionsTable {
            VALUES (@id, @createdAt, @harness, @harnessVersion, @cwd, @upstreamUrl, @servedModel, @metadata, @ownerId)`,
         );
     this.getStmt = db.prepare('SELECT * FROM sessions WHERE id = ?');
-    this.endStmt = db.prepare(
-      `UPDATE sessions SET status = @status, ended_at = @endedAt WHERE id = @id AND status = 'active'`,
-    );
+    this.endStmt = db.prepare(`UPDATE sessions SET status = @status, ended_at = @endedAt WHERE id = @id AND status = 'active'`);
     this.listStmt = db.prepare(`${SUMMARY_SQL} GROUP BY s.id ORDER BY s.created_at, s.id`);
     this.summaryStmt = db.prepare(`${SUMMARY_SQL} WHERE s.id = ? GROUP BY s.id`);
     this.metadataStmt = db.prepare(`UPDATE sessions SET metadata = json_patch(metadata, ?) WHERE id = ?`);
-    this.tokenizerStmt = db.prepare(`UPDATE sessions SET metadata = json_set(metadata, '$.tokenizer', ?) WHERE id = ? AND json_type(metadata, '$.tokenizer') IS NULL`);
+    this.tokenizerStmt = db.prepare(
+      `UPDATE sessions SET metadata = json_set(metadata, '$.tokenizer', ?) WHERE id = ? AND json_type(metadata, '$.tokenizer') IS NULL`,
+    );
   }
 
   /** Creates the session if it does not exist; returns true when this call created it. */

@@ -34,7 +34,20 @@ function session(turns: number) {
 }
 
 function start(sessionId: string, id: string, agentId = 'main'): Omit<RequestStart, 'originalRequest' | 'upstreamRequest'> {
-  return { id, sessionId, agentId, provider: 'anthropic-messages', method: 'POST', path: '/v1/messages', startedAt: Date.now(), streamed: false, requestHeaders: {}, requestedModel: 'a', servedModel: 'b', toolCount: 30 };
+  return {
+    id,
+    sessionId,
+    agentId,
+    provider: 'anthropic-messages',
+    method: 'POST',
+    path: '/v1/messages',
+    startedAt: Date.now(),
+    streamed: false,
+    requestHeaders: {},
+    requestedModel: 'a',
+    servedModel: 'b',
+    toolCount: 30,
+  };
 }
 
 function record(store: Store, sessionId: string, turns: number, agentId = 'main') {
@@ -43,7 +56,13 @@ function record(store: Store, sessionId: string, turns: number, agentId = 'main'
     const id = `${sessionId}-${agentId}-${i}`;
     store.requests.begin(start(sessionId, id, agentId));
     store.requests.writeBodies(id, { originalRequest: c.original, upstreamRequest: c.upstream });
-    store.requests.end(id, { endedAt: Date.now(), status: 'ok', httpStatus: 200, reply: '{}', tokens: { source: 'upstream', promptIds: c.prompt, sampledIds: c.sampled, logprobs: c.logprobs } });
+    store.requests.end(id, {
+      endedAt: Date.now(),
+      status: 'ok',
+      httpStatus: 200,
+      reply: '{}',
+      tokens: { source: 'upstream', promptIds: c.prompt, sampledIds: c.sampled, logprobs: c.logprobs },
+    });
   });
   return calls;
 }
@@ -72,7 +91,11 @@ describe('storage linear in a session’s length', () => {
       expect(rows[i]!.toolCount).toBe(30);
     });
     // Later rows hold a reference and only what is new.
-    const raw = store.db.prepare(`SELECT r.prompt_base, length(r.prompt_ids) AS p, b.original_base, length(b.original_request) AS o FROM requests r JOIN request_bodies b ON b.request_id = r.id WHERE r.id = 's-main-11'`).get() as Record<string, unknown>;
+    const raw = store.db
+      .prepare(
+        `SELECT r.prompt_base, length(r.prompt_ids) AS p, b.original_base, length(b.original_request) AS o FROM requests r JOIN request_bodies b ON b.request_id = r.id WHERE r.id = 's-main-11'`,
+      )
+      .get() as Record<string, unknown>;
     expect(raw).toMatchObject({ prompt_base: 's-main-10', original_base: 's-main-10' });
     expect(raw.p).toBe(600 * 4);
     expect(raw.o as number).toBeLessThan(turn(11).length + 8);
@@ -108,7 +131,13 @@ describe('storage linear in a session’s length', () => {
       store.requests.begin(start('s', id));
       store.requests.writeBodies(id, { originalRequest: original, upstreamRequest: upstream });
       const prompt = Uint32Array.from(c.prompt);
-      store.requests.end(id, { endedAt: Date.now(), status: 'ok', httpStatus: 200, reply: '{}', tokens: { source: 'upstream', promptIds: prompt, sampledIds: c.sampled, logprobs: c.logprobs } });
+      store.requests.end(id, {
+        endedAt: Date.now(),
+        status: 'ok',
+        httpStatus: 200,
+        reply: '{}',
+        tokens: { source: 'upstream', promptIds: prompt, sampledIds: c.sampled, logprobs: c.logprobs },
+      });
       original.fill(0x20);
       upstream.fill(0x20);
       prompt.fill(7);
@@ -121,7 +150,11 @@ describe('storage linear in a session’s length', () => {
       expect(row.sampledIds).toEqual(c.sampled);
     });
     // The calls after the compacted one are stored against it and each other, not whole.
-    const based = store.db.prepare(`SELECT count(*) AS n FROM requests r JOIN request_bodies b ON b.request_id = r.id WHERE r.prompt_base IS NOT NULL AND b.original_base IS NOT NULL`).get() as { n: number };
+    const based = store.db
+      .prepare(
+        `SELECT count(*) AS n FROM requests r JOIN request_bodies b ON b.request_id = r.id WHERE r.prompt_base IS NOT NULL AND b.original_base IS NOT NULL`,
+      )
+      .get() as { n: number };
     expect(based.n).toBeGreaterThanOrEqual(calls.length - 3);
   });
 
@@ -145,7 +178,13 @@ describe('storage linear in a session’s length', () => {
     calls.forEach((c, i) => {
       db.prepare(`INSERT INTO requests (id, session_id, agent_id, seq, provider, method, path, started_at, status, token_source, prompt_ids, sampled_ids, logprobs, prompt_token_count, sampled_token_count)
                   VALUES (?, 'old', 'main', ?, 'anthropic-messages', 'POST', '/v1/messages', 1, 'ok', 'upstream', ?, ?, ?, ?, ?)`).run(
-        `c${i}`, i + 1, packUint32(c.prompt), packUint32(c.sampled), Buffer.from(new Float64Array(c.logprobs).buffer), c.prompt.length, c.sampled.length,
+        `c${i}`,
+        i + 1,
+        packUint32(c.prompt),
+        packUint32(c.sampled),
+        Buffer.from(new Float64Array(c.logprobs).buffer),
+        c.prompt.length,
+        c.sampled.length,
       );
       db.prepare(`INSERT INTO request_bodies (request_id, original_request, upstream_request) VALUES (?, ?, ?)`).run(`c${i}`, c.original, c.upstream);
     });

@@ -74,7 +74,18 @@ describe.each([
       tokens: { source: 'upstream', promptIds: [1, 2, 3], sampledIds: [9, 151645], logprobs: [-0.5, -1e-7] },
     });
     const row = store.requests.get('r1')!;
-    expect(row).toMatchObject({ originalRequest: '{"model":"a"}', upstreamRequest: '{"model":"b"}', status: 'ok', tokenSource: 'upstream', promptIds: [1, 2, 3], sampledIds: [9, 151645], logprobs: [-0.5, -1e-7], promptTokenCount: 3, sampledTokenCount: 2, usage: { prompt_tokens: 3, completion_tokens: 2 } });
+    expect(row).toMatchObject({
+      originalRequest: '{"model":"a"}',
+      upstreamRequest: '{"model":"b"}',
+      status: 'ok',
+      tokenSource: 'upstream',
+      promptIds: [1, 2, 3],
+      sampledIds: [9, 151645],
+      logprobs: [-0.5, -1e-7],
+      promptTokenCount: 3,
+      sampledTokenCount: 2,
+      usage: { prompt_tokens: 3, completion_tokens: 2 },
+    });
     expect(store.sessions.summary('s1')).toMatchObject({ requests: 1, failed: 0, promptTokens: 3, sampledTokens: 2 });
   });
 
@@ -155,7 +166,12 @@ describe('owners and reconciliation (issue 10)', () => {
     const reused = owners.register({ ...here, startTicks: (here.startTicks ?? 0) + 1 }); // this pid, another start time
     const alive = owners.register(here);
     const remote = owners.register({ ...here, host: 'another-machine', pid: 2 ** 22 + 8 });
-    for (const [name, owner] of [['dead', dead], ['reused', reused], ['alive', alive], ['remote', remote]] as const) {
+    for (const [name, owner] of [
+      ['dead', dead],
+      ['reused', reused],
+      ['alive', alive],
+      ['remote', remote],
+    ] as const) {
       new SessionsTable(setup.db, owner).ensure(`s-${name}`);
       new RequestsTable(setup.db, owner).begin(start(`s-${name}`, `r-${name}`));
     }

@@ -75,7 +75,16 @@ export async function measureFirstPrompt(input: MeasureInput): Promise<FirstProm
 
   const template = loadChatTemplate(location, qwen3ModelDir);
   const measured = await probe(harness, bin, template, input);
-  const result: FirstPrompt = { harness: harness.name, version, tokenizer: location, tokens: measured.tokens, tools: measured.tools, mockTokens: measured.mockTokens, note, cached: false };
+  const result: FirstPrompt = {
+    harness: harness.name,
+    version,
+    tokenizer: location,
+    tokens: measured.tokens,
+    tools: measured.tools,
+    mockTokens: measured.mockTokens,
+    note,
+    cached: false,
+  };
   writeCache(cacheFile, key, result);
   return result;
 }
@@ -85,7 +94,11 @@ export async function measureFirstPrompt(input: MeasureInput): Promise<FirstProm
  * tokenizer, or a hub id already in the Hugging Face cache, else the bundled Qwen3 one (nothing is
  * downloaded for a preflight), with a note.
  */
-export function chooseTokenizer(model: string, tokenizer?: string, env: NodeJS.ProcessEnv = process.env): { location: string; id: string; note: string | null } {
+export function chooseTokenizer(
+  model: string,
+  tokenizer?: string,
+  env: NodeJS.ProcessEnv = process.env,
+): { location: string; id: string; note: string | null } {
   if (tokenizer && tokenizer !== BUNDLED_QWEN3) return { location: tokenizer, id: folderId(tokenizer), note: null };
   const dir = model.startsWith('~') ? path.join(os.homedir(), model.slice(1)) : path.resolve(model);
   if (!tokenizer && fs.existsSync(path.join(dir, 'tokenizer.json'))) return { location: dir, id: folderId(dir), note: null };
@@ -94,7 +107,9 @@ export function chooseTokenizer(model: string, tokenizer?: string, env: NodeJS.P
   return {
     location: BUNDLED_QWEN3,
     id: BUNDLED_QWEN3,
-    note: tokenizer ? null : `counted with polar's bundled Qwen3 tokenizer and template: --model ${model} is neither a local folder with a tokenizer nor in the Hugging Face cache (pass a folder, or --tokenizer, to count with the model's own)`,
+    note: tokenizer
+      ? null
+      : `counted with polar's bundled Qwen3 tokenizer and template: --model ${model} is neither a local folder with a tokenizer nor in the Hugging Face cache (pass a folder, or --tokenizer, to count with the model's own)`,
   };
 }
 
@@ -116,9 +131,10 @@ export function budgetProblem(m: FirstPrompt, taskPromptTokens: number, maxSeqLe
   const need = neededSeqLen(m.tokens, taskPromptTokens, sessionTokens);
   if (maxSeqLen >= m.tokens + taskPromptTokens + sessionTokens) return null;
   const left = maxSeqLen - m.tokens - taskPromptTokens;
-  const what = left <= 0
-    ? `its first prompt alone does not fit, so NeMo-RL's vLLM server answers every call 400 and every sample is masked (trains nothing)`
-    : `that leaves ${left} tokens for the whole session after the first prompt, less than a useful one (${sessionTokens} tokens: ${sessionTokens === DEFAULT_SESSION_TOKENS ? `${SESSION_TURNS} turns of ${TURN_TOKENS}` : '--session-tokens'}); a session that outgrows it is cut and masked`;
+  const what =
+    left <= 0
+      ? `its first prompt alone does not fit, so NeMo-RL's vLLM server answers every call 400 and every sample is masked (trains nothing)`
+      : `that leaves ${left} tokens for the whole session after the first prompt, less than a useful one (${sessionTokens} tokens: ${sessionTokens === DEFAULT_SESSION_TOKENS ? `${SESSION_TURNS} turns of ${TURN_TOKENS}` : '--session-tokens'}); a session that outgrows it is cut and masked`;
   return `--max-seq-len ${maxSeqLen} is too small for ${m.harness} ${m.version}: its first prompt is ${m.tokens} tokens (system prompt and ${m.tools} tools, ${path.basename(m.tokenizer)} template)${taskPromptTokens > 0 ? ` plus up to ${taskPromptTokens} of task text` : ''}; ${what}. Use --max-seq-len ${need} or more`;
 }
 
@@ -129,7 +145,12 @@ export function longestTaskPrompt(location: string, prompts: readonly string[]):
   return Math.max(...prompts.map((p) => template.encode(p).length));
 }
 
-async function probe(harness: Harness, bin: string, template: ChatTemplate, input: MeasureInput): Promise<{ tokens: number; tools: number; mockTokens: number | null }> {
+async function probe(
+  harness: Harness,
+  bin: string,
+  template: ChatTemplate,
+  input: MeasureInput,
+): Promise<{ tokens: number; tools: number; mockTokens: number | null }> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-first-prompt-'));
   // Every call gets a final answer: the harness ends after its first turn (plus any side calls).
   const mock = await startMockServer({ log: false, script: () => ({ content: 'done' }) });
@@ -155,7 +176,10 @@ async function probe(harness: Harness, bin: string, template: ChatTemplate, inpu
       const record = first ? store.requests.get(first.id) : undefined;
       if (!record?.upstreamRequest) {
         const log = fs.existsSync(result.logFile) ? fs.readFileSync(result.logFile, 'utf8').slice(-1500) : '';
-        throw new PolarError('POLAR_USAGE', `measuring ${harness.name}'s first prompt: it made no model call with tools (exit ${result.exitCode})${log ? `; its log ends:\n${log}` : ''}`);
+        throw new PolarError(
+          'POLAR_USAGE',
+          `measuring ${harness.name}'s first prompt: it made no model call with tools (exit ${result.exitCode})${log ? `; its log ends:\n${log}` : ''}`,
+        );
       }
       const body = JSON.parse(record.upstreamRequest) as { messages?: TemplateMessage[]; tools?: unknown[]; chat_template_kwargs?: Record<string, unknown> };
       const text = template.render(body.messages ?? [], { tools: body.tools ?? [], addGenerationPrompt: true, kwargs: body.chat_template_kwargs ?? {} });

@@ -157,12 +157,25 @@ export async function startGymAgent(options: GymAgentOptions): Promise<RunningGy
   };
   const sandbox = sandboxSettings(config, bwrap);
   store.rollouts.create(
-    { id: rolloutId, harness: options.harness, upstreamUrl: options.upstreams.join(' '), upstreamKind: options.upstreamKind, servedModel: options.model, samplesPerTask: 1, tasksFile: null, accept: null, config: { ...config, source: 'gym-agent' } as unknown as Record<string, unknown> },
+    {
+      id: rolloutId,
+      harness: options.harness,
+      upstreamUrl: options.upstreams.join(' '),
+      upstreamKind: options.upstreamKind,
+      servedModel: options.model,
+      samplesPerTask: 1,
+      tasksFile: null,
+      accept: null,
+      config: { ...config, source: 'gym-agent' } as unknown as Record<string, unknown>,
+    },
     [],
   );
   // One master for every profile's proxy, in this process's memory only (session-keys.ts).
   const sessionKeys = SessionKeys.random();
-  const profiles = new Map<string, Promise<{ upstream: Upstream; proxy: RunningProxy; socket: { path: string; remove(): Promise<void> } | null; model: string; contextWindow: number | null }>>();
+  const profiles = new Map<
+    string,
+    Promise<{ upstream: Upstream; proxy: RunningProxy; socket: { path: string; remove(): Promise<void> } | null; model: string; contextWindow: number | null }>
+  >();
   // One proxy per (server, sampling, output cap): the row's max_output_tokens caps every call's max_tokens.
   const profile = (url: string, temperature: number | undefined, topP: number | undefined, maxTokens: number | undefined) => {
     const key = `${url}|${temperature ?? ''}|${topP ?? ''}|${maxTokens ?? ''}`;
@@ -182,7 +195,17 @@ export async function startGymAgent(options: GymAgentOptions): Promise<RunningGy
         if (!model) throw new PolarError('POLAR_USAGE', `no model for ${url}: pass --model (NeMo-RL's server lists none)`);
         // Each profile's proxy has its own socket for proxy-only sandboxes.
         const socket = sandbox.kind === 'bwrap' ? await privateSocketPath() : null;
-        const proxy = await startProxy({ store, upstream, servedModel: model, contextWindow, maxTokens: maxTokens ?? null, defaultSession: `${rolloutId}-unattributed`, sessionKeys, agentHeaders: [...harness.agentHeaders, ...DEFAULT_AGENT_HEADERS], ...(socket ? { unixSocket: socket.path } : {}) });
+        const proxy = await startProxy({
+          store,
+          upstream,
+          servedModel: model,
+          contextWindow,
+          maxTokens: maxTokens ?? null,
+          defaultSession: `${rolloutId}-unattributed`,
+          sessionKeys,
+          agentHeaders: [...harness.agentHeaders, ...DEFAULT_AGENT_HEADERS],
+          ...(socket ? { unixSocket: socket.path } : {}),
+        });
         return { upstream, proxy, socket, model, contextWindow };
       })();
       profiles.set(key, p);
@@ -378,7 +401,10 @@ function stopAnswer(res: ServerResponse, message: string): void {
  * the server's list, not the first model's; unknown when the server does not list it), else the
  * first model the server lists.
  */
-export function servedModel(served: readonly { id: string; maxModelLen?: number | null }[], model: string | null): { model: string | null; contextWindow: number | null } {
+export function servedModel(
+  served: readonly { id: string; maxModelLen?: number | null }[],
+  model: string | null,
+): { model: string | null; contextWindow: number | null } {
   if (model !== null) return { model, contextWindow: served.find((m) => m.id === model)?.maxModelLen ?? null };
   return { model: served[0]?.id ?? null, contextWindow: served[0]?.maxModelLen ?? null };
 }
@@ -396,7 +422,18 @@ function refused(row: Record<string, unknown>, reason: string): GymRunResult {
       parallel_tool_calls: true,
       tool_choice: 'auto',
       tools: [],
-      output: [{ type: 'message', id: 'msg_refused', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: '', annotations: [] }], prompt_token_ids: [0], generation_token_ids: [0], generation_log_probs: [0] }],
+      output: [
+        {
+          type: 'message',
+          id: 'msg_refused',
+          role: 'assistant',
+          status: 'completed',
+          content: [{ type: 'output_text', text: '', annotations: [] }],
+          prompt_token_ids: [0],
+          generation_token_ids: [0],
+          generation_log_probs: [0],
+        },
+      ],
     },
     reward: 0,
     instance_config: { mask_sample: true },

@@ -2,11 +2,15 @@ import { describe, expect, it } from 'vitest';
 import { classifyFailure, FailureWindow } from './gym-failures.js';
 import { servedModel } from './gym-agent.js';
 
-const sample = (status: string, errorStage: string | null = null, error: string | null = null) => ({ status, errorStage, error }) as Parameters<typeof classifyFailure>[0];
+const sample = (status: string, errorStage: string | null = null, error: string | null = null) =>
+  ({ status, errorStage, error }) as Parameters<typeof classifyFailure>[0];
 
 describe('classifyFailure', () => {
   it('retries what is outside the policy: a failed workspace or setup, a harness that never got an answer', () => {
-    expect(classifyFailure(sample('error', 'init', 'setup command exited 3'), 0)).toEqual({ kind: 'infra', reason: 'the workspace or its setup failed: setup command exited 3' });
+    expect(classifyFailure(sample('error', 'init', 'setup command exited 3'), 0)).toEqual({
+      kind: 'infra',
+      reason: 'the workspace or its setup failed: setup command exited 3',
+    });
     expect(classifyFailure(sample('error', 'run', 'spawn ENOENT'), 0)?.kind).toBe('infra');
     expect(classifyFailure(sample('failed'), 0)?.kind).toBe('infra');
   });
@@ -34,7 +38,9 @@ describe('FailureWindow', () => {
     expect(w.record(null)).toBeNull();
     // 3 of 4 > 0.5
     const trip = w.record(bad);
-    expect(trip).toMatch(/^3 of the last 4 rows failed for reasons outside the policy \(more than --max-failed-share 0\.5\).*Most common: 3× the workspace or its setup failed: no such folder \/data\/x$/);
+    expect(trip).toMatch(
+      /^3 of the last 4 rows failed for reasons outside the policy \(more than --max-failed-share 0\.5\).*Most common: 3× the workspace or its setup failed: no such folder \/data\/x$/,
+    );
     expect(w.tripped).toBe(trip);
     expect(w.record(null)).toBe(trip);
   });
@@ -59,7 +65,10 @@ describe('FailureWindow', () => {
 });
 
 describe('servedModel', () => {
-  const served = [{ id: 'first', maxModelLen: 4096 }, { id: 'policy', maxModelLen: 32768 }];
+  const served = [
+    { id: 'first', maxModelLen: 4096 },
+    { id: 'policy', maxModelLen: 32768 },
+  ];
   it("takes --model's own context window, not the first served model's", () => {
     expect(servedModel(served, 'policy')).toEqual({ model: 'policy', contextWindow: 32768 });
     expect(servedModel(served, 'unlisted')).toEqual({ model: 'unlisted', contextWindow: null });

@@ -79,7 +79,18 @@ export function gymRunResult(store: Store, sample: SampleRow, params: unknown, m
   const masked = reasons.length > 0;
   return {
     responses_create_params: params,
-    response: { id: `resp_${sample.id}`, object: 'response', created_at: Math.floor((sample.startedAt ?? Date.now()) / 1000), model, status: 'completed', parallel_tool_calls: true, tool_choice: 'auto', tools: [], ...response, output },
+    response: {
+      id: `resp_${sample.id}`,
+      object: 'response',
+      created_at: Math.floor((sample.startedAt ?? Date.now()) / 1000),
+      model,
+      status: 'completed',
+      parallel_tool_calls: true,
+      tool_choice: 'auto',
+      tools: [],
+      ...response,
+      output,
+    },
     reward: sample.reward ?? 0,
     ...(masked ? { instance_config: { mask_sample: true as const }, polar_mask_reason: reasons.join('; ') } : {}),
     ...counts,

@@ -10,7 +10,10 @@ describe('inline tasks (rows from the network)', () => {
     expect(() => taskForRow(row({ workspace: { dir: os.homedir() } }), catalog)).toThrow(/inline task's workspace must be/);
     expect(() => taskForRow(row({ workspace: { git: '/', commit: 'abcdef0' } }), catalog)).toThrow(/inline task's workspace must be/);
     expect(() => taskForRow(row({ workspace: { git: 'file:///root/repo', commit: 'abcdef0' } }), catalog)).toThrow(/inline task's workspace must be/);
-    expect(taskForRow(row({ workspace: { git: 'https://example.com/r.git', commit: 'abcdef0' } }), catalog).workspace).toEqual({ git: 'https://example.com/r.git', commit: 'abcdef0' });
+    expect(taskForRow(row({ workspace: { git: 'https://example.com/r.git', commit: 'abcdef0' } }), catalog).workspace).toEqual({
+      git: 'https://example.com/r.git',
+      commit: 'abcdef0',
+    });
     expect(taskForRow(row({ workspace: { empty: true } }), catalog).workspace).toEqual({ empty: true });
   });
 

@@ -34,7 +34,9 @@ export class RowRefused extends PolarError {
 export function taskForRow(row: Record<string, unknown>, catalog: TaskCatalog): RolloutTask {
   if (row.task !== undefined) {
     if (!catalog.allowInline) {
-      throw new RowRefused(`the row defines its task inline ("task"); polar gym-agent runs only the tasks of its --tasks file, named by "${TASK_ID_FIELD}" (start it with --allow-inline-tasks to run inline tasks, sandboxed)`);
+      throw new RowRefused(
+        `the row defines its task inline ("task"); polar gym-agent runs only the tasks of its --tasks file, named by "${TASK_ID_FIELD}" (start it with --allow-inline-tasks to run inline tasks, sandboxed)`,
+      );
     }
     return inlineTask(row);
   }
@@ -43,7 +45,8 @@ export function taskForRow(row: Record<string, unknown>, catalog: TaskCatalog): 
     throw new RowRefused(`the row names no task: put "${TASK_ID_FIELD}": ID (a task of ${catalog.file ?? 'the --tasks file'}) at its top level`);
   }
   const task = catalog.tasks.get(id);
-  if (!task) throw new RowRefused(`unknown ${TASK_ID_FIELD} ${JSON.stringify(id.slice(0, 200))}: not a task of ${catalog.file ?? 'the --tasks file (none was given)'}`);
+  if (!task)
+    throw new RowRefused(`unknown ${TASK_ID_FIELD} ${JSON.stringify(id.slice(0, 200))}: not a task of ${catalog.file ?? 'the --tasks file (none was given)'}`);
   return task;
 }
 
@@ -59,7 +62,9 @@ function inlineTask(row: Record<string, unknown>): RolloutTask {
   // polar copies or clones a workspace outside the sandbox, so a task from the network may not name
   // this machine's folders (a "dir" of /root would hand the agent ~/.ssh), nor ask for its network.
   if ('dir' in task.workspace || ('git' in task.workspace && !/^https?:\/\//i.test(task.workspace.git))) {
-    throw new RowRefused('an inline task\'s workspace must be {"empty": true} or {"git": "https://…", "commit": …}: a folder or repository on this machine is not for rows from the network');
+    throw new RowRefused(
+      'an inline task\'s workspace must be {"empty": true} or {"git": "https://…", "commit": …}: a folder or repository on this machine is not for rows from the network',
+    );
   }
   if (task.network === 'host') throw new RowRefused('an inline task cannot ask for the host network; put it in the --tasks file');
   return task;

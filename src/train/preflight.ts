@@ -52,11 +52,15 @@ export async function preflight(input: PreflightInput): Promise<Preflight> {
     const clone = `clone it with \`git clone --recursive https://github.com/NVIDIA-NeMo/RL ${input.nemoRl}\``;
     // A dry run is how one looks at what polar would write before installing NeMo-RL: it writes the
     // files, but cannot say whether they merge and run.
-    if (input.dryRun) warnings.push(`no NeMo-RL checkout at ${input.nemoRl}: the config is written but not merged with NeMo-RL's base config nor checked against it; ${clone} before a real run`);
+    if (input.dryRun)
+      warnings.push(
+        `no NeMo-RL checkout at ${input.nemoRl}: the config is written but not merged with NeMo-RL's base config nor checked against it; ${clone} before a real run`,
+      );
     else errors.push(`no NeMo-RL checkout at ${input.nemoRl}: ${clone}`);
   } else {
     for (const need of input.needs) {
-      if (!fs.existsSync(path.join(input.nemoRl, need))) errors.push(`${input.nemoRl} has no ${need}: is it a NeMo-RL checkout (v0.7 or newer)? \`git -C ${input.nemoRl} pull\` or clone it again`);
+      if (!fs.existsSync(path.join(input.nemoRl, need)))
+        errors.push(`${input.nemoRl} has no ${need}: is it a NeMo-RL checkout (v0.7 or newer)? \`git -C ${input.nemoRl} pull\` or clone it again`);
     }
     const pinned = path.join(input.nemoRl, '.python-version');
     out.python = fs.existsSync(pinned) ? fs.readFileSync(pinned, 'utf8').trim() : null;
@@ -67,14 +71,21 @@ export async function preflight(input: PreflightInput): Promise<Preflight> {
   }
 
   if (input.groupSize !== undefined && input.globalBatch !== undefined && input.globalBatch % input.groupSize !== 0) {
-    errors.push(`policy.train_global_batch_size ${input.globalBatch} is not a multiple of the group size ${input.groupSize}: a GRPO group must not straddle two optimizer batches (leave it to polar: prompts × group size)`);
+    errors.push(
+      `policy.train_global_batch_size ${input.globalBatch} is not a multiple of the group size ${input.groupSize}: a GRPO group must not straddle two optimizer batches (leave it to polar: prompts × group size)`,
+    );
   }
   if (input.tasks !== undefined && input.promptsPerStep !== undefined && input.tasks < input.promptsPerStep) {
-    errors.push(`the task file has ${input.tasks} task${input.tasks === 1 ? '' : 's'} but --prompts-per-step is ${input.promptsPerStep}: each step takes that many distinct tasks (NeMo-RL drops an incomplete batch), so no step would run`);
+    errors.push(
+      `the task file has ${input.tasks} task${input.tasks === 1 ? '' : 's'} but --prompts-per-step is ${input.promptsPerStep}: each step takes that many distinct tasks (NeMo-RL drops an incomplete batch), so no step would run`,
+    );
   }
   if (looksLikePath(input.model)) {
     const dir = input.model.startsWith('~') ? path.join(os.homedir(), input.model.slice(1)) : path.resolve(input.model);
-    if (!fs.existsSync(path.join(dir, 'config.json'))) errors.push(`--model ${input.model}: no readable Hugging Face model there (no config.json); give the folder with the weights, or a hub id like Qwen/Qwen3-0.6B`);
+    if (!fs.existsSync(path.join(dir, 'config.json')))
+      errors.push(
+        `--model ${input.model}: no readable Hugging Face model there (no config.json); give the folder with the weights, or a hub id like Qwen/Qwen3-0.6B`,
+      );
   }
   return out;
 }

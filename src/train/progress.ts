@@ -50,7 +50,8 @@ export function readLine(p: TrainProgress, raw: string): StepMetrics | null {
   if (/^SETUP COMPLETE$/.test(text)) p.phase = 'generation';
   const setup = /^Total setup time: ([\d.]+)s/.exec(text);
   if (setup) p.setupSeconds = Number(setup[1]);
-  if (/^▶ (Generating responses|Preparing batch|Processing rewards|Computing advantages)/.test(text) || /Collecting rollouts/.test(text)) p.phase = 'generation';
+  if (/^▶ (Generating responses|Preparing batch|Processing rewards|Computing advantages)/.test(text) || /Collecting rollouts/.test(text))
+    p.phase = 'generation';
   if (/^▶ (Computing logprobs|Preparing for training|Training policy|Taking a training step)/.test(text)) p.phase = 'training';
   if (/^▶ Starting validation/.test(text) || /^📊 Validation Results/.test(text)) p.phase = 'validation';
   if (/^Saving checkpoint for step/.test(text)) p.phase = 'checkpoint';

@@ -143,7 +143,10 @@ type Budget = { measured: FirstPrompt; taskTokens: number; need: number } | { fa
 async function measureBudget(b: ContextBudgetInput, o: GrpoOptions): Promise<Budget> {
   try {
     const measured = await measureFirstPrompt({ ...b, model: o.model });
-    const taskTokens = longestTaskPrompt(measured.tokenizer, o.tasks.map((t) => t.prompt));
+    const taskTokens = longestTaskPrompt(
+      measured.tokenizer,
+      o.tasks.map((t) => t.prompt),
+    );
     return { measured, taskTokens, need: neededSeqLen(measured.tokens, taskTokens, b.sessionTokens) };
   } catch (err) {
     return { failed: `could not measure ${b.harness}'s first prompt, so the sequence length is unchecked: ${(err as Error).message}` };
@@ -161,7 +164,9 @@ function budgetChecks(budget: Budget, config: Yaml, o: GrpoOptions, checks: Pref
     return null;
   }
   if (budget.measured.note) checks.warnings.push(budget.measured.note);
-  const lens = [getKey(config, 'policy.generation.vllm_cfg.max_model_len'), getKey(config, 'policy.max_total_sequence_length')].filter((v): v is number => typeof v === 'number');
+  const lens = [getKey(config, 'policy.generation.vllm_cfg.max_model_len'), getKey(config, 'policy.max_total_sequence_length')].filter(
+    (v): v is number => typeof v === 'number',
+  );
   const maxSeqLen = lens.length > 0 ? Math.min(...lens) : o.maxSeqLen;
   const problem = budgetProblem(budget.measured, budget.taskTokens, maxSeqLen, o.contextBudget!.sessionTokens);
   if (problem) checks.errors.push(problem);
@@ -172,7 +177,17 @@ export async function prepareSft(o: SftOptions): Promise<PreparedRun> {
   const runDir = path.resolve(o.runDir);
   guardCheckpoints(runDir, o.resume);
   fs.mkdirSync(runDir, { recursive: true });
-  let config = sftConfig({ nemoRl: path.resolve(o.nemoRl), model: o.model, runDir, gpus: o.gpus, steps: o.steps, maxSeqLen: o.maxSeqLen, lora: o.lora, data: path.resolve(o.data), batchSize: o.batchSize });
+  let config = sftConfig({
+    nemoRl: path.resolve(o.nemoRl),
+    model: o.model,
+    runDir,
+    gpus: o.gpus,
+    steps: o.steps,
+    maxSeqLen: o.maxSeqLen,
+    lora: o.lora,
+    data: path.resolve(o.data),
+    batchSize: o.batchSize,
+  });
   config = customize(config, o);
   const batch = sftBatch(config, path.resolve(o.data), o.gpus);
   if (batch && 'batch' in batch) config = applySet(config, `policy.train_global_batch_size=${batch.batch}`);
@@ -197,11 +212,23 @@ function sftBatch(config: Yaml, data: string, gpus: number): ReturnType<typeof f
     return typeof v === 'number' && v > 0 ? v : 1;
   };
   const dataParallel = Math.max(1, Math.floor(gpus / (size('policy.dtensor_cfg.tensor_parallel_size') * size('policy.dtensor_cfg.context_parallel_size'))));
-  const examples = fs.readFileSync(data, 'utf8').split('\n').filter((l) => l.trim() !== '').length;
+  const examples = fs
+    .readFileSync(data, 'utf8')
+    .split('\n')
+    .filter((l) => l.trim() !== '').length;
   return fitSftBatch({ examples, globalBatch, dataParallel, microBatch: size('policy.train_micro_batch_size') });
 }
 
-function finish(kind: 'grpo' | 'sft', runDir: string, files: PreparedRun['files'], config: Yaml, checks: Preflight, script: string, env: Record<string, string>, o: TrainCommon): PreparedRun {
+function finish(
+  kind: 'grpo' | 'sft',
+  runDir: string,
+  files: PreparedRun['files'],
+  config: Yaml,
+  checks: Preflight,
+  script: string,
+  env: Record<string, string>,
+  o: TrainCommon,
+): PreparedRun {
   const configFile = files[0]!.path;
   for (const f of files) fs.writeFileSync(f.path, f.content);
   const command = {
@@ -241,7 +268,10 @@ function guardCheckpoints(runDir: string, resume: boolean): void {
   const dir = path.join(runDir, 'checkpoints');
   const steps = fs.existsSync(dir) ? fs.readdirSync(dir).filter((d) => /^step_\d+$/.test(d)) : [];
   if (steps.length > 0 && !resume) {
-    throw new PolarError('POLAR_USAGE', `${runDir} already has checkpoints (${steps.sort().at(-1)}); NeMo-RL would continue from them: pass --resume, or another --run-dir`);
+    throw new PolarError(
+      'POLAR_USAGE',
+      `${runDir} already has checkpoints (${steps.sort().at(-1)}); NeMo-RL would continue from them: pass --resume, or another --run-dir`,
+    );
   }
   if (resume && steps.length === 0) throw new PolarError('POLAR_USAGE', `--resume: ${runDir} has no checkpoints to resume from`);
 }
@@ -250,7 +280,11 @@ function guardCheckpoints(runDir: string, resume: boolean): void {
 export function latestCheckpoint(runDir: string): number | null {
   const dir = path.join(runDir, 'checkpoints');
   if (!fs.existsSync(dir)) return null;
-  const steps = fs.readdirSync(dir).map((d) => /^step_(\d+)$/.exec(d)?.[1]).filter((s): s is string => s !== undefined).map(Number);
+  const steps = fs
+    .readdirSync(dir)
+    .map((d) => /^step_(\d+)$/.exec(d)?.[1])
+    .filter((s): s is string => s !== undefined)
+    .map(Number);
   return steps.length > 0 ? Math.max(...steps) : null;
 }
 
@@ -285,7 +319,10 @@ export async function launch(run: PreparedRun, opts: { dbPath?: string; startedA
     logFile: path.join(run.runDir, 'train.log'),
     onLine: (line) => {
       const step = readLine(progress, line);
-      if (step) metrics.write(`${JSON.stringify({ time: new Date().toISOString(), ...step, gpu_memory_mib: gpu, sessions: sessions.length, session_reward_mean: mean(sessions.map((s) => s.reward)) })}\n`);
+      if (step)
+        metrics.write(
+          `${JSON.stringify({ time: new Date().toISOString(), ...step, gpu_memory_mib: gpu, sessions: sessions.length, session_reward_mean: mean(sessions.map((s) => s.reward)) })}\n`,
+        );
       update(step ?? undefined);
     },
   });

@@ -15,7 +15,12 @@ export function commonPrefix(a: readonly number[], b: readonly number[]): number
  * `prompt` from the same start up to where the two agree again on what follows is not known, so
  * the next `window` tokens are compared, which covers the answer and its end-of-turn markup.
  */
-export function classifyBreak(trace: readonly number[], previousPromptLength: number, prompt: readonly number[], text?: TokenText): { class: BreakClass; position: number } {
+export function classifyBreak(
+  trace: readonly number[],
+  previousPromptLength: number,
+  prompt: readonly number[],
+  text?: TokenText,
+): { class: BreakClass; position: number } {
   const position = commonPrefix(trace, prompt);
   if (position < previousPromptLength) return { class: 'rewrite', position };
   if (!text) return { class: 'other', position };

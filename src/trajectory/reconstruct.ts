@@ -43,7 +43,11 @@ export interface ReconstructStats {
  * largest session, not the database). Calls without server token ids, failed or aborted calls, and
  * (by default) side calls are not trained on; each is listed with its reason.
  */
-export function* reconstruct(store: Store, options: ReconstructOptions, stats: ReconstructStats = emptyStats(options.strategy.name)): Generator<Trajectory, void> {
+export function* reconstruct(
+  store: Store,
+  options: ReconstructOptions,
+  stats: ReconstructStats = emptyStats(options.strategy.name),
+): Generator<Trajectory, void> {
   const wanted = options.sessions ? new Set(options.sessions) : null;
   for (const summary of store.sessions.list()) {
     if (wanted && !wanted.has(summary.id)) continue;
@@ -60,7 +64,14 @@ export function* reconstruct(store: Store, options: ReconstructOptions, stats: R
     }
     for (const b of breaks) {
       stats.breaks[b.class]++;
-      if (stats.breakExamples.length < 5) stats.breakExamples.push({ requestId: b.requestId, previousRequestId: b.previousRequestId, class: b.class, position: b.position, ...decodedAt(b, calls, options.text) });
+      if (stats.breakExamples.length < 5)
+        stats.breakExamples.push({
+          requestId: b.requestId,
+          previousRequestId: b.previousRequestId,
+          class: b.class,
+          position: b.position,
+          ...decodedAt(b, calls, options.text),
+        });
     }
   }
   stats.mergeRatio = stats.traces > 0 ? stats.used / stats.traces : 0;
@@ -184,20 +195,39 @@ function countPrompts(rows: readonly CallTokenRow[], calls: readonly CallTokens[
  * The calls a trainer may learn from: successful, with the server's ids, and (unless asked) not
  * side traffic — a call that offered no tools while its agent's other calls did (titles, summaries).
  */
-export function usableCalls(rows: readonly CallTokenRow[], includeSideCalls: boolean, stats: Pick<ReconstructStats, 'calls' | 'used' | 'excluded' | 'tokensPerRequest'>): CallTokens[] {
+export function usableCalls(
+  rows: readonly CallTokenRow[],
+  includeSideCalls: boolean,
+  stats: Pick<ReconstructStats, 'calls' | 'used' | 'excluded' | 'tokensPerRequest'>,
+): CallTokens[] {
   stats.calls += rows.length;
   const agentsWithTools = new Set(rows.filter((r) => r.toolCount > 0).map((r) => r.agentId));
   const calls: CallTokens[] = [];
   for (const r of rows) {
     const reason =
-      r.status !== 'ok' ? `status ${r.status}` : r.tokenSource !== 'upstream' || !r.promptIds || !r.sampledIds ? 'no server token ids' : !includeSideCalls && r.toolCount === 0 && agentsWithTools.has(r.agentId) ? 'side call (no tools offered)' : null;
+      r.status !== 'ok'
+        ? `status ${r.status}`
+        : r.tokenSource !== 'upstream' || !r.promptIds || !r.sampledIds
+          ? 'no server token ids'
+          : !includeSideCalls && r.toolCount === 0 && agentsWithTools.has(r.agentId)
+            ? 'side call (no tools offered)'
+            : null;
     if (reason) {
       stats.excluded.push({ requestId: r.id, reason });
       continue;
     }
     stats.used++;
     stats.tokensPerRequest += r.promptIds!.length + r.sampledIds!.length;
-    calls.push({ requestId: r.id, agentId: r.agentId, seq: r.seq, promptIds: r.promptIds!, sampledIds: r.sampledIds!, logprobs: r.logprobs, finishReason: r.finishReason, policyVersion: r.policyVersion });
+    calls.push({
+      requestId: r.id,
+      agentId: r.agentId,
+      seq: r.seq,
+      promptIds: r.promptIds!,
+      sampledIds: r.sampledIds!,
+      logprobs: r.logprobs,
+      finishReason: r.finishReason,
+      policyVersion: r.policyVersion,
+    });
   }
   return calls;
 }

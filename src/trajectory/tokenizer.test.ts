@@ -26,7 +26,10 @@ describe('token pieces for display', () => {
 
   it("a byte-level BPE token's piece is exactly its bytes: the pieces of a text join back to its UTF-8", () => {
     const dir = qwen3ModelDir();
-    const tokenizer = new Tokenizer(JSON.parse(fs.readFileSync(path.join(dir, 'tokenizer.json'), 'utf8')), JSON.parse(fs.readFileSync(path.join(dir, 'tokenizer_config.json'), 'utf8')));
+    const tokenizer = new Tokenizer(
+      JSON.parse(fs.readFileSync(path.join(dir, 'tokenizer.json'), 'utf8')),
+      JSON.parse(fs.readFileSync(path.join(dir, 'tokenizer_config.json'), 'utf8')),
+    );
     const text = loadTokenText(BUNDLED_QWEN3);
     const sample = 'Hello 🦜 parrot, naïve 日本語!\n\tdone';
     const ids: number[] = tokenizer.encode(sample, { add_special_tokens: false }).ids;

@@ -66,7 +66,19 @@ export interface Break {
 
 /** What a strategy returns for one session: traces without the session-level fields, and its breaks. */
 /** Fields a trajectory takes from its session and rollout sample, not from the strategy. */
-export type SessionFields = 'session_id' | 'strategy' | 'trace_index' | 'reward' | 'status' | 'partial' | 'rollout_id' | 'task_id' | 'group_id' | 'advantage' | 'loo_advantage' | 'accepted';
+export type SessionFields =
+  | 'session_id'
+  | 'strategy'
+  | 'trace_index'
+  | 'reward'
+  | 'status'
+  | 'partial'
+  | 'rollout_id'
+  | 'task_id'
+  | 'group_id'
+  | 'advantage'
+  | 'loo_advantage'
+  | 'accepted';
 
 export interface StrategyResult {
   traces: Omit<Trajectory, SessionFields>[];

@@ -33,7 +33,11 @@ export interface VerifySummary {
  * own data is consistent, every usable call is in exactly one trace, and every trace matches the
  * recordings token for token and logprob bit for bit.
  */
-export function* verifySessions(store: Store, options: VerifyOptions, summary: VerifySummary = { sessions: 0, calls: 0, traces: 0, violations: 0 }): Generator<Violation, void> {
+export function* verifySessions(
+  store: Store,
+  options: VerifyOptions,
+  summary: VerifySummary = { sessions: 0, calls: 0, traces: 0, violations: 0 },
+): Generator<Violation, void> {
   const wanted = options.sessions ? new Set(options.sessions) : null;
   const given = options.traces ? groupBySession(options.traces) : null;
   for (const session of store.sessions.list()) {
@@ -42,7 +46,15 @@ export function* verifySessions(store: Store, options: VerifyOptions, summary: V
     const rows = store.requests.tokens(session.id);
     const usable = usableCalls(rows, options.includeSideCalls === true, emptyStats(options.strategy.name));
     const usableIds = new Set(usable.map((c) => c.requestId));
-    const asRecorded = (r: (typeof rows)[number]): RecordedCall => ({ requestId: r.id, tokenSource: r.tokenSource, promptIds: r.promptIds, sampledIds: r.sampledIds, logprobs: r.logprobs, usage: r.usage, tokenDigest: r.tokenDigest });
+    const asRecorded = (r: (typeof rows)[number]): RecordedCall => ({
+      requestId: r.id,
+      tokenSource: r.tokenSource,
+      promptIds: r.promptIds,
+      sampledIds: r.sampledIds,
+      logprobs: r.logprobs,
+      usage: r.usage,
+      tokenDigest: r.tokenDigest,
+    });
     const recorded = new Map<string, RecordedCall>(rows.filter((r) => usableIds.has(r.id)).map((r) => [r.id, asRecorded(r)]));
     summary.calls += recorded.size;
     const report = function* (violations: Violation[]) {
@@ -58,7 +70,17 @@ export function* verifySessions(store: Store, options: VerifyOptions, summary: V
       if (text && call.promptIds && call.sampledIds) {
         const row = store.requests.get(call.requestId)!;
         yield* report(
-          verifyCallText(session.id, { requestId: call.requestId, promptIds: call.promptIds, sampledIds: call.sampledIds, assistantMessage: row.assistantMessage as CallText['assistantMessage'], messages: messagesOf(row) }, text),
+          verifyCallText(
+            session.id,
+            {
+              requestId: call.requestId,
+              promptIds: call.promptIds,
+              sampledIds: call.sampledIds,
+              assistantMessage: row.assistantMessage as CallText['assistantMessage'],
+              messages: messagesOf(row),
+            },
+            text,
+          ),
         );
       }
     }

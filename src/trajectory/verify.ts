@@ -32,17 +32,33 @@ export function verifyDigest(session: string, call: RecordedCall): Violation[] {
   if (call.tokenDigest === undefined) return [];
   const has = call.promptIds || call.sampledIds || call.logprobs;
   if (!has) return [];
-  if (call.tokenDigest === null) return [{ session, requestId: call.requestId, check: 'digest', message: 'the call has token data but no capture digest, so nothing proves it is what the upstream sent' }];
+  if (call.tokenDigest === null)
+    return [
+      {
+        session,
+        requestId: call.requestId,
+        check: 'digest',
+        message: 'the call has token data but no capture digest, so nothing proves it is what the upstream sent',
+      },
+    ];
   const now = digestOfTokens(call);
   return now === call.tokenDigest
     ? []
-    : [{ session, requestId: call.requestId, check: 'digest', message: `the stored ids and logprobs are not what the upstream sent: digest ${now.slice(0, 16)}… but ${call.tokenDigest.slice(0, 16)}… at capture` }];
+    : [
+        {
+          session,
+          requestId: call.requestId,
+          check: 'digest',
+          message: `the stored ids and logprobs are not what the upstream sent: digest ${now.slice(0, 16)}… but ${call.tokenDigest.slice(0, 16)}… at capture`,
+        },
+      ];
 }
 
 /** Per-call checks: what the server sent is internally consistent and came with its ids. */
 export function verifyCall(session: string, call: RecordedCall): Violation[] {
   const v: Violation[] = [];
-  const at = (check: string, message: string, position?: number) => v.push({ session, requestId: call.requestId, check, message, ...(position !== undefined ? { position } : {}) });
+  const at = (check: string, message: string, position?: number) =>
+    v.push({ session, requestId: call.requestId, check, message, ...(position !== undefined ? { position } : {}) });
   if (call.tokenSource !== 'upstream') at('token_source', `token_source is ${call.tokenSource}: these tokens are not the server's and must not be trained on`);
   if (!call.promptIds || !call.sampledIds) {
     at('ids', 'the call has no prompt or sampled ids');
@@ -81,7 +97,11 @@ export function verifyCallText(session: string, call: CallText, text: TokenText)
   const sampled = text.decode(call.sampledIds);
   const m = call.assistantMessage;
   if (m) {
-    const pieces: [string, unknown][] = [['content', m.content], ['reasoning', m.reasoning_content], ...(m.tool_calls ?? []).map((c): [string, unknown] => ['tool call', c.function?.name])];
+    const pieces: [string, unknown][] = [
+      ['content', m.content],
+      ['reasoning', m.reasoning_content],
+      ...(m.tool_calls ?? []).map((c): [string, unknown] => ['tool call', c.function?.name]),
+    ];
     for (const [what, value] of pieces) {
       if (typeof value === 'string' && value.trim() && !sampled.includes(value.trim())) {
         v.push({ session, requestId: call.requestId, check: 'text', message: `the sampled ids do not decode to the reply's ${what}` });
@@ -91,7 +111,14 @@ export function verifyCallText(session: string, call: CallText, text: TokenText)
   const prompt = text.decode(call.promptIds);
   call.messages.forEach((message, i) => {
     for (const part of textParts(message.content)) {
-      if (!prompt.includes(part)) v.push({ session, requestId: call.requestId, check: 'prompt-text', message: `the prompt ids do not contain message ${i} (${message.role})`, position: i });
+      if (!prompt.includes(part))
+        v.push({
+          session,
+          requestId: call.requestId,
+          check: 'prompt-text',
+          message: `the prompt ids do not contain message ${i} (${message.role})`,
+          position: i,
+        });
     }
   });
   return v;
@@ -100,7 +127,9 @@ export function verifyCallText(session: string, call: CallText, text: TokenText)
 function textParts(content: unknown): string[] {
   if (typeof content === 'string') return content.trim() ? [content.trim()] : [];
   if (!Array.isArray(content)) return [];
-  return content.flatMap((p) => (p && typeof p === 'object' && typeof (p as { text?: unknown }).text === 'string' ? textParts((p as { text: string }).text) : []));
+  return content.flatMap((p) =>
+    p && typeof p === 'object' && typeof (p as { text?: unknown }).text === 'string' ? textParts((p as { text: string }).text) : [],
+  );
 }
 
 /**
@@ -118,10 +147,15 @@ export function verifyTrace(trace: Trajectory, calls: ReadonlyMap<string, Record
   if (trace.response_logprobs && trace.response_logprobs.length !== n) at('shape', `${n} response ids but ${trace.response_logprobs.length} logprobs`);
   if (v.length > 0) return v;
   trace.loss_mask.forEach((m, i) => {
-    if (m === 0 && trace.response_logprobs && trace.response_logprobs[i] !== 0) at('mask', `context token carries logprob ${trace.response_logprobs[i]}`, { position: i });
+    if (m === 0 && trace.response_logprobs && trace.response_logprobs[i] !== 0)
+      at('mask', `context token carries logprob ${trace.response_logprobs[i]}`, { position: i });
   });
   const first = calls.get(trace.request_ids[0] ?? '');
-  if (first?.promptIds && !same(trace.prompt_ids, first.promptIds)) at('prompt', 'prompt_ids differ from the first call\'s recorded prompt ids', { requestId: first.requestId, position: firstDifference(trace.prompt_ids, first.promptIds) });
+  if (first?.promptIds && !same(trace.prompt_ids, first.promptIds))
+    at('prompt', "prompt_ids differ from the first call's recorded prompt ids", {
+      requestId: first.requestId,
+      position: firstDifference(trace.prompt_ids, first.promptIds),
+    });
   let pos = 0;
   for (const [k, id] of trace.request_ids.entries()) {
     const call = calls.get(id);
@@ -133,7 +167,7 @@ export function verifyTrace(trace: Trajectory, calls: ReadonlyMap<string, Record
     const runStart = k === 0 ? 0 : nextSampled(trace.loss_mask, pos);
     if (!options.allowRerender) {
       const differs = contextDifference(trace, runStart, call.promptIds);
-      if (differs >= 0) at('context', 'the tokens before this call\'s sampled ids are not the prompt it recorded', { requestId: id, position: differs });
+      if (differs >= 0) at('context', "the tokens before this call's sampled ids are not the prompt it recorded", { requestId: id, position: differs });
     }
     for (let i = 0; i < call.sampledIds.length; i++) {
       const p = runStart + i;
@@ -161,7 +195,8 @@ export function verifyCoverage(session: string, usable: readonly string[], trace
     if (c !== 1) v.push({ session, requestId: id, check: 'coverage', message: c === 0 ? 'recorded call is in no trace' : `recorded call is in ${c} traces` });
   }
   const known = new Set(usable);
-  for (const id of count.keys()) if (!known.has(id)) v.push({ session, requestId: id, check: 'coverage', message: 'trace names a call that is not a usable recording of this session' });
+  for (const id of count.keys())
+    if (!known.has(id)) v.push({ session, requestId: id, check: 'coverage', message: 'trace names a call that is not a usable recording of this session' });
   return v;
 }
 

@@ -39,4 +39,3 @@ export function expectChunkShape(json: unknown): ChatCompletionChunk {
   }
   return json as ChatCompletionChunk;
 }
-

@@ -41,7 +41,10 @@ export async function createUpstream(kind: string, options: UpstreamOptions): Pr
     case 'vllm-tito':
     case 'sglang-tito': {
       if (!options.tokenizer) {
-        throw new PolarError('POLAR_USAGE', `--upstream-kind ${kind} renders prompts itself: pass --tokenizer PATH (the model's Hugging Face folder) or --tokenizer bundled:qwen3`);
+        throw new PolarError(
+          'POLAR_USAGE',
+          `--upstream-kind ${kind} renders prompts itself: pass --tokenizer PATH (the model's Hugging Face folder) or --tokenizer bundled:qwen3`,
+        );
       }
       const [{ loadChatTemplate }, { TokenInUpstream }, { vllmCompletionsDialect }, { sglangGenerateDialect }] = await Promise.all([
         import('./tito/chat-template.js'),

@@ -13,7 +13,9 @@ afterEach(async () => {
 });
 
 /** A server whose handler decides per request, given how many requests the socket carried before. */
-async function serve(handle: (req: http.IncomingMessage, res: http.ServerResponse, earlierOnSocket: number) => void): Promise<{ url: string; connections: () => number }> {
+async function serve(
+  handle: (req: http.IncomingMessage, res: http.ServerResponse, earlierOnSocket: number) => void,
+): Promise<{ url: string; connections: () => number }> {
   const seen = new WeakMap<object, number>();
   let connections = 0;
   const server = http.createServer((req, res) => {

@@ -85,7 +85,13 @@ export class UpstreamHttp {
    * (a view of a buffer every reply reuses: see `gather`), so it must copy what it keeps; parsing
    * them into values does.
    */
-  async postAndRead<T>(path: string, body: Body, signal: AbortSignal | undefined, extra: Record<string, string> | undefined, read: (bytes: Buffer) => T): Promise<T> {
+  async postAndRead<T>(
+    path: string,
+    body: Body,
+    signal: AbortSignal | undefined,
+    extra: Record<string, string> | undefined,
+    read: (bytes: Buffer) => T,
+  ): Promise<T> {
     const { status, chunks } = await this.exchange('POST', path, body, signal, extra);
     if (status < 200 || status >= 300) throw new UpstreamStatusError(status, Buffer.concat(chunks).toString('utf8'));
     return read(gather(chunks));
@@ -99,7 +105,9 @@ export class UpstreamHttp {
     const res = await this.dispatch('POST', path, body, signal, { ...this.headers, ...extra, accept: 'text/event-stream' });
     const status = res.statusCode ?? 0;
     if (status < 200 || status >= 300) {
-      const text = await readChunks(res).then((chunks) => Buffer.concat(chunks).toString('utf8')).catch(() => '');
+      const text = await readChunks(res)
+        .then((chunks) => Buffer.concat(chunks).toString('utf8'))
+        .catch(() => '');
       throw new UpstreamStatusError(status, text);
     }
     return guardBody(res);
@@ -115,7 +123,13 @@ export class UpstreamHttp {
   }
 
   /** A request and its whole reply, as the chunks it arrived in. */
-  private async exchange(method: 'GET' | 'POST', path: string, body: Body | undefined, signal: AbortSignal | undefined, extra: Record<string, string> | undefined): Promise<{ status: number; chunks: Buffer[] }> {
+  private async exchange(
+    method: 'GET' | 'POST',
+    path: string,
+    body: Body | undefined,
+    signal: AbortSignal | undefined,
+    extra: Record<string, string> | undefined,
+  ): Promise<{ status: number; chunks: Buffer[] }> {
     const res = await this.dispatch(method, path, body, signal, extra ? { ...this.headers, ...extra } : this.headers);
     try {
       return { status: res.statusCode ?? 0, chunks: await readChunks(res) };
@@ -131,17 +145,30 @@ export class UpstreamHttp {
    * just as polar reuses the socket resets it with the request unread. Node's documented remedy
    * (`request.reusedSocket`); a failure on a fresh connection is the server's answer and is final.
    */
-  private async dispatch(method: 'GET' | 'POST', path: string, body: Body | undefined, signal: AbortSignal | undefined, headers: Record<string, string>): Promise<http.IncomingMessage> {
+  private async dispatch(
+    method: 'GET' | 'POST',
+    path: string,
+    body: Body | undefined,
+    signal: AbortSignal | undefined,
+    headers: Record<string, string>,
+  ): Promise<http.IncomingMessage> {
     for (let attempt = 1; ; attempt++) {
       try {
         return await this.dispatchOnce(method, path, body, signal, headers);
       } catch (err) {
-        if (!(err instanceof StaleSocketError) || attempt >= MAX_STALE_RETRIES || signal?.aborted) throw mapUpstreamError(err instanceof StaleSocketError ? err.cause : err);
+        if (!(err instanceof StaleSocketError) || attempt >= MAX_STALE_RETRIES || signal?.aborted)
+          throw mapUpstreamError(err instanceof StaleSocketError ? err.cause : err);
       }
     }
   }
 
-  private dispatchOnce(method: 'GET' | 'POST', path: string, body: Body | undefined, signal: AbortSignal | undefined, headers: Record<string, string>): Promise<http.IncomingMessage> {
+  private dispatchOnce(
+    method: 'GET' | 'POST',
+    path: string,
+    body: Body | undefined,
+    signal: AbortSignal | undefined,
+    headers: Record<string, string>,
+  ): Promise<http.IncomingMessage> {
     return new Promise((resolve, reject) => {
       let settled = false;
       const fail = (err: unknown) => {
@@ -315,11 +342,8 @@ export function mapUpstreamError(err: unknown): PolarError {
         cause: err,
       });
     default:
-      return new PolarError(
-        'POLAR_UPSTREAM_CONNECT',
-        `upstream connection failed: ${e?.message ?? String(err)}${e?.code ? ` (${e.code})` : ''}`,
-        502,
-        { cause: err },
-      );
+      return new PolarError('POLAR_UPSTREAM_CONNECT', `upstream connection failed: ${e?.message ?? String(err)}${e?.code ? ` (${e.code})` : ''}`, 502, {
+        cause: err,
+      });
   }
 }

@@ -7,7 +7,9 @@ describe('reading prompt id arrays without the generic parser', () => {
   it('gives exactly what JSON.parse gives, top-level and nested, with the rest of the reply intact', () => {
     const reply = {
       id: 'chatcmpl-1',
-      choices: [{ index: 0, message: { role: 'assistant', content: 'café "prompt_token_ids":[1,2] 日本語', prompt_token_ids: ids(3000, 1) }, token_ids: [1, 2, 3] }],
+      choices: [
+        { index: 0, message: { role: 'assistant', content: 'café "prompt_token_ids":[1,2] 日本語', prompt_token_ids: ids(3000, 1) }, token_ids: [1, 2, 3] },
+      ],
       usage: { prompt_tokens: 5000 },
       prompt_token_ids: ids(5000),
       kv_transfer_params: null,

@@ -18,12 +18,23 @@ import { logprobValue } from './token-fields.js';
  */
 export type RescoreKind = 'vllm' | 'vllm-tito' | 'sglang-tito';
 
-export function rescoreRequest(kind: RescoreKind, model: string, promptIds: readonly number[], sampledIds: readonly number[]): { path: string; body: Record<string, unknown> } {
+export function rescoreRequest(
+  kind: RescoreKind,
+  model: string,
+  promptIds: readonly number[],
+  sampledIds: readonly number[],
+): { path: string; body: Record<string, unknown> } {
   const ids = [...promptIds, ...sampledIds];
   if (kind === 'sglang-tito') {
-    return { path: '/generate', body: { input_ids: ids, return_logprob: true, logprob_start_len: promptIds.length - 1, sampling_params: { max_new_tokens: 0, temperature: 1.0 } } };
+    return {
+      path: '/generate',
+      body: { input_ids: ids, return_logprob: true, logprob_start_len: promptIds.length - 1, sampling_params: { max_new_tokens: 0, temperature: 1.0 } },
+    };
   }
-  return { path: '/v1/completions', body: { model, prompt: ids, max_tokens: 1, prompt_logprobs: 0, return_token_ids: true, add_special_tokens: false, temperature: 1.0, stream: false } };
+  return {
+    path: '/v1/completions',
+    body: { model, prompt: ids, max_tokens: 1, prompt_logprobs: 0, return_token_ids: true, add_special_tokens: false, temperature: 1.0, stream: false },
+  };
 }
 
 /** The rescored logprob of each sampled id, from a server's reply. */

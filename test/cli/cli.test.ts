@@ -26,8 +26,27 @@ beforeAll(() => {
   db = path.join(dir, 'polar.db');
   const store = Store.open(db);
   store.sessions.ensure('ses-a', { harness: 'custom' });
-  store.requests.begin({ id: 'r1', sessionId: 'ses-a', agentId: 'main', provider: 'openai-chat', method: 'POST', path: '/v1/chat/completions', startedAt: 1_700_000_000_000, streamed: true, requestHeaders: {}, requestedModel: 'x', servedModel: 'y' });
-  store.requests.end('r1', { endedAt: 1_700_000_001_500, status: 'ok', httpStatus: 200, reply: '', finishReason: 'stop', tokens: { source: 'upstream', promptIds: [1, 2, 3], sampledIds: [4, 5], logprobs: [-1, -2] } });
+  store.requests.begin({
+    id: 'r1',
+    sessionId: 'ses-a',
+    agentId: 'main',
+    provider: 'openai-chat',
+    method: 'POST',
+    path: '/v1/chat/completions',
+    startedAt: 1_700_000_000_000,
+    streamed: true,
+    requestHeaders: {},
+    requestedModel: 'x',
+    servedModel: 'y',
+  });
+  store.requests.end('r1', {
+    endedAt: 1_700_000_001_500,
+    status: 'ok',
+    httpStatus: 200,
+    reply: '',
+    finishReason: 'stop',
+    tokens: { source: 'upstream', promptIds: [1, 2, 3], sampledIds: [4, 5], logprobs: [-1, -2] },
+  });
   // A clean close completes the sessions this process created and left open (store/owners.ts).
   store.close();
 });
@@ -73,7 +92,10 @@ describe('polar CLI', () => {
     expect(badPort.stderr).toMatch(/--port must be an integer/);
     const badPortJson = await polar(['proxy', '--upstream', 'http://127.0.0.1:1', '--port', '99999', '--json']);
     expect(badPortJson.code).toBe(2);
-    expect(JSON.parse(badPortJson.stdout)).toMatchObject({ ok: false, error: { code: 'POLAR_USAGE', message: expect.stringMatching(/--port must be an integer from 0 to 65535/) } });
+    expect(JSON.parse(badPortJson.stdout)).toMatchObject({
+      ok: false,
+      error: { code: 'POLAR_USAGE', message: expect.stringMatching(/--port must be an integer from 0 to 65535/) },
+    });
   });
 
   it('an unknown command is an error, even with --help after it (no top-level help, exit 2)', async () => {
@@ -89,7 +111,11 @@ describe('polar CLI', () => {
     expect(helpTypo.stderr).toMatch(/unknown command 'sesions' \(did you mean sessions\?\)/);
     expect((await polar(['sessions', '--help'])).code).toBe(0);
     // One level down too: a subcommand typo is not the parent's help.
-    const cases = [['train', 'nope', '--help'], ['rollout', 'stauts', '--help'], ['db', 'copi']];
+    const cases = [
+      ['train', 'nope', '--help'],
+      ['rollout', 'stauts', '--help'],
+      ['db', 'copi'],
+    ];
     const [help, ...results] = await Promise.all([polar(['rollout', 'status', '--help']), ...cases.map((args) => polar(args))]);
     cases.forEach((args, i) => {
       expect(results[i]!.code, args.join(' ')).toBe(2);
@@ -105,9 +131,25 @@ describe('polar CLI', () => {
     const r = await polar(['reconstruct', '--db', db, '--strategy', 'per-request', '--out', out, '--stats-json', statsFile]);
     expect(r.code).toBe(0);
     expect(r.stderr).toMatch(/per-request: 1 session, 1 call \(1 used, 0 excluded\) → 1 trace,/);
-    const traces = fs.readFileSync(out, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    const traces = fs
+      .readFileSync(out, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(traces).toEqual([
-      expect.objectContaining({ session_id: 'ses-a', agent_id: 'main', strategy: 'per-request', trace_index: 0, request_ids: ['r1'], prompt_ids: [1, 2, 3], response_ids: [4, 5], loss_mask: [1, 1], response_logprobs: [-1, -2], reward: null, status: 'completed' }),
+      expect.objectContaining({
+        session_id: 'ses-a',
+        agent_id: 'main',
+        strategy: 'per-request',
+        trace_index: 0,
+        request_ids: ['r1'],
+        prompt_ids: [1, 2, 3],
+        response_ids: [4, 5],
+        loss_mask: [1, 1],
+        response_logprobs: [-1, -2],
+        reward: null,
+        status: 'completed',
+      }),
     ]);
     expect(JSON.parse(fs.readFileSync(statsFile, 'utf8'))).toMatchObject({ traces: 1, tokensPerRequest: 5, tokensMerged: 5 });
     const bad = await polar(['reconstruct', '--db', db, '--strategy', 'nope']);
@@ -121,7 +163,11 @@ describe('polar CLI', () => {
     const store = Store.open(many);
     for (let i = 0; i < 2000; i += 1) store.sessions.ensure(`ses-${String(i).padStart(5, '0')}-with-a-long-name-to-fill-the-pipe`, { harness: 'custom' });
     store.close();
-    for (const args of [['run', '--help'], ['sessions', '--db', many], ['sessions', '--db', many, '--json']]) {
+    for (const args of [
+      ['run', '--help'],
+      ['sessions', '--db', many],
+      ['sessions', '--db', many, '--json'],
+    ]) {
       const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1' } });
       // Closed before the child has started: its first write meets a pipe with no reader.
       child.stdout.destroy();

@@ -42,9 +42,15 @@ describe('CLI start-up', () => {
     for (const args of [['--version'], ['--help'], [], ['help']]) {
       const { modules, stdout, stderr } = await modulesOf(args);
       // The counter sees the CLI's own files: a broken hook would pass any bound.
-      expect(modules.some((m) => m.endsWith(path.join('dist', 'cli', 'index.js'))), args.join(' ')).toBe(true);
+      expect(
+        modules.some((m) => m.endsWith(path.join('dist', 'cli', 'index.js'))),
+        args.join(' '),
+      ).toBe(true);
       expect(modules.length, `${args.join(' ')}: ${modules.length} modules`).toBeLessThan(100);
-      expect(modules.filter((m) => HEAVY.some((h) => m.includes(h)) || m.includes(`${path.sep}cli${path.sep}commands${path.sep}`)), args.join(' ')).toEqual([]);
+      expect(
+        modules.filter((m) => HEAVY.some((h) => m.includes(h)) || m.includes(`${path.sep}cli${path.sep}commands${path.sep}`)),
+        args.join(' '),
+      ).toEqual([]);
       if (args[0] !== '--version') for (const { name } of COMMANDS) expect(stdout + stderr, name).toContain(`\n  ${name} `);
     }
   }, 60_000);
@@ -58,7 +64,10 @@ describe('CLI start-up', () => {
       expect(code, name).toBe(0);
       expect(stdout, name).toMatch(new RegExp(`^Usage: polar ${name} `));
       expect(stdout, name).toMatch(/-h, --help/);
-      expect(modules.filter((m) => m.includes('/node_modules/ink/') || m.includes('/node_modules/react/')), name).toEqual([]);
+      expect(
+        modules.filter((m) => m.includes('/node_modules/ink/') || m.includes('/node_modules/react/')),
+        name,
+      ).toEqual([]);
     });
     // `polar help train` is train's own help, not the stub's.
     const help = await modulesOf(['help', 'train']);

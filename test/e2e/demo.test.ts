@@ -34,7 +34,10 @@ describe('polar demo', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-demo-test-'));
     try {
       const db = path.join(dir, 'demo.db');
-      const { stdout } = await run(process.execPath, [BIN, 'demo', '--db', db, '--upstream-kind', 'vllm-tito'], { timeout: 280_000, env: { ...process.env, NO_COLOR: '1' } });
+      const { stdout } = await run(process.execPath, [BIN, 'demo', '--db', db, '--upstream-kind', 'vllm-tito'], {
+        timeout: 280_000,
+        env: { ...process.env, NO_COLOR: '1' },
+      });
       expect(stdout).toMatch(/prompts built by polar: \d+ bridged, 1 full render \(first-call 1\)/);
       expect(stdout).toMatch(/bridged #1/);
       expect(stdout).toContain('the harness wrote polar-demo.txt');
@@ -52,7 +55,12 @@ describe('polar demo', () => {
     try {
       const { stdout } = await run(process.execPath, [BIN, 'demo'], { cwd: dir, timeout: 280_000, env });
       expect(fs.existsSync(path.join(dir, 'polar.db'))).toBe(true);
-      const next = stdout.slice(stdout.indexOf('next:')).split('\n').slice(1).map((l) => l.trim()).filter((l) => l.startsWith('polar '));
+      const next = stdout
+        .slice(stdout.indexOf('next:'))
+        .split('\n')
+        .slice(1)
+        .map((l) => l.trim())
+        .filter((l) => l.startsWith('polar '));
       expect(next.map((c) => c.split(' ')[1])).toEqual(['sessions', 'show', 'reconstruct', 'verify-faithfulness', 'replay', 'replay', 'report']);
       const session = /polar show (\S+)/.exec(next[1]!)![1]!;
       // Exactly as printed, from the same directory: `polar` is this checkout's bin.
@@ -76,7 +84,10 @@ describe('polar demo', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-demo-qwen-'));
     try {
       const db = path.join(dir, 'demo.db');
-      const { stdout } = await run(process.execPath, [BIN, 'demo', '--harness', 'qwen-code', '--db', db, '--json'], { timeout: 280_000, env: { ...process.env, NO_COLOR: '1' } });
+      const { stdout } = await run(process.execPath, [BIN, 'demo', '--harness', 'qwen-code', '--db', db, '--json'], {
+        timeout: 280_000,
+        env: { ...process.env, NO_COLOR: '1' },
+      });
       expect(JSON.parse(stdout)).toMatchObject({ ok: true, status: 'completed', demoFile: 'captured by polar' });
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });

@@ -35,7 +35,8 @@ await r.json();
   );
   marker = path.join(dir, 'flaky-once');
   tasksFile = path.join(dir, 'tasks.jsonl');
-  const task = (id: string, setup: string[] = []) => JSON.stringify({ id, prompt: 'answer with 1', workspace: { empty: true }, setup, evaluator: { type: 'command', command: 'cat answer.txt' }, timeout: 60 });
+  const task = (id: string, setup: string[] = []) =>
+    JSON.stringify({ id, prompt: 'answer with 1', workspace: { empty: true }, setup, evaluator: { type: 'command', command: 'cat answer.txt' }, timeout: 60 });
   fs.writeFileSync(
     tasksFile,
     [
@@ -55,13 +56,38 @@ afterAll(async () => {
 
 async function startAgent(name: string, extra: string[]): Promise<{ url: string; db: string; stderr: () => string }> {
   const db = path.join(dir, `${name}.db`);
-  const args = ['gym-agent', '--harness', 'custom', '--command', `${process.execPath} ${agentScript} {prompt}`, '--sandbox', 'none', '--upstream', `${mock.url}/v1`, '--model', mock.model, '--db', db, '--tasks', tasksFile, '--out', path.join(dir, `out-${name}`), '--json', ...extra];
+  const args = [
+    'gym-agent',
+    '--harness',
+    'custom',
+    '--command',
+    `${process.execPath} ${agentScript} {prompt}`,
+    '--sandbox',
+    'none',
+    '--upstream',
+    `${mock.url}/v1`,
+    '--model',
+    mock.model,
+    '--db',
+    db,
+    '--tasks',
+    tasksFile,
+    '--out',
+    path.join(dir, `out-${name}`),
+    '--json',
+    ...extra,
+  ];
   const { json, stderr } = await startPolarServer(args, children);
   return { url: json.url as string, db, stderr };
 }
 
 const row = (taskId: string, maxOutputTokens?: number) => ({
-  responses_create_params: { input: [{ role: 'user', content: 'answer with 1' }], temperature: 1, top_p: 1, ...(maxOutputTokens !== undefined ? { max_output_tokens: maxOutputTokens } : {}) },
+  responses_create_params: {
+    input: [{ role: 'user', content: 'answer with 1' }],
+    temperature: 1,
+    top_p: 1,
+    ...(maxOutputTokens !== undefined ? { max_output_tokens: maxOutputTokens } : {}),
+  },
   agent_ref: { type: 'responses_api_agents', name: 'polar_agent' },
   task_id: taskId,
 });
@@ -89,7 +115,10 @@ describe('polar gym-agent failure semantics', () => {
     try {
       const rollout = store.db.prepare('SELECT rollout_id FROM samples WHERE session_id = ?').get(json.polar_session_id) as { rollout_id: string };
       const tries = store.rollouts.samples(rollout.rollout_id).filter((s) => s.taskId === 'flaky');
-      expect(tries.map((s) => [s.status, s.errorStage])).toEqual([['error', 'init'], ['completed', null]]);
+      expect(tries.map((s) => [s.status, s.errorStage])).toEqual([
+        ['error', 'init'],
+        ['completed', null],
+      ]);
     } finally {
       store.close();
     }
@@ -105,12 +134,15 @@ describe('polar gym-agent failure semantics', () => {
     expect(json.reward).toBe(0);
   });
 
-  it("caps every call's max_tokens at the row's max_output_tokens (the harness asked for 32,000); without one, the context window still applies", { timeout: 120_000 }, async () => {
+  it("caps every call's max_tokens at the row's max_output_tokens (the harness asked for 32,000); without one, the context window still applies", {
+    timeout: 120_000,
+  }, async () => {
     const capped = await post(agent.url, row('good', 64));
     const free = await post(agent.url, row('good'));
     const store = Store.open(agent.db, { readonly: true });
     try {
-      const sent = (session: string) => store.requests.list(session).map((c) => (JSON.parse(store.requests.get(c.id)!.upstreamRequest!) as { max_tokens?: number }).max_tokens);
+      const sent = (session: string) =>
+        store.requests.list(session).map((c) => (JSON.parse(store.requests.get(c.id)!.upstreamRequest!) as { max_tokens?: number }).max_tokens);
       expect(sent(capped.json.polar_session_id)).toEqual([64]);
       // 32,000 cannot fit a 16,384 window: dropped, so the server gives what the context leaves.
       expect(sent(free.json.polar_session_id)).toEqual([undefined]);
@@ -144,7 +176,9 @@ describe('polar gym-agent stops NeMo-RL when too many rows fail outside the poli
     expect(answers.map((a) => a.status).sort()).toEqual([200, 400]);
     const stopped = answers.find((a) => a.status === 400)!.json;
     expect(stopped.error.code).toBe('POLAR_TOO_MANY_FAILURES');
-    expect(stopped.error.message).toMatch(/2 of the last 2 rows failed for reasons outside the policy \(more than --max-failed-share 0\.5\).*Fix the setup.*2× the workspace or its setup failed/);
+    expect(stopped.error.message).toMatch(
+      /2 of the last 2 rows failed for reasons outside the policy \(more than --max-failed-share 0\.5\).*Fix the setup.*2× the workspace or its setup failed/,
+    );
     // A good row after that is not run at all: the run is over.
     const after = await post(agent.url, row('good'));
     expect(after.status).toBe(400);

@@ -35,7 +35,25 @@ afterAll(async () => {
 });
 
 async function startAgent(harness: string, db: string): Promise<string> {
-  const { json } = await startPolarServer(['gym-agent', '--harness', harness, '--upstream', `${mock.url}/v1`, '--model', mock.model, '--db', db, '--tasks', TASKS, '--out', path.join(dir, `out-${harness}`), '--json'], children);
+  const { json } = await startPolarServer(
+    [
+      'gym-agent',
+      '--harness',
+      harness,
+      '--upstream',
+      `${mock.url}/v1`,
+      '--model',
+      mock.model,
+      '--db',
+      db,
+      '--tasks',
+      TASKS,
+      '--out',
+      path.join(dir, `out-${harness}`),
+      '--json',
+    ],
+    children,
+  );
   return json.url as string;
 }
 
@@ -46,20 +64,37 @@ describe.each(['claude-code', 'codex'])('polar gym-agent --harness %s', (harness
     url = await startAgent(harness, db());
   }, 60_000);
 
-  it('answers GET / (Gym\'s readiness check) and /aggregate_metrics', async () => {
+  it("answers GET / (Gym's readiness check) and /aggregate_metrics", async () => {
     expect(await (await fetch(`${url}/`)).json()).toMatchObject({ status: 'ok' });
-    const agg = await (await fetch(`${url}/aggregate_metrics`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ verify_responses: [{ reward: 1 }, { reward: 0 }] }) })).json();
+    const agg = await (
+      await fetch(`${url}/aggregate_metrics`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ verify_responses: [{ reward: 1 }, { reward: 0 }] }),
+      })
+    ).json();
     expect(agg).toEqual({ group_level_metrics: [], agent_metrics: { samples: 2, mean_reward: 0.5 }, key_metrics: { mean_reward: 0.5 } });
   });
 
-  it('each /run row is one session: Gym-valid, append-only, token fields on each call\'s last item, the evaluator\'s reward', async () => {
+  it("each /run row is one session: Gym-valid, append-only, token fields on each call's last item, the evaluator's reward", async () => {
     // One GRPO group per task (2 samples), all posted at once, as NeMo-RL does.
     const rows = gymRows(tasks)
       .trim()
       .split('\n')
       .flatMap((l) => [JSON.parse(l), JSON.parse(l)])
-      .map((row, i) => ({ ...row, responses_create_params: { ...row.responses_create_params, temperature: 1, top_p: 1, max_output_tokens: 4096 }, _rowidx: i }));
-    const results: Record<string, any>[] = await Promise.all(rows.map(async (row) => (await fetch(`${url}/run`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(row) })).json() as Promise<Record<string, any>>));
+      .map((row, i) => ({
+        ...row,
+        responses_create_params: { ...row.responses_create_params, temperature: 1, top_p: 1, max_output_tokens: 4096 },
+        _rowidx: i,
+      }));
+    const results: Record<string, any>[] = await Promise.all(
+      rows.map(
+        async (row) =>
+          (await fetch(`${url}/run`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(row) })).json() as Promise<
+            Record<string, any>
+          >,
+      ),
+    );
     const store = Store.open(db(), { readonly: true });
     try {
       results.forEach((r, i) => {
@@ -89,7 +124,10 @@ describe.each(['claude-code', 'codex'])('polar gym-agent --harness %s', (harness
     const unknown = await post({ responses_create_params: { input: 'x' }, task_id: 'no-such-task' });
     expect(unknown.status).toBe(400);
     expect(((await unknown.json()) as { error: { message: string } }).error.message).toMatch(/unknown task_id "no-such-task"/);
-    const inline = await post({ responses_create_params: { input: 'x' }, task: { id: 'bad', workspace: { empty: true }, setup: ['touch /tmp/x'], evaluator: { type: 'session-completed' } } });
+    const inline = await post({
+      responses_create_params: { input: 'x' },
+      task: { id: 'bad', workspace: { empty: true }, setup: ['touch /tmp/x'], evaluator: { type: 'session-completed' } },
+    });
     expect(inline.status).toBe(400);
   });
 });

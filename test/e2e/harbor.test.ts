@@ -70,7 +70,9 @@ describe.skipIf(noSandbox !== null)(`Harbor tasks on the host environment${noSan
       // The partial-credit task's wrong run implements two of four functions.
       expect(summary.groups.find((g) => g.taskId === 'partial-credit')!.rewards.sort()).toEqual([0.5, 1]);
       // The host environment says once per task what it does not reproduce.
-      expect(stderr).toMatch(/task py-fix-median: the host environment does not reproduce the base image python:3\.12-slim or these Dockerfile steps:\n\s+RUN pip install --no-cache-dir pytest==8\.3\.3/);
+      expect(stderr).toMatch(
+        /task py-fix-median: the host environment does not reproduce the base image python:3\.12-slim or these Dockerfile steps:\n\s+RUN pip install --no-cache-dir pytest==8\.3\.3/,
+      );
     });
 
     it('named rewards are kept with the sample; every call is captured exactly', () => {
@@ -94,7 +96,18 @@ describe.skipIf(noSandbox !== null)(`Harbor tasks on the host environment${noSan
       const out = path.join(dir, 'traces.jsonl');
       const e = await polar(['export', '--rollout', summary.rolloutId, '--db', db(), '--out', out]);
       expect(e.code, e.stderr).toBe(0);
-      const traces = fs.readFileSync(out, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { task_id: string; reward: number; metadata: { task_name: string; task_metadata: Record<string, unknown>; rewards: Record<string, number> } });
+      const traces = fs
+        .readFileSync(out, 'utf8')
+        .trim()
+        .split('\n')
+        .map(
+          (l) =>
+            JSON.parse(l) as {
+              task_id: string;
+              reward: number;
+              metadata: { task_name: string; task_metadata: Record<string, unknown>; rewards: Record<string, number> };
+            },
+        );
       const js = traces.find((t) => t.task_id === 'js-fix-slugify')!;
       expect(js.metadata.task_name).toBe('polar/js-fix-slugify');
       expect(js.metadata.task_metadata).toMatchObject({ difficulty: 'easy', language: 'javascript' });
@@ -115,7 +128,12 @@ describe.skipIf(noSandbox !== null)(`Harbor tasks on the host environment${noSan
     try {
       const db = path.join(dir, 'codex.db');
       const r = await polar(['rollout', '--tasks', FIXTURES, '--harness', 'codex', '--upstream', mock.url, '--samples', '2', '--db', db, '--json']);
-      const summary = JSON.parse(r.stdout) as { status: string; rolloutId: string; outcomes: Record<string, number>; groups: { taskId: string; rewards: number[] }[] };
+      const summary = JSON.parse(r.stdout) as {
+        status: string;
+        rolloutId: string;
+        outcomes: Record<string, number>;
+        groups: { taskId: string; rewards: number[] }[];
+      };
       expect(summary.status, r.stderr).toBe('completed');
       expect(summary.outcomes.completed).toBe(tasks.length * 2);
       for (const g of summary.groups) expect(new Set(g.rewards).size, `${g.taskId}: ${g.rewards}`).toBe(2);
@@ -132,7 +150,27 @@ describe.skipIf(noSandbox !== null)(`Harbor tasks on the host environment${noSan
     const tasks = loadTasks(FIXTURES).filter((t) => ['partial-credit', 'csv-to-json'].includes(t.id));
     const mock = await startMockServer({ tasks: mockTasksFrom(tasks), seed: 5, nemoRl: { temperature: 1, topP: 1 } });
     const db = path.join(dir, 'gym.db');
-    const child = spawn(process.execPath, [BIN, 'gym-agent', '--harness', 'claude-code', '--upstream', `${mock.url}/v1`, '--model', mock.model, '--db', db, '--tasks', FIXTURES, '--out', path.join(dir, 'gym-out'), '--json'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(
+      process.execPath,
+      [
+        BIN,
+        'gym-agent',
+        '--harness',
+        'claude-code',
+        '--upstream',
+        `${mock.url}/v1`,
+        '--model',
+        mock.model,
+        '--db',
+        db,
+        '--tasks',
+        FIXTURES,
+        '--out',
+        path.join(dir, 'gym-out'),
+        '--json',
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     try {
       let stderr = '';
       child.stderr!.on('data', (d) => (stderr += d));
@@ -145,8 +183,22 @@ describe.skipIf(noSandbox !== null)(`Harbor tasks on the host environment${noSan
         .trim()
         .split('\n')
         .flatMap((l) => [JSON.parse(l), JSON.parse(l)])
-        .map((row, i) => ({ ...row, responses_create_params: { ...row.responses_create_params, temperature: 1, top_p: 1, max_output_tokens: 4096 }, _rowidx: i }));
-      const results = await Promise.all(rows.map(async (row) => (await (await fetch(`${url}/run`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(row) })).json()) as { reward: number; polar_session_id: string; instance_config?: unknown; polar_mask_reason?: string }));
+        .map((row, i) => ({
+          ...row,
+          responses_create_params: { ...row.responses_create_params, temperature: 1, top_p: 1, max_output_tokens: 4096 },
+          _rowidx: i,
+        }));
+      const results = await Promise.all(
+        rows.map(
+          async (row) =>
+            (await (await fetch(`${url}/run`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(row) })).json()) as {
+              reward: number;
+              polar_session_id: string;
+              instance_config?: unknown;
+              polar_mask_reason?: string;
+            },
+        ),
+      );
       const store = Store.open(db, { readonly: true });
       try {
         results.forEach((r, i) => {
@@ -183,14 +235,44 @@ describe.skipIf(noSandbox !== null)(`Harbor tasks on the host environment${noSan
     const mock = await startMockServer({ seed: 1 });
     try {
       const db = path.join(dir, 'probe.db');
-      const r = await polar(['rollout', '--tasks', ds, '--harness', 'custom', '--command', `${process.execPath} ${path.join(PROBE, 'agent.mjs')} {prompt}`, '--sandbox-ro', PROBE, '--upstream', mock.url, '--samples', '1', '--db', db, '--json']);
+      const r = await polar([
+        'rollout',
+        '--tasks',
+        ds,
+        '--harness',
+        'custom',
+        '--command',
+        `${process.execPath} ${path.join(PROBE, 'agent.mjs')} {prompt}`,
+        '--sandbox-ro',
+        PROBE,
+        '--upstream',
+        mock.url,
+        '--samples',
+        '1',
+        '--db',
+        db,
+        '--json',
+      ]);
       const summary = JSON.parse(r.stdout);
       const store = Store.open(db, { readonly: true });
       const [sample] = store.rollouts.samples(summary.rolloutId);
       store.close();
-      const added = (sample!.diff ?? '').split('\n').filter((l) => l.startsWith('+') && !l.startsWith('+++')).map((l) => l.slice(1)).join('\n');
+      const added = (sample!.diff ?? '')
+        .split('\n')
+        .filter((l) => l.startsWith('+') && !l.startsWith('+++'))
+        .map((l) => l.slice(1))
+        .join('\n');
       const probe = JSON.parse(added);
-      expect(probe).toEqual({ cwd: '/app', tests: false, solution: false, logs: true, hostTaskDir: false, hostTests: false, relativeTests: false, markers: [] });
+      expect(probe).toEqual({
+        cwd: '/app',
+        tests: false,
+        solution: false,
+        logs: true,
+        hostTaskDir: false,
+        hostTests: false,
+        relativeTests: false,
+        markers: [],
+      });
       // The verifier saw /tests (its output lists the marker) and wrote no reward: the sample is an
       // error with the verifier's output, not the 1 the agent planted.
       expect(sample!.status).toBe('error');
@@ -233,7 +315,11 @@ describe.skipIf(noSandbox !== null)(`Harbor tasks on the host environment${noSan
   it('polar tasks check flags the fixture whose oracle is wrong, with the verifier output, and passes the rest', async () => {
     const r = await polar(['tasks', 'check', FIXTURES, '--json']);
     expect(r.code, r.stderr).toBe(1);
-    const out = JSON.parse(r.stdout) as { ok: boolean; broken: string[]; results: { task: string; problems: string[]; oracle: { reward: number; rewards: Record<string, number>; output: string }; nop: { reward: number } }[] };
+    const out = JSON.parse(r.stdout) as {
+      ok: boolean;
+      broken: string[];
+      results: { task: string; problems: string[]; oracle: { reward: number; rewards: Record<string, number>; output: string }; nop: { reward: number } }[];
+    };
     expect(out.ok).toBe(false);
     expect(out.broken).toEqual(['broken-oracle']);
     const broken = out.results.find((x) => x.task === 'broken-oracle')!;

@@ -41,12 +41,32 @@ describe.each(CASES)('polar run --harness $name --upstream-kind $kind', (harness
     try {
       const session = `${kind}-${name}`;
       const r = await polarRun([
-        '--harness', name, '--upstream', mock.url, '--upstream-kind', kind, '--tokenizer', 'bundled:qwen3',
-        '--prompt', TASK, '--cwd', w.ws, '--db', w.db, '--session', session, '--timeout', '240', '--json',
+        '--harness',
+        name,
+        '--upstream',
+        mock.url,
+        '--upstream-kind',
+        kind,
+        '--tokenizer',
+        'bundled:qwen3',
+        '--prompt',
+        TASK,
+        '--cwd',
+        w.ws,
+        '--db',
+        w.db,
+        '--session',
+        session,
+        '--timeout',
+        '240',
+        '--json',
         ...(node ? ['--node', node] : []),
       ]);
       const result = JSON.parse(r.stdout.slice(r.stdout.lastIndexOf('\n{') + 1)) as { exitCode: number; logFile: string };
-      expect(result.exitCode, `${name} exited ${result.exitCode}; log:\n${fs.existsSync(result.logFile) ? fs.readFileSync(result.logFile, 'utf8').slice(-3000) : r.stderr}`).toBe(0);
+      expect(
+        result.exitCode,
+        `${name} exited ${result.exitCode}; log:\n${fs.existsSync(result.logFile) ? fs.readFileSync(result.logFile, 'utf8').slice(-3000) : r.stderr}`,
+      ).toBe(0);
       expect(fs.readFileSync(path.join(w.ws, DEMO_FILE), 'utf8').trim()).toBe(DEMO_CONTENT);
       expect(expectSessionCapturedExactly(w.db, session, mock)).toBeGreaterThanOrEqual(3);
 

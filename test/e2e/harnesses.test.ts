@@ -28,11 +28,33 @@ describe.each(HARNESSES)('polar run --harness $name', (harness) => {
     try {
       const session = `e2e-${name}`;
       const r = await polarRun([
-        '--harness', name, '--upstream', mock.url, '--prompt', TASK, '--cwd', w.ws, '--db', w.db, '--session', session, '--timeout', '240', '--json',
+        '--harness',
+        name,
+        '--upstream',
+        mock.url,
+        '--prompt',
+        TASK,
+        '--cwd',
+        w.ws,
+        '--db',
+        w.db,
+        '--session',
+        session,
+        '--timeout',
+        '240',
+        '--json',
         ...(node ? ['--node', node] : []),
       ]);
-      const result = JSON.parse(r.stdout.slice(r.stdout.lastIndexOf('\n{') + 1)) as { exitCode: number; status: string; harnessVersion: string | null; logFile: string };
-      expect(result.exitCode, `${name} exited ${result.exitCode}; log ${result.logFile}:\n${fs.existsSync(result.logFile) ? fs.readFileSync(result.logFile, 'utf8').slice(-3000) : ''}`).toBe(0);
+      const result = JSON.parse(r.stdout.slice(r.stdout.lastIndexOf('\n{') + 1)) as {
+        exitCode: number;
+        status: string;
+        harnessVersion: string | null;
+        logFile: string;
+      };
+      expect(
+        result.exitCode,
+        `${name} exited ${result.exitCode}; log ${result.logFile}:\n${fs.existsSync(result.logFile) ? fs.readFileSync(result.logFile, 'utf8').slice(-3000) : ''}`,
+      ).toBe(0);
       expect(fs.readFileSync(path.join(w.ws, DEMO_FILE), 'utf8').trim()).toBe(DEMO_CONTENT);
       const store = Store.open(w.db, { readonly: true });
       const summary = store.sessions.summary(session)!;

@@ -24,7 +24,10 @@ afterAll(async () => {
 
 async function replay(db: string, session: string, harness: string): Promise<{ code: number; result: Record<string, any> }> {
   try {
-    const { stdout } = await run(process.execPath, [BIN, 'replay', session, '--harness', harness, '--db', db, '--json'], { timeout: 280_000, maxBuffer: 64 * 1024 * 1024 });
+    const { stdout } = await run(process.execPath, [BIN, 'replay', session, '--harness', harness, '--db', db, '--json'], {
+      timeout: 280_000,
+      maxBuffer: 64 * 1024 * 1024,
+    });
     return { code: 0, result: JSON.parse(stdout) };
   } catch (err) {
     const e = err as { code: number; stdout: string };
@@ -37,7 +40,23 @@ describe.each(['claude-code', 'codex', 'gemini-cli'])('polar replay --harness %s
   const session = `rec-${harness}`;
   beforeAll(async () => {
     w = workspace();
-    const r = await polarRun(['--harness', harness, '--upstream', mock.url, '--prompt', TASK, '--cwd', w.ws, '--db', w.db, '--session', session, '--timeout', '240', '--json']);
+    const r = await polarRun([
+      '--harness',
+      harness,
+      '--upstream',
+      mock.url,
+      '--prompt',
+      TASK,
+      '--cwd',
+      w.ws,
+      '--db',
+      w.db,
+      '--session',
+      session,
+      '--timeout',
+      '240',
+      '--json',
+    ]);
     expect(r.code, r.stderr.slice(-2000)).toBe(0);
   }, 300_000);
   afterAll(() => w?.cleanup());
@@ -52,7 +71,11 @@ describe.each(['claude-code', 'codex', 'gemini-cli'])('polar replay --harness %s
     expect(mock.requestCount()).toBe(before); // the model was never asked
     const store = Store.open(w.db, { readonly: true });
     try {
-      const ok = (s: string) => store.requests.list(s).filter((c) => c.status === 'ok').map((c) => store.requests.get(c.id)!);
+      const ok = (s: string) =>
+        store.requests
+          .list(s)
+          .filter((c) => c.status === 'ok')
+          .map((c) => store.requests.get(c.id)!);
       const recorded = ok(session);
       const replayed = ok(result.replaySession);
       expect(replayed.length).toBe(recorded.length);
@@ -73,7 +96,9 @@ describe.each(['claude-code', 'codex', 'gemini-cli'])('polar replay --harness %s
     const store = Store.open(edited);
     const [first] = store.requests.list(session);
     const message = store.requests.get(first!.id)!.assistantMessage as { content: string };
-    store.db.prepare('UPDATE requests SET assistant_message = ? WHERE id = ?').run(JSON.stringify({ ...message, content: `${message.content} EDITED-AFTERWARDS` }), first!.id);
+    store.db
+      .prepare('UPDATE requests SET assistant_message = ? WHERE id = ?')
+      .run(JSON.stringify({ ...message, content: `${message.content} EDITED-AFTERWARDS` }), first!.id);
     store.close();
     const { code, result } = await replay(edited, session, harness);
     expect(code).toBe(1);

@@ -45,11 +45,31 @@ describe.each([
   let summary: { rolloutId: string; status: string; groups: { taskId: string; rewards: number[]; advantages: number[] }[]; outcomes: Record<string, number> };
 
   beforeAll(async () => {
-    const { stdout } = await run(process.execPath, [BIN, 'rollout', '--tasks', TASKS, '--harness', harness, '--upstream', mock.url, '--samples', String(samples), '--db', db(), '--accept', 'reward>=1', '--json'], {
-      env: { ...process.env, NO_COLOR: '1' },
-      timeout: 280_000,
-      maxBuffer: 64 * 1024 * 1024,
-    });
+    const { stdout } = await run(
+      process.execPath,
+      [
+        BIN,
+        'rollout',
+        '--tasks',
+        TASKS,
+        '--harness',
+        harness,
+        '--upstream',
+        mock.url,
+        '--samples',
+        String(samples),
+        '--db',
+        db(),
+        '--accept',
+        'reward>=1',
+        '--json',
+      ],
+      {
+        env: { ...process.env, NO_COLOR: '1' },
+        timeout: 280_000,
+        maxBuffer: 64 * 1024 * 1024,
+      },
+    );
     summary = JSON.parse(stdout);
   }, 300_000);
 
@@ -72,7 +92,19 @@ describe.each([
       const env = baseEnvironment();
       const ws = await prepareWorkspace(task, path.join(dir, `again-${harness}-${s.taskId}-${s.sampleIndex}`), Date.now() + 60_000, env);
       await applyDiff(ws, s.diff ?? '', env);
-      const again = await evaluate({ task, workspace: ws, diff: s.diff ?? '', sessionStatus: 'completed', sessionId: s.sessionId!, traceCount: 1, env: { ...env, POLAR_TASKS_DIR: path.dirname(TASKS) }, sandbox: null, setupSandbox: null, scratch: dir, secrets: [] });
+      const again = await evaluate({
+        task,
+        workspace: ws,
+        diff: s.diff ?? '',
+        sessionStatus: 'completed',
+        sessionId: s.sessionId!,
+        traceCount: 1,
+        env: { ...env, POLAR_TASKS_DIR: path.dirname(TASKS) },
+        sandbox: null,
+        setupSandbox: null,
+        scratch: dir,
+        secrets: [],
+      });
       await removeWorkspace(ws.dir);
       expect(again.reward, `${s.id}`).toBe(s.reward);
       expect(s.accepted).toBe(s.reward! >= 1);
@@ -82,15 +114,27 @@ describe.each([
 
   it('exports carry reward, advantage, group, task and rollout; --accepted keeps only accepted samples', async () => {
     const { stdout } = await run(process.execPath, [BIN, 'export', '--db', db(), '--rollout', summary.rolloutId], { maxBuffer: 512 * 1024 * 1024 });
-    const traces = stdout.trim().split('\n').map((l) => JSON.parse(l));
+    const traces = stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     const store = Store.open(db(), { readonly: true });
     try {
       for (const t of traces) {
         const s = store.rollouts.sampleForSession(t.session_id)!;
-        expect(t).toMatchObject({ rollout_id: summary.rolloutId, task_id: s.taskId, group_id: s.groupId, reward: s.reward, advantage: s.advantage, partial: false });
+        expect(t).toMatchObject({
+          rollout_id: summary.rolloutId,
+          task_id: s.taskId,
+          group_id: s.groupId,
+          reward: s.reward,
+          advantage: s.advantage,
+          partial: false,
+        });
       }
       expect(new Set(traces.map((t) => t.session_id)).size).toBe(tasks.length * samples);
-      const accepted = await run(process.execPath, [BIN, 'export', '--db', db(), '--rollout', summary.rolloutId, '--format', 'sft', '--accepted'], { maxBuffer: 512 * 1024 * 1024 });
+      const accepted = await run(process.execPath, [BIN, 'export', '--db', db(), '--rollout', summary.rolloutId, '--format', 'sft', '--accepted'], {
+        maxBuffer: 512 * 1024 * 1024,
+      });
       const kept = accepted.stdout.trim().split('\n').length;
       const acceptedSamples = store.rollouts.samples(summary.rolloutId).filter((s) => s.accepted).length;
       expect(kept).toBeGreaterThanOrEqual(acceptedSamples);
@@ -100,23 +144,31 @@ describe.each([
     }
   });
 
-  it.skipIf(!chromium || harness !== 'claude-code')('polar report --rollout opens in Chromium with every group and sample, their rewards and advantages, and each session', async () => {
-    const file = path.join(dir, `rollout-${harness}.html`);
-    await run(process.execPath, [BIN, 'report', '--rollout', summary.rolloutId, '--db', db(), '--tokenizer', 'bundled:qwen3', '--out', file]);
-    const dom = await dumpDom(chromium!, file);
-    expect(dom).toContain(`<section class="rollout" id="rollout" data-rollout="${summary.rolloutId}">`);
-    const store = Store.open(db(), { readonly: true });
-    const rows = store.rollouts.samples(summary.rolloutId);
-    store.close();
-    expect([...dom.matchAll(/<tr data-task="([^"]+)">/g)].map((m) => m[1])).toEqual(summary.groups.map((g) => g.taskId).sort());
-    const shown = [...dom.matchAll(/<tr class="sample" data-sample="([^"]+)">.*?<td class="reward">([^<]*)<\/td><td class="advantage">([^<]*)<\/td>/g)].map((m) => [m[1], m[2], m[3]]);
-    expect(shown).toEqual(rows.map((r) => [r.id, String(r.reward), `${r.advantage! >= 0 ? '+' : ''}${r.advantage!.toFixed(4)}`]));
-    // Each sample's session is in the file, linked from its row, with its reward on it.
-    for (const r of rows) {
-      expect(dom).toMatch(new RegExp(`<article class="session" id="([^"]+)" data-session="${r.sessionId}" data-reward="${r.reward}" data-advantage="${r.advantage}">`));
-      expect(dom).toMatch(new RegExp(`<a href="#[^"]+">${r.sessionId}</a>`));
-    }
-    const png = await screenshot(chromium!, file, path.join(dir, `rollout-${harness}.png`), 1280, 1600);
-    expect(countColour(png, '#ffffff')).toBeLessThan(png.width * png.height * 0.98);
-  }, 120_000);
+  it.skipIf(!chromium || harness !== 'claude-code')(
+    'polar report --rollout opens in Chromium with every group and sample, their rewards and advantages, and each session',
+    async () => {
+      const file = path.join(dir, `rollout-${harness}.html`);
+      await run(process.execPath, [BIN, 'report', '--rollout', summary.rolloutId, '--db', db(), '--tokenizer', 'bundled:qwen3', '--out', file]);
+      const dom = await dumpDom(chromium!, file);
+      expect(dom).toContain(`<section class="rollout" id="rollout" data-rollout="${summary.rolloutId}">`);
+      const store = Store.open(db(), { readonly: true });
+      const rows = store.rollouts.samples(summary.rolloutId);
+      store.close();
+      expect([...dom.matchAll(/<tr data-task="([^"]+)">/g)].map((m) => m[1])).toEqual(summary.groups.map((g) => g.taskId).sort());
+      const shown = [...dom.matchAll(/<tr class="sample" data-sample="([^"]+)">.*?<td class="reward">([^<]*)<\/td><td class="advantage">([^<]*)<\/td>/g)].map(
+        (m) => [m[1], m[2], m[3]],
+      );
+      expect(shown).toEqual(rows.map((r) => [r.id, String(r.reward), `${r.advantage! >= 0 ? '+' : ''}${r.advantage!.toFixed(4)}`]));
+      // Each sample's session is in the file, linked from its row, with its reward on it.
+      for (const r of rows) {
+        expect(dom).toMatch(
+          new RegExp(`<article class="session" id="([^"]+)" data-session="${r.sessionId}" data-reward="${r.reward}" data-advantage="${r.advantage}">`),
+        );
+        expect(dom).toMatch(new RegExp(`<a href="#[^"]+">${r.sessionId}</a>`));
+      }
+      const png = await screenshot(chromium!, file, path.join(dir, `rollout-${harness}.png`), 1280, 1600);
+      expect(countColour(png, '#ffffff')).toBeLessThan(png.width * png.height * 0.98);
+    },
+    120_000,
+  );
 });

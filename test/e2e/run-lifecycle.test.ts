@@ -58,17 +58,53 @@ const session = (id: string) => {
 
 describe('polar run lifecycle', () => {
   it('a custom harness makes its calls through polar; the run reports and records them', async () => {
-    const r = await polarRun(['--harness', 'custom', '--command', `${process.execPath} ${agent} 3`, '--upstream', upstream.url, '--prompt', 'go', '--cwd', w.ws, '--db', w.db, '--session', 'custom-1', '--sandbox-ro', agent]);
+    const r = await polarRun([
+      '--harness',
+      'custom',
+      '--command',
+      `${process.execPath} ${agent} 3`,
+      '--upstream',
+      upstream.url,
+      '--prompt',
+      'go',
+      '--cwd',
+      w.ws,
+      '--db',
+      w.db,
+      '--session',
+      'custom-1',
+      '--sandbox-ro',
+      agent,
+    ]);
     expect(r.code).toBe(0);
     expect(r.stderr).toMatch(/session custom-1 completed \(exit 0\): 3 calls/);
     expect(session('custom-1')).toMatchObject({ harness: 'custom', status: 'completed', requests: 3, failed: 0 });
     expect(expectSessionCapturedExactly(w.db, 'custom-1', upstream)).toBe(3);
   });
 
-  it('--proxy uses a running polar proxy: the calls land in its database under the run\'s session', async () => {
+  it("--proxy uses a running polar proxy: the calls land in its database under the run's session", async () => {
     const proxy = await startTestProxy(upstream.url);
     try {
-      const r = await polarRun(['--harness', 'custom', '--command', `${process.execPath} ${agent} 2`, '--proxy', proxy.proxy.baseUrl(), '--model', 'Qwen/Qwen3-8B', '--prompt', 'go', '--cwd', w.ws, '--db', proxy.dbPath, '--session', 'via-proxy', '--sandbox-ro', agent]);
+      const r = await polarRun([
+        '--harness',
+        'custom',
+        '--command',
+        `${process.execPath} ${agent} 2`,
+        '--proxy',
+        proxy.proxy.baseUrl(),
+        '--model',
+        'Qwen/Qwen3-8B',
+        '--prompt',
+        'go',
+        '--cwd',
+        w.ws,
+        '--db',
+        proxy.dbPath,
+        '--session',
+        'via-proxy',
+        '--sandbox-ro',
+        agent,
+      ]);
       expect(r.code, r.stderr).toBe(0);
       expect(proxy.store.sessions.summary('via-proxy')).toMatchObject({ harness: 'custom', status: 'completed', requests: 2, failed: 0 });
       expect(expectSessionCapturedExactly(proxy.dbPath, 'via-proxy', upstream)).toBe(2);
@@ -82,7 +118,26 @@ describe('polar run lifecycle', () => {
     // events: the tree was ended, not waited for), whatever the machine's speed.
     const fg = path.join(w.ws, 'fg-finished');
     const bg = path.join(w.ws, 'bg-finished');
-    const r = await polarRun(['--harness', 'custom', '--command', `${process.execPath} ${agent} 1; (sleep 61.25 && touch ${bg}) & sleep 61.25 && touch ${fg}`, '--upstream', upstream.url, '--prompt', 'go', '--cwd', w.ws, '--db', w.db, '--session', 'timeout-1', '--timeout', '2', '--sandbox-ro', agent]);
+    const r = await polarRun([
+      '--harness',
+      'custom',
+      '--command',
+      `${process.execPath} ${agent} 1; (sleep 61.25 && touch ${bg}) & sleep 61.25 && touch ${fg}`,
+      '--upstream',
+      upstream.url,
+      '--prompt',
+      'go',
+      '--cwd',
+      w.ws,
+      '--db',
+      w.db,
+      '--session',
+      'timeout-1',
+      '--timeout',
+      '2',
+      '--sandbox-ro',
+      agent,
+    ]);
     expect(r.code).not.toBe(0);
     expect(session('timeout-1')).toMatchObject({ status: 'timeout', requests: 1 });
     expect(alive('sleep 61.25')).toBe(false);
@@ -90,7 +145,23 @@ describe('polar run lifecycle', () => {
   });
 
   it('Ctrl-C is forwarded: the harness stops, the session is aborted, polar exits', async () => {
-    const child = spawnPolar(['run', '--harness', 'custom', '--command', 'sleep 62.25', '--upstream', upstream.url, '--prompt', 'go', '--cwd', w.ws, '--db', w.db, '--session', 'sigint-1']);
+    const child = spawnPolar([
+      'run',
+      '--harness',
+      'custom',
+      '--command',
+      'sleep 62.25',
+      '--upstream',
+      upstream.url,
+      '--prompt',
+      'go',
+      '--cwd',
+      w.ws,
+      '--db',
+      w.db,
+      '--session',
+      'sigint-1',
+    ]);
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     for (let i = 0; i < 100 && !alive('sleep 62.25'); i++) await new Promise((r) => setTimeout(r, 100));
     expect(alive('sleep 62.25')).toBe(true);
@@ -111,7 +182,24 @@ describe('polar run lifecycle', () => {
   it('several runs at once on one database: distinct sessions, no lost writes, no lock errors', async () => {
     const runs = await Promise.all(
       [1, 2, 3].map((i) =>
-        polarRun(['--harness', 'custom', '--command', `${process.execPath} ${agent} 4`, '--upstream', upstream.url, '--prompt', 'go', '--cwd', w.ws, '--db', w.db, '--session', `par-${i}`, '--sandbox-ro', agent]),
+        polarRun([
+          '--harness',
+          'custom',
+          '--command',
+          `${process.execPath} ${agent} 4`,
+          '--upstream',
+          upstream.url,
+          '--prompt',
+          'go',
+          '--cwd',
+          w.ws,
+          '--db',
+          w.db,
+          '--session',
+          `par-${i}`,
+          '--sandbox-ro',
+          agent,
+        ]),
       ),
     );
     for (const r of runs) {

@@ -58,7 +58,26 @@ describe('polar proxy --session-keys with polar run --proxy', () => {
     const master = path.join(w.dir, '.polar', 'session-keys.master');
     expect(fs.statSync(master).mode & 0o777).toBe(0o600);
 
-    const r = await polarRun(['--harness', 'custom', '--command', `${process.execPath} ${path.join(w.dir, 'agent.mjs')}`, '--proxy', `${url}/v1`, '--model', 'Qwen/Qwen3-8B', '--prompt', 'go', '--cwd', w.ws, '--db', w.db, '--session', 'owner', '--sandbox-ro', path.join(w.dir, 'agent.mjs')]);
+    const r = await polarRun([
+      '--harness',
+      'custom',
+      '--command',
+      `${process.execPath} ${path.join(w.dir, 'agent.mjs')}`,
+      '--proxy',
+      `${url}/v1`,
+      '--model',
+      'Qwen/Qwen3-8B',
+      '--prompt',
+      'go',
+      '--cwd',
+      w.ws,
+      '--db',
+      w.db,
+      '--session',
+      'owner',
+      '--sandbox-ro',
+      path.join(w.dir, 'agent.mjs'),
+    ]);
     expect(r.code, r.stderr).toBe(0);
 
     const attack = await fetch(`${url}/s/owner/v1/chat/completions`, {

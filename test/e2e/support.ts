@@ -32,7 +32,11 @@ export function workspace(): Workspace {
 /** `polar run …` as a user types it; resolves with the exit code and output. */
 export async function polarRun(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 280_000): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await run(process.execPath, [BIN, 'run', ...args], { env: { ...process.env, NO_COLOR: '1', ...env }, timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024 });
+    const { stdout, stderr } = await run(process.execPath, [BIN, 'run', ...args], {
+      env: { ...process.env, NO_COLOR: '1', ...env },
+      timeout: timeoutMs,
+      maxBuffer: 64 * 1024 * 1024,
+    });
     return { code: 0, stdout, stderr };
   } catch (err) {
     const e = err as { code: number; stdout: string; stderr: string };
@@ -117,6 +121,9 @@ export const HARNESSES: { name: string; needsNode22?: boolean }[] = [
 export function nodeFor(h: { name: string; needsNode22?: boolean }): { node: string | null; skip: boolean } {
   const node = h.needsNode22 ? node22() : null;
   const skip = h.needsNode22 === true && !node;
-  if (skip) console.warn(`skipping ${h.name}: it needs Node >= 22 and none was found (this is Node ${process.version}; set POLAR_TEST_NODE22 or run npm test, which installs one under .tools/)`);
+  if (skip)
+    console.warn(
+      `skipping ${h.name}: it needs Node >= 22 and none was found (this is Node ${process.version}; set POLAR_TEST_NODE22 or run npm test, which installs one under .tools/)`,
+    );
   return { node, skip };
 }

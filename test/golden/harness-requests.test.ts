@@ -16,7 +16,12 @@ const ROOT = path.resolve(__dirname, '../../fixtures/requests');
 const fixtures = fs
   .readdirSync(ROOT, { withFileTypes: true })
   .filter((d) => d.isDirectory())
-  .flatMap((d) => fs.readdirSync(path.join(ROOT, d.name)).filter((f) => /^\d+-.*\.json$/.test(f)).map((f) => path.join(d.name, f)));
+  .flatMap((d) =>
+    fs
+      .readdirSync(path.join(ROOT, d.name))
+      .filter((f) => /^\d+-.*\.json$/.test(f))
+      .map((f) => path.join(d.name, f)),
+  );
 
 interface Fixture {
   harness: string;
@@ -49,11 +54,19 @@ function anthropicFacts(b: Rec): Facts {
       if (block.type === 'tool_use') f.callIds.push(str(block.id));
       if (block.type === 'tool_result') {
         f.resultIds.push(str(block.tool_use_id));
-        f.texts.push(typeof block.content === 'string' ? block.content : recs(block.content).map((c) => str(c.text)).join('\n'));
+        f.texts.push(
+          typeof block.content === 'string'
+            ? block.content
+            : recs(block.content)
+                .map((c) => str(c.text))
+                .join('\n'),
+        );
       }
     }
   }
-  f.toolNames = recs(b.tools).filter((t) => t.input_schema !== undefined).map((t) => str(t.name));
+  f.toolNames = recs(b.tools)
+    .filter((t) => t.input_schema !== undefined)
+    .map((t) => str(t.name));
   return f;
 }
 
@@ -63,7 +76,15 @@ function responsesFacts(b: Rec): Facts {
   for (const item of recs(b.input)) {
     const type = item.type ?? 'message';
     if (type === 'message') f.texts.push(...(typeof item.content === 'string' ? [item.content] : recs(item.content).map((c) => str(c.text))));
-    if (type === 'reasoning') f.reasoning.push(recs(item.content).map((c) => str(c.text)).join('\n') || recs(item.summary).map((c) => str(c.text)).join('\n'));
+    if (type === 'reasoning')
+      f.reasoning.push(
+        recs(item.content)
+          .map((c) => str(c.text))
+          .join('\n') ||
+          recs(item.summary)
+            .map((c) => str(c.text))
+            .join('\n'),
+      );
     if (type === 'function_call') f.callIds.push(str(item.call_id));
     if (type === 'function_call_output') {
       f.resultIds.push(str(item.call_id));
@@ -150,7 +171,10 @@ describe.each(fixtures)('recorded harness request %s', (file) => {
 
   it('renders with the Qwen3 chat template, tools and tool results in the prompt', () => {
     const qwen = loadQwen3();
-    const prompt = qwen.render(renderable(canonical.body.messages), { ...(canonical.body.tools ? { tools: canonical.body.tools } : {}), enableThinking: canonical.thinking ?? true });
+    const prompt = qwen.render(renderable(canonical.body.messages), {
+      ...(canonical.body.tools ? { tools: canonical.body.tools } : {}),
+      enableThinking: canonical.thinking ?? true,
+    });
     expect(prompt.startsWith('<|im_start|>')).toBe(true);
     expect(prompt.endsWith('<|im_start|>assistant\n')).toBe(true);
     for (const name of facts.toolNames) expect(prompt).toContain(`"name": ${JSON.stringify(name)}`);

@@ -58,7 +58,11 @@ const CASES = [
   ...REPLAY_PROVIDERS.map((provider) => ({ provider, harness: provider.harness, kind: 'vllm-tito' })),
   { provider: REPLAY_PROVIDERS.find((p) => p.harness === 'pi')!, harness: 'pi', kind: 'sglang-tito' },
   // NeMo-RL's server splices the ids polar hands back; polar renders nothing.
-  ...REPLAY_PROVIDERS.filter((p) => p.harness === 'pi' || p.harness === 'claude-code').map((provider) => ({ provider, harness: provider.harness, kind: 'nemo-rl' })),
+  ...REPLAY_PROVIDERS.filter((p) => p.harness === 'pi' || p.harness === 'claude-code').map((provider) => ({
+    provider,
+    harness: provider.harness,
+    kind: 'nemo-rl',
+  })),
 ];
 
 describe.each(CASES)('bridging a replayed $harness session through $kind', ({ provider, kind }) => {

@@ -39,7 +39,11 @@ afterAll(async () => {
 
 /** Runs the page: cross-origin from 127.0.0.1:<any>, or rebound onto `victimPort`. */
 async function attack(mode: 'cross-origin' | 'rebinding', victimPort: number, attempts: Attempt[]): Promise<Seen[]> {
-  const site = await startWebAttacker(mode === 'rebinding' ? { host: '127.0.0.2', port: victimPort, name: 'attacker.test', attempts, rebindTo: victimPort } : { host: '127.0.0.1', port: 0, attempts });
+  const site = await startWebAttacker(
+    mode === 'rebinding'
+      ? { host: '127.0.0.2', port: victimPort, name: 'attacker.test', attempts, rebindTo: victimPort }
+      : { host: '127.0.0.1', port: 0, attempts },
+  );
   try {
     const dom = await visit(chromium!, site.url, mode === 'rebinding' ? REBIND : []);
     const seen = await Promise.race([site.report, new Promise<null>((resolve) => setTimeout(() => resolve(null), 5000))]);
@@ -50,156 +54,203 @@ async function attack(mode: 'cross-origin' | 'rebinding', victimPort: number, at
   }
 }
 
-const post = (name: string, url: string, body: unknown, init: Attempt['init'] = {}): Attempt => ({ name, url, init: { method: 'POST', body: JSON.stringify(body), ...init } });
-
-describe.skipIf(!chromium)(`a web page against polar (headless Chromium${chromium ? '' : ': skipped, no Chromium here (apt-get install chromium, or set POLAR_CHROMIUM)'})`, () => {
-  it('control: a rebound page reads whatever a server without checks answers (the harness is not vacuous)', async () => {
-    const open = http.createServer((req, res) => {
-      req.resume();
-      res.writeHead(200, { 'content-type': 'text/plain' }).end(`recorded secret for Host ${req.headers.host}`);
-    });
-    await new Promise<void>((resolve) => open.listen(0, '127.0.0.1', () => resolve()));
-    const port = (open.address() as { port: number }).port;
-    try {
-      const seen = await attack('rebinding', port, [{ name: 'read', url: '/v1/models', init: {} }]);
-      expect(seen).toEqual([expect.objectContaining({ name: 'read', status: 200, body: `recorded secret for Host attacker.test:${port}` })]);
-    } finally {
-      await new Promise<void>((resolve) => open.close(() => resolve()));
-    }
-  }, 120_000);
-
-  describe('polar gym-agent /run', () => {
-    let agent: RunningGymAgent;
-    let dbPath: string;
-    const notices: string[] = [];
-    const marker = (n: string) => path.join(dir, n);
-
-    beforeAll(async () => {
-      dbPath = path.join(dir, 'agent.db');
-      const tasksFile = path.join(dir, 'tasks.jsonl');
-      fs.writeFileSync(tasksFile, JSON.stringify({ id: 'known', prompt: 'p', workspace: { empty: true }, setup: [`touch ${marker('known-ran')}`], evaluator: { type: 'session-completed' } }));
-      agent = await startGymAgent({
-        harness: 'custom',
-        command: 'true',
-        dbPath,
-        host: '127.0.0.1',
-        port: 0,
-        upstreams: [`${mock.url}/v1`],
-        upstreamKind: 'nemo-rl',
-        model: mock.model,
-        concurrency: 1,
-        timeoutSec: 60,
-        sandbox: 'none',
-        outDir: path.join(dir, 'out'),
-        tasks: { file: tasksFile, tasks: readTaskFile(tasksFile) },
-        onNotice: (line) => notices.push(line),
-      });
-    });
-    afterAll(async () => {
-      await agent?.close();
-    });
-
-    const inline = (name: string) => ({ responses_create_params: { input: 'p' }, task: { id: 'evil', prompt: 'p', workspace: { empty: true }, setup: [`touch ${marker(name)}`], evaluator: { type: 'session-completed' } } });
-    const ranNothing = () => {
-      expect(['known-ran', 'cross-ran', 'rebind-ran'].filter((m) => fs.existsSync(marker(m)))).toEqual([]);
-      const store = Store.open(dbPath, { readonly: true });
-      try {
-        expect(store.rollouts.samples(agent.rolloutId)).toEqual([]);
-        expect(store.sessions.list().filter((s) => s.id.startsWith('ses_'))).toEqual([]);
-      } finally {
-        store.close();
-      }
-    };
-
-    it.skipIf(!chromium)('a page on another origin cannot make it run anything (text/plain no-cors, JSON, a known task id)', async () => {
-      const base = agent.url;
-      const before = notices.length;
-      const seen = await attack('cross-origin', Number(new URL(base).port), [
-        post('inline, text/plain, no-cors', `${base}/run`, inline('cross-ran'), { mode: 'no-cors' }),
-        post('known task, text/plain, no-cors', `${base}/run`, { responses_create_params: { input: 'p' }, task_id: 'known' }, { mode: 'no-cors' }),
-        post('inline, JSON (preflighted)', `${base}/run`, inline('cross-ran'), { headers: { 'content-type': 'application/json' } }),
-      ]);
-      expect(seen.map((s) => [s.name, s.status ?? s.error!.split(':')[0]])).toEqual([
-        ['inline, text/plain, no-cors', 0],
-        ['known task, text/plain, no-cors', 0],
-        ['inline, JSON (preflighted)', 'TypeError'],
-      ]);
-      // The requests arrived and were refused by the server, not merely hidden by the browser.
-      const refused = notices.slice(before).filter((n) => /refused (POST|OPTIONS) \/run: .*(Origin|Sec-Fetch-Site)/.test(n));
-      expect(refused.length).toBeGreaterThanOrEqual(3);
-      ranNothing();
-    }, 120_000);
-
-    it.skipIf(!chromium)('a DNS-rebinding page (same origin, so it reads answers) gets 403 for everything', async () => {
-      const port = Number(new URL(agent.url).port);
-      const seen = await attack('rebinding', port, [
-        post('inline JSON', '/run', inline('rebind-ran'), { headers: { 'content-type': 'application/json' } }),
-        post('known task JSON', '/run', { responses_create_params: { input: 'p' }, task_id: 'known' }, { headers: { 'content-type': 'application/json' } }),
-        { name: 'readiness', url: '/', init: {} },
-      ]);
-      for (const s of seen) {
-        expect(s.status, s.name).toBe(403);
-        expect((JSON.parse(s.body!) as { error: { message: string } }).error.message, s.name).toMatch(/Host "attacker\.test:\d+" is not this server's address/);
-      }
-      ranNothing();
-    }, 120_000);
-  });
-
-  describe('polar replay --serve', () => {
-    let t: TestProxy;
-    let cassette: Cassette;
-    const messages = [{ role: 'user', content: 'recorded prompt' }];
-
-    beforeAll(async () => {
-      t = await startTestProxy(vllm.url);
-      await fetch(`${t.proxy.baseUrl('recorded')}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm', messages }) });
-      cassette = await startCassette(t.store, 'recorded');
-    });
-    afterAll(async () => {
-      await cassette?.close();
-      await t?.close();
-    });
-
-    it.skipIf(!chromium)('a DNS-rebinding page cannot read the recording (token ids, logprobs); a cross-origin page cannot either', async () => {
-      const port = Number(new URL(cassette.url).port);
-      const body = { model: 'm', messages };
-      const rebound = await attack('rebinding', port, [post('replay the recording', '/v1/chat/completions', body, { headers: { 'content-type': 'application/json' } }), { name: 'models', url: '/v1/models', init: {} }]);
-      for (const s of rebound) {
-        expect(s.status, s.name).toBe(403);
-        expect(s.body, s.name).not.toMatch(/token_ids|logprob|recorded prompt/);
-      }
-      const cross = await attack('cross-origin', port, [post('replay, cors', `${cassette.url}/v1/chat/completions`, body, { headers: { 'content-type': 'application/json' } }), { name: 'models, cors', url: `${cassette.url}/v1/models`, init: {} }]);
-      expect(cross.map((s) => s.error?.split(':')[0])).toEqual(['TypeError', 'TypeError']);
-      // Nothing was served from the tape: the cassette matched no call.
-      expect(cassette.matched()).toBe(0);
-    }, 120_000);
-  });
-
-  describe('polar proxy /admin/*', () => {
-    let t: TestProxy;
-
-    beforeAll(async () => {
-      t = await startTestProxy(vllm.url, { policyVersion: 'v0', adminToken: 'admin-token-0123456789abcdef0123456789' });
-    });
-    afterAll(async () => {
-      await t?.close();
-    });
-
-    it.skipIf(!chromium)('neither a cross-origin nor a rebinding page can set the policy version or pause it', async () => {
-      const port = Number(new URL(t.proxy.url).port);
-      const version = { version: 'evil-v1' };
-      await attack('cross-origin', port, [
-        post('version, no-cors', `${t.proxy.url}/admin/policy-version`, version, { mode: 'no-cors' }),
-        post('pause, no-cors', `${t.proxy.url}/admin/pause`, {}, { mode: 'no-cors' }),
-        post('version, JSON', `${t.proxy.url}/admin/policy-version`, version, { headers: { 'content-type': 'application/json' } }),
-      ]);
-      const rebound = await attack('rebinding', port, [
-        post('version', '/admin/policy-version', version, { headers: { 'content-type': 'application/json' } }),
-        { name: 'status', url: '/admin/status', init: {} },
-      ]);
-      expect(rebound.map((s) => s.status)).toEqual([403, 403]);
-      expect(t.proxy.admin.policyVersion).toBe('v0');
-      expect(t.proxy.admin.gate.isPaused).toBe(false);
-    }, 120_000);
-  });
+const post = (name: string, url: string, body: unknown, init: Attempt['init'] = {}): Attempt => ({
+  name,
+  url,
+  init: { method: 'POST', body: JSON.stringify(body), ...init },
 });
+
+describe.skipIf(!chromium)(
+  `a web page against polar (headless Chromium${chromium ? '' : ': skipped, no Chromium here (apt-get install chromium, or set POLAR_CHROMIUM)'})`,
+  () => {
+    it('control: a rebound page reads whatever a server without checks answers (the harness is not vacuous)', async () => {
+      const open = http.createServer((req, res) => {
+        req.resume();
+        res.writeHead(200, { 'content-type': 'text/plain' }).end(`recorded secret for Host ${req.headers.host}`);
+      });
+      await new Promise<void>((resolve) => open.listen(0, '127.0.0.1', () => resolve()));
+      const port = (open.address() as { port: number }).port;
+      try {
+        const seen = await attack('rebinding', port, [{ name: 'read', url: '/v1/models', init: {} }]);
+        expect(seen).toEqual([expect.objectContaining({ name: 'read', status: 200, body: `recorded secret for Host attacker.test:${port}` })]);
+      } finally {
+        await new Promise<void>((resolve) => open.close(() => resolve()));
+      }
+    }, 120_000);
+
+    describe('polar gym-agent /run', () => {
+      let agent: RunningGymAgent;
+      let dbPath: string;
+      const notices: string[] = [];
+      const marker = (n: string) => path.join(dir, n);
+
+      beforeAll(async () => {
+        dbPath = path.join(dir, 'agent.db');
+        const tasksFile = path.join(dir, 'tasks.jsonl');
+        fs.writeFileSync(
+          tasksFile,
+          JSON.stringify({
+            id: 'known',
+            prompt: 'p',
+            workspace: { empty: true },
+            setup: [`touch ${marker('known-ran')}`],
+            evaluator: { type: 'session-completed' },
+          }),
+        );
+        agent = await startGymAgent({
+          harness: 'custom',
+          command: 'true',
+          dbPath,
+          host: '127.0.0.1',
+          port: 0,
+          upstreams: [`${mock.url}/v1`],
+          upstreamKind: 'nemo-rl',
+          model: mock.model,
+          concurrency: 1,
+          timeoutSec: 60,
+          sandbox: 'none',
+          outDir: path.join(dir, 'out'),
+          tasks: { file: tasksFile, tasks: readTaskFile(tasksFile) },
+          onNotice: (line) => notices.push(line),
+        });
+      });
+      afterAll(async () => {
+        await agent?.close();
+      });
+
+      const inline = (name: string) => ({
+        responses_create_params: { input: 'p' },
+        task: { id: 'evil', prompt: 'p', workspace: { empty: true }, setup: [`touch ${marker(name)}`], evaluator: { type: 'session-completed' } },
+      });
+      const ranNothing = () => {
+        expect(['known-ran', 'cross-ran', 'rebind-ran'].filter((m) => fs.existsSync(marker(m)))).toEqual([]);
+        const store = Store.open(dbPath, { readonly: true });
+        try {
+          expect(store.rollouts.samples(agent.rolloutId)).toEqual([]);
+          expect(store.sessions.list().filter((s) => s.id.startsWith('ses_'))).toEqual([]);
+        } finally {
+          store.close();
+        }
+      };
+
+      it.skipIf(!chromium)(
+        'a page on another origin cannot make it run anything (text/plain no-cors, JSON, a known task id)',
+        async () => {
+          const base = agent.url;
+          const before = notices.length;
+          const seen = await attack('cross-origin', Number(new URL(base).port), [
+            post('inline, text/plain, no-cors', `${base}/run`, inline('cross-ran'), { mode: 'no-cors' }),
+            post('known task, text/plain, no-cors', `${base}/run`, { responses_create_params: { input: 'p' }, task_id: 'known' }, { mode: 'no-cors' }),
+            post('inline, JSON (preflighted)', `${base}/run`, inline('cross-ran'), { headers: { 'content-type': 'application/json' } }),
+          ]);
+          expect(seen.map((s) => [s.name, s.status ?? s.error!.split(':')[0]])).toEqual([
+            ['inline, text/plain, no-cors', 0],
+            ['known task, text/plain, no-cors', 0],
+            ['inline, JSON (preflighted)', 'TypeError'],
+          ]);
+          // The requests arrived and were refused by the server, not merely hidden by the browser.
+          const refused = notices.slice(before).filter((n) => /refused (POST|OPTIONS) \/run: .*(Origin|Sec-Fetch-Site)/.test(n));
+          expect(refused.length).toBeGreaterThanOrEqual(3);
+          ranNothing();
+        },
+        120_000,
+      );
+
+      it.skipIf(!chromium)(
+        'a DNS-rebinding page (same origin, so it reads answers) gets 403 for everything',
+        async () => {
+          const port = Number(new URL(agent.url).port);
+          const seen = await attack('rebinding', port, [
+            post('inline JSON', '/run', inline('rebind-ran'), { headers: { 'content-type': 'application/json' } }),
+            post('known task JSON', '/run', { responses_create_params: { input: 'p' }, task_id: 'known' }, { headers: { 'content-type': 'application/json' } }),
+            { name: 'readiness', url: '/', init: {} },
+          ]);
+          for (const s of seen) {
+            expect(s.status, s.name).toBe(403);
+            expect((JSON.parse(s.body!) as { error: { message: string } }).error.message, s.name).toMatch(
+              /Host "attacker\.test:\d+" is not this server's address/,
+            );
+          }
+          ranNothing();
+        },
+        120_000,
+      );
+    });
+
+    describe('polar replay --serve', () => {
+      let t: TestProxy;
+      let cassette: Cassette;
+      const messages = [{ role: 'user', content: 'recorded prompt' }];
+
+      beforeAll(async () => {
+        t = await startTestProxy(vllm.url);
+        await fetch(`${t.proxy.baseUrl('recorded')}/chat/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ model: 'm', messages }),
+        });
+        cassette = await startCassette(t.store, 'recorded');
+      });
+      afterAll(async () => {
+        await cassette?.close();
+        await t?.close();
+      });
+
+      it.skipIf(!chromium)(
+        'a DNS-rebinding page cannot read the recording (token ids, logprobs); a cross-origin page cannot either',
+        async () => {
+          const port = Number(new URL(cassette.url).port);
+          const body = { model: 'm', messages };
+          const rebound = await attack('rebinding', port, [
+            post('replay the recording', '/v1/chat/completions', body, { headers: { 'content-type': 'application/json' } }),
+            { name: 'models', url: '/v1/models', init: {} },
+          ]);
+          for (const s of rebound) {
+            expect(s.status, s.name).toBe(403);
+            expect(s.body, s.name).not.toMatch(/token_ids|logprob|recorded prompt/);
+          }
+          const cross = await attack('cross-origin', port, [
+            post('replay, cors', `${cassette.url}/v1/chat/completions`, body, { headers: { 'content-type': 'application/json' } }),
+            { name: 'models, cors', url: `${cassette.url}/v1/models`, init: {} },
+          ]);
+          expect(cross.map((s) => s.error?.split(':')[0])).toEqual(['TypeError', 'TypeError']);
+          // Nothing was served from the tape: the cassette matched no call.
+          expect(cassette.matched()).toBe(0);
+        },
+        120_000,
+      );
+    });
+
+    describe('polar proxy /admin/*', () => {
+      let t: TestProxy;
+
+      beforeAll(async () => {
+        t = await startTestProxy(vllm.url, { policyVersion: 'v0', adminToken: 'admin-token-0123456789abcdef0123456789' });
+      });
+      afterAll(async () => {
+        await t?.close();
+      });
+
+      it.skipIf(!chromium)(
+        'neither a cross-origin nor a rebinding page can set the policy version or pause it',
+        async () => {
+          const port = Number(new URL(t.proxy.url).port);
+          const version = { version: 'evil-v1' };
+          await attack('cross-origin', port, [
+            post('version, no-cors', `${t.proxy.url}/admin/policy-version`, version, { mode: 'no-cors' }),
+            post('pause, no-cors', `${t.proxy.url}/admin/pause`, {}, { mode: 'no-cors' }),
+            post('version, JSON', `${t.proxy.url}/admin/policy-version`, version, { headers: { 'content-type': 'application/json' } }),
+          ]);
+          const rebound = await attack('rebinding', port, [
+            post('version', '/admin/policy-version', version, { headers: { 'content-type': 'application/json' } }),
+            { name: 'status', url: '/admin/status', init: {} },
+          ]);
+          expect(rebound.map((s) => s.status)).toEqual([403, 403]);
+          expect(t.proxy.admin.policyVersion).toBe('v0');
+          expect(t.proxy.admin.gate.isPaused).toBe(false);
+        },
+        120_000,
+      );
+    });
+  },
+);

@@ -80,17 +80,21 @@ interface Answer {
 function request(url: string, options: { method?: string; path?: string; headers?: Record<string, string>; body?: string }): Promise<Answer> {
   const u = new URL(url);
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: u.hostname, port: u.port, method: options.method ?? 'GET', path: options.path ?? '/', headers: options.headers ?? {} }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
-    });
+    const req = http.request(
+      { host: u.hostname, port: u.port, method: options.method ?? 'GET', path: options.path ?? '/', headers: options.headers ?? {} },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
+      },
+    );
     req.on('error', reject);
     req.end(options.body);
   });
 }
 
-const row = (extra: Record<string, unknown>) => JSON.stringify({ responses_create_params: { input: [{ role: 'user', content: 'p' }], temperature: 1, top_p: 1 }, ...extra });
+const row = (extra: Record<string, unknown>) =>
+  JSON.stringify({ responses_create_params: { input: [{ role: 'user', content: 'p' }], temperature: 1, top_p: 1 }, ...extra });
 const json = { 'content-type': 'application/json' };
 const samples = () => {
   const store = Store.open(dbPath, { readonly: true });
@@ -126,17 +130,36 @@ describe('polar gym-agent refuses browsers and strangers', () => {
   });
 
   it('answers a CORS preflight 403 with no Access-Control-Allow-* header', async () => {
-    const a = await request(agent.url, { method: 'OPTIONS', path: '/run', headers: { origin: 'http://attacker.test', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' } });
+    const a = await request(agent.url, {
+      method: 'OPTIONS',
+      path: '/run',
+      headers: { origin: 'http://attacker.test', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' },
+    });
     expect(a.status).toBe(403);
     noCors(a);
   });
 
   it('refuses an inline task (its setup would run as this user) with 400, and runs nothing', async () => {
-    const a = await request(agent.url, { method: 'POST', path: '/run', headers: json, body: row({ task: { id: 'evil', prompt: 'p', workspace: { empty: true }, setup: [`touch ${marker('inline-ran')}`], evaluator: { type: 'session-completed' } } }) });
+    const a = await request(agent.url, {
+      method: 'POST',
+      path: '/run',
+      headers: json,
+      body: row({
+        task: { id: 'evil', prompt: 'p', workspace: { empty: true }, setup: [`touch ${marker('inline-ran')}`], evaluator: { type: 'session-completed' } },
+      }),
+    });
     expect(a.status).toBe(400);
     expect(JSON.parse(a.body).error.message).toMatch(/defines its task inline .*--allow-inline-tasks/);
     // Also when it names a known task id beside the inline definition.
-    const both = await request(agent.url, { method: 'POST', path: '/run', headers: json, body: row({ task_id: 'known', task: { id: 'known', prompt: 'p', workspace: { empty: true }, setup: [`touch ${marker('inline-ran')}`], evaluator: { type: 'session-completed' } } }) });
+    const both = await request(agent.url, {
+      method: 'POST',
+      path: '/run',
+      headers: json,
+      body: row({
+        task_id: 'known',
+        task: { id: 'known', prompt: 'p', workspace: { empty: true }, setup: [`touch ${marker('inline-ran')}`], evaluator: { type: 'session-completed' } },
+      }),
+    });
     expect(both.status).toBe(400);
     expect(fs.existsSync(marker('inline-ran'))).toBe(false);
     expect(samples()).toBe(0);
@@ -164,7 +187,7 @@ describe('polar gym-agent refuses browsers and strangers', () => {
     expect(samples()).toBe(3);
   });
 
-  it('GET / (Gym\'s readiness probe) still answers a caller on this machine', async () => {
+  it("GET / (Gym's readiness probe) still answers a caller on this machine", async () => {
     const a = await request(agent.url, { headers: { host: `127.0.0.1:${port()}` } });
     expect(a.status).toBe(200);
     expect(JSON.parse(a.body)).toMatchObject({ status: 'ok' });
@@ -180,8 +203,12 @@ describe('polar gym-agent refuses browsers and strangers', () => {
       const body = JSON.stringify({ verify_responses: [{ reward: 1 }] });
       expect((await request(url, { method: 'POST', path: '/aggregate_metrics', headers: json, body })).status).toBe(401);
       expect((await request(url, { method: 'POST', path: '/run', headers: json, body: row({ task_id: 'known' }) })).status).toBe(401);
-      expect((await request(url, { method: 'POST', path: '/run', headers: { ...json, authorization: 'Bearer wrong' }, body: row({ task_id: 'known' }) })).status).toBe(401);
-      expect((await request(url, { method: 'POST', path: '/aggregate_metrics', headers: { ...json, authorization: `Bearer ${token}` }, body })).status).toBe(200);
+      expect(
+        (await request(url, { method: 'POST', path: '/run', headers: { ...json, authorization: 'Bearer wrong' }, body: row({ task_id: 'known' }) })).status,
+      ).toBe(401);
+      expect((await request(url, { method: 'POST', path: '/aggregate_metrics', headers: { ...json, authorization: `Bearer ${token}` }, body })).status).toBe(
+        200,
+      );
       expect((await request(url, { method: 'POST', path: '/aggregate_metrics', headers: { ...json, 'x-polar-auth-token': token }, body })).status).toBe(200);
       const ready = await request(url, {});
       expect(ready.status).toBe(200);
@@ -208,7 +235,11 @@ describe('polar replay --serve refuses browsers (a DNS-rebinding page would read
   beforeAll(async () => {
     vllm = await startMockServer();
     t = await startTestProxy(vllm.url);
-    const reply = await fetch(`${t.proxy.baseUrl('recorded')}/chat/completions`, { method: 'POST', headers: json, body: JSON.stringify({ model: 'm', messages }) });
+    const reply = await fetch(`${t.proxy.baseUrl('recorded')}/chat/completions`, {
+      method: 'POST',
+      headers: json,
+      body: JSON.stringify({ model: 'm', messages }),
+    });
     expect(reply.status).toBe(200);
     cassette = await startCassette(t.store, 'recorded');
   });
@@ -218,7 +249,8 @@ describe('polar replay --serve refuses browsers (a DNS-rebinding page would read
     await vllm?.close();
   });
 
-  const call = (headers: Record<string, string>) => request(cassette.url, { method: 'POST', path: '/v1/chat/completions', headers: { ...json, ...headers }, body: JSON.stringify({ model: 'm', messages }) });
+  const call = (headers: Record<string, string>) =>
+    request(cassette.url, { method: 'POST', path: '/v1/chat/completions', headers: { ...json, ...headers }, body: JSON.stringify({ model: 'm', messages }) });
 
   it('answers its own caller with the recording (token ids included)', async () => {
     const a = await call({});
@@ -249,7 +281,9 @@ describe('polar mock-server and the proxy share the same door', () => {
   it('mock-server: a foreign Host or Origin gets 403; beyond loopback it needs a token, sent as the upstream API key', async () => {
     const port = new URL(mock.url).port;
     expect((await request(mock.url, { path: '/v1/models', headers: { host: `attacker.test:${port}` } })).status).toBe(403);
-    expect((await request(mock.url, { method: 'POST', path: '/v1/chat/completions', headers: { ...json, origin: 'http://attacker.test' }, body: '{}' })).status).toBe(403);
+    expect(
+      (await request(mock.url, { method: 'POST', path: '/v1/chat/completions', headers: { ...json, origin: 'http://attacker.test' }, body: '{}' })).status,
+    ).toBe(403);
     await expect(startMockServer({ host: '0.0.0.0' })).rejects.toThrow(/exposes it beyond this machine/);
     const guarded = await startMockServer({ host: '0.0.0.0', authToken: 'mock-token-0123456789' });
     try {
@@ -264,7 +298,9 @@ describe('polar mock-server and the proxy share the same door', () => {
   it('polar proxy without --auth-token keeps an admin token 0600 beside the database (named in --json), which opens /admin/*; nothing else does', async () => {
     const db = path.join(dir, 'cli', 'polar.db');
     fs.mkdirSync(path.dirname(db));
-    const child = spawn(process.execPath, [BIN, 'proxy', '--upstream', mock.url, '--model', mock.model, '--port', '0', '--db', db, '--json', '-q'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [BIN, 'proxy', '--upstream', mock.url, '--model', mock.model, '--port', '0', '--db', db, '--json', '-q'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     try {
       const line = await new Promise<string>((resolve, reject) => {
         readline.createInterface({ input: child.stdout! }).once('line', resolve);
@@ -276,7 +312,9 @@ describe('polar mock-server and the proxy share the same door', () => {
       expect(fs.statSync(path.dirname(started.adminTokenFile)).mode & 0o777).toBe(0o700);
       const token = fs.readFileSync(started.adminTokenFile, 'utf8').trim();
       expect((await request(started.url, { path: '/admin/status' })).status).toBe(401);
-      expect((await request(started.url, { method: 'POST', path: '/admin/policy-version', headers: json, body: JSON.stringify({ version: 'evil-v1' }) })).status).toBe(401);
+      expect(
+        (await request(started.url, { method: 'POST', path: '/admin/policy-version', headers: json, body: JSON.stringify({ version: 'evil-v1' }) })).status,
+      ).toBe(401);
       const ok = await request(started.url, { path: '/admin/status', headers: { 'x-polar-auth-token': token } });
       expect(JSON.parse(ok.body)).toMatchObject({ ok: true, policy_version: null });
     } finally {
@@ -284,13 +322,22 @@ describe('polar mock-server and the proxy share the same door', () => {
     }
   });
 
-  it('proxy /admin/*: a loopback caller without the token gets 401; a page\'s Origin gets 403; the version is not set', async () => {
+  it("proxy /admin/*: a loopback caller without the token gets 401; a page's Origin gets 403; the version is not set", async () => {
     const t = await startTestProxy(mock.url, { policyVersion: 'v0', adminToken: 'admin-token-0123456789abcdef0123456789' });
     try {
       const body = JSON.stringify({ version: 'evil-v1' });
       expect((await request(t.proxy.url, { method: 'POST', path: '/admin/policy-version', headers: json, body })).status).toBe(401);
       expect((await request(t.proxy.url, { method: 'POST', path: '/admin/pause', headers: json, body: '{}' })).status).toBe(401);
-      expect((await request(t.proxy.url, { method: 'POST', path: '/admin/policy-version', headers: { ...json, origin: 'http://attacker.test', 'x-polar-auth-token': 'admin-token-0123456789abcdef0123456789' }, body })).status).toBe(403);
+      expect(
+        (
+          await request(t.proxy.url, {
+            method: 'POST',
+            path: '/admin/policy-version',
+            headers: { ...json, origin: 'http://attacker.test', 'x-polar-auth-token': 'admin-token-0123456789abcdef0123456789' },
+            body,
+          })
+        ).status,
+      ).toBe(403);
       expect(t.proxy.admin.policyVersion).toBe('v0');
       expect(t.proxy.admin.gate.isPaused).toBe(false);
     } finally {

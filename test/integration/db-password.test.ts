@@ -35,7 +35,9 @@ afterAll(async () => {
 async function migrate(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
   const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('PG')));
   try {
-    const { stdout, stderr } = await run(process.execPath, [BIN, 'db', 'migrate', ...args, '--json'], { env: { ...base, HOME: dir, POLAR_STATE_DIR: path.join(dir, 'state'), NO_COLOR: '1', ...env } });
+    const { stdout, stderr } = await run(process.execPath, [BIN, 'db', 'migrate', ...args, '--json'], {
+      env: { ...base, HOME: dir, POLAR_STATE_DIR: path.join(dir, 'state'), NO_COLOR: '1', ...env },
+    });
     return { code: 0, stdout, stderr };
   } catch (err) {
     const e = err as { code: number; stdout: string; stderr: string };
@@ -56,7 +58,7 @@ describe('PostgreSQL passwords', () => {
     expect(r.stderr).not.toMatch(/warning/);
   });
 
-  it('~/.pgpass opens it (libpq rules: wildcards, escapes; a file others can read is ignored), without pg\'s deprecation warning', async () => {
+  it("~/.pgpass opens it (libpq rules: wildcards, escapes; a file others can read is ignored), without pg's deprecation warning", async () => {
     const pgpass = path.join(dir, '.pgpass');
     const port = new URL(url).port;
     fs.writeFileSync(pgpass, `# comment\nother-host:*:*:*:nope\n127.0.0.1:${port}:*:postgres:polar-test\n`, { mode: 0o600 });
@@ -87,14 +89,46 @@ describe('PostgreSQL passwords', () => {
 
   it('polar train grpo gives the agent NeMo Gym starts a --db without the password, and the password in a 0600 file', async () => {
     const tasks = path.join(dir, 'tasks.jsonl');
-    fs.writeFileSync(tasks, ['a', 'b'].map((id) => JSON.stringify({ id, prompt: 'p', workspace: { empty: true }, evaluator: { type: 'session-completed' } })).join('\n'));
+    fs.writeFileSync(
+      tasks,
+      ['a', 'b'].map((id) => JSON.stringify({ id, prompt: 'p', workspace: { empty: true }, evaluator: { type: 'session-completed' } })).join('\n'),
+    );
     const checkout = path.join(dir, 'RL');
     for (const f of ['examples/nemo_gym/run_grpo_nemo_gym.py', 'examples/configs/grpo_math_1B.yaml']) {
       fs.mkdirSync(path.dirname(path.join(checkout, f)), { recursive: true });
       fs.writeFileSync(path.join(checkout, f), '# stand-in\n');
     }
     const runDir = path.join(dir, 'run');
-    await run(process.execPath, [BIN, 'train', 'grpo', '--nemo-rl', checkout, '--model', 'm', '--tasks', tasks, '--harness', 'custom', '--command', 'true', '--sandbox', 'none', '--prompts-per-step', '2', '--group-size', '2', '--run-dir', runDir, '--db', url, '--dry-run'], { env: { ...process.env, PATH: '/usr/bin:/bin' } });
+    await run(
+      process.execPath,
+      [
+        BIN,
+        'train',
+        'grpo',
+        '--nemo-rl',
+        checkout,
+        '--model',
+        'm',
+        '--tasks',
+        tasks,
+        '--harness',
+        'custom',
+        '--command',
+        'true',
+        '--sandbox',
+        'none',
+        '--prompts-per-step',
+        '2',
+        '--group-size',
+        '2',
+        '--run-dir',
+        runDir,
+        '--db',
+        url,
+        '--dry-run',
+      ],
+      { env: { ...process.env, PATH: '/usr/bin:/bin' } },
+    );
     const app = fs.readFileSync(path.join(runDir, 'gym/responses_api_agents/polar_agent/app.py'), 'utf8');
     expect(app).not.toContain('polar-test');
     const argv = JSON.parse(/os\.execv\([^,]+, (\[.*\])\)/.exec(app)![1]!) as string[];

@@ -20,7 +20,11 @@ afterAll(async () => {
 });
 
 const chat = (url: string) =>
-  fetch(url, { method: 'POST', body: JSON.stringify({ model: 'm', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] }), headers: { 'content-type': 'application/json' } });
+  fetch(url, {
+    method: 'POST',
+    body: JSON.stringify({ model: 'm', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] }),
+    headers: { 'content-type': 'application/json' },
+  });
 
 const ids = () => t.store.sessions.list().map((s) => s.id);
 
@@ -30,7 +34,7 @@ it('is not made at start, nor by calls that name their own session', async () =>
   expect(ids()).toEqual(['sample-1']);
 });
 
-it('is made by the first call that lands there, with the proxy\'s upstream and model', async () => {
+it("is made by the first call that lands there, with the proxy's upstream and model", async () => {
   expect((await chat(`${t.proxy.baseUrl()}/chat/completions`)).status).toBe(200);
   expect(ids().sort()).toEqual(['r1-unattributed', 'sample-1']);
   expect(t.store.sessions.get('r1-unattributed')).toMatchObject({ upstreamUrl: upstream.url, servedModel: 'Qwen/Qwen3-8B', cwd: process.cwd() });

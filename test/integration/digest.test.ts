@@ -34,7 +34,10 @@ beforeAll(async () => {
   tito = await startTestProxy(upstream.url, { upstreamKind: 'vllm-tito', upstreamOptions: { tokenizer: BUNDLED_QWEN3 }, defaultSession: 'tito' });
   const client = new OpenAI({ baseURL: tito.proxy.baseUrl('tito'), apiKey: 'x', maxRetries: 0 });
   const first = await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'Say something about café and 日本語.' }] });
-  await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'Say something about café and 日本語.' }, first.choices[0]!.message, { role: 'user', content: 'Again.' }] });
+  await client.chat.completions.create({
+    model: 'm',
+    messages: [{ role: 'user', content: 'Say something about café and 日本語.' }, first.choices[0]!.message, { role: 'user', content: 'Again.' }],
+  });
 });
 afterAll(async () => {
   await t?.close();
@@ -42,7 +45,10 @@ afterAll(async () => {
   await upstream?.close();
 });
 
-async function verify(db: string, extra: string[] = []): Promise<{ code: number; out: { ok: boolean; violations: { check: string; requestId?: string; message: string }[]; textChecked?: number } }> {
+async function verify(
+  db: string,
+  extra: string[] = [],
+): Promise<{ code: number; out: { ok: boolean; violations: { check: string; requestId?: string; message: string }[]; textChecked?: number } }> {
   try {
     const { stdout } = await run(process.execPath, [BIN, 'verify-faithfulness', '--db', db, '--json', ...extra]);
     return { code: 0, out: JSON.parse(stdout) };
@@ -165,7 +171,9 @@ describe('capture digests', () => {
     const k = sampled.length - 3; // inside the answer's text, before its end-of-turn
     sampled[k] = sampled[k] === 9707 ? 9708 : 9707;
     const raw = new Database(db);
-    raw.prepare('UPDATE requests SET sampled_ids = ?, token_digest = ? WHERE id = ?').run(packUint32(sampled), digestOfTokens({ promptIds: row.promptIds, sampledIds: sampled, logprobs: row.logprobs }), call.id);
+    raw
+      .prepare('UPDATE requests SET sampled_ids = ?, token_digest = ? WHERE id = ?')
+      .run(packUint32(sampled), digestOfTokens({ promptIds: row.promptIds, sampledIds: sampled, logprobs: row.logprobs }), call.id);
     raw.close();
     const bad = await verify(db);
     expect(bad.code).toBe(1);

@@ -35,7 +35,12 @@ async function polar(args: string[]): Promise<{ code: number; stdout: string; st
   }
 }
 
-const lines = (stdout: string): Record<string, any>[] => stdout.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l));
+const lines = (stdout: string): Record<string, any>[] =>
+  stdout
+    .trim()
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l));
 
 describe('export --format sft: what NeMo-RL openai_format reads, nothing else', () => {
   let reference: ReferenceUpstream;
@@ -71,14 +76,19 @@ describe('export --format sft: what NeMo-RL openai_format reads, nothing else', 
     expect(example!.messages.map((m: { role: string }) => m.role)).toEqual([...sent.messages.map((m) => m.role), 'assistant']);
     sent.messages.forEach((m, i) => {
       expect(example!.messages[i].content).toEqual(m.content);
-      if (m.tool_calls) expect(example!.messages[i].tool_calls).toEqual((m.tool_calls as { id: string; function: unknown }[]).map((c) => ({ id: c.id, type: 'function', function: c.function })));
+      if (m.tool_calls)
+        expect(example!.messages[i].tool_calls).toEqual(
+          (m.tool_calls as { id: string; function: unknown }[]).map((c) => ({ id: c.id, type: 'function', function: c.function })),
+        );
       if (m.reasoning_content) expect(example!.messages[i].reasoning_content).toBe(m.reasoning_content);
     });
     expect(example!.tools).toEqual(sent.tools ?? []);
   });
 
   it('vllm upstream: reasoning once (as reasoning_content), every line valid; side, failed and sub-agent calls counted', async () => {
-    const sent = viaVllm.store.requests.list('sft-vllm').map((c) => JSON.parse(viaVllm.store.requests.get(c.id)!.upstreamRequest ?? '{}') as { messages?: Record<string, unknown>[] });
+    const sent = viaVllm.store.requests
+      .list('sft-vllm')
+      .map((c) => JSON.parse(viaVllm.store.requests.get(c.id)!.upstreamRequest ?? '{}') as { messages?: Record<string, unknown>[] });
     expect(sent.some((b) => b.messages?.some((m) => typeof m.reasoning === 'string' && typeof m.reasoning_content === 'string'))).toBe(true);
     const r = await polar(['export', '--db', viaVllm.dbPath, '--session', 'sft-vllm', '--format', 'sft']);
     expect(r.code, r.stderr).toBe(0);
@@ -86,7 +96,11 @@ describe('export --format sft: what NeMo-RL openai_format reads, nothing else', 
     expect(examples.length).toBeGreaterThan(3);
     for (const example of examples) expect(openaiFormatProblems(example)).toEqual([]);
     expect(r.stdout).not.toContain('"reasoning":');
-    expect(examples.some((e) => e.messages.some((m: Record<string, unknown>) => m.role === 'assistant' && typeof m.reasoning_content === 'string' && m !== e.messages.at(-1)))).toBe(true);
+    expect(
+      examples.some((e) =>
+        e.messages.some((m: Record<string, unknown>) => m.role === 'assistant' && typeof m.reasoning_content === 'string' && m !== e.messages.at(-1)),
+      ),
+    ).toBe(true);
     // The mixed session has one side call (no tools) and one failed call: counted, no longer dropped silently.
     expect(r.stderr).toMatch(new RegExp(`export sft: ${examples.length} written, 2 left out: (1 side call, 1 failed call|1 failed call, 1 side call)\\n`));
     expect(r.stderr).toMatch(/left out 1: side call \(no tools offered\) \(--include-side-calls keeps it\)/);
@@ -100,10 +114,27 @@ describe('export --format sft: what NeMo-RL openai_format reads, nothing else', 
   });
 
   it('the validator rejects what the export used to write', () => {
-    const old = { messages: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'ok', reasoning: 'r', reasoning_content: 'r', prompt_token_ids: [1], generation_token_ids: [2], generation_log_probs: [-1] }, { role: 'user', content: 'more' }], tools: [] };
+    const old = {
+      messages: [
+        { role: 'user', content: 'hi' },
+        {
+          role: 'assistant',
+          content: 'ok',
+          reasoning: 'r',
+          reasoning_content: 'r',
+          prompt_token_ids: [1],
+          generation_token_ids: [2],
+          generation_log_probs: [-1],
+        },
+        { role: 'user', content: 'more' },
+      ],
+      tools: [],
+    };
     expect(openaiFormatProblems(old)).toEqual([
       "messages[-1].role: must be 'assistant' (oai_format_dataset.py:193 asserts it)",
-      ...['reasoning', 'prompt_token_ids', 'generation_token_ids', 'generation_log_probs'].map((k) => `messages[1].${k}: not a chat field: reaches the chat template and the training batch as it is (llm_message_utils.py:565-567, :635)`),
+      ...['reasoning', 'prompt_token_ids', 'generation_token_ids', 'generation_log_probs'].map(
+        (k) => `messages[1].${k}: not a chat field: reaches the chat template and the training batch as it is (llm_message_utils.py:565-567, :635)`,
+      ),
     ]);
   });
 });
@@ -144,9 +175,33 @@ describe('export --format nemo-gym: Gym rollouts.jsonl rows, one per sample; sid
     agent = path.join(dir, 'agent.mjs');
     fs.writeFileSync(agent, AGENT);
     const tasks = path.join(dir, 'tasks.jsonl');
-    const task = (id: string, prompt: string) => JSON.stringify({ id, prompt, workspace: { empty: true }, evaluator: { type: 'command', command: 'cat answer.txt' } });
+    const task = (id: string, prompt: string) =>
+      JSON.stringify({ id, prompt, workspace: { empty: true }, evaluator: { type: 'command', command: 'cat answer.txt' } });
     fs.writeFileSync(tasks, [task('alpha', 'reward=1 title'), task('beta', 'reward=0.5'), task('gamma', 'reward=1 rewrite')].join('\n'));
-    const r = await polar(['rollout', '--tasks', tasks, '--harness', 'custom', '--command', `${process.execPath} ${agent} {prompt}`, '--upstream', reference.url, '--upstream-kind', 'vllm-tito', '--tokenizer', 'bundled:qwen3', '--samples', '2', '--db', db, '--sandbox', 'none', '--out', path.join(dir, 'work'), '--json']);
+    const r = await polar([
+      'rollout',
+      '--tasks',
+      tasks,
+      '--harness',
+      'custom',
+      '--command',
+      `${process.execPath} ${agent} {prompt}`,
+      '--upstream',
+      reference.url,
+      '--upstream-kind',
+      'vllm-tito',
+      '--tokenizer',
+      'bundled:qwen3',
+      '--samples',
+      '2',
+      '--db',
+      db,
+      '--sandbox',
+      'none',
+      '--out',
+      path.join(dir, 'work'),
+      '--json',
+    ]);
     expect(r.code, r.stderr.slice(-3000)).toBe(0);
     const summary = JSON.parse(r.stdout);
     expect(summary).toMatchObject({ ok: true, outcomes: { completed: 6, error: 0 } });
@@ -175,9 +230,19 @@ describe('export --format nemo-gym: Gym rollouts.jsonl rows, one per sample; sid
         expect(contiguityProblems(row)).toEqual([]);
         expect(row.agent_ref).toEqual({ type: 'responses_api_agents', name: 'polar_agent' });
         const sample = samples.find((s) => s.sessionId === row.polar.session_id)!;
-        expect(row).toMatchObject({ task_id: sample.taskId, group_id: sample.groupId, reward: sample.reward, polar: { rollout_id: rolloutId, task_id: sample.taskId, group_id: sample.groupId, sample_index: sample.sampleIndex, rewarded: true } });
+        expect(row).toMatchObject({
+          task_id: sample.taskId,
+          group_id: sample.groupId,
+          reward: sample.reward,
+          polar: { rollout_id: rolloutId, task_id: sample.taskId, group_id: sample.groupId, sample_index: sample.sampleIndex, rewarded: true },
+        });
         // The sample's main trace is all its tool-offering calls: three turns, the side call not among them.
-        expect(row.polar.request_ids).toEqual(store.requests.tokens(row.polar.session_id).filter((c) => c.toolCount > 0).map((c) => c.id));
+        expect(row.polar.request_ids).toEqual(
+          store.requests
+            .tokens(row.polar.session_id)
+            .filter((c) => c.toolCount > 0)
+            .map((c) => c.id),
+        );
         expect(row.response.output.filter((o: Record<string, unknown>) => 'generation_token_ids' in o)).toHaveLength(3);
       }
       // Gym's reading: sorted and keyed by (task, rollout), grouped by task; a duplicate key would throw.
@@ -187,13 +252,14 @@ describe('export --format nemo-gym: Gym rollouts.jsonl rows, one per sample; sid
         ['beta', [0, 1], [0.5, 0.5]],
       ]);
       expect(new Set(rows.map((l) => l.polar.session_id)).size).toBe(rows.length);
-      for (const g of groups) expect(new Set(g.lines.map((l) => l.group_id))).toEqual(new Set([samples.find((s) => s.taskId === g.lines[0]!.task_id)!.groupId]));
+      for (const g of groups)
+        expect(new Set(g.lines.map((l) => l.group_id))).toEqual(new Set([samples.find((s) => s.taskId === g.lines[0]!.task_id)!.groupId]));
     } finally {
       store.close();
     }
   });
 
-  it('--include-side-calls is refused for nemo-gym (a side call is never part of a sample\'s row) and keeps them for tokens', async () => {
+  it("--include-side-calls is refused for nemo-gym (a side call is never part of a sample's row) and keeps them for tokens", async () => {
     const refused = await polar(['export', '--db', db, '--rollout', rolloutId, '--format', 'nemo-gym', '--include-side-calls']);
     expect(refused.code).toBe(2);
     expect(refused.stderr).toMatch(/POLAR_USAGE.*--include-side-calls does not apply to --format nemo-gym/);
@@ -215,7 +281,13 @@ describe('export --format nemo-gym: Gym rollouts.jsonl rows, one per sample; sid
     const out = path.join(dir, 'rollouts.jsonl');
     const r = await polar(['export', '--db', db, '--format', 'nemo-gym', '--out', out, '--json']);
     expect(r.code, r.stderr).toBe(0);
-    expect(JSON.parse(r.stdout)).toMatchObject({ ok: true, format: 'nemo-gym', written: 4, leftOut: 5, leftOutByKind: { 'replay session': 1, 'side call': 2, 'unmerged session': 2 } });
+    expect(JSON.parse(r.stdout)).toMatchObject({
+      ok: true,
+      format: 'nemo-gym',
+      written: 4,
+      leftOut: 5,
+      leftOutByKind: { 'replay session': 1, 'side call': 2, 'unmerged session': 2 },
+    });
     expect(r.stderr).toMatch(/left out 1: replay session: recorded by polar replay from .* \(--include-replays keeps it\)/);
     expect(lines(fs.readFileSync(out, 'utf8')).map((l) => l.polar.session_id)).not.toContain(replaySession);
     const included = await polar(['export', '--db', db, '--format', 'nemo-gym', '--include-replays']);
@@ -224,7 +296,11 @@ describe('export --format nemo-gym: Gym rollouts.jsonl rows, one per sample; sid
     const replayed = rows.find((l) => l.polar.session_id === replaySession)!;
     // Not a rollout sample: a task index of its own, no task or group id, and the side call of the replay counted.
     expect(replayed).toMatchObject({ task_id: null, group_id: null, _ng_rollout_index: 0, polar: { rewarded: false } });
-    expect(aggregateLikeGym(rows).get('polar_agent')!.map((g) => g.lines.length)).toEqual([2, 2, 1]);
+    expect(
+      aggregateLikeGym(rows)
+        .get('polar_agent')!
+        .map((g) => g.lines.length),
+    ).toEqual([2, 2, 1]);
     expect(included.stderr).toMatch(/export nemo-gym: 5 written, 5 left out: /);
     expect(included.stderr).toMatch(/3 side calls/);
     const misuse = await polar(['export', '--db', db, '--format', 'nemo-gym', '--json']);

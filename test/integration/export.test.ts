@@ -15,8 +15,12 @@ beforeAll(async () => {
   upstream = await startReferenceUpstream();
   t = await startTestProxy(upstream.url);
   const client = new Anthropic({ baseURL: `${t.proxy.url}/s/exp`, apiKey: 'x', maxRetries: 0 });
-  const tools: Anthropic.Tool[] = [{ name: 'list_files', description: 'List files', input_schema: { type: 'object', properties: { path: { type: 'string' } } } }];
-  await client.messages.stream({ model: 'claude', max_tokens: 500, tools, messages: [{ role: 'user', content: 'Please use a tool to look around.' }] }).finalMessage();
+  const tools: Anthropic.Tool[] = [
+    { name: 'list_files', description: 'List files', input_schema: { type: 'object', properties: { path: { type: 'string' } } } },
+  ];
+  await client.messages
+    .stream({ model: 'claude', max_tokens: 500, tools, messages: [{ role: 'user', content: 'Please use a tool to look around.' }] })
+    .finalMessage();
   await client.messages.create({ model: 'claude', max_tokens: 500, tools, messages: [{ role: 'user', content: 'Just say hi.' }] });
   // A session of one conversation, for the one-row-per-sample nemo-gym export.
   const single = new Anthropic({ baseURL: `${t.proxy.url}/s/exp-one`, apiKey: 'x', maxRetries: 0 });
@@ -30,11 +34,29 @@ afterAll(async () => {
 
 async function polarExport(args: string[], session = 'exp'): Promise<{ lines: unknown[]; stderr: string; code: number }> {
   try {
-    const { stdout, stderr } = await run(process.execPath, [BIN, 'export', '--db', t.dbPath, '--session', session, ...args], { env: { ...process.env, NO_COLOR: '1' } });
-    return { lines: stdout.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l)), stderr, code: 0 };
+    const { stdout, stderr } = await run(process.execPath, [BIN, 'export', '--db', t.dbPath, '--session', session, ...args], {
+      env: { ...process.env, NO_COLOR: '1' },
+    });
+    return {
+      lines: stdout
+        .trim()
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l)),
+      stderr,
+      code: 0,
+    };
   } catch (err) {
     const e = err as { stdout: string; stderr: string; code: number };
-    return { lines: e.stdout.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l)), stderr: e.stderr, code: e.code };
+    return {
+      lines: e.stdout
+        .trim()
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l)),
+      stderr: e.stderr,
+      code: e.code,
+    };
   }
 }
 
@@ -46,7 +68,11 @@ describe('polar export', () => {
       reasoning_content: upstream.calls[0]!.reply.reasoning,
       tool_calls: [{ type: 'function', function: { name: 'list_files', arguments: upstream.calls[0]!.reply.toolCalls[0]!.arguments } }],
     });
-    expect(rows[1]!.assistantMessage).toMatchObject({ role: 'assistant', content: upstream.calls[1]!.reply.content, reasoning_content: upstream.calls[1]!.reply.reasoning });
+    expect(rows[1]!.assistantMessage).toMatchObject({
+      role: 'assistant',
+      content: upstream.calls[1]!.reply.content,
+      reasoning_content: upstream.calls[1]!.reply.reasoning,
+    });
   });
 
   it('--format sft: one openai_format example per trace, the conversation sent upstream plus the reply', async () => {
@@ -81,9 +107,22 @@ describe('polar export', () => {
     const { lines, stderr } = await polarExport(['--format', 'nemo-gym', '--strategy', 'per-request'], 'exp-one');
     expect(stderr).toMatch(/export nemo-gym: 1 written, 0 left out\n/);
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatchObject({ agent_ref: { type: 'responses_api_agents', name: 'polar_agent' }, _ng_task_index: 0, _ng_rollout_index: 0, task_id: null, group_id: null, reward: 0 });
-    const first = lines[0] as { responses_create_params: { input: unknown[]; tools: { name: string }[] }; response: { output: Record<string, unknown>[] }; reward: null };
-    expect(first.responses_create_params.input).toEqual([{ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Please use a tool to look around.' }] }]);
+    expect(lines[0]).toMatchObject({
+      agent_ref: { type: 'responses_api_agents', name: 'polar_agent' },
+      _ng_task_index: 0,
+      _ng_rollout_index: 0,
+      task_id: null,
+      group_id: null,
+      reward: 0,
+    });
+    const first = lines[0] as {
+      responses_create_params: { input: unknown[]; tools: { name: string }[] };
+      response: { output: Record<string, unknown>[] };
+      reward: null;
+    };
+    expect(first.responses_create_params.input).toEqual([
+      { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Please use a tool to look around.' }] },
+    ]);
     expect(first.responses_create_params.tools.map((x) => x.name)).toEqual(['list_files']);
     expect(first.response.output.map((o) => o.type)).toEqual(['reasoning', 'function_call']);
     const last = first.response.output.at(-1)!;

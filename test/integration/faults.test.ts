@@ -18,8 +18,7 @@ afterAll(async () => {
   await upstream?.close();
 });
 
-const chatBody = (extra: Record<string, unknown> = {}) =>
-  JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hi' }], ...extra });
+const chatBody = (extra: Record<string, unknown> = {}) => JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hi' }], ...extra });
 
 async function post(path: string, body: string, headers: Record<string, string> = {}) {
   const res = await fetch(`${t.proxy.url}${path}`, { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } });

@@ -27,20 +27,44 @@ afterAll(() => {
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
-const PY_SELF = 'import os\nos.makedirs("/logs/verifier", exist_ok=True)\nopen("/logs/verifier/reward.txt", "w").write("1\\n")\nopen("/logs/verifier/reward.json", "w").write("{\\"reward\\": 1}")\nprint("{\\"reward\\": 1}")\nos._exit(0)\n';
-const JS_SELF = "const fs = require('node:fs');\nfs.mkdirSync('/logs/verifier', { recursive: true });\nfs.writeFileSync('/logs/verifier/reward.txt', '1\\n');\nfs.writeFileSync('/logs/verifier/reward.json', '{\"reward\": 1}');\nconsole.log('{\"reward\": 1}');\nprocess.exit(0);\n";
+const PY_SELF =
+  'import os\nos.makedirs("/logs/verifier", exist_ok=True)\nopen("/logs/verifier/reward.txt", "w").write("1\\n")\nopen("/logs/verifier/reward.json", "w").write("{\\"reward\\": 1}")\nprint("{\\"reward\\": 1}")\nos._exit(0)\n';
+const JS_SELF =
+  "const fs = require('node:fs');\nfs.mkdirSync('/logs/verifier', { recursive: true });\nfs.writeFileSync('/logs/verifier/reward.txt', '1\\n');\nfs.writeFileSync('/logs/verifier/reward.json', '{\"reward\": 1}');\nconsole.log('{\"reward\": 1}');\nprocess.exit(0);\n";
 
 const cases: { task: string; file: string; self: string; right: string; rightReward: number }[] = [
-  { task: 'py-fix-median', file: 'stats.py', self: PY_SELF, right: 'def median(values):\n    o = sorted(values)\n    m = len(o) // 2\n    return o[m] if len(o) % 2 else (o[m - 1] + o[m]) / 2\n', rightReward: 1 },
-  { task: 'partial-credit', file: 'shapes.py', self: PY_SELF, right: 'def square(s):\n    return s * s\n\ndef rectangle(w, h):\n    return w * h\n\ndef circle(r):\n    raise NotImplementedError\n\ndef triangle(b, h):\n    return b * h / 2\n', rightReward: 0.75 },
-  { task: 'js-fix-slugify', file: 'slugify.js', self: JS_SELF, right: "module.exports = { slugify: (t) => t.toLowerCase().replace(/ +/g, '-') };\n", rightReward: 1 },
+  {
+    task: 'py-fix-median',
+    file: 'stats.py',
+    self: PY_SELF,
+    right: 'def median(values):\n    o = sorted(values)\n    m = len(o) // 2\n    return o[m] if len(o) % 2 else (o[m - 1] + o[m]) / 2\n',
+    rightReward: 1,
+  },
+  {
+    task: 'partial-credit',
+    file: 'shapes.py',
+    self: PY_SELF,
+    right:
+      'def square(s):\n    return s * s\n\ndef rectangle(w, h):\n    return w * h\n\ndef circle(r):\n    raise NotImplementedError\n\ndef triangle(b, h):\n    return b * h / 2\n',
+    rightReward: 0.75,
+  },
+  {
+    task: 'js-fix-slugify',
+    file: 'slugify.js',
+    self: JS_SELF,
+    right: "module.exports = { slugify: (t) => t.toLowerCase().replace(/ +/g, '-') };\n",
+    rightReward: 1,
+  },
 ];
 
 describe.skipIf(problem !== null)(`Harbor fixture verifiers against self-scoring code${problem ? ` (skipped: ${problem})` : ''}`, () => {
   const settings = (): SandboxSettings => ({ kind: 'bwrap', bwrap: bwrap!, network: 'proxy-only', limits: DEFAULT_LIMITS, extraReadOnly: [] });
   it.each(cases)('$task: a module that writes its own reward on import scores 0; a right one scores', async ({ task, file, self, right, rightReward }) => {
     const trial = tasks.get(task)!.harbor!;
-    for (const [name, code, want] of [['self', self, 0], ['right', right, rightReward]] as const) {
+    for (const [name, code, want] of [
+      ['self', self, 0],
+      ['right', right, rightReward],
+    ] as const) {
       const ws = path.join(dir, `${task}-${name}`);
       await buildStartingState(trial, ws);
       fs.writeFileSync(path.join(ws, file), code);

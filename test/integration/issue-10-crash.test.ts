@@ -34,7 +34,9 @@ afterAll(async () => {
 });
 
 async function spawnProxy(db: string, session: string): Promise<{ child: ChildProcess; baseUrl: string }> {
-  const child = spawn(process.execPath, [BIN, 'proxy', '--upstream', upstream.url, '--port', '0', '--db', db, '--session', session, '--json', '--quiet'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [BIN, 'proxy', '--upstream', upstream.url, '--port', '0', '--db', db, '--session', session, '--json', '--quiet'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   children.push(child);
   let stderr = '';
   child.stderr!.on('data', (d) => (stderr += d));
@@ -48,7 +50,11 @@ async function spawnProxy(db: string, session: string): Promise<{ child: ChildPr
 /** Starts a streaming call and resolves once `tokens` content pieces have arrived; the rest keeps streaming. */
 async function startStream(baseUrl: string, tokens: number): Promise<{ rest: Promise<string> }> {
   const client = new OpenAI({ baseURL: baseUrl, apiKey: 'x', maxRetries: 0 });
-  const stream = await client.chat.completions.create({ model: 'm', stream: true, messages: [{ role: 'user', content: 'Tell me a long story about a lighthouse keeper and the sea.' }] });
+  const stream = await client.chat.completions.create({
+    model: 'm',
+    stream: true,
+    messages: [{ role: 'user', content: 'Tell me a long story about a lighthouse keeper and the sea.' }],
+  });
   const it = stream[Symbol.asyncIterator]();
   let text = '';
   let pieces = 0;
@@ -68,7 +74,7 @@ async function startStream(baseUrl: string, tokens: number): Promise<{ rest: Pro
 }
 
 describe('crash reconciliation', () => {
-  it('a killed proxy\'s call and session read interrupted with their tokens so far; a live proxy sharing the database is untouched', async () => {
+  it("a killed proxy's call and session read interrupted with their tokens so far; a live proxy sharing the database is untouched", async () => {
     const db = path.join(dir, 'shared.db');
     const killed = await spawnProxy(db, 'ses-killed');
     const live = await spawnProxy(db, 'ses-live');

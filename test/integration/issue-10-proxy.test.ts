@@ -29,11 +29,14 @@ interface Reply {
 
 function send(method: string, pathname: string, body: string | Buffer | null, headers: Record<string, string> = {}, target: TestProxy = t): Promise<Reply> {
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port: target.proxy.port, method, path: pathname, headers: { 'content-type': 'application/json', ...headers } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode!, body: Buffer.concat(chunks).toString('utf8') }));
-    });
+    const req = http.request(
+      { host: '127.0.0.1', port: target.proxy.port, method, path: pathname, headers: { 'content-type': 'application/json', ...headers } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode!, body: Buffer.concat(chunks).toString('utf8') }));
+      },
+    );
     req.on('error', reject);
     req.end(body ?? undefined);
   });
@@ -43,9 +46,13 @@ const chat = (content: string) => JSON.stringify({ model: 'm', messages: [{ role
 const callsIn = (session: string) => t.store.requests.list(session);
 
 describe('browser-origin protection', () => {
-  it('a cross-site text/plain POST (no preflight) is refused 403 in the caller\'s format, not recorded, never reaches the GPU', async () => {
+  it("a cross-site text/plain POST (no preflight) is refused 403 in the caller's format, not recorded, never reaches the GPU", async () => {
     const before = upstream.requestCount();
-    const r = await send('POST', '/s/evil/v1/chat/completions', chat('write into your training data'), { 'content-type': 'text/plain', origin: 'http://evil.example', 'sec-fetch-site': 'cross-site' });
+    const r = await send('POST', '/s/evil/v1/chat/completions', chat('write into your training data'), {
+      'content-type': 'text/plain',
+      origin: 'http://evil.example',
+      'sec-fetch-site': 'cross-site',
+    });
     expect(r.status).toBe(403);
     expect(JSON.parse(r.body).error).toMatchObject({ type: 'permission_error', message: expect.stringMatching(/evil\.example|cross-site/) });
     // Sec-Fetch-Site alone (no Origin header) is enough: a sibling subdomain's page is still a page.
@@ -74,9 +81,11 @@ describe('browser-origin protection', () => {
     }
   });
 
-  it('plain clients keep working: no Origin (curl -d, SDKs), the proxy\'s own origin, localhost', async () => {
+  it("plain clients keep working: no Origin (curl -d, SDKs), the proxy's own origin, localhost", async () => {
     expect((await send('POST', '/s/plain/v1/chat/completions', chat('hi'))).status).toBe(200);
-    expect((await send('POST', '/s/plain/v1/chat/completions', chat('hi'), { origin: `http://127.0.0.1:${t.proxy.port}`, 'sec-fetch-site': 'same-origin' })).status).toBe(200);
+    expect(
+      (await send('POST', '/s/plain/v1/chat/completions', chat('hi'), { origin: `http://127.0.0.1:${t.proxy.port}`, 'sec-fetch-site': 'same-origin' })).status,
+    ).toBe(200);
     expect((await send('POST', '/s/plain/v1/chat/completions', chat('hi'), { host: `localhost:${t.proxy.port}` })).status).toBe(200);
     // A user typing the URL (Sec-Fetch-Site: none) is not a page acting on its own.
     expect((await send('POST', '/s/plain/v1/chat/completions', chat('hi'), { 'sec-fetch-site': 'none' })).status).toBe(200);
@@ -88,7 +97,11 @@ describe('redaction by name', () => {
   it('credential headers outside any fixed list are stored redacted, and their values scrubbed from bodies', async () => {
     const token = 'tok-SECRET-1234567890';
     const key = 'sk-proj-SECRET-0987654321';
-    await send('POST', '/s/redact/v1/chat/completions?access_token=qp-SECRET-55555555&alt=x', chat(`echo ${key} please`), { 'x-auth-token': token, 'openai-api-key': key, 'x-custom-session': 'abc' });
+    await send('POST', '/s/redact/v1/chat/completions?access_token=qp-SECRET-55555555&alt=x', chat(`echo ${key} please`), {
+      'x-auth-token': token,
+      'openai-api-key': key,
+      'x-custom-session': 'abc',
+    });
     const row = t.store.requests.get(callsIn('redact')[0]!.id)!;
     expect(row.requestHeaders).toMatchObject({ 'x-auth-token': '[redacted]', 'openai-api-key': '[redacted]', 'x-custom-session': '[redacted]' });
     expect(row.path).toBe('/s/redact/v1/chat/completions?access_token=%5Bredacted%5D&alt=x');
@@ -97,7 +110,7 @@ describe('redaction by name', () => {
     expect(row.originalRequest).toContain('echo [redacted] please');
   });
 
-  it('Google\'s ?key= is accepted as the auth token', async () => {
+  it("Google's ?key= is accepted as the auth token", async () => {
     const guarded = await startTestProxy(upstream.url, { authToken: 'polar-token-123456' });
     try {
       const path = '/v1beta/models/gemini-2.5-pro:generateContent';
@@ -119,7 +132,7 @@ describe('redaction by name', () => {
 });
 
 describe('bad input', () => {
-  it('100 000-deep JSON is a 400 in the caller\'s format, not a stack overflow', async () => {
+  it("100 000-deep JSON is a 400 in the caller's format, not a stack overflow", async () => {
     const deep = `{"model":"m","messages":${'['.repeat(100_000)}${']'.repeat(100_000)}}`;
     const r = await send('POST', '/s/bad/v1/chat/completions', deep);
     expect(r.status).toBe(400);

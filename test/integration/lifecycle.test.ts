@@ -25,10 +25,14 @@ afterAll(async () => {
 
 describe('polar proxy process lifecycle', () => {
   it('the banner shows the per-session base URL as a pattern to fill in, not URL-encoded', async () => {
-    const child = spawn(process.execPath, [BIN, 'proxy', '--upstream', upstream.url, '--port', '0', '--db', path.join(dir, 'banner.db'), '--session', 'banner'], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, NO_COLOR: '1' },
-    });
+    const child = spawn(
+      process.execPath,
+      [BIN, 'proxy', '--upstream', upstream.url, '--port', '0', '--db', path.join(dir, 'banner.db'), '--session', 'banner'],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: { ...process.env, NO_COLOR: '1' },
+      },
+    );
     const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
     const line = await new Promise<string>((resolve) => {
       const lines = readline.createInterface({ input: child.stdout! });

@@ -6,8 +6,18 @@ import { float64Bits } from '../support/bits.js';
 import { expectExactCapture as expectCapture, lastCall } from '../support/capture.js';
 
 const TOOLS: OpenAI.Chat.Completions.ChatCompletionTool[] = [
-  { type: 'function', function: { name: 'list_files', description: 'List files', parameters: { type: 'object', properties: { path: { type: 'string' }, recursive: { type: 'boolean' } }, required: ['path'] } } },
-  { type: 'function', function: { name: 'read_file', description: 'Read a file', parameters: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] } } },
+  {
+    type: 'function',
+    function: {
+      name: 'list_files',
+      description: 'List files',
+      parameters: { type: 'object', properties: { path: { type: 'string' }, recursive: { type: 'boolean' } }, required: ['path'] },
+    },
+  },
+  {
+    type: 'function',
+    function: { name: 'read_file', description: 'Read a file', parameters: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] } },
+  },
 ];
 
 let upstream: ReferenceUpstream;

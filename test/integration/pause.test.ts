@@ -27,7 +27,11 @@ afterAll(async () => {
 });
 
 const admin = (action: string, body?: unknown, target: TestProxy = t, headers: Record<string, string> = { 'x-polar-auth-token': ADMIN }) =>
-  fetch(`${target.proxy.url}/admin/${action}`, { method: action === 'status' ? 'GET' : 'POST', headers: { 'content-type': 'application/json', ...headers }, ...(body ? { body: JSON.stringify(body) } : {}) });
+  fetch(`${target.proxy.url}/admin/${action}`, {
+    method: action === 'status' ? 'GET' : 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    ...(body ? { body: JSON.stringify(body) } : {}),
+  });
 
 describe('pause, drain and policy versions', () => {
   it('pause waits for in-flight calls; new calls wait for resume; each call records the version that served it; a trace across versions is marked', async () => {
@@ -81,7 +85,11 @@ describe('pause, drain and policy versions', () => {
     const short = await startTestProxy(upstream.url, { pauseLimitMs: 300, adminToken: ADMIN });
     try {
       await admin('pause', {}, short);
-      const res = await fetch(`${short.proxy.url}/s/late/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }) });
+      const res = await fetch(`${short.proxy.url}/s/late/v1/messages`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'm', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }),
+      });
       expect(res.status).toBe(503);
       expect(res.headers.get('retry-after')).toBe('30');
       expect(await res.json()).toMatchObject({ type: 'error', error: { message: expect.stringMatching(/paused for a weight update/) } });
@@ -107,7 +115,8 @@ describe('pause, drain and policy versions', () => {
   it('without any token set, admin routes are closed to every caller, loopback included', async () => {
     const open = await startTestProxy(upstream.url, { policyVersion: 'v1' });
     try {
-      for (const action of ['status', 'pause', 'resume', 'policy-version']) expect((await admin(action, action === 'status' ? undefined : { version: 'evil-v1' }, open, {})).status).toBe(401);
+      for (const action of ['status', 'pause', 'resume', 'policy-version'])
+        expect((await admin(action, action === 'status' ? undefined : { version: 'evil-v1' }, open, {})).status).toBe(401);
       expect(open.proxy.admin.policyVersion).toBe('v1');
       expect(open.proxy.admin.gate.isPaused).toBe(false);
     } finally {

@@ -78,11 +78,22 @@ describe('shared PostgreSQL store', () => {
       await migratePostgres(pg); // twice: a no-op
       const sqlite = openDb(':memory:');
       for (const spec of SHARED_TABLES) {
-        const { rows } = await pg.query(`SELECT column_name, data_type FROM information_schema.columns WHERE table_name = $1 ORDER BY ordinal_position`, [spec.name]);
-        expect(rows.map((r) => r.column_name), spec.name).toEqual([...sharedColumns(sqlite, spec.name), 'origin', '_xid'].filter((c, i, a) => a.indexOf(c) === i).sort((a, b) => rows.findIndex((r) => r.column_name === a) - rows.findIndex((r) => r.column_name === b)));
+        const { rows } = await pg.query(`SELECT column_name, data_type FROM information_schema.columns WHERE table_name = $1 ORDER BY ordinal_position`, [
+          spec.name,
+        ]);
+        expect(
+          rows.map((r) => r.column_name),
+          spec.name,
+        ).toEqual(
+          [...sharedColumns(sqlite, spec.name), 'origin', '_xid']
+            .filter((c, i, a) => a.indexOf(c) === i)
+            .sort((a, b) => rows.findIndex((r) => r.column_name === a) - rows.findIndex((r) => r.column_name === b)),
+        );
         expect(new Set(rows.map((r) => r.column_name))).toEqual(new Set([...sharedColumns(sqlite, spec.name), 'origin', '_xid']));
       }
-      const { rows } = await pg.query(`SELECT data_type FROM information_schema.columns WHERE table_name = 'requests' AND column_name IN ('prompt_ids', 'sampled_ids', 'logprobs')`);
+      const { rows } = await pg.query(
+        `SELECT data_type FROM information_schema.columns WHERE table_name = 'requests' AND column_name IN ('prompt_ids', 'sampled_ids', 'logprobs')`,
+      );
       expect(rows.map((r) => r.data_type)).toEqual(['bytea', 'bytea', 'bytea']);
       sqlite.close();
     } finally {
@@ -99,7 +110,8 @@ describe('shared PostgreSQL store', () => {
     const ask = async (text: string, stream: boolean) => {
       if (!stream) return (await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: text }] })).choices[0]!.message.content;
       let out = '';
-      for await (const c of await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: text }], stream: true })) out += c.choices[0]?.delta.content ?? '';
+      for await (const c of await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: text }], stream: true }))
+        out += c.choices[0]?.delta.content ?? '';
       return out;
     };
     try {
@@ -144,7 +156,11 @@ describe('shared PostgreSQL store', () => {
     const up = await createUpstream('vllm', { baseUrl: upstream.url });
     const proxy = await startProxy({ store, upstream: up, servedModel: 'Qwen/Qwen3-8B', defaultSession: 'pg-default', sessionKeys: SessionKeys.random() });
     try {
-      const r = await fetch(`${proxy.url}/s/pg-victim/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${forgedSessionKey('pg-victim')}` }, body: '{}' });
+      const r = await fetch(`${proxy.url}/s/pg-victim/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${forgedSessionKey('pg-victim')}` },
+        body: '{}',
+      });
       expect(r.status).toBe(401);
     } finally {
       await proxy.close(2000);
@@ -213,8 +229,29 @@ describe('the same commands, unchanged, on a shared store', () => {
     const agent = path.join(dir, 'agent-local.mjs');
     fs.writeFileSync(agent, AGENT);
     const tasks = path.join(dir, 'local-tasks.jsonl');
-    fs.writeFileSync(tasks, ['1', '0.5'].map((r, i) => JSON.stringify({ id: `t${i}`, prompt: `calls=2 answer:${r}`, workspace: { empty: true }, evaluator: { type: 'command', command: 'cat answer.txt' } })).join('\n'));
-    const common = ['--tasks', tasks, '--harness', 'custom', '--command', `${process.execPath} ${agent} {prompt}`, '--upstream', upstream.url, '--samples', '2', '--sandbox', 'none', '--json'];
+    fs.writeFileSync(
+      tasks,
+      ['1', '0.5']
+        .map((r, i) =>
+          JSON.stringify({ id: `t${i}`, prompt: `calls=2 answer:${r}`, workspace: { empty: true }, evaluator: { type: 'command', command: 'cat answer.txt' } }),
+        )
+        .join('\n'),
+    );
+    const common = [
+      '--tasks',
+      tasks,
+      '--harness',
+      'custom',
+      '--command',
+      `${process.execPath} ${agent} {prompt}`,
+      '--upstream',
+      upstream.url,
+      '--samples',
+      '2',
+      '--sandbox',
+      'none',
+      '--json',
+    ];
     const file = path.join(dir, 'local-rollout.db');
     const onFile = await polar(['rollout', ...common, '--db', file]);
     const onPg = await polar(['rollout', ...common, '--db', url]);
@@ -222,7 +259,9 @@ describe('the same commands, unchanged, on a shared store', () => {
     const [a, b] = [JSON.parse(onFile.stdout), JSON.parse(onPg.stdout)];
     // The same outcomes, rewards and group statistics, whichever store.
     for (const key of ['status', 'tasks', 'samplesPerTask', 'outcomes', 'meanReward']) expect(b[key], key).toEqual(a[key]);
-    expect(b.groups.map((g: { rewards: number[]; mean: number }) => [g.rewards, g.mean])).toEqual(a.groups.map((g: { rewards: number[]; mean: number }) => [g.rewards, g.mean]));
+    expect(b.groups.map((g: { rewards: number[]; mean: number }) => [g.rewards, g.mean])).toEqual(
+      a.groups.map((g: { rewards: number[]; mean: number }) => [g.rewards, g.mean]),
+    );
     const listed = JSON.parse((await polar(['rollouts', '--db', url, '--json'])).stdout);
     expect(listed.rollouts.map((r: { rolloutId: string }) => r.rolloutId)).toContain(b.rolloutId);
     const out = path.join(dir, 'pg-export.jsonl');
@@ -230,7 +269,13 @@ describe('the same commands, unchanged, on a shared store', () => {
     expect(exported.code, exported.stderr).toBe(0);
     const fileOut = path.join(dir, 'file-export.jsonl');
     expect((await polar(['export', '--db', file, '--rollout', a.rolloutId, '--out', fileOut])).code).toBe(0);
-    const rewards = (f: string) => fs.readFileSync(f, 'utf8').trim().split('\n').map((l) => (JSON.parse(l) as { reward: number }).reward).sort();
+    const rewards = (f: string) =>
+      fs
+        .readFileSync(f, 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => (JSON.parse(l) as { reward: number }).reward)
+        .sort();
     expect(rewards(out).length).toBeGreaterThanOrEqual(4);
     expect(new Set(rewards(out))).toEqual(new Set([0.5, 1]));
     expect(rewards(out)).toEqual(rewards(fileOut));
@@ -254,14 +299,63 @@ describe('queued rollout over three workers', () => {
     fs.writeFileSync(
       tasks,
       Object.entries(rewards)
-        .map(([id, r]) => JSON.stringify({ id, prompt: `calls=2 sleep:1.5 answer:${r}`, workspace: { empty: true }, evaluator: { type: 'command', command: 'cat answer.txt' } }))
+        .map(([id, r]) =>
+          JSON.stringify({
+            id,
+            prompt: `calls=2 sleep:1.5 answer:${r}`,
+            workspace: { empty: true },
+            evaluator: { type: 'command', command: 'cat answer.txt' },
+          }),
+        )
         .join('\n'),
     );
     const command = `${process.execPath} ${agent} {prompt}`;
     // The rollout first, so the workers find its jobs; --wait in the background.
-    const waiting = polar(['rollout', '--queue', url, '--tasks', tasks, '--harness', 'custom', '--command', command, '--upstream', upstream.url, '--samples', '3', '--heartbeat', '10', '--wait', '--json']);
+    const waiting = polar([
+      'rollout',
+      '--queue',
+      url,
+      '--tasks',
+      tasks,
+      '--harness',
+      'custom',
+      '--command',
+      command,
+      '--upstream',
+      upstream.url,
+      '--samples',
+      '3',
+      '--heartbeat',
+      '10',
+      '--wait',
+      '--json',
+    ]);
     const startWorker = (name: string) => {
-      const w = spawn(process.execPath, [BIN, 'worker', '--queue', url, '--harness', 'custom', '--command', command, '--upstream', upstream.url, '--concurrency', '2', '--sandbox', 'none', '--idle-exit', '15', '--json', '--out', path.join(dir, `w-${name}`)], { env: env(), stdio: ['ignore', 'pipe', 'pipe'] });
+      const w = spawn(
+        process.execPath,
+        [
+          BIN,
+          'worker',
+          '--queue',
+          url,
+          '--harness',
+          'custom',
+          '--command',
+          command,
+          '--upstream',
+          upstream.url,
+          '--concurrency',
+          '2',
+          '--sandbox',
+          'none',
+          '--idle-exit',
+          '15',
+          '--json',
+          '--out',
+          path.join(dir, `w-${name}`),
+        ],
+        { env: env(), stdio: ['ignore', 'pipe', 'pipe'] },
+      );
       workers.push(w);
       let err = '';
       w.stderr!.on('data', (d: Buffer) => (err += d.toString()));
@@ -306,9 +400,14 @@ describe('queued rollout over three workers', () => {
         await new Promise((r) => setTimeout(r, 200));
       }
       expect((await pg.query(`SELECT status FROM sessions WHERE id = $1`, [killedSession])).rows[0]).toMatchObject({ status: 'interrupted' });
-      expect(Number((await pg.query(`SELECT count(*) AS n FROM requests WHERE session_id = $1 AND status = 'ok'`, [killedSession])).rows[0]!.n)).toBeGreaterThanOrEqual(1);
+      expect(
+        Number((await pg.query(`SELECT count(*) AS n FROM requests WHERE session_id = $1 AND status = 'ok'`, [killedSession])).rows[0]!.n),
+      ).toBeGreaterThanOrEqual(1);
       // Every completed session's calls are all there, token for token as the server sampled them.
-      const calls = Number((await pg.query(`SELECT count(*) AS n FROM requests r JOIN samples s ON s.session_id = r.session_id WHERE s.status = 'completed' AND r.status = 'ok'`)).rows[0]!.n);
+      const calls = Number(
+        (await pg.query(`SELECT count(*) AS n FROM requests r JOIN samples s ON s.session_id = r.session_id WHERE s.status = 'completed' AND r.status = 'ok'`))
+          .rows[0]!.n,
+      );
       expect(calls).toBe(24);
       const status = JSON.parse((await polar(['rollout', 'status', summary.rolloutId, '--db', url, '--json'])).stdout);
       expect(status).toMatchObject({ status: 'completed', samples: 12, ended: 12 });

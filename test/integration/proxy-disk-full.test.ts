@@ -81,7 +81,11 @@ async function start(options: { authToken?: string } = {}): Promise<string> {
   return file;
 }
 
-async function post(route: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; json: { type?: string; error: { type?: string; message: string } } }> {
+async function post(
+  route: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; json: { type?: string; error: { type?: string; message: string } } }> {
   const res = await fetch(`${proxy!.url}${route}`, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json', ...headers } });
   return { status: res.status, json: (await res.json()) as { error: { message: string } } };
 }
@@ -89,7 +93,7 @@ async function post(route: string, body: unknown, headers: Record<string, string
 const MESSAGES = { model: 'm', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] };
 
 describe.skipIf(mountable !== null)('the proxy on a full disk', () => {
-  it('refused calls answer 507 in the caller\'s API shape, naming the disk', async () => {
+  it("refused calls answer 507 in the caller's API shape, naming the disk", async () => {
     const file = await start({ authToken: 'tok' });
     m!.fill();
     const anthropic = await post('/v1/messages', MESSAGES);
@@ -160,7 +164,10 @@ describe.skipIf(mountable !== null)('the proxy on a full disk', () => {
     m = mountTmpfs(2048);
     const file = path.join(m.dir, 'polar.db');
     const reference = await startReferenceUpstream({ log: false });
-    const child = spawn(process.execPath, [BIN, 'proxy', '--db', file, '--upstream', reference.url, '--port', '0', '--json'], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1' } });
+    const child = spawn(process.execPath, [BIN, 'proxy', '--db', file, '--upstream', reference.url, '--port', '0', '--json'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, NO_COLOR: '1' },
+    });
     let stderr = '';
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     try {
@@ -172,7 +179,11 @@ describe.skipIf(mountable !== null)('the proxy on a full disk', () => {
       const res = await fetch(`${banner.url}/v1/messages`, { method: 'POST', body: JSON.stringify(MESSAGES), headers: { 'content-type': 'application/json' } });
       expect(res.status).toBe(507);
       expect(((await res.json()) as { error: { message: string } }).error.message).toContain(`disk full: ${file}`);
-      const streamed = await fetch(`${banner.url}/v1/messages`, { method: 'POST', body: JSON.stringify({ ...MESSAGES, stream: true }), headers: { 'content-type': 'application/json' } });
+      const streamed = await fetch(`${banner.url}/v1/messages`, {
+        method: 'POST',
+        body: JSON.stringify({ ...MESSAGES, stream: true }),
+        headers: { 'content-type': 'application/json' },
+      });
       // Refused before its headers (507), or, where they went out before the end could not be
       // written, ended by an error event: either way the harness reads that the disk is full.
       if (streamed.headers.get('content-type')?.startsWith('text/event-stream')) expect(await streamed.text()).toMatch(/event: error\ndata: .*disk full/);

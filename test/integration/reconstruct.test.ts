@@ -34,7 +34,9 @@ afterAll(async () => {
 
 function run(strategy: string, allowRerender = false) {
   const stats = emptyStats(strategy);
-  const traces: Trajectory[] = [...reconstruct(t.store, { strategy: getStrategy(strategy, { allowRerender }), sessions: ['rec'], text: loadTokenText(qwen3ModelDir()) }, stats)];
+  const traces: Trajectory[] = [
+    ...reconstruct(t.store, { strategy: getStrategy(strategy, { allowRerender }), sessions: ['rec'], text: loadTokenText(qwen3ModelDir()) }, stats),
+  ];
   return { traces, stats };
 }
 
@@ -79,7 +81,18 @@ describe('reconstruct on real recordings', () => {
     // The compaction rewrote the history: classified as such, at the first changed token.
     const compacted = t.store.requests.list('rec').filter((c) => c.agentId === 'compactor')[1]!;
     const { breaks: all } = getStrategy('prefix-merging').run(
-      t.store.requests.tokens('rec').filter((r) => r.agentId === 'compactor').map((r) => ({ requestId: r.id, agentId: r.agentId, seq: r.seq, promptIds: r.promptIds!, sampledIds: r.sampledIds!, logprobs: r.logprobs, finishReason: r.finishReason })),
+      t.store.requests
+        .tokens('rec')
+        .filter((r) => r.agentId === 'compactor')
+        .map((r) => ({
+          requestId: r.id,
+          agentId: r.agentId,
+          seq: r.seq,
+          promptIds: r.promptIds!,
+          sampledIds: r.sampledIds!,
+          logprobs: r.logprobs,
+          finishReason: r.finishReason,
+        })),
       loadTokenText(qwen3ModelDir()),
     );
     expect(all).toEqual([expect.objectContaining({ requestId: compacted.id, class: 'rewrite' })]);
@@ -109,7 +122,9 @@ describe('reconstruct on real recordings', () => {
     expect(check()).toEqual([]);
     const victim = t.store.requests.list('rec').find((c) => c.status === 'ok')!;
     const original = t.store.db.prepare('SELECT assistant_message FROM requests WHERE id = ?').get(victim.id) as { assistant_message: string };
-    t.store.db.prepare('UPDATE requests SET assistant_message = ? WHERE id = ?').run(JSON.stringify({ role: 'assistant', content: 'something the model never said', reasoning_content: 'nor thought' }), victim.id);
+    t.store.db
+      .prepare('UPDATE requests SET assistant_message = ? WHERE id = ?')
+      .run(JSON.stringify({ role: 'assistant', content: 'something the model never said', reasoning_content: 'nor thought' }), victim.id);
     try {
       expect(check().map((v) => [v.requestId, v.check])).toEqual([
         [victim.id, 'text'],
@@ -121,7 +136,11 @@ describe('reconstruct on real recordings', () => {
   });
 
   it('the CLI says in one line why server-rendered calls did not merge, and what to do', async () => {
-    const { stderr } = await promisify(execFile)(process.execPath, [path.resolve(__dirname, '../../bin/polar.js'), 'reconstruct', '--db', t.dbPath, '--session', 'rec', '--out', path.join(t.dir, 'traces.jsonl')], { env: { ...process.env, NO_COLOR: '1' } });
+    const { stderr } = await promisify(execFile)(
+      process.execPath,
+      [path.resolve(__dirname, '../../bin/polar.js'), 'reconstruct', '--db', t.dbPath, '--session', 'rec', '--out', path.join(t.dir, 'traces.jsonl')],
+      { env: { ...process.env, NO_COLOR: '1' } },
+    );
     expect(stderr).toMatch(/breaks: .*other \d+/);
     const why = stderr.split('\n').filter((l) => l.trim().startsWith('why:'));
     expect(why).toHaveLength(1);

@@ -90,11 +90,20 @@ describe('polar report', () => {
     const first = calls[0]!;
     const pieces = new TokenPieces(loadTokenText(qwen3ModelDir()));
     const firstCall = dom.slice(dom.indexOf('<details class="call" data-seq="1"'));
-    const spans = [...firstCall.matchAll(/<b class="s b([0-4n])" title="id (\d+) · logprob (-?\d+\.\d{4})[^"]*">([^<]*)<\/b>/g)].slice(0, first.sampledIds!.length);
+    const spans = [...firstCall.matchAll(/<b class="s b([0-4n])" title="id (\d+) · logprob (-?\d+\.\d{4})[^"]*">([^<]*)<\/b>/g)].slice(
+      0,
+      first.sampledIds!.length,
+    );
     expect(spans.map((m) => Number(m[2]))).toEqual(first.sampledIds);
     expect(spans.map((m) => m[1])).toEqual(first.logprobs!.map((lp) => String(logprobBand(lp))));
     expect(spans.map((m) => m[3])).toEqual(first.logprobs!.map((lp) => lp.toFixed(4)));
-    const unescape = (s: string) => s.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&amp;/g, '&');
+    const unescape = (s: string) =>
+      s
+        .replace(/&lt;/g, '<')
+        .replace(/&gt;/g, '>')
+        .replace(/&quot;/g, '"')
+        .replace(/&#39;/g, "'")
+        .replace(/&amp;/g, '&');
     expect(spans.map((m) => unescape(m[4]!))).toEqual(first.sampledIds!.map((id) => pieces.piece(id)));
     // The conversation the harness sent, and the reply it got.
     expect(dom).toMatch(/<section class="conversation"><h3>conversation <span class="meta">as the harness sent it in call #\d+/);

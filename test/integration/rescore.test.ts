@@ -36,7 +36,10 @@ afterAll(async () => {
 });
 
 const rescore = async (url: string, kind: string, extra: string[] = []) =>
-  JSON.parse((await run(process.execPath, [BIN, 'replay', 'scored', '--db', t.dbPath, '--rescore', '--upstream', url, '--upstream-kind', kind, '--json', ...extra])).stdout);
+  JSON.parse(
+    (await run(process.execPath, [BIN, 'replay', 'scored', '--db', t.dbPath, '--rescore', '--upstream', url, '--upstream-kind', kind, '--json', ...extra]))
+      .stdout,
+  );
 
 describe('re-scoring recorded tokens', () => {
   it.each(['vllm', 'sglang-tito'])('against the same policy (%s endpoint): every Δ is 0, and --out keeps both logprob arrays', async (kind) => {
@@ -46,7 +49,11 @@ describe('re-scoring recorded tokens', () => {
     expect(r.calls).toHaveLength(2);
     const rows = t.store.requests.list('scored').map((c) => t.store.requests.get(c.id)!);
     expect(r.tokens).toBe(rows.reduce((a, row) => a + row.sampledIds!.length, 0));
-    const lines = fs.readFileSync(out, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    const lines = fs
+      .readFileSync(out, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     lines.forEach((line, i) => {
       expect(line.sampled_ids).toEqual(rows[i]!.sampledIds);
       expect(float64Bits(line.rescored_logprobs)).toEqual(float64Bits(rows[i]!.logprobs!));
@@ -74,7 +81,9 @@ describe('re-scoring recorded tokens', () => {
   });
 
   it('text output names each call and the session totals', async () => {
-    const { stdout } = await run(process.execPath, [BIN, 'replay', 'scored', '--db', t.dbPath, '--rescore', '--upstream', shifted.url], { env: { ...process.env, NO_COLOR: '1' } });
+    const { stdout } = await run(process.execPath, [BIN, 'replay', 'scored', '--db', t.dbPath, '--rescore', '--upstream', shifted.url], {
+      env: { ...process.env, NO_COLOR: '1' },
+    });
     expect(stdout).toMatch(/CALL\s+AGENT\s+TOKENS\s+MEAN \|Δ\|/);
     expect(stdout).toMatch(/session scored: \d+ tokens re-scored on .*; mean \|Δ logprob\| 0\.\d+, max 0\.5000/);
   });

@@ -56,12 +56,35 @@ afterAll(async () => {
 
 function taskFile(name: string, tasks: Record<string, unknown>[]): string {
   const file = path.join(dir, name);
-  fs.writeFileSync(file, tasks.map((t) => JSON.stringify({ workspace: { empty: true }, evaluator: { type: 'command', command: 'cat answer.txt 2>/dev/null | tail -1' }, ...t })).join('\n'));
+  fs.writeFileSync(
+    file,
+    tasks
+      .map((t) => JSON.stringify({ workspace: { empty: true }, evaluator: { type: 'command', command: 'cat answer.txt 2>/dev/null | tail -1' }, ...t }))
+      .join('\n'),
+  );
   return file;
 }
 
 function rolloutArgs(tasks: string, db: string, extra: string[] = []): string[] {
-  return [BIN, 'rollout', '--tasks', tasks, '--harness', 'custom', '--command', `${process.execPath} ${agent} {prompt}`, '--upstream', upstream.url, '--db', db, '--sandbox', 'none', '--out', path.join(dir, `out-${path.basename(db)}`), ...extra];
+  return [
+    BIN,
+    'rollout',
+    '--tasks',
+    tasks,
+    '--harness',
+    'custom',
+    '--command',
+    `${process.execPath} ${agent} {prompt}`,
+    '--upstream',
+    upstream.url,
+    '--db',
+    db,
+    '--sandbox',
+    'none',
+    '--out',
+    path.join(dir, `out-${path.basename(db)}`),
+    ...extra,
+  ];
 }
 
 async function polar(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
@@ -89,7 +112,15 @@ describe('polar rollout', () => {
     const r = await polar([...rolloutArgs(tasks, db, ['--samples', '3', '--accept', 'reward>=1']), '--json']);
     expect(r.code, r.stderr).toBe(0);
     const summary = JSON.parse(r.stdout);
-    expect(summary).toMatchObject({ ok: true, status: 'completed', tasks: 2, samplesPerTask: 3, outcomes: { completed: 6, error: 0 }, accepted: 3, attempted: 6 });
+    expect(summary).toMatchObject({
+      ok: true,
+      status: 'completed',
+      tasks: 2,
+      samplesPerTask: 3,
+      outcomes: { completed: 6, error: 0 },
+      accepted: 3,
+      attempted: 6,
+    });
     const store = open(db);
     try {
       const samples = store.rollouts.samples(summary.rolloutId);
@@ -110,7 +141,10 @@ describe('polar rollout', () => {
       store.close();
     }
     const exported = await polar([BIN, 'export', '--db', db, '--rollout', summary.rolloutId, '--format', 'tokens']);
-    const traces = exported.stdout.trim().split('\n').map((l) => JSON.parse(l));
+    const traces = exported.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     // alpha's two calls are separate conversations, so two traces per session; each carries the sample's reward.
     expect(traces).toHaveLength(9);
     for (const t of traces) {
@@ -163,7 +197,12 @@ describe('polar rollout', () => {
     expect(fs.existsSync(path.join(os.tmpdir(), `polar-${rolloutId}`))).toBe(false);
     const store = open(db);
     try {
-      expect(store.sessions.list().map((s) => s.id).filter((id) => id.endsWith('-unattributed'))).toEqual([]);
+      expect(
+        store.sessions
+          .list()
+          .map((s) => s.id)
+          .filter((id) => id.endsWith('-unattributed')),
+      ).toEqual([]);
       expect(store.sessions.list()).toHaveLength(2);
     } finally {
       store.close();
@@ -173,7 +212,16 @@ describe('polar rollout', () => {
   it('mixed rewards give advantages that sum to zero per group', async () => {
     // Rewards 1, 0, 0.5 by the order in which the evaluator runs (one evaluation at a time).
     const counter = path.join(dir, 'mixed-counter');
-    const tasks = taskFile('mixed.jsonl', [{ id: 'mix', prompt: 'calls=1', evaluator: { type: 'command', command: `n=$(cat ${counter} 2>/dev/null || echo 0); echo $((n+1)) > ${counter}; echo "[1,0,0.5][$n % 3]" | node -p "eval(require('fs').readFileSync(0,'utf8'))"` } }]);
+    const tasks = taskFile('mixed.jsonl', [
+      {
+        id: 'mix',
+        prompt: 'calls=1',
+        evaluator: {
+          type: 'command',
+          command: `n=$(cat ${counter} 2>/dev/null || echo 0); echo $((n+1)) > ${counter}; echo "[1,0,0.5][$n % 3]" | node -p "eval(require('fs').readFileSync(0,'utf8'))"`,
+        },
+      },
+    ]);
     const db = path.join(dir, 'mixed.db');
     const r = await polar([...rolloutArgs(tasks, db, ['--samples', '6', '--post-workers', '1']), '--json']);
     expect(r.code, r.stderr).toBe(0);
@@ -355,7 +403,15 @@ describe('polar rollout', () => {
       const target = path.join(outside, 'escaped.txt');
       const tasks = taskFile('sandbox.jsonl', [{ id: 'escape', prompt: `calls=1 touch:${target}`, evaluator: { type: 'session-completed' } }]);
       const args = rolloutArgs(tasks, path.join(dir, 'boxed.db'), ['--samples', '1']).map((a) => a.replace(agent, boxedAgent));
-      const boxed = await polar([...args.slice(0, args.indexOf('--sandbox')), ...args.slice(args.indexOf('--sandbox') + 2), '--sandbox', 'bwrap', '--sandbox-ro', boxedAgent, '--json']);
+      const boxed = await polar([
+        ...args.slice(0, args.indexOf('--sandbox')),
+        ...args.slice(args.indexOf('--sandbox') + 2),
+        '--sandbox',
+        'bwrap',
+        '--sandbox-ro',
+        boxedAgent,
+        '--json',
+      ]);
       const summary = JSON.parse(boxed.stdout);
       // The agent ran (its model call is captured), then its write outside the workspace failed.
       expect(summary.groups[0].rewards).toEqual([0]);

@@ -63,7 +63,14 @@ describe('session routing', () => {
   });
 
   it("a harness's sub-agent header names the agent (Claude Code's x-claude-code-agent-id)", async () => {
-    const p = await startProxy({ store: t.store, upstream: t.upstream, servedModel: 'Qwen/Qwen3-8B', defaultSession: 'cc', port: 0, agentHeaders: claudeCode.agentHeaders });
+    const p = await startProxy({
+      store: t.store,
+      upstream: t.upstream,
+      servedModel: 'Qwen/Qwen3-8B',
+      defaultSession: 'cc',
+      port: 0,
+      agentHeaders: claudeCode.agentHeaders,
+    });
     try {
       const url = `${p.url}/s/cc-agents/v1/messages`;
       const body = JSON.stringify({ model: 'm', max_tokens: 50, messages: [{ role: 'user', content: 'hi' }] });
@@ -86,17 +93,29 @@ describe('session routing', () => {
 
 describe('binding and auth', () => {
   it('refuses a non-loopback host without --auth-token', async () => {
-    await expect(
-      startProxy({ store: t.store, upstream: t.upstream, servedModel: 'm', defaultSession: 'x', host: '0.0.0.0', port: 0 }),
-    ).rejects.toMatchObject({ code: 'POLAR_USAGE', message: expect.stringMatching(/--auth-token/) });
+    await expect(startProxy({ store: t.store, upstream: t.upstream, servedModel: 'm', defaultSession: 'x', host: '0.0.0.0', port: 0 })).rejects.toMatchObject({
+      code: 'POLAR_USAGE',
+      message: expect.stringMatching(/--auth-token/),
+    });
   });
 
   it('with --auth-token every call must present it (as API key or x-polar-auth-token); it is never stored', async () => {
     const token = 'tok-0123456789abcdef';
-    const p = await startProxy({ store: t.store, upstream: t.upstream, servedModel: 'Qwen/Qwen3-8B', defaultSession: 'auth', host: '0.0.0.0', port: 0, authToken: token });
+    const p = await startProxy({
+      store: t.store,
+      upstream: t.upstream,
+      servedModel: 'Qwen/Qwen3-8B',
+      defaultSession: 'auth',
+      host: '0.0.0.0',
+      port: 0,
+      authToken: token,
+    });
     try {
       const url = `http://127.0.0.1:${p.port}/s/authed/v1`;
-      const denied = await fetch(`${url}/chat/completions`, { method: 'POST', body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }) });
+      const denied = await fetch(`${url}/chat/completions`, {
+        method: 'POST',
+        body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }),
+      });
       expect(denied.status).toBe(401);
       expect(((await denied.json()) as { error: { type: string } }).error.type).toBe('authentication_error');
       await ask(new OpenAI({ baseURL: url, apiKey: token, maxRetries: 0 }));

@@ -39,14 +39,44 @@ describe.skipIf(!bwrap)('rollout in the bwrap sandbox (skipped: bubblewrap is no
   });
 
   /** A task file in its own folder (beside a hidden checker), and a rollout of it with a shell-script harness. */
-  async function rollout(name: string, tasks: Record<string, unknown>[], extra: string[] = []): Promise<{ summary: Record<string, unknown> & { rolloutId: string }; store: Store }> {
+  async function rollout(
+    name: string,
+    tasks: Record<string, unknown>[],
+    extra: string[] = [],
+  ): Promise<{ summary: Record<string, unknown> & { rolloutId: string }; store: Store }> {
     const tasksDir = path.join(dir, name);
     fs.mkdirSync(tasksDir);
     fs.writeFileSync(path.join(tasksDir, 'checker.sh'), 'test -f saw.txt && grep -q hidden-not-seen saw.txt && test ! -e setup-saw.txt && echo 1 || echo 0\n');
     const file = path.join(tasksDir, 'tasks.jsonl');
-    fs.writeFileSync(file, tasks.map((t) => JSON.stringify({ workspace: { empty: true }, evaluator: { type: 'command', command: 'cat answer.txt 2>/dev/null | tail -1' }, ...t })).join('\n'));
+    fs.writeFileSync(
+      file,
+      tasks
+        .map((t) => JSON.stringify({ workspace: { empty: true }, evaluator: { type: 'command', command: 'cat answer.txt 2>/dev/null | tail -1' }, ...t }))
+        .join('\n'),
+    );
     const db = path.join(dir, `${name}.db`);
-    const args = [BIN, 'rollout', '--tasks', file, '--harness', 'custom', '--command', 'bash -c {prompt}', '--upstream', mock.url, '--db', db, '--samples', '1', '--sandbox', 'bwrap', '--out', path.join(dir, `out-${name}`), '--json', ...extra];
+    const args = [
+      BIN,
+      'rollout',
+      '--tasks',
+      file,
+      '--harness',
+      'custom',
+      '--command',
+      'bash -c {prompt}',
+      '--upstream',
+      mock.url,
+      '--db',
+      db,
+      '--samples',
+      '1',
+      '--sandbox',
+      'bwrap',
+      '--out',
+      path.join(dir, `out-${name}`),
+      '--json',
+      ...extra,
+    ];
     const r = await run(process.execPath, args, { env: { ...process.env, NO_COLOR: '1' }, timeout: 120_000 }).catch((err: { stdout: string }) => err);
     return { summary: JSON.parse(r.stdout), store: Store.open(db) };
   }
@@ -76,34 +106,37 @@ describe.skipIf(!bwrap)('rollout in the bwrap sandbox (skipped: bubblewrap is no
     }
   });
 
-  it.skipIf(cgroupSupport() === null)('a fork bomb, a memory hog and a huge file end their own samples as error with the reason; siblings are rewarded, and a flood of output stops at the cap in the log', async () => {
-    const { summary, store } = await rollout(
-      'limits',
-      [
-        { id: 'bomb', prompt: 'bomb() { bomb | bomb & }; bomb; sleep 60' },
-        { id: 'hog', prompt: `node -e "const a=[]; for(;;) a.push(Buffer.alloc(16*1024*1024, 1))"; sleep 60` },
-        { id: 'big', prompt: 'head -c 10G /dev/zero > big.bin; echo 1 > answer.txt' },
-        { id: 'fine', prompt: 'echo 1 > answer.txt' },
-        // polar writes the harness log itself, outside RLIMIT_FSIZE: it stops at the cap.
-        { id: 'flood', prompt: "head -c 20000000 /dev/zero | tr '\\0' a; echo 1 > answer.txt" },
-      ],
-      ['--max-procs', '64', '--max-memory', '256m', '--max-file-size', '1m', '--concurrency', '5', '--timeout', '90'],
-    );
-    try {
-      const s = samplesByTask(store, summary.rolloutId);
-      expect([s.get('bomb')!.status, s.get('bomb')!.error]).toEqual(['error', 'process limit 64 reached']);
-      expect([s.get('hog')!.status, s.get('hog')!.error]).toEqual(['error', 'memory limit 256 MiB reached (a process was OOM-killed)']);
-      expect(s.get('big')!.status).toBe('error');
-      expect(s.get('big')!.error).toMatch(/^file size limit 1 MiB exceeded/);
-      expect([s.get('fine')!.status, s.get('fine')!.reward]).toEqual(['completed', 1]);
-      expect([s.get('flood')!.status, s.get('flood')!.reward]).toEqual(['completed', 1]);
-      const log = store.sessions.get(s.get('flood')!.sessionId!)!.metadata.log_file as string;
-      expect(fs.statSync(log).size).toBeLessThan(1024 * 1024 + 64 * 1024);
-      expect(fs.readFileSync(log, 'utf8')).toMatch(/the log stops here, at its cap of 1048576 bytes/);
-    } finally {
-      store.close();
-    }
-  });
+  it.skipIf(cgroupSupport() === null)(
+    'a fork bomb, a memory hog and a huge file end their own samples as error with the reason; siblings are rewarded, and a flood of output stops at the cap in the log',
+    async () => {
+      const { summary, store } = await rollout(
+        'limits',
+        [
+          { id: 'bomb', prompt: 'bomb() { bomb | bomb & }; bomb; sleep 60' },
+          { id: 'hog', prompt: `node -e "const a=[]; for(;;) a.push(Buffer.alloc(16*1024*1024, 1))"; sleep 60` },
+          { id: 'big', prompt: 'head -c 10G /dev/zero > big.bin; echo 1 > answer.txt' },
+          { id: 'fine', prompt: 'echo 1 > answer.txt' },
+          // polar writes the harness log itself, outside RLIMIT_FSIZE: it stops at the cap.
+          { id: 'flood', prompt: "head -c 20000000 /dev/zero | tr '\\0' a; echo 1 > answer.txt" },
+        ],
+        ['--max-procs', '64', '--max-memory', '256m', '--max-file-size', '1m', '--concurrency', '5', '--timeout', '90'],
+      );
+      try {
+        const s = samplesByTask(store, summary.rolloutId);
+        expect([s.get('bomb')!.status, s.get('bomb')!.error]).toEqual(['error', 'process limit 64 reached']);
+        expect([s.get('hog')!.status, s.get('hog')!.error]).toEqual(['error', 'memory limit 256 MiB reached (a process was OOM-killed)']);
+        expect(s.get('big')!.status).toBe('error');
+        expect(s.get('big')!.error).toMatch(/^file size limit 1 MiB exceeded/);
+        expect([s.get('fine')!.status, s.get('fine')!.reward]).toEqual(['completed', 1]);
+        expect([s.get('flood')!.status, s.get('flood')!.reward]).toEqual(['completed', 1]);
+        const log = store.sessions.get(s.get('flood')!.sessionId!)!.metadata.log_file as string;
+        expect(fs.statSync(log).size).toBeLessThan(1024 * 1024 + 64 * 1024);
+        expect(fs.readFileSync(log, 'utf8')).toMatch(/the log stops here, at its cap of 1048576 bytes/);
+      } finally {
+        store.close();
+      }
+    },
+  );
 
   it("polar's own git after setup and on the agent's workspace runs sandboxed: a clean filter planted in .git/config never runs on the host", async () => {
     const marker = path.join(dir, 'filter-ran-on-host');

@@ -37,9 +37,22 @@ describe.skipIf(!bwrap)('bwrap sandbox (skipped: bubblewrap is not installed; ap
     extraReadOnly: [],
   });
 
-  async function inside(command: string, opts: { spec?: Partial<JailSpec>; limits?: Partial<SandboxLimits>; network?: JailSpec['network']; timeoutMs?: number } = {}): Promise<ShellResult & { limit: string | null }> {
-    const jail = await openJail(settings(opts.limits), { cwd: workspace, network: opts.network ?? 'proxy-only', proxy: { port: tp.proxy.port, socket: socket.path }, ...opts.spec });
-    const r = await runShell(command, { cwd: workspace, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, timeoutMs: opts.timeoutMs ?? 20_000, wrap: (c) => jail.wrap(c) });
+  async function inside(
+    command: string,
+    opts: { spec?: Partial<JailSpec>; limits?: Partial<SandboxLimits>; network?: JailSpec['network']; timeoutMs?: number } = {},
+  ): Promise<ShellResult & { limit: string | null }> {
+    const jail = await openJail(settings(opts.limits), {
+      cwd: workspace,
+      network: opts.network ?? 'proxy-only',
+      proxy: { port: tp.proxy.port, socket: socket.path },
+      ...opts.spec,
+    });
+    const r = await runShell(command, {
+      cwd: workspace,
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+      timeoutMs: opts.timeoutMs ?? 20_000,
+      wrap: (c) => jail.wrap(c),
+    });
     const limit = await jail.close({ exitCode: r.exitCode, signal: r.signal });
     return { ...r, limit };
   }
@@ -99,7 +112,9 @@ describe.skipIf(!bwrap)('bwrap sandbox (skipped: bubblewrap is not installed; ap
 
   it('refuses writes outside the workspace and its home', async () => {
     // A write under /tmp lands in the sandbox's own /tmp (the host's is not there): the host never sees it.
-    const r = await inside(`echo x > /usr/polar-probe 2>/dev/null && echo WROTE-usr; echo x >> /etc/hosts 2>/dev/null && echo WROTE-etc; echo x > ${root}/outside 2>/dev/null; echo x > ${path.join(process.cwd(), 'node_modules', 'polar-probe')} 2>/dev/null && echo WROTE-modules; mkdir /new-dir 2>/dev/null && echo WROTE-root; echo x > ${path.dirname(process.cwd())}/probe 2>/dev/null && echo WROTE-parent; true`);
+    const r = await inside(
+      `echo x > /usr/polar-probe 2>/dev/null && echo WROTE-usr; echo x >> /etc/hosts 2>/dev/null && echo WROTE-etc; echo x > ${root}/outside 2>/dev/null; echo x > ${path.join(process.cwd(), 'node_modules', 'polar-probe')} 2>/dev/null && echo WROTE-modules; mkdir /new-dir 2>/dev/null && echo WROTE-root; echo x > ${path.dirname(process.cwd())}/probe 2>/dev/null && echo WROTE-parent; true`,
+    );
     expect(r.stdout).not.toContain('WROTE');
     expect(fs.existsSync(path.join(process.cwd(), 'node_modules', 'polar-probe'))).toBe(false);
     expect(fs.existsSync('/usr/polar-probe')).toBe(false);
@@ -118,7 +133,10 @@ describe.skipIf(!bwrap)('bwrap sandbox (skipped: bubblewrap is not installed; ap
   });
 
   it('evaluator network none: nothing at all, and its private files read-only', async () => {
-    const r = await inside(`curl -s -m 3 http://127.0.0.1:${tp.proxy.port}/v1/models && echo PROXY; cat ${tasksDir}/checker.py; echo x > ${tasksDir}/new 2>/dev/null && echo WROTE`, { network: 'none', spec: { network: 'none', readOnly: [tasksDir] } });
+    const r = await inside(
+      `curl -s -m 3 http://127.0.0.1:${tp.proxy.port}/v1/models && echo PROXY; cat ${tasksDir}/checker.py; echo x > ${tasksDir}/new 2>/dev/null && echo WROTE`,
+      { network: 'none', spec: { network: 'none', readOnly: [tasksDir] } },
+    );
     expect(r.stdout).not.toContain('PROXY');
     expect(r.stdout).toContain('hidden checker');
     expect(r.stdout).not.toContain('WROTE');
@@ -130,7 +148,9 @@ describe.skipIf(!bwrap)('bwrap sandbox (skipped: bubblewrap is not installed; ap
   });
 
   it('cannot see or signal processes outside: its own pid namespace, no capabilities', async () => {
-    const r = await inside(`ps -e -o pid= | wc -l; kill -0 ${process.pid} 2>/dev/null && echo CAN-SIGNAL; grep CapEff /proc/self/status; mknod /tmp/disk b 8 0 2>/dev/null && echo MKNOD; unshare -U true 2>/dev/null && echo USERNS; kill -9 -1 2>/dev/null; true`);
+    const r = await inside(
+      `ps -e -o pid= | wc -l; kill -0 ${process.pid} 2>/dev/null && echo CAN-SIGNAL; grep CapEff /proc/self/status; mknod /tmp/disk b 8 0 2>/dev/null && echo MKNOD; unshare -U true 2>/dev/null && echo USERNS; kill -9 -1 2>/dev/null; true`,
+    );
     expect(r.stdout).not.toContain('CAN-SIGNAL');
     expect(r.stdout).not.toContain('MKNOD');
     expect(r.stdout).not.toContain('USERNS');
@@ -166,7 +186,10 @@ describe.skipIf(!bwrap)('bwrap sandbox (skipped: bubblewrap is not installed; ap
     expect(r.exitCode).toBe(0);
     expect(r.limit).toBe('file size limit 1 MiB exceeded (/tmp/big.bin)');
     // In the workspace, as a harness's tool would: looked for when the run asks (the harness run does).
-    const inWorkspace = await inside(`head -c 10G /dev/zero > big2.bin; echo carried on`, { limits: { maxFileSizeBytes: 1024 * 1024 }, spec: { findCappedFiles: true } });
+    const inWorkspace = await inside(`head -c 10G /dev/zero > big2.bin; echo carried on`, {
+      limits: { maxFileSizeBytes: 1024 * 1024 },
+      spec: { findCappedFiles: true },
+    });
     expect(inWorkspace.exitCode).toBe(0);
     expect(inWorkspace.limit).toBe(`file size limit 1 MiB exceeded (${path.join(workspace, 'big2.bin')})`);
     fs.rmSync(path.join(workspace, 'big2.bin'));

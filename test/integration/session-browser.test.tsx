@@ -48,7 +48,7 @@ async function press(ui: Rendered, ...keys: string[]): Promise<void> {
 }
 
 describe('polar show, the session browser', () => {
-  it('sessions → calls by agent → one call\'s tokens → back, with the footer naming the keys', async () => {
+  it("sessions → calls by agent → one call's tokens → back, with the footer naming the keys", async () => {
     const ui = render(<SessionBrowser source={source} />);
     const { lastFrame, unmount } = ui;
     let frame = lastFrame()!;
@@ -155,7 +155,11 @@ describe('polar show, the session browser', () => {
     frame = lastFrame()!;
     const trace = model.traces[broken]!;
     const masked = trace.loss_mask.filter((m) => m === 0).length;
-    expect(frame).toMatch(new RegExp(`trace ${broken} · agent ${trace.agent_id} · ${trace.request_ids.length} calls? · ${trace.prompt_ids.length} prompt, ${trace.response_ids.length - masked} sampled${masked ? `, ${masked} context \\(mask 0\\)` : ''}`));
+    expect(frame).toMatch(
+      new RegExp(
+        `trace ${broken} · agent ${trace.agent_id} · ${trace.request_ids.length} calls? · ${trace.prompt_ids.length} prompt, ${trace.response_ids.length - masked} sampled${masked ? `, ${masked} context \\(mask 0\\)` : ''}`,
+      ),
+    );
     unmount();
   });
 

@@ -37,11 +37,14 @@ interface Reply {
 
 function send(pathname: string, body: string, headers: Record<string, string>): Promise<Reply> {
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port: t.proxy.port, method: 'POST', path: pathname, headers: { 'content-type': 'application/json', ...headers } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode!, json: JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown> }));
-    });
+    const req = http.request(
+      { host: '127.0.0.1', port: t.proxy.port, method: 'POST', path: pathname, headers: { 'content-type': 'application/json', ...headers } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode!, json: JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown> }));
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -88,35 +91,39 @@ const ATTEMPTS = [
   { reason: 'unknown-key', key: () => 'sk-not-a-polar-key' },
 ] as const;
 
-describe.each(SHAPES.map((s) => [s.name, s] as const))('%s: a call without the session\'s key', (name, shape) => {
-  it.each(ATTEMPTS.map((a) => [a.reason, a] as const))('%s: 401 in the caller\'s shape, an audit row, nothing in the victim session', async (reason, attempt) => {
-    const victim = `victim-${name}-${reason}`;
-    const upstreamBefore = upstream.requestCount();
-    const auditBefore = t.store.audit.count();
-    const headers = attempt.key ? shape.key(attempt.key(victim)) : name === 'anthropic-messages' ? { 'anthropic-version': '2023-06-01' } : {};
-    const r = await send(shape.path(victim), shape.body, headers);
-    expect(r.status).toBe(401);
-    shape.isRefusal(r.json);
-    expect(JSON.stringify(r.json)).toContain(reason);
-    expect(t.store.audit.count()).toBe(auditBefore + 1);
-    const [row] = t.store.audit.list({ session: victim });
-    expect(row).toMatchObject({ reason, claimedSession: victim, method: 'POST', path: shape.path(victim), remote: '127.0.0.1' });
-    for (const h of ['authorization', 'x-api-key', 'x-goog-api-key']) if (row!.requestHeaders[h] !== undefined) expect(row!.requestHeaders[h]).toBe('[redacted]');
-    expect(t.store.sessions.get(victim)).toBeUndefined();
-    expect(t.store.requests.list(victim)).toHaveLength(0);
-    expect(upstream.requestCount()).toBe(upstreamBefore);
-  });
+describe.each(SHAPES.map((s) => [s.name, s] as const))("%s: a call without the session's key", (name, shape) => {
+  it.each(ATTEMPTS.map((a) => [a.reason, a] as const))(
+    "%s: 401 in the caller's shape, an audit row, nothing in the victim session",
+    async (reason, attempt) => {
+      const victim = `victim-${name}-${reason}`;
+      const upstreamBefore = upstream.requestCount();
+      const auditBefore = t.store.audit.count();
+      const headers = attempt.key ? shape.key(attempt.key(victim)) : name === 'anthropic-messages' ? { 'anthropic-version': '2023-06-01' } : {};
+      const r = await send(shape.path(victim), shape.body, headers);
+      expect(r.status).toBe(401);
+      shape.isRefusal(r.json);
+      expect(JSON.stringify(r.json)).toContain(reason);
+      expect(t.store.audit.count()).toBe(auditBefore + 1);
+      const [row] = t.store.audit.list({ session: victim });
+      expect(row).toMatchObject({ reason, claimedSession: victim, method: 'POST', path: shape.path(victim), remote: '127.0.0.1' });
+      for (const h of ['authorization', 'x-api-key', 'x-goog-api-key'])
+        if (row!.requestHeaders[h] !== undefined) expect(row!.requestHeaders[h]).toBe('[redacted]');
+      expect(t.store.sessions.get(victim)).toBeUndefined();
+      expect(t.store.requests.list(victim)).toHaveLength(0);
+      expect(upstream.requestCount()).toBe(upstreamBefore);
+    },
+  );
 });
 
 describe('the session named by header or key alone is checked the same way', () => {
-  it('x-polar-session: victim with the attacker\'s own valid key is refused (wrong-session)', async () => {
+  it("x-polar-session: victim with the attacker's own valid key is refused (wrong-session)", async () => {
     const r = await send('/v1/chat/completions', SHAPES[0].body, { 'x-polar-session': 'victim-h', authorization: `Bearer ${keys.keyFor('attacker')}` });
     expect(r.status).toBe(401);
     expect(t.store.audit.list({ session: 'victim-h' })[0]).toMatchObject({ reason: 'wrong-session' });
     expect(t.store.sessions.get('victim-h')).toBeUndefined();
   });
 
-  it('a key naming the victim with a guessed secret and no path is refused (bad-secret); Google\'s ?key= too, redacted in the audit path', async () => {
+  it("a key naming the victim with a guessed secret and no path is refused (bad-secret); Google's ?key= too, redacted in the audit path", async () => {
     const r = await send('/v1/chat/completions', SHAPES[0].body, { authorization: `Bearer ${forgedSessionKey('victim-k')}` });
     expect(r.status).toBe(401);
     expect(t.store.audit.list({ session: 'victim-k' })[0]).toMatchObject({ reason: 'bad-secret', path: '/v1/chat/completions' });
@@ -143,7 +150,9 @@ describe("the session's own key", () => {
 
   it('works by path, by header and by key alone (OpenAI SDK), each filed under its session', async () => {
     await ask(new OpenAI({ baseURL: t.proxy.baseUrl('owner-path'), apiKey: keys.keyFor('owner-path'), maxRetries: 0 }));
-    await ask(new OpenAI({ baseURL: t.proxy.baseUrl(), apiKey: keys.keyFor('owner-header'), defaultHeaders: { 'x-polar-session': 'owner-header' }, maxRetries: 0 }));
+    await ask(
+      new OpenAI({ baseURL: t.proxy.baseUrl(), apiKey: keys.keyFor('owner-header'), defaultHeaders: { 'x-polar-session': 'owner-header' }, maxRetries: 0 }),
+    );
     await ask(new OpenAI({ baseURL: t.proxy.baseUrl(), apiKey: keys.keyFor('owner-key'), maxRetries: 0 }));
     expect(t.store.requests.list('owner-path')).toHaveLength(1);
     expect(t.store.requests.list('owner-header')).toHaveLength(1);
@@ -156,8 +165,15 @@ describe("the session's own key", () => {
     await anthropic.messages.create({ model: 'm', max_tokens: 20, messages: [{ role: 'user', content: 'hi' }] });
     const genai = new GoogleGenAI({ apiKey: keys.keyFor('owner-google'), httpOptions: { baseUrl: `${t.proxy.url}/s/owner-google` } });
     expect((await genai.models.generateContent({ model: 'm', contents: 'hello' })).text).toBeTruthy();
-    await new OpenAI({ baseURL: t.proxy.baseUrl('owner-responses'), apiKey: keys.keyFor('owner-responses'), maxRetries: 0 }).responses.create({ model: 'm', input: 'hi' });
-    for (const s of ['owner-anthropic', 'owner-google', 'owner-responses']) expect(t.store.requests.list(s).map((c) => c.httpStatus), s).toEqual([200]);
+    await new OpenAI({ baseURL: t.proxy.baseUrl('owner-responses'), apiKey: keys.keyFor('owner-responses'), maxRetries: 0 }).responses.create({
+      model: 'm',
+      input: 'hi',
+    });
+    for (const s of ['owner-anthropic', 'owner-google', 'owner-responses'])
+      expect(
+        t.store.requests.list(s).map((c) => c.httpStatus),
+        s,
+      ).toEqual([200]);
   });
 
   it('the operator token may write into any session', async () => {
@@ -171,7 +187,10 @@ describe("the session's own key", () => {
     const key = keys.keyFor('owner-secret');
     const secret = key.split('~')[1]!;
     const forged = forgedSessionKey('owner-secret');
-    await new OpenAI({ baseURL: t.proxy.baseUrl('owner-secret'), apiKey: key, maxRetries: 0 }).chat.completions.create({ model: 'm', messages: [{ role: 'user', content: `my key is ${key}` }] });
+    await new OpenAI({ baseURL: t.proxy.baseUrl('owner-secret'), apiKey: key, maxRetries: 0 }).chat.completions.create({
+      model: 'm',
+      messages: [{ role: 'user', content: `my key is ${key}` }],
+    });
     expect((await send('/s/owner-secret/v1/chat/completions', SHAPES[0].body, { authorization: `Bearer ${forged}` })).status).toBe(401);
     const row = t.store.requests.get(t.store.requests.list('owner-secret')[0]!.id)!;
     expect(row.originalRequest).toContain('my key is [redacted]');

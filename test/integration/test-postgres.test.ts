@@ -32,20 +32,24 @@ async function installedNative(): Promise<string> {
   return path.dirname(path.dirname(mod.initdb));
 }
 
-it.skipIf(!isRoot)('as root, with the binaries behind a mode-700 folder, the server still starts and answers', async () => {
-  const home = dir('polar-home-', 0o700);
-  const native = path.join(home, 'native');
-  fs.symlinkSync(await installedNative(), native);
-  const server = await startTestPostgres({ nativeDir: native });
-  try {
-    const client = new pg.Client({ connectionString: await server.database('reach') });
-    await client.connect();
-    expect((await client.query('SELECT 1 + 1 AS n')).rows[0]).toEqual({ n: 2 });
-    await client.end();
-  } finally {
-    await server.close();
-  }
-}, 120_000);
+it.skipIf(!isRoot)(
+  'as root, with the binaries behind a mode-700 folder, the server still starts and answers',
+  async () => {
+    const home = dir('polar-home-', 0o700);
+    const native = path.join(home, 'native');
+    fs.symlinkSync(await installedNative(), native);
+    const server = await startTestPostgres({ nativeDir: native });
+    try {
+      const client = new pg.Client({ connectionString: await server.database('reach') });
+      await client.connect();
+      expect((await client.query('SELECT 1 + 1 AS n')).rows[0]).toEqual({ n: 2 });
+      await client.end();
+    } finally {
+      await server.close();
+    }
+  },
+  120_000,
+);
 
 /** A `native` folder whose programs are shell scripts, reachable by every user. */
 function fakeNative(initdb: string, postgres: string): string {
@@ -65,7 +69,10 @@ function privateTmp(): string {
 }
 
 it('a failing initdb fails the start at once with its output, and leaves no folder', async () => {
-  const native = fakeNative('case "$1" in --version) echo "initdb (PostgreSQL) 0";; *) echo "initdb: could not create directory: Permission denied" >&2; exit 1;; esac', 'exit 1');
+  const native = fakeNative(
+    'case "$1" in --version) echo "initdb (PostgreSQL) 0";; *) echo "initdb: could not create directory: Permission denied" >&2; exit 1;; esac',
+    'exit 1',
+  );
   const tmp = privateTmp();
   const err = await startTestPostgres({ nativeDir: native, startTimeoutMs: 600_000 }).then(
     () => null,
@@ -76,7 +83,10 @@ it('a failing initdb fails the start at once with its output, and leaves no fold
 });
 
 it('a server that exits before it accepts connections fails the start at once with its last lines', async () => {
-  const native = fakeNative('case "$1" in --version) echo "initdb (PostgreSQL) 0";; *) exit 0;; esac', 'echo "FATAL:  could not access the server configuration file" >&2; exit 1');
+  const native = fakeNative(
+    'case "$1" in --version) echo "initdb (PostgreSQL) 0";; *) exit 0;; esac',
+    'echo "FATAL:  could not access the server configuration file" >&2; exit 1',
+  );
   const tmp = privateTmp();
   const err = await startTestPostgres({ nativeDir: native, startTimeoutMs: 600_000 }).then(
     () => null,

@@ -13,8 +13,14 @@ import { startTestProxy, type TestProxy } from '../support/start-proxy.js';
  * harness as errors in its own format, and are recorded.
  */
 const TOOLS = [
-  { type: 'function' as const, function: { name: 'read', description: 'Read a file', parameters: { type: 'object', properties: { path: { type: 'string' } } } } },
-  { type: 'function' as const, function: { name: 'list', description: 'List files', parameters: { type: 'object', properties: { path: { type: 'string' } } } } },
+  {
+    type: 'function' as const,
+    function: { name: 'read', description: 'Read a file', parameters: { type: 'object', properties: { path: { type: 'string' } } } },
+  },
+  {
+    type: 'function' as const,
+    function: { name: 'list', description: 'List files', parameters: { type: 'object', properties: { path: { type: 'string' } } } },
+  },
 ];
 
 describe.each(['vllm-tito', 'sglang-tito'])('%s streaming', (kind) => {
@@ -73,7 +79,9 @@ describe.each(['vllm-tito', 'sglang-tito'])('%s streaming', (kind) => {
     }
     const sampled = upstream.calls.at(-1)!.reply;
     expect(finish).toBe('tool_calls');
-    expect(calls.map((c) => ({ name: c.name, args: JSON.parse(c.args) }))).toEqual(sampled.toolCalls.map((c) => ({ name: c.name, args: JSON.parse(c.arguments) })));
+    expect(calls.map((c) => ({ name: c.name, args: JSON.parse(c.args) }))).toEqual(
+      sampled.toolCalls.map((c) => ({ name: c.name, args: JSON.parse(c.arguments) })),
+    );
     expect(new Set(calls.map((c) => c.id)).size).toBe(2);
 
     const plain = await client.chat.completions.create(ask('use the tools, both of them', false));
@@ -97,7 +105,11 @@ describe.each(['vllm-tito', 'sglang-tito'])('%s streaming', (kind) => {
 
   it('counts tokens locally with the template (Anthropic count_tokens): the length of the prompt it would send', async () => {
     const body = { model: 'm', messages: [{ role: 'user', content: 'count me, please' }] };
-    const res = await fetch(`${t.proxy.url}/v1/messages/count_tokens`, { method: 'POST', headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' }, body: JSON.stringify(body) });
+    const res = await fetch(`${t.proxy.url}/v1/messages/count_tokens`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+      body: JSON.stringify(body),
+    });
     const counted = ((await res.json()) as { input_tokens: number }).input_tokens;
     await client.chat.completions.create({ model: 'm', stream: false, messages: [{ role: 'user', content: 'count me, please' }] });
     expect(counted).toBe(t.store.requests.get(t.store.requests.list('tito').at(-1)!.id)!.promptIds!.length);

@@ -30,7 +30,12 @@ beforeAll(() => {
     fs.writeFileSync(path.join(checkout, f), '# stand-in\n');
   }
   tasks = path.join(dir, 'tasks.jsonl');
-  fs.writeFileSync(tasks, ['a', 'b'].map((id) => JSON.stringify({ id, prompt: `write ${id}.txt`, workspace: { empty: true }, evaluator: { type: 'command', command: 'echo 1' } })).join('\n'));
+  fs.writeFileSync(
+    tasks,
+    ['a', 'b']
+      .map((id) => JSON.stringify({ id, prompt: `write ${id}.txt`, workspace: { empty: true }, evaluator: { type: 'command', command: 'echo 1' } }))
+      .join('\n'),
+  );
   // The measurement cache lives in polar's state dir: a fresh one, so the first run measures.
   // …and an empty Hugging Face cache, so a hub id is counted with the bundled Qwen3 tokenizer.
   env = { ...process.env, NO_COLOR: '1', POLAR_STATE_DIR: path.join(dir, 'state'), HF_HUB_CACHE: path.join(dir, 'hub'), PATH: `/usr/bin:/bin` };
@@ -45,7 +50,32 @@ interface DryRun {
 }
 
 async function dryRun(name: string, extra: string[], model = 'Qwen/Qwen3-0.6B'): Promise<{ code: number; result: DryRun }> {
-  const args = [BIN, 'train', 'grpo', '--nemo-rl', checkout, '--model', model, '--tasks', tasks, '--harness', 'claude-code', '--prompts-per-step', '2', '--group-size', '2', '--sandbox', 'none', '--run-dir', path.join(dir, name), '--db', path.join(dir, `${name}.db`), '--dry-run', '--json', ...extra];
+  const args = [
+    BIN,
+    'train',
+    'grpo',
+    '--nemo-rl',
+    checkout,
+    '--model',
+    model,
+    '--tasks',
+    tasks,
+    '--harness',
+    'claude-code',
+    '--prompts-per-step',
+    '2',
+    '--group-size',
+    '2',
+    '--sandbox',
+    'none',
+    '--run-dir',
+    path.join(dir, name),
+    '--db',
+    path.join(dir, `${name}.db`),
+    '--dry-run',
+    '--json',
+    ...extra,
+  ];
   try {
     const { stdout } = await run(process.execPath, args, { env, timeout: 120_000 });
     return { code: 0, result: JSON.parse(stdout) as DryRun };
@@ -57,7 +87,9 @@ async function dryRun(name: string, extra: string[], model = 'Qwen/Qwen3-0.6B'):
 }
 
 describe('polar train grpo: the context budget', () => {
-  it("refuses Claude Code with --max-seq-len 8192, naming its measured first prompt and a size that fits; that size passes, from the cache", { timeout: 240_000 }, async () => {
+  it('refuses Claude Code with --max-seq-len 8192, naming its measured first prompt and a size that fits; that size passes, from the cache', {
+    timeout: 240_000,
+  }, async () => {
     const small = await dryRun('cc-8192', ['--max-seq-len', '8192']);
     expect(small.code).toBe(2);
     const m = small.result.firstPrompt!;

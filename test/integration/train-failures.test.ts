@@ -35,14 +35,57 @@ await r.json();
   );
   tasks = path.join(dir, 'tasks.jsonl');
   // A data folder that is not there: every sample's setup fails, every time.
-  fs.writeFileSync(tasks, ['a', 'b'].map((id) => JSON.stringify({ id, prompt: 'answer with 1', workspace: { empty: true }, setup: [`cp -r ${path.join(dir, 'no-such-data')} .`], evaluator: { type: 'command', command: 'cat answer.txt' }, timeout: 60 })).join('\n'));
+  fs.writeFileSync(
+    tasks,
+    ['a', 'b']
+      .map((id) =>
+        JSON.stringify({
+          id,
+          prompt: 'answer with 1',
+          workspace: { empty: true },
+          setup: [`cp -r ${path.join(dir, 'no-such-data')} .`],
+          evaluator: { type: 'command', command: 'cat answer.txt' },
+          timeout: 60,
+        }),
+      )
+      .join('\n'),
+  );
 });
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
 describe('polar train grpo when every sample fails outside the policy', () => {
   it('the agent retries, then stops NeMo-RL at the first step with what to fix, instead of training on masks', { timeout: 180_000 }, async () => {
     const runDir = path.join(dir, 'run');
-    const args = [BIN, 'train', 'grpo', '--nemo-rl', checkout, '--model', 'Qwen/Qwen3-0.6B', '--tasks', tasks, '--harness', 'custom', '--command', `${process.execPath} ${agent} {prompt}`, '--sandbox', 'none', '--prompts-per-step', '2', '--group-size', '2', '--steps', '2', '--infra-retries', '1', '--run-dir', runDir, '--db', path.join(runDir, 'polar.db'), '--json'];
+    const args = [
+      BIN,
+      'train',
+      'grpo',
+      '--nemo-rl',
+      checkout,
+      '--model',
+      'Qwen/Qwen3-0.6B',
+      '--tasks',
+      tasks,
+      '--harness',
+      'custom',
+      '--command',
+      `${process.execPath} ${agent} {prompt}`,
+      '--sandbox',
+      'none',
+      '--prompts-per-step',
+      '2',
+      '--group-size',
+      '2',
+      '--steps',
+      '2',
+      '--infra-retries',
+      '1',
+      '--run-dir',
+      runDir,
+      '--db',
+      path.join(runDir, 'polar.db'),
+      '--json',
+    ];
     const env = { ...process.env, NO_COLOR: '1', POLAR_STATE_DIR: path.join(dir, 'state'), PATH: `${fakeBin}${path.delimiter}${process.env.PATH}` };
     const outcome = await run(process.execPath, args, { env, timeout: 150_000 }).then(
       (r) => ({ code: 0, stdout: r.stdout }),
@@ -54,7 +97,9 @@ describe('polar train grpo when every sample fails outside the policy', () => {
     const log = fs.readFileSync(path.join(runDir, 'train.log'), 'utf8');
     // The agent's answer, as NeMo-RL prints it before raising.
     expect(log).toMatch(/EXCEPTION RESULT .*POLAR_TOO_MANY_FAILURES/);
-    expect(log).toMatch(/4 of the last 4 rows failed for reasons outside the policy \(more than --max-failed-share 0\.5\).*Fix the setup.*4× the workspace or its setup failed: .*no-such-data/);
+    expect(log).toMatch(
+      /4 of the last 4 rows failed for reasons outside the policy \(more than --max-failed-share 0\.5\).*Fix the setup.*4× the workspace or its setup failed: .*no-such-data/,
+    );
     // Each row was tried twice (--infra-retries 1) before it counted.
     expect(log.match(/attempt 1 of 2 failed/g)?.length).toBe(4);
     expect(log).toContain('/run answered 400');

@@ -27,7 +27,13 @@ let fakeBin: string;
 let tasks: string;
 let agent: string;
 
-const keys = (name: string) => new Set(fs.readFileSync(path.join(KEYS, `${name}.keys`), 'utf8').split('\n').filter((l) => l && !l.startsWith('#')));
+const keys = (name: string) =>
+  new Set(
+    fs
+      .readFileSync(path.join(KEYS, `${name}.keys`), 'utf8')
+      .split('\n')
+      .filter((l) => l && !l.startsWith('#')),
+  );
 
 beforeAll(() => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-train-'));
@@ -48,24 +54,66 @@ await r.json();
   fs.writeFileSync(
     tasks,
     ['a', 'b', 'c']
-      .map((id, i) => JSON.stringify({ id, prompt: `answer with ${i % 2}`, workspace: { empty: true }, evaluator: { type: 'command', command: 'cat answer.txt' }, timeout: 60 }))
+      .map((id, i) =>
+        JSON.stringify({
+          id,
+          prompt: `answer with ${i % 2}`,
+          workspace: { empty: true },
+          evaluator: { type: 'command', command: 'cat answer.txt' },
+          timeout: 60,
+        }),
+      )
       .join('\n'),
   );
 });
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
 function grpoArgs(runDir: string, extra: string[] = []): string[] {
-  return [BIN, 'train', 'grpo', '--nemo-rl', checkout, '--model', 'Qwen/Qwen3-0.6B', '--tasks', tasks, '--harness', 'custom', '--command', `${process.execPath} ${agent} {prompt}`, '--sandbox', 'none', '--prompts-per-step', '2', '--group-size', '2', '--run-dir', runDir, '--db', path.join(runDir, 'polar.db'), ...extra];
+  return [
+    BIN,
+    'train',
+    'grpo',
+    '--nemo-rl',
+    checkout,
+    '--model',
+    'Qwen/Qwen3-0.6B',
+    '--tasks',
+    tasks,
+    '--harness',
+    'custom',
+    '--command',
+    `${process.execPath} ${agent} {prompt}`,
+    '--sandbox',
+    'none',
+    '--prompts-per-step',
+    '2',
+    '--group-size',
+    '2',
+    '--run-dir',
+    runDir,
+    '--db',
+    path.join(runDir, 'polar.db'),
+    ...extra,
+  ];
 }
 
 // POLAR_AUTH_TOKEN set, as for a user who guards their proxy: NeMo-RL hands it on to Gym and the
 // agent, which must not then demand it of Gym's /run calls (Gym sends none).
-const envWithFakes = () => ({ ...process.env, NO_COLOR: '1', POLAR_AUTH_TOKEN: 'users-proxy-token-0123456789', PATH: `${fakeBin}${path.delimiter}${process.env.PATH}` });
+const envWithFakes = () => ({
+  ...process.env,
+  NO_COLOR: '1',
+  POLAR_AUTH_TOKEN: 'users-proxy-token-0123456789',
+  PATH: `${fakeBin}${path.delimiter}${process.env.PATH}`,
+});
 
 describe('polar train grpo --dry-run', () => {
   it('writes a complete, consistent run directory: the config holds only keys NeMo-RL has (7ea279a), the Gym wiring, the dataset and the command', async () => {
     const runDir = path.join(dir, 'dry');
-    const { stdout, stderr } = await run(process.execPath, [...grpoArgs(runDir, ['--dry-run', '--steps', '5', '--set', 'loss_fn.reference_policy_kl_penalty=0.001', '--lora'])], { env: { ...process.env, NO_COLOR: '1', PATH: '/usr/bin:/bin' } });
+    const { stdout, stderr } = await run(
+      process.execPath,
+      [...grpoArgs(runDir, ['--dry-run', '--steps', '5', '--set', 'loss_fn.reference_policy_kl_penalty=0.001', '--lora'])],
+      { env: { ...process.env, NO_COLOR: '1', PATH: '/usr/bin:/bin' } },
+    );
     // No GPU, no uv here: warnings, not failures.
     expect(stderr).toMatch(/warning: no NVIDIA GPU/);
     expect(stderr).toMatch(/warning: no `uv` on PATH/);
@@ -82,7 +130,12 @@ describe('polar train grpo --dry-run', () => {
     expect(getKey(merged, 'data.use_multiple_dataloader')).toBe(false);
     // Preflight read the checkout against the list: a checkout as pinned has nothing to report.
     expect(stderr).not.toMatch(/differs from the pinned list/);
-    expect(JSON.parse(fs.readFileSync(path.join(runDir, 'nemo-rl-check.json'), 'utf8'))).toMatchObject({ missingFiles: [], moved: [], gone: [], missingKeys: [] });
+    expect(JSON.parse(fs.readFileSync(path.join(runDir, 'nemo-rl-check.json'), 'utf8'))).toMatchObject({
+      missingFiles: [],
+      moved: [],
+      gone: [],
+      missingKeys: [],
+    });
     expect(getKey(config, 'defaults')).toBe(path.join(checkout, 'examples/configs/grpo_math_1B.yaml'));
     expect(getKey(config, 'policy.train_global_batch_size')).toBe(4);
     expect(getKey(config, 'grpo.num_generations_per_prompt')).toBe(2);
@@ -96,8 +149,16 @@ describe('polar train grpo --dry-run', () => {
     expect(fs.existsSync(paths[1]!)).toBe(true);
     // 3 tasks at 2 per step: 1 step per epoch, so 5 epochs for 5 steps.
     expect(getKey(config, 'grpo.max_num_epochs')).toBe(5);
-    const rows = fs.readFileSync(getKey(config, 'data.train.data_path') as string, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
-    expect(rows[0]).toMatchObject({ responses_create_params: { input: [{ role: 'user', content: 'answer with 0' }] }, agent_ref: { type: 'responses_api_agents', name: 'polar_agent' }, task_id: 'a' });
+    const rows = fs
+      .readFileSync(getKey(config, 'data.train.data_path') as string, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(rows[0]).toMatchObject({
+      responses_create_params: { input: [{ role: 'user', content: 'answer with 0' }] },
+      agent_ref: { type: 'responses_api_agents', name: 'polar_agent' },
+      task_id: 'a',
+    });
     // A row names its task; the code (setup, evaluator) stays in the task file the agent was given.
     expect(rows.every((r) => r.task === undefined)).toBe(true);
     const app = fs.readFileSync(path.join(runDir, 'gym/responses_api_agents/polar_agent/app.py'), 'utf8');
@@ -107,26 +168,75 @@ describe('polar train grpo --dry-run', () => {
     expect(app).toContain(`${JSON.stringify(fs.realpathSync(BIN))},"gym-agent"`);
     expect(app).toContain(`"--tasks",${JSON.stringify(tasks)}`);
     // Pinned to loopback: NeMo-RL's default_host (the node's IP) would otherwise put /run on the network.
-    expect(parseYaml(fs.readFileSync(paths[1]!, 'utf8'))).toEqual({ polar_agent: { responses_api_agents: { polar_agent: { entrypoint: 'app.py', host: '127.0.0.1' } } } });
+    expect(parseYaml(fs.readFileSync(paths[1]!, 'utf8'))).toEqual({
+      polar_agent: { responses_api_agents: { polar_agent: { entrypoint: 'app.py', host: '127.0.0.1' } } },
+    });
     expect(app.split('\n').filter((l) => l && !l.startsWith('#'))).toHaveLength(2); // import and exec: no logic
     expect(fs.existsSync(path.join(runDir, 'gym/pyproject.toml'))).toBe(true);
   });
 
-  it('sft --dry-run: openai_format data, the model\'s own template, no validation set', async () => {
+  it("sft --dry-run: openai_format data, the model's own template, no validation set", async () => {
     const data = path.join(dir, 'sft.jsonl');
-    fs.writeFileSync(data, `${JSON.stringify({ messages: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'hello' }], tools: [] })}\n`);
-    const { stderr } = await run(process.execPath, [BIN, 'train', 'sft', '--nemo-rl', checkout, '--model', 'Qwen/Qwen3-0.6B', '--data', data, '--run-dir', path.join(dir, 'sft-dry'), '--dry-run'], { env: { ...process.env, PATH: '/usr/bin:/bin' } });
+    fs.writeFileSync(
+      data,
+      `${JSON.stringify({
+        messages: [
+          { role: 'user', content: 'hi' },
+          { role: 'assistant', content: 'hello' },
+        ],
+        tools: [],
+      })}\n`,
+    );
+    const { stderr } = await run(
+      process.execPath,
+      [BIN, 'train', 'sft', '--nemo-rl', checkout, '--model', 'Qwen/Qwen3-0.6B', '--data', data, '--run-dir', path.join(dir, 'sft-dry'), '--dry-run'],
+      { env: { ...process.env, PATH: '/usr/bin:/bin' } },
+    );
     const config = parseYaml(fs.readFileSync(path.join(dir, 'sft-dry', 'sft.yaml'), 'utf8'));
     // One example and the default batch of 32 would train zero steps (drop_last): the batch is lowered, and said.
     expect(getKey(config, 'policy.train_global_batch_size')).toBe(1);
-    expect(stderr).toMatch(/warning: the SFT data has 1 examples?, fewer than the batch of 32: NeMo-RL drops an incomplete batch \(sft\.py:159-166\).*lowered policy\.train_global_batch_size to 1/);
-    expect(missingKeys('sft', loadContract(), loadWithInheritance(path.join(dir, 'sft-dry', 'sft.yaml'), (f) => fs.readFileSync(f, 'utf8')))).toEqual([]);
+    expect(stderr).toMatch(
+      /warning: the SFT data has 1 examples?, fewer than the batch of 32: NeMo-RL drops an incomplete batch \(sft\.py:159-166\).*lowered policy\.train_global_batch_size to 1/,
+    );
+    expect(
+      missingKeys(
+        'sft',
+        loadContract(),
+        loadWithInheritance(path.join(dir, 'sft-dry', 'sft.yaml'), (f) => fs.readFileSync(f, 'utf8')),
+      ),
+    ).toEqual([]);
     // On two GPUs one example cannot fill a rank each: refused, with the fix.
-    const twoGpus = await run(process.execPath, [BIN, 'train', 'sft', '--nemo-rl', checkout, '--model', 'Qwen/Qwen3-0.6B', '--data', data, '--gpus', '2', '--run-dir', path.join(dir, 'sft-dry2'), '--dry-run'], { env: { ...process.env, PATH: '/usr/bin:/bin' } }).catch((e: { code: number; stderr: string }) => e);
+    const twoGpus = await run(
+      process.execPath,
+      [
+        BIN,
+        'train',
+        'sft',
+        '--nemo-rl',
+        checkout,
+        '--model',
+        'Qwen/Qwen3-0.6B',
+        '--data',
+        data,
+        '--gpus',
+        '2',
+        '--run-dir',
+        path.join(dir, 'sft-dry2'),
+        '--dry-run',
+      ],
+      { env: { ...process.env, PATH: '/usr/bin:/bin' } },
+    ).catch((e: { code: number; stderr: string }) => e);
     expect(twoGpus).toMatchObject({ code: 2 });
-    expect(twoGpus.stderr).toMatch(/error: the SFT data has 1 example, fewer than one batch of 2 \(2 data-parallel ranks × micro-batch 1\).*Export more accepted samples/);
+    expect(twoGpus.stderr).toMatch(
+      /error: the SFT data has 1 example, fewer than one batch of 2 \(2 data-parallel ranks × micro-batch 1\).*Export more accepted samples/,
+    );
     // Beyond sft.yaml's keys: the openai_format dataset's own parameters, as the pinned list records them.
-    const openaiFormat = ['data.validation', ...loadContract().datasets.find((d) => d.name === 'openai_format')!.params.map((p) => `data.train.${p}`)];
+    const openaiFormat = [
+      'data.validation',
+      ...loadContract()
+        .datasets.find((d) => d.name === 'openai_format')!
+        .params.map((p) => `data.train.${p}`),
+    ];
     expect(leafKeys(config).filter((k) => !keys('sft').has(k) && !openaiFormat.includes(k))).toEqual([]);
     expect(getKey(config, 'data.train')).toMatchObject({ dataset_name: 'openai_format', data_path: data, chat_key: 'messages', tool_key: 'tools' });
     expect(getKey(config, 'policy.tokenizer.chat_template')).toBe('default');
@@ -134,7 +244,11 @@ describe('polar train grpo --dry-run', () => {
   });
 
   it('refuses what cannot work, before anything slow: no checkout, a batch that splits groups, too few tasks', async () => {
-    const fail = async (args: string[]) => run(process.execPath, args, { env: { ...process.env, PATH: '/usr/bin:/bin' } }).then((r) => ({ code: 0, stderr: r.stderr }), (e: { code: number; stderr: string }) => e);
+    const fail = async (args: string[]) =>
+      run(process.execPath, args, { env: { ...process.env, PATH: '/usr/bin:/bin' } }).then(
+        (r) => ({ code: 0, stderr: r.stderr }),
+        (e: { code: number; stderr: string }) => e,
+      );
     // A real run without a checkout is refused, and leaves no run directory behind.
     const noCheckout = await fail([...grpoArgs(path.join(dir, 'x1'), []).map((a) => (a === checkout ? '/nonexistent/RL' : a))]);
     expect(noCheckout.stderr).toMatch(/no NeMo-RL checkout at \/nonexistent\/RL: clone it with `git clone --recursive/);
@@ -142,17 +256,51 @@ describe('polar train grpo --dry-run', () => {
     // A dry run without one writes the run directory and says what it could not check.
     const dryNoCheckout = await fail([...grpoArgs(path.join(dir, 'x0', 'run'), ['--dry-run']).map((a) => (a === checkout ? '/nonexistent/RL' : a))]);
     expect(dryNoCheckout.code, dryNoCheckout.stderr).toBe(0);
-    expect(dryNoCheckout.stderr).toMatch(/warning: no NeMo-RL checkout at \/nonexistent\/RL: the config is written but not merged with NeMo-RL's base config nor checked against it; clone it with `git clone --recursive/);
+    expect(dryNoCheckout.stderr).toMatch(
+      /warning: no NeMo-RL checkout at \/nonexistent\/RL: the config is written but not merged with NeMo-RL's base config nor checked against it; clone it with `git clone --recursive/,
+    );
     expect(fs.existsSync(path.join(dir, 'x0', 'run', 'grpo.yaml'))).toBe(true);
     // sft refused (no examples in the database, or no checkout) leaves nothing either, its parent folders included.
     const emptyDb = path.join(dir, 'empty.db');
     Store.open(emptyDb).close();
-    const noExamples = await fail([BIN, 'train', 'sft', '--nemo-rl', checkout, '--model', 'Qwen/Qwen3-0.6B', '--db', emptyDb, '--run-dir', path.join(dir, 'sft-none', 'run')]);
+    const noExamples = await fail([
+      BIN,
+      'train',
+      'sft',
+      '--nemo-rl',
+      checkout,
+      '--model',
+      'Qwen/Qwen3-0.6B',
+      '--db',
+      emptyDb,
+      '--run-dir',
+      path.join(dir, 'sft-none', 'run'),
+    ]);
     expect(noExamples.code).toBe(2);
     expect(noExamples.stderr).toMatch(/no SFT examples in/);
     const data = path.join(dir, 'one.jsonl');
-    fs.writeFileSync(data, `${JSON.stringify({ messages: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'hello' }] })}\n`);
-    const sftNoCheckout = await fail([BIN, 'train', 'sft', '--nemo-rl', '/nonexistent/RL', '--model', 'Qwen/Qwen3-0.6B', '--data', data, '--run-dir', path.join(dir, 'sft-refused', 'run')]);
+    fs.writeFileSync(
+      data,
+      `${JSON.stringify({
+        messages: [
+          { role: 'user', content: 'hi' },
+          { role: 'assistant', content: 'hello' },
+        ],
+      })}\n`,
+    );
+    const sftNoCheckout = await fail([
+      BIN,
+      'train',
+      'sft',
+      '--nemo-rl',
+      '/nonexistent/RL',
+      '--model',
+      'Qwen/Qwen3-0.6B',
+      '--data',
+      data,
+      '--run-dir',
+      path.join(dir, 'sft-refused', 'run'),
+    ]);
     expect(sftNoCheckout.code).toBe(2);
     expect(sftNoCheckout.stderr).toMatch(/cannot start sft:[\s\S]*no NeMo-RL checkout/);
     expect(fs.existsSync(path.join(dir, 'sft-none'))).toBe(false);
@@ -166,7 +314,9 @@ describe('polar train grpo --dry-run', () => {
     const older = writeFixtureCheckout(path.join(dir, 'RL-older'), { omitKeys: ['policy.generation.max_new_tokens'] });
     const lacking = await fail([...grpoArgs(path.join(dir, 'x4'), ['--dry-run']).map((a) => (a === checkout ? older : a))]);
     expect(lacking.code).toBe(2);
-    expect(lacking.stderr).toMatch(/error: the config merged onto .*RL-older's base config has no policy\.generation\.max_new_tokens, which NeMo-RL reads unguarded \(nemo_rl\/.*\): set it with --set policy\.generation\.max_new_tokens=/);
+    expect(lacking.stderr).toMatch(
+      /error: the config merged onto .*RL-older's base config has no policy\.generation\.max_new_tokens, which NeMo-RL reads unguarded \(nemo_rl\/.*\): set it with --set policy\.generation\.max_new_tokens=/,
+    );
     // Six polar processes in a row: on a busy 2-core machine that passes vitest's 30 s default.
   }, 180_000);
 });
@@ -183,9 +333,15 @@ describe('polar train check-nemo-rl', () => {
     expect(report.warnings).toEqual([expect.stringMatching(/^sft: NeMo-RL checkout differs from the pinned list: \d+ of \d+ reads moved/)]);
     // polar writes data.shuffle for SFT itself; GRPO too: a base without it is no error for either run.
     expect(report.reports.sft.missingKeys).toEqual([]);
-    expect(report.reports.sft.moved.find((m: { key: string }) => m.key === 'data.shuffle')).toMatchObject({ file: 'nemo_rl/algorithms/sft.py', from: [162], to: [165] });
+    expect(report.reports.sft.moved.find((m: { key: string }) => m.key === 'data.shuffle')).toMatchObject({
+      file: 'nemo_rl/algorithms/sft.py',
+      from: [162],
+      to: [165],
+    });
     const older = writeFixtureCheckout(path.join(dir, 'RL-nokey'), { omitKeys: ['policy.train_micro_batch_size'] });
-    const missing = await run(process.execPath, [BIN, 'train', 'check-nemo-rl', older, '--json'], { env: process.env }).catch((e: { code: number; stdout: string }) => e);
+    const missing = await run(process.execPath, [BIN, 'train', 'check-nemo-rl', older, '--json'], { env: process.env }).catch(
+      (e: { code: number; stdout: string }) => e,
+    );
     expect(missing).toMatchObject({ code: 2 });
     expect(JSON.parse(missing.stdout).errors).toEqual([
       expect.stringMatching(/^grpo: .* has no policy\.train_micro_batch_size, which NeMo-RL reads unguarded/),
@@ -197,9 +353,16 @@ describe('polar train check-nemo-rl', () => {
 describe('polar train grpo with a stand-in NeMo-RL', () => {
   it('runs the launcher with the config, serves every /run through polar, records metrics and checkpoints', async () => {
     const runDir = path.join(dir, 'full');
-    const { stdout } = await run(process.execPath, [...grpoArgs(runDir, ['--steps', '2', '--set', 'checkpointing.save_period=1', '--json'])], { env: envWithFakes(), timeout: 120_000 });
+    const { stdout } = await run(process.execPath, [...grpoArgs(runDir, ['--steps', '2', '--set', 'checkpointing.save_period=1', '--json'])], {
+      env: envWithFakes(),
+      timeout: 120_000,
+    });
     expect(JSON.parse(stdout)).toMatchObject({ ok: true, exitCode: 0, steps: 2, checkpoint: 2 });
-    const metrics = fs.readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    const metrics = fs
+      .readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(metrics.map((m) => [m.step, m.maxSteps, m.loss])).toEqual([
       [1, 2, 0.5],
       [2, 2, 0.25],
@@ -224,7 +387,8 @@ describe('polar train grpo with a stand-in NeMo-RL', () => {
     const child = spawn(process.execPath, grpoArgs(runDir, ['--steps', '3', '--set', 'checkpointing.save_period=1']), { env: envWithFakes(), stdio: 'ignore' });
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     const metrics = path.join(runDir, 'metrics.jsonl');
-    for (let i = 0; i < 600 && !(fs.existsSync(metrics) && fs.readFileSync(metrics, 'utf8').includes('"step":1')); i++) await new Promise((r) => setTimeout(r, 100));
+    for (let i = 0; i < 600 && !(fs.existsSync(metrics) && fs.readFileSync(metrics, 'utf8').includes('"step":1')); i++)
+      await new Promise((r) => setTimeout(r, 100));
     child.kill('SIGINT');
     expect(await exited).not.toBe(0);
     expect(fs.existsSync(path.join(runDir, 'checkpoints', 'step_1'))).toBe(true);
@@ -233,19 +397,51 @@ describe('polar train grpo with a stand-in NeMo-RL', () => {
     // A fresh run in the same directory would silently resume: polar refuses it.
     const fresh = await run(process.execPath, grpoArgs(runDir, ['--steps', '3']), { env: envWithFakes() }).catch((e: { stderr: string }) => e);
     expect(fresh.stderr).toMatch(/already has checkpoints .*pass --resume/);
-    const { stdout } = await run(process.execPath, [...grpoArgs(runDir, ['--steps', '3', '--set', 'checkpointing.save_period=1', '--resume', '--json'])], { env: envWithFakes(), timeout: 120_000 });
+    const { stdout } = await run(process.execPath, [...grpoArgs(runDir, ['--steps', '3', '--set', 'checkpointing.save_period=1', '--resume', '--json'])], {
+      env: envWithFakes(),
+      timeout: 120_000,
+    });
     expect(JSON.parse(stdout)).toMatchObject({ ok: true, checkpoint: 3 });
     expect(fs.readFileSync(path.join(runDir, 'train.log'), 'utf8')).toMatch(/Resuming from step [12]/);
-    const steps = fs.readFileSync(metrics, 'utf8').trim().split('\n').map((l) => JSON.parse(l).step);
+    const steps = fs
+      .readFileSync(metrics, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l).step);
     expect(steps.at(-1)).toBe(3);
   }, 150_000);
 
   it('sft --db: exports the accepted samples of a rollout as openai_format and trains on them', async () => {
     const runDir = path.join(dir, 'sft-run');
     const db = path.join(dir, 'full', 'polar.db');
-    const { stdout } = await run(process.execPath, [BIN, 'train', 'sft', '--nemo-rl', checkout, '--model', 'Qwen/Qwen3-0.6B', '--db', db, '--min-reward', '1', '--steps', '2', '--run-dir', runDir, '--json'], { env: envWithFakes(), timeout: 120_000 });
+    const { stdout } = await run(
+      process.execPath,
+      [
+        BIN,
+        'train',
+        'sft',
+        '--nemo-rl',
+        checkout,
+        '--model',
+        'Qwen/Qwen3-0.6B',
+        '--db',
+        db,
+        '--min-reward',
+        '1',
+        '--steps',
+        '2',
+        '--run-dir',
+        runDir,
+        '--json',
+      ],
+      { env: envWithFakes(), timeout: 120_000 },
+    );
     expect(JSON.parse(stdout)).toMatchObject({ ok: true, steps: 2 });
-    const examples = fs.readFileSync(path.join(runDir, 'sft.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    const examples = fs
+      .readFileSync(path.join(runDir, 'sft.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(examples.length).toBe(4); // task b's samples earned 1: two in each of the two steps
     // Four examples: the batch is lowered from 32 to 4 (the stand-in, like NeMo-RL, drops an incomplete batch).
     expect(getKey(parseYaml(fs.readFileSync(path.join(runDir, 'sft.yaml'), 'utf8')), 'policy.train_global_batch_size')).toBe(4);

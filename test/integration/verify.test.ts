@@ -29,7 +29,19 @@ function recordChain(store: Store): void {
     { id: 'c3', prompt: [1, 2, 3, 10, 11, 12, 4, 5, 13, 14, 6], sampled: [15] },
   ];
   calls.forEach((c, i) => {
-    store.requests.begin({ id: c.id, sessionId: 'chain', agentId: 'main', provider: 'openai-chat', method: 'POST', path: '/v1/chat/completions', startedAt: i, streamed: false, requestHeaders: {}, requestedModel: 'm', servedModel: 'm' });
+    store.requests.begin({
+      id: c.id,
+      sessionId: 'chain',
+      agentId: 'main',
+      provider: 'openai-chat',
+      method: 'POST',
+      path: '/v1/chat/completions',
+      startedAt: i,
+      streamed: false,
+      requestHeaders: {},
+      requestedModel: 'm',
+      servedModel: 'm',
+    });
     store.requests.writeBodies(c.id, { originalRequest: '{}', upstreamRequest: JSON.stringify({ tools: [{ type: 'function' }] }) });
     store.requests.end(c.id, {
       endedAt: i + 1,
@@ -106,13 +118,28 @@ describe('verify-faithfulness', () => {
   const corruptions: [string, (t: Trajectory[]) => void, string][] = [
     ['a flipped sampled token', (t) => void (t[chainIndex(t)]!.response_ids[1]! += 1), 'sampled'],
     ['a flipped context token', (t) => void (t[chainIndex(t)]!.response_ids[3]! += 1), 'context'],
-    ['a shifted mask', (t) => { const m = t[chainIndex(t)]!.loss_mask; m[2] = 0; m[3] = 1; }, 'sampled'],
+    [
+      'a shifted mask',
+      (t) => {
+        const m = t[chainIndex(t)]!.loss_mask;
+        m[2] = 0;
+        m[3] = 1;
+      },
+      'sampled',
+    ],
     ['a dropped logprob', (t) => void t[chainIndex(t)]!.response_logprobs!.pop(), 'shape'],
     ['an altered logprob', (t) => void (t[chainIndex(t)]!.response_logprobs![0]! += 1e-12), 'logprob'],
     ['a logprob on a context token', (t) => void (t[chainIndex(t)]!.response_logprobs![3] = -0.5), 'mask'],
     ['a missing call', (t) => void t.splice(chainIndex(t), 1), 'coverage'],
     ['a duplicated call', (t) => void t.push(t[chainIndex(t)]!), 'coverage'],
-    ['swapped call order', (t) => { const ids = t[chainIndex(t)]!.request_ids; [ids[0], ids[1]] = [ids[1]!, ids[0]!]; }, 'prompt'],
+    [
+      'swapped call order',
+      (t) => {
+        const ids = t[chainIndex(t)]!.request_ids;
+        [ids[0], ids[1]] = [ids[1]!, ids[0]!];
+      },
+      'prompt',
+    ],
     ['a wrong first prompt', (t) => void t[chainIndex(t)]!.prompt_ids.push(99), 'prompt'],
   ];
 
@@ -128,8 +155,13 @@ describe('verify-faithfulness', () => {
     ['a flipped token in the database', 'UPDATE requests SET sampled_ids = ? WHERE id = ?', [packUint32([10, 99, 12]), 'c1'], 'sampled'],
     ['a logprob array that lost an entry', 'UPDATE requests SET logprobs = ? WHERE id = ?', [packFloat64([-0.1, -0.2]), 'c1'], 'logprobs'],
     ['a positive logprob', 'UPDATE requests SET logprobs = ? WHERE id = ?', [packFloat64([0.5, -0.2, -0.3]), 'c1'], 'logprobs'],
-    ['usage that disagrees with the ids', 'UPDATE requests SET usage = ? WHERE id = ?', [JSON.stringify({ prompt_tokens: 3, completion_tokens: 7 }), 'c1'], 'usage'],
-    ['a call whose ids were not the server\'s', "UPDATE requests SET token_source = 'none' WHERE id = ?", ['c2'], 'coverage'],
+    [
+      'usage that disagrees with the ids',
+      'UPDATE requests SET usage = ? WHERE id = ?',
+      [JSON.stringify({ prompt_tokens: 3, completion_tokens: 7 }), 'c1'],
+      'usage',
+    ],
+    ["a call whose ids were not the server's", "UPDATE requests SET token_source = 'none' WHERE id = ?", ['c2'], 'coverage'],
   ];
 
   it.each(dbCorruptions)('catches %s, checking traces made before it', (_name, sql, params, check) => {
@@ -147,7 +179,9 @@ describe('verify-faithfulness', () => {
     traces[chainIndex(traces)]!.response_ids[1]! += 1;
     const file = path.join(dir, 'bad.jsonl');
     fs.writeFileSync(file, traces.map((t) => JSON.stringify(t)).join('\n'));
-    const err = await run(process.execPath, [BIN, 'verify-faithfulness', '--db', db, '--traces', file], { env: { ...process.env, NO_COLOR: '1' } }).catch((e: unknown) => e as { code: number; stderr: string });
+    const err = await run(process.execPath, [BIN, 'verify-faithfulness', '--db', db, '--traces', file], { env: { ...process.env, NO_COLOR: '1' } }).catch(
+      (e: unknown) => e as { code: number; stderr: string },
+    );
     expect((err as { code: number }).code).toBe(1);
     expect((err as { stderr: string }).stderr).toMatch(/violation \[sampled\] session chain, trace 0, call c1, position 1/);
   });

@@ -63,7 +63,14 @@ const APIS: Record<string, Api> = {
       system: [{ type: 'text', text: 's' }],
       messages: [
         { role: 'user', content: [{ type: 'text', text: 'hi' }] },
-        { role: 'assistant', content: [{ type: 'thinking', thinking: 't', signature: 'x' }, { type: 'text', text: 'a' }, { type: 'tool_use', id: 't1', name: 'read', input: { p: 1 } }] },
+        {
+          role: 'assistant',
+          content: [
+            { type: 'thinking', thinking: 't', signature: 'x' },
+            { type: 'text', text: 'a' },
+            { type: 'tool_use', id: 't1', name: 'read', input: { p: 1 } },
+          ],
+        },
         { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: [{ type: 'text', text: 'r' }], is_error: false }] },
       ],
       tools: [{ name: 'read', description: 'd', input_schema: { type: 'object' } }],

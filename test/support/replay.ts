@@ -51,7 +51,10 @@ const anthropic: ReplayProvider = {
     const uses = (reply.content as Json[]).filter((c) => c.type === 'tool_use');
     b.messages.push(
       uses.length > 0
-        ? { role: 'user', content: uses.map((u) => ({ type: 'tool_result', tool_use_id: u.id, content: output ?? `output of ${u.name} ${JSON.stringify(u.input)}` })) }
+        ? {
+            role: 'user',
+            content: uses.map((u) => ({ type: 'tool_result', tool_use_id: u.id, content: output ?? `output of ${u.name} ${JSON.stringify(u.input)}` })),
+          }
         : { role: 'user', content: [{ type: 'text', text: userText }] },
     );
     return b;
@@ -61,8 +64,14 @@ const anthropic: ReplayProvider = {
   content(reply) {
     const blocks = reply.content as Json[];
     return {
-      text: blocks.filter((c) => c.type === 'text').map((c) => c.text).join(''),
-      reasoning: blocks.filter((c) => c.type === 'thinking').map((c) => c.thinking).join(''),
+      text: blocks
+        .filter((c) => c.type === 'text')
+        .map((c) => c.text)
+        .join(''),
+      reasoning: blocks
+        .filter((c) => c.type === 'thinking')
+        .map((c) => c.thinking)
+        .join(''),
       tools: blocks.filter((c) => c.type === 'tool_use').map((c) => ({ name: c.name, args: c.input })),
     };
   },
@@ -77,7 +86,8 @@ const responses: ReplayProvider = {
     const output = reply.output as Json[];
     b.input.push(...output);
     const calls = output.filter((o) => o.type === 'function_call');
-    if (calls.length > 0) for (const c of calls) b.input.push({ type: 'function_call_output', call_id: c.call_id, output: toolOutput ?? `output of ${c.name} ${c.arguments}` });
+    if (calls.length > 0)
+      for (const c of calls) b.input.push({ type: 'function_call_output', call_id: c.call_id, output: toolOutput ?? `output of ${c.name} ${c.arguments}` });
     else b.input.push({ type: 'message', role: 'user', content: [{ type: 'input_text', text: userText }] });
     return b;
   },
@@ -86,7 +96,10 @@ const responses: ReplayProvider = {
   content(reply) {
     const output = reply.output as Json[];
     return {
-      text: output.filter((o) => o.type === 'message').flatMap((o) => (o.content as Json[]).map((c) => c.text)).join(''),
+      text: output
+        .filter((o) => o.type === 'message')
+        .flatMap((o) => (o.content as Json[]).map((c) => c.text))
+        .join(''),
       reasoning: output
         .filter((o) => o.type === 'reasoning')
         .flatMap((o) => [...((o.content ?? []) as Json[]), ...((o.summary ?? []) as Json[])].slice(0, 1).map((c) => c.text))
@@ -107,7 +120,16 @@ const google: ReplayProvider = {
     const calls = (content.parts as Json[]).filter((p) => p.functionCall);
     b.contents.push(
       calls.length > 0
-        ? { role: 'user', parts: calls.map((p) => ({ functionResponse: { name: p.functionCall.name, ...(p.functionCall.id ? { id: p.functionCall.id } : {}), response: { output: output ?? `output of ${p.functionCall.name}` } } })) }
+        ? {
+            role: 'user',
+            parts: calls.map((p) => ({
+              functionResponse: {
+                name: p.functionCall.name,
+                ...(p.functionCall.id ? { id: p.functionCall.id } : {}),
+                response: { output: output ?? `output of ${p.functionCall.name}` },
+              },
+            })),
+          }
         : { role: 'user', parts: [{ text: userText }] },
     );
     return b;
@@ -117,8 +139,14 @@ const google: ReplayProvider = {
   content(reply) {
     const parts = (reply.candidates[0].content.parts ?? []) as Json[];
     return {
-      text: parts.filter((p) => typeof p.text === 'string' && !p.thought).map((p) => p.text).join(''),
-      reasoning: parts.filter((p) => typeof p.text === 'string' && p.thought).map((p) => p.text).join(''),
+      text: parts
+        .filter((p) => typeof p.text === 'string' && !p.thought)
+        .map((p) => p.text)
+        .join(''),
+      reasoning: parts
+        .filter((p) => typeof p.text === 'string' && p.thought)
+        .map((p) => p.text)
+        .join(''),
       tools: parts.filter((p) => p.functionCall).map((p) => ({ name: p.functionCall.name, args: p.functionCall.args })),
     };
   },
@@ -137,7 +165,8 @@ const chat: ReplayProvider = {
     const message = reply.choices[0].message as Json;
     b.messages.push(message);
     const calls = (message.tool_calls ?? []) as Json[];
-    if (calls.length > 0) for (const c of calls) b.messages.push({ role: 'tool', tool_call_id: c.id, content: output ?? `output of ${c.function.name} ${c.function.arguments}` });
+    if (calls.length > 0)
+      for (const c of calls) b.messages.push({ role: 'tool', tool_call_id: c.id, content: output ?? `output of ${c.function.name} ${c.function.arguments}` });
     else b.messages.push({ role: 'user', content: userText });
     return b;
   },
@@ -178,13 +207,18 @@ export function replayScript(body: ChatBody, call: number): ScriptedReply {
   const run = (cmd: string) => ({ name: shell?.name ?? 'bash', arguments: shell ? shell.args(cmd) : { command: cmd } });
   switch (call % REPLAY_TURNS.length) {
     case 0:
-      return { ...think('Two things to look at: the file list and the readme.'), content: 'Let me look at both.', toolCalls: [run('ls -la'), run('cat README.md')] };
+      return {
+        ...think('Two things to look at: the file list and the readme.'),
+        content: 'Let me look at both.',
+        toolCalls: [run('ls -la'), run('cat README.md')],
+      };
     case 1:
       return { ...think('Now count the lines — naïvely, with wc.'), toolCalls: [run('wc -l main.py')] };
     case 2:
       return {
         ...think('Explain at length.'),
-        content: 'Here is a long explanation of the project layout, which goes on for a while: the readme describes the demo, the script prints a greeting, and there is nothing else of note in this small workspace — café, 日本語, 🚀.',
+        content:
+          'Here is a long explanation of the project layout, which goes on for a while: the readme describes the demo, the script prints a greeting, and there is nothing else of note in this small workspace — café, 日本語, 🚀.',
       };
     case 3:
       return { ...think('The user wants me to continue.'), content: 'Continuing: one more check.', toolCalls: [run('git status')] };

@@ -19,7 +19,11 @@ export interface TestProxy {
 /** A real proxy on 127.0.0.1:0 over a real SQLite file in a fresh temp dir. */
 export async function startTestProxy(
   upstreamUrl: string,
-  options: Partial<Omit<ProxyOptions, 'store' | 'upstream'>> & { upstreamKind?: string; upstreamTimeoutMs?: number; upstreamOptions?: Omit<UpstreamOptions, 'baseUrl'> } = {},
+  options: Partial<Omit<ProxyOptions, 'store' | 'upstream'>> & {
+    upstreamKind?: string;
+    upstreamTimeoutMs?: number;
+    upstreamOptions?: Omit<UpstreamOptions, 'baseUrl'>;
+  } = {},
 ): Promise<TestProxy> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-test-'));
   const dbPath = path.join(dir, 'polar.db');

@@ -18,11 +18,14 @@ export function registerDb(program: Command): void {
     .requiredOption('--from <file>', 'the local SQLite database')
     .requiredOption('--to <url>', 'postgres://… of the shared store')
     .option('--json', 'print JSON')
-    .addHelpText('after', `
+    .addHelpText(
+      'after',
+      `
 Rows are upserted by key, so copying twice changes nothing and an interrupted copy can simply be run again.
 Example:
   polar db copy --from polar.db --to postgres://polar@db-host/polar
-`)
+`,
+    )
     .action(action(copy));
 }
 
@@ -52,12 +55,19 @@ function report(opts: { json?: boolean }, out: { db: string; schemaVersion: numb
 }
 
 async function copy(opts: { from: string; to: string; json?: boolean }): Promise<void> {
-  if (isPostgresUrl(opts.from)) throw new PolarError('POLAR_USAGE', '--from is a local SQLite file; to read a shared store, pass its URL as --db to any command');
+  if (isPostgresUrl(opts.from))
+    throw new PolarError('POLAR_USAGE', '--from is a local SQLite file; to read a shared store, pass its URL as --db to any command');
   if (!isPostgresUrl(opts.to)) throw new PolarError('POLAR_USAGE', `--to must be a postgres:// URL (got ${JSON.stringify(opts.to)})`);
   const [{ Postgres }, { copyToPostgres }] = await Promise.all([import('../../store/postgres/client.js'), import('../../store/postgres/copy.js')]);
   const pg = new Postgres(opts.to);
   // Long copies show a bar per table on a terminal.
-  const bar = opts.json || !process.stderr.isTTY ? null : new cliProgress.SingleBar({ stream: process.stderr, format: 'copying {table} [{bar}] {value}/{total}', hideCursor: false }, cliProgress.Presets.shades_classic);
+  const bar =
+    opts.json || !process.stderr.isTTY
+      ? null
+      : new cliProgress.SingleBar(
+          { stream: process.stderr, format: 'copying {table} [{bar}] {value}/{total}', hideCursor: false },
+          cliProgress.Presets.shades_classic,
+        );
   let current = '';
   try {
     const copied = await copyToPostgres(opts.from, pg, (p) => {
@@ -70,7 +80,12 @@ async function copy(opts: { from: string; to: string; json?: boolean }): Promise
     });
     bar?.stop();
     if (opts.json) printJson({ ok: true, from: opts.from, to: redactUrl(opts.to), copied });
-    else process.stdout.write(`${chalk.bold('copied')} ${opts.from} → ${redactUrl(opts.to)}: ${Object.entries(copied).map(([t, n]) => `${n} ${t}`).join(', ')}\n`);
+    else
+      process.stdout.write(
+        `${chalk.bold('copied')} ${opts.from} → ${redactUrl(opts.to)}: ${Object.entries(copied)
+          .map(([t, n]) => `${n} ${t}`)
+          .join(', ')}\n`,
+      );
   } finally {
     bar?.stop();
     await pg.close();

@@ -34,7 +34,11 @@ export async function demoRollout(opts: { harness: string; db?: string; node?: s
       },
       sandboxKind({}),
     );
-    await executeRollout({ dbPath: opts.db ?? defaultDbPath(), ...args }, { json: opts.json === true }, { mock: 'scripted correct and wrong solutions, alternating per task' });
+    await executeRollout(
+      { dbPath: opts.db ?? defaultDbPath(), ...args },
+      { json: opts.json === true },
+      { mock: 'scripted correct and wrong solutions, alternating per task' },
+    );
   } finally {
     await mock.close();
   }

@@ -34,7 +34,10 @@ export function registerDemo(program: Command): void {
     .description('see polar work end to end, no GPU: a real harness runs a small task against the mock server, and polar shows what it captured')
     .addOption(new Option('--harness <name>', 'the harness to run').choices(HARNESS_NAMES.filter((h) => h !== 'custom')).default('claude-code'))
     .addOption(
-      new Option('--upstream-kind <kind>', 'vllm: the mock renders prompts (as vLLM chat does); vllm-tito / sglang-tito: polar renders and bridges, with the bundled Qwen3 template')
+      new Option(
+        '--upstream-kind <kind>',
+        'vllm: the mock renders prompts (as vLLM chat does); vllm-tito / sglang-tito: polar renders and bridges, with the bundled Qwen3 template',
+      )
         .choices(['vllm', 'vllm-tito', 'sglang-tito'])
         .default('vllm'),
     )
@@ -61,7 +64,10 @@ async function demo(opts: DemoOptions): Promise<void> {
   const dbPath = opts.db ?? defaultDbPath();
   const sandbox = settingsFrom({});
   const mock = await startMockServer({ log: false });
-  if (!opts.json) process.stderr.write(`${chalk.bold('polar demo')}: ${opts.harness} in ${workspace}, model calls to the mock server (scripted, not a model) at ${mock.url}\n`);
+  if (!opts.json)
+    process.stderr.write(
+      `${chalk.bold('polar demo')}: ${opts.harness} in ${workspace}, model calls to the mock server (scripted, not a model) at ${mock.url}\n`,
+    );
   try {
     const result = await runHarness({
       harness: getHarness(opts.harness, {}),
@@ -84,8 +90,14 @@ async function demo(opts: DemoOptions): Promise<void> {
       process.stdout.write('\n');
       await printSession(dbPath, result.session);
       process.stdout.write(`\n${summaryLine(result, dbPath, { next: false })}\n`);
-      process.stdout.write(wrote !== null ? `the harness wrote ${DEMO_FILE}: "${wrote}"\n` : chalk.yellow(`the harness did not write ${DEMO_FILE}; see ${result.logFile}\n`));
-      process.stdout.write(`\nrecorded in ${dbPath}; next:\n${nextCommands(result.session, dbPath, opts.harness).map((c) => `  ${c}`).join('\n')}\n`);
+      process.stdout.write(
+        wrote !== null ? `the harness wrote ${DEMO_FILE}: "${wrote}"\n` : chalk.yellow(`the harness did not write ${DEMO_FILE}; see ${result.logFile}\n`),
+      );
+      process.stdout.write(
+        `\nrecorded in ${dbPath}; next:\n${nextCommands(result.session, dbPath, opts.harness)
+          .map((c) => `  ${c}`)
+          .join('\n')}\n`,
+      );
     }
     process.exitCode = result.exitCode === 0 && wrote !== null ? 0 : 1;
   } finally {

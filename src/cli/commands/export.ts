@@ -30,19 +30,26 @@ export function registerExport(program: Command): void {
     .command('export')
     .description('write training data as JSONL: token trajectories for RL trainers, or chat examples for SFT')
     .addOption(
-      new Option('--format <format>', "tokens: trajectory records; sft: NeMo-RL openai_format {messages, tools}; nemo-gym: NeMo Gym rollouts.jsonl, one row per sample (its main agent's trace)")
+      new Option(
+        '--format <format>',
+        "tokens: trajectory records; sft: NeMo-RL openai_format {messages, tools}; nemo-gym: NeMo Gym rollouts.jsonl, one row per sample (its main agent's trace)",
+      )
         .choices(['tokens', 'sft', 'nemo-gym'])
         .default('tokens'),
     )
     .option('--strategy <name>', Object.keys(STRATEGIES).join(' | '), 'prefix-merging')
     .option('--allow-rerender', 'prefix-merging with the looser rule (see polar reconstruct --help)')
-    .option('--min-reward <r>', 'only traces with a reward of at least this (traces without a reward are left out)', numberArg('--min-reward', -Number.MAX_VALUE, Number.MAX_VALUE))
+    .option(
+      '--min-reward <r>',
+      'only traces with a reward of at least this (traces without a reward are left out)',
+      numberArg('--min-reward', -Number.MAX_VALUE, Number.MAX_VALUE),
+    )
     .option('--db <file|url>', 'SQLite file, or postgres://… for a shared store (default: $POLAR_DB, else ./polar.db)')
     .option('--session <id...>', 'only these sessions (default: all)')
     .option('--rollout <id>', "only this rollout's samples (their final attempts)")
     .option('--accepted', 'only samples a rollout accepted (--accept): offline SFT generation')
     .option('--include-partial', 'also traces of sessions that did not end on their own (timeout, interrupted, aborted)')
-    .option('--include-side-calls', 'also side calls (calls that offered no tools while the agent\'s others did: titles, summaries); not with --format nemo-gym')
+    .option('--include-side-calls', "also side calls (calls that offered no tools while the agent's others did: titles, summaries); not with --format nemo-gym")
     .option('--include-replays', 'also sessions recorded by `polar replay` (a recording played back, not sampled)')
     .option('--out <file>', 'write here (default: stdout)')
     .option('--json', 'with --out: print the summary (written, left out by kind and reason) as JSON')
@@ -52,7 +59,11 @@ export function registerExport(program: Command): void {
 async function exportData(opts: ExportOptions): Promise<void> {
   if (opts.json && !opts.out) throw new PolarError('POLAR_USAGE', '--json needs --out FILE: without it the exported lines are what goes to stdout');
   // A Gym row is one sample's main trace; side calls are never part of it (as polar gym-agent answers).
-  if (opts.includeSideCalls && opts.format === 'nemo-gym') throw new PolarError('POLAR_USAGE', "--include-side-calls does not apply to --format nemo-gym: a Gym row is one sample's main trace, which side calls are not part of (--format tokens or sft keeps them)");
+  if (opts.includeSideCalls && opts.format === 'nemo-gym')
+    throw new PolarError(
+      'POLAR_USAGE',
+      "--include-side-calls does not apply to --format nemo-gym: a Gym row is one sample's main trace, which side calls are not part of (--format tokens or sft keeps them)",
+    );
   const minReward = opts.minReward ?? null;
   const store = await openStore(opts.db ?? defaultDbPath(), { readonly: true });
   const out = jsonLines(opts.out);
@@ -96,7 +107,15 @@ async function exportData(opts: ExportOptions): Promise<void> {
   process.stderr.write(`export ${opts.format}: ${written} written, ${skipped} left out${kinds ? `: ${kinds}` : ''}\n`);
   for (const [reason, n] of leftOut) process.stderr.write(`  left out ${n}: ${reason}\n`);
   if (opts.json && written > 0) {
-    printJson({ ok: true, format: opts.format, out: opts.out, written, leftOut: skipped, leftOutByKind: Object.fromEntries(byKind), leftOutByReason: Object.fromEntries(leftOut) });
+    printJson({
+      ok: true,
+      format: opts.format,
+      out: opts.out,
+      written,
+      leftOut: skipped,
+      leftOutByKind: Object.fromEntries(byKind),
+      leftOutByReason: Object.fromEntries(leftOut),
+    });
   }
   if (written === 0) {
     const excluded = countReasons(stats.excluded.map((e) => e.reason));
@@ -113,8 +132,12 @@ async function exportData(opts: ExportOptions): Promise<void> {
 /** --session, --rollout: the sessions to export (a rollout's: its samples' final attempts); undefined: all. */
 export function selectedSessions(store: Store, opts: { session?: string[]; rollout?: string }): string[] | undefined {
   if (!opts.rollout) return opts.session;
-  if (!store.rollouts.get(opts.rollout)) throw new PolarError('POLAR_USAGE', `no rollout ${JSON.stringify(opts.rollout)} in this database; list them with \`polar rollouts\``);
-  const ids = store.rollouts.samples(opts.rollout).map((s) => s.sessionId).filter((id): id is string => id !== null);
+  if (!store.rollouts.get(opts.rollout))
+    throw new PolarError('POLAR_USAGE', `no rollout ${JSON.stringify(opts.rollout)} in this database; list them with \`polar rollouts\``);
+  const ids = store.rollouts
+    .samples(opts.rollout)
+    .map((s) => s.sessionId)
+    .filter((id): id is string => id !== null);
   return opts.session ? ids.filter((id) => opts.session!.includes(id)) : ids;
 }
 

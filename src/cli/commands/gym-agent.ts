@@ -7,7 +7,14 @@ import { addSandboxOptions, limitsFrom, readOnlyFrom, sandboxKind, type SandboxF
 import { loadTasks } from '../../rollout/load-tasks.js';
 import { harborPreflight } from '../../rollout/harbor/trial.js';
 import { isLoopbackHost } from '../../proxy/http-guard.js';
-import { DEFAULT_FAILURE_WINDOW, DEFAULT_INFRA_RETRIES, DEFAULT_MAX_FAILED_SHARE, defaultAgentOutDir, gymEnvironment, startGymAgent } from '../../train/gym-agent.js';
+import {
+  DEFAULT_FAILURE_WINDOW,
+  DEFAULT_INFRA_RETRIES,
+  DEFAULT_MAX_FAILED_SHARE,
+  defaultAgentOutDir,
+  gymEnvironment,
+  startGymAgent,
+} from '../../train/gym-agent.js';
 import { UPSTREAM_KINDS } from '../../upstream/types.js';
 import { defaultDbPath } from '../../store/store.js';
 import { integerArg, numberArg, secondsArg } from '../numbers.js';
@@ -45,19 +52,31 @@ interface GymAgentCommandOptions extends SandboxFlags {
 export function registerGymAgent(program: Command): void {
   const gymAgent = program
     .command('gym-agent')
-    .description("serve NeMo Gym's agent contract for NeMo-RL: each POST /run row runs one harness session through polar and answers with token fields and the reward")
+    .description(
+      "serve NeMo Gym's agent contract for NeMo-RL: each POST /run row runs one harness session through polar and answers with token fields and the reward",
+    )
     .addOption(new Option('--harness <name>', 'the harness every session runs').choices([...HARNESS_NAMES]).makeOptionMandatory())
     .option('--port <n>', 'port (0: any free port)', integerArg('--port', 0, 65535), 0)
     .option('--host <host>', 'address to bind; non-loopback needs --auth-token', '127.0.0.1')
     .option('--tasks <path>', 'the rollout task file (JSONL), or a Harbor task folder or a folder of them: /run rows name one of its tasks by "task_id"')
     .option('--allow-inline-tasks', 'also run rows that define their task inline ("task"); they come from the network, so they run only sandboxed')
-    .option('--auth-token <token>', 'require this token (Authorization: Bearer, or x-polar-auth-token) on every request but GET / (default: $POLAR_AUTH_TOKEN, except with --from-gym)')
-    .option('--allow-host <name...>', 'host names callers may reach the agent by, besides its address and loopback names (DNS-rebinding protection refuses others)')
+    .option(
+      '--auth-token <token>',
+      'require this token (Authorization: Bearer, or x-polar-auth-token) on every request but GET / (default: $POLAR_AUTH_TOKEN, except with --from-gym)',
+    )
+    .option(
+      '--allow-host <name...>',
+      'host names callers may reach the agent by, besides its address and loopback names (DNS-rebinding protection refuses others)',
+    )
     .option('--upstream <url...>', "the policy server(s) (NeMo-RL's vLLM HTTP server, …/v1); under NeMo Gym, its policy_base_url")
     .addOption(new Option('--upstream-kind <kind>', 'how to talk to it (see polar proxy --help)').choices([...UPSTREAM_KINDS]).default('nemo-rl'))
     .option('--tokenizer <path>', 'for vllm-tito / sglang-tito')
     .option('--model <name>', "the served model (NeMo-RL's server lists none; under NeMo Gym, its policy_model_name)")
-    .option('--context-window <tokens>', "the policy's context length (default: the server's max_model_len for --model; NeMo-RL's server lists none, so polar train grpo passes it)", integerArg('--context-window', 1, 100_000_000))
+    .option(
+      '--context-window <tokens>',
+      "the policy's context length (default: the server's max_model_len for --model; NeMo-RL's server lists none, so polar train grpo passes it)",
+      integerArg('--context-window', 1, 100_000_000),
+    )
     .option('--db <file|url>', 'SQLite file, or postgres://… for a shared store (default: $POLAR_DB, else ./polar.db)')
     .option('--concurrency <k>', 'harness sessions at once; other rows wait', integerArg('--concurrency', 1, 1024), 4)
     .option('--timeout <seconds>', "a session's budget when its task gives none", secondsArg('--timeout'), 1800)
@@ -65,10 +84,25 @@ export function registerGymAgent(program: Command): void {
     .option('--command <template>', 'for --harness custom')
     .option('--harness-bin <path>', 'the harness executable')
     .option('--node <path>', 'a Node.js binary for harnesses that need a newer one')
-    .option('--from-gym', "started by NeMo Gym: host, port, policy URL and model from NEMO_GYM_CONFIG_DICT")
-    .option('--infra-retries <n>', 'run a row again this many times when its workspace, setup or harness start fails, before answering it masked', integerArg('--infra-retries', 0, 100), DEFAULT_INFRA_RETRIES)
-    .option('--max-failed-share <f>', 'answer /run with HTTP 400 (NeMo-RL stops) once more than this share of the last --failure-window rows failed outside the policy; 1 never stops', numberArg('--max-failed-share', 0, 1), DEFAULT_MAX_FAILED_SHARE)
-    .option('--failure-window <rows>', 'rows the share is taken over: about one NeMo-RL step (prompts × group size)', integerArg('--failure-window', 1, 1_000_000), DEFAULT_FAILURE_WINDOW)
+    .option('--from-gym', 'started by NeMo Gym: host, port, policy URL and model from NEMO_GYM_CONFIG_DICT')
+    .option(
+      '--infra-retries <n>',
+      'run a row again this many times when its workspace, setup or harness start fails, before answering it masked',
+      integerArg('--infra-retries', 0, 100),
+      DEFAULT_INFRA_RETRIES,
+    )
+    .option(
+      '--max-failed-share <f>',
+      'answer /run with HTTP 400 (NeMo-RL stops) once more than this share of the last --failure-window rows failed outside the policy; 1 never stops',
+      numberArg('--max-failed-share', 0, 1),
+      DEFAULT_MAX_FAILED_SHARE,
+    )
+    .option(
+      '--failure-window <rows>',
+      'rows the share is taken over: about one NeMo-RL step (prompts × group size)',
+      integerArg('--failure-window', 1, 1_000_000),
+      DEFAULT_FAILURE_WINDOW,
+    )
     .option('--exit-with-parent', 'exit when the process that started this one is gone (Gym stops servers by signalling their launcher)')
     .option('--json', 'print the listening URL as one JSON line');
   addSandboxOptions(gymAgent).action(action(serve));
@@ -79,7 +113,8 @@ async function serve(opts: GymAgentCommandOptions): Promise<void> {
   const upstreams = opts.upstream ?? gym?.policyBaseUrls ?? [];
   if (upstreams.length === 0) throw new PolarError('POLAR_USAGE', 'gym-agent needs the policy server: --upstream URL (or --from-gym, under NeMo Gym)');
   const sandbox = sandboxKind(opts);
-  for (const line of sandboxNotices({ kind: sandbox, bwrap: '', network: opts.network ?? 'proxy-only', limits: limitsFrom(opts), extraReadOnly: [] })) process.stderr.write(chalk.yellow(`notice: ${line}\n`));
+  for (const line of sandboxNotices({ kind: sandbox, bwrap: '', network: opts.network ?? 'proxy-only', limits: limitsFrom(opts), extraReadOnly: [] }))
+    process.stderr.write(chalk.yellow(`notice: ${line}\n`));
   const tasks = opts.tasks ? loadTasks(opts.tasks) : null;
   for (const line of harborPreflight(tasks ?? [], sandbox)) process.stderr.write(chalk.yellow(`${line}\n`));
   // Under Gym, $POLAR_AUTH_TOKEN (NeMo-RL hands Gym its whole environment) would lock Gym out: Gym
@@ -87,7 +122,10 @@ async function serve(opts: GymAgentCommandOptions): Promise<void> {
   const authToken = opts.authToken ?? (opts.fromGym ? null : process.env.POLAR_AUTH_TOKEN || null);
   if (gym?.host && !isLoopbackHost(gym.host) && !authToken) {
     // NeMo-RL sets Gym's default_host to the node's IP; Gym sends /run no token, so pin the agent instead.
-    throw new PolarError('POLAR_USAGE', `NeMo Gym assigned this agent host ${gym.host}, which other machines reach; set host: 127.0.0.1 in the agent's Gym config (polar train grpo does), or pass --auth-token`);
+    throw new PolarError(
+      'POLAR_USAGE',
+      `NeMo Gym assigned this agent host ${gym.host}, which other machines reach; set host: 127.0.0.1 in the agent's Gym config (polar train grpo does), or pass --auth-token`,
+    );
   }
   const agent = await startGymAgent({
     harness: opts.harness,
@@ -123,7 +161,10 @@ async function serve(opts: GymAgentCommandOptions): Promise<void> {
       ),
   });
   if (opts.json) process.stdout.write(`${JSON.stringify({ url: agent.url, rolloutId: agent.rolloutId, upstreams, upstreamKind: opts.upstreamKind })}\n`);
-  else process.stdout.write(`${chalk.bold('polar gym-agent')} on ${agent.url} (rollout ${agent.rolloutId}): ${opts.harness} against ${upstreams.join(', ')} (${opts.upstreamKind}), sandbox ${sandbox}\n`);
+  else
+    process.stdout.write(
+      `${chalk.bold('polar gym-agent')} on ${agent.url} (rollout ${agent.rolloutId}): ${opts.harness} against ${upstreams.join(', ')} (${opts.upstreamKind}), sandbox ${sandbox}\n`,
+    );
   await new Promise<void>((resolve) => {
     const stop = () => resolve();
     process.once('SIGINT', stop);

@@ -32,9 +32,16 @@ export function registerMockServer(program: Command): void {
     .option('--port <n>', 'port (0: any free port)', integerArg('--port', 0, 65535), 8000)
     .option('--model <name>', 'model id it reports', 'polar/mock-qwen3')
     .option('--json', 'print the listening URL as one JSON line')
-    .option('--tasks <path>', "a rollout task file or Harbor task folder(s): for tasks with metadata.mock {correct, wrong}, follow one of the two scripted solutions per session (alternating, seeded)")
-    .option('--seed <n>', 'seeds which solution each task\'s first session gets', integerArg('--seed', 0), 0)
-    .option('--policy-shift <every:delta>', 'score tokens as a second policy that differs by DELTA in logprob at every EVERY-th position (for trying `polar replay --rescore`)', policyShiftArg('--policy-shift'))
+    .option(
+      '--tasks <path>',
+      'a rollout task file or Harbor task folder(s): for tasks with metadata.mock {correct, wrong}, follow one of the two scripted solutions per session (alternating, seeded)',
+    )
+    .option('--seed <n>', "seeds which solution each task's first session gets", integerArg('--seed', 0), 0)
+    .option(
+      '--policy-shift <every:delta>',
+      'score tokens as a second policy that differs by DELTA in logprob at every EVERY-th position (for trying `polar replay --rescore`)',
+      policyShiftArg('--policy-shift'),
+    )
     .option('--nemo-rl', "behave as NeMo-RL's vLLM HTTP server: chat and /tokenize only, fixed sampling, prefix splicing")
     .option('--nemo-rl-temperature <t>', 'the training temperature every --nemo-rl request must send', numberArg('--nemo-rl-temperature', 0, 100), 1)
     .option('--nemo-rl-top-p <p>', 'the training top_p every --nemo-rl request must send', numberArg('--nemo-rl-top-p', Number.MIN_VALUE, 1), 1)
@@ -68,10 +75,24 @@ async function serve(opts: MockServerOptions): Promise<void> {
   const { port } = opts;
   const nemoRl = opts.nemoRl ? { temperature: opts.nemoRlTemperature, topP: opts.nemoRlTopP } : undefined;
   const tasks = opts.tasks ? mockTasksFrom(loadTasks(opts.tasks)) : [];
-  const server = await startMockServer({ host: opts.host, port, ...(opts.authToken ? { authToken: opts.authToken } : {}), ...(opts.allowHost ? { allowHosts: opts.allowHost } : {}), model: opts.model, log: false, tasks, seed: opts.seed, ...(nemoRl ? { nemoRl } : {}), ...(opts.policyShift ? { policyShift: opts.policyShift } : {}) });
+  const server = await startMockServer({
+    host: opts.host,
+    port,
+    ...(opts.authToken ? { authToken: opts.authToken } : {}),
+    ...(opts.allowHost ? { allowHosts: opts.allowHost } : {}),
+    model: opts.model,
+    log: false,
+    tasks,
+    seed: opts.seed,
+    ...(nemoRl ? { nemoRl } : {}),
+    ...(opts.policyShift ? { policyShift: opts.policyShift } : {}),
+  });
   const flavor = nemoRl ? `, as NeMo-RL's server (temperature ${nemoRl.temperature}, top_p ${nemoRl.topP})` : '';
   if (opts.json) process.stdout.write(`${JSON.stringify({ url: server.url, model: server.model, ...(nemoRl ? { nemoRl } : {}) })}\n`);
-  else process.stdout.write(`${chalk.bold('polar mock-server')} (scripted, not a model${flavor}) on ${server.url}  model ${server.model}\n  try: polar proxy --upstream ${server.url}\n`);
+  else
+    process.stdout.write(
+      `${chalk.bold('polar mock-server')} (scripted, not a model${flavor}) on ${server.url}  model ${server.model}\n  try: polar proxy --upstream ${server.url}\n`,
+    );
   await new Promise<void>((resolve) => {
     const stop = () => resolve();
     process.once('SIGINT', stop);

@@ -39,7 +39,7 @@ export function registerProxy(program: Command): void {
     .description('serve the capture proxy: harnesses call it, it forwards to the inference server and records every call')
     .requiredOption('--upstream <url>', 'inference server base URL, e.g. http://127.0.0.1:8000');
   addUpstreamOptions(command)
-    .option('--model <name>', 'model to serve every call with (default: the upstream\'s first model)')
+    .option('--model <name>', "model to serve every call with (default: the upstream's first model)")
     .option('--host <host>', 'address to bind; non-loopback needs --auth-token', '127.0.0.1')
     .option('--port <n>', 'port to listen on (0: any free port)', integerArg('--port', 0, 65535), 8100)
     .option('--db <file|url>', 'SQLite file, or postgres://… for a shared store (default: $POLAR_DB, else ./polar.db)')
@@ -47,10 +47,22 @@ export function registerProxy(program: Command): void {
     .option('--max-body <bytes>', 'largest request body accepted', integerArg('--max-body', 1), DEFAULT_MAX_BODY_BYTES)
     .option('--auth-token <token>', 'require this token on every call (default: $POLAR_AUTH_TOKEN)')
     .option('--session-keys', "accept a session's calls only with its own key (polar run --proxy, same --db, mints them); refused calls go to `polar audit`")
-    .option('--allow-host <name...>', 'host names callers may reach the proxy by, besides its address and loopback names (DNS-rebinding protection refuses others)')
+    .option(
+      '--allow-host <name...>',
+      'host names callers may reach the proxy by, besides its address and loopback names (DNS-rebinding protection refuses others)',
+    )
     .option('--upstream-timeout <seconds>', 'longest wait for an upstream reply or between streamed chunks', integerArg('--upstream-timeout', 1, 86_400), 900)
-    .option('--context-window <tokens>', "the served model's context length, to clamp max_tokens (default: the upstream's max_model_len)", integerArg('--context-window', 1, 100_000_000))
-    .option('--pause-limit <seconds>', 'while paused (POST /admin/pause), how long a new call waits before it gets 503', integerArg('--pause-limit', 1, 86_400), 300)
+    .option(
+      '--context-window <tokens>',
+      "the served model's context length, to clamp max_tokens (default: the upstream's max_model_len)",
+      integerArg('--context-window', 1, 100_000_000),
+    )
+    .option(
+      '--pause-limit <seconds>',
+      'while paused (POST /admin/pause), how long a new call waits before it gets 503',
+      integerArg('--pause-limit', 1, 86_400),
+      300,
+    )
     .option('--policy-version <v>', 'the policy version to record on calls until POST /admin/policy-version sets another')
     .option('--json', 'print the listening address as one JSON line')
     .option('-q, --quiet', 'do not print a line per call')

@@ -54,7 +54,11 @@ async function run(opts: ReconstructCommandOptions): Promise<void> {
   try {
     const text = opts.tokenizer ? loadTokenText(opts.tokenizer) : undefined;
     const sessions = selectedSessions(store, opts);
-    for (const trace of reconstruct(store, { strategy, ...(sessions ? { sessions } : {}), ...(text ? { text } : {}), includeSideCalls: opts.includeSideCalls === true }, stats)) {
+    for (const trace of reconstruct(
+      store,
+      { strategy, ...(sessions ? { sessions } : {}), ...(text ? { text } : {}), includeSideCalls: opts.includeSideCalls === true },
+      stats,
+    )) {
       await out.write(trace);
     }
   } finally {
@@ -68,7 +72,11 @@ async function run(opts: ReconstructCommandOptions): Promise<void> {
 
 function summary(s: ReconstructStats): string {
   const saving = s.tokensPerRequest > 0 ? (1 - s.tokensMerged / s.tokensPerRequest) * 100 : 0;
-  const breaks = Object.entries(s.breaks).filter(([, n]) => n > 0).map(([k, n]) => `${k} ${n}`).join(', ') || 'none';
+  const breaks =
+    Object.entries(s.breaks)
+      .filter(([, n]) => n > 0)
+      .map(([k, n]) => `${k} ${n}`)
+      .join(', ') || 'none';
   const lines = [
     `${chalk.bold(s.strategy)}: ${count(s.sessions, 'session')}, ${count(s.calls, 'call')} (${s.used} used, ${s.excluded.length} excluded) → ${count(s.traces, 'trace')}, ${s.mergeRatio.toFixed(2)} calls per trace`,
     `  tokens: ${s.tokensPerRequest} per-request → ${s.tokensMerged} merged (${saving.toFixed(1)}% fewer)`,
@@ -81,8 +89,12 @@ function summary(s: ReconstructStats): string {
   }
   const p = s.prompts;
   if (p.bridged + p.full > 0) {
-    const full = Object.entries(p.fullReasons).map(([r, n]) => `${r} ${n}`).join(', ');
-    lines.push(`  prompts built by polar: ${p.bridged} bridged, ${p.full} full render${p.full === 1 ? '' : 's'}${full ? ` (${full})` : ''}${p.bridgedUnmerged.length > 0 ? chalk.yellow(`; ${p.bridgedUnmerged.length} bridged calls not merged onto their parent`) : ''}`);
+    const full = Object.entries(p.fullReasons)
+      .map(([r, n]) => `${r} ${n}`)
+      .join(', ');
+    lines.push(
+      `  prompts built by polar: ${p.bridged} bridged, ${p.full} full render${p.full === 1 ? '' : 's'}${full ? ` (${full})` : ''}${p.bridgedUnmerged.length > 0 ? chalk.yellow(`; ${p.bridgedUnmerged.length} bridged calls not merged onto their parent`) : ''}`,
+    );
   }
   const reasons = new Map<string, number>();
   for (const e of s.excluded) reasons.set(e.reason, (reasons.get(e.reason) ?? 0) + 1);
@@ -108,6 +120,7 @@ export function breakHint(s: ReconstructStats): string | null {
   if (b.template + b.retoken > 0 && !polarRendered) {
     return `${calls}: the server's chat template re-rendered earlier replies differently from the sampled ids (template ${b.template}, retoken ${b.retoken}); record with --upstream-kind vllm-tito so polar bridges every turn and whole sessions merge`;
   }
-  if (b.rewrite === total) return `${calls}: the harness rewrote its history (compaction, edited or dropped turns), so a new trace starts there; nothing is lost`;
+  if (b.rewrite === total)
+    return `${calls}: the harness rewrote its history (compaction, edited or dropped turns), so a new trace starts there; nothing is lost`;
   return `${calls} (template ${b.template}, retoken ${b.retoken}, rewrite ${b.rewrite}); rewrites (compaction) always start a new trace, template and retoken breaks go away with --upstream-kind vllm-tito`;
 }

@@ -51,13 +51,27 @@ async function writeReport(sessionId: string | undefined, opts: ReportOptions): 
     const data = loadReport(store, opts.rollout ? { rollout: opts.rollout } : { session: sessionId! }, text);
     const id = opts.rollout ?? sessionId!;
     const out = path.resolve(opts.out ?? `report-${id}.html`);
-    const html = renderReport(data, { title: `polar report · ${opts.rollout ? 'rollout' : 'session'} ${id}`, generatedAt: new Date(), pieces: new TokenPieces(text), decoded: text !== undefined });
+    const html = renderReport(data, {
+      title: `polar report · ${opts.rollout ? 'rollout' : 'session'} ${id}`,
+      generatedAt: new Date(),
+      pieces: new TokenPieces(text),
+      decoded: text !== undefined,
+    });
     // 0600: the page holds the recording itself (prompts, token ids, logprobs), like the database.
     writePrivateFile(out, html);
-    const summary = { ok: true, out, sessions: data.sessions.length, calls: data.sessions.reduce((a, s) => a + s.model.session.requests, 0), traces: data.sessions.reduce((a, s) => a + s.model.traces.length, 0), bytes: Buffer.byteLength(html) };
+    const summary = {
+      ok: true,
+      out,
+      sessions: data.sessions.length,
+      calls: data.sessions.reduce((a, s) => a + s.model.session.requests, 0),
+      traces: data.sessions.reduce((a, s) => a + s.model.traces.length, 0),
+      bytes: Buffer.byteLength(html),
+    };
     if (opts.json) printJson(summary);
     else {
-      process.stdout.write(`wrote ${out}: ${count(summary.sessions, 'session')}, ${count(summary.calls, 'call')}, ${count(summary.traces, 'trace')}, ${(summary.bytes / 1024).toFixed(0)} KiB\n`);
+      process.stdout.write(
+        `wrote ${out}: ${count(summary.sessions, 'session')}, ${count(summary.calls, 'call')}, ${count(summary.traces, 'trace')}, ${(summary.bytes / 1024).toFixed(0)} KiB\n`,
+      );
       if (!text) process.stdout.write('tokens show as ids; pass --tokenizer PATH (the model folder, or bundled:qwen3 for the mock) to decode them\n');
       process.stdout.write(`open it: file://${out}\n`);
     }

@@ -51,7 +51,12 @@ export function registerRollout(program: Command): void {
     .command('rollout')
     .description('run tasks × N samples through a harness as rewarded GRPO groups (or resume one); `rollout show ID` for its groups')
     .option('--tasks <path>', 'the task file (JSONL; see "Task file" below), or a Harbor task folder or a folder of them')
-    .addOption(new Option('--harness <name>', 'the harness every session runs; oracle (solution/solve.sh) and nop (nothing) for Harbor tasks, without a model').choices([...HARNESS_NAMES, ...BUILTIN_AGENTS]))
+    .addOption(
+      new Option('--harness <name>', 'the harness every session runs; oracle (solution/solve.sh) and nop (nothing) for Harbor tasks, without a model').choices([
+        ...HARNESS_NAMES,
+        ...BUILTIN_AGENTS,
+      ]),
+    )
     .option('--upstream <url>', 'inference server base URL');
   addUpstreamOptions(rollout)
     .option('--model <name>', "model to serve every call with (default: the upstream's first)")
@@ -71,9 +76,24 @@ export function registerRollout(program: Command): void {
     .option('--node <path>', 'a Node.js binary for harnesses that need a newer one')
     .option('--queue <url>', 'enqueue the samples on a shared PostgreSQL queue for `polar worker`s on many machines, instead of running them here')
     .option('--wait', 'with --queue: wait with live progress until every sample has ended, then print the summary')
-    .option('--retries <n>', 'with --queue: times a lost or failed sample is handed to another worker before it is marked interrupted', integerArg('--retries', 0, 100), 2)
-    .option('--heartbeat <seconds>', "with --queue: a worker that has not touched its sample for this long has lost it (≥ 10)", integerArg('--heartbeat', 10, 86_400), 30)
-    .addOption(new Option('--environment <env>', "where Harbor tasks' trials run: host (polar's sandbox gives the container's paths; the default) or a container engine").choices([...HARBOR_ENVIRONMENTS]))
+    .option(
+      '--retries <n>',
+      'with --queue: times a lost or failed sample is handed to another worker before it is marked interrupted',
+      integerArg('--retries', 0, 100),
+      2,
+    )
+    .option(
+      '--heartbeat <seconds>',
+      'with --queue: a worker that has not touched its sample for this long has lost it (≥ 10)',
+      integerArg('--heartbeat', 10, 86_400),
+      30,
+    )
+    .addOption(
+      new Option(
+        '--environment <env>',
+        "where Harbor tasks' trials run: host (polar's sandbox gives the container's paths; the default) or a container engine",
+      ).choices([...HARBOR_ENVIRONMENTS]),
+    )
     .option('--json', 'print the summary as JSON')
     .addHelpText('after', ROLLOUT_HELP + UPSTREAM_KINDS_HELP)
     .action(action(rolloutCommand));
@@ -135,14 +155,23 @@ async function rolloutCommand(opts: RolloutOptions): Promise<void> {
   const dbPath = opts.db ?? defaultDbPath();
   const sandbox = sandboxKind(opts);
   if (!opts.sandbox && sandbox === 'none' && !opts.json) {
-    process.stderr.write(chalk.yellow('warning: bubblewrap is not installed or cannot make a sandbox here, so harness and evaluator commands run unsandboxed with full access to this machine (Debian: apt-get install bubblewrap; or pass --sandbox none to say so)\n'));
+    process.stderr.write(
+      chalk.yellow(
+        'warning: bubblewrap is not installed or cannot make a sandbox here, so harness and evaluator commands run unsandboxed with full access to this machine (Debian: apt-get install bubblewrap; or pass --sandbox none to say so)\n',
+      ),
+    );
   }
   const base = opts.resume ? resumeArgs(opts, sandbox) : newArgs(opts, sandbox);
   if (!opts.json && 'config' in base) {
-    for (const line of sandboxNotices(sandboxSettings(base.config, ''))) if (opts.sandbox || !line.startsWith('sandbox none')) process.stderr.write(chalk.yellow(`notice: ${line}\n`));
+    for (const line of sandboxNotices(sandboxSettings(base.config, '')))
+      if (opts.sandbox || !line.startsWith('sandbox none')) process.stderr.write(chalk.yellow(`notice: ${line}\n`));
     const host = base.tasks.filter((t) => t.network === 'host').map((t) => t.id);
     if (host.length > 0 && sandbox === 'bwrap' && base.config.network !== 'host') {
-      process.stderr.write(chalk.yellow(`notice: ${host.length} task(s) ask for the host network ("network": "host"): their harness reaches this machine's network, not only the proxy (${host.slice(0, 5).join(', ')}${host.length > 5 ? ', …' : ''})\n`));
+      process.stderr.write(
+        chalk.yellow(
+          `notice: ${host.length} task(s) ask for the host network ("network": "host"): their harness reaches this machine's network, not only the proxy (${host.slice(0, 5).join(', ')}${host.length > 5 ? ', …' : ''})\n`,
+        ),
+      );
     }
   }
   await executeRollout({ dbPath, ...base }, { json: opts.json === true });
@@ -158,13 +187,17 @@ export async function executeRollout(run: RolloutRun, opts: { json: boolean }, e
     onStart: ({ rolloutId, samples }) => {
       if (opts.json) return;
       const done = samples.filter((s) => (SAMPLE_OUTCOMES as readonly string[]).includes(s.status)).length;
-      process.stderr.write(`${chalk.bold('polar rollout')} ${rolloutId}: ${samples.length - done} of ${count(samples.length, 'sample')} to run${extra.mock ? ` (mock model: ${extra.mock})` : ''}\n`);
+      process.stderr.write(
+        `${chalk.bold('polar rollout')} ${rolloutId}: ${samples.length - done} of ${count(samples.length, 'sample')} to run${extra.mock ? ` (mock model: ${extra.mock})` : ''}\n`,
+      );
       if (process.stderr.isTTY) progress = new RolloutProgress(samples.length, done);
     },
     onEvent: (e) => {
       if (progress) progress.event(e);
       else if (!opts.json && e.type === 'done') {
-        process.stderr.write(`  ${e.sampleId} ${e.outcome}${e.reward !== null ? ` reward ${e.reward}` : ''}${e.error ? chalk.dim(` ${e.error.slice(0, 160)}`) : ''}\n`);
+        process.stderr.write(
+          `  ${e.sampleId} ${e.outcome}${e.reward !== null ? ` reward ${e.reward}` : ''}${e.error ? chalk.dim(` ${e.error.slice(0, 160)}`) : ''}\n`,
+        );
       }
     },
   }).finally(() => (progress as RolloutProgress | null)?.stop());
@@ -177,12 +210,23 @@ export async function executeRollout(run: RolloutRun, opts: { json: boolean }, e
 /** A description of the mock's scripted solutions, for the demo's first line. */
 type MockServerTasks = string;
 
-export function newArgs(opts: Omit<RolloutOptions, 'retries' | 'heartbeat'>, sandbox: 'bwrap' | 'none'): { tasks: ReturnType<typeof loadTasks>; tasksFile: string; config: RolloutConfig } {
+export function newArgs(
+  opts: Omit<RolloutOptions, 'retries' | 'heartbeat'>,
+  sandbox: 'bwrap' | 'none',
+): { tasks: ReturnType<typeof loadTasks>; tasksFile: string; config: RolloutConfig } {
   const builtin = opts.harness !== undefined && isBuiltinAgent(opts.harness);
-  const missing = [['--tasks', opts.tasks], ['--harness', opts.harness], ['--upstream', builtin ? 'none' : opts.upstream], ['--samples', opts.samples]].filter(([, v]) => v === undefined).map(([f]) => f);
+  const missing = [
+    ['--tasks', opts.tasks],
+    ['--harness', opts.harness],
+    ['--upstream', builtin ? 'none' : opts.upstream],
+    ['--samples', opts.samples],
+  ]
+    .filter(([, v]) => v === undefined)
+    .map(([f]) => f);
   if (missing.length > 0) throw new PolarError('POLAR_USAGE', `a new rollout needs ${missing.join(', ')} (or --resume ROLLOUT to continue one)`);
   const tasks = loadTasks(opts.tasks!);
-  if (builtin && tasks.some((t) => !t.harbor)) throw new PolarError('POLAR_USAGE', `--harness ${opts.harness} runs Harbor tasks (folders with solution/ and tests/), not a JSONL task file`);
+  if (builtin && tasks.some((t) => !t.harbor))
+    throw new PolarError('POLAR_USAGE', `--harness ${opts.harness} runs Harbor tasks (folders with solution/ and tests/), not a JSONL task file`);
   if (tasks.some((t) => t.harbor)) {
     chooseEnvironment(opts.environment);
     // Refused here, before a rollout row exists; its notices are said when the rollout starts. A
@@ -237,7 +281,13 @@ function summaryText(s: RolloutSummary, dbPath: string): string {
     `${chalk.bold('rollout')} ${s.rolloutId} ${s.status === 'completed' ? chalk.green(s.status) : chalk.yellow(s.status)}: ${s.harness}, ${count(s.tasks, 'task')} × ${count(s.samplesPerTask, 'sample')}`,
     `  outcomes: ${o.completed} completed, ${o.failed} failed, ${o.timeout} timeout, ${o.error} error${o.interrupted + o.unfinished > 0 ? `, ${o.interrupted + o.unfinished} not finished` : ''}`,
     `  mean reward ${fmt(s.meanReward)} · accepted ${s.accepted}/${s.attempted} · ${throughput(s)}`,
-    ...(s.hostNetwork.length > 0 ? [chalk.yellow(`  host network: ${s.hostNetwork.length === s.tasks * s.samplesPerTask ? 'every sample' : `${s.hostNetwork.length} sample(s)`} had this machine's network, not only the proxy`)] : []),
+    ...(s.hostNetwork.length > 0
+      ? [
+          chalk.yellow(
+            `  host network: ${s.hostNetwork.length === s.tasks * s.samplesPerTask ? 'every sample' : `${s.hostNetwork.length} sample(s)`} had this machine's network, not only the proxy`,
+          ),
+        ]
+      : []),
     ...(s.refusedCalls ? [chalk.yellow(`  ${s.refusedCalls} call(s) refused without their session's key: ${invokedAs()} audit${db}`)] : []),
     '',
     groupTable(s),
@@ -287,7 +337,17 @@ async function showRollout(id: string, opts: { db?: string; json?: boolean }): P
       process.stdout.write(
         `${table(
           ['#', 'OUTCOME', 'REWARD', 'ADVANTAGE', 'LOO', 'ACCEPTED', 'ATTEMPT', 'SESSION', 'ERROR'],
-          members.map((m) => [m.sampleIndex, m.status, fmt(m.reward), fmt(m.advantage), fmt(m.looAdvantage), m.accepted === null ? '-' : m.accepted ? 'yes' : 'no', m.attempt, m.sessionId ?? '-', m.error ? `${m.errorStage}: ${m.error.slice(0, 80)}` : '']),
+          members.map((m) => [
+            m.sampleIndex,
+            m.status,
+            fmt(m.reward),
+            fmt(m.advantage),
+            fmt(m.looAdvantage),
+            m.accepted === null ? '-' : m.accepted ? 'yes' : 'no',
+            m.attempt,
+            m.sessionId ?? '-',
+            m.error ? `${m.errorStage}: ${m.error.slice(0, 80)}` : '',
+          ]),
         )}\n`,
       );
     }
@@ -313,7 +373,17 @@ async function listRollouts(opts: { db?: string; json?: boolean }): Promise<void
     process.stdout.write(
       `${table(
         ['ROLLOUT', 'STATUS', 'HARNESS', 'TASKS', 'SAMPLES', 'DONE', 'MEAN REWARD', 'ACCEPTED', 'CREATED'],
-        rows.map((r) => [r.rolloutId, r.status, r.harness, r.tasks, r.tasks * r.samplesPerTask, r.outcomes.completed + r.outcomes.failed + r.outcomes.timeout + r.outcomes.error, fmt(r.meanReward), `${r.accepted}/${r.attempted}`, formatTime(created.get(r.rolloutId) ?? null)]),
+        rows.map((r) => [
+          r.rolloutId,
+          r.status,
+          r.harness,
+          r.tasks,
+          r.tasks * r.samplesPerTask,
+          r.outcomes.completed + r.outcomes.failed + r.outcomes.timeout + r.outcomes.error,
+          fmt(r.meanReward),
+          `${r.accepted}/${r.attempted}`,
+          formatTime(created.get(r.rolloutId) ?? null),
+        ]),
       )}\n`,
     );
   } finally {
@@ -325,9 +395,14 @@ async function listRollouts(opts: { db?: string; json?: boolean }): Promise<void
 async function queueRollout(opts: RolloutOptions): Promise<void> {
   const url = opts.queue!;
   if (!isPostgresUrl(url)) throw new PolarError('POLAR_USAGE', `--queue must be a postgres:// URL (got ${JSON.stringify(url)})`);
-  if (opts.db && opts.db !== url) throw new PolarError('POLAR_USAGE', 'a queued rollout lives in the queue\'s database: drop --db, or make it the --queue URL');
-  if (opts.resume) throw new PolarError('POLAR_USAGE', 'a queued rollout needs no --resume: lost samples go back to the queue by themselves; see `polar rollout status ID --db URL`');
-  if (opts.harness && isBuiltinAgent(opts.harness)) throw new PolarError('POLAR_USAGE', `--harness ${opts.harness} runs here, without a model: drop --queue (or use polar tasks check)`);
+  if (opts.db && opts.db !== url) throw new PolarError('POLAR_USAGE', "a queued rollout lives in the queue's database: drop --db, or make it the --queue URL");
+  if (opts.resume)
+    throw new PolarError(
+      'POLAR_USAGE',
+      'a queued rollout needs no --resume: lost samples go back to the queue by themselves; see `polar rollout status ID --db URL`',
+    );
+  if (opts.harness && isBuiltinAgent(opts.harness))
+    throw new PolarError('POLAR_USAGE', `--harness ${opts.harness} runs here, without a model: drop --queue (or use polar tasks check)`);
   const base = newArgs(opts, opts.sandbox ?? 'none');
   const [{ Postgres }, { enqueueRollout }] = await Promise.all([import('../../store/postgres/client.js'), import('../../rollout/queue/enqueue.js')]);
   const pg = new Postgres(url);
@@ -342,8 +417,12 @@ async function queueRollout(opts: RolloutOptions): Promise<void> {
   if (!opts.wait) {
     if (opts.json) printJson({ ok: true, rolloutId, queued: total, db: redactUrl(url) });
     else {
-      process.stdout.write(`${chalk.bold('queued')} rollout ${rolloutId}: ${count(base.tasks.length, 'task')} × ${count(base.config.samples, 'sample')} for ${base.config.harness} workers\n`);
-      process.stdout.write(`next: ${invokedAs()} worker --queue ${redactUrl(url)} --harness ${base.config.harness} --upstream URL   (on each machine)\n      ${invokedAs()} rollout status ${rolloutId} --db ${redactUrl(url)}\n`);
+      process.stdout.write(
+        `${chalk.bold('queued')} rollout ${rolloutId}: ${count(base.tasks.length, 'task')} × ${count(base.config.samples, 'sample')} for ${base.config.harness} workers\n`,
+      );
+      process.stdout.write(
+        `next: ${invokedAs()} worker --queue ${redactUrl(url)} --harness ${base.config.harness} --upstream URL   (on each machine)\n      ${invokedAs()} rollout status ${rolloutId} --db ${redactUrl(url)}\n`,
+      );
     }
     return;
   }
@@ -370,7 +449,8 @@ async function waitForRollout(url: string, rolloutId: string, harness: string, t
           if (reported.has(s.id)) continue;
           reported.add(s.id);
           if (progress) progress.event({ type: 'done', sampleId: s.id, taskId: s.taskId, outcome: s.status as 'completed', reward: s.reward, error: s.error });
-          else if (!json) process.stderr.write(`  ${s.id} ${s.status}${s.reward !== null ? ` reward ${s.reward}` : ''}${s.worker ? chalk.dim(` on ${s.worker}`) : ''}\n`);
+          else if (!json)
+            process.stderr.write(`  ${s.id} ${s.status}${s.reward !== null ? ` reward ${s.reward}` : ''}${s.worker ? chalk.dim(` on ${s.worker}`) : ''}\n`);
         }
         if (ended.length === samples.length) return { ...summarize(store, rolloutId, redactUrl(url), Date.now() - started), db: redactUrl(url) };
       } finally {
@@ -406,13 +486,28 @@ async function rolloutStatus(id: string, opts: { db?: string; json?: boolean }):
       byWorker.set(s.worker, w);
     }
     const ended = samples.filter((s) => (SAMPLE_OUTCOMES as readonly string[]).includes(s.status)).length;
-    const workers = [...byWorker].map(([worker, w]) => ({ worker, running: w.running, ended: w.ended, meanReward: w.rewarded ? w.rewardSum / w.rewarded : null }));
+    const workers = [...byWorker].map(([worker, w]) => ({
+      worker,
+      running: w.running,
+      ended: w.ended,
+      meanReward: w.rewarded ? w.rewardSum / w.rewarded : null,
+    }));
     if (opts.json) {
       printJson({ ok: true, rolloutId: id, status: row.status, samples: samples.length, ended, byStatus, workers });
       return;
     }
-    process.stdout.write(`${chalk.bold('rollout')} ${id} ${row.status}: ${ended}/${samples.length} samples ended · ${Object.entries(byStatus).map(([k, n]) => `${n} ${k}`).join(', ')}\n`);
-    if (workers.length > 0) process.stdout.write(`${table(['WORKER', 'RUNNING', 'ENDED', 'MEAN REWARD'], workers.map((w) => [w.worker, w.running, w.ended, fmt(w.meanReward)]))}\n`);
+    process.stdout.write(
+      `${chalk.bold('rollout')} ${id} ${row.status}: ${ended}/${samples.length} samples ended · ${Object.entries(byStatus)
+        .map(([k, n]) => `${n} ${k}`)
+        .join(', ')}\n`,
+    );
+    if (workers.length > 0)
+      process.stdout.write(
+        `${table(
+          ['WORKER', 'RUNNING', 'ENDED', 'MEAN REWARD'],
+          workers.map((w) => [w.worker, w.running, w.ended, fmt(w.meanReward)]),
+        )}\n`,
+      );
   } finally {
     store.close();
   }

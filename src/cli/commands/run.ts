@@ -42,14 +42,18 @@ export function registerRun(program: Command): void {
     .option('--upstream <url>', 'inference server base URL (a proxy is started for this run)');
   addUpstreamOptions(command)
     .option('--proxy <url>', 'use a running `polar proxy` instead of starting one')
-    .option('--model <name>', 'model to serve every call with (default: the upstream\'s first model)')
+    .option('--model <name>', "model to serve every call with (default: the upstream's first model)")
     .option('--prompt <text>', 'run headless with this task (without it: interactive)')
     .option('--prompt-file <file>', 'run headless with the task in this file')
     .option('--cwd <dir>', 'the workspace the harness works in (default: the current directory)')
     .option('--timeout <seconds>', 'end the harness (its whole process tree) after this long; the partial session is kept', secondsArg('--timeout'))
     .option('--session <name>', 'session id (default: a new one)')
     .option('--db <file|url>', 'SQLite file, or postgres://… for a shared store (default: $POLAR_DB, else ./polar.db)')
-    .option('--context-window <tokens>', "the served model's context length (default: the upstream's max_model_len)", integerArg('--context-window', 1, 100_000_000))
+    .option(
+      '--context-window <tokens>',
+      "the served model's context length (default: the upstream's max_model_len)",
+      integerArg('--context-window', 1, 100_000_000),
+    )
     .option('--harness-bin <path>', 'the harness executable (default: node_modules/.bin, then PATH)')
     .option('--command <template>', "for --harness custom: e.g. 'mycli --base {base_url} {prompt}'")
     .option('--node <path>', 'a Node.js binary for JavaScript harnesses that need a newer one (Qwen Code needs 22)')
@@ -81,7 +85,11 @@ async function runCommand(harnessArgs: string[], opts: RunCommandOptions): Promi
   const sandbox = settingsFrom(opts);
   // The harness runs with its permission prompts bypassed: say so when nothing contains it.
   if (!opts.sandbox && sandbox.kind === 'none') {
-    process.stderr.write(chalk.yellow('warning: bubblewrap is not installed or cannot make a sandbox here, so the harness runs unsandboxed: it can edit anything you can (Debian: apt-get install bubblewrap; or pass --sandbox none to say so)\n'));
+    process.stderr.write(
+      chalk.yellow(
+        'warning: bubblewrap is not installed or cannot make a sandbox here, so the harness runs unsandboxed: it can edit anything you can (Debian: apt-get install bubblewrap; or pass --sandbox none to say so)\n',
+      ),
+    );
   } else {
     for (const line of sandboxNotices(sandbox)) process.stderr.write(chalk.yellow(`notice: ${line}\n`));
   }
@@ -95,7 +103,14 @@ async function runCommand(harnessArgs: string[], opts: RunCommandOptions): Promi
       cwd: path.resolve(opts.cwd ?? process.cwd()),
       dbPath: opts.db ?? defaultDbPath(),
       ...(opts.upstream
-        ? { upstream: { url: opts.upstream, kind: opts.upstreamKind, ...upstreamOptionsFrom(opts), ...(process.env.POLAR_UPSTREAM_API_KEY ? { apiKey: process.env.POLAR_UPSTREAM_API_KEY } : {}) } }
+        ? {
+            upstream: {
+              url: opts.upstream,
+              kind: opts.upstreamKind,
+              ...upstreamOptionsFrom(opts),
+              ...(process.env.POLAR_UPSTREAM_API_KEY ? { apiKey: process.env.POLAR_UPSTREAM_API_KEY } : {}),
+            },
+          }
         : {}),
       ...(opts.proxy ? { proxyUrl: opts.proxy } : {}),
       ...(opts.model ? { model: opts.model } : {}),
@@ -120,7 +135,9 @@ async function runCommand(harnessArgs: string[], opts: RunCommandOptions): Promi
 export function summaryLine(r: RunHarnessResult, dbPath?: string, options: { next?: boolean } = {}): string {
   const s = r.summary;
   const status = r.status === 'completed' ? chalk.green(r.status) : chalk.yellow(r.status);
-  const counts = s ? `${count(s.requests, 'call')}, ${s.promptTokens} prompt / ${count(s.sampledTokens, 'sampled token')}, ${count(s.failed, 'error')}` : 'no calls';
+  const counts = s
+    ? `${count(s.requests, 'call')}, ${s.promptTokens} prompt / ${count(s.sampledTokens, 'sampled token')}, ${count(s.failed, 'error')}`
+    : 'no calls';
   const db = dbPath && dbPath !== defaultDbPath() ? ` --db ${displayDb(dbPath)}` : '';
   const next = options.next === false ? '' : `\n  next: ${invokedAs()} show ${r.session}${db}`;
   const limit = r.limit ? chalk.red(`\n  ended by the sandbox: ${r.limit}`) : '';

@@ -32,16 +32,7 @@ async function listSessions(opts: SessionsOptions): Promise<void> {
     process.stdout.write(
       `${table(
         ['SESSION', 'STATUS', 'HARNESS', 'CALLS', 'FAILED', 'PROMPT TOK', 'SAMPLED TOK', 'CREATED'],
-        sessions.map((s) => [
-          s.id,
-          s.status,
-          s.harness ?? '-',
-          s.requests,
-          s.failed,
-          s.promptTokens,
-          s.sampledTokens,
-          formatTime(s.createdAt),
-        ]),
+        sessions.map((s) => [s.id, s.status, s.harness ?? '-', s.requests, s.failed, s.promptTokens, s.sampledTokens, formatTime(s.createdAt)]),
       )}\n`,
     );
   } finally {

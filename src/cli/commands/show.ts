@@ -20,7 +20,9 @@ interface ShowOptions {
 export function registerShow(program: Command): void {
   program
     .command('show')
-    .description("one session's calls in order, grouped by the agent (sub-agent) that made them; on a terminal, a browser down to each call's tokens and the merged traces")
+    .description(
+      "one session's calls in order, grouped by the agent (sub-agent) that made them; on a terminal, a browser down to each call's tokens and the merged traces",
+    )
     .argument('[session]', 'session id (see `polar sessions`); on a terminal, leave it out to pick one')
     .option('--db <file|url>', 'SQLite file, or postgres://… for a shared store (default: $POLAR_DB, else ./polar.db)')
     .option('--tokenizer <path>', "decode tokens in the browser (the model's folder or tokenizer.json, or bundled:qwen3); without it tokens show as ids")
@@ -44,7 +46,8 @@ Examples:
 async function showSession(sessionId: string | undefined, opts: ShowOptions): Promise<void> {
   const dbPath = opts.db ?? defaultDbPath();
   if (!opts.json && !opts.plain && process.stdout.isTTY && process.stdin.isTTY) return browse(dbPath, sessionId, opts.tokenizer);
-  if (sessionId === undefined) throw new PolarError('POLAR_USAGE', 'polar show needs a session id here (list them with `polar sessions`); on a terminal it opens a browser without one');
+  if (sessionId === undefined)
+    throw new PolarError('POLAR_USAGE', 'polar show needs a session id here (list them with `polar sessions`); on a terminal it opens a browser without one');
   if (opts.json) {
     const store = await openStore(dbPath, { readonly: true });
     try {
@@ -65,7 +68,10 @@ async function browse(dbPath: string, sessionId: string | undefined, tokenizer: 
   try {
     if (sessionId !== undefined) requireSession(store, sessionId);
     const { browseSessions } = await import('../views/session-browser.js');
-    await browseSessions({ sessions: () => store.sessions.list().reverse(), session: (id) => loadSessionModel(store, id, text), pieces: new TokenPieces(text) }, sessionId);
+    await browseSessions(
+      { sessions: () => store.sessions.list().reverse(), session: (id) => loadSessionModel(store, id, text), pieces: new TokenPieces(text) },
+      sessionId,
+    );
   } finally {
     store.close();
   }

@@ -19,9 +19,15 @@ export function registerTasks(program: Command): void {
   const tasks = program.command('tasks').description('Harbor task suites: validate them before spending GPU hours');
   const check = tasks
     .command('check')
-    .description('run every task with the oracle (solution/solve.sh) and with nop (nothing): a task whose oracle misses its top reward, or whose nop earns reward, is broken')
+    .description(
+      'run every task with the oracle (solution/solve.sh) and with nop (nothing): a task whose oracle misses its top reward, or whose nop earns reward, is broken',
+    )
     .argument('<path>', 'a Harbor task folder or a folder of them')
-    .addOption(new Option('--environment <env>', 'where trials run: host (polar\'s sandbox on this machine, the default) or a container engine').choices([...HARBOR_ENVIRONMENTS]))
+    .addOption(
+      new Option('--environment <env>', "where trials run: host (polar's sandbox on this machine, the default) or a container engine").choices([
+        ...HARBOR_ENVIRONMENTS,
+      ]),
+    )
     .option('--concurrency <k>', 'tasks at once', integerArg('--concurrency', 1, 64), 2)
     .option('--timeout <seconds>', "a trial's budget when its task.toml gives no [agent].timeout_sec", secondsArg('--timeout'), 600)
     .option('--json', 'print the result as JSON');
@@ -33,10 +39,22 @@ async function tasksCheck(p: string, opts: CheckOptions): Promise<void> {
   const tasks = readHarborTasks(p);
   chooseEnvironment(opts.environment);
   const sandbox = sandboxKind(opts);
-  if (sandbox === 'none') throw new PolarError('POLAR_USAGE', 'Harbor tasks run in the sandbox (bubblewrap), which gives them their container paths; install bubblewrap or drop --sandbox none');
+  if (sandbox === 'none')
+    throw new PolarError(
+      'POLAR_USAGE',
+      'Harbor tasks run in the sandbox (bubblewrap), which gives them their container paths; install bubblewrap or drop --sandbox none',
+    );
   const results = await checkTasks(
     tasks,
-    { sandbox, limits: limitsFrom(opts), timeoutSec: opts.timeout, initWorkers: opts.concurrency, postWorkers: opts.concurrency, concurrency: opts.concurrency, ...(opts.network ? { network: opts.network } : {}) },
+    {
+      sandbox,
+      limits: limitsFrom(opts),
+      timeoutSec: opts.timeout,
+      initWorkers: opts.concurrency,
+      postWorkers: opts.concurrency,
+      concurrency: opts.concurrency,
+      ...(opts.network ? { network: opts.network } : {}),
+    },
     (line) => {
       if (!opts.json) process.stderr.write(chalk.yellow(`${line}\n`));
     },
@@ -50,15 +68,27 @@ async function tasksCheck(p: string, opts: CheckOptions): Promise<void> {
 function report(results: readonly TaskCheck[]): string {
   const lines: string[] = [];
   for (const r of results) {
-    const rewards = (run: TaskCheck['oracle']) => (run.reward === null ? run.outcome : `${run.reward}${run.rewards && Object.keys(run.rewards).length > 1 ? ` ${JSON.stringify(run.rewards)}` : ''}`);
+    const rewards = (run: TaskCheck['oracle']) =>
+      run.reward === null ? run.outcome : `${run.reward}${run.rewards && Object.keys(run.rewards).length > 1 ? ` ${JSON.stringify(run.rewards)}` : ''}`;
     lines.push(`${r.ok ? chalk.green('ok    ') : chalk.red('BROKEN')} ${r.name}  oracle ${rewards(r.oracle)}, nop ${rewards(r.nop)}`);
     for (const p of r.problems) lines.push(`       ${p}`);
     if (!r.ok) {
       const out = (r.oracle.reward === null || r.problems.some((x) => x.includes('oracle')) ? r.oracle.output : r.nop.output)?.trim();
-      if (out) lines.push(...out.split('\n').slice(-10).map((l) => chalk.dim(`       | ${l}`)));
+      if (out)
+        lines.push(
+          ...out
+            .split('\n')
+            .slice(-10)
+            .map((l) => chalk.dim(`       | ${l}`)),
+        );
     }
   }
   const broken = results.filter((r) => !r.ok).length;
-  lines.push('', broken === 0 ? chalk.green(`all ${results.length} tasks are sound: every oracle reaches its top reward and no nop earns any`) : chalk.red(`${broken} of ${results.length} tasks are broken`));
+  lines.push(
+    '',
+    broken === 0
+      ? chalk.green(`all ${results.length} tasks are sound: every oracle reaches its top reward and no nop earns any`)
+      : chalk.red(`${broken} of ${results.length} tasks are broken`),
+  );
   return lines.join('\n');
 }

@@ -73,11 +73,15 @@ interface SftFlags extends CommonFlags {
 }
 
 export function registerTrain(program: Command): void {
-  const train = program.command('train').description('train with NeMo-RL on a local NVIDIA GPU: GRPO with polar as the NeMo Gym agent, or SFT from accepted rollouts');
+  const train = program
+    .command('train')
+    .description('train with NeMo-RL on a local NVIDIA GPU: GRPO with polar as the NeMo Gym agent, or SFT from accepted rollouts');
   common(
     train
       .command('grpo')
-      .description('GRPO through NeMo-RL: NeMo Gym calls polar gym-agent for every sample; each runs a harness through polar and is rewarded by its task evaluator')
+      .description(
+        'GRPO through NeMo-RL: NeMo Gym calls polar gym-agent for every sample; each runs a harness through polar and is rewarded by its task evaluator',
+      )
       .requiredOption('--tasks <path>', 'the rollout task file (JSONL), or a Harbor task folder or a folder of them (see polar rollout --help)')
       .addOption(new Option('--harness <name>', 'the harness every sample runs').choices([...HARNESS_NAMES]).makeOptionMandatory())
       .option('--prompts-per-step <p>', 'tasks per GRPO step (grpo.num_prompts_per_step)', integerArg('--prompts-per-step', 1, 100_000), 2)
@@ -91,9 +95,24 @@ export function registerTrain(program: Command): void {
       .option('--command <template>', 'for --harness custom')
       .option('--harness-bin <path>', 'the harness executable')
       .option('--node <path>', 'a Node.js binary for harnesses that need a newer one')
-      .option('--infra-retries <n>', "the agent runs a sample again this many times when its workspace, setup or harness start fails (a masked sample's reward still enters its group's baseline)", integerArg('--infra-retries', 0, 100), DEFAULT_INFRA_RETRIES)
-      .option('--max-failed-share <f>', "the agent stops NeMo-RL once more than this share of a step's samples failed outside the policy; 1 never stops", numberArg('--max-failed-share', 0, 1), DEFAULT_MAX_FAILED_SHARE)
-      .option('--session-tokens <n>', `tokens a useful session needs after the harness's first prompt: --max-seq-len must hold both (default ${SESSION_TURNS} turns of ${TURN_TOKENS})`, integerArg('--session-tokens', 0, 10_000_000), DEFAULT_SESSION_TOKENS),
+      .option(
+        '--infra-retries <n>',
+        "the agent runs a sample again this many times when its workspace, setup or harness start fails (a masked sample's reward still enters its group's baseline)",
+        integerArg('--infra-retries', 0, 100),
+        DEFAULT_INFRA_RETRIES,
+      )
+      .option(
+        '--max-failed-share <f>',
+        "the agent stops NeMo-RL once more than this share of a step's samples failed outside the policy; 1 never stops",
+        numberArg('--max-failed-share', 0, 1),
+        DEFAULT_MAX_FAILED_SHARE,
+      )
+      .option(
+        '--session-tokens <n>',
+        `tokens a useful session needs after the harness's first prompt: --max-seq-len must hold both (default ${SESSION_TURNS} turns of ${TURN_TOKENS})`,
+        integerArg('--session-tokens', 0, 10_000_000),
+        DEFAULT_SESSION_TOKENS,
+      ),
   ).action(action(grpo));
   common(
     train
@@ -107,7 +126,9 @@ export function registerTrain(program: Command): void {
   ).action(action(sft));
   train
     .command('check-nemo-rl <path>')
-    .description("read a NeMo-RL checkout against polar's pinned list (fixtures/nemo-rl/contract.json): files, moved or gone config reads, keys the merged configs lack, the Gym submodule; train grpo|sft does this in preflight")
+    .description(
+      "read a NeMo-RL checkout against polar's pinned list (fixtures/nemo-rl/contract.json): files, moved or gone config reads, keys the merged configs lack, the Gym submodule; train grpo|sft does this in preflight",
+    )
     .option('--json', 'print both reports as JSON')
     .action(action(checkNemoRl));
 }
@@ -118,10 +139,15 @@ function common(command: Command): Command {
     .requiredOption('--model <name>', 'the policy: a Hugging Face id or a local folder')
     .option('--gpus <n>', 'GPUs to use (CUDA_VISIBLE_DEVICES 0..n-1)', integerArg('--gpus', 1, 64), 1)
     .option('--steps <n>', 'training steps', integerArg('--steps', 1, 10_000_000), 20)
-    .option('--max-seq-len <n>', "policy.max_total_sequence_length (also vLLM max_model_len); grpo: raised from the default to fit the harness's first prompt and a session", integerArg('--max-seq-len', 256, 10_000_000), 16384)
+    .option(
+      '--max-seq-len <n>',
+      "policy.max_total_sequence_length (also vLLM max_model_len); grpo: raised from the default to fit the harness's first prompt and a session",
+      integerArg('--max-seq-len', 256, 10_000_000),
+      16384,
+    )
     .option('--lora', 'train LoRA adapters (policy.dtensor_cfg.lora_cfg.enabled)')
     .option('--set <key=value...>', 'any NeMo-RL config key, e.g. --set loss_fn.reference_policy_kl_penalty=0.001')
-    .option('--config <file>', 'a YAML merged over polar\'s config (before --set)')
+    .option('--config <file>', "a YAML merged over polar's config (before --set)")
     .option('--run-dir <dir>', 'where the config, data, log, metrics and checkpoints go (default: ./polar-train/<kind>-<id>)')
     .option('--dry-run', 'write the run directory and print the files and the command; start nothing')
     .option('--resume', 'continue from the newest checkpoint in --run-dir')
@@ -138,18 +164,28 @@ async function grpo(opts: GrpoFlags, command: Command): Promise<void> {
   const agent = agentBin();
   const run = await prepared(runDir, opts, async () => {
     const agentArgs = [
-      '--harness', opts.harness,
-      '--tasks', path.resolve(opts.tasks),
+      '--harness',
+      opts.harness,
+      '--tasks',
+      path.resolve(opts.tasks),
       ...childDbArgs(dbPath, runDir),
-      '--upstream-kind', opts.upstreamKind,
-      '--timeout', String(opts.timeout),
-      '--sandbox', sandbox,
-      '--concurrency', String(opts.agentConcurrency),
-      '--out', path.join(runDir, 'workspaces'),
-      '--infra-retries', String(opts.infraRetries),
-      '--max-failed-share', String(opts.maxFailedShare),
+      '--upstream-kind',
+      opts.upstreamKind,
+      '--timeout',
+      String(opts.timeout),
+      '--sandbox',
+      sandbox,
+      '--concurrency',
+      String(opts.agentConcurrency),
+      '--out',
+      path.join(runDir, 'workspaces'),
+      '--infra-retries',
+      String(opts.infraRetries),
+      '--max-failed-share',
+      String(opts.maxFailedShare),
       // NeMo-RL posts one step's rows at once: the failure share is taken over about one step.
-      '--failure-window', String(opts.promptsPerStep * opts.groupSize),
+      '--failure-window',
+      String(opts.promptsPerStep * opts.groupSize),
       ...(opts.tokenizer ? ['--tokenizer', path.resolve(opts.tokenizer)] : []),
       ...(opts.command !== undefined ? ['--command', opts.command] : []),
       ...(opts.harnessBin ? ['--harness-bin', path.resolve(opts.harnessBin)] : []),
@@ -180,8 +216,10 @@ async function grpo(opts: GrpoFlags, command: Command): Promise<void> {
 }
 
 async function sft(opts: SftFlags): Promise<void> {
-  if (!opts.data && !opts.db) throw new PolarError('POLAR_USAGE', 'polar train sft needs --data FILE (openai_format JSONL) or --db FILE (export accepted rollout samples from it)');
-  if (opts.data && (opts.minReward !== undefined || opts.accepted || opts.rollout)) throw new PolarError('POLAR_USAGE', '--min-reward, --accepted and --rollout select from --db; with --data the file is used as it is');
+  if (!opts.data && !opts.db)
+    throw new PolarError('POLAR_USAGE', 'polar train sft needs --data FILE (openai_format JSONL) or --db FILE (export accepted rollout samples from it)');
+  if (opts.data && (opts.minReward !== undefined || opts.accepted || opts.rollout))
+    throw new PolarError('POLAR_USAGE', '--min-reward, --accepted and --rollout select from --db; with --data the file is used as it is');
   const runDir = path.resolve(opts.runDir ?? path.join('polar-train', `sft-${newId('run').slice(4)}`));
   const data = opts.data ? path.resolve(opts.data) : path.join(runDir, 'sft.jsonl');
   const run = await prepared(runDir, opts, async () => {
@@ -205,7 +243,8 @@ async function prepared(runDir: string, opts: CommonFlags, prepare: () => Promis
   for (let dir = runDir; !fs.existsSync(dir); dir = path.dirname(dir)) created = dir;
   try {
     const run = await prepare();
-    if (!opts.dryRun && run.preflight.errors.length > 0) throw new PolarError('POLAR_USAGE', `cannot start ${run.kind}:\n  ${run.preflight.errors.join('\n  ')}`);
+    if (!opts.dryRun && run.preflight.errors.length > 0)
+      throw new PolarError('POLAR_USAGE', `cannot start ${run.kind}:\n  ${run.preflight.errors.join('\n  ')}`);
     return run;
   } catch (err) {
     if (created) fs.rmSync(created, { recursive: true, force: true });
@@ -217,14 +256,34 @@ async function prepared(runDir: string, opts: CommonFlags, prepare: () => Promis
 async function exportSft(opts: SftFlags, file: string): Promise<string> {
   const store = await openStore(opts.db ?? defaultDbPath(), { readonly: true });
   try {
-    const sessions = opts.rollout ? store.rollouts.samples(opts.rollout).map((s) => s.sessionId).filter((s): s is string => s !== null) : undefined;
+    const sessions = opts.rollout
+      ? store.rollouts
+          .samples(opts.rollout)
+          .map((s) => s.sessionId)
+          .filter((s): s is string => s !== null)
+      : undefined;
     const lines: string[] = [];
     let left = 0;
-    for (const item of exportLines(store, { format: 'sft', strategy: getStrategy('prefix-merging'), ...(sessions ? { sessions } : {}), minReward: opts.minReward ?? null, accepted: opts.accepted === true, includePartial: false }, emptyStats('prefix-merging'))) {
+    for (const item of exportLines(
+      store,
+      {
+        format: 'sft',
+        strategy: getStrategy('prefix-merging'),
+        ...(sessions ? { sessions } : {}),
+        minReward: opts.minReward ?? null,
+        accepted: opts.accepted === true,
+        includePartial: false,
+      },
+      emptyStats('prefix-merging'),
+    )) {
       if ('line' in item) lines.push(JSON.stringify(item.line));
       else left++;
     }
-    if (lines.length === 0) throw new PolarError('POLAR_USAGE', `no SFT examples in ${opts.db ?? defaultDbPath()} with this selection (${count(left, 'trace')} left out); see \`polar export --format sft\` for the reasons`);
+    if (lines.length === 0)
+      throw new PolarError(
+        'POLAR_USAGE',
+        `no SFT examples in ${opts.db ?? defaultDbPath()} with this selection (${count(left, 'trace')} left out); see \`polar export --format sft\` for the reasons`,
+      );
     writePrivateFile(file, `${lines.join('\n')}\n`);
     if (!opts.json) process.stderr.write(`exported ${count(lines.length, 'SFT example')} to ${file} (${count(left, 'trace')} left out)\n`);
     return file;
@@ -244,11 +303,14 @@ function checkNemoRl(checkout: string, opts: { json?: boolean }): void {
   else {
     for (const kind of ['grpo', 'sft'] as const) {
       const r = check.reports[kind];
-      process.stdout.write(`${kind}: ${r.checkedReads} reads checked, ${r.moved.length} moved, ${r.gone.length} gone, ${r.missingFiles.length} files missing, ${r.missingKeys.length} keys missing after the merge\n`);
+      process.stdout.write(
+        `${kind}: ${r.checkedReads} reads checked, ${r.moved.length} moved, ${r.gone.length} gone, ${r.missingFiles.length} files missing, ${r.missingKeys.length} keys missing after the merge\n`,
+      );
     }
     for (const w of check.warnings) process.stderr.write(`${chalk.yellow('warning')}: ${w}\n`);
     for (const e of check.errors) process.stderr.write(`${chalk.red('error')}: ${e}\n`);
-    if (check.errors.length === 0 && check.warnings.length === 0) process.stdout.write(`${check.checkout} matches polar's pinned list (NeMo-RL ${check.reports.grpo.pinned.slice(0, 7)})\n`);
+    if (check.errors.length === 0 && check.warnings.length === 0)
+      process.stdout.write(`${check.checkout} matches polar's pinned list (NeMo-RL ${check.reports.grpo.pinned.slice(0, 7)})\n`);
   }
   if (check.errors.length > 0) process.exitCode = 2;
 }
@@ -287,12 +349,27 @@ function childDbArgs(dbPath: string, runDir: string): string[] {
 
 async function execute(run: PreparedRun, opts: CommonFlags, dbPath: string | null, title: string): Promise<void> {
   const { errors, warnings } = run.preflight;
-  const shell = fs.readFileSync(path.join(run.runDir, 'command.sh'), 'utf8').split('\n').filter((l) => l && !l.startsWith('#')).join('\n');
+  const shell = fs
+    .readFileSync(path.join(run.runDir, 'command.sh'), 'utf8')
+    .split('\n')
+    .filter((l) => l && !l.startsWith('#'))
+    .join('\n');
   if (opts.dryRun) {
     if (opts.json) {
-      printJson({ ok: errors.length === 0, runDir: run.runDir, files: run.files.map((f) => f.path), command: shell, ...(run.firstPrompt ? { firstPrompt: run.firstPrompt } : {}), warnings, errors });
+      printJson({
+        ok: errors.length === 0,
+        runDir: run.runDir,
+        files: run.files.map((f) => f.path),
+        command: shell,
+        ...(run.firstPrompt ? { firstPrompt: run.firstPrompt } : {}),
+        warnings,
+        errors,
+      });
     } else {
-      for (const f of run.files) process.stdout.write(`${chalk.bold(`── ${f.path}`)}\n${f.path.endsWith('.jsonl') ? `${f.content.split('\n').slice(0, 2).join('\n')}\n…\n` : f.content}\n`);
+      for (const f of run.files)
+        process.stdout.write(
+          `${chalk.bold(`── ${f.path}`)}\n${f.path.endsWith('.jsonl') ? `${f.content.split('\n').slice(0, 2).join('\n')}\n…\n` : f.content}\n`,
+        );
       process.stdout.write(`${chalk.bold('command')}\n${shell}\n`);
       if (run.firstPrompt) process.stdout.write(`${chalk.bold('first prompt')}\n${firstPromptLine(run.firstPrompt, run.config)}\n`);
       for (const w of warnings) process.stderr.write(`${chalk.yellow('warning')}: ${w}\n`);
@@ -308,7 +385,13 @@ async function execute(run: PreparedRun, opts: CommonFlags, dbPath: string | nul
   const startedAt = Date.now();
   const live = process.stderr.isTTY && !opts.json;
   // ink and react load only for the live view: a command's help and its --json runs do without them.
-  const view = live ? (await import('../views/train-view.js')).startTrainView({ title, runDir: run.runDir, initial: { progress: initialProgress(), gpuMemoryMiB: null, sessions: [] } }) : null;
+  const view = live
+    ? (await import('../views/train-view.js')).startTrainView({
+        title,
+        runDir: run.runDir,
+        initial: { progress: initialProgress(), gpuMemoryMiB: null, sessions: [] },
+      })
+    : null;
   let last: TrainUpdate | null = null;
   const code = await launch(run, {
     ...(dbPath ? { dbPath } : {}),
@@ -317,17 +400,29 @@ async function execute(run: PreparedRun, opts: CommonFlags, dbPath: string | nul
       last = u;
       if (view) view.update(u);
       else if (u.step && !opts.json) {
-        process.stderr.write(`step ${u.step.step}/${u.step.maxSteps ?? '?'}: loss ${u.step.loss ?? '-'} · reward ${u.step.reward ?? '-'} · ${u.step.stepTimeS ?? '-'} s\n`);
+        process.stderr.write(
+          `step ${u.step.step}/${u.step.maxSteps ?? '?'}: loss ${u.step.loss ?? '-'} · reward ${u.step.reward ?? '-'} · ${u.step.stepTimeS ?? '-'} s\n`,
+        );
       }
     },
   }).finally(() => view?.stop());
   const progress = (last as TrainUpdate | null)?.progress ?? initialProgress();
   const checkpoint = latestCheckpoint(run.runDir);
-  const result = { ok: code === 0, exitCode: code, runDir: run.runDir, steps: progress.completed.length, lastStep: progress.completed.at(-1) ?? null, checkpoint, log: path.join(run.runDir, 'train.log') };
+  const result = {
+    ok: code === 0,
+    exitCode: code,
+    runDir: run.runDir,
+    steps: progress.completed.length,
+    lastStep: progress.completed.at(-1) ?? null,
+    checkpoint,
+    log: path.join(run.runDir, 'train.log'),
+  };
   if (opts.json) printJson(result);
   else {
     const status = code === 0 ? chalk.green('finished') : chalk.yellow(`stopped (exit ${code})`);
-    process.stdout.write(`${chalk.bold(`polar train ${run.kind}`)} ${status}: ${count(result.steps, 'step')} here${checkpoint !== null ? `, newest checkpoint step_${checkpoint}` : ''}\n  log ${result.log}\n  metrics ${path.join(run.runDir, 'metrics.jsonl')}\n`);
+    process.stdout.write(
+      `${chalk.bold(`polar train ${run.kind}`)} ${status}: ${count(result.steps, 'step')} here${checkpoint !== null ? `, newest checkpoint step_${checkpoint}` : ''}\n  log ${result.log}\n  metrics ${path.join(run.runDir, 'metrics.jsonl')}\n`,
+    );
     if (code !== 0 && checkpoint !== null) process.stdout.write(`  resume: ${invokedAs()} train ${run.kind} … --run-dir ${run.runDir} --resume\n`);
   }
   process.exitCode = code === 0 ? 0 : 1;

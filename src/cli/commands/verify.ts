@@ -31,8 +31,11 @@ export function registerVerify(program: Command): void {
     .option('--session <id...>', 'only these sessions (default: all)')
     .option('--strategy <name>', `strategy to reconstruct with: ${Object.keys(STRATEGIES).join(' | ')}`, 'prefix-merging')
     .option('--traces <file>', 'verify this trajectory JSONL (from polar reconstruct) instead of reconstructing')
-    .option('--allow-rerender', 'traces were built with --allow-rerender: do not require each call\'s context to be its recorded prompt')
-    .option('--tokenizer <path>', "tokenizer.json (or its folder): also check ids decode to the text the harness sent and received (token-in sessions use the tokenizer they recorded without it)")
+    .option('--allow-rerender', "traces were built with --allow-rerender: do not require each call's context to be its recorded prompt")
+    .option(
+      '--tokenizer <path>',
+      'tokenizer.json (or its folder): also check ids decode to the text the harness sent and received (token-in sessions use the tokenizer they recorded without it)',
+    )
     .option('--json', 'print every violation as JSON')
     .action(action(verify));
 }
@@ -45,7 +48,18 @@ async function verify(opts: VerifyCommandOptions): Promise<void> {
     const traces = opts.traces ? await readTraces(opts.traces) : undefined;
     const text = opts.tokenizer ? loadTokenText(opts.tokenizer) : undefined;
     const textFor = text ? undefined : recordedTokenizers(opts.json === true);
-    for (const v of verifySessions(store, { strategy: getStrategy(opts.strategy, { allowRerender: opts.allowRerender === true }), ...(opts.session ? { sessions: opts.session } : {}), ...(traces ? { traces } : {}), ...(text ? { text } : {}), ...(textFor ? { textFor } : {}), allowRerender: opts.allowRerender === true }, summary)) {
+    for (const v of verifySessions(
+      store,
+      {
+        strategy: getStrategy(opts.strategy, { allowRerender: opts.allowRerender === true }),
+        ...(opts.session ? { sessions: opts.session } : {}),
+        ...(traces ? { traces } : {}),
+        ...(text ? { text } : {}),
+        ...(textFor ? { textFor } : {}),
+        allowRerender: opts.allowRerender === true,
+      },
+      summary,
+    )) {
       violations.push(v);
       if (!opts.json && violations.length <= 50) process.stderr.write(`${chalk.red('violation')} ${describe(v)}\n`);
     }
@@ -57,7 +71,9 @@ async function verify(opts: VerifyCommandOptions): Promise<void> {
     if (violations.length > 50) process.stderr.write(`… and ${violations.length - 50} more (--json lists all)\n`);
     const verdict = violations.length === 0 ? chalk.green('faithful') : chalk.red(count(violations.length, 'violation'));
     const decoded = summary.textChecked ? `; ids checked against their text in ${summary.textChecked} session${summary.textChecked === 1 ? '' : 's'}` : '';
-    process.stderr.write(`${verdict}: ${count(summary.sessions, 'session')}, ${count(summary.calls, 'call')}, ${count(summary.traces, 'trace')} checked${decoded}\n`);
+    process.stderr.write(
+      `${verdict}: ${count(summary.sessions, 'session')}, ${count(summary.calls, 'call')}, ${count(summary.traces, 'trace')} checked${decoded}\n`,
+    );
   }
   process.exitCode = violations.length === 0 ? 0 : 1;
 }
@@ -76,7 +92,10 @@ function recordedTokenizers(quiet: boolean): (session: SessionRow) => TokenText 
         loaded.set(name, loadTokenText(name));
       } catch (err) {
         loaded.set(name, undefined);
-        if (!quiet) process.stderr.write(`note: session ${session.id} recorded tokenizer ${name}, which cannot be loaded here (${(err as Error).message}); pass --tokenizer PATH to check its text\n`);
+        if (!quiet)
+          process.stderr.write(
+            `note: session ${session.id} recorded tokenizer ${name}, which cannot be loaded here (${(err as Error).message}); pass --tokenizer PATH to check its text\n`,
+          );
       }
     }
     return loaded.get(name);
@@ -84,7 +103,14 @@ function recordedTokenizers(quiet: boolean): (session: SessionRow) => TokenText 
 }
 
 function describe(v: Violation): string {
-  const where = [`session ${v.session}`, v.traceIndex !== undefined ? `trace ${v.traceIndex}` : '', v.requestId ? `call ${v.requestId}` : '', v.position !== undefined ? `position ${v.position}` : ''].filter(Boolean).join(', ');
+  const where = [
+    `session ${v.session}`,
+    v.traceIndex !== undefined ? `trace ${v.traceIndex}` : '',
+    v.requestId ? `call ${v.requestId}` : '',
+    v.position !== undefined ? `position ${v.position}` : '',
+  ]
+    .filter(Boolean)
+    .join(', ');
   return `[${v.check}] ${where}: ${v.message}`;
 }
 

@@ -36,7 +36,9 @@ export function registerWorker(program: Command): void {
     .command('worker')
     .description('take samples of queued rollouts (polar rollout --queue) and run them on this machine, recording into the shared store')
     .requiredOption('--queue <url>', 'postgres://… of the queue (and, unless --db says otherwise, of the shared store)')
-    .addOption(new Option('--harness <name>', 'the harness this machine runs; it takes only rollouts of that harness').choices([...HARNESS_NAMES]).makeOptionMandatory())
+    .addOption(
+      new Option('--harness <name>', 'the harness this machine runs; it takes only rollouts of that harness').choices([...HARNESS_NAMES]).makeOptionMandatory(),
+    )
     .requiredOption('--upstream <url>', "this machine's inference server base URL");
   addUpstreamOptions(worker)
     .option('--model <name>', "model to serve every call with (default: the upstream's first)")
@@ -66,7 +68,8 @@ ${UPSTREAM_KINDS_HELP}`,
 async function workerCommand(opts: WorkerFlags): Promise<void> {
   if (!isPostgresUrl(opts.queue)) throw new PolarError('POLAR_USAGE', `--queue must be a postgres:// URL (got ${JSON.stringify(opts.queue)})`);
   const dbUrl = opts.db ?? opts.queue;
-  if (!isPostgresUrl(dbUrl)) throw new PolarError('POLAR_USAGE', '--db for a worker is the shared store: a postgres:// URL that every worker and the rollout use');
+  if (!isPostgresUrl(dbUrl))
+    throw new PolarError('POLAR_USAGE', '--db for a worker is the shared store: a postgres:// URL that every worker and the rollout use');
   const sandbox = sandboxKind(opts);
   const { runWorker } = await import('../../rollout/queue/worker.js');
   const controller = new AbortController();
@@ -74,7 +77,8 @@ async function workerCommand(opts: WorkerFlags): Promise<void> {
   process.on('SIGINT', stop);
   process.on('SIGTERM', stop);
   const say = (line: string) => process.stderr.write(`${line}\n`);
-  if (!opts.json) say(`${chalk.bold('polar worker')} ${os.hostname()}/${process.pid}: ${opts.harness} × ${opts.concurrency} from ${redactUrl(opts.queue)}; Ctrl-C to stop`);
+  if (!opts.json)
+    say(`${chalk.bold('polar worker')} ${os.hostname()}/${process.pid}: ${opts.harness} × ${opts.concurrency} from ${redactUrl(opts.queue)}; Ctrl-C to stop`);
   let done = 0;
   try {
     const config: RolloutConfig = {

@@ -1,7 +1,17 @@
 import { Box, type Key, render, Text, useApp, useInput, useStdout } from 'ink';
 import { useEffect, useMemo, useState } from 'react';
 import { breakBefore, type InspectCall, type SessionModel, seqOf } from '../../inspect/session-model.js';
-import { BAND_LABELS, callStrip, layoutStrip, logprobBand, searchLines, type StripSegment, type StripToken, type TokenPieces, traceStrip } from '../../inspect/token-strip.js';
+import {
+  BAND_LABELS,
+  callStrip,
+  layoutStrip,
+  logprobBand,
+  searchLines,
+  type StripSegment,
+  type StripToken,
+  type TokenPieces,
+  traceStrip,
+} from '../../inspect/token-strip.js';
 import type { SessionSummary } from '../../store/sessions.js';
 import { formatTime } from '../output.js';
 import { count } from '../plural.js';
@@ -67,11 +77,22 @@ export function SessionBrowser({ source, sessionId }: { source: BrowserSource; s
 
   return (
     <Box flexDirection="column">
-      {screen.kind === 'sessions' ? <SessionsScreen sessions={visibleSessions} cursor={screen.cursor} rows={rows} query={screen.query} total={sessions.length} /> : null}
+      {screen.kind === 'sessions' ? (
+        <SessionsScreen sessions={visibleSessions} cursor={screen.cursor} rows={rows} query={screen.query} total={sessions.length} />
+      ) : null}
       {screen.kind === 'calls' ? <CallsScreen model={screen.model} calls={visibleCalls} cursor={screen.cursor} rows={rows} query={screen.query} /> : null}
       {screen.kind === 'traces' ? <TracesScreen model={screen.model} cursor={screen.cursor} rows={rows} /> : null}
       {screen.kind === 'tokens' ? (
-        <TokensScreen title={screen.title} strip={screen.strip} lines={lines} top={tokenTop} rows={rows} query={screen.query} matches={matches} match={screen.match} />
+        <TokensScreen
+          title={screen.title}
+          strip={screen.strip}
+          lines={lines}
+          top={tokenTop}
+          rows={rows}
+          query={screen.query}
+          matches={matches}
+          match={screen.match}
+        />
       ) : null}
       <Text color="gray">{editing !== null ? `/${editing}█  (enter search · esc cancel)` : KEYS[screen.kind]}</Text>
     </Box>
@@ -129,7 +150,15 @@ function step(state: BrowserState, env: Env, input: string, key: Key): BrowserSt
       if (input === 't') return push({ kind: 'traces', model: screen.model, cursor: 0 });
       if (key.return || key.rightArrow) {
         const call = list[screen.cursor];
-        if (call?.promptIds || call?.sampledIds) return push({ kind: 'tokens', title: callTitle(call), strip: callStrip(call.promptIds ?? [], call.sampledIds ?? [], call.logprobs), top: null, query: '', match: -1 });
+        if (call?.promptIds || call?.sampledIds)
+          return push({
+            kind: 'tokens',
+            title: callTitle(call),
+            strip: callStrip(call.promptIds ?? [], call.sampledIds ?? [], call.logprobs),
+            top: null,
+            query: '',
+            match: -1,
+          });
       }
       return state;
     }
@@ -198,7 +227,11 @@ function SessionsScreen({ sessions, cursor, rows, query, total }: { sessions: Se
   return (
     <Box flexDirection="column">
       <Text bold>{`sessions  ${query ? `matching "${query}": ${sessions.length} of ${total}` : `${total}`}`}</Text>
-      {sessions.length === 0 ? <Text color="yellow">{query ? 'no session matches; / to search again' : 'no sessions in this database yet: record one with `polar run` or `polar demo`'}</Text> : null}
+      {sessions.length === 0 ? (
+        <Text color="yellow">
+          {query ? 'no session matches; / to search again' : 'no sessions in this database yet: record one with `polar run` or `polar demo`'}
+        </Text>
+      ) : null}
       {sessions.slice(from, to).map((s, i) => (
         <Text key={s.id} inverse={from + i === cursor} wrap="truncate-end">
           {`${from + i === cursor ? '›' : ' '} ${s.id}  ${pad(s.status, 11)} ${pad(s.harness ?? '-', 12)} ${pad(count(s.requests, 'call'), 9)} ${pad(`${s.promptTokens}+${s.sampledTokens} tok`, 16)} ${formatTime(s.createdAt)}`}
@@ -224,7 +257,9 @@ function CallsScreen({ model, calls, cursor, rows, query }: { model: SessionMode
   const [from, to] = windowAround(Math.max(0, selectedLine), lines.length, rows - 2);
   return (
     <Box flexDirection="column">
-      <Text bold>{`session ${s.id}  ${s.status}${s.harness ? `  ${s.harness}${s.harnessVersion ? ` ${s.harnessVersion}` : ''}` : ''}  ${count(s.requests, 'call')}  ${s.promptTokens} prompt / ${s.sampledTokens} sampled tokens  ${model.traces.length} trace${model.traces.length === 1 ? '' : 's'}`}</Text>
+      <Text
+        bold
+      >{`session ${s.id}  ${s.status}${s.harness ? `  ${s.harness}${s.harnessVersion ? ` ${s.harnessVersion}` : ''}` : ''}  ${count(s.requests, 'call')}  ${s.promptTokens} prompt / ${s.sampledTokens} sampled tokens  ${model.traces.length} trace${model.traces.length === 1 ? '' : 's'}`}</Text>
       <Text color="gray">{rolloutLine(model) ?? `created ${formatTime(s.createdAt)}${query ? `  ·  calls matching "${query}": ${calls.length}` : ''}`}</Text>
       {calls.length === 0 ? <Text color="yellow">{query ? 'no call matches' : 'no calls recorded'}</Text> : null}
       {lines.slice(from, to).map((l) =>
@@ -268,20 +303,33 @@ function TracesScreen({ model, cursor, rows }: { model: SessionModel; cursor: nu
           )}
           {started?.expected !== undefined ? <Text color="gray">{`  trace had: ${JSON.stringify(started.expected).slice(0, 100)}`}</Text> : null}
           {started?.found !== undefined ? <Text color="gray">{`  call sent: ${JSON.stringify(started.found).slice(0, 100)}`}</Text> : null}
-          {Array.isArray(selected.metadata.policy_versions) ? <Text color="gray">{`  policy versions: ${(selected.metadata.policy_versions as string[]).join(', ')}`}</Text> : null}
+          {Array.isArray(selected.metadata.policy_versions) ? (
+            <Text color="gray">{`  policy versions: ${(selected.metadata.policy_versions as string[]).join(', ')}`}</Text>
+          ) : null}
         </Box>
       ) : null}
     </Box>
   );
 }
 
-function TokensScreen(props: { title: string; strip: StripToken[]; lines: StripSegment[][]; top: number; rows: number; query: string; matches: number[]; match: number }) {
+function TokensScreen(props: {
+  title: string;
+  strip: StripToken[];
+  lines: StripSegment[][];
+  top: number;
+  rows: number;
+  query: string;
+  matches: number[];
+  match: number;
+}) {
   const { title, strip, lines, top, rows, query, matches, match } = props;
   const sampled = strip.filter((t) => t.kind === 'sampled').length;
   const context = strip.filter((t) => t.kind === 'context').length;
   return (
     <Box flexDirection="column">
-      <Text bold>{`${title} · ${strip.length - sampled - context} prompt, ${sampled} sampled${context ? `, ${context} context (mask 0)` : ''} · lines ${top + 1}-${Math.min(lines.length, top + rows)} of ${lines.length}`}</Text>
+      <Text
+        bold
+      >{`${title} · ${strip.length - sampled - context} prompt, ${sampled} sampled${context ? `, ${context} context (mask 0)` : ''} · lines ${top + 1}-${Math.min(lines.length, top + rows)} of ${lines.length}`}</Text>
       <Text>
         <Text dimColor>prompt </Text>
         {context ? <Text color="blue">context </Text> : null}
@@ -322,7 +370,10 @@ function TokensScreen(props: { title: string; strip: StripToken[]; lines: StripS
 }
 
 function callRow(c: InspectCall): string {
-  const tokens = c.promptTokenCount === null ? 'no token ids' : `${c.promptTokenCount}+${c.sampledTokenCount ?? 0} tok${c.sharedPrefix ? ` (${c.promptTokenCount - c.sharedPrefix} new)` : ''}`;
+  const tokens =
+    c.promptTokenCount === null
+      ? 'no token ids'
+      : `${c.promptTokenCount}+${c.sampledTokenCount ?? 0} tok${c.sharedPrefix ? ` (${c.promptTokenCount - c.sharedPrefix} new)` : ''}`;
   const where = c.excluded ? `not trained: ${c.excluded}` : c.trace !== null ? `trace ${c.trace}` : '';
   return `#${pad(String(c.seq), 3)} ${pad(c.provider, 16)} ${pad(c.status, 7)} ${pad(c.streamed ? 'stream' : 'json', 6)} ${pad(tokens, 23)} ${pad(c.finishReason ?? '-', 10)} ${where}${c.error ? `  ${c.error}` : ''}`;
 }
@@ -358,7 +409,11 @@ function filterSessions(sessions: SessionSummary[], query: string): SessionSumma
 
 function filterCalls(calls: InspectCall[], query: string): InspectCall[] {
   const q = query.toLowerCase();
-  return q ? calls.filter((c) => [`#${c.seq}`, c.id, c.agentId, c.provider, c.status, c.finishReason ?? '', c.excluded ?? '', c.error ?? ''].some((f) => f.toLowerCase().includes(q))) : calls;
+  return q
+    ? calls.filter((c) =>
+        [`#${c.seq}`, c.id, c.agentId, c.provider, c.status, c.finishReason ?? '', c.excluded ?? '', c.error ?? ''].some((f) => f.toLowerCase().includes(q)),
+      )
+    : calls;
 }
 
 function firstSampledLine(lines: StripSegment[][], strip: readonly StripToken[]): number {

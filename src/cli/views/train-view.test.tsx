@@ -5,13 +5,29 @@ import { initialProgress, readLine } from '../../train/progress.js';
 import { TrainView } from './train-view.js';
 
 describe('the polar train live view', () => {
-  it('shows the phase, step N/M, the last step\'s loss and reward, GPU memory and the latest sessions as updates arrive', async () => {
+  it("shows the phase, step N/M, the last step's loss and reward, GPU memory and the latest sessions as updates arrive", async () => {
     const updates = new EventEmitter();
     const progress = initialProgress();
-    const { lastFrame } = render(<TrainView title="polar train grpo · test" runDir="/runs/x" updates={updates} initial={{ progress, gpuMemoryMiB: null, sessions: [] }} />);
+    const { lastFrame } = render(
+      <TrainView title="polar train grpo · test" runDir="/runs/x" updates={updates} initial={{ progress, gpuMemoryMiB: null, sessions: [] }} />,
+    );
     expect(lastFrame()).toMatch(/step 0\/\?/);
-    for (const line of ['========================= Step 2/10 =========================', '▶ Training policy...', '  • Loss: 0.2500', '  • Avg Reward: 0.7500', '  • Total step time: 12.50s']) readLine(progress, line);
-    updates.emit('update', { progress, gpuMemoryMiB: [20480], sessions: [{ sessionId: 'ses_1', taskId: 'js-sum', reward: 1, status: 'completed' }, { sessionId: 'ses_2', taskId: 'py-fizzbuzz', reward: null, status: 'error' }] });
+    for (const line of [
+      '========================= Step 2/10 =========================',
+      '▶ Training policy...',
+      '  • Loss: 0.2500',
+      '  • Avg Reward: 0.7500',
+      '  • Total step time: 12.50s',
+    ])
+      readLine(progress, line);
+    updates.emit('update', {
+      progress,
+      gpuMemoryMiB: [20480],
+      sessions: [
+        { sessionId: 'ses_1', taskId: 'js-sum', reward: 1, status: 'completed' },
+        { sessionId: 'ses_2', taskId: 'py-fizzbuzz', reward: null, status: 'error' },
+      ],
+    });
     await new Promise((r) => setTimeout(r, 50));
     const frame = lastFrame()!;
     expect(frame).toMatch(/step 2\/10 ██/);

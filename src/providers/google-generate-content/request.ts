@@ -41,12 +41,18 @@ export function decodeGeminiRequest(body: unknown, ctx: DecodeContext): Canonica
   });
 
   const out: Record<string, unknown> = { messages };
-  const declarations = (Array.isArray(req.tools) ? req.tools : []).flatMap((t) => (isRecord(t) && Array.isArray(t.functionDeclarations) ? t.functionDeclarations : []));
+  const declarations = (Array.isArray(req.tools) ? req.tools : []).flatMap((t) =>
+    isRecord(t) && Array.isArray(t.functionDeclarations) ? t.functionDeclarations : [],
+  );
   if (!declarations.every(isRecord)) throw bad('each of `tools[].functionDeclarations` must be an object', 'tools');
   if (declarations.length > 0) {
     out.tools = declarations.map((d) => ({
       type: 'function',
-      function: { name: d.name, description: d.description ?? '', parameters: d.parametersJsonSchema ?? (d.parameters ? toJsonSchema(d.parameters) : { type: 'object', properties: {} }) },
+      function: {
+        name: d.name,
+        description: d.description ?? '',
+        parameters: d.parametersJsonSchema ?? (d.parameters ? toJsonSchema(d.parameters) : { type: 'object', properties: {} }),
+      },
     }));
     const choice = toolChoice(req.toolConfig);
     if (choice !== undefined) out.tool_choice = choice;
@@ -67,7 +73,8 @@ export function decodeGeminiRequest(body: unknown, ctx: DecodeContext): Canonica
   const state: GeminiCodecState = { includeThoughts: thinkingConfig?.includeThoughts === true };
   let thinking: boolean | undefined;
   if (thinkingConfig?.thinkingBudget === 0) thinking = false;
-  else if (thinkingConfig?.includeThoughts === true || (typeof thinkingConfig?.thinkingBudget === 'number' && thinkingConfig.thinkingBudget !== 0)) thinking = true;
+  else if (thinkingConfig?.includeThoughts === true || (typeof thinkingConfig?.thinkingBudget === 'number' && thinkingConfig.thinkingBudget !== 0))
+    thinking = true;
   return canonicalRequest({
     model: MODEL_IN_PATH.exec(ctx.path)?.[1] ?? '',
     stream: ctx.path.endsWith(':streamGenerateContent'),
@@ -113,7 +120,11 @@ function userMessages(parts: GeminiPart[], pending: { id: string; name: string; 
       const r = p.functionResponse;
       const match = (r.id && pending.find((c) => c.id === r.id)) || pending.find((c) => !c.answered && c.name === r.name);
       if (match) match.answered = true;
-      tools.push({ role: 'tool', tool_call_id: r.id || match?.id || `call_${r.name}`, content: typeof r.response === 'string' ? r.response : JSON.stringify(r.response ?? {}) });
+      tools.push({
+        role: 'tool',
+        tool_call_id: r.id || match?.id || `call_${r.name}`,
+        content: typeof r.response === 'string' ? r.response : JSON.stringify(r.response ?? {}),
+      });
     } else if (typeof p.text === 'string') {
       rest.push({ type: 'text', text: p.text });
     } else if (p.inlineData) {

@@ -19,7 +19,12 @@ export function createGeminiStream(req: ReplyRequest, ctx: EncodeContext): Strea
   const calls = new Map<number, { id: string; name: string; arguments: string }>();
   let finish: string | null = null;
   const frame = (parts: unknown[], candidate: Record<string, unknown> = {}, top: Record<string, unknown> = {}): SseEvent => ({
-    data: JSON.stringify({ candidates: [{ content: { role: 'model', parts }, index: 0, ...candidate }], ...top, modelVersion: req.requestedModel, responseId: ctx.callId }),
+    data: JSON.stringify({
+      candidates: [{ content: { role: 'model', parts }, index: 0, ...candidate }],
+      ...top,
+      modelVersion: req.requestedModel,
+      responseId: ctx.callId,
+    }),
   });
   return {
     push({ events }) {

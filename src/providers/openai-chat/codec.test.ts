@@ -18,18 +18,21 @@ const tokens = { source: 'upstream' as const, promptIds: [1, 2], sampledIds: [3]
 
 describe('openai-chat codec: requests', () => {
   it('keeps every field but the ones the upstream adapter owns, and notes what the caller asked for', () => {
-    const req = openaiChatCodec.decodeRequest({
-      model: 'claude-opus-4-8',
-      stream: true,
-      stream_options: { include_usage: true },
-      logprobs: true,
-      top_logprobs: 2,
-      return_token_ids: true,
-      messages: [{ role: 'user', content: 'x' }],
-      tools: [{ type: 'function', function: { name: 'f' } }],
-      seed: 7,
-      chat_template_kwargs: { enable_thinking: false },
-    }, CTX);
+    const req = openaiChatCodec.decodeRequest(
+      {
+        model: 'claude-opus-4-8',
+        stream: true,
+        stream_options: { include_usage: true },
+        logprobs: true,
+        top_logprobs: 2,
+        return_token_ids: true,
+        messages: [{ role: 'user', content: 'x' }],
+        tools: [{ type: 'function', function: { name: 'f' } }],
+        seed: 7,
+        chat_template_kwargs: { enable_thinking: false },
+      },
+      CTX,
+    );
     expect(req.requestedModel).toBe('claude-opus-4-8');
     expect(req.stream).toBe(true);
     expect(req.client).toEqual({ logprobs: true, tokenIds: true, includeUsage: true });
@@ -79,13 +82,22 @@ describe('openai-chat codec: replies', () => {
   });
 
   it('streams chunks as data lines, drops the usage-only chunk unless asked, ends with [DONE]', () => {
-    const chunk: ChatCompletionChunk = { id: 'c', object: 'chat.completion.chunk', created: 1, model: 'served', choices: [{ index: 0, delta: { content: 'a' }, finish_reason: null }] };
+    const chunk: ChatCompletionChunk = {
+      id: 'c',
+      object: 'chat.completion.chunk',
+      created: 1,
+      model: 'served',
+      choices: [{ index: 0, delta: { content: 'a' }, finish_reason: null }],
+    };
     const usage: ChatCompletionChunk = { ...chunk, choices: [], usage: { prompt_tokens: 1 } };
     const s = openaiChatCodec.createStream(plain, ENC);
     const reader = new StreamEventReader(ENC.callId);
     const events = [...s.push(reader.step(chunk, null)), ...s.push(reader.step(usage, null)), ...s.end(reader.counts())];
     expect(events.map((e) => e.data)).toEqual([JSON.stringify({ ...chunk, model: 'asked' }), '[DONE]']);
-    const withUsage = openaiChatCodec.createStream(openaiChatCodec.decodeRequest({ messages: [{ role: 'user' }], stream_options: { include_usage: true } }, CTX), ENC);
+    const withUsage = openaiChatCodec.createStream(
+      openaiChatCodec.decodeRequest({ messages: [{ role: 'user' }], stream_options: { include_usage: true } }, CTX),
+      ENC,
+    );
     expect(withUsage.push(new StreamEventReader(ENC.callId).step(usage, null))).toHaveLength(1);
   });
 

@@ -32,7 +32,10 @@ export function encodeChatChunk(
     const c = { ...choice };
     // A tool call the server sent without an id gets the one polar recorded for it.
     if (toolIds && choice.index === 0 && c.delta?.tool_calls) {
-      c.delta = { ...c.delta, tool_calls: c.delta.tool_calls.map((t, i) => (t.id ? t : { ...t, id: toolIds.get(typeof t.index === 'number' ? t.index : i) ?? t.id })) };
+      c.delta = {
+        ...c.delta,
+        tool_calls: c.delta.tool_calls.map((t, i) => (t.id ? t : { ...t, id: toolIds.get(typeof t.index === 'number' ? t.index : i) ?? t.id })),
+      };
     }
     if (!req.client.logprobs) delete c.logprobs;
     if (req.client.tokenIds && choice.index === 0 && tokens?.sampledIds) c.token_ids = tokens.sampledIds;

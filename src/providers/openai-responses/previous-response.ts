@@ -7,11 +7,7 @@ import type { ResponsesItem } from './types.js';
  * The conversation up to and including a recorded response: its own previous_response_id chain,
  * its input, and the output items the caller received. Null when any link is unknown.
  */
-export function previousItems(
-  responseId: string,
-  lookup: (id: string) => RecordedExchange | undefined,
-  depth = 0,
-): ResponsesItem[] | null {
+export function previousItems(responseId: string, lookup: (id: string) => RecordedExchange | undefined, depth = 0): ResponsesItem[] | null {
   if (depth > 1000) return null;
   const exchange = lookup(responseId);
   if (!exchange || !isRecord(exchange.request)) return null;
@@ -25,7 +21,11 @@ export function previousItems(
     earlier = chain;
   }
   const input: ResponsesItem[] =
-    typeof request.input === 'string' ? [{ type: 'message', role: 'user', content: request.input }] : Array.isArray(request.input) ? (request.input as ResponsesItem[]) : [];
+    typeof request.input === 'string'
+      ? [{ type: 'message', role: 'user', content: request.input }]
+      : Array.isArray(request.input)
+        ? (request.input as ResponsesItem[])
+        : [];
   return [...earlier, ...input, ...output];
 }
 

@@ -115,7 +115,11 @@ export function itemsToMessages(items: ResponsesItem[], byteStrings = false): Ch
       if (text) reasoning.push(text);
     } else if (typeof type === 'string' && CALL_TYPES.has(type)) {
       const t = openTurn();
-      (t.tool_calls ??= []).push({ id: String(raw.call_id ?? raw.id ?? `call_${i}`), type: 'function', function: { name: callName(raw), arguments: callArguments(raw) } });
+      (t.tool_calls ??= []).push({
+        id: String(raw.call_id ?? raw.id ?? `call_${i}`),
+        type: 'function',
+        function: { name: callName(raw), arguments: callArguments(raw) },
+      });
     } else if (typeof type === 'string' && OUTPUT_TYPES.has(type)) {
       turn = null;
       messages.push({ role: 'tool', tool_call_id: String(raw.call_id ?? ''), content: outputText(raw.output) });
@@ -128,7 +132,13 @@ export function itemsToMessages(items: ResponsesItem[], byteStrings = false): Ch
 }
 
 function reasoningText(item: Record<string, unknown>, byteStrings: boolean): string {
-  const parts = (list: unknown) => (Array.isArray(list) ? list.filter(isRecord).map((p) => (typeof p.text === 'string' ? p.text : '')).filter(Boolean) : []);
+  const parts = (list: unknown) =>
+    Array.isArray(list)
+      ? list
+          .filter(isRecord)
+          .map((p) => (typeof p.text === 'string' ? p.text : ''))
+          .filter(Boolean)
+      : [];
   const content = parts(item.content);
   if (content.length > 0) return content.join('\n');
   if (typeof item.encrypted_content === 'string') {
@@ -141,7 +151,10 @@ function reasoningText(item: Record<string, unknown>, byteStrings: boolean): str
 function contentText(content: unknown): string {
   if (typeof content === 'string') return content;
   if (!Array.isArray(content)) return '';
-  return content.filter(isRecord).map((p) => (typeof p.text === 'string' ? p.text : typeof p.refusal === 'string' ? p.refusal : '')).join('');
+  return content
+    .filter(isRecord)
+    .map((p) => (typeof p.text === 'string' ? p.text : typeof p.refusal === 'string' ? p.refusal : ''))
+    .join('');
 }
 
 function userContent(content: unknown): unknown {
@@ -160,7 +173,11 @@ function userContent(content: unknown): unknown {
 
 function outputText(output: unknown): string {
   if (typeof output === 'string') return output;
-  if (Array.isArray(output)) return output.filter(isRecord).map((p) => (typeof p.text === 'string' ? p.text : '')).join('\n');
+  if (Array.isArray(output))
+    return output
+      .filter(isRecord)
+      .map((p) => (typeof p.text === 'string' ? p.text : ''))
+      .join('\n');
   return output === undefined || output === null ? '' : JSON.stringify(output);
 }
 

@@ -32,14 +32,28 @@ export function callItem(id: string, call: { id: string; name: string; arguments
   const args = kind === 'function' ? null : parseArguments(call.arguments);
   switch (kind) {
     case 'custom':
-      return { type: 'custom_tool_call', id, call_id: call.id, name: call.name, input: typeof args!.input === 'string' ? args!.input : call.arguments, status: 'completed' };
+      return {
+        type: 'custom_tool_call',
+        id,
+        call_id: call.id,
+        name: call.name,
+        input: typeof args!.input === 'string' ? args!.input : call.arguments,
+        status: 'completed',
+      };
     case 'local_shell':
       return {
         type: 'local_shell_call',
         id,
         call_id: call.id,
         status: 'completed',
-        action: { type: 'exec', command: Array.isArray(args!.command) ? args!.command : [], timeout_ms: args!.timeout_ms ?? null, working_directory: args!.workdir ?? null, env: {}, user: null },
+        action: {
+          type: 'exec',
+          command: Array.isArray(args!.command) ? args!.command : [],
+          timeout_ms: args!.timeout_ms ?? null,
+          working_directory: args!.workdir ?? null,
+          env: {},
+          user: null,
+        },
       };
     case 'shell':
       return {
@@ -47,10 +61,21 @@ export function callItem(id: string, call: { id: string; name: string; arguments
         id,
         call_id: call.id,
         status: 'completed',
-        action: { commands: Array.isArray(args!.commands) ? args!.commands : [], timeout_ms: args!.timeout_ms ?? null, max_output_length: args!.max_output_length ?? null },
+        action: {
+          commands: Array.isArray(args!.commands) ? args!.commands : [],
+          timeout_ms: args!.timeout_ms ?? null,
+          max_output_length: args!.max_output_length ?? null,
+        },
       };
     default: {
-      const item: Record<string, unknown> = { type: 'function_call', id, call_id: call.id, name: target?.name ?? call.name, arguments: call.arguments, status: 'completed' };
+      const item: Record<string, unknown> = {
+        type: 'function_call',
+        id,
+        call_id: call.id,
+        name: target?.name ?? call.name,
+        arguments: call.arguments,
+        status: 'completed',
+      };
       if (target?.namespace) item.namespace = target.namespace;
       return item;
     }

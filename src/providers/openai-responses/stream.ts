@@ -80,7 +80,14 @@ export function createResponsesStream(req: ReplyRequest, ctx: EncodeContext): St
             const index = output.length;
             open = { kind: 'reasoning', index, id: itemId('rs', ctx, index), text: '' };
             out.push(event('response.output_item.added', { output_index: index, item: { type: 'reasoning', id: open.id, summary: [] } }));
-            out.push(event('response.reasoning_summary_part.added', { item_id: open.id, output_index: index, summary_index: 0, part: { type: 'summary_text', text: '' } }));
+            out.push(
+              event('response.reasoning_summary_part.added', {
+                item_id: open.id,
+                output_index: index,
+                summary_index: 0,
+                part: { type: 'summary_text', text: '' },
+              }),
+            );
           }
           open.text += e.text;
           out.push(event('response.reasoning_summary_text.delta', { item_id: open.id, output_index: open.index, summary_index: 0, delta: e.text }));
@@ -90,7 +97,14 @@ export function createResponsesStream(req: ReplyRequest, ctx: EncodeContext): St
             const index = output.length;
             open = { kind: 'message', index, id: itemId('msg', ctx, index), text: '' };
             out.push(event('response.output_item.added', { output_index: index, item: messageItem(open.id, '', 'in_progress') }));
-            out.push(event('response.content_part.added', { item_id: open.id, output_index: index, content_index: 0, part: { type: 'output_text', text: '', annotations: [] } }));
+            out.push(
+              event('response.content_part.added', {
+                item_id: open.id,
+                output_index: index,
+                content_index: 0,
+                part: { type: 'output_text', text: '', annotations: [] },
+              }),
+            );
           }
           open.text += e.text;
           out.push(event('response.output_text.delta', { item_id: open.id, output_index: open.index, content_index: 0, delta: e.text, logprobs: [] }));

@@ -39,10 +39,15 @@ function toFunction(tool: Record<string, unknown>): { name: string; description:
   const description = typeof tool.description === 'string' ? tool.description : '';
   switch (tool.type) {
     case 'function':
-      return typeof tool.name === 'string' ? { name: tool.name, description, parameters: tool.parameters ?? { type: 'object', properties: {} }, kind: 'function' } : null;
+      return typeof tool.name === 'string'
+        ? { name: tool.name, description, parameters: tool.parameters ?? { type: 'object', properties: {} }, kind: 'function' }
+        : null;
     case 'custom': {
       if (typeof tool.name !== 'string') return null;
-      const format = isRecord(tool.format) && tool.format.type === 'grammar' ? ` Input grammar (${String(tool.format.syntax ?? '')}):\n${String(tool.format.definition ?? '')}` : '';
+      const format =
+        isRecord(tool.format) && tool.format.type === 'grammar'
+          ? ` Input grammar (${String(tool.format.syntax ?? '')}):\n${String(tool.format.definition ?? '')}`
+          : '';
       return {
         name: tool.name,
         description,

@@ -34,7 +34,11 @@ export interface AgentRun {
  * the oracle ends without its top reward (1, or [metadata].max_reward) or in error, or
  * when nop ends with any reward above 0 (a task that pays for nothing teaches nothing).
  */
-export async function checkTasks(tasks: readonly RolloutTask[], base: Pick<RolloutConfig, 'sandbox' | 'limits' | 'timeoutSec' | 'initWorkers' | 'postWorkers' | 'concurrency'> & { network?: RolloutConfig['network'] }, onNotice?: (line: string) => void): Promise<TaskCheck[]> {
+export async function checkTasks(
+  tasks: readonly RolloutTask[],
+  base: Pick<RolloutConfig, 'sandbox' | 'limits' | 'timeoutSec' | 'initWorkers' | 'postWorkers' | 'concurrency'> & { network?: RolloutConfig['network'] },
+  onNotice?: (line: string) => void,
+): Promise<TaskCheck[]> {
   const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-tasks-check-'));
   const dbPath = path.join(scratch, 'check.db');
   try {
@@ -72,8 +76,12 @@ export async function checkTasks(tasks: readonly RolloutTask[], base: Pick<Rollo
       const problems: string[] = [];
       const top = topReward(t.metadata);
       // A verifier that installs its test runner needs the network Harbor gives by default.
-      const silent = t.harbor && t.harbor.verifierNetwork === null && base.network !== 'host' ? ' (task.toml does not say whether it may use the internet, so its verifier had no network; --network host gives Harbor\'s default)' : '';
-      if (oracle.outcome === 'error' || oracle.reward === null) problems.push(`the oracle ended in ${oracle.outcome}${oracle.error ? `: ${oracle.error.split('\n')[0]}` : ''}${silent}`);
+      const silent =
+        t.harbor && t.harbor.verifierNetwork === null && base.network !== 'host'
+          ? " (task.toml does not say whether it may use the internet, so its verifier had no network; --network host gives Harbor's default)"
+          : '';
+      if (oracle.outcome === 'error' || oracle.reward === null)
+        problems.push(`the oracle ended in ${oracle.outcome}${oracle.error ? `: ${oracle.error.split('\n')[0]}` : ''}${silent}`);
       else if (oracle.reward < top) problems.push(`the oracle (solution/solve.sh) earned ${oracle.reward}, not the top reward ${top}`);
       if (nop.reward !== null && nop.reward > 0) problems.push(`doing nothing (nop) already earns ${nop.reward}`);
       if (nop.outcome === 'error') problems.push(`the verifier fails on the untouched workspace (nop): ${nop.error?.split('\n')[0] ?? 'error'}`);
@@ -87,6 +95,7 @@ export async function checkTasks(tasks: readonly RolloutTask[], base: Pick<Rollo
 function agentRun(s: SampleRow): AgentRun {
   const ev = s.evaluator ?? {};
   const rewards = typeof ev.rewards === 'object' && ev.rewards !== null ? (ev.rewards as Record<string, number>) : null;
-  const output = typeof ev.output === 'string' ? ev.output : s.error && s.error.includes('its output:') ? s.error.slice(s.error.indexOf('its output:') + 12) : null;
+  const output =
+    typeof ev.output === 'string' ? ev.output : s.error && s.error.includes('its output:') ? s.error.slice(s.error.indexOf('its output:') + 12) : null;
   return { outcome: s.status, reward: s.reward, rewards, error: s.error, output };
 }

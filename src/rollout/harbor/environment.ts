@@ -32,7 +32,13 @@ export function chooseEnvironment(asked: HarborEnvironment | undefined, engines:
   if (asked === undefined || asked === 'host') return 'host';
   const found = engines();
   if (!found.includes(asked)) {
-    throw new PolarError('POLAR_USAGE', `--environment ${asked}: no working ${asked} here (\`${asked} info\` fails)${found.length > 0 ? `; working: ${found.join(', ')}` : ''}. Use --environment host: polar's sandbox gives the task's paths (/app, /tests, /logs) on this machine`);
+    throw new PolarError(
+      'POLAR_USAGE',
+      `--environment ${asked}: no working ${asked} here (\`${asked} info\` fails)${found.length > 0 ? `; working: ${found.join(', ')}` : ''}. Use --environment host: polar's sandbox gives the task's paths (/app, /tests, /logs) on this machine`,
+    );
   }
-  throw new PolarError('POLAR_USAGE', `--environment ${asked}: running Harbor tasks in their own images is not implemented in this polar yet; use --environment host (the task's files on this machine's tools, in polar's sandbox)`);
+  throw new PolarError(
+    'POLAR_USAGE',
+    `--environment ${asked}: running Harbor tasks in their own images is not implemented in this polar yet; use --environment host (the task's files on this machine's tools, in polar's sandbox)`,
+  );
 }

@@ -80,7 +80,19 @@ describe('Harbor task folders', () => {
 
   it('reads a Dockerfile as the host can take it: continuations, JSON form, the last stage, RUN listed', () => {
     const plan = readDockerfile(
-      ['FROM node:20 AS build', 'COPY . /src', 'FROM python:3.12', '# a comment', 'WORKDIR /srv', 'RUN apt-get update \\', '  && apt-get install -y jq', 'COPY ["a b.txt", "c.txt", "./"]', 'COPY --from=build /src/out /srv/out', 'ADD --chown=1000 data /srv/data', 'COPY tool /usr/local/bin/tool'].join('\n'),
+      [
+        'FROM node:20 AS build',
+        'COPY . /src',
+        'FROM python:3.12',
+        '# a comment',
+        'WORKDIR /srv',
+        'RUN apt-get update \\',
+        '  && apt-get install -y jq',
+        'COPY ["a b.txt", "c.txt", "./"]',
+        'COPY --from=build /src/out /srv/out',
+        'ADD --chown=1000 data /srv/data',
+        'COPY tool /usr/local/bin/tool',
+      ].join('\n'),
       '/app',
     );
     expect(plan.workdir).toBe('/srv');
@@ -103,7 +115,11 @@ describe('Harbor reward files', () => {
   };
   it('reward.txt is one number; reward.json wins and keeps its named rewards', async () => {
     expect(await readRewards(dir({ 'reward.txt': '0.25\n' }))).toEqual({ reward: 0.25, all: { reward: 0.25 }, file: 'reward.txt' });
-    expect(await readRewards(dir({ 'reward.json': '{"reward": 0.5, "style": 1, "note": "text is dropped"}', 'reward.txt': '0' }))).toEqual({ reward: 0.5, all: { reward: 0.5, style: 1 }, file: 'reward.json' });
+    expect(await readRewards(dir({ 'reward.json': '{"reward": 0.5, "style": 1, "note": "text is dropped"}', 'reward.txt': '0' }))).toEqual({
+      reward: 0.5,
+      all: { reward: 0.5, style: 1 },
+      file: 'reward.json',
+    });
     // No "reward" key: reward.txt gives it; a single named number is the reward.
     expect((await readRewards(dir({ 'reward.json': '{"acc": 0.75}', 'reward.txt': '1' }))).all).toEqual({ acc: 0.75, reward: 1 });
     expect((await readRewards(dir({ 'reward.json': '{"acc": 0.75}' }))).reward).toBe(0.75);
@@ -131,13 +147,24 @@ describe('Harbor reward files the verifier could have tampered with', () => {
 
 describe('task.toml env templates', () => {
   it('${VAR} and ${VAR:-default} come from the environment at run time; an unset one without a default is an error', () => {
-    expect(resolveEnv({ A: 'literal', B: '${HB_TEST_SET}', C: '${HB_TEST_UNSET:-dflt}', D: 'x ${HB_TEST_SET}' }, 'post', { HB_TEST_SET: 'v' })).toEqual({ A: 'literal', B: 'v', C: 'dflt', D: 'x ${HB_TEST_SET}' });
+    expect(resolveEnv({ A: 'literal', B: '${HB_TEST_SET}', C: '${HB_TEST_UNSET:-dflt}', D: 'x ${HB_TEST_SET}' }, 'post', { HB_TEST_SET: 'v' })).toEqual({
+      A: 'literal',
+      B: 'v',
+      C: 'dflt',
+      D: 'x ${HB_TEST_SET}',
+    });
     expect(() => resolveEnv({ K: '${HB_TEST_UNSET}' }, 'post', {})).toThrow(/K from \$HB_TEST_UNSET, which is not set/);
   });
 });
 
 describe('Harbor network settings', () => {
-  const settings = (network: 'proxy-only' | 'host'): SandboxSettings => ({ kind: 'bwrap', bwrap: '/usr/bin/bwrap', network, limits: DEFAULT_LIMITS, extraReadOnly: [] });
+  const settings = (network: 'proxy-only' | 'host'): SandboxSettings => ({
+    kind: 'bwrap',
+    bwrap: '/usr/bin/bwrap',
+    network,
+    limits: DEFAULT_LIMITS,
+    extraReadOnly: [],
+  });
   const byId = new Map(loadTasks(FIXTURES).map((t) => [t.id, t]));
   it("follows task.toml where it speaks, and the rollout's --network where it does not", () => {
     // allow_internet = true: the harness and the verifier get the host network.
@@ -175,7 +202,19 @@ describe('.dockerignore', () => {
   });
 
   it("a task's COPY . leaves out what its .dockerignore names", async () => {
-    const root = dataset({ t: { 'task.toml': 'version = "1.0"\n', 'instruction.md': 'x', 'tests/test.sh': '', 'environment/Dockerfile': 'FROM a\nWORKDIR /app\nCOPY . .\n', 'environment/.dockerignore': '# generated\nDockerfile\n*.pyc\n', 'environment/main.py': '', 'environment/main.pyc': '', 'environment/sub/x.pyc': '', 'environment/sub/y.py': '' } });
+    const root = dataset({
+      t: {
+        'task.toml': 'version = "1.0"\n',
+        'instruction.md': 'x',
+        'tests/test.sh': '',
+        'environment/Dockerfile': 'FROM a\nWORKDIR /app\nCOPY . .\n',
+        'environment/.dockerignore': '# generated\nDockerfile\n*.pyc\n',
+        'environment/main.py': '',
+        'environment/main.pyc': '',
+        'environment/sub/x.pyc': '',
+        'environment/sub/y.py': '',
+      },
+    });
     const [task] = readHarborTasks(path.join(root, 't'));
     const dest = path.join(root, 'ws');
     await buildStartingState(task!.harbor!, dest);

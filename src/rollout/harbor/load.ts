@@ -16,7 +16,20 @@ const DEFAULT_VERIFIER_TIMEOUT = 600;
 export const DEFAULT_WORKDIR = '/app';
 const ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 // Harbor's top-level task.toml tables and keys (config.py:698-723); anything else is a typo.
-const TOP_KEYS = new Set(['version', 'schema_version', 'task', 'metadata', 'verifier', 'agent', 'environment', 'solution', 'source', 'steps', 'artifacts', 'multi_step_reward_strategy']);
+const TOP_KEYS = new Set([
+  'version',
+  'schema_version',
+  'task',
+  'metadata',
+  'verifier',
+  'agent',
+  'environment',
+  'solution',
+  'source',
+  'steps',
+  'artifacts',
+  'multi_step_reward_strategy',
+]);
 
 /** Whether PATH is a Harbor task folder or a folder of them (a dataset), rather than a JSONL file. */
 export function isHarborPath(p: string): boolean {
@@ -41,12 +54,15 @@ export function readHarborTasks(root: string): RolloutTask[] {
         .filter((e) => e.isDirectory() && fs.existsSync(path.join(abs, e.name, 'task.toml')))
         .map((e) => path.join(abs, e.name))
         .sort();
-  if (dirs.length === 0) throw new PolarError('POLAR_USAGE', `${root} is neither a Harbor task (no task.toml) nor a folder of them (no sub-folder holds a task.toml)`);
+  if (dirs.length === 0)
+    throw new PolarError('POLAR_USAGE', `${root} is neither a Harbor task (no task.toml) nor a folder of them (no sub-folder holds a task.toml)`);
   const problems: string[] = [];
   const tasks: RolloutTask[] = [];
   const seen = new Map<string, string>();
   for (const dir of dirs) {
-    const task = readHarborTask(dir, (file, field, what) => problems.push(`${path.relative(process.cwd(), path.join(dir, file)) || file}${field ? `, field "${field}"` : ''}: ${what}`));
+    const task = readHarborTask(dir, (file, field, what) =>
+      problems.push(`${path.relative(process.cwd(), path.join(dir, file)) || file}${field ? `, field "${field}"` : ''}: ${what}`),
+    );
     if (!task) continue;
     const first = seen.get(task.id);
     if (first) problems.push(`${path.relative(process.cwd(), dir)}: task id ${JSON.stringify(task.id)} is also ${first}'s`);
@@ -56,7 +72,10 @@ export function readHarborTasks(root: string): RolloutTask[] {
   if (problems.length > 0) {
     const shown = problems.slice(0, 30);
     if (problems.length > shown.length) shown.push(`… and ${problems.length - shown.length} more`);
-    throw new PolarError('POLAR_USAGE', `the Harbor tasks have ${problems.length} problem${problems.length === 1 ? '' : 's'}; nothing was started:\n  ${shown.join('\n  ')}`);
+    throw new PolarError(
+      'POLAR_USAGE',
+      `the Harbor tasks have ${problems.length} problem${problems.length === 1 ? '' : 's'}; nothing was started:\n  ${shown.join('\n  ')}`,
+    );
   }
   return tasks;
 }
@@ -99,7 +118,8 @@ function readHarborTask(dir: string, report: Report): RolloutTask | null {
   const solution = table('solution');
   let name = path.basename(dir);
   if (taskTable.name !== undefined) {
-    if (typeof taskTable.name !== 'string' || !/^[A-Za-z0-9][\w.-]*\/[A-Za-z0-9][\w.-]*$/.test(taskTable.name)) at('task.toml', 'task.name', 'an "org/name" string');
+    if (typeof taskTable.name !== 'string' || !/^[A-Za-z0-9][\w.-]*\/[A-Za-z0-9][\w.-]*$/.test(taskTable.name))
+      at('task.toml', 'task.name', 'an "org/name" string');
     else name = taskTable.name;
   }
   const id = path.basename(dir);
@@ -126,7 +146,14 @@ function readHarborTask(dir: string, report: Report): RolloutTask | null {
   let baseImage = dockerImage;
   let workdir = workdirSetting ?? DEFAULT_WORKDIR;
   if (dockerfile === null) {
-    if (!dockerImage) at('environment/Dockerfile', null, isFile(path.join(context, 'docker-compose.yaml')) ? 'a compose environment is not supported by polar yet: it needs environment/Dockerfile' : 'missing (or [environment].docker_image): the starting state');
+    if (!dockerImage)
+      at(
+        'environment/Dockerfile',
+        null,
+        isFile(path.join(context, 'docker-compose.yaml'))
+          ? 'a compose environment is not supported by polar yet: it needs environment/Dockerfile'
+          : 'missing (or [environment].docker_image): the starting state',
+      );
   } else {
     const plan = readDockerfile(dockerfile, workdirSetting ?? DEFAULT_WORKDIR);
     for (const p of plan.problems) at('environment/Dockerfile', `line ${p.line}`, p.what);
@@ -235,7 +262,13 @@ function network(t: Record<string, unknown>, table: string, at: Report, phase = 
   if (t.network_mode !== undefined) {
     if (t.network_mode === 'public') return 'public';
     if (t.network_mode === 'no-network') return 'none';
-    at('task.toml', `${table}.network_mode`, t.network_mode === 'allowlist' ? '"allowlist" is not supported by polar (host names cannot be enforced in its sandbox); use "public" or "no-network"' : '"public" or "no-network"');
+    at(
+      'task.toml',
+      `${table}.network_mode`,
+      t.network_mode === 'allowlist'
+        ? '"allowlist" is not supported by polar (host names cannot be enforced in its sandbox); use "public" or "no-network"'
+        : '"public" or "no-network"',
+    );
     return null;
   }
   if (t.allow_internet !== undefined) {
@@ -257,9 +290,19 @@ export function stripCanary(text: string): string {
 /** A `*` in the last segment of a COPY source. */
 function glob(context: string, pattern: string): string[] {
   const dir = path.resolve(context, path.posix.dirname(pattern));
-  const re = new RegExp(`^${path.posix.basename(pattern).replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')}$`);
+  const re = new RegExp(
+    `^${path.posix
+      .basename(pattern)
+      .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+      .replace(/\*/g, '.*')
+      .replace(/\?/g, '.')}$`,
+  );
   try {
-    return fs.readdirSync(dir).filter((n) => re.test(n)).sort().map((n) => path.join(dir, n));
+    return fs
+      .readdirSync(dir)
+      .filter((n) => re.test(n))
+      .sort()
+      .map((n) => path.join(dir, n));
   } catch {
     return [];
   }

@@ -96,14 +96,27 @@ export interface TrialCommandContext {
  * /solution, its output in /logs/agent/oracle.txt, [solution].env, under the agent's timeout).
  * `nop` does nothing (agents/nop.py:25-31).
  */
-export async function runBuiltinAgent(agent: BuiltinAgent, trial: HarborTrial, workspace: string, ctx: TrialCommandContext, network: NetworkMode, timeoutMs: number): Promise<{ status: 'completed' | 'failed' | 'timeout'; exitCode: number | null; limit: string | null }> {
+export async function runBuiltinAgent(
+  agent: BuiltinAgent,
+  trial: HarborTrial,
+  workspace: string,
+  ctx: TrialCommandContext,
+  network: NetworkMode,
+  timeoutMs: number,
+): Promise<{ status: 'completed' | 'failed' | 'timeout'; exitCode: number | null; limit: string | null }> {
   if (agent === 'nop') return { status: 'completed', exitCode: 0, limit: null };
-  if (ctx.settings.kind === 'none') throw new StageError('run', "the oracle needs the sandbox for the task's paths (/app, /solution, /logs); this process runs with --sandbox none");
+  if (ctx.settings.kind === 'none')
+    throw new StageError('run', "the oracle needs the sandbox for the task's paths (/app, /solution, /logs); this process runs with --sandbox none");
   if (!trial.solutionDir) throw new StageError('run', `task ${trial.name} has no solution/ for the oracle`);
   const env = { ...ctx.env, DEBIAN_FRONTEND: 'noninteractive', ...resolveEnv(trial.solutionEnv, 'run') };
   const mounts = agentMounts(trial, workspace);
   // The oracle needs no model: no proxy, so `proxy-only` becomes no network at all.
-  const jail = await openJail(ctx.settings, { cwd: workspace, network: network === 'host' ? 'host' : 'none', cwdInside: mounts.cwdInside, binds: [...mounts.binds, { source: trial.solutionDir, dest: '/solution', readOnly: true }] });
+  const jail = await openJail(ctx.settings, {
+    cwd: workspace,
+    network: network === 'host' ? 'host' : 'none',
+    cwdInside: mounts.cwdInside,
+    binds: [...mounts.binds, { source: trial.solutionDir, dest: '/solution', readOnly: true }],
+  });
   const command = 'bash /solution/solve.sh > /logs/agent/oracle.txt 2>&1';
   const r = await shellIn(jail, workspace, command, env, timeoutMs);
   const limit = await jail.close({ exitCode: r.exitCode, signal: r.signal });
@@ -130,7 +143,8 @@ const OUTPUT_KEPT = 8 * 1024;
  */
 export async function runVerifier(trial: HarborTrial, workspace: string, ctx: TrialCommandContext, network: NetworkMode): Promise<VerifierOutcome> {
   // A worker or agent server run with --sandbox none: the container paths test.sh uses do not exist.
-  if (ctx.settings.kind === 'none') throw new StageError('post', "a Harbor task's verifier needs the sandbox for its paths (/app, /tests, /logs); this process runs with --sandbox none");
+  if (ctx.settings.kind === 'none')
+    throw new StageError('post', "a Harbor task's verifier needs the sandbox for its paths (/app, /tests, /logs); this process runs with --sandbox none");
   const logs = logsDir(workspace);
   const verifierDir = path.join(logs, 'verifier');
   await fs.rm(verifierDir, { recursive: true, force: true });
@@ -149,7 +163,9 @@ export async function runVerifier(trial: HarborTrial, workspace: string, ctx: Tr
   const r = await shellIn(jail, workspace, 'bash /tests/test.sh', { ...ctx.env, ...env }, timeoutSec * 1000);
   const limit = await jail.close({ exitCode: r.exitCode, signal: r.signal });
   // Values taken from this machine's environment (an LLM judge's API key) are never stored.
-  const fromHost = Object.entries(env).filter(([k, v]) => v !== trial.verifierEnv[k]).map(([, v]) => v);
+  const fromHost = Object.entries(env)
+    .filter(([k, v]) => v !== trial.verifierEnv[k])
+    .map(([, v]) => v);
   const output = bounded(scrubSecrets(`${r.stdout}${r.stderr ? `\n[stderr]\n${r.stderr}` : ''}`, [...ctx.secrets, ...fromHost]));
   const fail = (what: string, timedOut = false) => new StageError('post', `${what}${output.trim() ? `; its output:\n${output.trim()}` : ''}`, timedOut);
   if (limit) throw fail(`the verifier (tests/test.sh): ${limit}`);
@@ -158,7 +174,11 @@ export async function runVerifier(trial: HarborTrial, workspace: string, ctx: Tr
   const rewards = await readRewards(verifierDir).catch((err: Error) => {
     throw fail(err.message);
   });
-  return { reward: rewards.reward, rewards: rewards.all, record: { type: 'harbor', task: trial.name, exit_code: r.exitCode, rewards: rewards.all, reward_file: rewards.file, output } };
+  return {
+    reward: rewards.reward,
+    rewards: rewards.all,
+    record: { type: 'harbor', task: trial.name, exit_code: r.exitCode, rewards: rewards.all, reward_file: rewards.file, output },
+  };
 }
 
 /** Reads /logs/verifier's reward file as Harbor does; throws a plain Error saying what is wrong. */
@@ -178,13 +198,17 @@ export async function readRewards(verifierDir: string): Promise<{ reward: number
     } catch {
       throw new Error(`/logs/verifier/reward.json is not JSON: ${JSON.stringify(json.slice(0, 100))}`);
     }
-    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('/logs/verifier/reward.json must be an object ({"reward": x, …})');
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+      throw new Error('/logs/verifier/reward.json must be an object ({"reward": x, …})');
     const all: Record<string, number> = {};
     for (const [k, v] of Object.entries(parsed)) if (typeof v === 'number' && Number.isFinite(v)) all[k] = v;
     if (all.reward === undefined && text !== null) all.reward = fromText();
     const keys = Object.keys(all);
     const reward = all.reward ?? (keys.length === 1 ? all[keys[0]!] : undefined);
-    if (reward === undefined) throw new Error(`/logs/verifier/reward.json has ${keys.length === 0 ? 'no numeric field' : `no "reward" field among ${keys.join(', ')}`}: polar needs one number for the sample`);
+    if (reward === undefined)
+      throw new Error(
+        `/logs/verifier/reward.json has ${keys.length === 0 ? 'no numeric field' : `no "reward" field among ${keys.join(', ')}`}: polar needs one number for the sample`,
+      );
     return { reward, all, file: 'reward.json' };
   }
   const reward = fromText();

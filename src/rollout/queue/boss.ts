@@ -34,7 +34,12 @@ function superviseSeconds(): number {
 }
 
 export async function openQueue(url: string, onError?: (err: Error) => void): Promise<PgBoss> {
-  const boss = new PgBoss({ connectionString: connectionUrl(url), superviseIntervalSeconds: superviseSeconds(), monitorIntervalSeconds: superviseSeconds(), application_name: 'polar-queue' });
+  const boss = new PgBoss({
+    connectionString: connectionUrl(url),
+    superviseIntervalSeconds: superviseSeconds(),
+    monitorIntervalSeconds: superviseSeconds(),
+    application_name: 'polar-queue',
+  });
   // pg-boss reports lost connections (a restarting server) as events; it reconnects by itself.
   boss.on('error', (err) => onError?.(err));
   await boss.start();

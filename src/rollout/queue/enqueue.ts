@@ -21,7 +21,14 @@ export interface QueueSettings {
  * budget plus its evaluator's, plus a margin, so even a worker that keeps heartbeating cannot hold
  * one forever.
  */
-export async function enqueueRollout(pg: Postgres, url: string, tasks: readonly RolloutTask[], tasksFile: string | null, config: RolloutConfig, settings: QueueSettings): Promise<string> {
+export async function enqueueRollout(
+  pg: Postgres,
+  url: string,
+  tasks: readonly RolloutTask[],
+  tasksFile: string | null,
+  config: RolloutConfig,
+  settings: QueueSettings,
+): Promise<string> {
   await migratePostgres(pg);
   const rolloutId = newId('rol');
   const stored: RolloutConfig = { ...config, outDir: config.outDir ? path.resolve(config.outDir) : '' };
@@ -30,12 +37,35 @@ export async function enqueueRollout(pg: Postgres, url: string, tasks: readonly 
     await tx.query(
       `INSERT INTO rollouts (id, created_at, harness, upstream_url, upstream_kind, served_model, samples_per_task, tasks_file, accept, config, origin)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-      [rolloutId, now, config.harness, config.upstream.url, config.upstream.kind, config.model, config.samples, tasksFile ? path.resolve(tasksFile) : null, config.accept, JSON.stringify({ ...stored, queue: settings }), `queue:${os.hostname()}`],
+      [
+        rolloutId,
+        now,
+        config.harness,
+        config.upstream.url,
+        config.upstream.kind,
+        config.model,
+        config.samples,
+        tasksFile ? path.resolve(tasksFile) : null,
+        config.accept,
+        JSON.stringify({ ...stored, queue: settings }),
+        `queue:${os.hostname()}`,
+      ],
     );
     for (const [position, task] of tasks.entries()) {
-      await tx.query(`INSERT INTO rollout_tasks (rollout_id, task_id, position, task) VALUES ($1, $2, $3, $4)`, [rolloutId, task.id, position, JSON.stringify(task)]);
+      await tx.query(`INSERT INTO rollout_tasks (rollout_id, task_id, position, task) VALUES ($1, $2, $3, $4)`, [
+        rolloutId,
+        task.id,
+        position,
+        JSON.stringify(task),
+      ]);
       for (let i = 0; i < config.samples; i++) {
-        await tx.query(`INSERT INTO samples (id, rollout_id, task_id, sample_index, group_id) VALUES ($1, $2, $3, $4, $5)`, [sampleId(rolloutId, task.id, i), rolloutId, task.id, i, groupId(rolloutId, task.id)]);
+        await tx.query(`INSERT INTO samples (id, rollout_id, task_id, sample_index, group_id) VALUES ($1, $2, $3, $4, $5)`, [
+          sampleId(rolloutId, task.id, i),
+          rolloutId,
+          task.id,
+          i,
+          groupId(rolloutId, task.id),
+        ]);
       }
     }
   });

@@ -55,7 +55,10 @@ export class PgSampleLedger implements SampleLedger {
 
   async interrupt(sampleId: string): Promise<void> {
     await this.retry(() =>
-      this.pg.query(`UPDATE samples SET status = 'interrupted' WHERE id = $1 AND attempt = $2 AND status NOT IN ${FINAL}`, [sampleId, this.attempts.get(sampleId) ?? -1]),
+      this.pg.query(`UPDATE samples SET status = 'interrupted' WHERE id = $1 AND attempt = $2 AND status NOT IN ${FINAL}`, [
+        sampleId,
+        this.attempts.get(sampleId) ?? -1,
+      ]),
     );
     this.attempts.delete(sampleId);
   }
@@ -112,7 +115,9 @@ async function finishSample(tx: PgQueryable, sampleId: string, attempt: number, 
 
 /** When every sample of the group has ended: its statistics, and each member's advantages. */
 async function writeGroupIfComplete(tx: PgQueryable, rolloutId: string, taskId: string, groupId: string): Promise<void> {
-  const members = (await tx.query(`SELECT id, status, reward, accepted FROM samples WHERE rollout_id = $1 AND task_id = $2 ORDER BY sample_index`, [rolloutId, taskId])).rows as {
+  const members = (
+    await tx.query(`SELECT id, status, reward, accepted FROM samples WHERE rollout_id = $1 AND task_id = $2 ORDER BY sample_index`, [rolloutId, taskId])
+  ).rows as {
     id: string;
     status: string;
     reward: number | null;
@@ -121,7 +126,11 @@ async function writeGroupIfComplete(tx: PgQueryable, rolloutId: string, taskId: 
   if (!members.every((m) => ['completed', 'failed', 'timeout', 'error'].includes(m.status))) return;
   const s = groupStats(members.map((m) => m.reward));
   for (let i = 0; i < members.length; i++) {
-    await tx.query(`UPDATE samples SET advantage = $2, loo_advantage = $3 WHERE id = $1`, [members[i]!.id, s.advantages[i] ?? null, s.looAdvantages[i] ?? null]);
+    await tx.query(`UPDATE samples SET advantage = $2, loo_advantage = $3 WHERE id = $1`, [
+      members[i]!.id,
+      s.advantages[i] ?? null,
+      s.looAdvantages[i] ?? null,
+    ]);
   }
   await tx.query(
     `INSERT INTO groups (rollout_id, task_id, group_id, samples, rewarded, mean, std, accepted, completed_at)

@@ -107,10 +107,17 @@ export async function runWorker(opts: WorkerOptions): Promise<number> {
     const sample = toSample(raw);
     if (['completed', 'failed', 'timeout', 'error'].includes(sample.status)) return null;
     const rollout = toRollout((await pg.query(`SELECT * FROM rollouts WHERE id = $1`, [job.rolloutId])).rows[0] as unknown as RawRollout);
-    const taskText = (await pg.query(`SELECT task FROM rollout_tasks WHERE rollout_id = $1 AND task_id = $2`, [job.rolloutId, sample.taskId])).rows[0] as { task: string };
+    const taskText = (await pg.query(`SELECT task FROM rollout_tasks WHERE rollout_id = $1 AND task_id = $2`, [job.rolloutId, sample.taskId])).rows[0] as {
+      task: string;
+    };
     const task = JSON.parse(taskText.task) as RolloutTask;
     const stored = rollout.config as unknown as RolloutConfig;
-    const config: RolloutConfig = { ...opts.config, accept: stored.accept ?? null, timeoutSec: stored.timeoutSec ?? opts.config.timeoutSec, samples: stored.samples };
+    const config: RolloutConfig = {
+      ...opts.config,
+      accept: stored.accept ?? null,
+      timeoutSec: stored.timeoutSec ?? opts.config.timeoutSec,
+      samples: stored.samples,
+    };
     const ctx: StageContext = {
       rolloutId: job.rolloutId,
       store,

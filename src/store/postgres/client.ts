@@ -98,13 +98,29 @@ export function isUnreachable(err: unknown): boolean {
   const e = err as { code?: string; message?: string };
   if (e instanceof PolarError) return e.code === 'POLAR_STORE_UNREACHABLE';
   return (
-    ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', '57P01', '57P02', '57P03', '08000', '08003', '08006', '08001', '08004'].includes(e?.code ?? '') ||
+    [
+      'ECONNREFUSED',
+      'ECONNRESET',
+      'ETIMEDOUT',
+      'EPIPE',
+      'ENOTFOUND',
+      'EHOSTUNREACH',
+      '57P01',
+      '57P02',
+      '57P03',
+      '08000',
+      '08003',
+      '08006',
+      '08001',
+      '08004',
+    ].includes(e?.code ?? '') ||
     /Connection terminated|timeout exceeded when trying to connect|the database system is (starting|shutting) up/i.test(e?.message ?? '')
   );
 }
 
 function asStoreError(err: unknown, label: string): unknown {
   if (err instanceof PolarError) return err;
-  if (isUnreachable(err)) return new PolarError('POLAR_STORE_UNREACHABLE', `PostgreSQL at ${label} is unreachable: ${(err as Error).message}`, 503, { cause: err });
+  if (isUnreachable(err))
+    return new PolarError('POLAR_STORE_UNREACHABLE', `PostgreSQL at ${label} is unreachable: ${(err as Error).message}`, 503, { cause: err });
   return err;
 }

@@ -43,5 +43,5 @@ export function prepareJournal(db: Db): string {
   }
   const id = `${os.hostname()}/${randomBytes(6).toString('hex')}`;
   db.prepare(`INSERT OR IGNORE INTO polar_journal (key, value) VALUES ('origin', ?)`).run(id);
-  return (db.prepare(`SELECT value FROM polar_journal WHERE key = 'origin'`).pluck().get() as string);
+  return db.prepare(`SELECT value FROM polar_journal WHERE key = 'origin'`).pluck().get() as string;
 }

@@ -29,7 +29,10 @@ export async function syncMirror(pg: Postgres, file: string): Promise<number> {
         const columns = sharedColumns(db, spec.name);
         const upsert = db.prepare(
           `INSERT INTO ${spec.name} (${columns.join(', ')}) VALUES (${columns.map(() => '?').join(', ')})
-           ON CONFLICT (${spec.key.join(', ')}) DO UPDATE SET ${columns.filter((c) => !spec.key.includes(c)).map((c) => `${c} = excluded.${c}`).join(', ')}`,
+           ON CONFLICT (${spec.key.join(', ')}) DO UPDATE SET ${columns
+             .filter((c) => !spec.key.includes(c))
+             .map((c) => `${c} = excluded.${c}`)
+             .join(', ')}`,
         );
         // Pages in key order, so a large table never sits in memory whole.
         let after: unknown[] | null = null;

@@ -48,7 +48,8 @@ export async function openSharedStore(url: string, options: OpenStoreOptions): P
     store.beforeClose = async () => {
       const timeout = Number(process.env.POLAR_SHIP_TIMEOUT_MS ?? 10_000);
       const left = await shipper.flush(timeout);
-      if (left > 0) options.onNotice?.(`${left} rows are still waiting in ${file} for PostgreSQL at ${pg.label}; the next polar process on this machine ships them`);
+      if (left > 0)
+        options.onNotice?.(`${left} rows are still waiting in ${file} for PostgreSQL at ${pg.label}; the next polar process on this machine ships them`);
       await shipper.stop();
       await pg.close();
     };

@@ -52,7 +52,8 @@ export function readPasswordFile(file: string): string {
   } catch (err) {
     throw new PolarError('POLAR_USAGE', `--db-password-file ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
   }
-  if ((stat.mode & 0o077) !== 0) throw new PolarError('POLAR_USAGE', `--db-password-file ${file} is readable by other users (mode ${(stat.mode & 0o777).toString(8)}): chmod 600 it`);
+  if ((stat.mode & 0o077) !== 0)
+    throw new PolarError('POLAR_USAGE', `--db-password-file ${file} is readable by other users (mode ${(stat.mode & 0o777).toString(8)}): chmod 600 it`);
   const password = fs.readFileSync(file, 'utf8').split(/\r?\n/)[0] ?? '';
   if (password === '') throw new PolarError('POLAR_USAGE', `--db-password-file ${file} is empty`);
   return password;

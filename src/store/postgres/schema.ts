@@ -175,8 +175,10 @@ export const PG_MIGRATIONS: readonly string[] = [
     RETURN NEW;
   END $$;
   ${['sessions', 'requests', 'request_bodies', 'rollouts', 'rollout_tasks', 'samples', 'groups']
-    .map((t) => `CREATE TRIGGER ${t}_touch BEFORE INSERT OR UPDATE ON ${t} FOR EACH ROW EXECUTE FUNCTION polar_touch();
-  CREATE INDEX ${t}_xid ON ${t} (_xid);`)
+    .map(
+      (t) => `CREATE TRIGGER ${t}_touch BEFORE INSERT OR UPDATE ON ${t} FOR EACH ROW EXECUTE FUNCTION polar_touch();
+  CREATE INDEX ${t}_xid ON ${t} (_xid);`,
+    )
     .join('\n  ')}
   `,
   // 2 (SQLite migration 10): calls a proxy with session keys refused, never filed in a session.
@@ -216,10 +218,15 @@ export async function migratePostgres(pg: Postgres): Promise<number> {
     const row = (await tx.query(`SELECT value FROM polar_meta WHERE key = 'schema_version'`)).rows[0] as { value: string } | undefined;
     let version = row ? Number(row.value) : 0;
     if (version > PG_MIGRATIONS.length) {
-      throw new PolarError('POLAR_USAGE', `${pg.label} has polar schema version ${version}, newer than this polar understands (${PG_MIGRATIONS.length}); upgrade polar`);
+      throw new PolarError(
+        'POLAR_USAGE',
+        `${pg.label} has polar schema version ${version}, newer than this polar understands (${PG_MIGRATIONS.length}); upgrade polar`,
+      );
     }
     for (; version < PG_MIGRATIONS.length; version++) await tx.query(PG_MIGRATIONS[version]!);
-    await tx.query(`INSERT INTO polar_meta (key, value) VALUES ('schema_version', $1) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`, [String(version)]);
+    await tx.query(`INSERT INTO polar_meta (key, value) VALUES ('schema_version', $1) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`, [
+      String(version),
+    ]);
     return version;
   });
 }

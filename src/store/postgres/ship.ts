@@ -92,7 +92,8 @@ export class Shipper {
         }
       } catch (err) {
         if (!isUnreachable(err)) throw err;
-        if (!this.down) this.options.onNotice?.(`PostgreSQL at ${this.pg.label} is unreachable; calls are kept in the local journal and shipped when it returns`);
+        if (!this.down)
+          this.options.onNotice?.(`PostgreSQL at ${this.pg.label} is unreachable; calls are kept in the local journal and shipped when it returns`);
         this.down = true;
       } finally {
         this.running = null;

@@ -29,7 +29,17 @@ export interface CheckoutReport {
 
 export function checkCheckout(checkout: string, kind: RunKind, generated: Yaml, contract: Contract): CheckoutReport {
   const run = contract.runs[kind];
-  const report: CheckoutReport = { commit: headCommit(checkout), pinned: contract.pinned.nemo_rl.commit, missingFiles: [], moved: [], gone: [], missingKeys: [], baseUnreadable: null, checkedReads: 0, gym: null };
+  const report: CheckoutReport = {
+    commit: headCommit(checkout),
+    pinned: contract.pinned.nemo_rl.commit,
+    missingFiles: [],
+    moved: [],
+    gone: [],
+    missingKeys: [],
+    baseUnreadable: null,
+    checkedReads: 0,
+    gym: null,
+  };
   const sources = new Map<string, string[] | null>();
   const lines = (file: string) => {
     if (!sources.has(file)) {
@@ -67,7 +77,10 @@ export function checkCheckout(checkout: string, kind: RunKind, generated: Yaml, 
   if (fs.existsSync(basePath)) {
     try {
       const base = loadWithInheritance(basePath, (f) => fs.readFileSync(f, 'utf8'));
-      const own = typeof generated === 'object' && generated !== null && !Array.isArray(generated) ? Object.fromEntries(Object.entries(generated).filter(([k]) => k !== 'defaults')) : generated;
+      const own =
+        typeof generated === 'object' && generated !== null && !Array.isArray(generated)
+          ? Object.fromEntries(Object.entries(generated).filter(([k]) => k !== 'defaults'))
+          : generated;
       report.missingKeys = missingKeys(kind, contract, mergeWithOverride(base, own));
     } catch (err) {
       report.baseUnreadable = (err as Error).message;
@@ -81,20 +94,30 @@ export function describeReport(report: CheckoutReport, checkout: string, reportF
   const errors: string[] = [];
   const warnings: string[] = [];
   const pin = report.pinned.slice(0, 7);
-  for (const m of report.missingKeys) errors.push(`the config merged onto ${checkout}'s base config has no ${m.key}, which NeMo-RL reads unguarded (${m.at}): set it with --set ${m.key}=… (polar's pinned list is NeMo-RL ${pin})`);
+  for (const m of report.missingKeys)
+    errors.push(
+      `the config merged onto ${checkout}'s base config has no ${m.key}, which NeMo-RL reads unguarded (${m.at}): set it with --set ${m.key}=… (polar's pinned list is NeMo-RL ${pin})`,
+    );
   if (report.baseUnreadable) warnings.push(`could not read the checkout's base config (${report.baseUnreadable}); the merged-key check was skipped`);
   const drift: string[] = [];
   if (report.commit && !report.commit.startsWith(pin)) drift.push(`checkout is at ${report.commit.slice(0, 7)}, polar's list was read at ${pin}`);
   if (report.missingFiles.length > 0) drift.push(`files gone: ${report.missingFiles.join(', ')}`);
-  if (report.gym?.commit && !report.gym.commit.startsWith(report.gym.pinned.slice(0, 7))) drift.push(`its Gym submodule is at ${report.gym.commit.slice(0, 7)}, polar's list was read at ${report.gym.pinned.slice(0, 7)}`);
+  if (report.gym?.commit && !report.gym.commit.startsWith(report.gym.pinned.slice(0, 7)))
+    drift.push(`its Gym submodule is at ${report.gym.commit.slice(0, 7)}, polar's list was read at ${report.gym.pinned.slice(0, 7)}`);
   if (report.gym?.checkedOut && report.gym.missingFiles.length > 0) drift.push(`Gym files gone: ${report.gym.missingFiles.join(', ')}`);
-  if (report.gym && !report.gym.checkedOut) warnings.push(`${checkout} has no NeMo Gym (the submodule ${report.gym.root} is empty or absent): GRPO with polar's agent runs in it; \`git -C ${checkout} submodule update --init --recursive\``);
+  if (report.gym && !report.gym.checkedOut)
+    warnings.push(
+      `${checkout} has no NeMo Gym (the submodule ${report.gym.root} is empty or absent): GRPO with polar's agent runs in it; \`git -C ${checkout} submodule update --init --recursive\``,
+    );
   if (report.gone.length > 0) drift.push(`no longer read: ${report.gone.map((g) => `${g.key} (${g.file}:${g.lines.join(',')})`).join('; ')}`);
   if (report.moved.length > 0) {
     const shown = report.moved.slice(0, 3).map((m) => `${m.key} ${m.file}:${m.from.join(',')} → :${m.to.join(',')}`);
     drift.push(`${report.moved.length} of ${report.checkedReads} reads moved (${shown.join('; ')}${report.moved.length > 3 ? '; …' : ''})`);
   }
-  if (drift.length > 0) warnings.push(`NeMo-RL checkout differs from the pinned list: ${drift.join('; ')}${reportFile ? ` (all of it in ${reportFile})` : ''}; what NeMo-RL reads there may have changed: read those places before trusting a run`);
+  if (drift.length > 0)
+    warnings.push(
+      `NeMo-RL checkout differs from the pinned list: ${drift.join('; ')}${reportFile ? ` (all of it in ${reportFile})` : ''}; what NeMo-RL reads there may have changed: read those places before trusting a run`,
+    );
   return { errors, warnings };
 }
 
@@ -114,7 +137,10 @@ export function headCommit(checkout: string): string | null {
     if (fs.existsSync(loose)) return fs.readFileSync(loose, 'utf8').trim();
     const packed = path.join(gitDir, 'packed-refs');
     if (!fs.existsSync(packed)) return null;
-    const line = fs.readFileSync(packed, 'utf8').split('\n').find((l) => l.endsWith(` ${ref}`));
+    const line = fs
+      .readFileSync(packed, 'utf8')
+      .split('\n')
+      .find((l) => l.endsWith(` ${ref}`));
     return line ? line.split(' ')[0]! : null;
   } catch {
     return null;

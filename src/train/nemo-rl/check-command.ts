@@ -20,12 +20,38 @@ export interface CheckoutCheck {
 
 export function checkNemoRlCheckout(checkout: string): CheckoutCheck {
   const rl = path.resolve(checkout);
-  if (!fs.existsSync(rl)) throw new PolarError('POLAR_USAGE', `no NeMo-RL checkout at ${rl}: clone it with \`git clone --recursive https://github.com/NVIDIA-NeMo/RL ${rl}\``);
+  if (!fs.existsSync(rl))
+    throw new PolarError('POLAR_USAGE', `no NeMo-RL checkout at ${rl}: clone it with \`git clone --recursive https://github.com/NVIDIA-NeMo/RL ${rl}\``);
   const contract = loadContract();
   const run = path.join(rl, '.polar-check');
   const configs = {
-    grpo: grpoConfig({ nemoRl: rl, model: 'Qwen/Qwen3-0.6B', runDir: run, gpus: 1, steps: 20, promptsPerStep: 2, groupSize: 4, maxSeqLen: 16384, lora: false, tasks: 2, trainData: path.join(run, 'train.jsonl'), agentConfig: path.join(run, 'polar_agent.yaml'), toolParser: 'hermes', savePeriod: 10 }),
-    sft: sftConfig({ nemoRl: rl, model: 'Qwen/Qwen3-0.6B', runDir: run, gpus: 1, steps: 20, maxSeqLen: 16384, lora: false, data: path.join(run, 'sft.jsonl'), batchSize: 32 }),
+    grpo: grpoConfig({
+      nemoRl: rl,
+      model: 'Qwen/Qwen3-0.6B',
+      runDir: run,
+      gpus: 1,
+      steps: 20,
+      promptsPerStep: 2,
+      groupSize: 4,
+      maxSeqLen: 16384,
+      lora: false,
+      tasks: 2,
+      trainData: path.join(run, 'train.jsonl'),
+      agentConfig: path.join(run, 'polar_agent.yaml'),
+      toolParser: 'hermes',
+      savePeriod: 10,
+    }),
+    sft: sftConfig({
+      nemoRl: rl,
+      model: 'Qwen/Qwen3-0.6B',
+      runDir: run,
+      gpus: 1,
+      steps: 20,
+      maxSeqLen: 16384,
+      lora: false,
+      data: path.join(run, 'sft.jsonl'),
+      batchSize: 32,
+    }),
   };
   const reports = { grpo: checkCheckout(rl, 'grpo', configs.grpo, contract), sft: checkCheckout(rl, 'sft', configs.sft, contract) };
   const errors: string[] = [];

@@ -144,7 +144,15 @@ export function sftConfig(p: SftPlan): Yaml {
       shuffle: true,
       num_workers: 0,
       default: { prompt_file: null, system_prompt_file: null, processor: 'sft_processor' },
-      train: { dataset_name: 'openai_format', data_path: p.data, chat_key: 'messages', tool_key: 'tools', system_key: null, system_prompt: null, use_preserving_dataset: true },
+      train: {
+        dataset_name: 'openai_format',
+        data_path: p.data,
+        chat_key: 'messages',
+        tool_key: 'tools',
+        system_key: null,
+        system_prompt: null,
+        use_preserving_dataset: true,
+      },
       validation: null,
     },
   };

@@ -10,8 +10,24 @@ import type { Yaml } from '../yaml.js';
 
 const contract = loadContract();
 const grpo = (nemoRl = '/rl') =>
-  grpoConfig({ nemoRl, model: 'Qwen/Qwen3-0.6B', runDir: '/run', gpus: 1, steps: 5, promptsPerStep: 2, groupSize: 2, maxSeqLen: 16384, lora: true, tasks: 3, trainData: '/run/train.jsonl', agentConfig: '/run/gym/polar_agent.yaml', toolParser: 'hermes', savePeriod: 10 });
-const sft = (nemoRl = '/rl') => sftConfig({ nemoRl, model: 'Qwen/Qwen3-0.6B', runDir: '/run', gpus: 1, steps: 5, maxSeqLen: 16384, lora: false, data: '/run/sft.jsonl', batchSize: 32 });
+  grpoConfig({
+    nemoRl,
+    model: 'Qwen/Qwen3-0.6B',
+    runDir: '/run',
+    gpus: 1,
+    steps: 5,
+    promptsPerStep: 2,
+    groupSize: 2,
+    maxSeqLen: 16384,
+    lora: true,
+    tasks: 3,
+    trainData: '/run/train.jsonl',
+    agentConfig: '/run/gym/polar_agent.yaml',
+    toolParser: 'hermes',
+    savePeriod: 10,
+  });
+const sft = (nemoRl = '/rl') =>
+  sftConfig({ nemoRl, model: 'Qwen/Qwen3-0.6B', runDir: '/run', gpus: 1, steps: 5, maxSeqLen: 16384, lora: false, data: '/run/sft.jsonl', batchSize: 32 });
 const without = (config: Yaml, section: string, key: string): Yaml => {
   const c = structuredClone(config) as { [k: string]: { [k: string]: Yaml } };
   delete c[section]![key];
@@ -40,7 +56,7 @@ describe("polar's config merged onto the base config by NeMo-RL's rule", () => {
     // And passes the config asserts the list can state as key = value.
     expect(contract.asserts.filter((x) => x.run === 'grpo' && x.holds).length).toBe(3);
     expect(failedAsserts('grpo', contract, merged)).toEqual([]);
-    const withValidation = mergeOntoBaseKeys('grpo', { ...(grpo() as object), grpo: { ...((grpo() as { grpo: object }).grpo), val_period: 10 } }, contract);
+    const withValidation = mergeOntoBaseKeys('grpo', { ...(grpo() as object), grpo: { ...(grpo() as { grpo: object }).grpo, val_period: 10 } }, contract);
     expect(failedAsserts('grpo', contract, withValidation)).toEqual([expect.stringMatching(/^nemo_rl\/algorithms\/grpo\.py:639: validation enabled/)]);
   });
 
@@ -51,7 +67,9 @@ describe("polar's config merged onto the base config by NeMo-RL's rule", () => {
 
   it('finds the setup() crash when data is replaced without use_multiple_dataloader (the config before this fix)', () => {
     const merged = mergeOntoBaseKeys('grpo', without(grpo(), 'data', 'use_multiple_dataloader'), contract);
-    expect(missingKeys('grpo', contract, merged)).toEqual([{ key: 'data.use_multiple_dataloader', at: 'nemo_rl/algorithms/grpo.py:560,583,605,2792,2816,3353,3595' }]);
+    expect(missingKeys('grpo', contract, merged)).toEqual([
+      { key: 'data.use_multiple_dataloader', at: 'nemo_rl/algorithms/grpo.py:560,583,605,2792,2816,3353,3595' },
+    ]);
     // And pydantic's own required fields: a replaced data section without shuffle.
     const noShuffle = mergeOntoBaseKeys('grpo', without(grpo(), 'data', 'shuffle'), contract);
     expect(missingKeys('grpo', contract, noShuffle).map((m) => m.key)).toEqual(['data.shuffle']);
@@ -67,7 +85,14 @@ describe('--check-nemo-rl: a checkout read against the pinned list', () => {
     for (const kind of ['grpo', 'sft'] as const) {
       const report = checkCheckout(rl, kind, kind === 'grpo' ? grpo(rl) : sft(rl), contract);
       expect(report).toMatchObject({ missingFiles: [], moved: [], gone: [], missingKeys: [], baseUnreadable: null });
-      if (kind === 'grpo') expect(report.gym).toEqual({ root: '3rdparty/Gym-workspace/Gym', checkedOut: true, commit: null, pinned: contract.pinned.gym.commit, missingFiles: [] });
+      if (kind === 'grpo')
+        expect(report.gym).toEqual({
+          root: '3rdparty/Gym-workspace/Gym',
+          checkedOut: true,
+          commit: null,
+          pinned: contract.pinned.gym.commit,
+          missingFiles: [],
+        });
       expect(report.checkedReads).toBeGreaterThan(kind === 'grpo' ? 100 : 40);
       expect(describeReport(report, rl)).toEqual({ errors: [], warnings: [] });
     }
@@ -79,7 +104,9 @@ describe('--check-nemo-rl: a checkout read against the pinned list', () => {
     expect(report.missingKeys.map((m) => m.key)).toEqual(['policy.generation.max_new_tokens']);
     const { errors } = describeReport(report, rl);
     expect(errors).toHaveLength(1);
-    expect(errors[0]).toMatch(/has no policy\.generation\.max_new_tokens, which NeMo-RL reads unguarded \(nemo_rl\/.*:\d+.*\): set it with --set policy\.generation\.max_new_tokens=/);
+    expect(errors[0]).toMatch(
+      /has no policy\.generation\.max_new_tokens, which NeMo-RL reads unguarded \(nemo_rl\/.*:\d+.*\): set it with --set policy\.generation\.max_new_tokens=/,
+    );
   });
 
   it('a checkout cloned without --recursive: no Gym, said with the fix', () => {
@@ -88,7 +115,9 @@ describe('--check-nemo-rl: a checkout read against the pinned list', () => {
     fs.mkdirSync(path.join(rl, '3rdparty/Gym-workspace/Gym'));
     const report = checkCheckout(rl, 'grpo', grpo(rl), contract);
     expect(report.gym).toMatchObject({ checkedOut: false, commit: null });
-    expect(describeReport(report, rl).warnings).toEqual([expect.stringMatching(/has no NeMo Gym \(the submodule 3rdparty\/Gym-workspace\/Gym is empty or absent\).*submodule update --init --recursive/)]);
+    expect(describeReport(report, rl).warnings).toEqual([
+      expect.stringMatching(/has no NeMo Gym \(the submodule 3rdparty\/Gym-workspace\/Gym is empty or absent\).*submodule update --init --recursive/),
+    ]);
   });
 
   it('moved lines, a read that is gone, a missing file and another commit: warnings naming each', () => {
@@ -108,14 +137,35 @@ describe('--check-nemo-rl: a checkout read against the pinned list', () => {
 
     const g = checkCheckout(rl, 'grpo', grpo(rl), contract);
     expect(g.missingFiles).toEqual(['nemo_rl/utils/logger.py']);
-    expect(g.moved.find((m) => m.key === 'data.use_multiple_dataloader')).toEqual({ key: 'data.use_multiple_dataloader', file: 'nemo_rl/algorithms/grpo.py', from: [560, 583, 605, 2792, 2816, 3353, 3595], to: [562, 585, 607, 2794, 2818, 3355, 3597] });
+    expect(g.moved.find((m) => m.key === 'data.use_multiple_dataloader')).toEqual({
+      key: 'data.use_multiple_dataloader',
+      file: 'nemo_rl/algorithms/grpo.py',
+      from: [560, 583, 605, 2792, 2816, 3353, 3595],
+      to: [562, 585, 607, 2794, 2818, 3355, 3597],
+    });
     expect(g.moved.every((m) => m.file === 'nemo_rl/algorithms/grpo.py')).toBe(true);
-    expect(g.gym).toEqual({ root: '3rdparty/Gym-workspace/Gym', checkedOut: true, commit: 'b'.repeat(40), pinned: contract.pinned.gym.commit, missingFiles: ['responses_api_models/vllm_model/configs/vllm_model_for_training.yaml'] });
-    expect(describeReport(g, rl).warnings.join('\n')).toMatch(/its Gym submodule is at bbbbbbb, polar's list was read at c3bac96; Gym files gone: responses_api_models\/vllm_model\/configs\/vllm_model_for_training\.yaml/);
+    expect(g.gym).toEqual({
+      root: '3rdparty/Gym-workspace/Gym',
+      checkedOut: true,
+      commit: 'b'.repeat(40),
+      pinned: contract.pinned.gym.commit,
+      missingFiles: ['responses_api_models/vllm_model/configs/vllm_model_for_training.yaml'],
+    });
+    expect(describeReport(g, rl).warnings.join('\n')).toMatch(
+      /its Gym submodule is at bbbbbbb, polar's list was read at c3bac96; Gym files gone: responses_api_models\/vllm_model\/configs\/vllm_model_for_training\.yaml/,
+    );
     const s = checkCheckout(rl, 'sft', sft(rl), contract);
-    expect(s.gone).toEqual([{ key: 'data.shuffle', file: 'nemo_rl/algorithms/sft.py', lines: contract.reads.sft.find((r) => r.key === 'data.shuffle' && r.file === 'nemo_rl/algorithms/sft.py')!.lines }]);
+    expect(s.gone).toEqual([
+      {
+        key: 'data.shuffle',
+        file: 'nemo_rl/algorithms/sft.py',
+        lines: contract.reads.sft.find((r) => r.key === 'data.shuffle' && r.file === 'nemo_rl/algorithms/sft.py')!.lines,
+      },
+    ]);
     const { errors, warnings } = describeReport(s, rl);
     expect(errors).toEqual([]);
-    expect(warnings.join('\n')).toMatch(/checkout is at aaaaaaa, polar's list was read at 7ea279a; files gone: nemo_rl\/utils\/logger\.py; no longer read: data\.shuffle \(nemo_rl\/algorithms\/sft\.py:\d+/);
+    expect(warnings.join('\n')).toMatch(
+      /checkout is at aaaaaaa, polar's list was read at 7ea279a; files gone: nemo_rl\/utils\/logger\.py; no longer read: data\.shuffle \(nemo_rl\/algorithms\/sft\.py:\d+/,
+    );
   });
 });

@@ -30,7 +30,13 @@ export interface NemoGymResult {
     model: string;
     status: 'completed' | 'incomplete';
     output: ResponsesItem[];
-    usage: { input_tokens: number; input_tokens_details: { cached_tokens: number }; output_tokens: number; output_tokens_details: { reasoning_tokens: number }; total_tokens: number };
+    usage: {
+      input_tokens: number;
+      input_tokens_details: { cached_tokens: number };
+      output_tokens: number;
+      output_tokens_details: { reasoning_tokens: number };
+      total_tokens: number;
+    };
     parallel_tool_calls: boolean;
     tool_choice: 'auto';
     tools: ResponsesTool[];
@@ -56,7 +62,14 @@ export function nemoGymResult(trace: Trajectory, calls: readonly RequestRecord[]
     const message = call.assistantMessage as ChatMessage;
     const ids = `${trace.session_id}_${trace.trace_index}_${k}`;
     const items = responsesInputItems([message], ids);
-    if (items.length === 0) items.push({ type: 'message', id: `msg_${ids}_0`, role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: '', annotations: [] }] });
+    if (items.length === 0)
+      items.push({
+        type: 'message',
+        id: `msg_${ids}_0`,
+        role: 'assistant',
+        status: 'completed',
+        content: [{ type: 'output_text', text: '', annotations: [] }],
+      });
     Object.assign(items[items.length - 1]!, {
       prompt_token_ids: call.promptIds,
       generation_token_ids: call.sampledIds,
@@ -90,7 +103,13 @@ export function nemoGymResult(trace: Trajectory, calls: readonly RequestRecord[]
       tools,
     },
     reward: trace.reward ?? 0,
-    polar: { session_id: trace.session_id, agent_id: trace.agent_id, trace_index: trace.trace_index, request_ids: trace.request_ids, rewarded: trace.reward !== null },
+    polar: {
+      session_id: trace.session_id,
+      agent_id: trace.agent_id,
+      trace_index: trace.trace_index,
+      request_ids: trace.request_ids,
+      rewarded: trace.reward !== null,
+    },
   };
 }
 

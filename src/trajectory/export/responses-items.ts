@@ -44,7 +44,14 @@ function assistantItems(m: ChatMessage, id: string): ResponsesItem[] {
   const text = textOf(m.content);
   if (text) items.push({ type: 'message', id: `msg_${id}`, role: 'assistant', status: 'completed', content: [{ type: 'output_text', text, annotations: [] }] });
   for (const [k, call] of (m.tool_calls ?? []).entries()) {
-    items.push({ type: 'function_call', id: `fc_${id}_${k}`, call_id: call.id, name: call.function.name, arguments: call.function.arguments, status: 'completed' });
+    items.push({
+      type: 'function_call',
+      id: `fc_${id}_${k}`,
+      call_id: call.id,
+      name: call.function.name,
+      arguments: call.function.arguments,
+      status: 'completed',
+    });
   }
   return items;
 }

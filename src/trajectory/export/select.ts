@@ -139,9 +139,14 @@ function* traceLine(store: Store, sel: ExportSelection, trace: Trajectory): Gene
 function* gymSession(store: Store, sel: ExportSelection, traces: readonly Trajectory[], indices: GymIndices): Generator<{ line: unknown } | LeftOut> {
   const agent = mainAgentOf(traces);
   const main = traces.filter((t) => t.agent_id === agent);
-  for (const t of traces) if (t.agent_id !== agent) yield { kind: 'sub-agent trace', leftOut: `sub-agent trace (agent ${t.agent_id}): not part of the sample's Gym row (--format tokens keeps it)` };
+  for (const t of traces)
+    if (t.agent_id !== agent)
+      yield { kind: 'sub-agent trace', leftOut: `sub-agent trace (agent ${t.agent_id}): not part of the sample's Gym row (--format tokens keeps it)` };
   if (main.length > 1) {
-    yield { kind: 'unmerged session', leftOut: `session did not merge into one token chain: its main agent has ${main.length} traces, and a Gym row is one sample's one chain (--format tokens keeps every trace)` };
+    yield {
+      kind: 'unmerged session',
+      leftOut: `session did not merge into one token chain: its main agent has ${main.length} traces, and a Gym row is one sample's one chain (--format tokens keeps every trace)`,
+    };
     return;
   }
   const trace = main[0]!;
@@ -151,7 +156,12 @@ function* gymSession(store: Store, sel: ExportSelection, traces: readonly Trajec
     return;
   }
   const sample = trace.rollout_id !== null ? store.rollouts.sampleForSession(trace.session_id) : undefined;
-  const row = gymRolloutRow(trace, trace.request_ids.map((id) => store.requests.get(id)!), indices, { sampleIndex: sample?.sampleIndex ?? null, ...(sel.lookup ? { lookup: sel.lookup } : {}) });
+  const row = gymRolloutRow(
+    trace,
+    trace.request_ids.map((id) => store.requests.get(id)!),
+    indices,
+    { sampleIndex: sample?.sampleIndex ?? null, ...(sel.lookup ? { lookup: sel.lookup } : {}) },
+  );
   if ('problem' in row) yield { kind: 'unexportable trace', leftOut: row.problem };
   else yield { line: row };
 }

@@ -13,8 +13,18 @@ describe('chatFields', () => {
       generation_token_ids: [3],
       generation_log_probs: [-0.1],
     };
-    expect(chatFields(pinned)).toEqual({ role: 'assistant', content: '', reasoning_content: 'think', tool_calls: [{ id: 'c1', type: 'function', function: { name: 'ls', arguments: '{"path":"."}' } }] });
-    expect(chatFields({ role: 'tool', tool_call_id: 'c1', name: 'ls', content: 'a.ts' })).toEqual({ role: 'tool', tool_call_id: 'c1', name: 'ls', content: 'a.ts' });
+    expect(chatFields(pinned)).toEqual({
+      role: 'assistant',
+      content: '',
+      reasoning_content: 'think',
+      tool_calls: [{ id: 'c1', type: 'function', function: { name: 'ls', arguments: '{"path":"."}' } }],
+    });
+    expect(chatFields({ role: 'tool', tool_call_id: 'c1', name: 'ls', content: 'a.ts' })).toEqual({
+      role: 'tool',
+      tool_call_id: 'c1',
+      name: 'ls',
+      content: 'a.ts',
+    });
   });
 
   it("takes the reasoning from vLLM's `reasoning` when that is the only copy, and leaves empty reasoning out", () => {

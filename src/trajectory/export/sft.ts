@@ -50,7 +50,8 @@ export function joinTextParts(message: ChatMessage): ChatMessage {
 export function chatFields(message: ChatMessage): ChatMessage {
   const out: ChatMessage = { role: message.role };
   if ('content' in message) out.content = message.content ?? null;
-  const reasoning = typeof message.reasoning_content === 'string' ? message.reasoning_content : typeof message.reasoning === 'string' ? message.reasoning : null;
+  const reasoning =
+    typeof message.reasoning_content === 'string' ? message.reasoning_content : typeof message.reasoning === 'string' ? message.reasoning : null;
   if (reasoning) out.reasoning_content = reasoning;
   if (Array.isArray(message.tool_calls) && message.tool_calls.length > 0) out.tool_calls = message.tool_calls.map(toolCallFields);
   if (typeof message.tool_call_id === 'string') out.tool_call_id = message.tool_call_id;

@@ -46,7 +46,10 @@ describe('prefix-merging (faithful)', () => {
   });
 
   it('a length-cut turn: the end-of-turn token the sampled ids lack joins as context', () => {
-    const { traces, breaks } = prefixMerging.run([call('r1', 1, [900, 10], [1, 2], { finishReason: 'length' }), call('r2', 2, [900, 10, 1, 2, 902, 903, 11], [3])]);
+    const { traces, breaks } = prefixMerging.run([
+      call('r1', 1, [900, 10], [1, 2], { finishReason: 'length' }),
+      call('r2', 2, [900, 10, 1, 2, 902, 903, 11], [3]),
+    ]);
     expect(breaks).toEqual([]);
     expect(traces[0]!.loss_mask).toEqual([1, 1, 0, 0, 0, 1]);
   });
@@ -117,7 +120,11 @@ describe('prefix-merging --allow-rerender', () => {
   it('an identical re-render is no drift; a length-cut answer keeps the end-of-turn token as context', () => {
     const same = loose.run([call('r1', 1, [900, 10], [1, 2, EOT]), call('r2', 2, [900, 10, 1, 2, EOT, 903], [3, EOT])]);
     expect(same.traces[0]!.metadata).toMatchObject({ context_drift: 0 });
-    const cut = loose.run([call('r0', 0, [5], [6, EOT]), call('r1', 1, [900, 10], [1, 2], { finishReason: 'length' }), call('r2', 2, [900, 10, 4, EOT, 903], [3])]);
+    const cut = loose.run([
+      call('r0', 0, [5], [6, EOT]),
+      call('r1', 1, [900, 10], [1, 2], { finishReason: 'length' }),
+      call('r2', 2, [900, 10, 4, EOT, 903], [3]),
+    ]);
     const trace = cut.traces.find((t) => t.request_ids.includes('r1'))!;
     expect(trace.response_ids).toEqual([1, 2, EOT, 903, 3]);
     expect(trace.loss_mask).toEqual([1, 1, 0, 0, 1]);

@@ -14,11 +14,20 @@ export async function* completionChunks(done: ChatCompletion, tokens: CapturedTo
   if (typeof message?.reasoning_content === 'string' && message.reasoning_content) delta.reasoning_content = message.reasoning_content;
   if (typeof message?.content === 'string' && message.content) delta.content = message.content;
   if (message?.tool_calls?.length) {
-    delta.tool_calls = message.tool_calls.map((c, index) => ({ index, id: c.id ?? `call_${done.id}_${index}`, type: 'function', function: { name: c.function.name, arguments: c.function.arguments } }));
+    delta.tool_calls = message.tool_calls.map((c, index) => ({
+      index,
+      id: c.id ?? `call_${done.id}_${index}`,
+      type: 'function',
+      function: { name: c.function.name, arguments: c.function.arguments },
+    }));
   }
   const tokenDelta =
     tokens.source === 'upstream'
-      ? { ...(tokens.promptIds ? { promptIds: tokens.promptIds } : {}), ...(tokens.sampledIds ? { sampledIds: tokens.sampledIds } : {}), ...(tokens.logprobs ? { logprobs: tokens.logprobs } : {}) }
+      ? {
+          ...(tokens.promptIds ? { promptIds: tokens.promptIds } : {}),
+          ...(tokens.sampledIds ? { sampledIds: tokens.sampledIds } : {}),
+          ...(tokens.logprobs ? { logprobs: tokens.logprobs } : {}),
+        }
       : null;
   const first: ChatCompletionChunk = { ...base, choices: [{ index: 0, delta, finish_reason: null, logprobs: choice?.logprobs ?? null }] };
   yield { chunk: first, tokens: tokenDelta };

@@ -126,7 +126,14 @@ export class NemoRlUpstream implements Upstream {
     if (found.parent) {
       const { parent, replyIndex } = found;
       const pinned = messages.map((m, i) =>
-        i === replyIndex ? { ...m, prompt_token_ids: [...parent.promptIds], generation_token_ids: [...parent.sampledIds], generation_log_probs: parent.logprobs ? [...parent.logprobs] : [] } : m,
+        i === replyIndex
+          ? {
+              ...m,
+              prompt_token_ids: [...parent.promptIds],
+              generation_token_ids: [...parent.sampledIds],
+              generation_log_probs: parent.logprobs ? [...parent.logprobs] : [],
+            }
+          : m,
       );
       sent = { ...req, body: { ...req.body, messages: pinned } };
     }

@@ -71,7 +71,11 @@ function read(json: unknown): {
   const meta = json.meta_info;
   const entries = Array.isArray(meta.output_token_logprobs) ? meta.output_token_logprobs : null;
   let ids = idArray(json.output_ids, 'output_ids');
-  if (!ids && entries) ids = idArray(entries.map((e) => (Array.isArray(e) ? e[1] : undefined)), 'meta_info.output_token_logprobs[][1]');
+  if (!ids && entries)
+    ids = idArray(
+      entries.map((e) => (Array.isArray(e) ? e[1] : undefined)),
+      'meta_info.output_token_logprobs[][1]',
+    );
   if (!ids) throw protocolError('the SGLang reply has neither output_ids nor output_token_logprobs');
   const logprobs = entries ? entries.map((e) => logprobValue(Array.isArray(e) ? e[0] : undefined)) : null;
   const finish = isRecord(meta.finish_reason) && typeof meta.finish_reason.type === 'string' ? meta.finish_reason.type : null;

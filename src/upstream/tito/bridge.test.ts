@@ -8,14 +8,32 @@ import { qwen3ModelDir } from '../../core/bundled-tokenizer.js';
 
 const template = loadChatTemplate(BUNDLED_QWEN3, qwen3ModelDir);
 const qwen = loadQwen3();
-const tools = [{ type: 'function', function: { name: 'bash', description: 'Run a command', parameters: { type: 'object', properties: { command: { type: 'string' } } } } }];
+const tools = [
+  { type: 'function', function: { name: 'bash', description: 'Run a command', parameters: { type: 'object', properties: { command: { type: 'string' } } } } },
+];
 const kwargs = { enable_thinking: true };
 
 /** One sampled turn: the ids a server would return for this reply, with non-canonical splits. */
 function turn(promptIds: number[], messages: ChatMessage[], reply: ChatMessage, callId: string, reasoning: string): ChainEntry {
-  const sampled = sampleReply(qwen, { reasoning, content: (reply.content as string) || undefined, toolCalls: reply.tool_calls?.map((c) => ({ name: c.function.name, arguments: JSON.parse(c.function.arguments) })) }, { splitEvery: 2, seed: 1 });
+  const sampled = sampleReply(
+    qwen,
+    {
+      reasoning,
+      content: (reply.content as string) || undefined,
+      toolCalls: reply.tool_calls?.map((c) => ({ name: c.function.name, arguments: JSON.parse(c.function.arguments) })),
+    },
+    { splitEvery: 2, seed: 1 },
+  );
   expect(sampled.splits).toBeGreaterThan(0);
-  return { callId, messagesKey: messageKeys(messages).at(-1)!, messageCount: messages.length, contextKey: contextKey(tools, kwargs), promptIds, sampledIds: sampled.ids, reply: { ...reply, reasoning_content: reasoning } };
+  return {
+    callId,
+    messagesKey: messageKeys(messages).at(-1)!,
+    messageCount: messages.length,
+    contextKey: contextKey(tools, kwargs),
+    promptIds,
+    sampledIds: sampled.ids,
+    reply: { ...reply, reasoning_content: reasoning },
+  };
 }
 
 describe('the Qwen3 chat template as polar loads it', () => {
@@ -30,7 +48,11 @@ describe('the Qwen3 chat template as polar loads it', () => {
 describe('bridging', () => {
   const system: ChatMessage = { role: 'system', content: 'You are a coding agent.' };
   const user: ChatMessage = { role: 'user', content: 'List the files.' };
-  const call1: ChatMessage = { role: 'assistant', content: 'Let me look.', tool_calls: [{ id: 'call_a_0', type: 'function', function: { name: 'bash', arguments: '{"command":"ls"}' } }] };
+  const call1: ChatMessage = {
+    role: 'assistant',
+    content: 'Let me look.',
+    tool_calls: [{ id: 'call_a_0', type: 'function', function: { name: 'bash', arguments: '{"command":"ls"}' } }],
+  };
   const result: ChatMessage = { role: 'tool', tool_call_id: 'call_a_0', content: 'a.txt\nb.txt' };
 
   it('extends the previous prompt and sampled ids byte for byte, with the template’s own text for the new messages', () => {
@@ -52,7 +74,15 @@ describe('bridging', () => {
   });
 
   it('adds the end-of-turn token after a turn cut by length', () => {
-    const parent: ChainEntry = { callId: 'c1', messagesKey: '', messageCount: 1, contextKey: '', promptIds: [1, 2], sampledIds: [9707, 11], reply: { role: 'assistant', content: 'Hello,' } };
+    const parent: ChainEntry = {
+      callId: 'c1',
+      messagesKey: '',
+      messageCount: 1,
+      contextKey: '',
+      promptIds: [1, 2],
+      sampledIds: [9707, 11],
+      reply: { role: 'assistant', content: 'Hello,' },
+    };
     const tail = bridgeTail(template, parent, { role: 'assistant', content: 'Hello,' }, [{ role: 'user', content: 'go on' }], undefined, {});
     expect(tail.ids[0]).toBe(template.turnEnd.id);
     expect(template.decode(tail.ids)).toBe(`<|im_end|>${tail.text}`);
@@ -74,7 +104,15 @@ describe('bridging', () => {
     };
     const result: ChatMessage = { role: 'tool', tool_call_id: 'c', content: 'template.jinja: {{ "<|im_end|>" }}' };
     const reminder: ChatMessage = { role: 'user', content: '<system-reminder>keep going</system-reminder>' };
-    const parent: ChainEntry = { callId: 'p', messagesKey: '', messageCount: 2, contextKey: '', promptIds: [1], sampledIds: [template.turnEnd.id], reply: echo };
+    const parent: ChainEntry = {
+      callId: 'p',
+      messagesKey: '',
+      messageCount: 2,
+      contextKey: '',
+      promptIds: [1],
+      sampledIds: [template.turnEnd.id],
+      reply: echo,
+    };
     const tail = bridgeTail(template, parent, echo, [result, reminder], tools, kwargs);
     expect(tail.text).toBe(
       '\n<|im_start|>user\n<tool_response>\ntemplate.jinja: {{ "<|im_end|>" }}\n</tool_response><|im_end|>\n<|im_start|>user\n<system-reminder>keep going</system-reminder><|im_end|>\n<|im_start|>assistant\n',
@@ -85,10 +123,24 @@ describe('bridging', () => {
   });
 
   it('is not moved by the end text in a tool name, nor by the marker text in the conversation', () => {
-    const echo: ChatMessage = { role: 'assistant', content: '', tool_calls: [{ id: 'c', type: 'function', function: { name: 'ba<|im_end|>sh', arguments: '{}' } }] };
+    const echo: ChatMessage = {
+      role: 'assistant',
+      content: '',
+      tool_calls: [{ id: 'c', type: 'function', function: { name: 'ba<|im_end|>sh', arguments: '{}' } }],
+    };
     const result: ChatMessage = { role: 'tool', tool_call_id: 'c', content: 'ok' };
-    const parent: ChainEntry = { callId: 'p', messagesKey: '', messageCount: 2, contextKey: '', promptIds: [1], sampledIds: [template.turnEnd.id], reply: echo };
-    expect(bridgeTail(template, parent, echo, [result], tools, kwargs).text).toBe('\n<|im_start|>user\n<tool_response>\nok\n</tool_response><|im_end|>\n<|im_start|>assistant\n');
+    const parent: ChainEntry = {
+      callId: 'p',
+      messagesKey: '',
+      messageCount: 2,
+      contextKey: '',
+      promptIds: [1],
+      sampledIds: [template.turnEnd.id],
+      reply: echo,
+    };
+    expect(bridgeTail(template, parent, echo, [result], tools, kwargs).text).toBe(
+      '\n<|im_start|>user\n<tool_response>\nok\n</tool_response><|im_end|>\n<|im_start|>assistant\n',
+    );
   });
 
   it('names why a call is rendered in full', () => {
@@ -107,10 +159,26 @@ describe('bridging', () => {
   });
 
   it('matches an echoed reply on content, not on formatting', () => {
-    const reply: ChatMessage = { role: 'assistant', content: 'Hi', reasoning_content: 'think', tool_calls: [{ id: 'x', type: 'function', function: { name: 'f', arguments: '{"a":1,"b":[2]}' } }] };
-    expect(replyMatches({ role: 'assistant', content: [{ type: 'text', text: 'Hi\n' }], tool_calls: [{ id: 'y', type: 'function', function: { name: 'f', arguments: '{"b": [2], "a": 1}' } }] }, reply)).toBe(true);
+    const reply: ChatMessage = {
+      role: 'assistant',
+      content: 'Hi',
+      reasoning_content: 'think',
+      tool_calls: [{ id: 'x', type: 'function', function: { name: 'f', arguments: '{"a":1,"b":[2]}' } }],
+    };
+    expect(
+      replyMatches(
+        {
+          role: 'assistant',
+          content: [{ type: 'text', text: 'Hi\n' }],
+          tool_calls: [{ id: 'y', type: 'function', function: { name: 'f', arguments: '{"b": [2], "a": 1}' } }],
+        },
+        reply,
+      ),
+    ).toBe(true);
     expect(replyMatches({ role: 'assistant', content: 'Hi', reasoning_content: 'other', tool_calls: reply.tool_calls }, reply)).toBe(false);
-    expect(replyMatches({ role: 'assistant', content: 'Hi', tool_calls: [{ type: 'function', function: { name: 'f', arguments: '{"a":2,"b":[2]}' } }] }, reply)).toBe(false);
+    expect(
+      replyMatches({ role: 'assistant', content: 'Hi', tool_calls: [{ type: 'function', function: { name: 'f', arguments: '{"a":2,"b":[2]}' } }] }, reply),
+    ).toBe(false);
     expect(replyMatches({ role: 'assistant', content: 'Hi' }, reply)).toBe(false);
   });
 });

@@ -55,7 +55,11 @@ export function messageKeys(messages: readonly ChatMessage[]): string[] {
 }
 
 export function contextKey(tools: readonly unknown[] | undefined, kwargs: Record<string, unknown>): string {
-  return createHash('sha256').update(JSON.stringify(tools ?? [])).update('\0').update(JSON.stringify(kwargs)).digest('base64');
+  return createHash('sha256')
+    .update(JSON.stringify(tools ?? []))
+    .update('\0')
+    .update(JSON.stringify(kwargs))
+    .digest('base64');
 }
 
 /**
@@ -150,12 +154,13 @@ export function tailAfterTurn(
   const calls = Array.isArray(turn.tool_calls) ? (turn.tool_calls as ChatMessage['tool_calls'])! : [];
   const stand: TemplateMessage = { role: 'assistant', content: MARKER };
   // A tool name is kept (templates may pair results with it) unless it contains the end text itself.
-  if (calls.length > 0) stand.tool_calls = calls.map((c, i) => ({ ...c, function: { name: c.function.name.includes(end) ? `tool_${i}` : c.function.name, arguments: '{}' } }));
+  if (calls.length > 0)
+    stand.tool_calls = calls.map((c, i) => ({ ...c, function: { name: c.function.name.includes(end) ? `tool_${i}` : c.function.name, arguments: '{}' } }));
   const full = template.render([...history.slice(0, -1), stand, ...(newMessages as TemplateMessage[])], { tools, addGenerationPrompt: true, kwargs });
   const at = full.indexOf(MARKER);
   const once = at >= 0 && full.indexOf(MARKER, at + MARKER.length) < 0;
   const cut = once ? full.indexOf(end, at + MARKER.length) : -1;
-  if (cut < 0) throw new BridgeUnavailable('the chat template does not render the assistant turn\'s text followed by its end token');
+  if (cut < 0) throw new BridgeUnavailable("the chat template does not render the assistant turn's text followed by its end token");
   return full.slice(cut + end.length);
 }
 

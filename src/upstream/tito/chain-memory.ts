@@ -38,7 +38,13 @@ export class ChainMemory {
    * dropped for the budget is `chain-evicted`, not `first-call`), and the mark to remember it by.
    * `enabled: false` searches nothing (every call a first call).
    */
-  locate(call: CallContext, messages: readonly ChatMessage[], tools: readonly unknown[] | undefined, kwargs: Record<string, unknown>, enabled = true): { search: ParentSearch; mark: ChainMark } {
+  locate(
+    call: CallContext,
+    messages: readonly ChatMessage[],
+    tools: readonly unknown[] | undefined,
+    kwargs: Record<string, unknown>,
+    enabled = true,
+  ): { search: ParentSearch; mark: ChainMark } {
     const keys = messageKeys(messages);
     const context = contextKey(tools, kwargs);
     let search = findParent(messages, keys, context, enabled ? this.entries(call.sessionId, call.agentId) : []);

@@ -72,6 +72,8 @@ describe('loadChatTemplate (--tokenizer)', () => {
     fs.writeFileSync(path.join(noTemplate, 'tokenizer_config.json'), JSON.stringify(config));
     expect(() => loadChatTemplate(noTemplate)).toThrow(/no chat template/);
     await expect(createUpstream('vllm-tito', { baseUrl: 'http://127.0.0.1:9' })).rejects.toThrow(/--tokenizer/);
-    await expect(createUpstream('sglang-tito', { baseUrl: 'http://127.0.0.1:9', tokenizer: BUNDLED_QWEN3, toolParser: 'mistral' })).rejects.toThrow(/--tool-parser/);
+    await expect(createUpstream('sglang-tito', { baseUrl: 'http://127.0.0.1:9', tokenizer: BUNDLED_QWEN3, toolParser: 'mistral' })).rejects.toThrow(
+      /--tool-parser/,
+    );
   });
 });

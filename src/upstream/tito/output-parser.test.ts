@@ -32,7 +32,16 @@ function randomCuts(length: number, seed: number): number[] {
 
 const REPLIES: [string, ScriptedReply][] = [
   ['reasoning then text', { reasoning: 'Think about <b>it</b> first.', content: 'Hello! a < b and b > a.\nTwo lines.' }],
-  ['reasoning then parallel tool calls', { reasoning: 'Two calls.', toolCalls: [{ name: 'ls', arguments: { path: 'src', deep: true } }, { name: 'read', arguments: { path: 'a.ts' } }] }],
+  [
+    'reasoning then parallel tool calls',
+    {
+      reasoning: 'Two calls.',
+      toolCalls: [
+        { name: 'ls', arguments: { path: 'src', deep: true } },
+        { name: 'read', arguments: { path: 'a.ts' } },
+      ],
+    },
+  ],
   ['text then a tool call, no reasoning', { content: 'Let me look.', toolCalls: [{ name: 'ls', arguments: {} }] }],
   ['text only', { content: 'Just text, with a <tag> that is not markup.' }],
 ];
@@ -51,11 +60,17 @@ describe('OutputParser on real Qwen3 output', () => {
     expect(parse(text, [])).toEqual(expected);
     for (let seed = 1; seed <= 20; seed++) expect(parse(text, randomCuts(text.length, seed))).toEqual(expected);
     // One character at a time, as the worst case of a stream.
-    expect(parse(text, Array.from({ length: text.length }, (_, i) => i))).toEqual(expected);
+    expect(
+      parse(
+        text,
+        Array.from({ length: text.length }, (_, i) => i),
+      ),
+    ).toEqual(expected);
   });
 
   it('parses the Qwen3-Coder XML tool-call form', () => {
-    const text = 'I will list.\n<tool_call>\n<function=ls>\n<parameter=path>\nsrc/a b\n</parameter>\n<parameter=depth>\n2\n</parameter>\n</function>\n</tool_call>';
+    const text =
+      'I will list.\n<tool_call>\n<function=ls>\n<parameter=path>\nsrc/a b\n</parameter>\n<parameter=depth>\n2\n</parameter>\n</function>\n</tool_call>';
     expect(parse(text, randomCuts(text.length, 7), { format: 'qwen3-coder', idPrefix: 't' })).toEqual({
       reasoning: null,
       content: 'I will list.',
@@ -69,6 +84,10 @@ describe('OutputParser on real Qwen3 output', () => {
   });
 
   it('starts inside reasoning when the template opened <think> in the prompt', () => {
-    expect(parse('still thinking\n</think>\n\nanswer', [3], { format: 'hermes', idPrefix: 'c', startsInReasoning: true })).toEqual({ reasoning: 'still thinking', content: 'answer', toolCalls: [] });
+    expect(parse('still thinking\n</think>\n\nanswer', [3], { format: 'hermes', idPrefix: 'c', startsInReasoning: true })).toEqual({
+      reasoning: 'still thinking',
+      content: 'answer',
+      toolCalls: [],
+    });
   });
 });

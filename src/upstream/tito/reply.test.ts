@@ -50,7 +50,18 @@ function streamed(ids: number[], finish: string, stop: string[] = [], stopReason
 
 describe('ReplyAssembler on real Qwen3 ids', () => {
   it('one token per piece gives the same reply as the whole output at once', () => {
-    const reply = sampleReply(qwen, { reasoning: 'Plan: two calls — naïve 日本語 🚀.', content: 'Looking.', toolCalls: [{ name: 'ls', arguments: { path: 'src' } }, { name: 'cat', arguments: { path: 'a.ts' } }] }, { splitEvery: 2 });
+    const reply = sampleReply(
+      qwen,
+      {
+        reasoning: 'Plan: two calls — naïve 日本語 🚀.',
+        content: 'Looking.',
+        toolCalls: [
+          { name: 'ls', arguments: { path: 'src' } },
+          { name: 'cat', arguments: { path: 'a.ts' } },
+        ],
+      },
+      { splitEvery: 2 },
+    );
     const whole = assembler().complete(gen(reply.ids, 'stop')).completion.choices[0]!;
     const s = streamed(reply.ids, 'stop');
     expect(whole.message.reasoning_content).toBe(reply.reasoning);
@@ -85,7 +96,8 @@ describe('ReplyAssembler on real Qwen3 ids', () => {
     expect(text.join('')).toBe('Hello there. ');
     const b = assembler();
     const shown: string[] = [];
-    for (const id of [...qwen.encode('Done.'), qwen.tokenId('<|endoftext|>')!]) for (const { chunk } of b.push(gen([id], null))) shown.push(chunk.choices[0]!.delta.content ?? '');
+    for (const id of [...qwen.encode('Done.'), qwen.tokenId('<|endoftext|>')!])
+      for (const { chunk } of b.push(gen([id], null))) shown.push(chunk.choices[0]!.delta.content ?? '');
     for (const { chunk } of b.push(gen([], 'stop'))) shown.push(chunk.choices[0]!.delta.content ?? '');
     expect(shown.join('')).toBe('Done.');
   });

@@ -95,7 +95,11 @@ export class ReplyAssembler {
     const message: ChatMessage = { role: 'assistant', content: parsed.content ?? (parsed.tool_calls ? null : '') };
     if (parsed.reasoning_content) message.reasoning_content = parsed.reasoning_content;
     if (parsed.tool_calls) {
-      message.tool_calls = parsed.tool_calls.map((c) => ({ id: c.id!, type: 'function', function: { name: c.function!.name!, arguments: c.function!.arguments! } }));
+      message.tool_calls = parsed.tool_calls.map((c) => ({
+        id: c.id!,
+        type: 'function',
+        function: { name: c.function!.name!, arguments: c.function!.arguments! },
+      }));
     }
     this.sampled = g.sampledIds.length;
     this.prompt = (g.promptIds ?? this.options.promptIds).length;
@@ -165,8 +169,20 @@ export class ReplyAssembler {
     return this.stops.end(text + this.detokenizer.end(), typeof g.stopReason === 'string' ? g.stopReason : null);
   }
 
-  private chunk(delta: ChatDelta, tokens: TokenDelta, finish: string | null, ids: readonly number[], lps: number[] | null, stopReason: Generation['stopReason']): UpstreamChunk {
-    const choice: ChatCompletionChunk['choices'][number] = { index: 0, delta, finish_reason: finish, logprobs: this.options.clientLogprobs ? this.logprobs(ids, lps) : null };
+  private chunk(
+    delta: ChatDelta,
+    tokens: TokenDelta,
+    finish: string | null,
+    ids: readonly number[],
+    lps: number[] | null,
+    stopReason: Generation['stopReason'],
+  ): UpstreamChunk {
+    const choice: ChatCompletionChunk['choices'][number] = {
+      index: 0,
+      delta,
+      finish_reason: finish,
+      logprobs: this.options.clientLogprobs ? this.logprobs(ids, lps) : null,
+    };
     if (finish) choice.stop_reason = stopReason;
     const chunk: ChatCompletionChunk = { ...this.base(), choices: [choice] };
     return { chunk, tokens: Object.keys(tokens).length > 0 ? tokens : null };

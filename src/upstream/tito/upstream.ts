@@ -90,7 +90,13 @@ export class TokenInUpstream implements Upstream {
   }
 
   /** The parent's prompt and sampled ids + the new messages' tokens; null when the template cannot say where the turn ends. */
-  private bridged(parent: ChainEntry, replyIndex: number, messages: ChatMessage[], tools: readonly unknown[] | undefined, kwargs: Record<string, unknown>): Built | null {
+  private bridged(
+    parent: ChainEntry,
+    replyIndex: number,
+    messages: ChatMessage[],
+    tools: readonly unknown[] | undefined,
+    kwargs: Record<string, unknown>,
+  ): Built | null {
     const newMessages = messages.slice(replyIndex + 1);
     let tail: { ids: number[]; text: string };
     try {
@@ -244,7 +250,9 @@ export function replyBudget(req: CanonicalRequest, promptTokens: number, context
   if (contextWindow === null) return asked ?? UNKNOWN_WINDOW_BUDGET;
   const room = contextWindow - slack - promptTokens;
   if (room < 1) {
-    throw new PolarError('POLAR_BAD_REQUEST', `the prompt is ${promptTokens} tokens, which leaves no room in the model's ${contextWindow}-token context`, 400, { param: 'messages' });
+    throw new PolarError('POLAR_BAD_REQUEST', `the prompt is ${promptTokens} tokens, which leaves no room in the model's ${contextWindow}-token context`, 400, {
+      param: 'messages',
+    });
   }
   return asked === undefined ? room : Math.min(asked, room);
 }

@@ -7,7 +7,11 @@ import { extractVllmChunk, extractVllmCompletion } from './extract.js';
 
 const FIXTURES = path.resolve(__dirname, '../../../fixtures/vllm');
 const completionFixture = () => JSON.parse(fs.readFileSync(path.join(FIXTURES, 'chat-completion.json'), 'utf8'));
-const streamFixture = () => new SseParser().push(fs.readFileSync(path.join(FIXTURES, 'chat-stream.sse'))).filter((e) => e.data !== '[DONE]').map((e) => JSON.parse(e.data));
+const streamFixture = () =>
+  new SseParser()
+    .push(fs.readFileSync(path.join(FIXTURES, 'chat-stream.sse')))
+    .filter((e) => e.data !== '[DONE]')
+    .map((e) => JSON.parse(e.data));
 
 describe('vLLM extraction', () => {
   it('reads prompt ids (top level), sampled ids (choice) and logprobs from a non-streaming reply', () => {
@@ -54,7 +58,13 @@ describe('vLLM extraction', () => {
     const reply = completionFixture();
     reply.choices[0].message.reasoning = 'think';
     expect(extractVllmCompletion(reply).completion.choices[0]!.message).toMatchObject({ reasoning_content: 'think' });
-    const chunk = extractVllmChunk({ id: 'c', object: 'chat.completion.chunk', created: 0, model: 'm', choices: [{ index: 0, delta: { reasoning: 'hm' }, finish_reason: null }] });
+    const chunk = extractVllmChunk({
+      id: 'c',
+      object: 'chat.completion.chunk',
+      created: 0,
+      model: 'm',
+      choices: [{ index: 0, delta: { reasoning: 'hm' }, finish_reason: null }],
+    });
     expect(chunk.chunk.choices[0]!.delta).toEqual({ reasoning_content: 'hm' });
   });
 

@@ -5,7 +5,11 @@ import { loadQwen3, startReferenceUpstream, type ReferenceUpstream } from '../..
 import { startTestProxy, type TestProxy } from '../../support/start-proxy.js';
 
 const TOOLS: Anthropic.Tool[] = [
-  { name: 'list_files', description: 'List files', input_schema: { type: 'object', properties: { path: { type: 'string' }, recursive: { type: 'boolean' } }, required: ['path'] } },
+  {
+    name: 'list_files',
+    description: 'List files',
+    input_schema: { type: 'object', properties: { path: { type: 'string' }, recursive: { type: 'boolean' } }, required: ['path'] },
+  },
   { name: 'read_file', description: 'Read a file', input_schema: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] } },
 ];
 
@@ -30,13 +34,19 @@ const sentUpstream = () => upstream.calls[upstream.calls.length - 1]!.body;
 
 describe('Anthropic Messages through polar (official @anthropic-ai/sdk)', () => {
   it('messages.create: thinking with a signature, then text; end_turn; usage from the captured ids', async () => {
-    const msg = await client.messages.create({
-      model: 'claude-opus-4-8',
-      max_tokens: 64_000,
-      thinking: { type: 'enabled', budget_tokens: 2048 },
-      system: [{ type: 'text', text: 'x-anthropic-billing-header: cc_version=2.1.330.c4f; cc_entrypoint=sdk-cli; cch=93b2e;' }, { type: 'text', text: 'You are a careful agent.' }],
-      messages: [{ role: 'user', content: 'Say hello.' }],
-    }, { timeout: 60_000 }); // the SDK insists on one for a non-streaming 64k-token call
+    const msg = await client.messages.create(
+      {
+        model: 'claude-opus-4-8',
+        max_tokens: 64_000,
+        thinking: { type: 'enabled', budget_tokens: 2048 },
+        system: [
+          { type: 'text', text: 'x-anthropic-billing-header: cc_version=2.1.330.c4f; cc_entrypoint=sdk-cli; cch=93b2e;' },
+          { type: 'text', text: 'You are a careful agent.' },
+        ],
+        messages: [{ role: 'user', content: 'Say hello.' }],
+      },
+      { timeout: 60_000 },
+    ); // the SDK insists on one for a non-streaming 64k-token call
     expect(msg.type).toBe('message');
     expect(msg.model).toBe('claude-opus-4-8');
     expect(msg.stop_reason).toBe('end_turn');
@@ -76,7 +86,9 @@ describe('Anthropic Messages through polar (official @anthropic-ai/sdk)', () => 
   });
 
   it('tool use and a tool-result round trip; thinking sent back maps to the same reasoning', async () => {
-    const first = await client.messages.stream({ model: 'm', max_tokens: 1024, tools: TOOLS, messages: [{ role: 'user', content: 'Please use the tools, both of them.' }] }).finalMessage();
+    const first = await client.messages
+      .stream({ model: 'm', max_tokens: 1024, tools: TOOLS, messages: [{ role: 'user', content: 'Please use the tools, both of them.' }] })
+      .finalMessage();
     expect(first.stop_reason).toBe('tool_use');
     const uses = first.content.filter((b): b is Anthropic.ToolUseBlock => b.type === 'tool_use');
     expect(uses.map((u) => [u.name, u.input])).toEqual([
@@ -135,7 +147,9 @@ describe('Anthropic Messages through polar (official @anthropic-ai/sdk)', () => 
     expect((tooLong as Error).message).toMatch(/prompt is too long/);
 
     upstream.fault('error-event');
-    await expect(client.messages.stream({ model: 'm', max_tokens: 10, messages: [{ role: 'user', content: 'x' }] }).finalMessage()).rejects.toThrow(/CUDA error/);
+    await expect(client.messages.stream({ model: 'm', max_tokens: 10, messages: [{ role: 'user', content: 'x' }] }).finalMessage()).rejects.toThrow(
+      /CUDA error/,
+    );
     expect(row()).toMatchObject({ status: 'error', streamed: true });
   });
 });

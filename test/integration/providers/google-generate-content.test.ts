@@ -41,7 +41,11 @@ describe('Google generateContent through polar (official @google/genai)', () => 
     expect(sentUpstream().messages[0]).toEqual({ role: 'system', content: 'Be brief.' });
     expect(JSON.stringify(row)).not.toContain('AIzaSy-test-key-0123');
 
-    const thoughtful = await ai.models.generateContent({ model: 'gemini-2.5-pro', contents: 'Think, then answer.', config: { thinkingConfig: { includeThoughts: true } } });
+    const thoughtful = await ai.models.generateContent({
+      model: 'gemini-2.5-pro',
+      contents: 'Think, then answer.',
+      config: { thinkingConfig: { includeThoughts: true } },
+    });
     const parts = thoughtful.candidates![0]!.content!.parts!;
     expect(parts[0]).toMatchObject({ thought: true });
     expect(parts[0]!.text).toBe(upstream.calls[upstream.calls.length - 1]!.reply.reasoning);
@@ -75,7 +79,11 @@ describe('Google generateContent through polar (official @google/genai)', () => 
     expectExactCapture(t.store, session, upstream);
     expect((sentUpstream().tools as unknown[])[0]).toEqual({
       type: 'function',
-      function: { name: 'list_files', description: 'List files', parameters: { type: 'object', properties: { path: { type: 'string' }, recursive: { type: 'boolean' } }, required: ['path'] } },
+      function: {
+        name: 'list_files',
+        description: 'List files',
+        parameters: { type: 'object', properties: { path: { type: 'string' }, recursive: { type: 'boolean' } }, required: ['path'] },
+      },
     });
 
     const res = await ai.models.generateContent({

@@ -5,7 +5,13 @@ import { startReferenceUpstream, type ReferenceUpstream } from '../../support/re
 import { startTestProxy, type TestProxy } from '../../support/start-proxy.js';
 
 const TOOLS: OpenAI.Responses.Tool[] = [
-  { type: 'function', name: 'list_files', description: 'List files', strict: false, parameters: { type: 'object', properties: { path: { type: 'string' }, recursive: { type: 'boolean' } }, required: ['path'] } },
+  {
+    type: 'function',
+    name: 'list_files',
+    description: 'List files',
+    strict: false,
+    parameters: { type: 'object', properties: { path: { type: 'string' }, recursive: { type: 'boolean' } }, required: ['path'] },
+  },
   { type: 'web_search' },
 ];
 
@@ -42,7 +48,11 @@ describe('OpenAI Responses through polar (official openai SDK)', () => {
     expect(res.output.map((o) => o.type)).toEqual(['reasoning', 'message']);
     expect(res.output_text).toContain('You said: “Say hi.”');
     const { sampled } = expectExactCapture(t.store, session, upstream);
-    expect(res.usage).toMatchObject({ input_tokens: sampled.promptIds.length, output_tokens: sampled.reply.ids.length, total_tokens: sampled.promptIds.length + sampled.reply.ids.length });
+    expect(res.usage).toMatchObject({
+      input_tokens: sampled.promptIds.length,
+      output_tokens: sampled.reply.ids.length,
+      total_tokens: sampled.promptIds.length + sampled.reply.ids.length,
+    });
     expect(sentUpstream().messages[0]).toEqual({ role: 'system', content: 'You are Codex.' });
     expect(sentUpstream().chat_template_kwargs).toEqual({ enable_thinking: true });
   });
@@ -94,7 +104,10 @@ describe('OpenAI Responses through polar (official openai SDK)', () => {
     expect(second.output_text).toContain('a.ts');
     const messages = sentUpstream().messages as Record<string, unknown>[];
     expect(messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool']);
-    expect(messages[1]).toMatchObject({ reasoning_content: reasoning.summary[0]!.text, tool_calls: [{ id: call.call_id, function: { name: 'list_files', arguments: call.arguments } }] });
+    expect(messages[1]).toMatchObject({
+      reasoning_content: reasoning.summary[0]!.text,
+      tool_calls: [{ id: call.call_id, function: { name: 'list_files', arguments: call.arguments } }],
+    });
     expect(messages[2]).toEqual({ role: 'tool', tool_call_id: call.call_id, content: 'a.ts\nb.ts' });
   });
 

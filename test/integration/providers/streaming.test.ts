@@ -9,9 +9,27 @@ import { startTestProxy, type TestProxy } from '../../support/start-proxy.js';
  * it), never as timings.
  */
 const PROVIDERS = [
-  { name: 'openai-chat', path: '/v1/chat/completions', body: { model: 'm', stream: true, messages: [{ role: 'user', content: 'hello there' }] }, keepAlive: /^: keep-alive$/m, last: 'data: [DONE]' },
-  { name: 'anthropic-messages', path: '/v1/messages', body: { model: 'm', stream: true, max_tokens: 500, messages: [{ role: 'user', content: 'hello there' }] }, keepAlive: /^event: ping$/m, last: 'event: message_stop' },
-  { name: 'openai-responses', path: '/v1/responses', body: { model: 'm', stream: true, input: 'hello there' }, keepAlive: /^event: response\.in_progress$/m, last: 'event: response.completed' },
+  {
+    name: 'openai-chat',
+    path: '/v1/chat/completions',
+    body: { model: 'm', stream: true, messages: [{ role: 'user', content: 'hello there' }] },
+    keepAlive: /^: keep-alive$/m,
+    last: 'data: [DONE]',
+  },
+  {
+    name: 'anthropic-messages',
+    path: '/v1/messages',
+    body: { model: 'm', stream: true, max_tokens: 500, messages: [{ role: 'user', content: 'hello there' }] },
+    keepAlive: /^event: ping$/m,
+    last: 'event: message_stop',
+  },
+  {
+    name: 'openai-responses',
+    path: '/v1/responses',
+    body: { model: 'm', stream: true, input: 'hello there' },
+    keepAlive: /^event: response\.in_progress$/m,
+    last: 'event: response.completed',
+  },
   {
     name: 'google-generate-content',
     path: '/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse',

@@ -27,7 +27,16 @@ import path from 'node:path';
 const prompt = process.argv[2] ?? '';
 const BASE = process.env.OPENAI_BASE_URL;
 const KEY = process.env.OPENAI_API_KEY;
-const TOOLS = [{ type: 'function', function: { name: 'bash', description: 'Run a shell command in the workspace', parameters: { type: 'object', properties: { command: { type: 'string' } }, required: ['command'] } } }];
+const TOOLS = [
+  {
+    type: 'function',
+    function: {
+      name: 'bash',
+      description: 'Run a shell command in the workspace',
+      parameters: { type: 'object', properties: { command: { type: 'string' } }, required: ['command'] },
+    },
+  },
+];
 
 async function chat(messages, { base = BASE, key = KEY, headers = {} } = {}) {
   const res = await fetch(`${base}/chat/completions`, {
@@ -136,7 +145,10 @@ function hiddenChecker(p) {
 /** Any SQLite file: found by search from / and by walking up from where polar put us. */
 function databases(p) {
   const found = new Set();
-  const search = sh(`timeout 20 find / \\( -path /proc -o -path /sys -o -path /dev \\) -prune -o \\( -name '*.db' -o -name '*.db-wal' -o -name '*.sqlite' \\) -print 2>/dev/null`, 30_000);
+  const search = sh(
+    `timeout 20 find / \\( -path /proc -o -path /sys -o -path /dev \\) -prune -o \\( -name '*.db' -o -name '*.db-wal' -o -name '*.sqlite' \\) -print 2>/dev/null`,
+    30_000,
+  );
   for (const line of search.out.split('\n')) if (line.trim()) found.add(line.trim());
   // $HOME is <db dir>/.polar/runs/<session>/home under polar today: its ancestors hold the database.
   for (const start of [process.env.HOME, process.cwd()]) {
@@ -153,10 +165,37 @@ function databases(p) {
 }
 
 const CREDENTIAL_FILES = [
-  '.ssh/id_rsa', '.ssh/id_ed25519', '.ssh/id_ecdsa', '.ssh/authorized_keys', '.ssh/known_hosts', '.bash_history', '.zsh_history', '.python_history',
-  '.netrc', '.git-credentials', '.gitconfig', '.npmrc', '.pypirc', '.aws/credentials', '.aws/config', '.docker/config.json', '.kube/config',
-  '.config/gh/hosts.yml', '.config/gcloud/credentials.db', '.cargo/credentials', '.cargo/credentials.toml', '.cargo/config', '.cargo/config.toml',
-  '.claude.json', '.claude/.credentials.json', '.codex/auth.json', '.gemini/oauth_creds.json', '.huggingface/token', '.cache/huggingface/token', '.wandb/settings', '.netrc',
+  '.ssh/id_rsa',
+  '.ssh/id_ed25519',
+  '.ssh/id_ecdsa',
+  '.ssh/authorized_keys',
+  '.ssh/known_hosts',
+  '.bash_history',
+  '.zsh_history',
+  '.python_history',
+  '.netrc',
+  '.git-credentials',
+  '.gitconfig',
+  '.npmrc',
+  '.pypirc',
+  '.aws/credentials',
+  '.aws/config',
+  '.docker/config.json',
+  '.kube/config',
+  '.config/gh/hosts.yml',
+  '.config/gcloud/credentials.db',
+  '.cargo/credentials',
+  '.cargo/credentials.toml',
+  '.cargo/config',
+  '.cargo/config.toml',
+  '.claude.json',
+  '.claude/.credentials.json',
+  '.codex/auth.json',
+  '.gemini/oauth_creds.json',
+  '.huggingface/token',
+  '.cache/huggingface/token',
+  '.wandb/settings',
+  '.netrc',
 ];
 
 /** The invoking user's ~/.ssh: the planted fake key, and the real home's entries (names only). */
@@ -246,7 +285,11 @@ function masterKeys(p) {
 async function adminCalls(p, tokens) {
   const root = BASE.replace(/\/s\/[^/]+\/v1$/, '');
   const call = async (method, route, key, body) => {
-    const res = await fetch(`${root}${route}`, { method, headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) }, ...(body ? { body: JSON.stringify(body) } : {}) });
+    const res = await fetch(`${root}${route}`, {
+      method,
+      headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) },
+      ...(body ? { body: JSON.stringify(body) } : {}),
+    });
     await res.text();
     return res.status;
   };
@@ -266,7 +309,9 @@ async function adminCalls(p, tokens) {
  * allow-list, so none may show here or in any process this agent can see.
  */
 function envLeak(p) {
-  const hits = Object.entries(process.env).filter(([, v]) => String(v).includes(p.canary)).map(([k]) => k);
+  const hits = Object.entries(process.env)
+    .filter(([, v]) => String(v).includes(p.canary))
+    .map(([k]) => k);
   for (const pid of tryList('/proc').entries ?? []) {
     if (!/^\d+$/.test(pid)) continue;
     try {
@@ -322,22 +367,41 @@ async function siblingCalls(sibling, mine, masters) {
     noSession: await chat(messages, { base: `${root}/v1`, key: null }),
   };
   // In another API's shape: the refusal must come in that API's shape too.
-  const anthropic = await fetch(`${root}/s/${sibling}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': KEY, 'anthropic-version': '2023-06-01' }, body: JSON.stringify({ model: 'any', max_tokens: 16, messages }) });
+  const anthropic = await fetch(`${root}/s/${sibling}/v1/messages`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-api-key': KEY, 'anthropic-version': '2023-06-01' },
+    body: JSON.stringify({ model: 'any', max_tokens: 16, messages }),
+  });
   const anthropicText = await anthropic.text();
-  tries.anthropicMyKey = { status: anthropic.status, body: (() => { try { return JSON.parse(anthropicText); } catch { return null; } })() };
+  tries.anthropicMyKey = {
+    status: anthropic.status,
+    body: (() => {
+      try {
+        return JSON.parse(anthropicText);
+      } catch {
+        return null;
+      }
+    })(),
+  };
   // A session-key master the attacker could read mints any session's key (proxy/session-keys.ts).
   for (const [i, master] of masters.entries()) {
     const secret = createHmac('sha256', Buffer.from(master, 'base64url')).update(`polar session key\0${sibling}`).digest('base64url');
     tries[`minted${i}`] = await chat(messages, { base: `${root}/s/${sibling}/v1`, key: `polar-${sibling}~${secret}` });
   }
   const statuses = Object.fromEntries(Object.entries(tries).map(([k, v]) => [k, v.status]));
-  const shapes = Object.fromEntries(Object.entries(tries).map(([k, v]) => [k, v.body && typeof v.body === 'object' ? Object.keys(v.body).sort().join(',') : 'text']));
+  const shapes = Object.fromEntries(
+    Object.entries(tries).map(([k, v]) => [k, v.body && typeof v.body === 'object' ? Object.keys(v.body).sort().join(',') : 'text']),
+  );
   return { escaped: Object.values(tries).some((t) => t.status >= 200 && t.status < 300), sibling, mine, statuses, shapes };
 }
 
 /** A process meant to outlive the sample, named by a marker the test looks for in the host's /proc. */
 function leaveDaemon(marker) {
-  spawnSync('/bin/bash', ['-c', `setsid nohup bash -c 'exec -a ${marker} sleep 1000' >/dev/null 2>&1 < /dev/null & disown; (exec -a ${marker}-2 sleep 1000 &) ; true`], { timeout: 5000 });
+  spawnSync(
+    '/bin/bash',
+    ['-c', `setsid nohup bash -c 'exec -a ${marker} sleep 1000' >/dev/null 2>&1 < /dev/null & disown; (exec -a ${marker}-2 sleep 1000 &) ; true`],
+    { timeout: 5000 },
+  );
   const seen = sh(`grep -l ${marker} /proc/[0-9]*/cmdline 2>/dev/null | wc -l`).out.trim();
   return { started: Number(seen) > 0 };
 }

@@ -85,7 +85,11 @@ function setupComplete() {
 if (script.includes('run_sft')) {
   const data = get('data.train.data_path');
   if (get('data.train.dataset_name') !== 'openai_format') fail('data.train.dataset_name must be openai_format');
-  const rows = fs.readFileSync(data, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  const rows = fs
+    .readFileSync(data, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
   for (const row of rows) if (row.messages.at(-1).role !== 'assistant') fail('each row must end with an assistant message');
   setupComplete();
   // drop_last=True with batch_size = train_global_batch_size (sft.py:159-166): whole batches only.
@@ -106,12 +110,17 @@ if (script.includes('run_sft')) {
 
 // GRPO with NeMo Gym: NeMo-RL's asserts on the config.
 if (get('env.should_use_nemo_gym') !== true) fail('should_use_nemo_gym(config)');
-if (get('policy.generation.vllm_cfg.async_engine') !== true || get('policy.generation.vllm_cfg.expose_http_server') !== true) fail('NeMo-Gym needs async_engine and expose_http_server');
+if (get('policy.generation.vllm_cfg.async_engine') !== true || get('policy.generation.vllm_cfg.expose_http_server') !== true)
+  fail('NeMo-Gym needs async_engine and expose_http_server');
 if (get('grpo.max_val_samples') !== null) fail('A non-null `grpo.max_val_samples` parameter is not supported.');
 const P = get('grpo.num_prompts_per_step');
 const G = get('grpo.num_generations_per_prompt');
 if (get('policy.train_global_batch_size') % G !== 0) fail('NeMo-Gym rollout batch size must be divisible by num_generations');
-const rows = fs.readFileSync(get('data.train.data_path'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+const rows = fs
+  .readFileSync(get('data.train.data_path'), 'utf8')
+  .trim()
+  .split('\n')
+  .map((l) => JSON.parse(l));
 
 // The policy server: polar's mock of NeMo-RL's vLLM HTTP server, with the scripted tasks of the
 // task file the agent runs (rows carry only a task_id; app.py names the file with --tasks).
@@ -125,20 +134,44 @@ const tasksFile = appArgv[appArgv.indexOf('--tasks') + 1];
 if (appArgv.indexOf('--tasks') < 0 || !fs.existsSync(tasksFile)) fail('app.py starts the agent without --tasks FILE');
 const temperature = get('policy.generation.temperature');
 // grpo_math_1B.yaml sets max_new_tokens to ${policy.max_total_sequence_length}; polar leaves it to the base.
-const maxNewTokens = typeof get('policy.generation.max_new_tokens') === 'number' ? get('policy.generation.max_new_tokens') : get('policy.max_total_sequence_length');
+const maxNewTokens =
+  typeof get('policy.generation.max_new_tokens') === 'number' ? get('policy.generation.max_new_tokens') : get('policy.max_total_sequence_length');
 const gymRun = loadContract().gym_run;
 const topP = get('policy.generation.top_p');
-const policy = await startJson(process.execPath, [path.join(repo, 'bin/polar.js'), 'mock-server', '--nemo-rl', '--nemo-rl-temperature', String(temperature), '--nemo-rl-top-p', String(topP), '--port', '0', '--json', '--tasks', tasksFile]);
+const policy = await startJson(process.execPath, [
+  path.join(repo, 'bin/polar.js'),
+  'mock-server',
+  '--nemo-rl',
+  '--nemo-rl-temperature',
+  String(temperature),
+  '--nemo-rl-top-p',
+  String(topP),
+  '--port',
+  '0',
+  '--json',
+  '--tasks',
+  tasksFile,
+]);
 
 // NeMo Gym: the agent's folder under NEMO_GYM_EXTRA_ROOTS, started as `python app.py`.
-if (!fs.existsSync(path.join(agentDir, 'requirements.txt')) || !fs.existsSync(path.join(process.env.NEMO_GYM_EXTRA_ROOTS, 'pyproject.toml'))) fail('the agent folder is not a Gym server folder');
+if (!fs.existsSync(path.join(agentDir, 'requirements.txt')) || !fs.existsSync(path.join(process.env.NEMO_GYM_EXTRA_ROOTS, 'pyproject.toml')))
+  fail('the agent folder is not a Gym server folder');
 const port = await freePort();
 // As Gym does: a server whose config names no host gets default_host, which NeMo-RL sets to the
 // node's IP (Gym c3bac96 global_config.py:455-456; NeMo-RL 7ea279a nemo_gym.py:573).
 const agentEntry = agentYaml[agentName].responses_api_agents[agentName];
 const host = agentEntry.host || nodeIp();
-const gymConfig = { policy_base_url: [`${policy.url}/v1`], policy_api_key: 'dummy_key', policy_model_name: get('policy.model_name'), default_host: nodeIp(), [agentName]: { responses_api_agents: { [agentName]: { ...agentEntry, host, port } } } };
-const agent = spawn('bash', ['-c', `cd ${agentDir} && python3 app.py`], { env: { ...process.env, NEMO_GYM_CONFIG_DICT: toYaml(gymConfig), NEMO_GYM_CONFIG_PATH: agentName }, stdio: ['ignore', 'inherit', 'inherit'] });
+const gymConfig = {
+  policy_base_url: [`${policy.url}/v1`],
+  policy_api_key: 'dummy_key',
+  policy_model_name: get('policy.model_name'),
+  default_host: nodeIp(),
+  [agentName]: { responses_api_agents: { [agentName]: { ...agentEntry, host, port } } },
+};
+const agent = spawn('bash', ['-c', `cd ${agentDir} && python3 app.py`], {
+  env: { ...process.env, NEMO_GYM_CONFIG_DICT: toYaml(gymConfig), NEMO_GYM_CONFIG_PATH: agentName },
+  stdio: ['ignore', 'inherit', 'inherit'],
+});
 children.push(agent);
 const agentUrl = `http://${host}:${port}`;
 for (let i = 0; ; i++) {
@@ -163,29 +196,42 @@ for (let step = resumeFrom + 1; step <= maxSteps; step++) {
   // What NeMo-RL adds to each row (rollouts.py:2231-2244): sampling params, the output cap and the row index.
   batch.forEach((row, i) => {
     const cap = row.responses_create_params?.max_output_tokens;
-    Object.assign(row, { _rowidx: i, responses_create_params: { ...row.responses_create_params, temperature, top_p: topP, max_output_tokens: cap == null ? maxNewTokens : Math.min(cap, maxNewTokens) } });
+    Object.assign(row, {
+      _rowidx: i,
+      responses_create_params: {
+        ...row.responses_create_params,
+        temperature,
+        top_p: topP,
+        max_output_tokens: cap == null ? maxNewTokens : Math.min(cap, maxNewTokens),
+      },
+    });
   });
   console.log(`▶ Generating responses for batch of size ${batch.length}...`);
-  const answers = await Promise.all(batch.map(async (row) => {
-    // Ctrl-C reaches the whole process group at once: the agent server may be gone before this
-    // process runs its own SIGINT handler, which then stops it (as NeMo-RL's does).
-    const res = await fetch(`${agentUrl}/run`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(row) }).catch(async (err) => {
-      await new Promise((r) => setTimeout(r, 2000));
-      throw err;
-    });
-    if (res.status !== 200) {
-      // As nemo_gym.py:697-710 (7ea279a): the answer's body printed as "EXCEPTION RESULT", then raised.
-      console.error('EXCEPTION RESULT', await res.text());
-      fail(`/run answered ${res.status}`);
-    }
-    return res.json();
-  }));
+  const answers = await Promise.all(
+    batch.map(async (row) => {
+      // Ctrl-C reaches the whole process group at once: the agent server may be gone before this
+      // process runs its own SIGINT handler, which then stops it (as NeMo-RL's does).
+      const res = await fetch(`${agentUrl}/run`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(row) }).catch(
+        async (err) => {
+          await new Promise((r) => setTimeout(r, 2000));
+          throw err;
+        },
+      );
+      if (res.status !== 200) {
+        // As nemo_gym.py:697-710 (7ea279a): the answer's body printed as "EXCEPTION RESULT", then raised.
+        console.error('EXCEPTION RESULT', await res.text());
+        fail(`/run answered ${res.status}`);
+      }
+      return res.json();
+    }),
+  );
   console.log('▶ Processing rewards...,');
   for (const a of answers) {
     if (typeof a.reward !== 'number' || !Array.isArray(a.response?.output)) fail('a /run result without reward or response.output');
     // Every answer field the pinned list says NeMo-RL reads unguarded (nemo_gym.py:765-830, rollouts.py:2784).
     for (const f of gymRun.response.filter((f) => f.required)) {
-      if (f.field.split('.').reduce((node, k) => (node && typeof node === 'object' ? node[k] : undefined), a) === undefined) fail(`KeyError: '${f.field}' in the /run answer (${f.file}:${f.line})`);
+      if (f.field.split('.').reduce((node, k) => (node && typeof node === 'object' ? node[k] : undefined), a) === undefined)
+        fail(`KeyError: '${f.field}' in the /run answer (${f.file}:${f.line})`);
     }
     let seen = [];
     let trainable = 0;
@@ -199,7 +245,11 @@ for (let step = resumeFrom + 1; step <= maxSteps; step++) {
   }
   console.log('▶ Computing advantages...');
   console.log('▶ Training policy...');
-  results(step, answers.map((a) => a.reward), (Date.now() - t0) / 1000);
+  results(
+    step,
+    answers.map((a) => a.reward),
+    (Date.now() - t0) / 1000,
+  );
   checkpoint(step);
 }
 stop(0);

@@ -16,6 +16,8 @@ export function writeGpuStandIns(dir: string): string {
     `#!/bin/sh\ncase "$1" in\n  --version) echo "uv 0.9.9 (stand-in)" ;;\n  python) echo /usr/bin/python3 ;;\n  run) shift; [ "$1" = python ] && shift; exec "${process.execPath}" "${LAUNCHER}" "$@" ;;\n  *) exit 2 ;;\nesac\n`,
     { mode: 0o755 },
   );
-  fs.writeFileSync(path.join(bin, 'nvidia-smi'), `#!/bin/sh\ncase "$*" in *memory.used*) echo 2048 ;; *) echo "NVIDIA H100 80GB HBM3, 81559 MiB" ;; esac\n`, { mode: 0o755 });
+  fs.writeFileSync(path.join(bin, 'nvidia-smi'), `#!/bin/sh\ncase "$*" in *memory.used*) echo 2048 ;; *) echo "NVIDIA H100 80GB HBM3, 81559 MiB" ;; esac\n`, {
+    mode: 0o755,
+  });
   return bin;
 }

@@ -22,7 +22,13 @@ const exists = (p) => {
     return false;
   }
 };
-const found = spawnSync('/bin/sh', ['-c', "find / -xdev \\( -path /proc -o -path /sys -o -path /dev \\) -prune -o -name 'polar-hidden-marker*' -print 2>/dev/null"], { encoding: 'utf8', timeout: 120_000 }).stdout.split('\n').filter(Boolean);
+const found = spawnSync(
+  '/bin/sh',
+  ['-c', "find / -xdev \\( -path /proc -o -path /sys -o -path /dev \\) -prune -o -name 'polar-hidden-marker*' -print 2>/dev/null"],
+  { encoding: 'utf8', timeout: 120_000 },
+)
+  .stdout.split('\n')
+  .filter(Boolean);
 const report = {
   cwd: process.cwd(),
   tests: exists('/tests'),

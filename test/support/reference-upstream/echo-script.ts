@@ -25,4 +25,3 @@ export function echoScript(body: ChatBody): ScriptedReply {
     content: `Hello! You said: “${text.slice(0, 60)}”. Café, naïve, 日本語 and emoji 🚀 all work.`,
   };
 }
-

@@ -6,7 +6,13 @@ export function startReferenceUpstream(options: MockServerOptions = {}): Promise
   return startMockServer({ script: echoScript, ...options });
 }
 
-export type { MockServer as ReferenceUpstream, MockServerOptions as ReferenceUpstreamOptions, FaultMode, ChatBody, LoggedCall } from '../../../src/mock-server/server.js';
+export type {
+  MockServer as ReferenceUpstream,
+  MockServerOptions as ReferenceUpstreamOptions,
+  FaultMode,
+  ChatBody,
+  LoggedCall,
+} from '../../../src/mock-server/server.js';
 export { textOf, MAX_MODEL_LEN } from '../../../src/mock-server/server.js';
 export { echoScript } from './echo-script.js';
 export { loadQwen3, qwen3ModelDir, type Qwen3 } from '../../../src/mock-server/qwen3.js';
