@@ -137,5 +137,5 @@ if (!quick) {
   const file = path.resolve(import.meta.dirname, 'RESULTS.md');
   const current = fs.readFileSync(file, 'utf8');
   const at = current.indexOf('\n## Trajectories: reconstruct and verify');
-  fs.writeFileSync(file, (at >= 0 ? current.slice(0, at) : current.trimEnd() + '\n') + report);
+  fs.writeFileSync(file, (at >= 0 ? current.slice(0, at) : `${current.trimEnd()}\n`) + report);
 }

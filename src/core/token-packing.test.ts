@@ -15,6 +15,7 @@ describe('token blobs', () => {
   });
 
   it('packs logprobs as little-endian float64, bit for bit', () => {
+    // biome-ignore lint/correctness/noPrecisionLoss: a literal with more digits than a float64 holds is the point of a bit-for-bit test
     const values = [-0.123456789012345678, -9999, -1e-300, Number.NEGATIVE_INFINITY, -5e-324];
     const blob = packFloat64(values);
     expect(blob.length).toBe(40);

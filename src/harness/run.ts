@@ -230,7 +230,7 @@ export async function runHarness(opts: RunHarnessOptions): Promise<RunHarnessRes
             if (summary) opts.onSessionSummary!(summary);
           }, 1000)
         : undefined;
-    let exit;
+    let exit: Awaited<ReturnType<typeof runHarnessProcess>> | undefined;
     let limit: string | null = null;
     try {
       exit = await runHarnessProcess(cmd, {

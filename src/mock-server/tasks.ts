@@ -48,7 +48,7 @@ export function mockTasksFrom(tasks: readonly { id: string; prompt: string; meta
 export function taskScript(tasks: readonly MockTask[], seed = 0): MockScript {
   const chosen = new Map<string, 'correct' | 'wrong'>();
   const seen = new Map<string, number>();
-  return (body, callIndex, meta) => {
+  return (body, _callIndex, meta) => {
     const task = findTask(tasks, body.messages);
     if (!task) return demoScript(body);
     const key = `${task.id}\u0000${meta.session ?? firstUserText(body.messages)}`;

@@ -211,7 +211,7 @@ class SplicedWriter {
     for (const key of Object.keys(value)) {
       const item: unknown = (value as Record<string, unknown>)[key];
       if (item === undefined || typeof item === 'function' || typeof item === 'symbol') continue;
-      this.text += first ? JSON.stringify(key) + ':' : ',' + JSON.stringify(key) + ':';
+      this.text += first ? `${JSON.stringify(key)}:` : `,${JSON.stringify(key)}:`;
       first = false;
       this.value(item);
     }

@@ -6,7 +6,7 @@ import type { Store } from '../store/store.js';
 export function lookupResponse(store: Store, responseId: string): RecordedExchange | undefined {
   const callId = callIdFromResponseId(responseId);
   const row = callId ? store.requests.get(callId) : undefined;
-  if (!row || row.status !== 'ok' || row.provider !== 'openai-responses' || !row.originalRequest || !row.reply) return undefined;
+  if (row?.status !== 'ok' || row.provider !== 'openai-responses' || !row.originalRequest || !row.reply) return undefined;
   return { request: safeParse(row.originalRequest), reply: row.reply, streamed: row.streamed };
 }
 

@@ -37,7 +37,7 @@ export async function replaySession(opts: {
   timeoutSec?: number;
 }): Promise<ReplayResult> {
   const store = await openStore(opts.dbPath);
-  let cassette;
+  let cassette: Awaited<ReturnType<typeof startCassette>> | undefined;
   /** A workspace polar made for the replay (not --cwd): removed when the replay ends. */
   let made: string | null = null;
   try {

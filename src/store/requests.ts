@@ -283,7 +283,7 @@ export class RequestsTable {
       key,
       columns: {
         tokenSource: tokens?.source ?? 'none',
-        promptIds: prompt && prompt.base ? packUint32(prompt.suffix) : promptIds,
+        promptIds: prompt?.base ? packUint32(prompt.suffix) : promptIds,
         promptBase: prompt?.base ?? null,
         promptBaseLen: prompt?.baseLength ?? null,
         sampledIds,

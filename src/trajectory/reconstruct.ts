@@ -123,7 +123,7 @@ export function sessionTraces(
  */
 function taskFields(sample: SampleRow | undefined): Record<string, unknown> {
   const ev = sample?.evaluator;
-  if (!ev || ev.type !== 'harbor') return {};
+  if (ev?.type !== 'harbor') return {};
   return { task_name: ev.task ?? null, task_metadata: ev.metadata ?? {}, rewards: ev.rewards ?? {} };
 }
 

@@ -51,7 +51,7 @@ export class UpstreamHttp {
   private readonly headersMs: number;
   private readonly bodyMs: number;
 
-  constructor(private readonly options: UpstreamHttpOptions) {
+  constructor(options: UpstreamHttpOptions) {
     const url = new URL(options.baseUrl);
     this.origin = url.origin;
     this.pathPrefix = url.pathname.replace(/\/+$/, '');

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findBwrap } from '../../src/harness/sandbox.js';
-import { startMockServer, type MockServer } from '../../src/mock-server/server.js';
+import { startMockServer } from '../../src/mock-server/server.js';
 import { mockTasksFrom } from '../../src/mock-server/tasks.js';
 import { readTaskFile } from '../../src/rollout/task-file.js';
 import { cgroupSupport } from '../../src/sandbox/limits.js';
@@ -90,14 +90,14 @@ let agentDir: string;
 let canary: string;
 let marker: string;
 let listener: net.Server;
-let listenerSaw: string[] = [];
+const listenerSaw: string[] = [];
 let hostAddress: string | null;
 let baseline: Rollout;
 let attacked: Rollout;
-let reports: AttackReport[] = [];
+const reports: AttackReport[] = [];
 /** Processes with the daemon's marker seen after the escape samples ended, while the rollout ran on. */
 const daemonsAfterEnd: string[] = [];
-let evaluatorOutputs: string[] = [];
+const evaluatorOutputs: string[] = [];
 let checkerBefore: string;
 
 /** The rollout's command line; limits and the agent's read-only folder where this polar has them. */
@@ -344,7 +344,7 @@ describe.skipIf(!bwrap)(
 
       const honest = honestTaskLines();
       const baselineFile = path.join(tasksDir, 'baseline.jsonl');
-      fs.writeFileSync(baselineFile, honest.join('\n') + '\n');
+      fs.writeFileSync(baselineFile, `${honest.join('\n')}\n`);
       const mockA = await startMockServer({ tasks: mockTasksFrom(readTaskFile(baselineFile)), seed: 7 });
       try {
         baseline = await rollout('baseline', baselineFile, mockA.url, false);
@@ -398,7 +398,7 @@ describe.skipIf(!bwrap)(
       params.upstreamPort = Number(new URL(mockB.url).port);
       attackTasks[0]!.prompt = `ATTACK escape ${JSON.stringify(params)}`;
       const attackedFile = path.join(tasksDir, 'attacked.jsonl');
-      fs.writeFileSync(attackedFile, [...honest, ...attackTasks.map((t) => JSON.stringify(t))].join('\n') + '\n');
+      fs.writeFileSync(attackedFile, `${[...honest, ...attackTasks.map((t) => JSON.stringify(t))].join('\n')}\n`);
       try {
         attacked = await rollout('attacked', attackedFile, mockB.url, true);
       } finally {

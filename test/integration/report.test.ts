@@ -97,14 +97,14 @@ describe('polar report', () => {
     expect(spans.map((m) => Number(m[2]))).toEqual(first.sampledIds);
     expect(spans.map((m) => m[1])).toEqual(first.logprobs!.map((lp) => String(logprobBand(lp))));
     expect(spans.map((m) => m[3])).toEqual(first.logprobs!.map((lp) => lp.toFixed(4)));
-    const unescape = (s: string) =>
+    const unescapePiece = (s: string) =>
       s
         .replace(/&lt;/g, '<')
         .replace(/&gt;/g, '>')
         .replace(/&quot;/g, '"')
         .replace(/&#39;/g, "'")
         .replace(/&amp;/g, '&');
-    expect(spans.map((m) => unescape(m[4]!))).toEqual(first.sampledIds!.map((id) => pieces.piece(id)));
+    expect(spans.map((m) => unescapePiece(m[4]!))).toEqual(first.sampledIds!.map((id) => pieces.piece(id)));
     // The conversation the harness sent, and the reply it got.
     expect(dom).toMatch(/<section class="conversation"><h3>conversation <span class="meta">as the harness sent it in call #\d+/);
     expect(dom).toContain('class="msg role-system"');

@@ -104,7 +104,10 @@ export function contiguityProblems(line: unknown): string[] {
 }
 
 function itemProblems(item: unknown, path: string, p: (path: string, what: string) => void): void {
-  if (!isObj(item)) return p(path, 'not an object');
+  if (!isObj(item)) {
+    p(path, 'not an object');
+    return;
+  }
   const present = TOKEN_FIELDS.filter((f) => f in item);
   if (present.length > 0 && present.length < 3)
     p(path, `Token metadata must include all required fields; missing: ${TOKEN_FIELDS.filter((f) => !(f in item)).join(', ')}`);
@@ -125,7 +128,10 @@ function itemProblems(item: unknown, path: string, p: (path: string, what: strin
   if (type === 'message') {
     if (!['user', 'assistant', 'system', 'developer'].includes(String(item.role))) p(`${path}.role`, 'user | assistant | system | developer');
     if (typeof item.content === 'string') return;
-    if (!Array.isArray(item.content)) return p(`${path}.content`, 'string or list of parts');
+    if (!Array.isArray(item.content)) {
+      p(`${path}.content`, 'string or list of parts');
+      return;
+    }
     const output = item.content.some((c) => isObj(c) && (c.type === 'output_text' || c.type === 'refusal'));
     if (output) {
       if (item.role !== 'assistant') p(path, 'output_text parts belong to assistant messages');
@@ -159,7 +165,10 @@ function itemProblems(item: unknown, path: string, p: (path: string, what: strin
 
 function toolProblems(tool: unknown, path: string, p: (path: string, what: string) => void): void {
   // FunctionToolParam: name, parameters, strict and type are Required keys.
-  if (!isObj(tool)) return p(path, 'not an object');
+  if (!isObj(tool)) {
+    p(path, 'not an object');
+    return;
+  }
   if (tool.type !== 'function') p(`${path}.type`, "must be 'function'");
   if (typeof tool.name !== 'string') p(`${path}.name`, 'required string');
   if (!('parameters' in tool) || (tool.parameters !== null && !isObj(tool.parameters))) p(`${path}.parameters`, 'required object or null');
@@ -167,7 +176,10 @@ function toolProblems(tool: unknown, path: string, p: (path: string, what: strin
 }
 
 function usageProblems(usage: unknown, p: (path: string, what: string) => void): void {
-  if (!isObj(usage)) return p('response.usage', 'object');
+  if (!isObj(usage)) {
+    p('response.usage', 'object');
+    return;
+  }
   for (const f of ['input_tokens', 'output_tokens', 'total_tokens']) if (!Number.isInteger(usage[f])) p(`response.usage.${f}`, 'required int');
   if (!isObj(usage.input_tokens_details) || !Number.isInteger(usage.input_tokens_details.cached_tokens))
     p('response.usage.input_tokens_details.cached_tokens', 'required int');

@@ -1,6 +1,6 @@
 import { Option, type Command } from 'commander';
 import { PolarError } from '../../core/errors.js';
-import { defaultDbPath, Store } from '../../store/store.js';
+import { defaultDbPath, type Store } from '../../store/store.js';
 import { openStore } from '../../store/open.js';
 import { exportLines, type LeftOutKind } from '../../trajectory/export/select.js';
 import { lookupResponse } from '../../proxy/recorded-response.js';

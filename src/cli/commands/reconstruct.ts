@@ -1,7 +1,7 @@
 import chalk from 'chalk';
 import type { Command } from 'commander';
 import { writePrivateFile } from '../../core/private-file.js';
-import { defaultDbPath, Store } from '../../store/store.js';
+import { defaultDbPath } from '../../store/store.js';
 import { openStore } from '../../store/open.js';
 import { emptyStats, reconstruct, type ReconstructStats } from '../../trajectory/reconstruct.js';
 import { STRATEGIES, getStrategy } from '../../trajectory/registry.js';

@@ -6,7 +6,7 @@ import { startMockServer } from '../../mock-server/server.js';
 import { describe, startCassette } from '../../replay/cassette.js';
 import { combine, compareLogprobs, type LogprobComparison } from '../../replay/divergence-stats.js';
 import { replaySession } from '../../replay/replay-session.js';
-import { defaultDbPath, Store } from '../../store/store.js';
+import { defaultDbPath } from '../../store/store.js';
 import { openStore } from '../../store/open.js';
 import { loadTokenText } from '../../trajectory/tokenizer.js';
 import { Rescorer, type RescoreKind } from '../../upstream/rescore.js';

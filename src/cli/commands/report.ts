@@ -5,7 +5,7 @@ import { writePrivateFile } from '../../core/private-file.js';
 import { loadReport } from '../../inspect/report-data.js';
 import { renderReport } from '../../inspect/report-html.js';
 import { TokenPieces } from '../../inspect/token-strip.js';
-import { defaultDbPath, Store } from '../../store/store.js';
+import { defaultDbPath } from '../../store/store.js';
 import { openStore } from '../../store/open.js';
 import { loadTokenText } from '../../trajectory/tokenizer.js';
 import { action, printJson } from '../output.js';

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { defaultDbPath, Store } from '../../store/store.js';
+import { defaultDbPath } from '../../store/store.js';
 import { openStore } from '../../store/open.js';
 import { action, formatTime, printJson, table } from '../output.js';
 

@@ -4,7 +4,7 @@ import { PolarError } from '../../core/errors.js';
 import type { RequestSummary } from '../../store/requests.js';
 import { loadSessionModel } from '../../inspect/session-model.js';
 import { TokenPieces } from '../../inspect/token-strip.js';
-import { defaultDbPath, Store } from '../../store/store.js';
+import { defaultDbPath, type Store } from '../../store/store.js';
 import { openStore } from '../../store/open.js';
 import { loadTokenText } from '../../trajectory/tokenizer.js';
 import { action, formatDuration, formatTime, printJson, table } from '../output.js';

@@ -10,7 +10,7 @@ import { newId } from '../../core/ids.js';
 import { HARNESS_NAMES } from '../../harness/registry.js';
 import { findBwrap } from '../../sandbox/index.js';
 import { loadTasks } from '../../rollout/load-tasks.js';
-import { defaultDbPath, Store } from '../../store/store.js';
+import { defaultDbPath } from '../../store/store.js';
 import { openStore } from '../../store/open.js';
 import { exportLines } from '../../trajectory/export/select.js';
 import { emptyStats } from '../../trajectory/reconstruct.js';

@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import chalk from 'chalk';
 import type { Command } from 'commander';
 import { PolarError } from '../../core/errors.js';
-import { defaultDbPath, Store } from '../../store/store.js';
+import { defaultDbPath } from '../../store/store.js';
 import { openStore } from '../../store/open.js';
 import { STRATEGIES, getStrategy } from '../../trajectory/registry.js';
 import { loadTokenText } from '../../trajectory/tokenizer.js';

@@ -8,7 +8,7 @@ import type { RolloutConfig } from '../../rollout/config.js';
 import { addSandboxOptions, limitsFrom, readOnlyFrom, sandboxKind, type SandboxFlags } from '../sandbox-options.js';
 import { isPostgresUrl, redactUrl } from '../../store/postgres/url.js';
 import { integerArg, secondsArg } from '../numbers.js';
-import { action, printJson } from '../output.js';
+import { action } from '../output.js';
 import { count } from '../plural.js';
 import { addUpstreamOptions, UPSTREAM_KINDS_HELP, upstreamOptionsFrom, type UpstreamFlags } from '../upstream-options.js';
 import os from 'node:os';

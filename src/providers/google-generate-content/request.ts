@@ -4,7 +4,7 @@ import { PolarError } from '../../core/errors.js';
 import { canonicalRequest } from '../canonical.js';
 import type { DecodeContext } from '../types.js';
 import { toJsonSchema } from './schema.js';
-import type { GeminiCodecState, GeminiContent, GeminiPart, GeminiRequest } from './types.js';
+import type { GeminiCodecState, GeminiPart, GeminiRequest } from './types.js';
 
 const MODEL_IN_PATH = /\/models\/([^:]+):/;
 

@@ -95,7 +95,6 @@ export async function checkTasks(
 function agentRun(s: SampleRow): AgentRun {
   const ev = s.evaluator ?? {};
   const rewards = typeof ev.rewards === 'object' && ev.rewards !== null ? (ev.rewards as Record<string, number>) : null;
-  const output =
-    typeof ev.output === 'string' ? ev.output : s.error && s.error.includes('its output:') ? s.error.slice(s.error.indexOf('its output:') + 12) : null;
+  const output = typeof ev.output === 'string' ? ev.output : s.error?.includes('its output:') ? s.error.slice(s.error.indexOf('its output:') + 12) : null;
   return { outcome: s.status, reward: s.reward, rewards, error: s.error, output };
 }

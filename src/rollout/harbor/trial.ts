@@ -252,7 +252,7 @@ async function shellIn(jail: Jail, workspace: string, command: string, env: Reco
  * regular file is read, opened without following a link.
  */
 async function readIf(file: string): Promise<string | null> {
-  let st;
+  let st: Awaited<ReturnType<typeof fs.lstat>>;
   try {
     st = await fs.lstat(file);
   } catch {

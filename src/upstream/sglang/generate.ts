@@ -1,7 +1,7 @@
 import { isRecord } from '../../core/chat.js';
 import { throwIfErrorBody } from '../chat-shape.js';
 import { idArray, logprobValue, protocolError } from '../token-fields.js';
-import { samplingOf, type Generation, type TokenInDialect } from '../tito/dialect.js';
+import { samplingOf, type TokenInDialect } from '../tito/dialect.js';
 
 /**
  * SGLang's native `/generate` with `input_ids`:

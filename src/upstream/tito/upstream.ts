@@ -1,5 +1,5 @@
 import type { CanonicalRequest, ChatMessage } from '../../core/chat.js';
-import { PolarError, UpstreamStatusError } from '../../core/errors.js';
+import { PolarError } from '../../core/errors.js';
 import { isDone, SseDataReader } from '../../core/sse/data-reader.js';
 import { parseUpstreamJson } from '../chat-shape.js';
 import { UpstreamHttp, type UpstreamBody, type UpstreamHttpOptions } from '../http.js';

@@ -20,6 +20,8 @@ describe('vLLM extraction', () => {
       source: 'upstream',
       promptIds: [151644, 872, 198, 9707, 151645, 198, 151644, 77091, 198],
       sampledIds: [32713, 385, 0, 151645],
+      // biome-ignore lint/correctness/noPrecisionLoss: full-precision logprobs as vLLM prints them, to show they pass through unrounded
+      // biome-ignore lint/suspicious/noApproximativeNumericConstant: an arbitrary logprob, not e
       logprobs: [-0.3141592653589793, -1.2345678901234567e-5, -2.718281828459045, -9999],
     });
     // Training fields are gone from what goes on to the harness; everything else stays.

