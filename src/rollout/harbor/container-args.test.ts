@@ -1,0 +1,143 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { DEFAULT_LIMITS } from '../../sandbox/index.js';
+import {
+  buildArgs,
+  containerName,
+  contextHash,
+  copyInArgs,
+  copyOutArgs,
+  execArgs,
+  imageTag,
+  inspectImageArgs,
+  removeArgs,
+  runArgs,
+  volume,
+} from './container-args.js';
+
+const made: string[] = [];
+afterEach(() => {
+  for (const d of made.splice(0)) fs.rmSync(d, { recursive: true, force: true });
+});
+
+function context(files: Record<string, string>): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-ctx-'));
+  made.push(dir);
+  for (const [rel, text] of Object.entries(files)) {
+    fs.mkdirSync(path.dirname(path.join(dir, rel)), { recursive: true });
+    fs.writeFileSync(path.join(dir, rel), text);
+  }
+  return dir;
+}
+
+describe('contextHash', () => {
+  const files = { Dockerfile: 'FROM debian\nCOPY app /app\n', 'app/main.py': 'print(1)\n' };
+
+  it('is the same for the same content in another folder, and changes with one byte, a name or the exec bit', () => {
+    const a = context(files);
+    const b = context(files);
+    expect(contextHash(a)).toBe(contextHash(b));
+    fs.writeFileSync(path.join(b, 'app/main.py'), 'print(2)\n');
+    expect(contextHash(b)).not.toBe(contextHash(a));
+    const c = context({ Dockerfile: files.Dockerfile, 'app/other.py': 'print(1)\n' });
+    expect(contextHash(c)).not.toBe(contextHash(a));
+    const d = context(files);
+    fs.chmodSync(path.join(d, 'app/main.py'), 0o755);
+    expect(contextHash(d)).not.toBe(contextHash(a));
+  });
+
+  it('follows a Dockerfile change', () => {
+    const a = context(files);
+    const b = context({ ...files, Dockerfile: 'FROM debian\nRUN true\nCOPY app /app\n' });
+    expect(contextHash(a)).not.toBe(contextHash(b));
+  });
+});
+
+describe('image and container names', () => {
+  it('makes a tag the engines accept from any task name', () => {
+    expect(imageTag('Fix_Failing.Test', 'ab'.repeat(32))).toBe('polar-harbor/fix_failing.test:abababababababab');
+    expect(imageTag('org/Task Name!', 'c'.repeat(64))).toBe('polar-harbor/org-task-name:cccccccccccccccc');
+    expect(imageTag('---', 'd'.repeat(64))).toBe('polar-harbor/task:dddddddddddddddd');
+  });
+
+  it('names a container after its sample', () => {
+    expect(containerName('smp_01H/x y')).toBe('polar-smp_01H-x-y');
+  });
+});
+
+describe('engine argv', () => {
+  it('inspects, builds, copies and removes', () => {
+    expect(inspectImageArgs('polar-harbor/t:1')).toEqual(['image', 'inspect', 'polar-harbor/t:1']);
+    expect(buildArgs('polar-harbor/t:1', '/tasks/t/environment')).toEqual([
+      'build',
+      '-t',
+      'polar-harbor/t:1',
+      '-f',
+      '/tasks/t/environment/Dockerfile',
+      '/tasks/t/environment',
+    ]);
+    expect(copyInArgs('polar-s', '/tasks/t/tests/', '/tests')).toEqual(['cp', '/tasks/t/tests/.', 'polar-s:/tests']);
+    expect(copyOutArgs('polar-s', '/logs/verifier', '/out/v')).toEqual(['cp', 'polar-s:/logs/verifier/.', '/out/v']);
+    expect(removeArgs('polar-s')).toEqual(['rm', '-f', 'polar-s']);
+  });
+
+  it('runs one long-lived container with the caps, the network and read-only mounts', () => {
+    const args = runArgs({
+      name: 'polar-s1',
+      image: 'polar-harbor/t:1',
+      workdir: '/app',
+      network: 'none',
+      mounts: [
+        { source: '/opt/node', dest: '/opt/node', readOnly: true },
+        { source: '/tmp/px/proxy.sock', dest: '/run/polar/proxy.sock', readOnly: false },
+      ],
+      limits: { ...DEFAULT_LIMITS, maxProcs: 512, maxMemoryBytes: 2 * 1024 ** 3, maxFileSizeBytes: 1024 ** 2 },
+      cpus: 2,
+    });
+    expect(args.slice(0, 8)).toEqual(['run', '-d', '--rm', '--init', '--name', 'polar-s1', '--workdir', '/app']);
+    const flagValue = (flag: string) => args[args.indexOf(flag) + 1];
+    expect(flagValue('--network')).toBe('none');
+    expect(flagValue('--pids-limit')).toBe('512');
+    expect(flagValue('--memory')).toBe(`${2 * 1024 ** 3}b`);
+    expect(flagValue('--ulimit')).toBe(`fsize=${1024 ** 2}:${1024 ** 2}`);
+    expect(flagValue('--cpus')).toBe('2');
+    expect(args.filter((_, i) => args[i - 1] === '-v')).toEqual(['/opt/node:/opt/node:ro', '/tmp/px/proxy.sock:/run/polar/proxy.sock']);
+    expect(args.slice(-3)).toEqual(['polar-harbor/t:1', 'sleep', 'infinity']);
+  });
+
+  it('leaves the default network, and caps of 0, alone', () => {
+    const args = runArgs({
+      name: 'n',
+      image: 'i',
+      workdir: '/w',
+      network: 'default',
+      mounts: [],
+      limits: { maxProcs: 0, maxMemoryBytes: 0, maxFileSizeBytes: 0, maxCpuSeconds: 0 },
+      cpus: null,
+    });
+    for (const flag of ['--network', '--pids-limit', '--memory', '--ulimit', '--cpus', '-v']) expect(args).not.toContain(flag);
+  });
+
+  it('refuses a mount path the engine would split, or a relative one', () => {
+    expect(() => volume({ source: '/a:b', dest: '/a', readOnly: true })).toThrow(/':' or ','/);
+    expect(() => volume({ source: '/a', dest: 'rel', readOnly: true })).toThrow(/absolute/);
+  });
+
+  it('passes variables by name only, so their values never reach a command line', () => {
+    expect(execArgs({ name: 'polar-s', workdir: '/app', envNames: ['OPENAI_API_KEY', 'HOME'], interactive: false }, ['node', 'cli.js'])).toEqual([
+      'exec',
+      '-w',
+      '/app',
+      '-e',
+      'OPENAI_API_KEY',
+      '-e',
+      'HOME',
+      'polar-s',
+      'node',
+      'cli.js',
+    ]);
+    expect(execArgs({ name: 'p', workdir: '/w', envNames: [], interactive: true }, ['sh'])).toEqual(['exec', '-i', '-w', '/w', 'p', 'sh']);
+  });
+});

@@ -1,0 +1,146 @@
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { PolarError } from '../../core/errors.js';
+import type { SandboxLimits } from '../../sandbox/index.js';
+
+/**
+ * The argv polar hands a container engine (`docker` or `podman`; their CLIs agree on every flag
+ * used here) for a Harbor task's trial: pure builders, so what reaches the engine is tested without
+ * one. The process side (spawning them) is in container.ts.
+ */
+export type Engine = 'docker' | 'podman';
+
+export interface Mount {
+  source: string;
+  dest: string;
+  readOnly: boolean;
+}
+
+/**
+ * A content hash of the build context (every file's path, executable bit and bytes; a symlink's
+ * target) and the Dockerfile: the same task folder anywhere gives the same hash, one changed byte a
+ * new one. So the image is built once per task content, not per run or per machine path.
+ */
+export function contextHash(contextDir: string): string {
+  const h = createHash('sha256');
+  const walk = (dir: string, rel: string) => {
+    const entries = fs.readdirSync(dir, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    for (const e of entries) {
+      const abs = path.join(dir, e.name);
+      const r = rel ? `${rel}/${e.name}` : e.name;
+      if (e.isSymbolicLink()) h.update(`L\0${r}\0${fs.readlinkSync(abs)}\0`);
+      else if (e.isDirectory()) {
+        h.update(`D\0${r}\0`);
+        walk(abs, r);
+      } else if (e.isFile()) {
+        const exec = (fs.statSync(abs).mode & 0o111) !== 0 ? 'x' : '-';
+        const data = fs.readFileSync(abs);
+        h.update(`F\0${r}\0${exec}\0${data.length}\0`);
+        h.update(data);
+      }
+    }
+  };
+  walk(contextDir, '');
+  return h.digest('hex');
+}
+
+/** `polar-harbor/<task>:<hash>`: a repository name the engines accept (lowercase, [a-z0-9._-]). */
+export function imageTag(taskName: string, hash: string): string {
+  const repo =
+    taskName
+      .toLowerCase()
+      .replace(/[^a-z0-9._-]+/g, '-')
+      .replace(/^[._-]+|[._-]+$/g, '')
+      .slice(0, 100) || 'task';
+  return `polar-harbor/${repo}:${hash.slice(0, 16)}`;
+}
+
+/** A container name from a sample id: [a-zA-Z0-9][a-zA-Z0-9_.-]* as both engines require. */
+export function containerName(sampleId: string): string {
+  return `polar-${sampleId.replace(/[^a-zA-Z0-9_.-]+/g, '-')}`;
+}
+
+export function inspectImageArgs(tag: string): string[] {
+  return ['image', 'inspect', tag];
+}
+
+export function buildArgs(tag: string, contextDir: string): string[] {
+  return ['build', '-t', tag, '-f', path.join(contextDir, 'Dockerfile'), contextDir];
+}
+
+export interface RunSpec {
+  name: string;
+  image: string;
+  workdir: string;
+  /** `none`: the container's own network namespace with only lo (the bridge is its way to the proxy). */
+  network: 'none' | 'default';
+  mounts: readonly Mount[];
+  limits: SandboxLimits;
+  /** task.toml [environment].cpus, when it says. */
+  cpus: number | null;
+}
+
+/**
+ * The long-lived container of one sample: every stage runs in it with `exec`. `sleep infinity`
+ * keeps it up (as Harbor's own compose file does); `--rm` removes it once stopped; `--init` reaps
+ * what the agent leaves behind. The flags' caps become the engine's: pids, memory, file size.
+ */
+export function runArgs(spec: RunSpec): string[] {
+  const args = ['run', '-d', '--rm', '--init', '--name', spec.name, '--workdir', spec.workdir];
+  if (spec.network === 'none') args.push('--network', 'none');
+  args.push('--security-opt', 'no-new-privileges');
+  const l = spec.limits;
+  if (l.maxProcs > 0) args.push('--pids-limit', String(l.maxProcs));
+  if (l.maxMemoryBytes > 0) args.push('--memory', `${l.maxMemoryBytes}b`);
+  // RLIMIT_FSIZE is in bytes; the engine passes soft:hard to setrlimit as they are.
+  if (l.maxFileSizeBytes > 0) args.push('--ulimit', `fsize=${l.maxFileSizeBytes}:${l.maxFileSizeBytes}`);
+  if (spec.cpus !== null && spec.cpus > 0) args.push('--cpus', String(spec.cpus));
+  for (const m of spec.mounts) args.push('-v', volume(m));
+  args.push(spec.image, 'sleep', 'infinity');
+  return args;
+}
+
+/** `-v SRC:DEST[:ro]`; a path with `:` or `,` would be split by the engine, so it is refused. */
+export function volume(m: Mount): string {
+  for (const p of [m.source, m.dest]) {
+    if (!path.isAbsolute(p)) throw new PolarError('POLAR_USAGE', `a container mount needs absolute paths: ${p}`);
+    if (/[:,]/.test(p)) throw new PolarError('POLAR_USAGE', `a container mount cannot hold ':' or ',' in its path: ${p}`);
+  }
+  return `${m.source}:${m.dest}${m.readOnly ? ':ro' : ''}`;
+}
+
+export interface ExecSpec {
+  name: string;
+  workdir: string;
+  /**
+   * Variable names passed as `-e NAME` (no value): the engine reads each value from its own
+   * environment, so an API key never appears in the host's process list.
+   */
+  envNames: readonly string[];
+  /** Keep stdin open (a harness that reads its prompt from it). */
+  interactive: boolean;
+}
+
+export function execArgs(spec: ExecSpec, argv: readonly string[]): string[] {
+  const args = ['exec'];
+  if (spec.interactive) args.push('-i');
+  args.push('-w', spec.workdir);
+  for (const k of spec.envNames) args.push('-e', k);
+  args.push(spec.name, ...argv);
+  return args;
+}
+
+/** Copies a host folder's contents to DEST inside (DEST must exist: `mkdir -p` it first). */
+export function copyInArgs(name: string, hostDir: string, dest: string): string[] {
+  return ['cp', `${hostDir.replace(/\/+$/, '')}/.`, `${name}:${dest}`];
+}
+
+/** Copies the contents of SRC inside to an existing host folder. */
+export function copyOutArgs(name: string, src: string, hostDir: string): string[] {
+  return ['cp', `${name}:${src.replace(/\/+$/, '')}/.`, hostDir];
+}
+
+export function removeArgs(name: string): string[] {
+  return ['rm', '-f', name];
+}

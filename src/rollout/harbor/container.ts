@@ -1,0 +1,203 @@
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { HarnessCommand } from '../../harness/types.js';
+import { bridged } from '../../sandbox/bridge.js';
+import { PROXY_SOCKET_INSIDE } from '../../sandbox/args.js';
+import type { Jail, SandboxLimits } from '../../sandbox/index.js';
+import { StageError } from '../workspace.js';
+import {
+  buildArgs,
+  containerName,
+  contextHash,
+  copyInArgs,
+  copyOutArgs,
+  type Engine,
+  execArgs,
+  imageTag,
+  inspectImageArgs,
+  type Mount,
+  removeArgs,
+  runArgs,
+} from './container-args.js';
+import type { HarborTrial } from './types.js';
+
+/**
+ * A Harbor task's trial in its own image, through a container engine's CLI (argv from
+ * container-args.ts). Never exercised on the machine it was written on (no working engine there):
+ * tests/container.test.ts skips with the reason where `<engine> info` fails.
+ */
+
+export interface EngineResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  timedOut: boolean;
+}
+
+const OUTPUT_KEPT = 8 * 1024;
+
+/** Runs `<engine> args…` and collects its output (the tail, bounded). */
+export function runEngine(engine: Engine, args: readonly string[], opts: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<EngineResult> {
+  return new Promise((resolve) => {
+    const child = spawn(engine, args, { env: opts.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    let timedOut = false;
+    const keep = (s: string, d: Buffer) => (s + d.toString()).slice(-OUTPUT_KEPT);
+    child.stdout.on('data', (d: Buffer) => {
+      stdout = keep(stdout, d);
+    });
+    child.stderr.on('data', (d: Buffer) => {
+      stderr = keep(stderr, d);
+    });
+    const timer = opts.timeoutMs
+      ? setTimeout(() => {
+          timedOut = true;
+          child.kill('SIGKILL');
+        }, opts.timeoutMs)
+      : undefined;
+    child.on('error', (err) => {
+      if (timer) clearTimeout(timer);
+      resolve({ code: null, stdout, stderr: `${stderr}${err.message}`, timedOut });
+    });
+    child.on('close', (code) => {
+      if (timer) clearTimeout(timer);
+      resolve({ code, stdout, stderr, timedOut });
+    });
+  });
+}
+
+// One build per image tag per process: the samples of a task wait on the same build.
+const builds = new Map<string, Promise<string>>();
+
+/**
+ * The task's image, built from environment/ once per content (tagged `polar-harbor/<task>:<hash>`;
+ * `image inspect` finding it skips the build, so a later run, or another process, reuses it).
+ */
+export function ensureImage(engine: Engine, trial: HarborTrial, onNotice: (line: string) => void): Promise<string> {
+  const context = path.join(trial.dir, 'environment');
+  const tag = imageTag(trial.name, contextHash(context));
+  const key = `${engine}\0${tag}`;
+  let build = builds.get(key);
+  if (!build) {
+    build = (async () => {
+      if ((await runEngine(engine, inspectImageArgs(tag))).code === 0) return tag;
+      onNotice(`building ${tag} from ${context} with ${engine}`);
+      const r = await runEngine(engine, buildArgs(tag, context));
+      if (r.code !== 0) throw new StageError('init', `${engine} build of ${context} failed (exit ${r.code}):\n${(r.stdout + r.stderr).trim()}`);
+      return tag;
+    })();
+    // A failed build is tried again by the next sample rather than remembered.
+    build.catch(() => builds.delete(key));
+    builds.set(key, build);
+  }
+  return build;
+}
+
+/**
+ * The harness's CLI and the Node runtime it and the bridge run on, read-only at their own paths:
+ * the Node install prefix (its binary alone where that prefix is a system folder like /usr, which
+ * would hide the image's own), and the node_modules polar sits in (the harness CLIs beside it).
+ */
+export function runtimeMounts(extra: readonly string[] = []): Mount[] {
+  const node = fs.realpathSync(process.execPath);
+  const prefix = path.dirname(path.dirname(node));
+  const system = ['/', '/usr', '/usr/local', '/bin', '/opt'].includes(prefix);
+  const polarModules = path.join(fileURLToPath(new URL('../../../', import.meta.url)), 'node_modules');
+  const paths = [system ? node : prefix, ...(fs.existsSync(polarModules) ? [polarModules] : []), ...extra];
+  return [...new Set(paths)].map((p) => ({ source: p, dest: p, readOnly: true }));
+}
+
+export interface SampleContainerSpec {
+  engine: Engine;
+  sampleId: string;
+  image: string;
+  trial: HarborTrial;
+  /** task.toml allows the internet: the engine's default network; else `--network none`. */
+  internet: boolean;
+  limits: SandboxLimits;
+  cpus: number | null;
+  /** The capture proxy's Unix socket, mounted where the bridge inside expects it. */
+  proxySocket: string | null;
+  /** More host paths at their own paths (the harness's private home). */
+  mounts?: readonly Mount[];
+}
+
+/** One sample's long-lived container: started at INIT, every stage `exec`s in it, removed at the end. */
+export interface SampleContainer {
+  readonly engine: Engine;
+  readonly name: string;
+  readonly workdir: string;
+  /** Runs `bash -c COMMAND` inside, as root, with these variables. */
+  shell(command: string, env: Record<string, string>, timeoutMs: number): Promise<EngineResult>;
+  /** A Jail whose wrap runs the command inside (behind the proxy bridge when `proxyPort` is given). */
+  jail(proxyPort: number | null): Jail;
+  copyIn(hostDir: string, dest: string): Promise<void>;
+  copyOut(src: string, hostDir: string): Promise<void>;
+  remove(): Promise<void>;
+}
+
+export async function startSampleContainer(spec: SampleContainerSpec): Promise<SampleContainer> {
+  const { engine } = spec;
+  const name = containerName(spec.sampleId);
+  const workdir = spec.trial.workdir;
+  const mounts: Mount[] = [
+    ...runtimeMounts(),
+    ...(spec.proxySocket ? [{ source: spec.proxySocket, dest: PROXY_SOCKET_INSIDE, readOnly: false }] : []),
+    ...(spec.mounts ?? []),
+  ];
+  const started = await runEngine(
+    engine,
+    runArgs({ name, image: spec.image, workdir, network: spec.internet ? 'default' : 'none', mounts, limits: spec.limits, cpus: spec.cpus }),
+  );
+  if (started.code !== 0) throw new StageError('init', `${engine} run ${spec.image} failed (exit ${started.code}): ${started.stderr.trim()}`);
+  const fail = (what: string, r: EngineResult) => new StageError('post', `${engine} ${what} failed (exit ${r.code}): ${r.stderr.trim()}`);
+  // The variables reach the engine's own environment and pass in by name: never on a command line.
+  const clientEnv = (env: Record<string, string>): NodeJS.ProcessEnv => ({ ...process.env, ...env });
+  const inside = (env: Record<string, string>) => Object.keys(env).filter((k) => k !== 'PATH');
+  return {
+    engine,
+    name,
+    workdir,
+    shell(command, env, timeoutMs) {
+      return runEngine(engine, execArgs({ name, workdir, envNames: inside(env), interactive: false }, ['bash', '-c', command]), {
+        env: clientEnv(env),
+        timeoutMs,
+      });
+    },
+    jail(proxyPort) {
+      return {
+        home: null,
+        wrap(cmd: HarnessCommand): HarnessCommand {
+          const argv =
+            proxyPort !== null
+              ? bridged(fs.realpathSync(process.execPath), proxyPort, PROXY_SOCKET_INSIDE, false, cmd.file, cmd.args)
+              : [cmd.file, ...cmd.args];
+          return {
+            file: engine,
+            args: execArgs({ name, workdir, envNames: inside(cmd.env), interactive: false }, argv),
+            env: clientEnv(cmd.env) as Record<string, string>,
+          };
+        },
+        // The engine enforces the caps; an OOM kill or SIGXFSZ shows in the exit status.
+        close: async (exit) => (exit?.exitCode === 137 ? 'killed (exit 137: the memory limit, or the container was stopped)' : null),
+      };
+    },
+    async copyIn(hostDir, dest) {
+      const mk = await runEngine(engine, execArgs({ name, workdir, envNames: [], interactive: false }, ['mkdir', '-p', dest]));
+      if (mk.code !== 0) throw fail(`exec mkdir ${dest}`, mk);
+      const r = await runEngine(engine, copyInArgs(name, hostDir, dest));
+      if (r.code !== 0) throw fail(`cp into ${dest}`, r);
+    },
+    async copyOut(src, hostDir) {
+      await fs.promises.mkdir(hostDir, { recursive: true });
+      const r = await runEngine(engine, copyOutArgs(name, src, hostDir));
+      if (r.code !== 0) throw fail(`cp out of ${src}`, r);
+    },
+    async remove() {
+      await runEngine(engine, removeArgs(name));
+    },
+  };
+}
