@@ -61,6 +61,11 @@ export interface RunHarnessOptions {
     readOnly?: readonly string[];
     cwdInside?: string;
     binds?: readonly Bind[];
+    /**
+     * A Harbor task's container (rollout/harbor/container.ts): the harness runs in it instead of a
+     * bubblewrap sandbox, behind the proxy bridge on this port.
+     */
+    container?: (proxyPort: number) => Jail;
   };
   /** Extra session metadata (a rollout's sample, task and group). */
   sessionMetadata?: Record<string, unknown>;
@@ -205,7 +210,9 @@ export async function runHarness(opts: RunHarnessOptions): Promise<RunHarnessRes
     const ctx: HarnessContext = { ...ctxBase, proxyUrl };
     await harness.writeConfig(ctx);
     const plain = harness.command(bin, ctx, opts.prompt, opts.extraArgs ?? [], baseEnv);
-    if (sandboxed) {
+    if (sandboxed?.container) {
+      jail = sandboxed.container(Number(new URL(proxyUrl).port || 80));
+    } else if (sandboxed) {
       const socket = sandboxed.proxySocket ?? ownSocket?.path;
       jail = await openJail(sandboxed.settings, {
         cwd: opts.cwd,

@@ -39,6 +39,8 @@ export interface RolloutConfig {
   limits?: SandboxLimits;
   /** Extra read-only paths in every sandbox (`--sandbox-ro`). */
   sandboxReadOnly?: string[];
+  /** Where Harbor tasks run: `host` (the sandbox; absent in older rollouts) or their own image with this engine. */
+  environment?: 'host' | 'docker' | 'podman';
 }
 
 /** What one sample's progress looks like to a watcher (the CLI's bars, a test). */

@@ -6,6 +6,8 @@ import { scrubSecrets } from '../store/redact.js';
 import { commandReward } from './reward.js';
 import type { RolloutTask } from './task-file.js';
 import { runVerifier } from './harbor/trial.js';
+import type { SampleContainer } from './harbor/container.js';
+import { runContainerVerifier } from './harbor/container-trial.js';
 import type { SandboxSettings } from '../sandbox/index.js';
 import { applyDiff, prepareWorkspace, removeWorkspace, StageError, type PreparedWorkspace } from './workspace.js';
 
@@ -38,7 +40,7 @@ export interface EvaluationContext {
   /** Values never to store (upstream keys, auth tokens). */
   secrets: readonly string[];
   /** For a Harbor task's verifier: the process's sandbox settings and the verifier's network. */
-  harbor?: { settings: SandboxSettings; network: 'host' | 'none' };
+  harbor?: { settings: SandboxSettings; network: 'host' | 'none'; container?: SampleContainer };
 }
 
 const OUTPUT_KEPT = 8 * 1024;
@@ -60,7 +62,9 @@ export async function evaluate(ctx: EvaluationContext): Promise<Evaluation> {
   const env = { ...ctx.env, POLAR_TASK_ID: task.id, POLAR_SESSION_ID: ctx.sessionId, POLAR_TRACE_COUNT: String(ctx.traceCount) };
   if (ev.type === 'harbor') {
     if (!task.harbor || !ctx.harbor) throw new StageError('post', 'a Harbor verifier needs its task folder and the sandbox');
-    const out = await runVerifier(task.harbor, ctx.workspace.dir, { settings: ctx.harbor.settings, env: ctx.env, secrets: ctx.secrets }, ctx.harbor.network);
+    const out = ctx.harbor.container
+      ? await runContainerVerifier(task.harbor, ctx.harbor.container, ctx.workspace.dir, ctx.env, ctx.secrets)
+      : await runVerifier(task.harbor, ctx.workspace.dir, { settings: ctx.harbor.settings, env: ctx.env, secrets: ctx.secrets }, ctx.harbor.network);
     // The task's name, metadata and named rewards travel with the sample into exports and reports.
     return { reward: out.reward, traceRewards: null, record: { ...out.record, metadata: task.metadata } };
   }

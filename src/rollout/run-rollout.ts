@@ -64,7 +64,7 @@ export async function runRollout(options: RolloutRun): Promise<RolloutSummary> {
       const removed = await removeCutShortWorkspaces(config.outDir, store.rollouts.samples(rolloutId));
       if (removed > 0) run.onNotice?.(`removed ${removed} workspace(s) the interrupted run left behind (--keep-workspaces keeps them)`);
     }
-    for (const line of harborPreflight(tasks, config.sandbox)) run.onNotice?.(line);
+    for (const line of harborPreflight(tasks, config.sandbox, config.environment)) run.onNotice?.(line);
     const { harness, sandbox, socket, upstream, proxy, sessionKeys, model, contextWindow } = isBuiltinAgent(config.harness)
       ? builtinCapture(config)
       : await startCapture(store, config, rolloutId, run.upstreamApiKey);

@@ -16,6 +16,10 @@ import { evaluate } from './evaluate.js';
 import type { RolloutTask } from './task-file.js';
 import { evaluatorSandbox, harnessNetwork, setupSandbox, verifierNetwork } from './sandboxing.js';
 import { agentMounts, isBuiltinAgent, runBuiltinAgent } from './harbor/trial.js';
+import type { SampleContainer } from './harbor/container.js';
+import { openTaskContainer, runContainerAgent } from './harbor/container-trial.js';
+import { nodePrefix } from './harbor/container.js';
+import { localStateDir } from '../store/postgres/url.js';
 import { captureDiff, prepareWorkspace, removeWorkspace, StageError, workspaceDir, type PreparedWorkspace } from './workspace.js';
 
 /** What every stage shares: no globals; a rollout builds one and passes it in. */
@@ -60,6 +64,8 @@ export interface Prepared {
   deadline: number;
   startedAt: number;
   timing: Record<string, number>;
+  /** A Harbor task run with `--environment docker|podman`: the sample's container, every stage runs in it. */
+  container?: SampleContainer;
 }
 
 /** A sample past RUNNING: how its harness run ended. */
@@ -93,10 +99,11 @@ export async function initStage(ctx: StageContext, sample: SampleRow): Promise<P
       boxed ? setupSandbox(ctx.sandbox, task) : undefined,
       boxed ? evaluatorSandbox(ctx.sandbox, null) : undefined,
     );
+    const container = await sampleContainer(ctx, task, sample, sessionId);
     const timing = { init_ms: Date.now() - startedAt };
     await ctx.ledger.stage(sample.id, 'ready', timing);
     ctx.emit({ type: 'stage', sampleId: sample.id, taskId: sample.taskId, stage: 'ready' });
-    return { sample, task, sessionId, workspace, deadline, startedAt, timing };
+    return { sample, task, sessionId, workspace, deadline, startedAt, timing, ...(container ? { container } : {}) };
   } catch (err) {
     await removeWorkspace(dir);
     await finish(ctx, sample, stageFailure(err, 'init', startedAt));
@@ -142,6 +149,7 @@ export async function runStage(ctx: StageContext, p: Prepared): Promise<Ran | nu
         network: harnessNetwork(ctx.sandbox, p.task),
         ...(ctx.proxySocket ? { proxySocket: ctx.proxySocket } : {}),
         ...(harbor ?? {}),
+        ...(p.container ? { container: (port: number) => p.container!.jail(port) } : {}),
       },
       sessionMetadata: { rollout_id: ctx.rolloutId, task_id: p.task.id, group_id: p.sample.groupId, sample_index: p.sample.sampleIndex },
     });
@@ -179,11 +187,12 @@ export async function postStage(ctx: StageContext, r: Ran): Promise<void> {
   let diff: string | null = null;
   try {
     const noNetwork = ctx.sandbox.kind === 'none' ? null : evaluatorSandbox(ctx.sandbox, null);
-    diff = await captureDiff(r.workspace, toolEnv(), noNetwork ?? undefined);
+    // In a container the agent's edits are in the container's WORKDIR, not the host workspace: no diff.
+    diff = r.container ? null : await captureDiff(r.workspace, toolEnv(), noNetwork ?? undefined);
     const evaluation = await evaluate({
       task: r.task,
       workspace: r.workspace,
-      diff,
+      diff: diff ?? '',
       sessionStatus: r.sessionStatus,
       sessionId: r.sessionId,
       traceCount: traceCount(ctx.store, r.sessionId),
@@ -192,7 +201,7 @@ export async function postStage(ctx: StageContext, r: Ran): Promise<void> {
       sandbox: ctx.sandbox.kind === 'none' ? null : evaluatorSandbox(ctx.sandbox, ctx.tasksDir),
       setupSandbox: ctx.sandbox.kind === 'none' ? null : setupSandbox(ctx.sandbox, r.task),
       gitSandbox: noNetwork,
-      harbor: { settings: ctx.sandbox, network: verifierNetwork(ctx.sandbox, r.task) },
+      harbor: { settings: ctx.sandbox, network: verifierNetwork(ctx.sandbox, r.task), ...(r.container ? { container: r.container } : {}) },
       scratch: path.join(ctx.config.outDir, 'scratch'),
       secrets: ctx.secrets,
     });
@@ -223,14 +232,16 @@ async function runBuiltin(ctx: StageContext, p: Prepared, timing: Record<string,
   try {
     if (!p.task.harbor || !isBuiltinAgent(agent))
       throw new StageError('run', `--harness ${agent} runs Harbor tasks only (a task folder with solution/ and tests/)`);
-    const r = await runBuiltinAgent(
-      agent,
-      p.task.harbor,
-      p.workspace.dir,
-      { settings: ctx.sandbox, env: toolEnv(), secrets: ctx.secrets },
-      harnessNetwork(ctx.sandbox, p.task) === 'host' ? 'host' : 'none',
-      left,
-    );
+    const r = p.container
+      ? await runContainerAgent(agent, p.task.harbor, p.container, toolEnv(), left)
+      : await runBuiltinAgent(
+          agent,
+          p.task.harbor,
+          p.workspace.dir,
+          { settings: ctx.sandbox, env: toolEnv(), secrets: ctx.secrets },
+          harnessNetwork(ctx.sandbox, p.task) === 'host' ? 'host' : 'none',
+          left,
+        );
     const runTiming = { ...timing, run_ms: Date.now() - started };
     if (r.limit) {
       await finish(ctx, p.sample, stageFailure(new StageError('run', r.limit), 'run', p.startedAt, runTiming));
@@ -278,5 +289,30 @@ async function interrupt(ctx: StageContext, p: Prepared): Promise<void> {
 }
 
 async function cleanup(ctx: StageContext, p: Prepared): Promise<void> {
+  await p.container?.remove();
   if (!ctx.config.keepWorkspaces) await removeWorkspace(p.workspace.dir);
+}
+
+/**
+ * With `--environment docker|podman`, a Harbor task's sample gets its own container from the task's
+ * image. The harness's private home (where runHarness puts it for this session) is mounted at its
+ * own path, as is a harness binary or Node runtime given by path.
+ */
+async function sampleContainer(ctx: StageContext, task: RolloutTask, sample: SampleRow, sessionId: string): Promise<SampleContainer | null> {
+  const engine = ctx.config.environment;
+  if (!task.harbor || (engine !== 'docker' && engine !== 'podman')) return null;
+  const home = path.join(localStateDir(ctx.dbPath), '.polar', 'runs', sessionId, 'home');
+  return openTaskContainer({
+    engine,
+    task,
+    sampleId: sample.id,
+    limits: ctx.sandbox.limits,
+    proxySocket: ctx.proxySocket,
+    writable: ctx.harness ? [home] : [],
+    readOnly: [
+      ...(ctx.config.harnessBin ? [path.resolve(ctx.config.harnessBin)] : []),
+      ...(ctx.config.nodeBin ? [nodePrefix(path.resolve(ctx.config.nodeBin))] : []),
+    ],
+    onNotice: ctx.onNotice,
+  });
 }

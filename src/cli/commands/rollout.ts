@@ -138,6 +138,10 @@ a folder of them. On the host environment the workspace is the Dockerfile's COPY
 WORKDIR (/app) with /logs beside it; RUN steps and the base image are not reproduced (listed once per
 task); tests/ appears at /tests only for the verifier, after the agent; reward.txt / reward.json give
 the reward (named rewards kept). --harness oracle / nop run solution/solve.sh / nothing, no model.
+--environment docker|podman (where \`<engine> info\` works): environment/ is built once per content
+(polar-harbor/<task>:<hash>), each sample runs in its own container of it (the harness's Node and
+CLI mounted read-only, the proxy through a bridge, --network none unless task.toml allows the
+internet, the --max-* caps as the engine's), tests/ copied in after the agent; no diff is recorded.
 Sandbox (bwrap, the default where installed): each command sees the system's toolchains read-only,
 its workspace and a private home writable, and nothing else (not the task file's folder, the
 database, other workspaces or your home). The harness reaches only polar's proxy unless its task
@@ -227,8 +231,8 @@ export function newArgs(
   const tasks = loadTasks(opts.tasks!);
   if (builtin && tasks.some((t) => !t.harbor))
     throw new PolarError('POLAR_USAGE', `--harness ${opts.harness} runs Harbor tasks (folders with solution/ and tests/), not a JSONL task file`);
+  const environment = tasks.some((t) => t.harbor) ? chooseEnvironment(opts.environment) : 'host';
   if (tasks.some((t) => t.harbor)) {
-    chooseEnvironment(opts.environment);
     // Refused here, before a rollout row exists; its notices are said when the rollout starts. A
     // queued rollout's sandbox is each worker's.
     if (!opts.queue) harborPreflight(tasks, sandbox);
@@ -255,6 +259,7 @@ export function newArgs(
       ...(opts.network ? { network: opts.network } : {}),
       limits: limitsFrom(opts),
       ...(opts.sandboxRo?.length ? { sandboxReadOnly: readOnlyFrom(opts) } : {}),
+      ...(environment !== 'host' ? { environment } : {}),
     },
   };
 }

@@ -37,7 +37,7 @@ export function registerTasks(program: Command): void {
 async function tasksCheck(p: string, opts: CheckOptions): Promise<void> {
   if (!isHarborPath(p)) throw new PolarError('POLAR_USAGE', `${p} is not a folder: polar tasks check takes a Harbor task folder or a folder of them`);
   const tasks = readHarborTasks(p);
-  chooseEnvironment(opts.environment);
+  const environment = chooseEnvironment(opts.environment);
   const sandbox = sandboxKind(opts);
   if (sandbox === 'none')
     throw new PolarError(
@@ -54,6 +54,7 @@ async function tasksCheck(p: string, opts: CheckOptions): Promise<void> {
       postWorkers: opts.concurrency,
       concurrency: opts.concurrency,
       ...(opts.network ? { network: opts.network } : {}),
+      ...(environment !== 'host' ? { environment } : {}),
     },
     (line) => {
       if (!opts.json) process.stderr.write(chalk.yellow(`${line}\n`));

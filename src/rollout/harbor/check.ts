@@ -36,7 +36,10 @@ export interface AgentRun {
  */
 export async function checkTasks(
   tasks: readonly RolloutTask[],
-  base: Pick<RolloutConfig, 'sandbox' | 'limits' | 'timeoutSec' | 'initWorkers' | 'postWorkers' | 'concurrency'> & { network?: RolloutConfig['network'] },
+  base: Pick<RolloutConfig, 'sandbox' | 'limits' | 'timeoutSec' | 'initWorkers' | 'postWorkers' | 'concurrency'> & {
+    network?: RolloutConfig['network'];
+    environment?: RolloutConfig['environment'];
+  },
   onNotice?: (line: string) => void,
 ): Promise<TaskCheck[]> {
   const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-tasks-check-'));

@@ -102,12 +102,16 @@ export function ensureImage(engine: Engine, trial: HarborTrial, onNotice: (line:
  * would hide the image's own), and the node_modules polar sits in (the harness CLIs beside it).
  */
 export function runtimeMounts(extra: readonly string[] = []): Mount[] {
-  const node = fs.realpathSync(process.execPath);
-  const prefix = path.dirname(path.dirname(node));
-  const system = ['/', '/usr', '/usr/local', '/bin', '/opt'].includes(prefix);
   const polarModules = path.join(fileURLToPath(new URL('../../../', import.meta.url)), 'node_modules');
-  const paths = [system ? node : prefix, ...(fs.existsSync(polarModules) ? [polarModules] : []), ...extra];
+  const paths = [nodePrefix(process.execPath), ...(fs.existsSync(polarModules) ? [polarModules] : []), ...extra];
   return [...new Set(paths)].map((p) => ({ source: p, dest: p, readOnly: true }));
+}
+
+/** What to mount for a Node binary: its install prefix, or the binary alone where that is a system folder. */
+export function nodePrefix(nodeBin: string): string {
+  const node = fs.realpathSync(nodeBin);
+  const prefix = path.dirname(path.dirname(node));
+  return ['/', '/usr', '/usr/local', '/bin', '/opt'].includes(prefix) ? node : prefix;
 }
 
 export interface SampleContainerSpec {
@@ -156,7 +160,9 @@ export async function startSampleContainer(spec: SampleContainerSpec): Promise<S
   const fail = (what: string, r: EngineResult) => new StageError('post', `${engine} ${what} failed (exit ${r.code}): ${r.stderr.trim()}`);
   // The variables reach the engine's own environment and pass in by name: never on a command line.
   const clientEnv = (env: Record<string, string>): NodeJS.ProcessEnv => ({ ...process.env, ...env });
-  const inside = (env: Record<string, string>) => Object.keys(env).filter((k) => k !== 'PATH');
+  // A task's own commands keep the image's PATH and HOME; the harness gets the host's (its Node, its
+  // private home, both mounted at their own paths).
+  const inside = (env: Record<string, string>) => Object.keys(env).filter((k) => k !== 'PATH' && k !== 'HOME');
   return {
     engine,
     name,
@@ -177,7 +183,7 @@ export async function startSampleContainer(spec: SampleContainerSpec): Promise<S
               : [cmd.file, ...cmd.args];
           return {
             file: engine,
-            args: execArgs({ name, workdir, envNames: inside(cmd.env), interactive: false }, argv),
+            args: execArgs({ name, workdir, envNames: Object.keys(cmd.env), interactive: false }, argv),
             env: clientEnv(cmd.env) as Record<string, string>,
           };
         },

@@ -26,7 +26,7 @@ function engineAnswers(bin: string): boolean {
 
 /**
  * The environment a run uses: the one asked for, or `host`. Asking for an engine that does not work
- * here, or one that does (polar does not build task images yet), is a usage error that says so.
+ * here is a usage error that says so.
  */
 export function chooseEnvironment(asked: HarborEnvironment | undefined, engines: () => ('docker' | 'podman')[] = workingEngines): HarborEnvironment {
   if (asked === undefined || asked === 'host') return 'host';
@@ -37,8 +37,5 @@ export function chooseEnvironment(asked: HarborEnvironment | undefined, engines:
       `--environment ${asked}: no working ${asked} here (\`${asked} info\` fails)${found.length > 0 ? `; working: ${found.join(', ')}` : ''}. Use --environment host: polar's sandbox gives the task's paths (/app, /tests, /logs) on this machine`,
     );
   }
-  throw new PolarError(
-    'POLAR_USAGE',
-    `--environment ${asked}: running Harbor tasks in their own images is not implemented in this polar yet; use --environment host (the task's files on this machine's tools, in polar's sandbox)`,
-  );
+  return asked;
 }

@@ -44,6 +44,21 @@ describe('Harbor task folders', () => {
     for (const t of tasks) for (const c of t.harbor!.copies) expect(c.from.startsWith(path.join(t.harbor!.dir, 'environment'))).toBe(true);
   });
 
+  it("reads [environment].cpus for a container's --cpus, and refuses one that is not a positive number", () => {
+    const task = (cpus: string) => ({
+      'task.toml': `version = "1.0"\n[environment]\ncpus = ${cpus}\n`,
+      'instruction.md': 'x',
+      'environment/Dockerfile': 'FROM a\n',
+      'tests/test.sh': '',
+    });
+    const root = dataset({ two: task('2'), half: task('0.5') });
+    expect(Object.fromEntries(readHarborTasks(root).map((t) => [t.id, t.harbor!.cpus]))).toEqual({ half: 0.5, two: 2 });
+    fs.rmSync(root, { recursive: true, force: true });
+    const bad = dataset({ zero: task('0') });
+    expect(() => readHarborTasks(bad)).toThrow(/environment\.cpus.*a positive number/);
+    fs.rmSync(bad, { recursive: true, force: true });
+  });
+
   it('reports every problem of every task at once, with file and field, before anything starts', () => {
     const root = dataset({
       'bad-toml': { 'task.toml': 'version = "1.0"\n[verifier\n', 'instruction.md': 'x', 'environment/Dockerfile': 'FROM a\n', 'tests/test.sh': '' },

@@ -136,6 +136,11 @@ function readHarborTask(dir: string, report: Report): RolloutTask | null {
     if (typeof environment.workdir !== 'string' || !environment.workdir.startsWith('/')) at('task.toml', 'environment.workdir', 'an absolute path');
     else workdirSetting = path.posix.resolve(environment.workdir);
   }
+  let cpus: number | undefined;
+  if (environment.cpus !== undefined) {
+    if (typeof environment.cpus !== 'number' || !(environment.cpus > 0)) at('task.toml', 'environment.cpus', 'a positive number');
+    else cpus = environment.cpus;
+  }
   const dockerImage = typeof environment.docker_image === 'string' ? environment.docker_image : null;
 
   // The starting state: what the Dockerfile copies from environment/ (its build context).
@@ -205,6 +210,7 @@ function readHarborTask(dir: string, report: Report): RolloutTask | null {
     solutionEnv,
     agentNetwork,
     verifierNetwork,
+    ...(cpus !== undefined ? { cpus } : {}),
   };
   return {
     id,

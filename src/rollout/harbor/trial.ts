@@ -61,13 +61,14 @@ export function agentMounts(trial: HarborTrial, workspace: string): { cwdInside:
 
 /**
  * Before a process that runs Harbor tasks starts: they need the sandbox (their paths are the
- * container's), and what the host does not reproduce is said once per task.
+ * container's), and what the host does not reproduce is said once per task (nothing with an engine:
+ * the task's own image runs).
  */
-export function harborPreflight(tasks: readonly RolloutTask[], sandbox: 'bwrap' | 'none'): string[] {
+export function harborPreflight(tasks: readonly RolloutTask[], sandbox: 'bwrap' | 'none', environment: 'host' | 'docker' | 'podman' = 'host'): string[] {
   if (sandbox === 'none' && tasks.some((t) => t.harbor)) {
     throw new PolarError('POLAR_USAGE', "Harbor tasks run in the sandbox, which gives them their container's paths (/app, /tests, /logs); drop --sandbox none");
   }
-  return hostNotices(tasks);
+  return environment === 'host' ? hostNotices(tasks) : [];
 }
 
 /** Said once per task before a rollout starts: what the host environment does not reproduce. */

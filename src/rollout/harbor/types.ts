@@ -37,4 +37,6 @@ export interface HarborTrial {
    */
   agentNetwork: 'public' | 'none' | null;
   verifierNetwork: 'public' | 'none' | null;
+  /** [environment].cpus: the container's `--cpus` (the host environment has no such cap). */
+  cpus?: number;
 }

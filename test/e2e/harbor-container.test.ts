@@ -1,0 +1,90 @@
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { workingEngines } from '../../src/rollout/harbor/environment.js';
+import { bwrapProblem, findBwrap } from '../../src/sandbox/index.js';
+import { BIN } from './support.js';
+
+/**
+ * A Harbor task in its own image (`--environment docker|podman`, issue 26). Skipped, saying why,
+ * where no engine answers `info` (the machines this was written on: docker without a daemon, podman
+ * without usable cgroups), so this has not run there. The task's Dockerfile has a RUN step the host
+ * environment could not reproduce: the oracle's answer comes from it, so a reward of 1 means the
+ * task's own image ran. tests/ must not exist while the agent runs.
+ */
+const run = promisify(execFile);
+const engine = workingEngines()[0] ?? null;
+const bwrap = findBwrap();
+const skip =
+  engine === null
+    ? 'no container engine works here (`docker info` and `podman info` fail)'
+    : bwrap === null
+      ? 'bubblewrap is not installed'
+      : bwrapProblem(bwrap);
+let dir: string;
+
+beforeAll(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-e2e-harbor-ctr-'));
+});
+afterAll(() => {
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+async function polar(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await run(process.execPath, [BIN, ...args], {
+      env: { ...process.env, NO_COLOR: '1' },
+      timeout: 280_000,
+      maxBuffer: 64 * 1024 * 1024,
+    });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: typeof e.code === 'number' ? e.code : 1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
+  }
+}
+
+function writeTask(ds: string): void {
+  const task = path.join(ds, 'in-image');
+  for (const d of ['environment', 'tests', 'solution']) fs.mkdirSync(path.join(task, d), { recursive: true });
+  fs.writeFileSync(
+    path.join(task, 'task.toml'),
+    'version = "1.0"\n[verifier]\ntimeout_sec = 60.0\n[agent]\ntimeout_sec = 120.0\n[environment]\nallow_internet = false\ncpus = 1\n',
+  );
+  fs.writeFileSync(path.join(task, 'instruction.md'), 'Write the contents of /built.txt to /app/answer.txt.\n');
+  fs.writeFileSync(path.join(task, 'environment', 'Dockerfile'), 'FROM debian:12-slim\nRUN echo built-in-image > /built.txt\nWORKDIR /app\nCOPY start.txt .\n');
+  fs.writeFileSync(path.join(task, 'environment', 'start.txt'), 'start\n');
+  fs.writeFileSync(path.join(task, 'solution', 'solve.sh'), 'if [ -e /tests ]; then echo seen > /app/tests-seen; fi\ncat /built.txt > /app/answer.txt\n');
+  fs.writeFileSync(
+    path.join(task, 'tests', 'test.sh'),
+    [
+      's=0; [ "$(cat /app/answer.txt 2>/dev/null)" = built-in-image ] && s=1',
+      // The reward needs tests/ to have been absent while the oracle ran.
+      'h=1; [ -e /app/tests-seen ] && h=0 && s=0',
+      'echo "{\\"reward\\": $s, \\"tests_hidden\\": $h}" > /logs/verifier/reward.json',
+      '',
+    ].join('\n'),
+  );
+}
+
+describe.skipIf(skip !== null)(`Harbor tasks in their own image${skip ? ` (skipped: ${skip})` : ` (${engine})`}`, () => {
+  it('the oracle earns the reward only the image can give, tests/ stays hidden, nop earns nothing, and the image is built once', async () => {
+    const ds = path.join(dir, 'ds');
+    writeTask(ds);
+    const rollout = (agent: string, db: string) =>
+      polar(['rollout', '--tasks', ds, '--harness', agent, '--samples', '1', '--environment', engine!, '--db', path.join(dir, db), '--json']);
+    const first = await rollout('oracle', 'oracle.db');
+    expect(first.code, first.stderr).toBe(0);
+    expect(JSON.parse(first.stdout).groups[0].rewards).toEqual([1]);
+    const nop = await rollout('nop', 'nop.db');
+    expect(nop.code, nop.stderr).toBe(0);
+    expect(JSON.parse(nop.stdout).groups[0].rewards).toEqual([0]);
+    // The same content is the same tag: no second build.
+    expect(nop.stderr).not.toMatch(/building polar-harbor\//);
+    const left = await run(engine!, ['ps', '-aq', '--filter', 'name=polar-']);
+    expect(left.stdout.trim()).toBe('');
+  }, 300_000);
+});
