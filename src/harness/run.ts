@@ -1,17 +1,18 @@
 import { existsSync, realpathSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
+import { openCapture } from '../capture/open.js';
 import { PolarError } from '../core/errors.js';
 import { newId } from '../core/ids.js';
 import { DEFAULT_AGENT_HEADERS } from '../proxy/identity.js';
 import type { CallSummary } from '../proxy/call-record.js';
-import { startProxy, tokenizerField, type RunningProxy } from '../proxy/server.js';
+import { tokenizerField, type RunningProxy } from '../proxy/server.js';
 import { masterKeyFile, readMaster, SessionKeys } from '../proxy/session-keys.js';
 import type { SessionStatus, SessionSummary } from '../store/sessions.js';
 import { openStore } from '../store/open.js';
 import { isPostgresUrl, localStateDir } from '../store/postgres/url.js';
 import type { Store } from '../store/store.js';
-import { createUpstream, type UpstreamOptions } from '../upstream/create.js';
+import type { UpstreamOptions } from '../upstream/create.js';
 import type { Upstream } from '../upstream/types.js';
 import { baseEnvironment } from './env.js';
 import { resolveHarnessBin } from './resolve.js';
@@ -128,25 +129,34 @@ export async function runHarness(opts: RunHarnessOptions): Promise<RunHarnessRes
     let proxyUrl: string;
     let model = opts.model ?? null;
     let contextWindow = opts.contextWindow ?? null;
+    const keys = opts.sessionKeys ?? (opts.proxyUrl ? readMaster(masterKeyFile(opts.dbPath)) : SessionKeys.random());
     if (opts.proxyUrl) {
       proxyUrl = opts.proxyUrl.replace(/\/+$/, '').replace(/\/v1$/, '');
     } else if (opts.upstream) {
       const { url, kind, timeoutMs, ...rest } = opts.upstream;
-      upstream = await createUpstream(kind, {
-        ...rest,
-        baseUrl: url,
-        ...(timeoutMs ? { headersTimeoutMs: timeoutMs, bodyTimeoutMs: timeoutMs } : {}),
+      // The proxy listens from here on; the harness reaches it only once its config is written below.
+      const capture = await openCapture({
+        kind,
+        upstream: { ...rest, baseUrl: url, ...(timeoutMs ? { headersTimeoutMs: timeoutMs, bodyTimeoutMs: timeoutMs } : {}) },
+        model,
+        contextWindow,
+        noModel: 'could not learn the served model from the upstream; pass --model NAME',
+        proxy: {
+          store,
+          defaultSession: session,
+          ...(keys ? { sessionKeys: keys } : {}),
+          agentHeaders: [...harness.agentHeaders, ...DEFAULT_AGENT_HEADERS],
+          ...(opts.onCall ? { onCall: opts.onCall } : {}),
+          ...(ownSocket ? { unixSocket: ownSocket.path } : {}),
+        },
       });
-      const served = await upstream.models(AbortSignal.timeout(5000)).catch(() => []);
-      const match = served.find((m) => m.id === model) ?? (model ? undefined : served[0]);
-      model ??= match?.id ?? null;
-      contextWindow ??= match?.maxModelLen ?? null;
+      ({ upstream, proxy, model, contextWindow } = capture);
+      proxyUrl = capture.proxy.url;
     } else {
       throw new PolarError('POLAR_USAGE', 'polar run needs --upstream URL (an inference server) or --proxy URL (a running polar proxy)');
     }
     if (!model) throw new PolarError('POLAR_USAGE', 'could not learn the served model from the upstream; pass --model NAME');
 
-    const keys = opts.sessionKeys ?? (opts.proxyUrl ? readMaster(masterKeyFile(opts.dbPath)) : SessionKeys.random());
     // Without a master (an open `polar proxy`), the key only names the session, as it always did.
     const apiKey = keys ? keys.keyFor(session) : `polar-${session}`;
     // With the workspace mounted elsewhere inside (a Harbor task's /app), the harness is told that path.
@@ -176,20 +186,7 @@ export async function runHarness(opts: RunHarnessOptions): Promise<RunHarnessRes
         ...opts.sessionMetadata,
       },
     });
-    if (upstream) {
-      proxy = await startProxy({
-        store,
-        upstream,
-        servedModel: model,
-        contextWindow,
-        defaultSession: session,
-        ...(keys ? { sessionKeys: keys } : {}),
-        agentHeaders: [...harness.agentHeaders, ...DEFAULT_AGENT_HEADERS],
-        ...(opts.onCall ? { onCall: opts.onCall } : {}),
-        ...(ownSocket ? { unixSocket: ownSocket.path } : {}),
-      });
-      proxyUrl = proxy.url;
-    } else {
+    if (!upstream) {
       proxyUrl = proxyUrlOrNull(opts.proxyUrl)!;
       if (ownSocket) {
         const target = new URL(proxyUrl);

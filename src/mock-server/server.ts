@@ -50,6 +50,8 @@ export { textOf, type ChatBody } from './render.js';
 
 export interface MockServerOptions {
   model?: string;
+  /** More models `/v1/models` lists after the served one, each with its own window (a multi-model server). */
+  alsoListed?: readonly { id: string; maxModelLen: number }[];
   /** Decides each reply; defaults to the demo task (script.ts), or the tasks below. */
   script?: (body: ChatBody, callIndex: number, meta: CallMeta) => ScriptedReply;
   /** Rollout tasks with scripted correct and wrong solutions (tasks.ts), chosen per session. */
@@ -230,7 +232,8 @@ async function handle(state: MockState, req: IncomingMessage, res: ServerRespons
     return;
   }
   if (req.method === 'GET' && req.url === '/v1/models') {
-    json(res, 200, { object: 'list', data: [{ id: model, object: 'model', created: 0, owned_by: 'vllm', max_model_len: MAX_MODEL_LEN }] });
+    const listed = [{ id: model, maxModelLen: MAX_MODEL_LEN }, ...(options.alsoListed ?? [])];
+    json(res, 200, { object: 'list', data: listed.map((m) => ({ id: m.id, object: 'model', created: 0, owned_by: 'vllm', max_model_len: m.maxModelLen })) });
     return;
   }
   if (req.method === 'POST' && req.url === '/tokenize') {

@@ -1,19 +1,18 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { defaultOutDir, removeEmptyOutDir } from './out-dir.js';
+import { openCapture } from '../capture/open.js';
 import { PolarError } from '../core/errors.js';
 import { newId } from '../core/ids.js';
 import { getHarness } from '../harness/registry.js';
 import { privateSocketPath, requireBwrap } from '../sandbox/index.js';
 import { sandboxSettings } from './sandboxing.js';
 import { DEFAULT_AGENT_HEADERS } from '../proxy/identity.js';
-import { startProxy } from '../proxy/server.js';
 import { SessionKeys } from '../proxy/session-keys.js';
 import { SAMPLE_OUTCOMES, type SampleRow } from '../store/rollouts.js';
 import { openStore } from '../store/open.js';
 import { displayDb, isPostgresUrl } from '../store/postgres/url.js';
 import type { Store } from '../store/store.js';
-import { createUpstream } from '../upstream/create.js';
 import { parseAccept } from './accept.js';
 import { localLedger } from './ledger.js';
 import { Channel, pool } from './channel.js';
@@ -117,41 +116,40 @@ export async function runRollout(options: RolloutRun): Promise<RolloutSummary> {
 export async function startCapture(store: Store, config: RolloutConfig, rolloutId: string, apiKey?: string) {
   const harness = getHarness(config.harness, config.command !== undefined ? { command: config.command } : {});
   const sandbox = sandboxSettings(config, requireBwrap(config.sandbox));
-  const upstream = await createUpstream(config.upstream.kind, {
-    baseUrl: config.upstream.url,
-    ...(apiKey ? { apiKey } : {}),
-    ...(config.upstream.tokenizer ? { tokenizer: config.upstream.tokenizer } : {}),
-    ...(config.upstream.toolParser ? { toolParser: config.upstream.toolParser } : {}),
-    ...(config.upstream.temperature !== undefined ? { temperature: config.upstream.temperature } : {}),
-    ...(config.upstream.topP !== undefined ? { topP: config.upstream.topP } : {}),
-  });
-  const served = await upstream.models(AbortSignal.timeout(5000)).catch(() => []);
-  const match = served.find((m) => m.id === config.model) ?? (config.model ? undefined : served[0]);
-  const model = config.model ?? match?.id ?? null;
-  if (!model) {
-    await upstream.close();
-    throw new PolarError('POLAR_USAGE', `could not learn the served model from ${config.upstream.url}; pass --model NAME`);
-  }
   // A master held in this process's memory only: each session's harness gets its own key, and an
   // agent that knows a sibling's session id still cannot write into it.
   const sessionKeys = SessionKeys.random();
-  // Proxy-only sandboxes reach the proxy through this socket (bound into each of them).
-  const socket = sandbox.kind === 'bwrap' ? await privateSocketPath() : null;
-  const proxy = await startProxy({
-    store,
-    upstream,
-    servedModel: model,
-    contextWindow: match?.maxModelLen ?? null,
-    defaultSession: `${rolloutId}-unattributed`,
-    sessionKeys,
-    agentHeaders: [...harness.agentHeaders, ...DEFAULT_AGENT_HEADERS],
-    ...(socket ? { unixSocket: socket.path } : {}),
+  // Made once the model is known; a holder, since the step that makes it is a callback.
+  const made: { socket: Awaited<ReturnType<typeof privateSocketPath>> | null } = { socket: null };
+  const capture = await openCapture({
+    kind: config.upstream.kind,
+    upstream: {
+      baseUrl: config.upstream.url,
+      ...(apiKey ? { apiKey } : {}),
+      ...(config.upstream.tokenizer ? { tokenizer: config.upstream.tokenizer } : {}),
+      ...(config.upstream.toolParser ? { toolParser: config.upstream.toolParser } : {}),
+      ...(config.upstream.temperature !== undefined ? { temperature: config.upstream.temperature } : {}),
+      ...(config.upstream.topP !== undefined ? { topP: config.upstream.topP } : {}),
+    },
+    model: config.model,
+    noModel: `could not learn the served model from ${config.upstream.url}; pass --model NAME`,
+    proxy: async () => {
+      // Proxy-only sandboxes reach the proxy through this socket (bound into each of them).
+      made.socket = sandbox.kind === 'bwrap' ? await privateSocketPath() : null;
+      return {
+        store,
+        defaultSession: `${rolloutId}-unattributed`,
+        sessionKeys,
+        agentHeaders: [...harness.agentHeaders, ...DEFAULT_AGENT_HEADERS],
+        ...(made.socket ? { unixSocket: made.socket.path } : {}),
+      };
+    },
   }).catch(async (err: unknown) => {
-    await socket?.remove();
-    await upstream.close();
+    await made.socket?.remove();
     throw err;
   });
-  return { harness, sandbox, socket, upstream, proxy, sessionKeys, model, contextWindow: match?.maxModelLen ?? null };
+  const { upstream, proxy, model, contextWindow } = capture;
+  return { harness, sandbox, socket: made.socket, upstream, proxy, sessionKeys, model: model!, contextWindow };
 }
 
 /** The built-in agents (`oracle`, `nop`) call no model: no upstream, no proxy. */

@@ -3,6 +3,7 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { isRecord } from '../core/chat.js';
+import { openCapture } from '../capture/open.js';
 import { PolarError } from '../core/errors.js';
 import { newId } from '../core/ids.js';
 import { getHarness } from '../harness/registry.js';
@@ -11,7 +12,7 @@ import { sandboxSettings } from '../rollout/sandboxing.js';
 import { parseJsonBody, readBody } from '../proxy/body.js';
 import { HttpGuard, listenGuarded } from '../proxy/http-guard.js';
 import { DEFAULT_AGENT_HEADERS } from '../proxy/identity.js';
-import { startProxy, type RunningProxy } from '../proxy/server.js';
+import type { RunningProxy } from '../proxy/server.js';
 import { SessionKeys } from '../proxy/session-keys.js';
 import { Semaphore } from '../rollout/channel.js';
 import type { RolloutConfig } from '../rollout/config.js';
@@ -20,7 +21,6 @@ import type { RolloutTask } from '../rollout/task-file.js';
 import { localLedger } from '../rollout/ledger.js';
 import { openStore } from '../store/open.js';
 import { isPostgresUrl } from '../store/postgres/url.js';
-import { createUpstream } from '../upstream/create.js';
 import type { Upstream } from '../upstream/types.js';
 import { classifyFailure, FailureWindow, type Failure } from './gym-failures.js';
 import { gymRunResult, type GymRunResult } from './gym-result.js';
@@ -181,31 +181,32 @@ export async function startGymAgent(options: GymAgentOptions): Promise<RunningGy
     let p = profiles.get(key);
     if (!p) {
       p = (async () => {
-        const upstream = await createUpstream(options.upstreamKind, {
-          baseUrl: url,
-          ...(options.tokenizer ? { tokenizer: options.tokenizer } : {}),
-          ...(temperature !== undefined ? { temperature } : {}),
-          ...(topP !== undefined ? { topP } : {}),
+        // Each profile's proxy has its own socket for proxy-only sandboxes, made once the model is known.
+        const made: { socket: { path: string; remove(): Promise<void> } | null } = { socket: null };
+        const capture = await openCapture({
+          kind: options.upstreamKind,
+          upstream: {
+            baseUrl: url,
+            ...(options.tokenizer ? { tokenizer: options.tokenizer } : {}),
+            ...(temperature !== undefined ? { temperature } : {}),
+            ...(topP !== undefined ? { topP } : {}),
+          },
+          model: options.model,
+          contextWindow: options.contextWindow ?? null,
+          noModel: `no model for ${url}: pass --model (NeMo-RL's server lists none)`,
+          proxy: async () => {
+            made.socket = sandbox.kind === 'bwrap' ? await privateSocketPath() : null;
+            return {
+              store,
+              maxTokens: maxTokens ?? null,
+              defaultSession: `${rolloutId}-unattributed`,
+              sessionKeys,
+              agentHeaders: [...harness.agentHeaders, ...DEFAULT_AGENT_HEADERS],
+              ...(made.socket ? { unixSocket: made.socket.path } : {}),
+            };
+          },
         });
-        const served = await upstream.models(AbortSignal.timeout(5000)).catch(() => []);
-        const found = servedModel(served, options.model);
-        const model = found.model;
-        const contextWindow = options.contextWindow ?? found.contextWindow;
-        if (!model) throw new PolarError('POLAR_USAGE', `no model for ${url}: pass --model (NeMo-RL's server lists none)`);
-        // Each profile's proxy has its own socket for proxy-only sandboxes.
-        const socket = sandbox.kind === 'bwrap' ? await privateSocketPath() : null;
-        const proxy = await startProxy({
-          store,
-          upstream,
-          servedModel: model,
-          contextWindow,
-          maxTokens: maxTokens ?? null,
-          defaultSession: `${rolloutId}-unattributed`,
-          sessionKeys,
-          agentHeaders: [...harness.agentHeaders, ...DEFAULT_AGENT_HEADERS],
-          ...(socket ? { unixSocket: socket.path } : {}),
-        });
-        return { upstream, proxy, socket, model, contextWindow };
+        return { upstream: capture.upstream, proxy: capture.proxy, socket: made.socket, model: capture.model!, contextWindow: capture.contextWindow };
       })();
       profiles.set(key, p);
     }
@@ -393,19 +394,6 @@ type GymAnswer = { result: GymRunResult } | { stop: string };
  */
 function stopAnswer(res: ServerResponse, message: string): void {
   send(res, 400, { error: { message: `polar gym-agent: ${message}`, code: 'POLAR_TOO_MANY_FAILURES' } });
-}
-
-/**
- * The model the agent serves and its context window: `--model` when given (its own window from
- * the server's list, not the first model's; unknown when the server does not list it), else the
- * first model the server lists.
- */
-export function servedModel(
-  served: readonly { id: string; maxModelLen?: number | null }[],
-  model: string | null,
-): { model: string | null; contextWindow: number | null } {
-  if (model !== null) return { model, contextWindow: served.find((m) => m.id === model)?.maxModelLen ?? null };
-  return { model: served[0]?.id ?? null, contextWindow: served[0]?.maxModelLen ?? null };
 }
 
 /** A row polar could not run (not a task, a broken workspace path): a masked placeholder, still 200. */

@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import { classifyFailure, FailureWindow } from './gym-failures.js';
-import { servedModel } from './gym-agent.js';
 
 const sample = (status: string, errorStage: string | null = null, error: string | null = null) =>
   ({ status, errorStage, error }) as Parameters<typeof classifyFailure>[0];
@@ -61,18 +60,5 @@ describe('FailureWindow', () => {
     w.record(null);
     expect(w.record(bad)).toBeNull(); // [null, null, bad]
     expect(w.record(bad)).not.toBeNull(); // [null, bad, bad]
-  });
-});
-
-describe('servedModel', () => {
-  const served = [
-    { id: 'first', maxModelLen: 4096 },
-    { id: 'policy', maxModelLen: 32768 },
-  ];
-  it("takes --model's own context window, not the first served model's", () => {
-    expect(servedModel(served, 'policy')).toEqual({ model: 'policy', contextWindow: 32768 });
-    expect(servedModel(served, 'unlisted')).toEqual({ model: 'unlisted', contextWindow: null });
-    expect(servedModel([], 'policy')).toEqual({ model: 'policy', contextWindow: null });
-    expect(servedModel(served, null)).toEqual({ model: 'first', contextWindow: 4096 });
   });
 });

@@ -1,15 +1,14 @@
 import type { Command } from 'commander';
 import chalk from 'chalk';
+import { type Capture, openCapture } from '../../capture/open.js';
 import { PolarError } from '../../core/errors.js';
 import { isValidSessionName, newId } from '../../core/ids.js';
-import { DEFAULT_MAX_BODY_BYTES, isLoopbackHost, startProxy, type RunningProxy } from '../../proxy/server.js';
+import { DEFAULT_MAX_BODY_BYTES, isLoopbackHost, type RunningProxy } from '../../proxy/server.js';
 import { adminTokenFile, loadOrCreateAdminToken } from '../../proxy/admin-token.js';
 import type { CallSummary } from '../../proxy/call-record.js';
-import { loadOrCreateMaster, masterKeyFile } from '../../proxy/session-keys.js';
+import { loadOrCreateMaster, masterKeyFile, type SessionKeys } from '../../proxy/session-keys.js';
 import { openStore } from '../../store/open.js';
-import { defaultDbPath } from '../../store/store.js';
-import { createUpstream } from '../../upstream/create.js';
-import type { ServedModel, Upstream } from '../../upstream/types.js';
+import { defaultDbPath, type Store } from '../../store/store.js';
 import { integerArg } from '../numbers.js';
 import { action, formatDuration } from '../output.js';
 import { addUpstreamOptions, UPSTREAM_KINDS_HELP, upstreamOptionsFrom, type UpstreamFlags } from '../upstream-options.js';
@@ -98,46 +97,54 @@ async function runProxy(opts: ProxyCommandOptions): Promise<void> {
     throw new PolarError('POLAR_USAGE', `--session ${JSON.stringify(session)} is not a valid name: use letters, digits, . _ : -`);
   }
   const dbPath = opts.db ?? defaultDbPath();
-  const upstream = await createUpstream(opts.upstreamKind, {
-    baseUrl: opts.upstream,
-    apiKey: process.env.POLAR_UPSTREAM_API_KEY || undefined,
-    headersTimeoutMs: timeoutMs,
-    bodyTimeoutMs: timeoutMs,
-    ...upstreamOptionsFrom(opts),
-  });
-  const discovered = await discoverModel(upstream, opts.model, opts.quiet === true);
-  const servedModel = opts.model ?? discovered?.id ?? null;
-  const contextWindow = opts.contextWindow ?? discovered?.maxModelLen ?? null;
-  const sessionKeys = opts.sessionKeys ? loadOrCreateMaster(masterKeyFile(dbPath)) : undefined;
-  const store = await openStore(dbPath, { onNotice: (line) => process.stderr.write(`${chalk.yellow('store')}: ${line}\n`) });
   const authToken = opts.authToken ?? (process.env.POLAR_AUTH_TOKEN || undefined);
   // Without an auth token, admin routes take the token in polar's state folder (admin-token.ts).
   const adminFile = authToken ? null : adminTokenFile(dbPath);
-  let proxy: RunningProxy;
+  // Made once the upstream is (as before openCapture): the store is closed here when the proxy cannot listen.
+  const held: { store: Store | null; sessionKeys: SessionKeys | undefined } = { store: null, sessionKeys: undefined };
+  let capture: Capture;
   try {
-    proxy = await startProxy({
-      store,
-      upstream,
-      servedModel,
-      contextWindow,
-      defaultSession: session,
-      host: opts.host,
-      port,
-      maxBodyBytes,
-      authToken,
-      ...(adminFile ? { adminToken: loadOrCreateAdminToken(adminFile) } : {}),
-      ...(sessionKeys ? { sessionKeys } : {}),
-      ...(opts.allowHost ? { allowHosts: opts.allowHost } : {}),
-      pauseLimitMs: opts.pauseLimit * 1000,
-      ...(opts.policyVersion ? { policyVersion: opts.policyVersion } : {}),
-      onRefused: opts.quiet ? undefined : (reason) => process.stderr.write(`${chalk.yellow('refused')}: ${reason}\n`),
-      onCall: opts.quiet ? undefined : (s) => process.stderr.write(`${formatCall(s)}\n`),
+    capture = await openCapture({
+      kind: opts.upstreamKind,
+      upstream: {
+        baseUrl: opts.upstream,
+        apiKey: process.env.POLAR_UPSTREAM_API_KEY || undefined,
+        headersTimeoutMs: timeoutMs,
+        bodyTimeoutMs: timeoutMs,
+        ...upstreamOptionsFrom(opts),
+      },
+      model: opts.model,
+      contextWindow: opts.contextWindow,
+      onModelsError: opts.quiet
+        ? undefined
+        : (err) => process.stderr.write(chalk.yellow(`warning: could not list the upstream's models (${err.message}); pass --model NAME\n`)),
+      proxy: async () => {
+        held.sessionKeys = opts.sessionKeys ? loadOrCreateMaster(masterKeyFile(dbPath)) : undefined;
+        held.store = await openStore(dbPath, { onNotice: (line) => process.stderr.write(`${chalk.yellow('store')}: ${line}\n`) });
+        return {
+          store: held.store,
+          defaultSession: session,
+          host: opts.host,
+          port,
+          maxBodyBytes,
+          authToken,
+          ...(adminFile ? { adminToken: loadOrCreateAdminToken(adminFile) } : {}),
+          ...(held.sessionKeys ? { sessionKeys: held.sessionKeys } : {}),
+          ...(opts.allowHost ? { allowHosts: opts.allowHost } : {}),
+          pauseLimitMs: opts.pauseLimit * 1000,
+          ...(opts.policyVersion ? { policyVersion: opts.policyVersion } : {}),
+          onRefused: opts.quiet ? undefined : (reason) => process.stderr.write(`${chalk.yellow('refused')}: ${reason}\n`),
+          onCall: opts.quiet ? undefined : (s) => process.stderr.write(`${formatCall(s)}\n`),
+        };
+      },
     });
   } catch (err) {
-    await store.closeAsync();
-    await upstream.close();
-    throw listenError(err, opts.host, port);
+    await held.store?.closeAsync();
+    throw held.store ? listenError(err, opts.host, port) : err;
   }
+  const { upstream, proxy, model: servedModel, contextWindow } = capture;
+  const store = held.store!;
+  const sessionKeys = held.sessionKeys;
   if (opts.json) {
     process.stdout.write(
       `${JSON.stringify({ url: proxy.url, baseUrl: proxy.baseUrl(), session, sessionKeys: sessionKeys !== undefined, db: store.label ?? dbPath, upstream: upstream.baseUrl, upstreamKind: upstream.kind, model: servedModel, contextWindow, adminTokenFile: adminFile })}\n`,
@@ -169,19 +176,6 @@ async function runProxy(opts: ProxyCommandOptions): Promise<void> {
   }
   await store.closeAsync();
   await upstream.close();
-}
-
-/** The upstream's model (the one named by --model, else its first) and its context length. */
-async function discoverModel(upstream: Upstream, wanted: string | undefined, quiet: boolean): Promise<ServedModel | null> {
-  try {
-    const models = await upstream.models(AbortSignal.timeout(5000));
-    return models.find((m) => m.id === wanted) ?? (wanted ? null : (models[0] ?? null));
-  } catch (err) {
-    if (!quiet && !wanted) {
-      process.stderr.write(chalk.yellow(`warning: could not list the upstream's models (${(err as Error).message}); pass --model NAME\n`));
-    }
-    return null;
-  }
 }
 
 /** Ctrl-C once: stop accepting, let in-flight calls finish, close the database. Twice: exit now. */

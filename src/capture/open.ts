@@ -1,0 +1,84 @@
+import { PolarError } from '../core/errors.js';
+import { type ProxyOptions, type RunningProxy, startProxy } from '../proxy/server.js';
+import { createUpstream, type UpstreamOptions } from '../upstream/create.js';
+import type { ServedModel, Upstream } from '../upstream/types.js';
+
+/** The upstream, its model and that model's window: what a proxy is started with. */
+export interface Served {
+  upstream: Upstream;
+  /** Null only where the caller allows it (`polar proxy`: each call's requested name passes through). */
+  model: string | null;
+  contextWindow: number | null;
+}
+
+/** What a proxy needs beyond the upstream and its model. */
+export type CaptureProxyOptions = Omit<ProxyOptions, 'upstream' | 'servedModel' | 'contextWindow'>;
+
+export interface CaptureOptions {
+  /** The upstream kind (`--upstream-kind`) and its options (`baseUrl` at least). */
+  kind: string;
+  upstream: UpstreamOptions;
+  /** `--model`: served as named, listed by the upstream or not. Else the upstream's first. */
+  model?: string | null;
+  /** `--context-window`: wins over what the upstream lists. */
+  contextWindow?: number | null;
+  /**
+   * The message of the POLAR_USAGE error thrown when no model is named and the upstream lists none;
+   * left out, the proxy serves each call's requested model instead.
+   */
+  noModel?: string;
+  /** Why the model list could not be read, when no model was named (the caller decides whether to say so). */
+  onModelsError?: (err: Error) => void;
+  /**
+   * The proxy's other options, or a step that makes them once the model is known (a session row to
+   * write first, a store to open only after the upstream was made).
+   */
+  proxy: CaptureProxyOptions | ((served: Served) => CaptureProxyOptions | Promise<CaptureProxyOptions>);
+}
+
+export interface Capture extends Served {
+  proxy: RunningProxy;
+  /** Stops the proxy (in-flight calls get `drainMs`) and closes the upstream. */
+  close(drainMs?: number): Promise<void>;
+}
+
+/**
+ * The model a capture serves and its context window. A named model is served as named even when the
+ * upstream lists it not (a server without /v1/models, a served alias), with its own listed window or
+ * none, never another model's; no name takes the first listed.
+ */
+export function resolveServed(
+  listed: readonly ServedModel[],
+  wanted: string | null | undefined,
+  explicitWindow: number | null | undefined,
+): { model: string | null; contextWindow: number | null } {
+  const match = wanted ? listed.find((m) => m.id === wanted) : listed[0];
+  return { model: wanted || (match?.id ?? null), contextWindow: explicitWindow ?? match?.maxModelLen ?? null };
+}
+
+/** Makes the upstream, learns its model and window, and starts the capture proxy in front of it. */
+export async function openCapture(options: CaptureOptions): Promise<Capture> {
+  const upstream = await createUpstream(options.kind, options.upstream);
+  try {
+    const listed = await upstream.models(AbortSignal.timeout(5000)).catch((err: unknown) => {
+      if (!options.model) options.onModelsError?.(err as Error);
+      return [];
+    });
+    const { model, contextWindow } = resolveServed(listed, options.model, options.contextWindow);
+    if (!model && options.noModel !== undefined) throw new PolarError('POLAR_USAGE', options.noModel);
+    const served: Served = { upstream, model, contextWindow };
+    const rest = typeof options.proxy === 'function' ? await options.proxy(served) : options.proxy;
+    const proxy = await startProxy({ ...rest, upstream, servedModel: model, contextWindow });
+    return {
+      ...served,
+      proxy,
+      close: async (drainMs?: number) => {
+        await proxy.close(drainMs);
+        await upstream.close();
+      },
+    };
+  } catch (err) {
+    await upstream.close();
+    throw err;
+  }
+}

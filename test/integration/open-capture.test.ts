@@ -1,0 +1,124 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Capture, openCapture } from '../../src/capture/open.js';
+import { Store } from '../../src/store/store.js';
+import { MAX_MODEL_LEN, type ReferenceUpstream, startReferenceUpstream } from '../support/reference-upstream/index.js';
+
+/**
+ * openCapture: the one place polar run, rollout workers, gym-agent and polar proxy make the upstream,
+ * learn the served model and its window, and start the proxy. A server listing several models must
+ * give `--model` that model's own window, never the first's (the drift issue 27 found).
+ */
+let upstream: ReferenceUpstream;
+let store: Store;
+let dir: string;
+
+beforeAll(async () => {
+  upstream = await startReferenceUpstream({ alsoListed: [{ id: 'policy', maxModelLen: 32_768 }] });
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-open-capture-'));
+  store = Store.open(path.join(dir, 'polar.db'));
+});
+
+afterAll(async () => {
+  await store?.closeAsync();
+  await upstream?.close();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+const open = (options: Partial<Parameters<typeof openCapture>[0]> = {}) =>
+  openCapture({ kind: 'vllm', upstream: { baseUrl: upstream.url }, proxy: { store, defaultSession: 'c-default' }, ...options });
+
+async function withCapture(options: Partial<Parameters<typeof openCapture>[0]>, body: (c: Capture) => Promise<void>) {
+  const c = await open(options);
+  try {
+    await body(c);
+  } finally {
+    await c.close(1000);
+  }
+}
+
+const chat = (c: Capture) =>
+  fetch(`${c.proxy.baseUrl()}/chat/completions`, {
+    method: 'POST',
+    body: JSON.stringify({ model: 'whatever-the-harness-says', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] }),
+    headers: { 'content-type': 'application/json' },
+  });
+
+describe('openCapture', () => {
+  it("serves --model with that model's own context window, not the first listed model's", async () => {
+    await withCapture({ model: 'policy' }, async (c) => {
+      expect(c.model).toBe('policy');
+      expect(c.contextWindow).toBe(32_768);
+      // The proxy in front serves that model: the upstream is asked for it, whatever the harness named.
+      expect((await chat(c)).status).toBe(200);
+      expect(upstream.calls.at(-1)?.body).toMatchObject({ model: 'policy' });
+    });
+  });
+
+  it('takes the first listed model and its window when no model is named', async () => {
+    await withCapture({}, async (c) => {
+      expect(c.model).toBe('Qwen/Qwen3-8B');
+      expect(c.contextWindow).toBe(MAX_MODEL_LEN);
+    });
+  });
+
+  it('serves a model the upstream does not list as named, with no window', async () => {
+    await withCapture({ model: 'an-alias' }, async (c) => {
+      expect(c.model).toBe('an-alias');
+      expect(c.contextWindow).toBeNull();
+    });
+  });
+
+  it('lets an explicit context window win over the listed one', async () => {
+    await withCapture({ model: 'policy', contextWindow: 8192 }, async (c) => {
+      expect(c.contextWindow).toBe(8192);
+    });
+  });
+
+  it('hands the step that makes the proxy options the resolved model and window', async () => {
+    const seen: { model: string | null; contextWindow: number | null }[] = [];
+    await withCapture(
+      {
+        model: 'policy',
+        proxy: ({ model, contextWindow }) => {
+          seen.push({ model, contextWindow });
+          return { store, defaultSession: 'c-default' };
+        },
+      },
+      async () => undefined,
+    );
+    expect(seen).toEqual([{ model: 'policy', contextWindow: 32_768 }]);
+  });
+
+  describe('an upstream whose model list cannot be read', () => {
+    // Port 9 (discard) refuses the connection: /v1/models fails at once.
+    const dead = { kind: 'vllm', upstream: { baseUrl: 'http://127.0.0.1:9', connectTimeoutMs: 2000 } };
+
+    it('refuses with the caller’s usage error when a model is required and none was named; says why once', async () => {
+      const reasons: string[] = [];
+      await expect(open({ ...dead, noModel: 'pass --model NAME', onModelsError: (err) => reasons.push(err.message) })).rejects.toMatchObject({
+        code: 'POLAR_USAGE',
+        message: 'pass --model NAME',
+      });
+      expect(reasons).toHaveLength(1);
+    });
+
+    it('serves a named model without asking, and stays quiet about the list', async () => {
+      const reasons: string[] = [];
+      await withCapture({ ...dead, model: 'policy', noModel: 'pass --model NAME', onModelsError: (err) => reasons.push(err.message) }, async (c) => {
+        expect(c.model).toBe('policy');
+        expect(c.contextWindow).toBeNull();
+      });
+      expect(reasons).toEqual([]);
+    });
+
+    it('passes each call’s model through where no model is required (polar proxy)', async () => {
+      await withCapture(dead, async (c) => {
+        expect(c.model).toBeNull();
+        expect(c.proxy.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      });
+    });
+  });
+});
