@@ -345,7 +345,11 @@ describe('polar rollout', () => {
         const rollout = store.rollouts.list()[0];
         const samples = rollout ? store.rollouts.samples(rollout.id) : [];
         const ended = samples.filter((s) => s.endedAt !== null);
-        if (ended.length >= 3 && samples.some((s) => s.status === 'running')) {
+        // Killed while a harness runs: a running sample whose session row is already there (a sample
+        // is marked running a moment before its session is made; killed in between, no session is
+        // left to mark interrupted).
+        const midRun = samples.some((s) => s.status === 'running' && s.sessionId !== null && store.sessions.get(s.sessionId)?.status === 'active');
+        if (ended.length >= 3 && midRun) {
           child.kill('SIGKILL');
           before = ended.map((s) => ({ id: s.id, sessionId: s.sessionId, reward: s.reward, endedAt: s.endedAt }));
           break;
