@@ -1,5 +1,5 @@
-import { timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
+import { sameSecret } from '../core/same-secret.js';
 import type { Store } from '../store/store.js';
 import { redactHeaders, redactPath } from '../store/redact.js';
 import { presentedCredentials, type CallerIdentity } from './identity.js';
@@ -41,10 +41,4 @@ export function refusalMessage(reason: RefusalReason, identity: CallerIdentity):
     'unknown-key': 'the API key is not a polar session key',
   };
   return `${named} needs its own polar session key (${reason}: ${why[reason]})`;
-}
-
-export function sameSecret(presented: string, expected: string): boolean {
-  const a = Buffer.from(presented);
-  const b = Buffer.from(expected);
-  return a.length === b.length && timingSafeEqual(a, b);
 }

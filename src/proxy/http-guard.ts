@@ -1,7 +1,7 @@
-import { timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders, IncomingMessage, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { PolarError } from '../core/errors.js';
+import { sameSecret } from '../core/same-secret.js';
 import { hostPolicy, originProblem, type HostPolicy } from './origin.js';
 
 /**
@@ -96,11 +96,7 @@ export function presentedTokens(headers: IncomingHttpHeaders): string[] {
 
 /** Whether any presented credential is `token` (compared in constant time). */
 export function tokenPresented(headers: IncomingHttpHeaders, token: string): boolean {
-  const want = Buffer.from(token);
-  return presentedTokens(headers).some((p) => {
-    const got = Buffer.from(p);
-    return got.length === want.length && timingSafeEqual(got, want);
-  });
+  return presentedTokens(headers).some((p) => sameSecret(p, token));
 }
 
 /** `application/json`, `application/json; charset=utf-8`, `application/x+json` (RFC 6839 §3.1). */

@@ -1,8 +1,8 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import { chmodSync, rmSync } from 'node:fs';
 import net, { type AddressInfo } from 'node:net';
-import { timingSafeEqual } from 'node:crypto';
 import { PolarError } from '../core/errors.js';
+import { sameSecret } from '../core/same-secret.js';
 import { isValidSessionName, newId } from '../core/ids.js';
 import { CODECS } from '../providers/codecs.js';
 import type { ProviderCodec } from '../providers/types.js';
@@ -454,9 +454,7 @@ function newCall(ctx: ProxyContext, req: IncomingMessage, identity: CallerIdenti
 function authorized(req: IncomingMessage, token: string): boolean {
   const presented = (req.headers['x-polar-auth-token'] as string | undefined) ?? apiKey(req.headers) ?? queryKey(req.url);
   if (!presented) return false;
-  const a = Buffer.from(presented);
-  const b = Buffer.from(token);
-  return a.length === b.length && timingSafeEqual(a, b);
+  return sameSecret(presented, token);
 }
 
 function queryKey(url: string | undefined): string | undefined {

@@ -1,7 +1,8 @@
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import { chmodSync, closeSync, existsSync, linkSync, mkdirSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { PolarError } from '../core/errors.js';
+import { sameSecret } from '../core/same-secret.js';
 import { localStateDir } from '../store/postgres/url.js';
 
 /**
@@ -78,9 +79,7 @@ export class SessionKeys {
   }
 
   private valid(session: string, secret: string): boolean {
-    const want = Buffer.from(this.secret(session));
-    const got = Buffer.from(secret);
-    return got.length === want.length && timingSafeEqual(got, want);
+    return sameSecret(secret, this.secret(session));
   }
 
   private secret(session: string): string {
