@@ -101,6 +101,11 @@ describe('host view rules', () => {
     expect(toolchainDirs('/srv/app/node_modules/.bin', '/root')).toEqual(['/srv/app/node_modules']);
     expect(toolchainDirs('/tmp/x/bin', '/root')).toEqual([]);
     expect(toolchainDirs('relative/bin', '/root')).toEqual([]);
+    // A checkout in the home folder (npm test puts its node_modules/.bin on PATH): its node_modules,
+    // never the checkout or another of the home's own folders.
+    expect(toolchainDirs('/home/u/clone/node_modules/.bin', '/home/u')).toEqual(['/home/u/clone/node_modules']);
+    expect(toolchainDirs('/home/u/clone/scripts', '/home/u')).toEqual(['/home/u/clone/scripts']);
+    expect(toolchainDirs('/home/u/projects/tool/bin', '/home/u')).toEqual(['/home/u/projects/tool']);
   });
 
   it('drops folders another one already covers', () => {

@@ -141,7 +141,12 @@ export function toolchainDirs(entry: string, home: string): string[] {
   if (['/tmp', '/var/tmp', '/proc', '/sys', '/dev', '/run', '/etc'].some((x) => p === x || p.startsWith(`${x}/`))) return [];
   const h = path.resolve(home);
   if (p === h || p === '/') return [];
-  if (h !== '/' && p.startsWith(`${h}/`)) {
+  // A checkout's `node_modules/.bin` (npm puts it first on PATH for `npm test`): its node_modules only,
+  // wherever the checkout is — never the checkout itself.
+  if (path.basename(p) === '.bin' && path.basename(path.dirname(p)) === 'node_modules') return [path.dirname(p)];
+  // Under the home folder, toolchains keep a dot-folder of their own (~/.pyenv, ~/.cargo, ~/.nvm);
+  // any other top folder (~/projects, a checkout) holds the user's own files and is never bound whole.
+  if (h !== '/' && p.startsWith(`${h}/`) && p.slice(h.length + 1).startsWith('.')) {
     const parts = p.slice(h.length + 1).split('/');
     // Folders many tools share (gcloud keeps its credentials in ~/.config): the tool's own folder in them.
     if (['.config', '.cache'].includes(parts[0]!) || (parts[0] === '.local' && ['share', 'state'].includes(parts[1]!))) {
@@ -151,7 +156,6 @@ export function toolchainDirs(entry: string, home: string): string[] {
     const top = path.join(h, parts[0]!);
     return parts[0] === '.local' ? [path.join(top, 'bin'), path.join(top, 'lib')] : [top];
   }
-  if (path.basename(p) === '.bin' && path.basename(path.dirname(p)) === 'node_modules') return [path.dirname(p)];
   const prefix = path.dirname(p);
   if ((path.basename(p) === 'bin' || path.basename(p) === 'sbin') && prefix !== '/' && !fs.existsSync(path.join(prefix, '.git'))) return [prefix];
   return [p];
