@@ -145,6 +145,9 @@ async function runProxy(opts: ProxyCommandOptions): Promise<void> {
   const { upstream, proxy, model: servedModel, contextWindow } = capture;
   const store = held.store!;
   const sessionKeys = held.sessionKeys;
+  // Ctrl-C is handled from before the banner: a caller that reads the banner and signals at once
+  // (a script, a test on a busy machine) must not meet the default action, which kills the process.
+  const shutdown = waitForShutdown(proxy, opts.quiet === true);
   if (opts.json) {
     process.stdout.write(
       `${JSON.stringify({ url: proxy.url, baseUrl: proxy.baseUrl(), session, sessionKeys: sessionKeys !== undefined, db: store.label ?? dbPath, upstream: upstream.baseUrl, upstreamKind: upstream.kind, model: servedModel, contextWindow, adminTokenFile: adminFile })}\n`,
@@ -167,7 +170,7 @@ async function runProxy(opts: ProxyCommandOptions): Promise<void> {
   if (!isLoopbackHost(opts.host)) {
     process.stderr.write(chalk.yellow(`warning: listening on ${opts.host}: reachable from other machines; calls must present the auth token\n`));
   }
-  await waitForShutdown(proxy, opts.quiet === true);
+  await shutdown;
   try {
     store.sessions.end(session, 'completed');
   } catch (err) {
