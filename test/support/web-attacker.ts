@@ -39,6 +39,7 @@ export async function startWebAttacker(opts: { host: string; port: number; name?
   let resolveReport!: (seen: Seen[]) => void;
   const report = new Promise<Seen[]>((resolve) => (resolveReport = resolve));
   const sockets = new Set<net.Socket>();
+  let pageServed = false;
   const collector = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -61,7 +62,11 @@ export async function startWebAttacker(opts: { host: string; port: number; name?
       const text = head.toString('latin1', 0, end);
       const [requestLine] = text.split('\r\n');
       const target = requestLine!.split(' ')[1] ?? '/';
-      if (target === '/' || target === '/favicon.ico') {
+      // The page is served once; with a rebinding, every later request (a fetch of `/` included) goes
+      // to the victim, as it would once the name points there. Serving `/` again made the outcome
+      // depend on whether the browser reused a connection already relayed to the victim.
+      if (target === '/favicon.ico' || (target === '/' && !(opts.rebindTo !== undefined && pageServed))) {
+        if (target === '/') pageServed = true;
         socket.off('data', onData);
         respond(socket, target === '/' ? 200 : 404, target === '/' ? page(opts.attempts, reportUrl) : '', 'text/html');
         return;
