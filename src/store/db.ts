@@ -90,27 +90,26 @@ export function migrateTo(db: Db, version: number): void {
 }
 
 export function migrate(db: Db): number {
-  // BEGIN IMMEDIATE takes the write lock first, so two processes opening a new file at once
-  // cannot both run migration 1.
-  const step = db.transaction((index: number) => {
-    const version = db.pragma('user_version', { simple: true }) as number;
-    if (version !== index) return;
-    apply(db, index);
-  });
   let version = db.pragma('user_version', { simple: true }) as number;
   if (version > MIGRATIONS.length) throw newerSchema(db.name, version);
   if (version === MIGRATIONS.length) return version;
   // Rebuilding a table (the only way SQLite changes a constraint) drops the old one, which with
   // foreign keys on would first delete its rows' children; the pragma is a no-op inside a
-  // transaction, so it is switched here, around the steps, and the keys are checked after each.
-  const keys = db.pragma('foreign_keys', { simple: true }) as number;
-  db.pragma('foreign_keys = OFF');
-  try {
-    for (let i = version; i < MIGRATIONS.length; i++) {
-      step.immediate(i);
+  // transaction, so it is switched here, around the upgrade, and the keys are checked after each step.
+  // All steps run in one transaction: BEGIN IMMEDIATE takes the write lock first, so two processes
+  // opening a new file at once cannot both run migration 1, and a reader (polar sessions, or a
+  // rollout's watcher) sees the file at its old version or at the current one, never half-upgraded.
+  const upgrade = db.transaction(() => {
+    for (let i = db.pragma('user_version', { simple: true }) as number; i < MIGRATIONS.length; i++) {
+      apply(db, i);
       const broken = db.pragma('foreign_key_check') as unknown[];
       if (broken.length > 0) throw new PolarError('POLAR_STORE_WRITE', `migration ${i + 1} left ${broken.length} rows with a missing parent`);
     }
+  });
+  const keys = db.pragma('foreign_keys', { simple: true }) as number;
+  db.pragma('foreign_keys = OFF');
+  try {
+    upgrade.immediate();
   } finally {
     db.pragma(`foreign_keys = ${keys ? 'ON' : 'OFF'}`);
   }

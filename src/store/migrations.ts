@@ -4,10 +4,10 @@ import { storeAsDeltas } from './migrate-deltas.js';
 
 /**
  * Numbered schema migrations. `PRAGMA user_version` holds the number of the last one applied;
- * each runs in its own transaction. Append only: never edit a migration that has shipped.
+ * an upgrade runs them all in one transaction (db.ts migrate). Append only: never edit a migration that has shipped.
  * Times are milliseconds since the Unix epoch (UTC).
  */
-/** A step: SQL, or a function for what SQL cannot do (it runs inside the step's transaction). */
+/** A step: SQL, or a function for what SQL cannot do (it runs inside the upgrade's transaction). */
 export type Migration = string | ((db: Db) => void);
 
 export const MIGRATIONS: readonly Migration[] = [

@@ -22,15 +22,19 @@ afterEach(() => {
 });
 
 /**
- * A real zombie: a shell starts `sleep`, kills it, prints its pid and execs into a `sleep` of its
- * own, which never waits, so the killed child stays unreaped (state Z) while its parent lives.
- * (Node reaps its own children, so the zombie must belong to another process.)
+ * A real zombie: a shell starts `sleep` in the background, prints its pid and execs into a `sleep`
+ * of its own, which never waits. Once the parent is that `sleep`, the test kills the child: it stays
+ * unreaped (state Z) while its parent lives. Killing it only after the exec matters: a shell that
+ * still runs may reap it. (Node reaps its own children, so the zombie must belong to another process.)
  */
 async function zombie(): Promise<number> {
-  const parent = spawn('sh', ['-c', 'sleep 600 & c=$!; kill -9 $c; echo $c; exec sleep 600'], { stdio: ['ignore', 'pipe', 'ignore'] });
+  const parent = spawn('sh', ['-c', 'sleep 600 & echo $!; exec sleep 600'], { stdio: ['ignore', 'pipe', 'ignore'] });
   parents.push(parent.pid!);
   const line = await new Promise<string>((resolve) => parent.stdout!.once('data', (d: Buffer) => resolve(d.toString().trim())));
   const pid = Number(line);
+  parents.push(pid);
+  while (fs.readFileSync(`/proc/${parent.pid}/comm`, 'utf8').trim() !== 'sleep') await new Promise((r) => setTimeout(r, 10));
+  process.kill(pid, 'SIGKILL');
   // SIGKILL is delivered asynchronously: wait until the child is a zombie.
   while (stat(pid).state !== 'Z') await new Promise((r) => setTimeout(r, 10));
   return pid;

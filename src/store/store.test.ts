@@ -207,6 +207,19 @@ describe('owners and reconciliation (issue 10)', () => {
     expect(again.reconciled.owners).toBe(0);
   });
 
+  it('an upgrade is all or nothing: a step that fails leaves the file at the version it had, not between', () => {
+    const file = tempDb();
+    const db = new Database(file);
+    migrateTo(db, MIGRATIONS.length - 2);
+    // The last migration creates this table: its step fails after the one before it has run.
+    db.exec('CREATE TABLE audit (x)');
+    db.close();
+    expect(() => open(file)).toThrow(/audit already exists/);
+    const after = new Database(file, { readonly: true });
+    expect(after.pragma('user_version', { simple: true })).toBe(MIGRATIONS.length - 2);
+    after.close();
+  });
+
   it('upgrading a database from before owners interrupts only leftovers over an hour old', () => {
     const file = tempDb();
     const db = new Database(file);

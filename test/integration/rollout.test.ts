@@ -328,35 +328,40 @@ describe('polar rollout', () => {
     const db = path.join(dir, 'crash.db');
     const child = spawn(process.execPath, [...rolloutArgs(tasks, db, ['--samples', '4', '--concurrency', '2']).slice(0)], { stdio: 'ignore' });
     const exited = new Promise((resolve) => child.once('exit', resolve));
-    // Wait until some samples have ended, then kill it mid-flight.
+    // Wait until some samples have ended, then kill it mid-flight (and if the wait fails, still kill
+    // it, so it does not write into the folder afterAll removes).
     let before: { id: string; sessionId: string | null; reward: number | null; endedAt: number | null }[] = [];
-    for (let i = 0; i < 300; i++) {
-      await new Promise((r) => setTimeout(r, 100));
-      if (!fs.existsSync(db)) continue;
-      // The rollout creates the file before its schema: until then it is not a polar database yet.
-      let store: Store;
-      try {
-        store = open(db);
-      } catch (err) {
-        if (/not a polar database yet/.test(String(err))) continue;
-        throw err;
-      }
-      try {
-        const rollout = store.rollouts.list()[0];
-        const samples = rollout ? store.rollouts.samples(rollout.id) : [];
-        const ended = samples.filter((s) => s.endedAt !== null);
-        // Killed while a harness runs: a running sample whose session row is already there (a sample
-        // is marked running a moment before its session is made; killed in between, no session is
-        // left to mark interrupted).
-        const midRun = samples.some((s) => s.status === 'running' && s.sessionId !== null && store.sessions.get(s.sessionId)?.status === 'active');
-        if (ended.length >= 3 && midRun) {
-          child.kill('SIGKILL');
-          before = ended.map((s) => ({ id: s.id, sessionId: s.sessionId, reward: s.reward, endedAt: s.endedAt }));
-          break;
+    try {
+      for (let i = 0; i < 300; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        if (!fs.existsSync(db)) continue;
+        // The rollout creates the file before its schema: until then it is not a polar database yet.
+        let store: Store;
+        try {
+          store = open(db);
+        } catch (err) {
+          if (/not a polar database yet/.test(String(err))) continue;
+          throw err;
         }
-      } finally {
-        store.close();
+        try {
+          const rollout = store.rollouts.list()[0];
+          const samples = rollout ? store.rollouts.samples(rollout.id) : [];
+          const ended = samples.filter((s) => s.endedAt !== null);
+          // Killed while a harness runs: a running sample whose session row is already there (a sample
+          // is marked running a moment before its session is made; killed in between, no session is
+          // left to mark interrupted).
+          const midRun = samples.some((s) => s.status === 'running' && s.sessionId !== null && store.sessions.get(s.sessionId)?.status === 'active');
+          if (ended.length >= 3 && midRun) {
+            child.kill('SIGKILL');
+            before = ended.map((s) => ({ id: s.id, sessionId: s.sessionId, reward: s.reward, endedAt: s.endedAt }));
+            break;
+          }
+        } finally {
+          store.close();
+        }
       }
+    } finally {
+      child.kill('SIGKILL');
     }
     await exited;
     expect(before.length).toBeGreaterThanOrEqual(3);
