@@ -17,7 +17,7 @@ import type { RolloutTask } from './task-file.js';
 import { evaluatorSandbox, harnessNetwork, setupSandbox, verifierNetwork } from './sandboxing.js';
 import { agentMounts, isBuiltinAgent, runBuiltinAgent } from './harbor/trial.js';
 import type { SampleContainer } from './harbor/container.js';
-import { openTaskContainer, runContainerAgent } from './harbor/container-trial.js';
+import { containerStartingState, copyWorkdirOut, openTaskContainer, runContainerAgent } from './harbor/container-trial.js';
 import { nodePrefix } from './harbor/container.js';
 import { localStateDir } from '../store/postgres/url.js';
 import { captureDiff, prepareWorkspace, removeWorkspace, StageError, workspaceDir, type PreparedWorkspace } from './workspace.js';
@@ -89,8 +89,12 @@ export async function initStage(ctx: StageContext, sample: SampleRow): Promise<P
   const startedAt = Date.now();
   const deadline = startedAt + (task.timeout ?? ctx.config.timeoutSec) * 1000;
   const dir = workspaceDir(ctx.config.outDir, task.id, sample.sampleIndex, attempt);
+  let container: SampleContainer | null = null;
   try {
     const boxed = ctx.sandbox.kind !== 'none';
+    // A container sample's starting state is its image's WORKDIR, copied out for the baseline.
+    container = await sampleContainer(ctx, task, sample, sessionId);
+    const fromContainer = container;
     const workspace = await prepareWorkspace(
       task,
       dir,
@@ -98,13 +102,14 @@ export async function initStage(ctx: StageContext, sample: SampleRow): Promise<P
       toolEnv(),
       boxed ? setupSandbox(ctx.sandbox, task) : undefined,
       boxed ? evaluatorSandbox(ctx.sandbox, null) : undefined,
+      fromContainer ? (dest) => containerStartingState(fromContainer, dest) : undefined,
     );
-    const container = await sampleContainer(ctx, task, sample, sessionId);
     const timing = { init_ms: Date.now() - startedAt };
     await ctx.ledger.stage(sample.id, 'ready', timing);
     ctx.emit({ type: 'stage', sampleId: sample.id, taskId: sample.taskId, stage: 'ready' });
     return { sample, task, sessionId, workspace, deadline, startedAt, timing, ...(container ? { container } : {}) };
   } catch (err) {
+    await container?.remove();
     await removeWorkspace(dir);
     await finish(ctx, sample, stageFailure(err, 'init', startedAt));
     return null;
@@ -187,8 +192,9 @@ export async function postStage(ctx: StageContext, r: Ran): Promise<void> {
   let diff: string | null = null;
   try {
     const noNetwork = ctx.sandbox.kind === 'none' ? null : evaluatorSandbox(ctx.sandbox, null);
-    // In a container the agent's edits are in the container's WORKDIR, not the host workspace: no diff.
-    diff = r.container ? null : await captureDiff(r.workspace, toolEnv(), noNetwork ?? undefined);
+    // In a container the agent's edits are in the container's WORKDIR: copied out over the baseline first.
+    if (r.container) await copyWorkdirOut(r.container, r.workspace.dir);
+    diff = await captureDiff(r.workspace, toolEnv(), noNetwork ?? undefined);
     const evaluation = await evaluate({
       task: r.task,
       workspace: r.workspace,

@@ -67,6 +67,8 @@ export async function prepareWorkspace(
   env: Record<string, string>,
   sandbox?: OpenSandbox,
   gitSandbox?: OpenSandbox,
+  /** Fills `dest` instead of the task's own starting state (a container sample: its WORKDIR copied out). */
+  fill?: (dest: string) => Promise<void>,
 ): Promise<PreparedWorkspace> {
   const left = () => {
     const ms = deadline - Date.now();
@@ -75,7 +77,9 @@ export async function prepareWorkspace(
   };
   await fs.mkdir(path.dirname(dest), { recursive: true });
   const ws = task.workspace;
-  if (task.harbor) {
+  if (fill) {
+    await fill(dest);
+  } else if (task.harbor) {
     await buildStartingState(task.harbor, dest);
   } else if ('dir' in ws) {
     await fs.cp(ws.dir, dest, { recursive: true, verbatimSymlinks: true });

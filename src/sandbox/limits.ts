@@ -143,11 +143,15 @@ export function createGroup(limits: SandboxLimits, cg: CgroupSupport | null = cg
   };
 }
 
+/** `ulimit -f` for a cap in bytes (POSIX counts 512-byte blocks; soft and hard both). */
+export function fileSizeUlimit(bytes: number): string {
+  return `ulimit -f ${Math.max(1, Math.floor(bytes / 512))}`;
+}
+
 /** The `sh` line that enters the group and sets the rlimits, then becomes `"$@"`. */
 export function enterScript(procsFiles: readonly string[], limits: SandboxLimits, cpuByRlimit: boolean): string {
   const parts = procsFiles.map((f) => `echo $$ > ${shellWord(f)}`);
-  // POSIX `ulimit -f` counts 512-byte blocks.
-  if (limits.maxFileSizeBytes > 0) parts.push(`ulimit -f ${Math.max(1, Math.floor(limits.maxFileSizeBytes / 512))}`);
+  if (limits.maxFileSizeBytes > 0) parts.push(fileSizeUlimit(limits.maxFileSizeBytes));
   if (cpuByRlimit && limits.maxCpuSeconds > 0) parts.push(`ulimit -t ${limits.maxCpuSeconds}`);
   parts.push('exec "$@"');
   return parts.join(' && ');

@@ -4,16 +4,24 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startMockServer } from '../../src/mock-server/server.js';
+import { mockTasksFrom } from '../../src/mock-server/tasks.js';
 import { workingEngines } from '../../src/rollout/harbor/environment.js';
+import { loadTasks } from '../../src/rollout/load-tasks.js';
 import { bwrapProblem, findBwrap } from '../../src/sandbox/index.js';
-import { BIN } from './support.js';
+import { Store } from '../../src/store/store.js';
+import { BIN, expectSessionCapturedExactly } from './support.js';
 
 /**
  * A Harbor task in its own image (`--environment docker|podman`, issue 26). Skipped, saying why,
- * where no engine answers `info` (the machines this was written on: docker without a daemon, podman
- * without usable cgroups), so this has not run there. The task's Dockerfile has a RUN step the host
- * environment could not reproduce: the oracle's answer comes from it, so a reward of 1 means the
- * task's own image ran. tests/ must not exist while the agent runs.
+ * where no engine answers `info`. On Debian machines like CI's, podman runs once configured
+ * (runc, cgroupfs, rlimits it may set: .ci/run does it) with a `debian:12-slim` made offline by
+ * debootstrap; the image is `FROM` that. The task's Dockerfile has a RUN step the host environment
+ * could not reproduce: the answer comes from it, so a reward of 1 means the task's own image ran.
+ * The agent's right answer checks first that /tests and /solution are absent, so a run that could see
+ * them earns nothing. Claude Code and Codex run inside the container against the mock model (their
+ * Node and CLI mounted read-only, the proxy through the bridge, no network) and every call is
+ * captured exactly.
  */
 const run = promisify(execFile);
 const engine = workingEngines()[0] ?? null;
@@ -52,10 +60,23 @@ function writeTask(ds: string): void {
   for (const d of ['environment', 'tests', 'solution']) fs.mkdirSync(path.join(task, d), { recursive: true });
   fs.writeFileSync(
     path.join(task, 'task.toml'),
-    'version = "1.0"\n[verifier]\ntimeout_sec = 60.0\n[agent]\ntimeout_sec = 120.0\n[environment]\nallow_internet = false\ncpus = 1\n',
+    [
+      'version = "1.0"',
+      '[metadata.mock]',
+      'correct = ["test ! -e /tests && test ! -e /solution && cat /built.txt > answer.txt"]',
+      'wrong = ["echo nope > answer.txt"]',
+      '[verifier]',
+      'timeout_sec = 60.0',
+      '[agent]',
+      'timeout_sec = 120.0',
+      '[environment]',
+      'allow_internet = false',
+      'cpus = 1',
+      '',
+    ].join('\n'),
   );
   fs.writeFileSync(path.join(task, 'instruction.md'), 'Write the contents of /built.txt to /app/answer.txt.\n');
-  fs.writeFileSync(path.join(task, 'environment', 'Dockerfile'), 'FROM debian:12-slim\nRUN echo built-in-image > /built.txt\nWORKDIR /app\nCOPY start.txt .\n');
+  fs.writeFileSync(path.join(task, 'environment', 'Dockerfile'), 'FROM debian:12-slim\nRUN echo built-in-image > /built.txt\nWORKDIR /app\nCOPY start.txt .\nRUN echo from-a-run-step > generated.txt\n');
   fs.writeFileSync(path.join(task, 'environment', 'start.txt'), 'start\n');
   fs.writeFileSync(path.join(task, 'solution', 'solve.sh'), 'if [ -e /tests ]; then echo seen > /app/tests-seen; fi\ncat /built.txt > /app/answer.txt\n');
   fs.writeFileSync(
@@ -87,4 +108,49 @@ describe.skipIf(skip !== null)(`Harbor tasks in their own image${skip ? ` (skipp
     const left = await run(engine!, ['ps', '-aq', '--filter', 'name=polar-']);
     expect(left.stdout.trim()).toBe('');
   }, 300_000);
+
+  for (const harness of ['claude-code', 'codex']) {
+    it(`${harness} works inside the task's container against the mock model: a right and a wrong run, every call captured exactly`, async () => {
+      const ds = path.join(dir, 'ds');
+      if (!fs.existsSync(ds)) writeTask(ds);
+      const mock = await startMockServer({ tasks: mockTasksFrom(loadTasks(ds)), seed: 1 });
+      try {
+        const db = path.join(dir, `${harness}.db`);
+        const r = await polar([
+          'rollout',
+          '--tasks',
+          ds,
+          '--harness',
+          harness,
+          '--upstream',
+          mock.url,
+          '--samples',
+          '2',
+          '--environment',
+          engine!,
+          '--db',
+          db,
+          '--json',
+        ]);
+        expect(r.code, r.stderr).toBe(0);
+        const summary = JSON.parse(r.stdout);
+        expect(summary.outcomes.completed, r.stderr).toBe(2);
+        expect([...summary.groups[0].rewards].sort()).toEqual([0, 1]);
+        const store = Store.open(db, { readonly: true });
+        const samples = store.rollouts.samples(summary.rolloutId);
+        const sessions = samples.map((s) => s.sessionId!);
+        store.close();
+        // The diff is the agent's work in the container's WORKDIR: the image's own files (COPY and
+        // RUN) are the baseline, not changes.
+        const right = samples.find((s) => s.reward === 1)!;
+        const wrong = samples.find((s) => s.reward === 0)!;
+        expect(right.diff).toMatch(/\+\+\+ b\/answer\.txt[\s\S]*\n\+built-in-image\n/);
+        expect(wrong.diff).toMatch(/\+\+\+ b\/answer\.txt[\s\S]*\n\+nope\n/);
+        for (const s of samples) expect(s.diff).not.toMatch(/start\.txt|generated\.txt|\.claude|\.codex/);
+        for (const session of sessions) expect(expectSessionCapturedExactly(db, session, mock)).toBeGreaterThan(0);
+      } finally {
+        await mock.close();
+      }
+    }, 300_000);
+  }
 });

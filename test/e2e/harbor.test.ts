@@ -15,9 +15,9 @@ import { gymRows } from '../../src/train/gym-wiring.js';
 import { BIN, expectSessionCapturedExactly } from './support.js';
 
 /**
- * Harbor task folders end to end (issue 26), on the host environment (no container engine works on
- * the machines this runs on: docker is at most a client there, so the container path is not
- * exercised here). Claude Code and Codex against the mock model on fixtures/harbor: rewards come from each
+ * Harbor task folders end to end (issue 26), on the host environment (`--environment host`: the
+ * fixtures' base images cannot be pulled offline; the container path is test/e2e/harbor-container.test.ts).
+ * Claude Code and Codex against the mock model on fixtures/harbor: rewards come from each
  * task's tests/test.sh, named rewards are kept. An agent that looks for the tests and the solution
  * finds neither, and the reward it plants does not count. `polar tasks check` flags the fixture
  * whose oracle is wrong on purpose.
@@ -56,7 +56,22 @@ describe.skipIf(noSandbox !== null)(`Harbor tasks on the host environment${noSan
 
     beforeAll(async () => {
       mock = await startMockServer({ tasks: mockTasksFrom(tasks), seed: 3 });
-      const r = await polar(['rollout', '--tasks', FIXTURES, '--harness', 'claude-code', '--upstream', mock.url, '--samples', '2', '--db', db(), '--json']);
+      const r = await polar([
+        'rollout',
+        '--environment',
+        'host',
+        '--tasks',
+        FIXTURES,
+        '--harness',
+        'claude-code',
+        '--upstream',
+        mock.url,
+        '--samples',
+        '2',
+        '--db',
+        db(),
+        '--json',
+      ]);
       stderr = r.stderr;
       summary = JSON.parse(r.stdout);
     }, 300_000);
@@ -128,7 +143,22 @@ describe.skipIf(noSandbox !== null)(`Harbor tasks on the host environment${noSan
     const mock = await startMockServer({ tasks: mockTasksFrom(tasks), seed: 5 });
     try {
       const db = path.join(dir, 'codex.db');
-      const r = await polar(['rollout', '--tasks', FIXTURES, '--harness', 'codex', '--upstream', mock.url, '--samples', '2', '--db', db, '--json']);
+      const r = await polar([
+        'rollout',
+        '--environment',
+        'host',
+        '--tasks',
+        FIXTURES,
+        '--harness',
+        'codex',
+        '--upstream',
+        mock.url,
+        '--samples',
+        '2',
+        '--db',
+        db,
+        '--json',
+      ]);
       const summary = JSON.parse(r.stdout) as {
         status: string;
         rolloutId: string;
@@ -238,6 +268,8 @@ describe.skipIf(noSandbox !== null)(`Harbor tasks on the host environment${noSan
       const db = path.join(dir, 'probe.db');
       const r = await polar([
         'rollout',
+        '--environment',
+        'host',
         '--tasks',
         ds,
         '--harness',
@@ -297,14 +329,41 @@ describe.skipIf(noSandbox !== null)(`Harbor tasks on the host environment${noSan
     fs.writeFileSync(path.join(task, 'task.toml'), 'version = "1.0"\n');
     fs.writeFileSync(path.join(task, 'instruction.md'), 'nothing to do\n');
     fs.writeFileSync(path.join(task, 'tests', 'test.sh'), 'echo 0 > /logs/verifier/reward.txt\n');
-    const r = await polar(['rollout', '--tasks', path.dirname(task), '--harness', 'nop', '--samples', '1', '--db', path.join(dir, 'filter.db'), '--json']);
+    const r = await polar([
+      'rollout',
+      '--environment',
+      'host',
+      '--tasks',
+      path.dirname(task),
+      '--harness',
+      'nop',
+      '--samples',
+      '1',
+      '--db',
+      path.join(dir, 'filter.db'),
+      '--json',
+    ]);
     expect(JSON.parse(r.stdout).outcomes.completed, r.stderr).toBe(1);
     expect(fs.existsSync(marker)).toBe(false);
   });
 
   it('usage errors before anything starts: Harbor tasks without the sandbox, a container engine that does not work here', async () => {
     const db = path.join(dir, 'usage.db');
-    const none = await polar(['rollout', '--tasks', FIXTURES, '--harness', 'oracle', '--samples', '1', '--sandbox', 'none', '--db', db]);
+    const none = await polar([
+      'rollout',
+      '--environment',
+      'host',
+      '--tasks',
+      FIXTURES,
+      '--harness',
+      'oracle',
+      '--samples',
+      '1',
+      '--sandbox',
+      'none',
+      '--db',
+      db,
+    ]);
     expect(none.code).toBe(2);
     expect(none.stderr).toMatch(/Harbor tasks run in the sandbox/);
     // Where docker works the rollout runs in it (test/e2e/harbor-container.test.ts): nothing to refuse.
@@ -316,7 +375,7 @@ describe.skipIf(noSandbox !== null)(`Harbor tasks on the host environment${noSan
   });
 
   it('polar tasks check flags the fixture whose oracle is wrong, with the verifier output, and passes the rest', async () => {
-    const r = await polar(['tasks', 'check', FIXTURES, '--json']);
+    const r = await polar(['tasks', 'check', FIXTURES, '--environment', 'host', '--json']);
     expect(r.code, r.stderr).toBe(1);
     const out = JSON.parse(r.stdout) as {
       ok: boolean;

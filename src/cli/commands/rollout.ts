@@ -9,7 +9,7 @@ import type { RolloutConfig, RolloutSummary } from '../../rollout/config.js';
 import { runRollout, summarize, type RolloutRun } from '../../rollout/run-rollout.js';
 import { loadTasks } from '../../rollout/load-tasks.js';
 import { BUILTIN_AGENTS, harborPreflight, isBuiltinAgent } from '../../rollout/harbor/trial.js';
-import { chooseEnvironment, HARBOR_ENVIRONMENTS, type HarborEnvironment } from '../../rollout/harbor/environment.js';
+import { chooseEnvironment, environmentNotice, HARBOR_ENVIRONMENTS, type HarborEnvironment } from '../../rollout/harbor/environment.js';
 import { SAMPLE_OUTCOMES } from '../../store/rollouts.js';
 import { defaultDbPath } from '../../store/store.js';
 import { displayDb, isPostgresUrl, redactUrl } from '../../store/postgres/url.js';
@@ -91,7 +91,7 @@ export function registerRollout(program: Command): void {
     .addOption(
       new Option(
         '--environment <env>',
-        "where Harbor tasks' trials run: host (polar's sandbox gives the container's paths; the default) or a container engine",
+        "where Harbor tasks' trials run: a container engine (the task's own image; the default where one works) or host (polar's sandbox gives the container's paths; the default otherwise)",
       ).choices([...HARBOR_ENVIRONMENTS]),
     )
     .option('--json', 'print the summary as JSON')
@@ -138,7 +138,7 @@ a folder of them. On the host environment the workspace is the Dockerfile's COPY
 WORKDIR (/app) with /logs beside it; RUN steps and the base image are not reproduced (listed once per
 task); tests/ appears at /tests only for the verifier, after the agent; reward.txt / reward.json give
 the reward (named rewards kept). --harness oracle / nop run solution/solve.sh / nothing, no model.
---environment docker|podman (where \`<engine> info\` works): environment/ is built once per content
+--environment docker|podman (the default where \`<engine> info\` works): environment/ is built once per content
 (polar-harbor/<task>:<hash>), each sample runs in its own container of it (the harness's Node and
 CLI mounted read-only, the proxy through a bridge, --network none unless task.toml allows the
 internet, the --max-* caps as the engine's), tests/ copied in after the agent; no diff is recorded.
@@ -169,6 +169,8 @@ async function rolloutCommand(opts: RolloutOptions): Promise<void> {
   if (!opts.json && 'config' in base) {
     for (const line of sandboxNotices(sandboxSettings(base.config, '')))
       if (opts.sandbox || !line.startsWith('sandbox none')) process.stderr.write(chalk.yellow(`notice: ${line}\n`));
+    const chosen = environmentNotice(opts.environment, base.config.environment ?? 'host');
+    if (chosen) process.stderr.write(chalk.yellow(`notice: ${chosen}\n`));
     const host = base.tasks.filter((t) => t.network === 'host').map((t) => t.id);
     if (host.length > 0 && sandbox === 'bwrap' && base.config.network !== 'host') {
       process.stderr.write(

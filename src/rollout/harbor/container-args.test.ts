@@ -101,7 +101,8 @@ describe('engine argv', () => {
     expect(flagValue('--network')).toBe('none');
     expect(flagValue('--pids-limit')).toBe('512');
     expect(flagValue('--memory')).toBe(`${2 * 1024 ** 3}b`);
-    expect(flagValue('--ulimit')).toBe(`fsize=${1024 ** 2}:${1024 ** 2}`);
+    // The file size cap is set per exec (an engine's --ulimit replaces its configured defaults).
+    expect(args).not.toContain('--ulimit');
     expect(flagValue('--cpus')).toBe('2');
     expect(args.filter((_, i) => args[i - 1] === '-v')).toEqual(['/opt/node:/opt/node:ro', '/tmp/px/proxy.sock:/run/polar/proxy.sock']);
     expect(args.slice(-3)).toEqual(['polar-harbor/t:1', 'sleep', 'infinity']);
@@ -139,5 +140,10 @@ describe('engine argv', () => {
       'cli.js',
     ]);
     expect(execArgs({ name: 'p', workdir: '/w', envNames: [], interactive: true }, ['sh'])).toEqual(['exec', '-i', '-w', '/w', 'p', 'sh']);
+  });
+
+  it('starts each command under the file size cap, in 512-byte blocks, with its argv untouched', () => {
+    const args = execArgs({ name: 'p', workdir: '/w', envNames: [], interactive: false, maxFileSizeBytes: 1024 ** 2 }, ['bash', '-c', 'echo "$1"', 'x y']);
+    expect(args).toEqual(['exec', '-w', '/w', 'p', 'sh', '-c', 'ulimit -f 2048 && exec "$@"', 'sh', 'bash', '-c', 'echo "$1"', 'x y']);
   });
 });

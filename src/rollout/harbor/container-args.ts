@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { PolarError } from '../../core/errors.js';
-import type { SandboxLimits } from '../../sandbox/index.js';
+import { fileSizeUlimit, type SandboxLimits } from '../../sandbox/index.js';
 
 /**
  * The argv polar hands a container engine (`docker` or `podman`; their CLIs agree on every flag
@@ -84,7 +84,10 @@ export interface RunSpec {
 /**
  * The long-lived container of one sample: every stage runs in it with `exec`. `sleep infinity`
  * keeps it up (as Harbor's own compose file does); `--rm` removes it once stopped; `--init` reaps
- * what the agent leaves behind. The flags' caps become the engine's: pids, memory, file size.
+ * what the agent leaves behind. The flags' caps become the engine's: pids, memory. The file size cap
+ * is set by each `exec` (execArgs): an engine's `--ulimit` replaces its configured default rlimits,
+ * and where the engine may not raise those (podman in a container without CAP_SYS_RESOURCE, whose
+ * configured nofile/nproc are what lets it start at all) one `--ulimit fsize` made every run fail.
  */
 export function runArgs(spec: RunSpec): string[] {
   const args = ['run', '-d', '--rm', '--init', '--name', spec.name, '--workdir', spec.workdir];
@@ -93,8 +96,6 @@ export function runArgs(spec: RunSpec): string[] {
   const l = spec.limits;
   if (l.maxProcs > 0) args.push('--pids-limit', String(l.maxProcs));
   if (l.maxMemoryBytes > 0) args.push('--memory', `${l.maxMemoryBytes}b`);
-  // RLIMIT_FSIZE is in bytes; the engine passes soft:hard to setrlimit as they are.
-  if (l.maxFileSizeBytes > 0) args.push('--ulimit', `fsize=${l.maxFileSizeBytes}:${l.maxFileSizeBytes}`);
   if (spec.cpus !== null && spec.cpus > 0) args.push('--cpus', String(spec.cpus));
   for (const m of spec.mounts) args.push('-v', volume(m));
   args.push(spec.image, 'sleep', 'infinity');
@@ -120,6 +121,11 @@ export interface ExecSpec {
   envNames: readonly string[];
   /** Keep stdin open (a harness that reads its prompt from it). */
   interactive: boolean;
+  /**
+   * The file size cap: the command starts under `sh -c 'ulimit -f N && exec "$@"'` (soft and hard;
+   * the container has no CAP_SYS_RESOURCE to raise it again). Absent or 0: no cap.
+   */
+  maxFileSizeBytes?: number;
 }
 
 export function execArgs(spec: ExecSpec, argv: readonly string[]): string[] {
@@ -127,7 +133,10 @@ export function execArgs(spec: ExecSpec, argv: readonly string[]): string[] {
   if (spec.interactive) args.push('-i');
   args.push('-w', spec.workdir);
   for (const k of spec.envNames) args.push('-e', k);
-  args.push(spec.name, ...argv);
+  args.push(spec.name);
+  const size = spec.maxFileSizeBytes ?? 0;
+  if (size > 0) args.push('sh', '-c', `${fileSizeUlimit(size)} && exec "$@"`, 'sh');
+  args.push(...argv);
   return args;
 }
 

@@ -55,6 +55,38 @@ export async function openTaskContainer(opts: {
   return container;
 }
 
+/**
+ * The container's WORKDIR as a host folder: at INIT the workspace's starting state (the image's
+ * WORKDIR, its RUN steps' files included, so they are not counted as the agent's), at POSTRUN its
+ * end state, so the sample's diff is the agent's changes as on the host. polar's `.git` (the
+ * baseline) stays; one the container holds (the agent's to change) is not copied over it.
+ */
+export async function copyWorkdirOut(container: SampleContainer, dest: string): Promise<void> {
+  const out = `${dest}-out`;
+  await fs.rm(out, { recursive: true, force: true });
+  try {
+    await container.copyOut(container.workdir, out);
+    await fs.mkdir(dest, { recursive: true });
+    for (const name of await fs.readdir(dest)) if (name !== '.git') await fs.rm(path.join(dest, name), { recursive: true, force: true });
+    const hasGit = await fs.stat(path.join(dest, '.git')).then(
+      () => true,
+      () => false,
+    );
+    for (const name of await fs.readdir(out)) {
+      if (name === '.git' && hasGit) continue;
+      await fs.rename(path.join(out, name), path.join(dest, name));
+    }
+  } finally {
+    await fs.rm(out, { recursive: true, force: true });
+  }
+}
+
+/** A container sample's workspace at INIT: its WORKDIR, and the /logs folder beside it as on the host. */
+export async function containerStartingState(container: SampleContainer, dest: string): Promise<void> {
+  await copyWorkdirOut(container, dest);
+  for (const d of ['agent', 'verifier']) await fs.mkdir(path.join(logsDir(dest), d), { recursive: true });
+}
+
 /** The oracle in the container: solution/ copied to /solution, solve.sh under the agent's timeout. */
 export async function runContainerAgent(
   agent: BuiltinAgent,

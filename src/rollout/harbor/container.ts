@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import type { HarnessCommand } from '../../harness/types.js';
 import { bridged } from '../../sandbox/bridge.js';
 import { PROXY_SOCKET_INSIDE } from '../../sandbox/args.js';
-import type { Jail, SandboxLimits } from '../../sandbox/index.js';
+import { type Jail, rlimitReason, type SandboxLimits } from '../../sandbox/index.js';
 import { StageError } from '../workspace.js';
 import {
   buildArgs,
@@ -25,8 +25,8 @@ import type { HarborTrial } from './types.js';
 
 /**
  * A Harbor task's trial in its own image, through a container engine's CLI (argv from
- * container-args.ts). Never exercised on the machine it was written on (no working engine there):
- * tests/container.test.ts skips with the reason where `<engine> info` fails.
+ * container-args.ts). test/e2e/harbor-container.test.ts runs it where `<engine> info` works and
+ * skips with the reason elsewhere.
  */
 
 export interface EngineResult {
@@ -156,19 +156,24 @@ export async function startSampleContainer(spec: SampleContainerSpec): Promise<S
     engine,
     runArgs({ name, image: spec.image, workdir, network: spec.internet ? 'default' : 'none', mounts, limits: spec.limits, cpus: spec.cpus }),
   );
-  if (started.code !== 0) throw new StageError('init', `${engine} run ${spec.image} failed (exit ${started.code}): ${started.stderr.trim()}`);
+  if (started.code !== 0)
+    throw new StageError(
+      'init',
+      `${engine} run ${spec.image} failed (exit ${started.code}): ${started.stderr.trim()}. \`${engine} info\` works here but it cannot start this container: fix the engine (\`${engine} run --rm ${spec.image} true\` shows the same), or pass --environment host`,
+    );
   const fail = (what: string, r: EngineResult) => new StageError('post', `${engine} ${what} failed (exit ${r.code}): ${r.stderr.trim()}`);
   // The variables reach the engine's own environment and pass in by name: never on a command line.
   const clientEnv = (env: Record<string, string>): NodeJS.ProcessEnv => ({ ...process.env, ...env });
   // A task's own commands keep the image's PATH and HOME; the harness gets the host's (its Node, its
   // private home, both mounted at their own paths).
   const inside = (env: Record<string, string>) => Object.keys(env).filter((k) => k !== 'PATH' && k !== 'HOME');
+  const maxFileSizeBytes = spec.limits.maxFileSizeBytes;
   return {
     engine,
     name,
     workdir,
     shell(command, env, timeoutMs) {
-      return runEngine(engine, execArgs({ name, workdir, envNames: inside(env), interactive: false }, ['bash', '-c', command]), {
+      return runEngine(engine, execArgs({ name, workdir, envNames: inside(env), interactive: false, maxFileSizeBytes }, ['bash', '-c', command]), {
         env: clientEnv(env),
         timeoutMs,
       });
@@ -183,12 +188,17 @@ export async function startSampleContainer(spec: SampleContainerSpec): Promise<S
               : [cmd.file, ...cmd.args];
           return {
             file: engine,
-            args: execArgs({ name, workdir, envNames: Object.keys(cmd.env), interactive: false }, argv),
+            args: execArgs({ name, workdir, envNames: Object.keys(cmd.env), interactive: false, maxFileSizeBytes }, argv),
             env: clientEnv(cmd.env) as Record<string, string>,
           };
         },
         // The engine enforces the caps; an OOM kill or SIGXFSZ shows in the exit status.
-        close: async (exit) => (exit?.exitCode === 137 ? 'killed (exit 137: the memory limit, or the container was stopped)' : null),
+        close: async (exit) =>
+          exit?.exitCode === 137
+            ? 'killed (exit 137: the memory limit, or the container was stopped)'
+            : exit
+              ? rlimitReason(exit.exitCode, exit.signal, spec.limits)
+              : null,
       };
     },
     async copyIn(hostDir, dest) {

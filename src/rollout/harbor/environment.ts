@@ -25,12 +25,14 @@ function engineAnswers(bin: string): boolean {
 }
 
 /**
- * The environment a run uses: the one asked for, or `host`. Asking for an engine that does not work
- * here is a usage error that says so.
+ * The environment a run uses: the one asked for; unasked, the first engine that works here (the
+ * task's own image, as Harbor runs it), else `host`. Asking for an engine that does not work here is
+ * a usage error that says so.
  */
 export function chooseEnvironment(asked: HarborEnvironment | undefined, engines: () => ('docker' | 'podman')[] = workingEngines): HarborEnvironment {
-  if (asked === undefined || asked === 'host') return 'host';
+  if (asked === 'host') return 'host';
   const found = engines();
+  if (asked === undefined) return found[0] ?? 'host';
   if (!found.includes(asked)) {
     throw new PolarError(
       'POLAR_USAGE',
@@ -38,4 +40,10 @@ export function chooseEnvironment(asked: HarborEnvironment | undefined, engines:
     );
   }
   return asked;
+}
+
+/** The line a run prints when it chose an engine itself. */
+export function environmentNotice(asked: HarborEnvironment | undefined, chosen: HarborEnvironment): string | null {
+  if (asked !== undefined || chosen === 'host') return null;
+  return `Harbor tasks run in their own images with ${chosen} (it works here); --environment host runs them in polar's sandbox on this machine instead`;
 }
