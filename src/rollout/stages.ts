@@ -193,7 +193,11 @@ export async function postStage(ctx: StageContext, r: Ran): Promise<void> {
   try {
     const noNetwork = ctx.sandbox.kind === 'none' ? null : evaluatorSandbox(ctx.sandbox, null);
     // In a container the agent's edits are in the container's WORKDIR: copied out over the baseline first.
-    if (r.container) await copyWorkdirOut(r.container, r.workspace.dir);
+    if (r.container) {
+      // Nothing the agent left running may touch its workspace or the verifier's files from here on.
+      await r.container.killStrays();
+      await copyWorkdirOut(r.container, r.workspace.dir);
+    }
     diff = await captureDiff(r.workspace, toolEnv(), noNetwork ?? undefined);
     const evaluation = await evaluate({
       task: r.task,

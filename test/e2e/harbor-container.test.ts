@@ -76,7 +76,10 @@ function writeTask(ds: string): void {
     ].join('\n'),
   );
   fs.writeFileSync(path.join(task, 'instruction.md'), 'Write the contents of /built.txt to /app/answer.txt.\n');
-  fs.writeFileSync(path.join(task, 'environment', 'Dockerfile'), 'FROM debian:12-slim\nRUN echo built-in-image > /built.txt\nWORKDIR /app\nCOPY start.txt .\nRUN echo from-a-run-step > generated.txt\n');
+  fs.writeFileSync(
+    path.join(task, 'environment', 'Dockerfile'),
+    'FROM debian:12-slim\nRUN echo built-in-image > /built.txt\nWORKDIR /app\nCOPY start.txt .\nRUN echo from-a-run-step > generated.txt\n',
+  );
   fs.writeFileSync(path.join(task, 'environment', 'start.txt'), 'start\n');
   fs.writeFileSync(path.join(task, 'solution', 'solve.sh'), 'if [ -e /tests ]; then echo seen > /app/tests-seen; fi\ncat /built.txt > /app/answer.txt\n');
   fs.writeFileSync(
@@ -107,6 +110,40 @@ describe.skipIf(skip !== null)(`Harbor tasks in their own image${skip ? ` (skipp
     expect(nop.stderr).not.toMatch(/building polar-harbor\//);
     const left = await run(engine!, ['ps', '-aq', '--filter', 'name=polar-']);
     expect(left.stdout.trim()).toBe('');
+  }, 300_000);
+
+  it('a process the agent leaves running cannot rewrite the reward or the answer while the verifier runs', async () => {
+    const ds = path.join(dir, 'planted');
+    writeTask(ds);
+    const task = path.join(ds, 'in-image');
+    // The wrong answer, and a loop in the background that waits for the verifier, then keeps writing
+    // the right answer and a reward of 1.
+    fs.writeFileSync(
+      path.join(task, 'solution', 'solve.sh'),
+      [
+        `setsid sh -c 'until [ -e /tests/test.sh ]; do sleep 0.02; done; while :; do mkdir -p /logs/verifier; echo "{\\"reward\\": 1}" > /logs/verifier/reward.json; echo built-in-image > /app/answer.txt; sleep 0.02; done' > /dev/null 2>&1 < /dev/null &`,
+        'echo nope > /app/answer.txt',
+        '',
+      ].join('\n'),
+    );
+    // test.sh waits a moment, so the loop has time to act on an unprotected run.
+    fs.writeFileSync(path.join(task, 'tests', 'test.sh'), `sleep 0.5; ${fs.readFileSync(path.join(task, 'tests', 'test.sh'), 'utf8')}`);
+    const r = await polar([
+      'rollout',
+      '--tasks',
+      ds,
+      '--harness',
+      'oracle',
+      '--samples',
+      '1',
+      '--environment',
+      engine!,
+      '--db',
+      path.join(dir, 'planted.db'),
+      '--json',
+    ]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout).groups[0].rewards).toEqual([0]);
   }, 300_000);
 
   for (const harness of ['claude-code', 'codex']) {

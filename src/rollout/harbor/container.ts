@@ -114,6 +114,33 @@ export function nodePrefix(nodeBin: string): string {
   return ['/', '/usr', '/usr/local', '/bin', '/opt'].includes(prefix) ? node : prefix;
 }
 
+/** Prints every pid in the container but 1 and its own. */
+const LIST_OTHERS = 'for d in /proc/[0-9]*; do p=${d#/proc/}; [ "$p" != 1 ] && [ "$p" != "$$" ] && echo "$p"; done; true';
+
+/**
+ * Stops every process but init, the keep-alive and itself, again until no new one appears (a
+ * stopped process cannot fork, so a fork loop ends), then kills them all and prints how many.
+ */
+export function killStraysScript(keep: readonly string[]): string {
+  return [
+    `keep=" 1 $$ ${keep.join(' ')} "; stopped=" "`,
+    'while :; do new=0; for d in /proc/[0-9]*; do p=${d#/proc/}; case "$keep$stopped" in *" $p "*) continue;; esac; kill -STOP "$p" 2>/dev/null; stopped="$stopped$p "; new=1; done; [ $new = 0 ] && break; done',
+    'n=0; for p in $stopped; do kill -KILL "$p" 2>/dev/null && n=$((n+1)); done; echo $n',
+  ].join('\n');
+}
+
+/** The pids besides init in a container that has just started (its keep-alive), or why not. */
+async function ownProcesses(engine: Engine, name: string): Promise<string[] | string> {
+  for (let i = 0; i < 50; i++) {
+    if (i > 0) await new Promise((r) => setTimeout(r, 100));
+    const r = await runEngine(engine, execArgs({ name, workdir: '/', envNames: [], interactive: false }, ['sh', '-c', LIST_OTHERS]));
+    if (r.code !== 0) return r.stderr.trim();
+    const pids = r.stdout.split(/\s+/).filter((p) => /^\d+$/.test(p));
+    if (pids.length > 0) return pids;
+  }
+  return 'none after 5 s';
+}
+
 export interface SampleContainerSpec {
   engine: Engine;
   sampleId: string;
@@ -138,6 +165,12 @@ export interface SampleContainer {
   shell(command: string, env: Record<string, string>, timeoutMs: number): Promise<EngineResult>;
   /** A Jail whose wrap runs the command inside (behind the proxy bridge when `proxyPort` is given). */
   jail(proxyPort: number | null): Jail;
+  /**
+   * Stops, then kills, every process in the container but its init and keep-alive: what the agent
+   * left running (a loop that rewrites /logs/verifier/reward.json while the verifier runs, say).
+   * Run after the agent, before its workspace is read and the verifier starts. Returns how many.
+   */
+  killStrays(): Promise<number>;
   copyIn(hostDir: string, dest: string): Promise<void>;
   copyOut(src: string, hostDir: string): Promise<void>;
   remove(): Promise<void>;
@@ -162,6 +195,13 @@ export async function startSampleContainer(spec: SampleContainerSpec): Promise<S
       `${engine} run ${spec.image} failed (exit ${started.code}): ${started.stderr.trim()}. \`${engine} info\` works here but it cannot start this container: fix the engine (\`${engine} run --rm ${spec.image} true\` shows the same), or pass --environment host`,
     );
   const fail = (what: string, r: EngineResult) => new StageError('post', `${engine} ${what} failed (exit ${r.code}): ${r.stderr.trim()}`);
+  // The container's own processes, read before anything of the task's runs: its init (1) and the
+  // keep-alive (`sleep infinity`, whose pid depends on the engine's init). Only these outlive a stage.
+  const keep = await ownProcesses(engine, name);
+  if (typeof keep === 'string') {
+    await runEngine(engine, removeArgs(name));
+    throw new StageError('init', `could not list the processes in ${spec.image}'s container (it needs sh and /proc): ${keep}`);
+  }
   // The variables reach the engine's own environment and pass in by name: never on a command line.
   const clientEnv = (env: Record<string, string>): NodeJS.ProcessEnv => ({ ...process.env, ...env });
   // A task's own commands keep the image's PATH and HOME; the harness gets the host's (its Node, its
@@ -200,6 +240,11 @@ export async function startSampleContainer(spec: SampleContainerSpec): Promise<S
               ? rlimitReason(exit.exitCode, exit.signal, spec.limits)
               : null,
       };
+    },
+    async killStrays() {
+      const r = await runEngine(engine, execArgs({ name, workdir: '/', envNames: [], interactive: false }, ['sh', '-c', killStraysScript(keep)]));
+      if (r.code !== 0) throw fail('exec (ending what the agent left running)', r);
+      return Number(r.stdout.trim()) || 0;
     },
     async copyIn(hostDir, dest) {
       const mk = await runEngine(engine, execArgs({ name, workdir, envNames: [], interactive: false }, ['mkdir', '-p', dest]));
