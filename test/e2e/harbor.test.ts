@@ -46,6 +46,9 @@ async function polar(args: string[], timeout = 280_000): Promise<{ code: number;
   }
 }
 
+/** `polar rollout` on the host environment (an engine that works here would otherwise be the default). */
+const hostRollout = (args: string[], timeout?: number) => polar(['rollout', '--environment', 'host', ...args], timeout);
+
 describe.skipIf(noSandbox !== null)(`Harbor tasks on the host environment${noSandbox ? ` (skipped: ${noSandbox})` : ''}`, () => {
   describe('polar rollout --tasks fixtures/harbor --harness claude-code against the mock model', () => {
     const tasks = loadTasks(FIXTURES);
@@ -56,22 +59,7 @@ describe.skipIf(noSandbox !== null)(`Harbor tasks on the host environment${noSan
 
     beforeAll(async () => {
       mock = await startMockServer({ tasks: mockTasksFrom(tasks), seed: 3 });
-      const r = await polar([
-        'rollout',
-        '--environment',
-        'host',
-        '--tasks',
-        FIXTURES,
-        '--harness',
-        'claude-code',
-        '--upstream',
-        mock.url,
-        '--samples',
-        '2',
-        '--db',
-        db(),
-        '--json',
-      ]);
+      const r = await hostRollout(['--tasks', FIXTURES, '--harness', 'claude-code', '--upstream', mock.url, '--samples', '2', '--db', db(), '--json']);
       stderr = r.stderr;
       summary = JSON.parse(r.stdout);
     }, 300_000);
@@ -143,22 +131,7 @@ describe.skipIf(noSandbox !== null)(`Harbor tasks on the host environment${noSan
     const mock = await startMockServer({ tasks: mockTasksFrom(tasks), seed: 5 });
     try {
       const db = path.join(dir, 'codex.db');
-      const r = await polar([
-        'rollout',
-        '--environment',
-        'host',
-        '--tasks',
-        FIXTURES,
-        '--harness',
-        'codex',
-        '--upstream',
-        mock.url,
-        '--samples',
-        '2',
-        '--db',
-        db,
-        '--json',
-      ]);
+      const r = await hostRollout(['--tasks', FIXTURES, '--harness', 'codex', '--upstream', mock.url, '--samples', '2', '--db', db, '--json']);
       const summary = JSON.parse(r.stdout) as {
         status: string;
         rolloutId: string;
@@ -266,10 +239,7 @@ describe.skipIf(noSandbox !== null)(`Harbor tasks on the host environment${noSan
     const mock = await startMockServer({ seed: 1 });
     try {
       const db = path.join(dir, 'probe.db');
-      const r = await polar([
-        'rollout',
-        '--environment',
-        'host',
+      const r = await hostRollout([
         '--tasks',
         ds,
         '--harness',
@@ -329,41 +299,14 @@ describe.skipIf(noSandbox !== null)(`Harbor tasks on the host environment${noSan
     fs.writeFileSync(path.join(task, 'task.toml'), 'version = "1.0"\n');
     fs.writeFileSync(path.join(task, 'instruction.md'), 'nothing to do\n');
     fs.writeFileSync(path.join(task, 'tests', 'test.sh'), 'echo 0 > /logs/verifier/reward.txt\n');
-    const r = await polar([
-      'rollout',
-      '--environment',
-      'host',
-      '--tasks',
-      path.dirname(task),
-      '--harness',
-      'nop',
-      '--samples',
-      '1',
-      '--db',
-      path.join(dir, 'filter.db'),
-      '--json',
-    ]);
+    const r = await hostRollout(['--tasks', path.dirname(task), '--harness', 'nop', '--samples', '1', '--db', path.join(dir, 'filter.db'), '--json']);
     expect(JSON.parse(r.stdout).outcomes.completed, r.stderr).toBe(1);
     expect(fs.existsSync(marker)).toBe(false);
   });
 
   it('usage errors before anything starts: Harbor tasks without the sandbox, a container engine that does not work here', async () => {
     const db = path.join(dir, 'usage.db');
-    const none = await polar([
-      'rollout',
-      '--environment',
-      'host',
-      '--tasks',
-      FIXTURES,
-      '--harness',
-      'oracle',
-      '--samples',
-      '1',
-      '--sandbox',
-      'none',
-      '--db',
-      db,
-    ]);
+    const none = await hostRollout(['--tasks', FIXTURES, '--harness', 'oracle', '--samples', '1', '--sandbox', 'none', '--db', db]);
     expect(none.code).toBe(2);
     expect(none.stderr).toMatch(/Harbor tasks run in the sandbox/);
     // Where docker works the rollout runs in it (test/e2e/harbor-container.test.ts): nothing to refuse.
