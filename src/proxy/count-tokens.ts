@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ProviderCodec } from '../providers/types.js';
 import { estimatePromptTokens } from '../providers/normalize.js';
 import type { Upstream } from '../upstream/types.js';
-import { parseJsonBody, readBody } from './body.js';
+import { parseJsonBody, readBody } from '../core/http/body.js';
 import { renderError, sendError } from './render-error.js';
 import { sendJson, toPolarError } from './reply.js';
 

@@ -8,7 +8,7 @@ import { replyView } from '../providers/reply-view.js';
 import { StreamEventReader } from '../providers/stream-events.js';
 import type { DecodeContext, EncodeContext, ProviderCodec } from '../providers/types.js';
 import type { CallOutcome, Upstream, UpstreamRequest } from '../upstream/types.js';
-import { parseJsonBody, readBodyBytes } from './body.js';
+import { parseJsonBody, readBodyBytes } from '../core/http/body.js';
 import type { CallRecord } from './call-record.js';
 import { assistantMessageOf } from './assistant-message.js';
 import { KeepAlive } from './keepalive.js';

@@ -14,7 +14,7 @@ import { CallRecord, type CallSummary } from './call-record.js';
 import { apiKey, DEFAULT_AGENT_HEADERS, identifyCaller, type CallerIdentity } from './identity.js';
 import { auditRefusal, capabilityProblem, refusalMessage } from './capability.js';
 import type { SessionKeys } from './session-keys.js';
-import { readBodyBytes } from './body.js';
+import { readBodyBytes } from '../core/http/body.js';
 import { adminAuthorized, handleAdmin, type AdminState } from './admin.js';
 import { handleCountTokens } from './count-tokens.js';
 import { handleModelCall, type ModelCallContext } from './model-call.js';

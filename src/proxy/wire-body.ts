@@ -3,7 +3,7 @@ import type { CanonicalRequest, ReplyRequest } from '../core/chat.js';
 import { normalizeRequest } from '../providers/normalize.js';
 import type { ProviderCodec } from '../providers/types.js';
 import type { CallContext, Upstream, UpstreamRequest } from '../upstream/types.js';
-import { parseJsonBody } from './body.js';
+import { parseJsonBody } from '../core/http/body.js';
 import { spliceBody } from './body-splice.js';
 
 /** What the record and the reply take from a request, besides its bytes. */

@@ -1,7 +1,7 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import { isRecord, type ChatMessage } from '../core/chat.js';
 import { PolarError } from '../core/errors.js';
-import { parseJsonBody, readBody } from '../proxy/body.js';
+import { parseJsonBody, readBody } from '../core/http/body.js';
 import { HttpGuard, listenGuarded } from '../proxy/http-guard.js';
 import type { RequestRecord } from '../store/requests.js';
 import type { Store } from '../store/store.js';

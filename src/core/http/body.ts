@@ -1,6 +1,6 @@
 import { isUtf8 } from 'node:buffer';
 import type { IncomingMessage } from 'node:http';
-import { PolarError } from '../core/errors.js';
+import { PolarError } from '../errors.js';
 
 /** Deeper JSON is refused: no real request nests this far, and deeper would overflow the stack. */
 export const MAX_JSON_DEPTH = 512;
