@@ -1,21 +1,12 @@
 import type { ChatCompletionChunk, ChatUsage } from '../core/chat.js';
 import type { TokenDelta } from '../core/tokens.js';
-import type { StreamCounts, StreamStep } from './types.js';
+import type { StreamCounts, StreamEvent, StreamStep } from './stream-step.js';
 
 /**
- * Canonical chunks as provider-neutral events, in order. vLLM's chunks come in many shapes
- * (`delta: {}` carrying only token ids, `"tool_calls": []` on content deltas, `"content": null` on
- * tool deltas, a usage chunk with `choices: []`, reasoning under `reasoning` or
- * `reasoning_content`); this is the one place that reads them, so every provider's translator
- * sees the same clean sequence.
+ * Reads canonical chunks into provider-neutral events (stream-step.ts), in order. vLLM's chunks come
+ * in many shapes; this is the one place that reads them, so every provider's translator sees the
+ * same clean sequence.
  */
-export type StreamEvent =
-  | { kind: 'reasoning'; text: string }
-  | { kind: 'text'; text: string }
-  | { kind: 'tool-start'; index: number; id: string; name: string }
-  | { kind: 'tool-args'; index: number; text: string }
-  | { kind: 'finish'; reason: string; stopReason: string | number | null };
-
 export class StreamEventReader {
   /** Tool calls by the upstream's index: the position polar gave them and their id. */
   private readonly tools = new Map<number, { id: string; name: string }>();

@@ -1,8 +1,8 @@
-import type { CanonicalRequest, ChatCompletion, ChatCompletionChunk, ProviderName, ReplyRequest } from '../core/chat.js';
+import type { CanonicalRequest, ChatCompletion, ProviderName, ReplyRequest } from '../core/chat.js';
 import type { PolarError } from '../core/errors.js';
 import type { SseEvent } from '../core/sse/parse.js';
-import type { CapturedTokens, TokenDelta } from '../core/tokens.js';
-import type { StreamEvent } from './stream-events.js';
+import type { CapturedTokens } from '../core/tokens.js';
+import type { StreamCounts, StreamStep } from './stream-step.js';
 
 /** An HTTP error reply in the caller's own provider shape. */
 export interface ErrorReply {
@@ -36,24 +36,6 @@ export interface EncodeContext {
   callId: string;
   /** Seconds since the epoch. */
   created: number;
-}
-
-/** Token counts of a stream so far: captured ids when present, else the server's usage chunk. */
-export interface StreamCounts {
-  promptTokens: number;
-  completionTokens: number;
-}
-
-/**
- * One upstream chunk, read once (stream-events.ts): the chunk, its token data, the provider-neutral
- * events it holds (tool-call ids already minted), and the counts so far. The proxy hands the same
- * step to the codec's translator and to the call's recorder.
- */
-export interface StreamStep {
-  chunk: ChatCompletionChunk;
-  tokens: TokenDelta | null;
-  events: readonly StreamEvent[];
-  counts: StreamCounts;
 }
 
 /**

@@ -1,6 +1,6 @@
 import type { ChatMessage, ChatUsage } from '../core/chat.js';
 import type { CapturedTokens } from '../core/tokens.js';
-import type { StreamStep } from '../providers/types.js';
+import type { StreamStep } from '../providers/stream-step.js';
 import { TokenAccumulator } from '../upstream/accumulate.js';
 import { assistantMessage } from './assistant-message.js';
 

@@ -1,7 +1,8 @@
 import type { ReplyRequest } from '../../core/chat.js';
 import type { SseEvent } from '../../core/sse/parse.js';
 import { formatSseEvent } from '../../core/sse/write.js';
-import type { EncodeContext, StreamCounts, StreamTranslator } from '../types.js';
+import type { StreamCounts } from '../stream-step.js';
+import type { EncodeContext, StreamTranslator } from '../types.js';
 import { anthropicError } from './errors.js';
 import { messageId, stopReason, usageBlock } from './response.js';
 import { thinkingSignature } from './thinking-signature.js';

@@ -1,7 +1,7 @@
 import type { ReplyRequest } from '../../core/chat.js';
 import type { SseEvent } from '../../core/sse/parse.js';
 import { formatSseComment, formatSseEvent } from '../../core/sse/write.js';
-import type { StreamEvent } from '../stream-events.js';
+import type { StreamEvent } from '../stream-step.js';
 import type { StreamTranslator } from '../types.js';
 import { openaiErrorBody } from './errors.js';
 import { encodeChatChunk } from './response.js';
