@@ -2,9 +2,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { PolarError } from '../core/errors.js';
+import type { Db } from './db-handle.js';
 import { MIGRATIONS } from './migrations.js';
 
-export type Db = Database.Database;
+export type { Db } from './db-handle.js';
 
 export interface OpenDbOptions {
   /** Wait this long for another polar process's write lock before failing (ms). */

@@ -1,4 +1,4 @@
-import type { Db } from './db.js';
+import type { Db } from './db-handle.js';
 import { commonPrefixLength, MIN_SHARED_TOKENS, stringDelta } from './delta.js';
 import { packUint32, unpackUint32 } from '../core/token-packing.js';
 

@@ -1,4 +1,4 @@
-import type { Db } from './db.js';
+import type { Db } from './db-handle.js';
 import { tokenDigest } from '../core/token-digest.js';
 import { storeAsDeltas } from './migrate-deltas.js';
 
