@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { PolarError } from '../core/errors.js';
-import { runCommand } from './spawn.js';
+import { runCommand } from '../core/process/command.js';
 
 /**
  * A Node.js new enough for a JavaScript harness (Qwen Code needs 22; polar itself runs on 20).

@@ -18,7 +18,8 @@ import { baseEnvironment } from './env.js';
 import { resolveHarnessBin } from './resolve.js';
 import { ensureNode } from './node-runtime.js';
 import { checkWorkdir, openJail, privateSocketPath, startRelay, type Bind, type Jail, type NetworkMode, type SandboxSettings } from '../sandbox/index.js';
-import { runCommand, runHarnessProcess } from './spawn.js';
+import { runCommand } from '../core/process/command.js';
+import { runHarnessProcess } from '../core/process/harness-process.js';
 import type { Harness, HarnessContext } from './types.js';
 
 export interface RunHarnessOptions {

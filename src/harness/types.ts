@@ -1,4 +1,5 @@
 import type { ProviderName } from '../core/chat.js';
+import type { CommandLine } from '../core/process/command-line.js';
 
 export type HarnessName = 'claude-code' | 'codex' | 'gemini-cli' | 'qwen-code' | 'pi' | 'opencode' | 'custom';
 
@@ -27,11 +28,7 @@ export interface HarnessContext {
 }
 
 /** A command line ready to spawn; `env` is complete (not merged with polar's own environment). */
-export interface HarnessCommand {
-  file: string;
-  args: string[];
-  env: Record<string, string>;
-}
+export type HarnessCommand = CommandLine;
 
 /**
  * One coding-agent CLI. `writeConfig` writes the private config; `command` is pure, so tests check

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { runShell, type ShellResult } from '../harness/spawn.js';
+import { runShell, type ShellResult } from '../core/process/shell.js';
 import type { HarnessCommand } from '../harness/types.js';
 import type { OpenSandbox } from './workspace.js';
 import { scrubSecrets } from '../store/redact.js';

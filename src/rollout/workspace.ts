@@ -1,6 +1,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { runCommand, runShell } from '../harness/spawn.js';
+import { runCommand } from '../core/process/command.js';
+import { runShell } from '../core/process/shell.js';
 import type { HarnessCommand } from '../harness/types.js';
 import type { Jail } from '../sandbox/index.js';
 import type { RolloutTask } from './task-file.js';

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { runCommand } from '../harness/spawn.js';
+import { runCommand } from '../core/process/command.js';
 
 /**
  * What `polar train` checks before anything slow starts, each problem with the fix in its message.

@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { PolarError } from '../core/errors.js';
-import { runCommand, startSupervised } from '../harness/spawn.js';
+import { runCommand } from '../core/process/command.js';
+import { startSupervised } from '../core/process/supervised.js';
 import type { HarnessCommand } from '../harness/types.js';
 import type { RolloutTask } from '../rollout/task-file.js';
 import { Store } from '../store/store.js';

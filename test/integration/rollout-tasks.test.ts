@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { baseEnvironment } from '../../src/harness/env.js';
-import { runShell } from '../../src/harness/spawn.js';
+import { runShell } from '../../src/core/process/shell.js';
 import { evaluate } from '../../src/rollout/evaluate.js';
 import { readTaskFile } from '../../src/rollout/task-file.js';
 import { captureDiff, prepareWorkspace, removeWorkspace } from '../../src/rollout/workspace.js';

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMockServer, type MockServer } from '../../src/mock-server/server.js';
-import { runShell, type ShellResult } from '../../src/harness/spawn.js';
+import { runShell, type ShellResult } from '../../src/core/process/shell.js';
 import { DEFAULT_LIMITS, findBwrap, openJail, privateSocketPath, type JailSpec, type SandboxLimits, type SandboxSettings } from '../../src/sandbox/index.js';
 import { cgroupSupport } from '../../src/sandbox/limits.js';
 import { startTestProxy, type TestProxy } from '../support/start-proxy.js';

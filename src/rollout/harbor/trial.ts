@@ -1,7 +1,7 @@
 import { constants as fsConstants } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { runShell, type ShellResult } from '../../harness/spawn.js';
+import { runShell, type ShellResult } from '../../core/process/shell.js';
 import type { HarnessCommand } from '../../harness/types.js';
 import { openJail, type Bind, type Jail, type NetworkMode, type SandboxSettings } from '../../sandbox/index.js';
 import { scrubSecrets } from '../../store/redact.js';
