@@ -9,7 +9,8 @@ import { runVerifier } from './harbor/trial.js';
 import type { SampleContainer } from './harbor/container.js';
 import { runContainerVerifier } from './harbor/container-trial.js';
 import type { SandboxSettings } from '../sandbox/index.js';
-import { applyDiff, prepareWorkspace, removeWorkspace, StageError, type PreparedWorkspace } from './workspace.js';
+import { StageError } from './stage-error.js';
+import { applyDiff, prepareWorkspace, removeWorkspace, type PreparedWorkspace } from './workspace.js';
 
 /** What POSTRUN records for a sample's evaluation. */
 export interface Evaluation {

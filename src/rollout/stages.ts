@@ -20,7 +20,8 @@ import type { SampleContainer } from './harbor/container.js';
 import { containerStartingState, copyWorkdirOut, openTaskContainer, runContainerAgent } from './harbor/container-trial.js';
 import { nodePrefix } from './harbor/container.js';
 import { localStateDir } from '../store/postgres/url.js';
-import { captureDiff, prepareWorkspace, removeWorkspace, StageError, workspaceDir, type PreparedWorkspace } from './workspace.js';
+import { StageError } from './stage-error.js';
+import { captureDiff, prepareWorkspace, removeWorkspace, workspaceDir, type PreparedWorkspace } from './workspace.js';
 
 /** What every stage shares: no globals; a rollout builds one and passes it in. */
 export interface StageContext {

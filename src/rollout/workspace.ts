@@ -6,6 +6,7 @@ import type { HarnessCommand } from '../harness/types.js';
 import type { Jail } from '../sandbox/index.js';
 import type { RolloutTask } from './task-file.js';
 import { buildStartingState, logsDir } from './harbor/trial.js';
+import { StageError } from './stage-error.js';
 
 /**
  * A session's workspace: prepared at INIT from the task (a copy of a folder, a clone at a commit,
@@ -13,17 +14,6 @@ import { buildStartingState, logsDir } from './harbor/trial.js';
  * agent's changes are exactly `git diff` against it whatever the workspace was. The same preparation
  * makes the fresh copy a `tests` evaluator applies the diff to.
  */
-export class StageError extends Error {
-  override name = 'StageError';
-  constructor(
-    readonly stage: 'init' | 'run' | 'post',
-    message: string,
-    readonly timedOut = false,
-  ) {
-    super(message);
-  }
-}
-
 /** Paths a harness may leave in the workspace that are not the agent's work. */
 export const HARNESS_DIRS = ['.claude', '.codex', '.gemini', '.qwen', '.pi', '.opencode', '.polar'];
 

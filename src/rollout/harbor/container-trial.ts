@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { SandboxLimits } from '../../sandbox/index.js';
 import { scrubSecrets } from '../../store/redact.js';
 import type { RolloutTask } from '../task-file.js';
-import { StageError } from '../workspace.js';
+import { StageError } from '../stage-error.js';
 import type { Engine } from './container-args.js';
 import { ensureImage, type SampleContainer, startSampleContainer } from './container.js';
 import { type BuiltinAgent, logsDir, readRewards, resolveEnv, type VerifierOutcome } from './trial.js';

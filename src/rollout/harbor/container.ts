@@ -6,7 +6,7 @@ import type { HarnessCommand } from '../../harness/types.js';
 import { bridged } from '../../sandbox/bridge.js';
 import { PROXY_SOCKET_INSIDE } from '../../sandbox/args.js';
 import { type Jail, rlimitReason, type SandboxLimits } from '../../sandbox/index.js';
-import { StageError } from '../workspace.js';
+import { StageError } from '../stage-error.js';
 import {
   buildArgs,
   containerName,

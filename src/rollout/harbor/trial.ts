@@ -6,7 +6,7 @@ import type { HarnessCommand } from '../../harness/types.js';
 import { openJail, type Bind, type Jail, type NetworkMode, type SandboxSettings } from '../../sandbox/index.js';
 import { scrubSecrets } from '../../store/redact.js';
 import { PolarError } from '../../core/errors.js';
-import { StageError } from '../workspace.js';
+import { StageError } from '../stage-error.js';
 import type { RolloutTask } from '../task-file.js';
 import { dockerIgnored } from './dockerfile.js';
 import type { HarborTrial } from './types.js';
