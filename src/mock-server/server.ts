@@ -1,4 +1,6 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import { Router } from '../core/http/router.js';
+import { sendJson, sendText } from '../core/http/send.js';
 import { HttpGuard, listenGuarded } from '../proxy/http-guard.js';
 import { chatCompletion, chatStream } from './chat.js';
 import {
@@ -126,12 +128,8 @@ export interface MockServer {
 
 export const MAX_MODEL_LEN = 40_960;
 
+/** The generation endpoints: vLLM's chat and token-in completions, SGLang's `/generate`. */
 type Route = 'chat' | 'completions' | 'generate';
-const ROUTES = new Map<string, Route>([
-  ['/v1/chat/completions', 'chat'],
-  ['/v1/completions', 'completions'],
-  ['/generate', 'generate'],
-]);
 
 /** One mock server's state: its options, what it has served, and its pending faults. No globals. */
 interface MockState {
@@ -180,19 +178,20 @@ export async function startMockServer(options: MockServerOptions = {}): Promise<
   const host = options.host ?? '127.0.0.1';
   // The browser checks every polar server makes (http-guard.ts), and a token beyond loopback.
   const guard = new HttpGuard({ host, token: options.authToken ?? null, allowHosts: options.allowHosts ?? [], what: 'polar mock-server' });
+  const router = mockRoutes(state.nemoRl !== undefined);
   const server = http.createServer((req, res) => {
     const refusal = guard.check(req);
     if (refusal) {
       req.resume();
-      json(res, refusal.status, vllmError(refusal.message, refusal.status === 401 ? 'AuthenticationError' : 'PermissionDeniedError', refusal.status));
+      sendJson(res, refusal.status, vllmError(refusal.message, refusal.status === 401 ? 'AuthenticationError' : 'PermissionDeniedError', refusal.status));
       return;
     }
-    void handle(state, req, res).catch((err) => {
+    void handle(state, router, req, res).catch((err) => {
       if (res.headersSent) res.destroy();
       // An assert in NeMo-RL's handlers reaches Starlette's catch-all.
-      else if (err instanceof NemoRlAssertion) plain(res, 500, 'Internal Server Error');
-      else if (err instanceof MockBadRequest) json(res, 400, vllmError(err.message, 'BadRequestError', 400, err.param));
-      else json(res, 500, vllmError(String(err), 'InternalServerError', 500));
+      else if (err instanceof NemoRlAssertion) sendText(res, 500, 'Internal Server Error');
+      else if (err instanceof MockBadRequest) sendJson(res, 400, vllmError(err.message, 'BadRequestError', 400, err.param));
+      else sendJson(res, 500, vllmError(String(err), 'InternalServerError', 500));
     });
   });
   if (options.keepAliveTimeoutMs !== undefined) server.keepAliveTimeout = options.keepAliveTimeoutMs;
@@ -223,118 +222,143 @@ export async function startMockServer(options: MockServerOptions = {}): Promise<
   };
 }
 
-async function handle(state: MockState, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  const { options, model, qwen, nemoRl } = state;
+type MockHandler = (state: MockState, req: IncomingMessage, res: ServerResponse, text: string) => Promise<void> | void;
+
+/** vLLM's routes; NeMo-RL's server has only the chat endpoint and `/tokenize`. */
+function mockRoutes(nemoRl: boolean): Router<MockHandler> {
+  const router = new Router<MockHandler>().on('POST', '/tokenize', tokenize).on('POST', '/v1/chat/completions', generation('chat'));
+  if (nemoRl) return router;
+  return router.on('GET', '/v1/models', models).on('POST', '/v1/completions', generation('completions')).on('POST', '/generate', generation('generate'));
+}
+
+async function handle(state: MockState, router: Router<MockHandler>, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const text = await readAll(req);
-  const route = req.method === 'POST' ? ROUTES.get(req.url ?? '') : undefined;
-  if (nemoRl && !(req.method === 'POST' && (req.url === '/tokenize' || route === 'chat'))) {
-    json(res, 404, { detail: 'Not Found' });
-    return;
-  }
-  if (req.method === 'GET' && req.url === '/v1/models') {
-    const listed = [{ id: model, maxModelLen: MAX_MODEL_LEN }, ...(options.alsoListed ?? [])];
-    json(res, 200, { object: 'list', data: listed.map((m) => ({ id: m.id, object: 'model', created: 0, owned_by: 'vllm', max_model_len: m.maxModelLen })) });
-    return;
-  }
-  if (req.method === 'POST' && req.url === '/tokenize') {
-    // vLLM's /tokenize with `messages`: the prompt the chat endpoint would render, counted.
-    state.tokenizeCalls++;
-    const chat = parseRequestBody(text) as ChatBody;
-    const ids = qwen ? chatPrompt(state, qwen, chat) : syntheticPrompt(text.length);
-    json(res, 200, { count: ids.length, max_model_len: MAX_MODEL_LEN, tokens: ids });
-    return;
-  }
-  if (!route) {
-    json(res, 404, vllmError('Not Found', 'NotFoundError', 404));
-    return;
-  }
-  state.seen++;
-  const request = parseRequestBody(text);
-  if (route === 'chat') {
-    const wrong = chatRequestError(request);
-    if (wrong) throw wrong;
-  }
-  const stream = request.stream === true;
-  const rejected = rejection(state, route, request);
-  if (rejected) {
-    if (rejected.status === 500) plain(res, 500, 'Internal Server Error');
-    else json(res, rejected.status, rejected.body);
-    return;
-  }
-  const fault = state.faults.shift();
-  res.on('close', () => {
-    if (!res.writableFinished) {
-      const waiters = state.goneWaiters;
-      state.goneWaiters = [];
-      for (const w of waiters) w();
+  // The request target as sent, query and all: vLLM's routes take none.
+  const route = router.match(req.method ?? 'GET', req.url ?? '');
+  if (route.found) return route.handler(state, req, res, text);
+  // FastAPI's bare 404 under NeMo-RL, vLLM's error object otherwise; neither answers 405.
+  if (state.nemoRl) sendJson(res, 404, { detail: 'Not Found' });
+  else sendJson(res, 404, vllmError('Not Found', 'NotFoundError', 404));
+}
+
+function models(state: MockState, _req: IncomingMessage, res: ServerResponse): void {
+  const listed = [{ id: state.model, maxModelLen: MAX_MODEL_LEN }, ...(state.options.alsoListed ?? [])];
+  sendJson(res, 200, { object: 'list', data: listed.map((m) => ({ id: m.id, object: 'model', created: 0, owned_by: 'vllm', max_model_len: m.maxModelLen })) });
+}
+
+/** vLLM's /tokenize with `messages`: the prompt the chat endpoint would render, counted. */
+function tokenize(state: MockState, _req: IncomingMessage, res: ServerResponse, text: string): void {
+  state.tokenizeCalls++;
+  const chat = parseRequestBody(text) as ChatBody;
+  const ids = state.qwen ? chatPrompt(state, state.qwen, chat) : syntheticPrompt(text.length);
+  sendJson(res, 200, { count: ids.length, max_model_len: MAX_MODEL_LEN, tokens: ids });
+}
+
+/** What one generation reply needs besides the request: its pending fault, timing, and how it answers and logs. */
+interface Generation {
+  readonly stream: boolean;
+  readonly fault: FaultMode | undefined;
+  readonly timing: { latencyMs?: number; chunkDelayMs?: number; beforeChunk?: (i: number) => Promise<void> | undefined };
+  readonly meta: CallMeta;
+  reply(value: unknown): Promise<void>;
+  log(body: ChatBody, promptIds: number[], reply: SampledReply): void;
+}
+
+/** A generation endpoint: checks, faults on command, then the scripted reply. */
+function generation(route: Route): MockHandler {
+  return async (state, req, res, text) => {
+    const { options } = state;
+    state.seen++;
+    const request = parseRequestBody(text);
+    if (route === 'chat') {
+      const wrong = chatRequestError(request);
+      if (wrong) throw wrong;
     }
-  });
-  if (answerFault(state, fault, route, stream, req, res)) return;
+    const stream = request.stream === true;
+    const rejected = rejection(state, route, request);
+    if (rejected) {
+      if (rejected.status === 500) sendText(res, 500, 'Internal Server Error');
+      else sendJson(res, rejected.status, rejected.body);
+      return;
+    }
+    const fault = state.faults.shift();
+    res.on('close', () => {
+      if (!res.writableFinished) {
+        const waiters = state.goneWaiters;
+        state.goneWaiters = [];
+        for (const w of waiters) w();
+      }
+    });
+    if (answerFault(state, fault, route, stream, req, res)) return;
+    // vLLM answers a stream's headers at once and its first chunk after prefill; a plain call waits.
+    if (options.latencyMs && !stream) await sleep(options.latencyMs);
+    const session = req.headers['x-polar-session'];
+    const g: Generation = {
+      stream,
+      fault,
+      timing: {
+        latencyMs: options.latencyMs,
+        chunkDelayMs: options.chunkDelayMs,
+        ...(options.holdAt !== undefined ? { beforeChunk: (i: number) => (i === options.holdAt ? hold(state) : undefined) } : {}),
+      },
+      meta: { session: typeof session === 'string' ? session : null },
+      reply: async (value) => {
+        if (options.holdAt !== undefined) await hold(state);
+        sendJson(res, 200, value);
+      },
+      log: (body, promptIds, reply) => {
+        if (options.log !== false) state.calls.push({ path: req.url!, headers: req.headers, body, request, promptIds, reply });
+      },
+    };
+    if (route === 'chat') await chatReply(state, res, request as ChatBody, text, g);
+    else await tokenInReply(state, res, route, request as CompletionRequest & GenerateRequest, g);
+  };
+}
 
-  // vLLM answers a stream's headers at once and its first chunk after prefill; a plain call waits.
-  if (options.latencyMs && !stream) await sleep(options.latencyMs);
-  const startedAt = Date.now();
-  const timing = {
-    latencyMs: options.latencyMs,
-    chunkDelayMs: options.chunkDelayMs,
-    ...(options.holdAt !== undefined ? { beforeChunk: (i: number) => (i === options.holdAt ? hold(state) : undefined) } : {}),
-  };
-  const reply = async (value: unknown) => {
-    if (options.holdAt !== undefined) await hold(state);
-    json(res, 200, value);
-  };
-  const log = (body: ChatBody, promptIds: number[], reply: SampledReply) => {
-    if (options.log !== false) state.calls.push({ path: req.url!, headers: req.headers, body, request, promptIds, reply });
-  };
+async function chatReply(state: MockState, res: ServerResponse, chat: ChatBody, text: string, g: Generation): Promise<void> {
+  const { qwen, nemoRl } = state;
+  const promptIds = qwen ? chatPrompt(state, qwen, chat) : syntheticPrompt(text.length);
+  const served = state.replies++;
+  let maxTokens = chat.max_completion_tokens ?? chat.max_tokens ?? undefined;
+  // NeMo-RL clamps the request's budget to what the context leaves.
+  if (nemoRl && maxTokens !== undefined) maxTokens = Math.min(maxTokens, MAX_MODEL_LEN - promptIds.length);
+  const sampled = sample(state, chat, served, maxTokens, g.meta, promptIds);
+  g.log(chat, promptIds, sampled);
+  const id = `chatcmpl-${served.toString(16).padStart(8, '0')}`;
+  if (g.stream) await writeSse(res, chatStream(state.reply, chat, id, promptIds, sampled), g.fault, g.timing);
+  else await g.reply(chatCompletion(state.reply, chat, id, promptIds, sampled, nemoRl !== undefined));
+}
+
+/** Token in: read the conversation back out of the ids, ask the script as the chat endpoint would. */
+async function tokenInReply(state: MockState, res: ServerResponse, route: Route, body: CompletionRequest & GenerateRequest, g: Generation): Promise<void> {
+  const { qwen } = state;
   const ctx = state.reply;
-  const session = req.headers['x-polar-session'];
-  const meta: CallMeta = { session: typeof session === 'string' ? session : null };
-
-  if (route === 'chat') {
-    const chat = request as ChatBody;
-    const promptIds = qwen ? chatPrompt(state, qwen, chat) : syntheticPrompt(text.length);
-    const served = state.replies++;
-    let maxTokens = chat.max_completion_tokens ?? chat.max_tokens ?? undefined;
-    // NeMo-RL clamps the request's budget to what the context leaves.
-    if (nemoRl && maxTokens !== undefined) maxTokens = Math.min(maxTokens, MAX_MODEL_LEN - promptIds.length);
-    const sampled = sample(state, chat, served, maxTokens, meta, promptIds);
-    log(chat, promptIds, sampled);
-    const id = `chatcmpl-${served.toString(16).padStart(8, '0')}`;
-    if (stream) await writeSse(res, chatStream(ctx, chat, id, promptIds, sampled), fault, timing);
-    else await reply(chatCompletion(ctx, chat, id, promptIds, sampled, nemoRl !== undefined));
-    return;
-  }
-
-  // Token in: read the conversation back out of the ids, ask the script as the chat endpoint would.
-  const body = request as CompletionRequest & GenerateRequest;
+  const startedAt = Date.now();
   const promptIds = (route === 'completions' ? body.prompt : body.input_ids) as number[];
   // Scoring given ids (vLLM prompt_logprobs, SGLang logprob_start_len): the policy's logprobs of the
   // prompt itself; nothing is read back or asked of the script.
   if (scores(route, body)) {
-    json(
-      res,
-      200,
-      route === 'completions' ? completionScores(ctx, body, promptIds, state.options.policyShift) : generateScores(body, promptIds, state.options.policyShift),
-    );
+    const shift = state.options.policyShift;
+    sendJson(res, 200, route === 'completions' ? completionScores(ctx, body, promptIds, shift) : generateScores(body, promptIds, shift));
     return;
   }
   const chat: ChatBody = qwen ? { ...parsePrompt(qwen.decode(promptIds)), ...(typeof body.model === 'string' ? { model: body.model } : {}) } : { messages: [] };
   const maxTokens = route === 'completions' ? (body.max_tokens ?? COMPLETIONS_DEFAULT_MAX_TOKENS) : maxNewTokens(body);
   const served = state.replies++;
-  const sampled = sample(state, chat, served, maxTokens, meta, promptIds);
-  log(chat, promptIds, sampled);
+  const sampled = sample(state, chat, served, maxTokens, g.meta, promptIds);
+  g.log(chat, promptIds, sampled);
   const stopIds = (route === 'completions' ? body.stop_token_ids : body.sampling_params?.stop_token_ids) ?? [];
   const out = tokenOut(sampled, stopIds, qwen?.eosId);
   if (route === 'completions') {
     const id = `cmpl-${served.toString(16).padStart(8, '0')}`;
-    if (stream) await writeSse(res, completionStream(ctx, body, id, promptIds, out), fault, timing);
-    else await reply(completionResponse(ctx, body, id, promptIds, out));
+    if (g.stream) await writeSse(res, completionStream(ctx, body, id, promptIds, out), g.fault, g.timing);
+    else await g.reply(completionResponse(ctx, body, id, promptIds, out));
     return;
   }
   const rid = typeof body.rid === 'string' ? body.rid : served.toString(16).padStart(32, '0');
   const results = generateResults(ctx, body, rid, promptIds, out, startedAt);
-  if (stream) await writeSse(res, generateStream(results), fault, timing);
-  else await reply(results[results.length - 1]);
+  if (g.stream) await writeSse(res, generateStream(results), g.fault, g.timing);
+  else await g.reply(results[results.length - 1]);
 }
 
 /** A request that asks for the logprobs of its own prompt (re-scoring), not for a generation. */
@@ -353,7 +377,7 @@ function hold(state: MockState): Promise<void> {
 /** Faults that strike before a reply starts (the streaming ones strike inside writeSse); true when answered. */
 function answerFault(state: MockState, fault: FaultMode | undefined, route: Route, stream: boolean, req: IncomingMessage, res: ServerResponse): boolean {
   if (fault === 'http-500') {
-    json(
+    sendJson(
       res,
       500,
       route === 'generate' ? sglangError('EngineCore encountered an issue') : vllmError('EngineCore encountered an issue', 'InternalServerError', 500),
@@ -361,7 +385,7 @@ function answerFault(state: MockState, fault: FaultMode | undefined, route: Rout
     return true;
   }
   if (fault === 'http-400-context') {
-    json(res, 400, contextError(state, route));
+    sendJson(res, 400, contextError(state, route));
     return true;
   }
   if (stream) return false;
@@ -457,17 +481,6 @@ function syntheticReply(maxTokens: number | undefined): SampledReply {
     toolCalls: [],
     splits: 0,
   };
-}
-
-function json(res: ServerResponse, status: number, value: unknown): void {
-  const text = JSON.stringify(value);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
-  res.end(text);
-}
-
-function plain(res: ServerResponse, status: number, text: string): void {
-  res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', 'content-length': Buffer.byteLength(text) });
-  res.end(text);
 }
 
 function readAll(req: IncomingMessage): Promise<string> {

@@ -2,6 +2,8 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import { isRecord, type ChatMessage } from '../core/chat.js';
 import { PolarError } from '../core/errors.js';
 import { parseJsonBody, readBody } from '../core/http/body.js';
+import { pathOf, Router } from '../core/http/router.js';
+import { sendJson } from '../core/http/send.js';
 import { HttpGuard, listenGuarded } from '../proxy/http-guard.js';
 import type { RequestRecord } from '../store/requests.js';
 import type { Store } from '../store/store.js';
@@ -68,86 +70,99 @@ export async function startCassette(
   if (tapes.length === 0)
     throw new PolarError('POLAR_USAGE', `session ${sessionId} has no call recorded with its reply (recorded before polar kept them, or only failed calls)`);
   const model = session.servedModel ?? tapes[0]!.row.servedModel ?? 'polar-replay';
-  const used = new Set<number>();
-  let seen = 0;
-  let first: Divergence | null = null;
-
+  const state: CassetteState = { sessionId, tapes, model, used: new Set(), seen: 0, first: null };
+  const router = new Router<CassetteHandler>().on('GET', '/v1/models', models).on('POST', '/v1/chat/completions', replay);
   const server = http.createServer((req, res) => {
-    void handle(req, res).catch((err: unknown) => send(res, 500, { object: 'error', message: (err as Error).message, type: 'InternalServerError', code: 500 }));
+    void handle(state, guard, router, req, res).catch((err: unknown) =>
+      sendJson(res, 500, { object: 'error', message: (err as Error).message, type: 'InternalServerError', code: 500 }),
+    );
   });
-
-  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const refusal = guard.check(req);
-    if (refusal) {
-      req.resume();
-      send(res, refusal.status, {
-        object: 'error',
-        message: refusal.message,
-        type: refusal.status === 401 ? 'AuthenticationError' : 'PermissionDeniedError',
-        code: refusal.status,
-      });
-      return;
-    }
-    const url = (req.url ?? '/').split('?')[0];
-    if (req.method === 'GET' && url === '/v1/models') {
-      req.resume();
-      send(res, 200, { object: 'list', data: [{ id: model, object: 'model', created: 0, owned_by: 'polar-replay' }] });
-      return;
-    }
-    if (req.method !== 'POST' || url !== '/v1/chat/completions') {
-      req.resume();
-      send(res, 404, {
-        object: 'error',
-        message: `polar replay serves POST /v1/chat/completions (a cassette of session ${sessionId}); not ${req.method} ${url}`,
-        type: 'NotFoundError',
-        code: 404,
-      });
-      return;
-    }
-    const body = parseJsonBody(await readBody(req, 256 * 1024 * 1024));
-    const replayed = isRecord(body) && Array.isArray(body.messages) ? (body.messages as ChatMessage[]) : [];
-    const call = ++seen;
-    let best: { index: number; mismatch: Mismatch } | null = null;
-    for (let i = 0; i < tapes.length; i++) {
-      if (used.has(i)) continue;
-      const mismatch = compareConversations(tapes[i]!.messages, replayed);
-      if (!mismatch) {
-        used.add(i);
-        answer(
-          res,
-          tapes[i]!.row,
-          isRecord(body) && body.stream === true,
-          isRecord(body) && isRecord(body.stream_options) && body.stream_options.include_usage === true,
-        );
-        return;
-      }
-      // The candidate it resembles most: the one it agrees with for longest.
-      if (!best || mismatch.message > best.mismatch.message) best = { index: i, mismatch };
-    }
-    const expected = best ? tapes[best.index]!.row : tapes[0]!.row;
-    const divergence: Divergence = {
-      ...(best?.mismatch ?? { message: 0, what: 'an extra call', expected: 'no more calls', found: `${replayed.length} messages` }),
-      expectedSeq: expected.seq,
-      expectedCallId: expected.id,
-      replayedCall: call,
-    };
-    first ??= divergence;
-    send(res, 400, { object: 'error', message: describe(divergence), type: 'BadRequestError', param: 'messages', code: 400 });
-  }
 
   const { port } = await listenGuarded(server, guard, host, options.port ?? 0);
   return {
     url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
     model,
-    matched: () => used.size,
+    matched: () => state.used.size,
     total: () => tapes.length,
-    divergence: () => first,
-    unplayed: () => tapes.filter((_, i) => !used.has(i)).map((t) => ({ seq: t.row.seq, id: t.row.id })),
+    divergence: () => state.first,
+    unplayed: () => tapes.filter((_, i) => !state.used.has(i)).map((t) => ({ seq: t.row.seq, id: t.row.id })),
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/** What the cassette's handlers share: its tapes and what the replay has matched so far. */
+interface CassetteState {
+  readonly sessionId: string;
+  readonly tapes: readonly Tape[];
+  readonly model: string;
+  readonly used: Set<number>;
+  seen: number;
+  first: Divergence | null;
+}
+
+type CassetteHandler = (state: CassetteState, req: IncomingMessage, res: ServerResponse) => Promise<void> | void;
+
+async function handle(state: CassetteState, guard: HttpGuard, router: Router<CassetteHandler>, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const refusal = guard.check(req);
+  if (refusal) {
+    req.resume();
+    sendJson(res, refusal.status, {
+      object: 'error',
+      message: refusal.message,
+      type: refusal.status === 401 ? 'AuthenticationError' : 'PermissionDeniedError',
+      code: refusal.status,
+    });
+    return;
+  }
+  const url = pathOf(req.url);
+  const route = router.match(req.method ?? 'GET', url);
+  if (route.found) return route.handler(state, req, res);
+  // A wrong method is a 404 too: the cassette is not an API with methods to list, it is one endpoint.
+  req.resume();
+  sendJson(res, 404, {
+    object: 'error',
+    message: `polar replay serves POST /v1/chat/completions (a cassette of session ${state.sessionId}); not ${req.method} ${url}`,
+    type: 'NotFoundError',
+    code: 404,
+  });
+}
+
+function models(state: CassetteState, req: IncomingMessage, res: ServerResponse): void {
+  req.resume();
+  sendJson(res, 200, { object: 'list', data: [{ id: state.model, object: 'model', created: 0, owned_by: 'polar-replay' }] });
+}
+
+/** A replayed call: answered by the first unused recorded call it matches, else the divergence, as a 400. */
+async function replay(state: CassetteState, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const { tapes, used } = state;
+  const body = parseJsonBody(await readBody(req, 256 * 1024 * 1024));
+  const replayed = isRecord(body) && Array.isArray(body.messages) ? (body.messages as ChatMessage[]) : [];
+  const call = ++state.seen;
+  let best: { index: number; mismatch: Mismatch } | null = null;
+  for (let i = 0; i < tapes.length; i++) {
+    if (used.has(i)) continue;
+    const mismatch = compareConversations(tapes[i]!.messages, replayed);
+    if (!mismatch) {
+      used.add(i);
+      const stream = isRecord(body) && body.stream === true;
+      answer(res, tapes[i]!.row, stream, isRecord(body) && isRecord(body.stream_options) && body.stream_options.include_usage === true);
+      return;
+    }
+    // The candidate it resembles most: the one it agrees with for longest.
+    if (!best || mismatch.message > best.mismatch.message) best = { index: i, mismatch };
+  }
+  const expected = best ? tapes[best.index]!.row : tapes[0]!.row;
+  const divergence: Divergence = {
+    ...(best?.mismatch ?? { message: 0, what: 'an extra call', expected: 'no more calls', found: `${replayed.length} messages` }),
+    expectedSeq: expected.seq,
+    expectedCallId: expected.id,
+    replayedCall: call,
+  };
+  state.first ??= divergence;
+  sendJson(res, 400, { object: 'error', message: describe(divergence), type: 'BadRequestError', param: 'messages', code: 400 });
 }
 
 export function describe(d: Divergence): string {
@@ -177,7 +192,7 @@ function answer(res: ServerResponse, row: RequestRecord, stream: boolean, usage:
   const reasoning = typeof message.reasoning_content === 'string' && message.reasoning_content ? message.reasoning_content : null;
   const content = typeof message.content === 'string' ? message.content : '';
   if (!stream) {
-    send(res, 200, {
+    sendJson(res, 200, {
       ...base,
       object: 'chat.completion',
       ...(tokens ? { prompt_token_ids: tokens.prompt } : {}),
@@ -214,10 +229,4 @@ function answer(res: ServerResponse, row: RequestRecord, stream: boolean, usage:
   if (usage) events.push({ ...base, object: 'chat.completion.chunk', choices: [], usage: usageBlock });
   res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
   res.end(`${events.map((e) => `data: ${JSON.stringify(e)}\n\n`).join('')}data: [DONE]\n\n`);
-}
-
-function send(res: ServerResponse, status: number, value: unknown): void {
-  const text = JSON.stringify(value);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
-  res.end(text);
 }
