@@ -4,7 +4,7 @@ import { parse as parseToml } from 'smol-toml';
 import { isRecord } from '../../core/chat.js';
 import { PolarError } from '../../core/errors.js';
 import type { RolloutTask } from '../task-file.js';
-import { readDockerfile } from './dockerfile.js';
+import { readDockerfile, type DockerCopy } from './dockerfile.js';
 import type { HarborTrial } from './types.js';
 
 /**
@@ -82,12 +82,48 @@ export function readHarborTasks(root: string): RolloutTask[] {
 
 type Report = (file: string, field: string | null, what: string) => void;
 
+/** One task folder as a polar task, or null once every problem it has is reported. */
 function readHarborTask(dir: string, report: Report): RolloutTask | null {
   let bad = false;
   const at: Report = (file, field, what) => {
     bad = true;
     report(file, field, what);
   };
+  const files = readTaskFiles(dir, at);
+  if (!files.config) return null;
+  const settings = readTaskSettings(files.config, dir, at);
+  const context = path.join(dir, 'environment');
+  const start = readStartingState(context, settings, at);
+  if (bad || files.instruction === null) return null;
+  return toRolloutTask(files.instruction, settings, {
+    dir,
+    name: settings.name,
+    schemaVersion: settings.schemaVersion,
+    workdir: start.workdir,
+    copies: start.copies,
+    ...(start.ignore.length > 0 ? { ignore: start.ignore } : {}),
+    baseImage: start.baseImage,
+    skipped: start.skipped,
+    testsDir: files.testsDir,
+    solutionDir: files.solutionDir,
+    verifierTimeoutSec: settings.verifierTimeout,
+    verifierEnv: settings.verifierEnv,
+    solutionEnv: settings.solutionEnv,
+    agentNetwork: settings.agentNetwork,
+    verifierNetwork: settings.verifierNetwork,
+    ...(settings.cpus !== undefined ? { cpus: settings.cpus } : {}),
+  });
+}
+
+interface TaskFiles {
+  config: Record<string, unknown> | null;
+  instruction: string | null;
+  testsDir: string;
+  solutionDir: string | null;
+}
+
+/** The folder's own files: task.toml, instruction.md, tests/test.sh and an optional solution/. */
+function readTaskFiles(dir: string, at: Report): TaskFiles {
   const config = readToml(path.join(dir, 'task.toml'), at);
   const instruction = readText(path.join(dir, 'instruction.md'));
   if (instruction === null) at('instruction.md', null, 'missing: what the agent is told');
@@ -95,8 +131,28 @@ function readHarborTask(dir: string, report: Report): RolloutTask | null {
   const testsDir = path.join(dir, 'tests');
   if (!isFile(path.join(testsDir, 'test.sh'))) at('tests/test.sh', null, 'missing: the verifier (Harbor runs `bash /tests/test.sh`)');
   const solutionDir = isDir(path.join(dir, 'solution')) ? path.join(dir, 'solution') : null;
-  if (!config) return null;
+  return { config, instruction, testsDir, solutionDir };
+}
 
+interface TaskSettings {
+  id: string;
+  name: string;
+  schemaVersion: string;
+  metadata: Record<string, unknown>;
+  verifierTimeout: number;
+  agentTimeout: number | null;
+  verifierEnv: Record<string, string>;
+  solutionEnv: Record<string, string>;
+  agentNetwork: HarborTrial['agentNetwork'];
+  verifierNetwork: HarborTrial['verifierNetwork'];
+  /** [environment].workdir, which wins over the Dockerfile's WORKDIR. */
+  workdirSetting: string | null;
+  cpus: number | undefined;
+  dockerImage: string | null;
+}
+
+/** task.toml's tables, each field checked (problems in the order the fields are read). */
+function readTaskSettings(config: Record<string, unknown>, dir: string, at: Report): TaskSettings {
   for (const key of Object.keys(config)) if (!TOP_KEYS.has(key)) at('task.toml', key, `unknown key; task.toml has ${[...TOP_KEYS].join(', ')}`);
   const schemaVersion = config.schema_version ?? config.version ?? '1.0';
   if (typeof schemaVersion !== 'string') at('task.toml', 'schema_version', 'a string such as "1.0" or "1.1"');
@@ -131,6 +187,23 @@ function readHarborTask(dir: string, report: Report): RolloutTask | null {
   const baseNetwork = network(environment, 'environment', at);
   const agentNetwork = network(agent, 'agent', at, true) ?? baseNetwork;
   const verifierNetwork = network(verifier, 'verifier', at, true) ?? baseNetwork;
+  return {
+    id,
+    name,
+    schemaVersion: String(schemaVersion),
+    metadata,
+    verifierTimeout,
+    agentTimeout,
+    verifierEnv,
+    solutionEnv,
+    agentNetwork,
+    verifierNetwork,
+    ...readEnvironmentTable(environment, at),
+  };
+}
+
+/** [environment]'s container settings: workdir, cpus, docker_image. */
+function readEnvironmentTable(environment: Record<string, unknown>, at: Report): Pick<TaskSettings, 'workdirSetting' | 'cpus' | 'dockerImage'> {
   let workdirSetting: string | null = null;
   if (environment.workdir !== undefined) {
     if (typeof environment.workdir !== 'string' || !environment.workdir.startsWith('/')) at('task.toml', 'environment.workdir', 'an absolute path');
@@ -142,14 +215,24 @@ function readHarborTask(dir: string, report: Report): RolloutTask | null {
     else cpus = environment.cpus;
   }
   const dockerImage = typeof environment.docker_image === 'string' ? environment.docker_image : null;
+  return { workdirSetting, cpus, dockerImage };
+}
 
-  // The starting state: what the Dockerfile copies from environment/ (its build context).
-  const context = path.join(dir, 'environment');
+interface StartingState {
+  workdir: string;
+  copies: HarborTrial['copies'];
+  /** .dockerignore's patterns. */
+  ignore: string[];
+  baseImage: string | null;
+  /** Dockerfile instructions the host environment does not run. */
+  skipped: string[];
+}
+
+/** The starting state: what the Dockerfile copies from environment/ (its build context). */
+function readStartingState(context: string, settings: TaskSettings, at: Report): StartingState {
+  const { workdirSetting, dockerImage } = settings;
   const dockerfile = readText(path.join(context, 'Dockerfile'));
-  const copies: HarborTrial['copies'] = [];
-  const skipped: string[] = [];
-  let baseImage = dockerImage;
-  let workdir = workdirSetting ?? DEFAULT_WORKDIR;
+  const state: StartingState = { workdir: workdirSetting ?? DEFAULT_WORKDIR, copies: [], ignore: [], baseImage: dockerImage, skipped: [] };
   if (dockerfile === null) {
     if (!dockerImage)
       at(
@@ -162,65 +245,55 @@ function readHarborTask(dir: string, report: Report): RolloutTask | null {
   } else {
     const plan = readDockerfile(dockerfile, workdirSetting ?? DEFAULT_WORKDIR);
     for (const p of plan.problems) at('environment/Dockerfile', `line ${p.line}`, p.what);
-    workdir = workdirSetting ?? plan.workdir ?? DEFAULT_WORKDIR;
-    baseImage = dockerImage ?? plan.baseImages.at(-1) ?? null;
-    skipped.push(...plan.skipped);
-    for (const c of plan.copies) {
-      const inside = c.dest === workdir ? '' : c.dest.startsWith(`${workdir}/`) ? c.dest.slice(workdir.length + 1) : null;
-      if (inside === null) {
-        skipped.push(`COPY ${c.sources.join(' ')} ${c.dest}  (outside ${workdir})`);
-        continue;
-      }
-      for (const src of c.sources) {
-        const from = path.resolve(context, src);
-        if (from !== context && !from.startsWith(`${context}/`)) {
-          at('environment/Dockerfile', `line ${c.line}`, `${src} is outside the build context`);
-          continue;
-        }
-        const matches = src.includes('*') ? glob(context, src) : fs.existsSync(from) ? [from] : [];
-        if (matches.length === 0) at('environment/Dockerfile', `line ${c.line}`, `${src}: no such file in environment/`);
-        for (const m of matches) {
-          const isFolder = isDir(m);
-          // A folder's contents go into the destination; a file goes to it, or into it when it is a folder.
-          const to = isFolder ? inside : c.destIsDir || src.includes('*') ? path.posix.join(inside, path.basename(m)) : inside;
-          if (!isFolder && to === '') at('environment/Dockerfile', `line ${c.line}`, `copies the file ${src} onto ${workdir} itself`);
-          else copies.push({ from: m, to, dir: isFolder });
-        }
-      }
-    }
+    state.workdir = workdirSetting ?? plan.workdir ?? DEFAULT_WORKDIR;
+    state.baseImage = dockerImage ?? plan.baseImages.at(-1) ?? null;
+    state.skipped.push(...plan.skipped);
+    for (const c of plan.copies) addCopy(context, c, state, at);
   }
-  if (bad || instruction === null) return null;
-  const ignore = (readText(path.join(context, '.dockerignore')) ?? '')
+  state.ignore = (readText(path.join(context, '.dockerignore')) ?? '')
     .split('\n')
     .map((l) => l.trim())
     .filter((l) => l !== '' && !l.startsWith('#'));
-  const harbor: HarborTrial = {
-    dir,
-    name,
-    schemaVersion: String(schemaVersion),
-    workdir,
-    copies,
-    ...(ignore.length > 0 ? { ignore } : {}),
-    baseImage,
-    skipped,
-    testsDir,
-    solutionDir,
-    verifierTimeoutSec: verifierTimeout,
-    verifierEnv,
-    solutionEnv,
-    agentNetwork,
-    verifierNetwork,
-    ...(cpus !== undefined ? { cpus } : {}),
-  };
+  return state;
+}
+
+/** One COPY into the workspace: what it copies under WORKDIR (a COPY elsewhere is skipped). */
+function addCopy(context: string, c: DockerCopy, state: StartingState, at: Report): void {
+  const { workdir } = state;
+  const inside = c.dest === workdir ? '' : c.dest.startsWith(`${workdir}/`) ? c.dest.slice(workdir.length + 1) : null;
+  if (inside === null) {
+    state.skipped.push(`COPY ${c.sources.join(' ')} ${c.dest}  (outside ${workdir})`);
+    return;
+  }
+  for (const src of c.sources) {
+    const from = path.resolve(context, src);
+    if (from !== context && !from.startsWith(`${context}/`)) {
+      at('environment/Dockerfile', `line ${c.line}`, `${src} is outside the build context`);
+      continue;
+    }
+    const matches = src.includes('*') ? glob(context, src) : fs.existsSync(from) ? [from] : [];
+    if (matches.length === 0) at('environment/Dockerfile', `line ${c.line}`, `${src}: no such file in environment/`);
+    for (const m of matches) {
+      const isFolder = isDir(m);
+      // A folder's contents go into the destination; a file goes to it, or into it when it is a folder.
+      const to = isFolder ? inside : c.destIsDir || src.includes('*') ? path.posix.join(inside, path.basename(m)) : inside;
+      if (!isFolder && to === '') at('environment/Dockerfile', `line ${c.line}`, `copies the file ${src} onto ${workdir} itself`);
+      else state.copies.push({ from: m, to, dir: isFolder });
+    }
+  }
+}
+
+/** The polar task a Harbor task runs as: an empty workspace that the trial fills, graded by the verifier. */
+function toRolloutTask(instruction: string, settings: TaskSettings, harbor: HarborTrial): RolloutTask {
   return {
-    id,
+    id: settings.id,
     prompt: stripCanary(instruction),
     workspace: { empty: true },
     setup: [],
-    evaluator: { type: 'harbor', timeout: verifierTimeout },
-    timeout: agentTimeout,
-    metadata,
-    ...(agentNetwork === 'public' ? { network: 'host' as const } : {}),
+    evaluator: { type: 'harbor', timeout: settings.verifierTimeout },
+    timeout: settings.agentTimeout,
+    metadata: settings.metadata,
+    ...(settings.agentNetwork === 'public' ? { network: 'host' as const } : {}),
     harbor,
   };
 }
