@@ -1,7 +1,9 @@
 import type { ReplyRequest } from '../../core/chat.js';
+import type { PolarError } from '../../core/errors.js';
 import type { SseEvent } from '../../core/sse/parse.js';
 import { formatSseEvent } from '../../core/sse/write.js';
 import { openaiErrorBody } from '../openai-chat/errors.js';
+import type { StreamCounts, StreamStep } from '../stream-step.js';
 import type { EncodeContext, StreamTranslator } from '../types.js';
 import { encodeReasoning } from './reasoning-content.js';
 import { callItem, itemId, messageItem, responseObject, usageObject } from './response.js';
@@ -24,134 +26,174 @@ type Open =
  * idle timer counts events, not bytes.
  */
 export function createResponsesStream(req: ReplyRequest, ctx: EncodeContext): StreamTranslator {
-  const targets = (req.codecState as ResponsesCodecState).tools;
-  const output: unknown[] = [];
-  let seq = 0;
-  let started = false;
-  let open: Open | null = null;
-  let finish: string | null = null;
-  const event = (type: string, data: Record<string, unknown>): SseEvent => ({ event: type, data: JSON.stringify({ type, sequence_number: seq++, ...data }) });
+  return new ResponsesStream(req, ctx);
+}
 
-  const start = (out: SseEvent[]) => {
-    if (started) return;
-    started = true;
-    const snapshot = responseObject(req, ctx, { status: 'in_progress', output: [] });
-    out.push(event('response.created', { response: snapshot }), event('response.in_progress', { response: snapshot }));
-  };
+/** One call's Responses stream: the output items so far, the one open item, and the sequence number. */
+class ResponsesStream implements StreamTranslator {
+  private readonly targets: ResponsesCodecState['tools'];
+  private readonly output: unknown[] = [];
+  private seq = 0;
+  private started = false;
+  private open: Open | null = null;
+  private finish: string | null = null;
 
-  const close = (out: SseEvent[]) => {
-    const o = open;
+  constructor(
+    private readonly req: ReplyRequest,
+    private readonly ctx: EncodeContext,
+  ) {
+    this.targets = (req.codecState as ResponsesCodecState).tools;
+  }
+
+  push({ events }: StreamStep): SseEvent[] {
+    const out: SseEvent[] = [];
+    this.start(out);
+    for (const e of events) {
+      if (e.kind === 'reasoning') this.reasoning(out, e.text);
+      else if (e.kind === 'text') this.text(out, e.text);
+      else if (e.kind === 'tool-start') this.toolStart(out, e);
+      else if (e.kind === 'tool-args') this.toolArgs(out, e);
+      else this.finish = e.reason;
+    }
+    return out;
+  }
+
+  end({ promptTokens, completionTokens }: StreamCounts): SseEvent[] {
+    const out: SseEvent[] = [];
+    this.start(out);
+    this.close(out);
+    const status = this.finish === 'length' ? 'incomplete' : 'completed';
+    const response = responseObject(this.req, this.ctx, { status, output: this.output, usage: usageObject(promptTokens, completionTokens) });
+    out.push(this.event(status === 'completed' ? 'response.completed' : 'response.incomplete', { response }));
+    return out;
+  }
+
+  error(err: PolarError): string {
+    const out: SseEvent[] = [];
+    this.start(out);
+    const { code, message } = openaiErrorBody(err).error;
+    out.push(
+      this.event('response.failed', { response: responseObject(this.req, this.ctx, { status: 'failed', output: this.output, error: { code, message } }) }),
+    );
+    return out.map(formatSseEvent).join('');
+  }
+
+  keepAlive(): string {
+    const out: SseEvent[] = [];
+    if (!this.started) this.start(out);
+    else out.push(this.event('response.in_progress', { response: responseObject(this.req, this.ctx, { status: 'in_progress', output: [] }) }));
+    return out.map(formatSseEvent).join('');
+  }
+
+  /** An event with the next sequence number: call in the order the events go out. */
+  private event(type: string, data: Record<string, unknown>): SseEvent {
+    return { event: type, data: JSON.stringify({ type, sequence_number: this.seq++, ...data }) };
+  }
+
+  private start(out: SseEvent[]): void {
+    if (this.started) return;
+    this.started = true;
+    const snapshot = responseObject(this.req, this.ctx, { status: 'in_progress', output: [] });
+    out.push(this.event('response.created', { response: snapshot }), this.event('response.in_progress', { response: snapshot }));
+  }
+
+  private reasoning(out: SseEvent[], text: string): void {
+    let open = this.open;
+    if (open?.kind !== 'reasoning') {
+      this.close(out);
+      const index = this.output.length;
+      open = this.open = { kind: 'reasoning', index, id: itemId('rs', this.ctx, index), text: '' };
+      out.push(this.event('response.output_item.added', { output_index: index, item: { type: 'reasoning', id: open.id, summary: [] } }));
+      out.push(
+        this.event('response.reasoning_summary_part.added', {
+          item_id: open.id,
+          output_index: index,
+          summary_index: 0,
+          part: { type: 'summary_text', text: '' },
+        }),
+      );
+    }
+    open.text += text;
+    out.push(this.event('response.reasoning_summary_text.delta', { item_id: open.id, output_index: open.index, summary_index: 0, delta: text }));
+  }
+
+  private text(out: SseEvent[], text: string): void {
+    let open = this.open;
+    if (open?.kind !== 'message') {
+      this.close(out);
+      const index = this.output.length;
+      open = this.open = { kind: 'message', index, id: itemId('msg', this.ctx, index), text: '' };
+      out.push(this.event('response.output_item.added', { output_index: index, item: messageItem(open.id, '', 'in_progress') }));
+      out.push(
+        this.event('response.content_part.added', {
+          item_id: open.id,
+          output_index: index,
+          content_index: 0,
+          part: { type: 'output_text', text: '', annotations: [] },
+        }),
+      );
+    }
+    open.text += text;
+    out.push(this.event('response.output_text.delta', { item_id: open.id, output_index: open.index, content_index: 0, delta: text, logprobs: [] }));
+  }
+
+  private toolStart(out: SseEvent[], e: { index: number; id: string; name: string }): void {
+    this.close(out);
+    const index = this.output.length;
+    const target = this.targets[e.name];
+    const open: Open = {
+      kind: 'tool',
+      index,
+      id: itemId('fc', this.ctx, index),
+      upstreamIndex: e.index,
+      call: { id: e.id, name: e.name, arguments: '' },
+      target,
+    };
+    this.open = open;
+    if (streamsArguments(target)) {
+      out.push(this.event('response.output_item.added', { output_index: index, item: { ...callItem(open.id, open.call, target), status: 'in_progress' } }));
+    }
+  }
+
+  private toolArgs(out: SseEvent[], e: { index: number; text: string }): void {
+    const open = this.open;
+    if (open?.kind !== 'tool' || open.upstreamIndex !== e.index) return;
+    open.call.arguments += e.text;
+    if (streamsArguments(open.target)) {
+      out.push(this.event('response.function_call_arguments.delta', { item_id: open.id, output_index: open.index, delta: e.text }));
+    }
+  }
+
+  /** Closes the open item: its closing events, then `output_item.done`, and it joins the output. */
+  private close(out: SseEvent[]): void {
+    const o = this.open;
     if (!o) return;
-    open = null;
+    this.open = null;
     if (o.kind === 'reasoning') {
       const part = { type: 'summary_text', text: o.text };
-      out.push(event('response.reasoning_summary_text.done', { item_id: o.id, output_index: o.index, summary_index: 0, text: o.text }));
-      out.push(event('response.reasoning_summary_part.done', { item_id: o.id, output_index: o.index, summary_index: 0, part }));
-      const item = { type: 'reasoning', id: o.id, summary: [part], encrypted_content: encodeReasoning(o.text) };
-      output.push(item);
-      out.push(event('response.output_item.done', { output_index: o.index, item }));
+      out.push(this.event('response.reasoning_summary_text.done', { item_id: o.id, output_index: o.index, summary_index: 0, text: o.text }));
+      out.push(this.event('response.reasoning_summary_part.done', { item_id: o.id, output_index: o.index, summary_index: 0, part }));
+      this.done(out, o.index, { type: 'reasoning', id: o.id, summary: [part], encrypted_content: encodeReasoning(o.text) });
     } else if (o.kind === 'message') {
       const part = { type: 'output_text', text: o.text, annotations: [] };
-      out.push(event('response.output_text.done', { item_id: o.id, output_index: o.index, content_index: 0, text: o.text, logprobs: [] }));
-      out.push(event('response.content_part.done', { item_id: o.id, output_index: o.index, content_index: 0, part }));
-      const item = messageItem(o.id, o.text);
-      output.push(item);
-      out.push(event('response.output_item.done', { output_index: o.index, item }));
+      out.push(this.event('response.output_text.done', { item_id: o.id, output_index: o.index, content_index: 0, text: o.text, logprobs: [] }));
+      out.push(this.event('response.content_part.done', { item_id: o.id, output_index: o.index, content_index: 0, part }));
+      this.done(out, o.index, messageItem(o.id, o.text));
     } else {
       const item = callItem(o.id, o.call, o.target);
       if (streamsArguments(o.target)) {
-        out.push(event('response.function_call_arguments.done', { item_id: o.id, output_index: o.index, arguments: o.call.arguments }));
+        out.push(this.event('response.function_call_arguments.done', { item_id: o.id, output_index: o.index, arguments: o.call.arguments }));
       } else {
-        out.push(event('response.output_item.added', { output_index: o.index, item: { ...item, status: 'in_progress' } }));
+        out.push(this.event('response.output_item.added', { output_index: o.index, item: { ...item, status: 'in_progress' } }));
       }
-      output.push(item);
-      out.push(event('response.output_item.done', { output_index: o.index, item }));
+      this.done(out, o.index, item);
     }
-  };
+  }
 
-  return {
-    push({ events }) {
-      const out: SseEvent[] = [];
-      start(out);
-      for (const e of events) {
-        if (e.kind === 'reasoning') {
-          if (open?.kind !== 'reasoning') {
-            close(out);
-            const index = output.length;
-            open = { kind: 'reasoning', index, id: itemId('rs', ctx, index), text: '' };
-            out.push(event('response.output_item.added', { output_index: index, item: { type: 'reasoning', id: open.id, summary: [] } }));
-            out.push(
-              event('response.reasoning_summary_part.added', {
-                item_id: open.id,
-                output_index: index,
-                summary_index: 0,
-                part: { type: 'summary_text', text: '' },
-              }),
-            );
-          }
-          open.text += e.text;
-          out.push(event('response.reasoning_summary_text.delta', { item_id: open.id, output_index: open.index, summary_index: 0, delta: e.text }));
-        } else if (e.kind === 'text') {
-          if (open?.kind !== 'message') {
-            close(out);
-            const index = output.length;
-            open = { kind: 'message', index, id: itemId('msg', ctx, index), text: '' };
-            out.push(event('response.output_item.added', { output_index: index, item: messageItem(open.id, '', 'in_progress') }));
-            out.push(
-              event('response.content_part.added', {
-                item_id: open.id,
-                output_index: index,
-                content_index: 0,
-                part: { type: 'output_text', text: '', annotations: [] },
-              }),
-            );
-          }
-          open.text += e.text;
-          out.push(event('response.output_text.delta', { item_id: open.id, output_index: open.index, content_index: 0, delta: e.text, logprobs: [] }));
-        } else if (e.kind === 'tool-start') {
-          close(out);
-          const index = output.length;
-          const target = targets[e.name];
-          open = { kind: 'tool', index, id: itemId('fc', ctx, index), upstreamIndex: e.index, call: { id: e.id, name: e.name, arguments: '' }, target };
-          if (streamsArguments(target)) {
-            out.push(event('response.output_item.added', { output_index: index, item: { ...callItem(open.id, open.call, target), status: 'in_progress' } }));
-          }
-        } else if (e.kind === 'tool-args') {
-          if (open?.kind === 'tool' && open.upstreamIndex === e.index) {
-            open.call.arguments += e.text;
-            if (streamsArguments(open.target)) {
-              out.push(event('response.function_call_arguments.delta', { item_id: open.id, output_index: open.index, delta: e.text }));
-            }
-          }
-        } else {
-          finish = e.reason;
-        }
-      }
-      return out;
-    },
-    end({ promptTokens, completionTokens }) {
-      const out: SseEvent[] = [];
-      start(out);
-      close(out);
-      const status = finish === 'length' ? 'incomplete' : 'completed';
-      const response = responseObject(req, ctx, { status, output, usage: usageObject(promptTokens, completionTokens) });
-      out.push(event(status === 'completed' ? 'response.completed' : 'response.incomplete', { response }));
-      return out;
-    },
-    error(err) {
-      const out: SseEvent[] = [];
-      start(out);
-      const { code, message } = openaiErrorBody(err).error;
-      out.push(event('response.failed', { response: responseObject(req, ctx, { status: 'failed', output, error: { code, message } }) }));
-      return out.map(formatSseEvent).join('');
-    },
-    keepAlive() {
-      const out: SseEvent[] = [];
-      if (!started) start(out);
-      else out.push(event('response.in_progress', { response: responseObject(req, ctx, { status: 'in_progress', output: [] }) }));
-      return out.map(formatSseEvent).join('');
-    },
-  };
+  private done(out: SseEvent[], index: number, item: unknown): void {
+    this.output.push(item);
+    out.push(this.event('response.output_item.done', { output_index: index, item }));
+  }
 }
 
 /** Function calls stream their argument text; the other tool kinds carry parsed input, sent whole. */
