@@ -1,18 +1,7 @@
-import type { ServerResponse } from 'node:http';
 import { PolarError } from '../core/errors.js';
 
-export function sendJson(res: ServerResponse, status: number, text: string, headers: Record<string, string> = {}): void {
-  if (res.headersSent) {
-    if (!res.writableEnded) res.end();
-    return;
-  }
-  res.writeHead(status, {
-    ...headers,
-    'content-type': 'application/json',
-    'content-length': Buffer.byteLength(text),
-  });
-  res.end(text);
-}
+/** The proxy's replies are serialized already (codecs render them): the shared sender of text that is JSON. */
+export { sendJsonText as sendJson } from '../core/http/send.js';
 
 /** Anything thrown inside a call, as a PolarError; an aborted call is always reported as such. */
 export function toPolarError(err: unknown, signal?: AbortSignal): PolarError {

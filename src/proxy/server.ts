@@ -209,17 +209,26 @@ function handle(ctx: ProxyContext, req: IncomingMessage, res: ServerResponse): v
   ctx.tasks.add(task);
 }
 
+/** One request as the proxy's route handlers see it: the route it matched and the API shape its errors take. */
+interface Exchange<R extends Route = Route> {
+  readonly ctx: ProxyContext;
+  readonly route: R;
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  readonly codec: ProviderCodec;
+}
+
 async function dispatch(ctx: ProxyContext, route: Route, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  const { options } = ctx;
-  const codec = codecFor(route);
+  const ex: Exchange = { ctx, route, req, res, codec: codecFor(route) };
   // Before anything is read or recorded: a web page must not reach the training database.
   const foreign = originProblem(req.headers, ctx.policy);
   if (foreign) {
     req.resume();
-    options.onRefused?.(foreign);
-    sendError(res, renderError(codec, new PolarError('POLAR_FORBIDDEN', foreign, 403)));
+    ctx.options.onRefused?.(foreign);
+    sendError(res, renderError(ex.codec, new PolarError('POLAR_FORBIDDEN', foreign, 403)));
     return;
   }
+  // Routes that are not model calls: answered before the caller is identified, never recorded.
   if (route.kind === 'health') {
     req.resume();
     sendJson(res, 200, JSON.stringify({ ok: true, inFlight: ctx.inFlight }));
@@ -231,107 +240,108 @@ async function dispatch(ctx: ProxyContext, route: Route, req: IncomingMessage, r
     res.writeHead(200).end();
     return;
   }
-  if (route.kind === 'admin') {
-    // Always behind a token (admin.ts): loopback callers include sandboxed agents and web pages.
-    if (!adminAuthorized(req, [options.authToken, options.adminToken])) {
-      req.resume();
-      sendError(
-        res,
-        renderError(
-          codec,
-          new PolarError(
-            'POLAR_UNAUTHORIZED',
-            'admin routes need the polar auth token or the admin token polar proxy wrote (its path is in the banner), as x-polar-auth-token or Authorization: Bearer',
-            401,
-          ),
-        ),
-      );
-      return;
-    }
-    await handleAdmin(req, res, route.action, ctx.admin).catch((err: unknown) => sendError(res, renderError(codec, toPolarError(err))));
-    return;
-  }
-  const identity = identifyCaller(req.headers, route.pathSession, options.defaultSession, ctx.agentHeaders);
-  if (options.sessionKeys) {
-    const reason = capabilityProblem(req, identity, options.sessionKeys, options.authToken);
-    if (reason) {
-      // Not newCall: a refused call must not become a row in the session it named (or any other).
-      req.resume();
-      ctx.refused++;
-      try {
-        auditRefusal(ctx.store, req, identity, reason);
-      } catch (err) {
-        process.emitWarning(`polar proxy: could not record a refused call in the audit table: ${(err as Error).message}`);
-      }
-      options.onRefused?.(`${reason} ${identity.sessionSource === 'default' ? '(no session named)' : identity.sessionId}`);
-      // A detected route's body is not read for a refused call; an Anthropic client still says so in a header.
-      const shape = route.kind === 'detect' ? CODECS[detectProvider(req.headers, null) ?? 'openai-chat'] : codec;
-      sendError(res, renderError(shape, new PolarError('POLAR_UNAUTHORIZED', refusalMessage(reason, identity), 401)));
-      return;
-    }
-  } else if (options.authToken && !authorized(req, options.authToken)) {
-    refuse(
-      res,
-      req,
-      codec,
-      newCall(ctx, req, identity, 'unknown'),
-      new PolarError('POLAR_UNAUTHORIZED', 'missing or wrong polar auth token (send it as the API key, x-polar-auth-token, or ?key=)', 401),
-    );
-    return;
-  }
-  if (!isValidSessionName(identity.sessionId)) {
-    // newCall files this call under the default session; the caller learns why.
-    const name = JSON.stringify(identity.sessionId);
-    refuse(
-      res,
-      req,
-      codec,
-      newCall(ctx, req, identity, 'unknown'),
-      new PolarError('POLAR_BAD_REQUEST', `invalid session name ${name}: use letters, digits, . _ : - (max 128)`, 400),
-    );
-    return;
-  }
+  if (route.kind === 'admin') return serveAdmin({ ...ex, route });
+  const identity = identifyCaller(req.headers, route.pathSession, ctx.options.defaultSession, ctx.agentHeaders);
+  if (callerRefused(ex, identity)) return;
   switch (route.kind) {
     case 'models':
       req.resume();
-      sendJson(res, 200, JSON.stringify(modelList(options.servedModel, route.flavor)));
+      sendJson(res, 200, JSON.stringify(modelList(ctx.options.servedModel, route.flavor)));
       return;
     case 'count-tokens':
       await handleCountTokens(req, res, {
-        codec,
-        upstream: options.upstream,
-        model: options.servedModel,
+        codec: ex.codec,
+        upstream: ctx.options.upstream,
+        model: ctx.options.servedModel,
         apiPath: route.apiPath,
         maxBodyBytes: ctx.maxBodyBytes,
       });
       return;
     case 'model-call':
-    case 'detect': {
-      // Paused for a weight update: wait for resume (or give up with 503 and Retry-After).
-      let leave: () => void;
-      try {
-        leave = await ctx.admin.gate.admit();
-      } catch (err) {
-        refuse(res, req, codec, newCall(ctx, req, identity, route.kind === 'model-call' ? route.provider : 'unknown'), toPolarError(err), {
-          'retry-after': '30',
-        });
-        return;
-      }
-      try {
-        if (route.kind === 'detect') await detectAndCall(ctx, route, req, res, identity);
-        else await handleModelCall(req, res, newCall(ctx, req, identity, route.provider), { ...ctx.modelCall, codec, apiPath: route.apiPath });
-      } finally {
-        leave();
-      }
-      return;
-    }
-    case 'not-found': {
-      const message = route.methodNotAllowed
-        ? `${req.method} is not supported on ${route.apiPath}; supported routes: ${SUPPORTED_ROUTES.join(', ')}`
-        : `no route for ${req.method} ${route.apiPath}; supported routes: ${SUPPORTED_ROUTES.join(', ')}`;
-      refuse(res, req, codec, newCall(ctx, req, identity, 'unknown'), new PolarError('POLAR_NOT_FOUND', message, route.methodNotAllowed ? 405 : 404));
-    }
+    case 'detect':
+      return serveModelCall({ ...ex, route }, identity);
+    case 'not-found':
+      return serveNotFound({ ...ex, route }, identity);
   }
+}
+
+/** `/admin/*`: always behind a token (admin.ts), since loopback callers include sandboxed agents and web pages. */
+async function serveAdmin({ ctx, route, req, res, codec }: Exchange<Extract<Route, { kind: 'admin' }>>): Promise<void> {
+  if (!adminAuthorized(req, [ctx.options.authToken, ctx.options.adminToken])) {
+    req.resume();
+    const message =
+      'admin routes need the polar auth token or the admin token polar proxy wrote (its path is in the banner), as x-polar-auth-token or Authorization: Bearer';
+    sendError(res, renderError(codec, new PolarError('POLAR_UNAUTHORIZED', message, 401)));
+    return;
+  }
+  await handleAdmin(req, res, route.action, ctx.admin).catch((err: unknown) => sendError(res, renderError(codec, toPolarError(err))));
+}
+
+/**
+ * Whether the caller was turned away (and answered): without its session's key (capability mode),
+ * without the auth token, or naming a session that cannot be one.
+ */
+function callerRefused(ex: Exchange, identity: CallerIdentity): boolean {
+  const { ctx, route, req, res, codec } = ex;
+  const { options } = ctx;
+  if (options.sessionKeys) {
+    const reason = capabilityProblem(req, identity, options.sessionKeys, options.authToken);
+    if (!reason) return !validSession(ex, identity);
+    // Not newCall: a refused call must not become a row in the session it named (or any other).
+    req.resume();
+    ctx.refused++;
+    try {
+      auditRefusal(ctx.store, req, identity, reason);
+    } catch (err) {
+      process.emitWarning(`polar proxy: could not record a refused call in the audit table: ${(err as Error).message}`);
+    }
+    options.onRefused?.(`${reason} ${identity.sessionSource === 'default' ? '(no session named)' : identity.sessionId}`);
+    // A detected route's body is not read for a refused call; an Anthropic client still says so in a header.
+    const shape = route.kind === 'detect' ? CODECS[detectProvider(req.headers, null) ?? 'openai-chat'] : codec;
+    sendError(res, renderError(shape, new PolarError('POLAR_UNAUTHORIZED', refusalMessage(reason, identity), 401)));
+    return true;
+  }
+  if (options.authToken && !authorized(req, options.authToken)) {
+    const message = 'missing or wrong polar auth token (send it as the API key, x-polar-auth-token, or ?key=)';
+    refuse(res, req, codec, newCall(ctx, req, identity, 'unknown'), new PolarError('POLAR_UNAUTHORIZED', message, 401));
+    return true;
+  }
+  return !validSession(ex, identity);
+}
+
+/** A session name polar can file rows under; else the call is answered 400 (filed under the default session). */
+function validSession({ ctx, req, res, codec }: Exchange, identity: CallerIdentity): boolean {
+  if (isValidSessionName(identity.sessionId)) return true;
+  const message = `invalid session name ${JSON.stringify(identity.sessionId)}: use letters, digits, . _ : - (max 128)`;
+  refuse(res, req, codec, newCall(ctx, req, identity, 'unknown'), new PolarError('POLAR_BAD_REQUEST', message, 400));
+  return false;
+}
+
+/** A model call, once the proxy is not paused for a weight update (else it waits for resume, or gets 503 and Retry-After). */
+async function serveModelCall(ex: Exchange<Extract<Route, { kind: 'model-call' | 'detect' }>>, identity: CallerIdentity): Promise<void> {
+  const { ctx, route, req, res, codec } = ex;
+  let leave: () => void;
+  try {
+    leave = await ctx.admin.gate.admit();
+  } catch (err) {
+    const provider = route.kind === 'model-call' ? route.provider : 'unknown';
+    refuse(res, req, codec, newCall(ctx, req, identity, provider), toPolarError(err), { 'retry-after': '30' });
+    return;
+  }
+  try {
+    if (route.kind === 'detect') await detectAndCall(ctx, route, req, res, identity);
+    else await handleModelCall(req, res, newCall(ctx, req, identity, route.provider), { ...ctx.modelCall, codec, apiPath: route.apiPath });
+  } finally {
+    leave();
+  }
+}
+
+/** No route (404), or a method the path does not take (405): recorded, in the path's own API's shape. */
+function serveNotFound({ ctx, route, req, res, codec }: Exchange<Extract<Route, { kind: 'not-found' }>>, identity: CallerIdentity): void {
+  const message = route.methodNotAllowed
+    ? `${req.method} is not supported on ${route.apiPath}; supported routes: ${SUPPORTED_ROUTES.join(', ')}`
+    : `no route for ${req.method} ${route.apiPath}; supported routes: ${SUPPORTED_ROUTES.join(', ')}`;
+  refuse(res, req, codec, newCall(ctx, req, identity, 'unknown'), new PolarError('POLAR_NOT_FOUND', message, route.methodNotAllowed ? 405 : 404));
 }
 
 /** A POST to a path no provider uses: the headers or the body's shape say which API it is. */
