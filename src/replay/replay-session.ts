@@ -2,7 +2,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { getHarness } from '../harness/registry.js';
-import { runHarness, type RunHarnessResult } from '../harness/run.js';
+import { runHarness, type RunHarnessResult } from '../session/run-harness.js';
 import { baseEnvironment } from '../harness/env.js';
 import type { RolloutTask } from '../rollout/task-file.js';
 import { prepareWorkspace } from '../rollout/workspace.js';

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { newId } from '../core/ids.js';
 import { baseEnvironment } from '../harness/env.js';
-import { runHarness } from '../harness/run.js';
+import { runHarness } from '../session/run-harness.js';
 import type { SandboxSettings } from '../sandbox/index.js';
 import type { SessionKeys } from '../proxy/session-keys.js';
 import type { Harness } from '../harness/types.js';

@@ -6,7 +6,7 @@ import { qwen3ModelDir } from '../core/bundled-tokenizer.js';
 import { PolarError } from '../core/errors.js';
 import { getHarness } from '../harness/registry.js';
 import { resolveHarnessBin } from '../harness/resolve.js';
-import { runHarness } from '../harness/run.js';
+import { runHarness } from '../session/run-harness.js';
 import type { Harness } from '../harness/types.js';
 import { startMockServer } from '../mock-server/server.js';
 import { stateDir } from '../store/postgres/url.js';

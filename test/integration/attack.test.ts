@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { findBwrap } from '../../src/harness/sandbox.js';
+import { findBwrap } from '../../src/sandbox/index.js';
 import { startMockServer } from '../../src/mock-server/server.js';
 import { mockTasksFrom } from '../../src/mock-server/tasks.js';
 import { readTaskFile } from '../../src/rollout/task-file.js';

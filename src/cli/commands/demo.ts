@@ -5,7 +5,7 @@ import path from 'node:path';
 import chalk from 'chalk';
 import { Option, type Command } from 'commander';
 import { HARNESS_NAMES, getHarness } from '../../harness/registry.js';
-import { runHarness } from '../../harness/run.js';
+import { runHarness } from '../../session/run-harness.js';
 import { startMockServer } from '../../mock-server/server.js';
 import { DEMO_FILE } from '../../mock-server/script.js';
 import { BUNDLED_QWEN3 } from '../../core/bundled-tokenizer.js';

@@ -4,7 +4,7 @@ import chalk from 'chalk';
 import { Option, type Command } from 'commander';
 import { PolarError } from '../../core/errors.js';
 import { HARNESS_NAMES, getHarness } from '../../harness/registry.js';
-import { runHarness, type RunHarnessResult } from '../../harness/run.js';
+import { runHarness, type RunHarnessResult } from '../../session/run-harness.js';
 import { defaultDbPath } from '../../store/store.js';
 import { displayDb } from '../../store/postgres/url.js';
 import { integerArg, secondsArg } from '../numbers.js';
