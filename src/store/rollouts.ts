@@ -85,7 +85,23 @@ export type GroupStatsFn = (rewards: readonly (number | null)[]) => {
 /** This process, as a sample's `worker` names it. */
 export const WORKER = `${os.hostname()}/${process.pid}`;
 
-const FINAL = `('completed', 'failed', 'timeout', 'error')`;
+/** The ended statuses, as SQL (the same text in SQLite and PostgreSQL). */
+export const FINAL_SQL = `('completed', 'failed', 'timeout', 'error')`;
+
+/** Every status a sample row may hold, to check a row read back. */
+export const SAMPLE_STATUSES: readonly SampleStatus[] = ['queued', ...ACTIVE_STAGES, ...SAMPLE_OUTCOMES, 'interrupted'];
+export const ROLLOUT_STATUSES: readonly RolloutStatus[] = ['running', 'completed', 'interrupted', 'failed'];
+
+/**
+ * The columns a sample, rollout or group row is read from, named once for both stores (this SQLite
+ * table and the queue's PostgreSQL statements, postgres/queue.ts): a column added to one schema is
+ * not read until it is named here, and per-machine columns (`owner_id`, `origin`) are never read.
+ */
+export const SAMPLE_COLUMNS =
+  'id, rollout_id, task_id, sample_index, group_id, attempt, session_id, status, error_stage, error, reward, trace_rewards, evaluator, diff, accepted, advantage, loo_advantage, timing, started_at, ended_at, worker';
+export const ROLLOUT_COLUMNS =
+  'id, created_at, ended_at, status, harness, upstream_url, upstream_kind, served_model, samples_per_task, tasks_file, accept, config';
+const GROUP_COLUMNS = 'rollout_id, task_id, group_id, samples, rewarded, mean, std, accepted, completed_at';
 
 /**
  * Rollouts, their tasks, samples and groups (migration 5). Every sample row exists from the start
@@ -107,24 +123,24 @@ export class RolloutsTable {
       ),
       insertTask: db.prepare(`INSERT INTO rollout_tasks (rollout_id, task_id, position, task) VALUES (?, ?, ?, ?)`),
       insertSample: db.prepare(`INSERT INTO samples (id, rollout_id, task_id, sample_index, group_id) VALUES (?, ?, ?, ?, ?)`),
-      getRollout: db.prepare(`SELECT * FROM rollouts WHERE id = ?`),
-      listRollouts: db.prepare(`SELECT * FROM rollouts ORDER BY created_at, id`),
+      getRollout: db.prepare(`SELECT ${ROLLOUT_COLUMNS} FROM rollouts WHERE id = ?`),
+      listRollouts: db.prepare(`SELECT ${ROLLOUT_COLUMNS} FROM rollouts ORDER BY created_at, id`),
       tasks: db.prepare(`SELECT task FROM rollout_tasks WHERE rollout_id = ? ORDER BY position`),
-      samples: db.prepare(`SELECT * FROM samples WHERE rollout_id = ? ORDER BY task_id, sample_index`),
-      sample: db.prepare(`SELECT * FROM samples WHERE id = ?`),
-      bySession: db.prepare(`SELECT * FROM samples WHERE session_id = ?`),
-      groupSamples: db.prepare(`SELECT * FROM samples WHERE rollout_id = ? AND task_id = ? ORDER BY sample_index`),
-      groups: db.prepare(`SELECT * FROM groups WHERE rollout_id = ? ORDER BY task_id`),
-      stage: db.prepare(`UPDATE samples SET status = @status, timing = json_patch(timing, @timing) WHERE id = @id AND status NOT IN ${FINAL}`),
+      samples: db.prepare(`SELECT ${SAMPLE_COLUMNS} FROM samples WHERE rollout_id = ? ORDER BY task_id, sample_index`),
+      sample: db.prepare(`SELECT ${SAMPLE_COLUMNS} FROM samples WHERE id = ?`),
+      bySession: db.prepare(`SELECT ${SAMPLE_COLUMNS} FROM samples WHERE session_id = ?`),
+      groupSamples: db.prepare(`SELECT id, status, reward, accepted FROM samples WHERE rollout_id = ? AND task_id = ? ORDER BY sample_index`),
+      groups: db.prepare(`SELECT ${GROUP_COLUMNS} FROM groups WHERE rollout_id = ? ORDER BY task_id`),
+      stage: db.prepare(`UPDATE samples SET status = @status, timing = json_patch(timing, @timing) WHERE id = @id AND status NOT IN ${FINAL_SQL}`),
       start: db.prepare(
         `UPDATE samples SET status = 'init', attempt = attempt + 1, session_id = @sessionId, started_at = @now, ended_at = NULL,
                             error = NULL, error_stage = NULL, timing = '{}', owner_id = @ownerId, worker = @worker
-          WHERE id = @id AND status NOT IN ${FINAL} RETURNING attempt`,
+          WHERE id = @id AND status NOT IN ${FINAL_SQL} RETURNING attempt`,
       ),
       finish: db.prepare(
         `UPDATE samples SET status = @status, error_stage = @errorStage, error = @error, reward = @reward, trace_rewards = @traceRewards,
                             evaluator = @evaluator, diff = @diff, accepted = @accepted, timing = json_patch(timing, @timing), ended_at = @now
-          WHERE id = @id AND status NOT IN ${FINAL}`,
+          WHERE id = @id AND status NOT IN ${FINAL_SQL}`,
       ),
       advantage: db.prepare(`UPDATE samples SET advantage = ?, loo_advantage = ? WHERE id = ?`),
       upsertGroup: db.prepare(
@@ -138,8 +154,8 @@ export class RolloutsTable {
          VALUES (?, ?, (SELECT COUNT(*) FROM rollout_tasks WHERE rollout_id = ?), ?)`,
       ),
       nextIndex: db.prepare(`SELECT COALESCE(MAX(sample_index) + 1, 0) AS n FROM samples WHERE rollout_id = ? AND task_id = ?`),
-      interrupt: db.prepare(`UPDATE samples SET status = 'interrupted' WHERE id = ? AND status NOT IN ${FINAL}`),
-      requeue: db.prepare(`UPDATE samples SET status = 'queued' WHERE rollout_id = ? AND status NOT IN ${FINAL} AND status <> 'queued'`),
+      interrupt: db.prepare(`UPDATE samples SET status = 'interrupted' WHERE id = ? AND status NOT IN ${FINAL_SQL}`),
+      requeue: db.prepare(`UPDATE samples SET status = 'queued' WHERE rollout_id = ? AND status NOT IN ${FINAL_SQL} AND status <> 'queued'`),
       endRollout: db.prepare(`UPDATE rollouts SET status = ?, ended_at = ? WHERE id = ?`),
       claimRollout: db.prepare(`UPDATE rollouts SET status = 'running', ended_at = NULL, owner_id = ? WHERE id = ?`),
     };
@@ -227,36 +243,14 @@ export class RolloutsTable {
   finish(id: string, end: SampleEnd, stats: GroupStatsFn): boolean {
     return this.db
       .transaction((): boolean => {
-        const changed = this.stmts.finish.run({
-          id,
-          now: Date.now(),
-          status: end.status,
-          errorStage: end.errorStage ?? null,
-          error: end.error ?? null,
-          reward: end.reward ?? null,
-          traceRewards: end.traceRewards ? JSON.stringify(end.traceRewards) : null,
-          evaluator: end.evaluator ? JSON.stringify(end.evaluator) : null,
-          diff: end.diff ?? null,
-          accepted: end.accepted === undefined || end.accepted === null ? null : end.accepted ? 1 : 0,
-          timing: JSON.stringify(end.timing ?? {}),
-        }).changes;
+        const changed = this.stmts.finish.run({ id, now: Date.now(), ...endValues(end) }).changes;
         if (changed === 0) return false;
         const sample = this.sample(id)!;
-        const members = (this.stmts.groupSamples.all(sample.rolloutId, sample.taskId) as RawSample[]).map(toSample);
-        if (members.every((m) => (SAMPLE_OUTCOMES as readonly string[]).includes(m.status))) {
-          const s = stats(members.map((m) => m.reward));
-          members.forEach((m, i) => this.stmts.advantage.run(s.advantages[i] ?? null, s.looAdvantages[i] ?? null, m.id));
-          this.stmts.upsertGroup.run({
-            rolloutId: sample.rolloutId,
-            taskId: sample.taskId,
-            groupId: sample.groupId,
-            samples: members.length,
-            rewarded: s.rewarded,
-            mean: s.mean,
-            std: s.std,
-            accepted: members.filter((m) => m.accepted).length,
-            completedAt: Date.now(),
-          });
+        const members = (this.stmts.groupSamples.all(sample.rolloutId, sample.taskId) as RawMember[]).map(toMember);
+        const writes = groupWrites(sample, members, stats, Date.now());
+        if (writes) {
+          for (const a of writes.advantages) this.stmts.advantage.run(a.advantage, a.looAdvantage, a.id);
+          this.stmts.upsertGroup.run(writes.group);
         }
         return true;
       })
@@ -281,6 +275,77 @@ export class RolloutsTable {
   end(rolloutId: string, status: Exclude<RolloutStatus, 'running'>): void {
     this.stmts.endRollout.run(status, Date.now(), rolloutId);
   }
+}
+
+/** A sample's end as column values, the same for both stores (JSON text, accepted as 0/1). */
+export function endValues(end: SampleEnd) {
+  return {
+    status: end.status,
+    errorStage: end.errorStage ?? null,
+    error: end.error ?? null,
+    reward: end.reward ?? null,
+    traceRewards: end.traceRewards ? JSON.stringify(end.traceRewards) : null,
+    evaluator: end.evaluator ? JSON.stringify(end.evaluator) : null,
+    diff: end.diff ?? null,
+    accepted: end.accepted === undefined || end.accepted === null ? null : end.accepted ? 1 : 0,
+    timing: JSON.stringify(end.timing ?? {}),
+  };
+}
+
+/** A group member as the bookkeeping reads it. */
+export interface GroupMember {
+  id: string;
+  status: string;
+  reward: number | null;
+  accepted: boolean | null;
+}
+
+/** What completing a group writes: each member's advantages (in member order) and the group's row. */
+export interface GroupWrites {
+  advantages: { id: string; advantage: number | null; looAdvantage: number | null }[];
+  group: GroupRow;
+}
+
+/**
+ * The group bookkeeping of both stores (this table, and the queue's PostgreSQL in
+ * postgres/queue.ts): once every member of a group has ended, its statistics and each member's
+ * advantages; null while one has not. Pure: each store writes the result in its own dialect, in
+ * the transaction that ended the last member.
+ */
+export function groupWrites(
+  group: { rolloutId: string; taskId: string; groupId: string },
+  members: readonly GroupMember[],
+  stats: GroupStatsFn,
+  now: number,
+): GroupWrites | null {
+  if (!members.every((m) => (SAMPLE_OUTCOMES as readonly string[]).includes(m.status))) return null;
+  const s = stats(members.map((m) => m.reward));
+  return {
+    advantages: members.map((m, i) => ({ id: m.id, advantage: s.advantages[i] ?? null, looAdvantage: s.looAdvantages[i] ?? null })),
+    group: {
+      rolloutId: group.rolloutId,
+      taskId: group.taskId,
+      groupId: group.groupId,
+      samples: members.length,
+      rewarded: s.rewarded,
+      mean: s.mean,
+      std: s.std,
+      accepted: members.filter((m) => m.accepted === true).length,
+      completedAt: now,
+    },
+  };
+}
+
+/** A group member's columns as both stores give them (`accepted` as 0/1). */
+export interface RawMember {
+  id: string;
+  status: string;
+  reward: number | null;
+  accepted: number | null;
+}
+
+export function toMember(r: RawMember): GroupMember {
+  return { id: r.id, status: r.status, reward: r.reward, accepted: r.accepted === null ? null : r.accepted === 1 };
 }
 
 export function sampleId(rolloutId: string, taskId: string, index: number): string {
@@ -331,7 +396,7 @@ export interface RawSample {
   worker: string | null;
 }
 
-interface RawGroup {
+export interface RawGroup {
   rollout_id: string;
   task_id: string;
   group_id: string;
@@ -386,7 +451,7 @@ export function toSample(r: RawSample): SampleRow {
   };
 }
 
-function toGroup(r: RawGroup): GroupRow {
+export function toGroup(r: RawGroup): GroupRow {
   return {
     rolloutId: r.rollout_id,
     taskId: r.task_id,
