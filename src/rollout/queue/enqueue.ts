@@ -2,8 +2,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { newId } from '../../core/ids.js';
 import type { Postgres } from '../../store/postgres/client.js';
+import { insertQueuedRollout, interruptAbandoned as interruptAbandonedSamples } from '../../store/postgres/queue.js';
 import { migratePostgres } from '../../store/postgres/schema.js';
-import { groupId, sampleId } from '../../store/rollouts.js';
+import { sampleId } from '../../store/rollouts.js';
 import type { RolloutConfig } from '../config.js';
 import type { RolloutTask } from '../task-file.js';
 import { ensureQueue, jobId, openQueue, queueName, type SampleJob } from './boss.js';
@@ -32,43 +33,23 @@ export async function enqueueRollout(
   await migratePostgres(pg);
   const rolloutId = newId('rol');
   const stored: RolloutConfig = { ...config, outDir: config.outDir ? path.resolve(config.outDir) : '' };
-  const now = Date.now();
-  await pg.transaction(async (tx) => {
-    await tx.query(
-      `INSERT INTO rollouts (id, created_at, harness, upstream_url, upstream_kind, served_model, samples_per_task, tasks_file, accept, config, origin)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-      [
-        rolloutId,
-        now,
-        config.harness,
-        config.upstream.url,
-        config.upstream.kind,
-        config.model,
-        config.samples,
-        tasksFile ? path.resolve(tasksFile) : null,
-        config.accept,
-        JSON.stringify({ ...stored, queue: settings }),
-        `queue:${os.hostname()}`,
-      ],
-    );
-    for (const [position, task] of tasks.entries()) {
-      await tx.query(`INSERT INTO rollout_tasks (rollout_id, task_id, position, task) VALUES ($1, $2, $3, $4)`, [
-        rolloutId,
-        task.id,
-        position,
-        JSON.stringify(task),
-      ]);
-      for (let i = 0; i < config.samples; i++) {
-        await tx.query(`INSERT INTO samples (id, rollout_id, task_id, sample_index, group_id) VALUES ($1, $2, $3, $4, $5)`, [
-          sampleId(rolloutId, task.id, i),
-          rolloutId,
-          task.id,
-          i,
-          groupId(rolloutId, task.id),
-        ]);
-      }
-    }
-  });
+  await insertQueuedRollout(
+    pg,
+    {
+      id: rolloutId,
+      createdAt: Date.now(),
+      harness: config.harness,
+      upstreamUrl: config.upstream.url,
+      upstreamKind: config.upstream.kind,
+      servedModel: config.model,
+      samplesPerTask: config.samples,
+      tasksFile: tasksFile ? path.resolve(tasksFile) : null,
+      accept: config.accept,
+      config: { ...stored, queue: settings },
+      origin: `queue:${os.hostname()}`,
+    },
+    tasks.map((task) => ({ id: task.id, json: JSON.stringify(task) })),
+  );
   const boss = await openQueue(url);
   try {
     const name = queueName(config.harness);
@@ -93,11 +74,5 @@ export async function enqueueRollout(
  * themselves: they are marked `interrupted`, the policy when retries run out. Returns how many.
  */
 export async function interruptAbandoned(pg: Postgres, rolloutId: string, harness: string): Promise<number> {
-  const { rowCount } = await pg.query(
-    `UPDATE samples SET status = 'interrupted', error = COALESCE(error, 'every attempt was lost or failed (queue retries used up)')
-      WHERE rollout_id = $1 AND status NOT IN ('completed', 'failed', 'timeout', 'error', 'interrupted')
-        AND id IN (SELECT data->>'sampleId' FROM pgboss.job WHERE name = $2 AND state = 'failed' AND data->>'rolloutId' = $1)`,
-    [rolloutId, queueName(harness)],
-  );
-  return rowCount ?? 0;
+  return interruptAbandonedSamples(pg, rolloutId, queueName(harness));
 }

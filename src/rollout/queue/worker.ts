@@ -1,10 +1,12 @@
 import path from 'node:path';
-import type { Job } from 'pg-boss';
+import type { Job, PgBoss } from 'pg-boss';
 import { PolarError } from '../../core/errors.js';
 import { waitFor } from '../../core/wait.js';
 import { Postgres } from '../../store/postgres/client.js';
 import { openStore } from '../../store/open.js';
-import { toRollout, toSample, type RawRollout, type RawSample } from '../../store/rollouts.js';
+import { getRollout, getRolloutTask, getSample, getSampleStatus } from '../../store/postgres/queue.js';
+import { type RolloutRow, SAMPLE_OUTCOMES, type SampleRow } from '../../store/rollouts.js';
+import type { Store } from '../../store/store.js';
 import { parseAccept } from '../accept.js';
 import type { RolloutConfig, RolloutEvent } from '../config.js';
 import { startCapture } from '../run-rollout.js';
@@ -40,33 +42,14 @@ export async function runWorker(opts: WorkerOptions): Promise<number> {
   const notice = (line: string) => opts.onNotice?.(line);
   const store = await openStore(opts.dbUrl, { onNotice: notice });
   const pg = new Postgres(opts.dbUrl);
-  const ledger = new PgSampleLedger(pg);
   const name = queueName(opts.config.harness);
-  let boss: Awaited<ReturnType<typeof openQueue>> | null = null;
-  let capture: Awaited<ReturnType<typeof startCapture>> | null = null;
-  let ran = 0;
+  let boss: PgBoss | null = null;
+  let capture: Capture | null = null;
   try {
     boss = await openQueue(opts.queueUrl, (err) => notice(`queue: ${err.message}`));
     await ensureQueue(boss, name);
     capture = await startCapture(store, opts.config, `worker-${process.pid}`, opts.upstreamApiKey);
-    const active = new Set<Promise<void>>();
-    let idleSince = Date.now();
-    while (!opts.signal.aborted) {
-      const free = opts.config.concurrency - active.size;
-      let got: Job<SampleJob>[] = [];
-      if (free > 0) got = await boss.fetch<SampleJob>(name, { batchSize: free }).catch(() => []);
-      for (const job of got) {
-        ran++;
-        const p = runJob(job).finally(() => active.delete(p));
-        active.add(p);
-      }
-      if (got.length > 0 || active.size > 0) idleSince = Date.now();
-      else if (opts.idleExitMs !== null && Date.now() - idleSince >= opts.idleExitMs) break;
-      if (got.length === 0 || active.size >= opts.config.concurrency) {
-        await waitFor(500, opts.signal, active);
-      }
-    }
-    await Promise.all(active);
+    return await pollQueue({ opts, store, pg, ledger: new PgSampleLedger(pg), boss, name, capture, notice });
   } finally {
     await capture?.proxy.close(5000).catch(() => undefined);
     await capture?.socket?.remove();
@@ -75,70 +58,122 @@ export async function runWorker(opts: WorkerOptions): Promise<number> {
     await pg.close().catch(() => undefined);
     await store.closeAsync();
   }
-  return ran;
+}
 
-  async function runJob(job: Job<SampleJob>): Promise<void> {
-    const touch = setInterval(() => void boss!.touch(name, job).catch(() => undefined), Math.max(1000, ((job.heartbeatSeconds ?? 30) * 1000) / 3));
-    try {
-      const ctx = await contextFor(job.data);
-      if (!ctx) {
-        await boss!.complete(name, job);
-        return;
-      }
-      const sample = ctx.sample;
-      const prepared = await initStage(ctx.ctx, sample);
-      const ranStage = prepared ? await runStage(ctx.ctx, prepared) : null;
-      if (ranStage) await postStage(ctx.ctx, ranStage);
-      const after = (await pg.query(`SELECT status FROM samples WHERE id = $1`, [sample.id])).rows[0] as { status: string } | undefined;
-      if (after && ['completed', 'failed', 'timeout', 'error'].includes(after.status)) await boss!.complete(name, job);
-      else await boss!.fail(name, job, { reason: `sample ${sample.id} did not end here (${after?.status ?? 'missing'}); handed back to the queue` });
-    } catch (err) {
-      notice(`sample ${job.data.sampleId}: ${(err as Error).message}`);
-      await boss!.fail(name, job, { reason: (err as Error).message }).catch(() => undefined);
-    } finally {
-      clearInterval(touch);
+type Capture = Awaited<ReturnType<typeof startCapture>>;
+
+/** What a running worker holds: its options, the stores, the queue and its capture proxy. */
+interface Worker {
+  opts: WorkerOptions;
+  store: Store;
+  pg: Postgres;
+  ledger: PgSampleLedger;
+  boss: PgBoss;
+  name: string;
+  capture: Capture;
+  notice: (line: string) => void;
+}
+
+/** Takes jobs while there is room, until stopped or idle for `idleExitMs`; returns how many it took. */
+async function pollQueue(w: Worker): Promise<number> {
+  const { opts } = w;
+  const active = new Set<Promise<void>>();
+  let ran = 0;
+  let idleSince = Date.now();
+  while (!opts.signal.aborted) {
+    const free = opts.config.concurrency - active.size;
+    let got: Job<SampleJob>[] = [];
+    if (free > 0) got = await w.boss.fetch<SampleJob>(w.name, { batchSize: free }).catch(() => []);
+    for (const job of got) {
+      ran++;
+      const p = runJob(w, job).finally(() => active.delete(p));
+      active.add(p);
+    }
+    if (got.length > 0 || active.size > 0) idleSince = Date.now();
+    else if (opts.idleExitMs !== null && Date.now() - idleSince >= opts.idleExitMs) break;
+    if (got.length === 0 || active.size >= opts.config.concurrency) {
+      await waitFor(500, opts.signal, active);
     }
   }
+  await Promise.all(active);
+  return ran;
+}
 
-  /** The sample, its task and its rollout's settings, from the store; null when the sample already ended. */
-  async function contextFor(job: SampleJob): Promise<{ ctx: StageContext; sample: ReturnType<typeof toSample> } | null> {
-    const raw = (await pg.query(`SELECT * FROM samples WHERE id = $1`, [job.sampleId])).rows[0] as RawSample | undefined;
-    if (!raw) throw new PolarError('POLAR_USAGE', `sample ${job.sampleId} is not in the store ${pg.label}: is this worker's --db the rollout's?`);
-    const sample = toSample(raw);
-    if (['completed', 'failed', 'timeout', 'error'].includes(sample.status)) return null;
-    const rollout = toRollout((await pg.query(`SELECT * FROM rollouts WHERE id = $1`, [job.rolloutId])).rows[0] as unknown as RawRollout);
-    const taskText = (await pg.query(`SELECT task FROM rollout_tasks WHERE rollout_id = $1 AND task_id = $2`, [job.rolloutId, sample.taskId])).rows[0] as {
-      task: string;
-    };
-    const task = JSON.parse(taskText.task) as RolloutTask;
-    const stored = rollout.config as unknown as RolloutConfig;
-    const config: RolloutConfig = {
-      ...opts.config,
-      accept: stored.accept ?? null,
-      timeoutSec: stored.timeoutSec ?? opts.config.timeoutSec,
-      samples: stored.samples,
-    };
-    const ctx: StageContext = {
-      rolloutId: job.rolloutId,
-      store,
-      ledger,
-      dbPath: opts.dbUrl,
-      config,
-      tasks: new Map([[task.id, task]]),
-      harness: capture!.harness,
-      proxyUrl: capture!.proxy.url,
-      sessionKeys: capture!.sessionKeys,
-      model: capture!.model,
-      contextWindow: capture!.contextWindow,
-      accept: config.accept ? parseAccept(config.accept) : null,
-      sandbox: capture!.sandbox,
-      proxySocket: capture!.socket?.path ?? null,
-      secrets: opts.upstreamApiKey ? [opts.upstreamApiKey] : [],
-      tasksDir: rollout.tasksFile ? path.dirname(rollout.tasksFile) : null,
-      emit: (e) => opts.onEvent?.({ ...e, rolloutId: job.rolloutId }),
-      onNotice: notice,
-      stopping: () => opts.signal.aborted,
-    };
-    return { ctx, sample };
+/** One job: the sample through its stages, the job touched meanwhile, then completed or handed back. */
+async function runJob(w: Worker, job: Job<SampleJob>): Promise<void> {
+  const { boss, name } = w;
+  const touch = setInterval(() => void boss.touch(name, job).catch(() => undefined), Math.max(1000, ((job.heartbeatSeconds ?? 30) * 1000) / 3));
+  try {
+    const found = await contextFor(w, job.data);
+    if (!found) {
+      await boss.complete(name, job);
+      return;
+    }
+    const { ctx, sample } = found;
+    const prepared = await initStage(ctx, sample);
+    const ranStage = prepared ? await runStage(ctx, prepared) : null;
+    if (ranStage) await postStage(ctx, ranStage);
+    const after = await getSampleStatus(w.pg, sample.id);
+    if (after && isEnded(after)) await boss.complete(name, job);
+    else await boss.fail(name, job, { reason: `sample ${sample.id} did not end here (${after ?? 'missing'}); handed back to the queue` });
+  } catch (err) {
+    w.notice(`sample ${job.data.sampleId}: ${(err as Error).message}`);
+    await boss.fail(name, job, { reason: (err as Error).message }).catch(() => undefined);
+  } finally {
+    clearInterval(touch);
   }
+}
+
+function isEnded(status: string): boolean {
+  return (SAMPLE_OUTCOMES as readonly string[]).includes(status);
+}
+
+/** The sample, its task and its rollout's settings, from the store; null when the sample already ended. */
+async function contextFor(w: Worker, job: SampleJob): Promise<{ ctx: StageContext; sample: SampleRow } | null> {
+  const { opts, pg, capture } = w;
+  const sample = await getSample(pg, job.sampleId);
+  if (!sample) throw new PolarError('POLAR_USAGE', `sample ${job.sampleId} is not in the store ${pg.label}: is this worker's --db the rollout's?`);
+  if (isEnded(sample.status)) return null;
+  const rollout = await getRollout(pg, job.rolloutId);
+  const taskText = await getRolloutTask(pg, job.rolloutId, sample.taskId);
+  if (!rollout || taskText === undefined)
+    throw new PolarError('POLAR_USAGE', `rollout ${job.rolloutId} or its task ${sample.taskId} is not in the store ${pg.label}`);
+  const task = JSON.parse(taskText) as RolloutTask;
+  const config: RolloutConfig = { ...opts.config, ...storedSettings(rollout, opts.config) };
+  const ctx: StageContext = {
+    rolloutId: job.rolloutId,
+    store: w.store,
+    ledger: w.ledger,
+    dbPath: opts.dbUrl,
+    config,
+    tasks: new Map([[task.id, task]]),
+    harness: capture.harness,
+    proxyUrl: capture.proxy.url,
+    sessionKeys: capture.sessionKeys,
+    model: capture.model,
+    contextWindow: capture.contextWindow,
+    accept: config.accept ? parseAccept(config.accept) : null,
+    sandbox: capture.sandbox,
+    proxySocket: capture.socket?.path ?? null,
+    secrets: opts.upstreamApiKey ? [opts.upstreamApiKey] : [],
+    tasksDir: rollout.tasksFile ? path.dirname(rollout.tasksFile) : null,
+    emit: (e) => opts.onEvent?.({ ...e, rolloutId: job.rolloutId }),
+    onNotice: w.notice,
+    stopping: () => opts.signal.aborted,
+  };
+  return { ctx, sample };
+}
+
+/**
+ * What a sample takes from its rollout's stored configuration rather than this machine's: its
+ * acceptance rule, its budget and its group size. Everything else (harness, upstream, sandbox) is
+ * the worker's own.
+ */
+export function storedSettings(rollout: RolloutRow, local: RolloutConfig): Pick<RolloutConfig, 'accept' | 'timeoutSec' | 'samples'> {
+  const c = rollout.config;
+  return {
+    accept: typeof c.accept === 'string' ? c.accept : null,
+    timeoutSec: typeof c.timeoutSec === 'number' ? c.timeoutSec : local.timeoutSec,
+    samples: typeof c.samples === 'number' ? c.samples : rollout.samplesPerTask,
+  };
 }
