@@ -439,35 +439,44 @@ async function queueRollout(opts: RolloutOptions): Promise<void> {
   process.exitCode = summary.status === 'completed' ? 0 : 1;
 }
 
-/** Polls the shared store until every sample has ended (or was given up on), with a progress bar on a terminal. */
+/**
+ * Polls the shared store until every sample has ended (or was given up on), with a progress bar on
+ * a terminal: one connection pool for the whole wait and one light query a second (each sample's
+ * status); the store itself (its local mirror) is opened once, at the end, for the summary.
+ */
 async function waitForRollout(url: string, rolloutId: string, harness: string, total: number, started: number, json: boolean): Promise<RolloutSummary> {
-  const [{ Postgres }, { interruptAbandoned }] = await Promise.all([import('../../store/postgres/client.js'), import('../../rollout/queue/enqueue.js')]);
-  const pg = new Postgres(url);
+  const [{ Postgres }, { interruptAbandoned }, { sampleProgress }] = await Promise.all([
+    import('../../store/postgres/client.js'),
+    import('../../rollout/queue/enqueue.js'),
+    import('../../store/postgres/queue.js'),
+  ]);
+  const pg = new Postgres(url, { max: 1, applicationName: 'polar-wait' });
   const progress = !json && process.stderr.isTTY ? new RolloutProgress(total, 0) : null;
   const reported = new Set<string>();
   try {
     for (;;) {
       await interruptAbandoned(pg, rolloutId, harness).catch(() => 0);
-      const store = await openStore(url, { readonly: true });
-      try {
-        const samples = store.rollouts.samples(rolloutId);
-        const ended = samples.filter((s) => (SAMPLE_OUTCOMES as readonly string[]).includes(s.status) || s.status === 'interrupted');
-        for (const s of ended) {
-          if (reported.has(s.id)) continue;
-          reported.add(s.id);
-          if (progress) progress.event({ type: 'done', sampleId: s.id, taskId: s.taskId, outcome: s.status as 'completed', reward: s.reward, error: s.error });
-          else if (!json)
-            process.stderr.write(`  ${s.id} ${s.status}${s.reward !== null ? ` reward ${s.reward}` : ''}${s.worker ? chalk.dim(` on ${s.worker}`) : ''}\n`);
-        }
-        if (ended.length === samples.length) return { ...summarize(store, rolloutId, redactUrl(url), Date.now() - started), db: redactUrl(url) };
-      } finally {
-        store.close();
+      const samples = await sampleProgress(pg, rolloutId);
+      const ended = samples.filter((s) => (SAMPLE_OUTCOMES as readonly string[]).includes(s.status) || s.status === 'interrupted');
+      for (const s of ended) {
+        if (reported.has(s.id)) continue;
+        reported.add(s.id);
+        if (progress) progress.event({ type: 'done', sampleId: s.id, taskId: s.taskId, outcome: s.status as 'completed', reward: s.reward, error: s.error });
+        else if (!json)
+          process.stderr.write(`  ${s.id} ${s.status}${s.reward !== null ? ` reward ${s.reward}` : ''}${s.worker ? chalk.dim(` on ${s.worker}`) : ''}\n`);
       }
+      if (ended.length === samples.length) break;
       await new Promise((r) => setTimeout(r, 1000));
     }
   } finally {
     progress?.stop();
     await pg.close();
+  }
+  const store = await openStore(url, { readonly: true });
+  try {
+    return { ...summarize(store, rolloutId, redactUrl(url), Date.now() - started), db: redactUrl(url) };
+  } finally {
+    store.close();
   }
 }
 
