@@ -14,6 +14,7 @@ import { SAMPLE_OUTCOMES } from '../../store/rollouts.js';
 import { defaultDbPath } from '../../store/store.js';
 import { displayDb, isPostgresUrl, redactUrl } from '../../store/postgres/url.js';
 import { openStore } from '../../store/open.js';
+import { sampleLogTail } from '../log-tail.js';
 import { integerArg, secondsArg } from '../numbers.js';
 import { action, formatTime, invokedAs, printJson, table } from '../output.js';
 import { count } from '../plural.js';
@@ -333,8 +334,18 @@ async function showRollout(id: string, opts: { db?: string; json?: boolean }): P
     if (!row) throw new PolarError('POLAR_USAGE', `no rollout ${JSON.stringify(id)} in this database; list them with \`polar rollouts\``);
     const summary = summarize(store, id, dbPath, (row.endedAt ?? Date.now()) - row.createdAt);
     const samples = store.rollouts.samples(id);
+    // A sample that failed with no error of its own: the cause is in its harness's log, if anywhere.
+    const logs = new Map(samples.map((m) => [m.id, sampleLogTail(store, dbPath, m)]));
     if (opts.json) {
-      printJson({ ok: true, rollout: row, summary, samples: samples.map(({ diff: _diff, ...rest }) => rest) });
+      printJson({
+        ok: true,
+        rollout: row,
+        summary,
+        samples: samples.map(({ diff: _diff, ...rest }) => {
+          const log = logs.get(rest.id);
+          return log ? { ...rest, harnessLog: log } : rest;
+        }),
+      });
       return;
     }
     process.stdout.write(`${summaryText(summary, dbPath).split('\n').slice(0, 3).join('\n')}\n`);
@@ -353,7 +364,7 @@ async function showRollout(id: string, opts: { db?: string; json?: boolean }): P
             m.accepted === null ? '-' : m.accepted ? 'yes' : 'no',
             m.attempt,
             m.sessionId ?? '-',
-            m.error ? `${m.errorStage}: ${m.error.slice(0, 80)}` : '',
+            m.error ? `${m.errorStage}: ${m.error.slice(0, 80)}` : logColumn(logs.get(m.id) ?? null),
           ]),
         )}\n`,
       );
@@ -361,6 +372,13 @@ async function showRollout(id: string, opts: { db?: string; json?: boolean }): P
   } finally {
     store.close();
   }
+}
+
+/** The error column from a harness log's last words, when the sample has no error of its own. */
+function logColumn(log: { tail: string[] } | null): string {
+  if (!log) return '';
+  const text = log.tail.join(' · ');
+  return `harness.log: ${text.length > 120 ? `${text.slice(0, 119)}…` : text}`;
 }
 
 async function listRollouts(opts: { db?: string; json?: boolean }): Promise<void> {
