@@ -60,3 +60,20 @@ describe('pathOf', () => {
     expect(pathOf('/a')).toBe('/a');
   });
 });
+
+describe('Router precedence', () => {
+  it('prefers an exact segment to a :param, and a :param to *, whatever the order they were added', () => {
+    const r = new Router<string>().on('GET', '/s/*', 'rest').on('GET', '/s/:id/x', 'param').on('GET', '/s/models/x', 'exact');
+    expect(r.match('GET', '/s/models/x')).toMatchObject({ handler: 'exact' });
+    expect(r.match('GET', '/s/abc/x')).toEqual({ found: true, handler: 'param', params: { id: 'abc' } });
+    expect(r.match('GET', '/s/abc/y')).toEqual({ found: true, handler: 'rest', params: { '*': '/abc/y' } });
+    // Falls back from an exact segment whose subtree has no route for the rest.
+    const t = new Router<string>().on('GET', '/a/b/c', 'abc').on('GET', '/a/:x/d', 'xd');
+    expect(t.match('GET', '/a/b/d')).toEqual({ found: true, handler: 'xd', params: { x: 'b' } });
+  });
+
+  it('lists the methods of every route a path matches for a 405', () => {
+    const r = new Router<string>().on('GET', '/v1/models', 'exact').on('POST', '/v1/:thing', 'param').on('PUT', '/v1/*', 'rest');
+    expect(r.match('DELETE', '/v1/models')).toEqual({ found: false, allowed: ['GET', 'POST', 'PUT'] });
+  });
+});
