@@ -2,18 +2,18 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { CanonicalRequest, ChatUsage, ReplyRequest } from '../core/chat.js';
 import { PolarError } from '../core/errors.js';
 import { formatSseEvent } from '../core/sse/write.js';
-import type { SseEvent } from '../core/sse/parse.js';
 import { normalizeRequest } from '../providers/normalize.js';
 import { replyView } from '../providers/reply-view.js';
 import { StreamEventReader } from '../providers/stream-events.js';
-import type { DecodeContext, EncodeContext, ProviderCodec } from '../providers/types.js';
-import type { CallOutcome, Upstream, UpstreamRequest } from '../upstream/types.js';
+import type { DecodeContext, EncodeContext, ProviderCodec, StreamTranslator } from '../providers/types.js';
+import type { CallOutcome, Upstream, UpstreamChunk, UpstreamRequest } from '../upstream/types.js';
 import { parseJsonBody, readBodyBytes } from '../core/http/body.js';
 import type { CallRecord } from './call-record.js';
 import { assistantMessageOf } from './assistant-message.js';
 import { KeepAlive } from './keepalive.js';
 import { renderError, sendError } from './render-error.js';
 import { sendJson, toPolarError } from './reply.js';
+import { SseWriter } from './sse-writer.js';
 import { StreamCollector } from './stream-collector.js';
 import { parseAsBytes, prepareFromBytes, realize, requestFacts, type RequestFacts } from './wire-body.js';
 
@@ -193,89 +193,95 @@ async function streamCall({ res, call, ctx, request, upstreamReq, signal }: Call
     'x-accel-buffering': 'no',
   });
   res.flushHeaders();
-  const sent: string[] = [];
   const translator = ctx.codec.createStream(request(), encodeContext(call));
   const keepAlive = new KeepAlive(ctx.keepAliveMs, () => {
     if (!res.writableEnded) res.write(translator.keepAlive());
   });
   keepAlive.start();
-  // Each chunk is read once, into a step the codec translates and the collector records.
-  const reader = new StreamEventReader(call.id);
-  const collected = new StreamCollector(ctx.upstream.capturesTokens);
-  let checkpointed = Date.now();
-  // Events translated in one turn (an upstream read often carries many) leave in one socket write:
-  // the socket is corked at the first and uncorked once the turn's microtasks are done, or before
-  // the database is written (a checkpoint, the final commit): what is translated goes out first.
-  let corked = false;
-  const uncork = () => {
-    if (!corked) return;
-    corked = false;
-    res.uncork();
-  };
-  const write = async (events: SseEvent[]) => {
-    if (events.length === 0) return;
-    const text = events.length === 1 ? formatSseEvent(events[0]!) : events.map(formatSseEvent).join('');
-    sent.push(text);
-    keepAlive.touch();
-    if (!corked) {
-      corked = true;
-      res.cork();
-      process.nextTick(uncork);
-    }
-    if (!res.write(text)) await drained(res);
+  const relay: Relay = {
+    call,
+    translator,
+    // Each chunk is read once, into a step the codec translates and the collector records.
+    reader: new StreamEventReader(call.id),
+    collected: new StreamCollector(ctx.upstream.capturesTokens),
+    out: new SseWriter(res, () => keepAlive.touch()),
   };
   try {
-    for await (const { chunk, tokens } of chunks) {
-      const step = reader.step(chunk, tokens);
-      collected.add(step);
-      await write(translator.push(step));
-      if (Date.now() - checkpointed >= CHECKPOINT_EVERY_MS) {
-        checkpointed = Date.now();
-        uncork();
-        call.checkpoint(collected.tokensSoFar(), sent.join(''));
-      }
-    }
-    uncork();
-    const closing = translator.end(reader.counts()).map(formatSseEvent).join('');
-    const tokens = collected.tokensSoFar();
-    const reply = collected.message();
-    // Committed before the closing events (`data: [DONE]`) are released.
-    call.end({
-      status: 'ok',
-      httpStatus: 200,
-      reply: sent.join('') + closing,
-      finishReason: collected.finishReason,
-      usage: collected.usage,
-      usageCounts: reportedUsage(collected.usage),
-      servedModel: collected.model,
-      tokens,
-      assistantMessage: reply,
-    });
+    await relayChunks(chunks, relay);
+    relay.out.uncork();
+    const closing = translator.end(relay.reader.counts()).map(formatSseEvent).join('');
+    const outcome = commitStream(relay, closing);
     keepAlive.stop();
     res.end(closing);
-    return { tokens, reply };
+    return outcome;
   } catch (err) {
     keepAlive.stop();
-    const error = toPolarError(err, signal);
-    const aborted = error.code === 'POLAR_CLIENT_ABORTED';
-    let tail = '';
-    if (!aborted && !res.writableEnded) {
-      tail = translator.error(error);
-    }
-    recordQuietly(call, {
-      status: aborted ? 'aborted' : 'error',
-      httpStatus: 200,
-      reply: sent.join('') + tail,
-      error: aborted ? 'harness disconnected mid-stream' : error.message,
-      errorCode: error.code,
-      finishReason: collected.finishReason,
-      usage: collected.usage,
-      servedModel: collected.model,
-      tokens: collected.tokensSoFar(),
-    });
-    if (!res.writableEnded) res.end(tail);
+    failStream(res, relay, toPolarError(err, signal));
     return null;
   }
+}
+
+/** One streamed call's parts: its record, the codec's translator, the reader and collector of its chunks, and its writer. */
+interface Relay {
+  call: CallRecord;
+  translator: StreamTranslator;
+  reader: StreamEventReader;
+  collected: StreamCollector;
+  out: SseWriter;
+}
+
+/** Translates and sends each chunk as it comes, writing what arrived so far to the record now and then. */
+async function relayChunks(chunks: AsyncIterable<UpstreamChunk>, { call, translator, reader, collected, out }: Relay): Promise<void> {
+  let checkpointed = Date.now();
+  for await (const { chunk, tokens } of chunks) {
+    const step = reader.step(chunk, tokens);
+    collected.add(step);
+    await out.write(translator.push(step));
+    if (Date.now() - checkpointed >= CHECKPOINT_EVERY_MS) {
+      checkpointed = Date.now();
+      out.uncork();
+      call.checkpoint(collected.tokensSoFar(), out.text());
+    }
+  }
+}
+
+/** Commits the whole reply; the caller releases the closing events (`data: [DONE]`) only after. */
+function commitStream({ call, collected, out }: Relay, closing: string): CallOutcome {
+  const tokens = collected.tokensSoFar();
+  const reply = collected.message();
+  call.end({
+    status: 'ok',
+    httpStatus: 200,
+    reply: out.text() + closing,
+    finishReason: collected.finishReason,
+    usage: collected.usage,
+    usageCounts: reportedUsage(collected.usage),
+    servedModel: collected.model,
+    tokens,
+    assistantMessage: reply,
+  });
+  return { tokens, reply };
+}
+
+/** A stream that failed after its headers: the harness gets an in-stream error (unless it left), the call what arrived. */
+function failStream(res: ServerResponse, { call, translator, collected, out }: Relay, error: PolarError): void {
+  const aborted = error.code === 'POLAR_CLIENT_ABORTED';
+  let tail = '';
+  if (!aborted && !res.writableEnded) {
+    tail = translator.error(error);
+  }
+  recordQuietly(call, {
+    status: aborted ? 'aborted' : 'error',
+    httpStatus: 200,
+    reply: out.text() + tail,
+    error: aborted ? 'harness disconnected mid-stream' : error.message,
+    errorCode: error.code,
+    finishReason: collected.finishReason,
+    usage: collected.usage,
+    servedModel: collected.model,
+    tokens: collected.tokensSoFar(),
+  });
+  if (!res.writableEnded) res.end(tail);
 }
 
 function encodeContext(call: CallRecord): EncodeContext {
@@ -333,19 +339,4 @@ function recordQuietly(call: CallRecord, end: Parameters<CallRecord['end']>[0]):
     // CallRecord.end keeps the end and writes it once the database takes writes again.
     process.emitWarning(`polar: ${(err as Error).message}`, { code: 'POLAR_STORE_WRITE' });
   }
-}
-
-function drained(res: ServerResponse): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const onDrain = () => {
-      res.off('close', onClose);
-      resolve();
-    };
-    const onClose = () => {
-      res.off('drain', onDrain);
-      reject(new PolarError('POLAR_CLIENT_ABORTED', 'harness disconnected', 499));
-    };
-    res.once('drain', onDrain);
-    res.once('close', onClose);
-  });
 }
