@@ -75,7 +75,7 @@ export function gymRunResult(store: Store, sample: SampleRow, params: unknown, m
     reasons.push(broken);
     output = [];
   }
-  if (output.length === 0) output = [placeholder(sample.id)];
+  if (output.length === 0) output = [placeholderItem(`msg_${sample.id}_placeholder`)];
   const masked = reasons.length > 0;
   return {
     responses_create_params: params,
@@ -118,10 +118,10 @@ export function chainProblem(output: readonly ResponsesItem[]): string | null {
  * NeMo-RL needs at least one item with generation data even for a sample it will mask ("NeMo Gym
  * returned a result with no generation data"): one token, used only when nothing was generated.
  */
-function placeholder(id: string): ResponsesItem {
+export function placeholderItem(id: string): ResponsesItem {
   return {
     type: 'message',
-    id: `msg_${id}_placeholder`,
+    id,
     role: 'assistant',
     status: 'completed',
     content: [{ type: 'output_text', text: '', annotations: [] }],

@@ -1,7 +1,7 @@
 import { isRecord } from '../../core/chat.js';
 import { parseJsonBody } from '../../core/http/body.js';
 import { newId } from '../../core/ids.js';
-import type { GymRunResult } from '../gym-result.js';
+import { type GymRunResult, placeholderItem } from '../gym-result.js';
 import { RowRefused } from '../gym-task.js';
 
 /**
@@ -41,18 +41,7 @@ export function refusedResult(row: Record<string, unknown>, reason: string): Gym
       parallel_tool_calls: true,
       tool_choice: 'auto',
       tools: [],
-      output: [
-        {
-          type: 'message',
-          id: 'msg_refused',
-          role: 'assistant',
-          status: 'completed',
-          content: [{ type: 'output_text', text: '', annotations: [] }],
-          prompt_token_ids: [0],
-          generation_token_ids: [0],
-          generation_log_probs: [0],
-        },
-      ],
+      output: [placeholderItem('msg_refused')],
     },
     reward: 0,
     instance_config: { mask_sample: true },
