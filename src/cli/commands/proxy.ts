@@ -90,8 +90,6 @@ ${UPSTREAM_KINDS_HELP}`,
 }
 
 async function runProxy(opts: ProxyCommandOptions): Promise<void> {
-  const { port, maxBody: maxBodyBytes } = opts;
-  const timeoutMs = opts.upstreamTimeout * 1000;
   const session = opts.session ?? newId('ses');
   if (!isValidSessionName(session)) {
     throw new PolarError('POLAR_USAGE', `--session ${JSON.stringify(session)} is not a valid name: use letters, digits, . _ : -`);
@@ -100,11 +98,50 @@ async function runProxy(opts: ProxyCommandOptions): Promise<void> {
   const authToken = opts.authToken ?? (process.env.POLAR_AUTH_TOKEN || undefined);
   // Without an auth token, admin routes take the token in polar's state folder (admin-token.ts).
   const adminFile = authToken ? null : adminTokenFile(dbPath);
+  const started = await startProxy(opts, { session, dbPath, authToken, adminFile });
+  const { capture, store } = started;
+  // Ctrl-C is handled from before the banner: a caller that reads the banner and signals at once
+  // (a script, a test on a busy machine) must not meet the default action, which kills the process.
+  const shutdown = waitForShutdown(capture.proxy, opts.quiet === true);
+  process.stdout.write(opts.json ? `${JSON.stringify(bannerJson(started))}\n` : banner(started));
+  if (!isLoopbackHost(opts.host)) {
+    process.stderr.write(chalk.yellow(`warning: listening on ${opts.host}: reachable from other machines; calls must present the auth token\n`));
+  }
+  await shutdown;
+  try {
+    store.sessions.end(session, 'completed');
+  } catch (err) {
+    // A full disk at shutdown: closing goes on; the next opener marks the session interrupted.
+    process.stderr.write(chalk.yellow(`warning: could not mark session ${session} completed: ${(err as Error).message}\n`));
+  }
+  await store.closeAsync();
+  await capture.upstream.close();
+}
+
+/** What runProxy settles before anything starts. */
+interface ProxySettings {
+  session: string;
+  dbPath: string;
+  authToken: string | undefined;
+  /** The admin token's file, when there is no auth token to guard /admin/* with. */
+  adminFile: string | null;
+}
+
+/** A listening proxy and what it records into. */
+interface StartedProxy extends ProxySettings {
+  capture: Capture;
+  store: Store;
+  sessionKeys: SessionKeys | undefined;
+}
+
+/** Makes the upstream, resolves the model, opens the store and starts listening (openCapture). */
+async function startProxy(opts: ProxyCommandOptions, settings: ProxySettings): Promise<StartedProxy> {
+  const { session, dbPath, authToken, adminFile } = settings;
+  const timeoutMs = opts.upstreamTimeout * 1000;
   // Made once the upstream is (as before openCapture): the store is closed here when the proxy cannot listen.
   const held: { store: Store | null; sessionKeys: SessionKeys | undefined } = { store: null, sessionKeys: undefined };
-  let capture: Capture;
   try {
-    capture = await openCapture({
+    const capture = await openCapture({
       kind: opts.upstreamKind,
       upstream: {
         baseUrl: opts.upstream,
@@ -125,8 +162,8 @@ async function runProxy(opts: ProxyCommandOptions): Promise<void> {
           store: held.store,
           defaultSession: session,
           host: opts.host,
-          port,
-          maxBodyBytes,
+          port: opts.port,
+          maxBodyBytes: opts.maxBody,
           authToken,
           ...(adminFile ? { adminToken: loadOrCreateAdminToken(adminFile) } : {}),
           ...(held.sessionKeys ? { sessionKeys: held.sessionKeys } : {}),
@@ -138,47 +175,43 @@ async function runProxy(opts: ProxyCommandOptions): Promise<void> {
         };
       },
     });
+    return { ...settings, capture, store: held.store!, sessionKeys: held.sessionKeys };
   } catch (err) {
     await held.store?.closeAsync();
-    throw held.store ? listenError(err, opts.host, port) : err;
+    throw held.store ? listenError(err, opts.host, opts.port) : err;
   }
-  const { upstream, proxy, model: servedModel, contextWindow } = capture;
-  const store = held.store!;
-  const sessionKeys = held.sessionKeys;
-  // Ctrl-C is handled from before the banner: a caller that reads the banner and signals at once
-  // (a script, a test on a busy machine) must not meet the default action, which kills the process.
-  const shutdown = waitForShutdown(proxy, opts.quiet === true);
-  if (opts.json) {
-    process.stdout.write(
-      `${JSON.stringify({ url: proxy.url, baseUrl: proxy.baseUrl(), session, sessionKeys: sessionKeys !== undefined, db: store.label ?? dbPath, upstream: upstream.baseUrl, upstreamKind: upstream.kind, model: servedModel, contextWindow, adminTokenFile: adminFile })}\n`,
-    );
-  } else {
-    process.stdout.write(
-      [
-        `${chalk.bold('polar proxy')} listening on ${proxy.url}`,
-        `  base URL   ${proxy.baseUrl()}   (per session: ${proxy.url}/s/<session>/v1)`,
-        `  upstream   ${upstream.baseUrl} (${upstream.kind}${upstream.capturesTokens ? ', token ids' : ', text only: token_source=none'})`,
-        `  model      ${servedModel ?? '(as requested by each call)'}${contextWindow ? ` (context ${contextWindow} tokens)` : ''}`,
-        `  session    ${session}`,
-        `  access     ${sessionKeys ? `session keys (master ${masterKeyFile(dbPath)}); refused calls: polar audit` : 'open: any caller may name any session (--session-keys to require keys)'}`,
-        `  database   ${store.label ?? dbPath}`,
-        `  admin      /admin/* with ${adminFile ? `the token in ${adminFile}` : 'the auth token'}`,
-        '',
-      ].join('\n'),
-    );
-  }
-  if (!isLoopbackHost(opts.host)) {
-    process.stderr.write(chalk.yellow(`warning: listening on ${opts.host}: reachable from other machines; calls must present the auth token\n`));
-  }
-  await shutdown;
-  try {
-    store.sessions.end(session, 'completed');
-  } catch (err) {
-    // A full disk at shutdown: closing goes on; the next opener marks the session interrupted.
-    process.stderr.write(chalk.yellow(`warning: could not mark session ${session} completed: ${(err as Error).message}\n`));
-  }
-  await store.closeAsync();
-  await upstream.close();
+}
+
+/** `--json`: the listening address and what it records, one line. */
+function bannerJson({ capture, session, sessionKeys, store, dbPath, adminFile }: StartedProxy): Record<string, unknown> {
+  const { proxy, upstream } = capture;
+  return {
+    url: proxy.url,
+    baseUrl: proxy.baseUrl(),
+    session,
+    sessionKeys: sessionKeys !== undefined,
+    db: store.label ?? dbPath,
+    upstream: upstream.baseUrl,
+    upstreamKind: upstream.kind,
+    model: capture.model,
+    contextWindow: capture.contextWindow,
+    adminTokenFile: adminFile,
+  };
+}
+
+function banner({ capture, session, sessionKeys, store, dbPath, adminFile }: StartedProxy): string {
+  const { proxy, upstream, model: servedModel, contextWindow } = capture;
+  return [
+    `${chalk.bold('polar proxy')} listening on ${proxy.url}`,
+    `  base URL   ${proxy.baseUrl()}   (per session: ${proxy.url}/s/<session>/v1)`,
+    `  upstream   ${upstream.baseUrl} (${upstream.kind}${upstream.capturesTokens ? ', token ids' : ', text only: token_source=none'})`,
+    `  model      ${servedModel ?? '(as requested by each call)'}${contextWindow ? ` (context ${contextWindow} tokens)` : ''}`,
+    `  session    ${session}`,
+    `  access     ${sessionKeys ? `session keys (master ${masterKeyFile(dbPath)}); refused calls: polar audit` : 'open: any caller may name any session (--session-keys to require keys)'}`,
+    `  database   ${store.label ?? dbPath}`,
+    `  admin      /admin/* with ${adminFile ? `the token in ${adminFile}` : 'the auth token'}`,
+    '',
+  ].join('\n');
 }
 
 /** Ctrl-C once: stop accepting, let in-flight calls finish, close the database. Twice: exit now. */
