@@ -16,7 +16,7 @@ import { startReferenceUpstream, type ReferenceUpstream } from '../support/refer
 const BIN = path.resolve(__dirname, '../../bin/polar.js');
 const run = promisify(execFile);
 
-/** Makes `calls` model calls through polar, then does what the prompt says: write:F:TEXT, sleep:S, touch:PATH. */
+/** Makes `calls` model calls through polar, then does what the prompt says: write:F:TEXT, sleep:S, touch:PATH, say:TEXT (to stderr, _ for spaces), fail. */
 const AGENT = `
 import fs from 'node:fs';
 const prompt = process.argv[2] ?? '';
@@ -35,6 +35,7 @@ for (const step of prompt.split(' ')) {
   if (verb === 'write') fs.writeFileSync(a, b + '\\n');
   if (verb === 'sleep') await new Promise((r) => setTimeout(r, Number(a) * 1000));
   if (verb === 'touch') fs.writeFileSync(a, 'escaped\\n');
+  if (verb === 'say') console.error(step.slice(4).replaceAll('_', ' '));
   if (verb === 'fail') process.exit(1);
 }
 `;
@@ -443,5 +444,28 @@ describe('polar rollout', () => {
     } finally {
       fs.rmSync(outside, { recursive: true, force: true });
     }
+  });
+
+  it("rollout show fills a failed sample's error column from the last meaningful line of its harness log, in the table and in --json", async () => {
+    // The harness says why on stderr and exits 1: the sample ends failed with no error of its own,
+    // the reason only in .polar/runs/<session>/harness.log.
+    const tasks = taskFile('show-log.jsonl', [
+      { id: 'broken', prompt: 'calls=1 say:fatal:_could_not_open_the_workspace_config say:cleaning_up fail', evaluator: { type: 'session-completed' } },
+    ]);
+    const db = path.join(dir, 'show-log.db');
+    const r = await polar([...rolloutArgs(tasks, db, ['--samples', '1']), '--json']);
+    const summary = JSON.parse(r.stdout);
+    expect(summary.outcomes, r.stderr).toMatchObject({ failed: 1 });
+
+    const json = JSON.parse((await polar([BIN, 'rollout', 'show', summary.rolloutId, '--db', db, '--json'])).stdout);
+    const [sample] = json.samples;
+    expect(sample).toMatchObject({ status: 'failed', error: null });
+    expect(sample.harnessLog.tail).toEqual(['fatal: could not open the workspace config']);
+    expect(sample.harnessLog.file).toBe(path.join(dir, '.polar', 'runs', sample.sessionId, 'harness.log'));
+
+    const text = await polar([BIN, 'rollout', 'show', summary.rolloutId, '--db', db]);
+    expect(text.code, text.stderr).toBe(0);
+    const row = text.stdout.split('\n').find((l) => l.includes(sample.sessionId));
+    expect(row).toMatch(/failed .* harness\.log: fatal: could not open the workspace config$/);
   });
 });

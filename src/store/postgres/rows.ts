@@ -25,9 +25,7 @@ export class PgRow {
   ) {}
 
   text(column: string): string {
-    const v = this.row[column];
-    if (typeof v !== 'string') throw this.mismatch(column, 'text');
-    return v;
+    return this.read(column, (v): v is string => typeof v === 'string', 'text');
   }
 
   textOrNull(column: string): string | null {
@@ -35,9 +33,7 @@ export class PgRow {
   }
 
   number(column: string): number {
-    const v = this.row[column];
-    if (typeof v !== 'number') throw this.mismatch(column, 'a number');
-    return v;
+    return this.read(column, (v): v is number => typeof v === 'number', 'a number');
   }
 
   numberOrNull(column: string): number | null {
@@ -49,6 +45,12 @@ export class PgRow {
     const found = allowed.find((a) => a === v);
     if (found === undefined) throw this.mismatch(column, allowed.join(' | '));
     return found;
+  }
+
+  private read<T>(column: string, is: (v: unknown) => v is T, expected: string): T {
+    const v = this.row[column];
+    if (!is(v)) throw this.mismatch(column, expected);
+    return v;
   }
 
   private mismatch(column: string, expected: string): PolarError {
