@@ -15,8 +15,9 @@ export class RunStatusLine {
   private promptTokens = 0;
   private sampledTokens = 0;
   private errors = 0;
+  private stopped = false;
 
-  constructor(stream: NodeJS.WriteStream = process.stderr) {
+  constructor(private readonly stream: NodeJS.WriteStream = process.stderr) {
     this.bar = new cliProgress.SingleBar({
       stream,
       format: chalk.dim('polar: {calls} · {prompt} prompt / {sampled} · {errors} · {duration_formatted}'),
@@ -24,6 +25,8 @@ export class RunStatusLine {
       clearOnComplete: true,
       fps: 2,
       noTTYOutput: false,
+      // Redrawn even when unchanged: a line printed above (printAbove) clears it.
+      forceRedraw: true,
     });
     this.bar.start(1, 0, this.payload());
   }
@@ -46,7 +49,24 @@ export class RunStatusLine {
     this.bar.update(0, this.payload());
   }
 
+  /**
+   * A line for `out` (polar's stdout). On the terminal the status line is on, the status line is
+   * cleared, the line printed in its place, and the status line drawn again below it.
+   */
+  printAbove(line: string, out: NodeJS.WriteStream = process.stdout): void {
+    if (!out.isTTY || this.stopped) {
+      out.write(`${line}\n`);
+      return;
+    }
+    this.stream.write('\r\x1b[2K');
+    out.write(`${line}\n`);
+    // The bar restores the cursor position it saved at start when it stops: save the new one.
+    this.stream.write('\x1b7');
+    this.bar.render();
+  }
+
   stop(): void {
+    this.stopped = true;
     this.bar.stop();
   }
 

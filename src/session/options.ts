@@ -5,6 +5,7 @@ import type { SessionStatus, SessionSummary } from '../store/sessions.js';
 import type { Store } from '../store/store.js';
 import type { UpstreamOptions } from '../upstream/create.js';
 import type { Harness } from '../harness/types.js';
+import type { RecordedCall } from './call-feed.js';
 
 export interface RunHarnessOptions {
   harness: Harness;
@@ -30,8 +31,16 @@ export interface RunHarnessOptions {
   onCall?: (summary: CallSummary) => void;
   /** With a running proxy (`proxyUrl`), whose calls this process does not see: the session's totals, polled. */
   onSessionSummary?: (summary: SessionSummary) => void;
-  /** Keep the harness's output out of polar's stdout/stderr (it still goes to the log file). */
-  quiet?: boolean;
+  /**
+   * Keep the harness's output out of polar's stdout/stderr (it still goes to the log file);
+   * `'stdout'`: only its stdout, where polar prints its own lines (`onCallRecorded`).
+   */
+  quiet?: boolean | 'stdout';
+  /**
+   * Each call of the session once its row is complete, read back from the database with the
+   * assistant's reply: as calls end with a proxy this run started, every second with `proxyUrl`.
+   */
+  onCallRecorded?: (call: RecordedCall) => void;
   /** One-off lines for the user while preparing (e.g. installing a Node.js runtime). */
   onNotice?: (line: string) => void;
   /**

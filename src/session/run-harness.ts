@@ -10,6 +10,7 @@ import type { Store } from '../store/store.js';
 import type { Upstream } from '../upstream/types.js';
 import type { CommandLine } from '../core/process/command-line.js';
 import type { HarnessContext } from '../harness/types.js';
+import { CallFeed } from './call-feed.js';
 import { harnessVersionOf } from './harness-version.js';
 import { openHarnessJail } from './jail.js';
 import { activeSandbox, type RunHarnessOptions, type RunHarnessResult } from './options.js';
@@ -56,7 +57,8 @@ async function captureSession(opts: RunHarnessOptions, run: PreparedRun, held: H
   const { harness } = opts;
   const { session, logFile } = run;
   const keys = opts.sessionKeys ?? (opts.proxyUrl ? readMaster(masterKeyFile(opts.dbPath)) : SessionKeys.random());
-  const link = await openProxyLink(opts, session, held.store, keys, held.ownSocket?.path, opts.onCall);
+  const feed = opts.onCallRecorded ? new CallFeed(held.store, session, opts.onCallRecorded) : undefined;
+  const link = await openProxyLink(opts, session, held.store, keys, held.ownSocket?.path, feedOnCall(opts, feed));
   held.upstream = link.upstream;
   held.proxy = link.proxy;
   const { model, contextWindow } = link;
@@ -85,10 +87,11 @@ async function captureSession(opts: RunHarnessOptions, run: PreparedRun, held: H
   await harness.writeConfig(ctx);
   const plain = harness.command(run.bin, ctx, opts.prompt, opts.extraArgs ?? [], run.baseEnv);
   held.jail = await openHarnessJail(opts, run, link.url, held.ownSocket?.path);
-  const { exit, limit } = await superviseHarness(opts, run, held, held.jail ? held.jail.wrap(plain) : plain);
+  const { exit, limit } = await superviseHarness(opts, run, held, held.jail ? held.jail.wrap(plain) : plain, feed);
   // In-flight calls finish (or are recorded as aborted) before the session is closed.
   await held.proxy?.close(5000);
   held.proxy = undefined;
+  feed?.finish();
   const status = endStatus(exit);
   held.store.sessions.end(session, status);
   return { session, exitCode: exit.exitCode, status, logFile, harnessVersion, summary: held.store.sessions.summary(session), limit };
@@ -114,13 +117,20 @@ function recordSession(opts: RunHarnessOptions, run: PreparedRun, held: Held, ha
 }
 
 /** Runs the harness to its end and closes its jail, reporting the cap the jail saw it hit. */
-async function superviseHarness(opts: RunHarnessOptions, run: PreparedRun, held: Held, cmd: CommandLine): Promise<{ exit: HarnessExit; limit: string | null }> {
+async function superviseHarness(
+  opts: RunHarnessOptions,
+  run: PreparedRun,
+  held: Held,
+  cmd: CommandLine,
+  feed: CallFeed | undefined,
+): Promise<{ exit: HarnessExit; limit: string | null }> {
   const { store } = held;
   // A running `polar proxy` records in its own process: its calls reach this one only through the database.
   const progress =
-    !held.proxy && opts.onSessionSummary
+    !held.proxy && (opts.onSessionSummary || feed)
       ? setInterval(() => {
-          const summary = store.sessions.summary(run.session);
+          feed?.poll();
+          const summary = opts.onSessionSummary ? store.sessions.summary(run.session) : undefined;
           if (summary) opts.onSessionSummary!(summary);
         }, 1000)
       : undefined;
@@ -131,7 +141,7 @@ async function superviseHarness(opts: RunHarnessOptions, run: PreparedRun, held:
       cwd: opts.cwd,
       interactive: opts.prompt === null,
       logFile: run.logFile,
-      echo: opts.quiet !== true,
+      echo: opts.quiet === 'stdout' ? 'stderr' : opts.quiet !== true,
       ...(opts.sandbox ? { logLimitBytes: opts.sandbox.settings.limits.maxFileSizeBytes } : {}),
       ...(opts.timeoutSec ? { timeoutMs: opts.timeoutSec * 1000 } : {}),
     });
@@ -141,6 +151,15 @@ async function superviseHarness(opts: RunHarnessOptions, run: PreparedRun, held:
     held.jail = undefined;
   }
   return { exit, limit };
+}
+
+/** The proxy's call events, each also a cue for the feed to read the call back (off the call's own turn). */
+function feedOnCall(opts: RunHarnessOptions, feed: CallFeed | undefined): RunHarnessOptions['onCall'] {
+  if (!feed) return opts.onCall;
+  return (summary) => {
+    opts.onCall?.(summary);
+    setImmediate(() => feed.poll());
+  };
 }
 
 function endStatus(exit: HarnessExit): RunHarnessResult['status'] {

@@ -78,6 +78,10 @@ describe('polar run lifecycle', () => {
     ]);
     expect(r.code).toBe(0);
     expect(r.stderr).toMatch(/session custom-1 completed \(exit 0\): 3 calls/);
+    // stdout: a readable line per call (the harness's own output is in the log file).
+    expect(r.stdout.trim().split('\n')).toEqual(
+      [1, 2, 3].map((n) => expect.stringMatching(new RegExp(`^call ${n}  openai-chat  [\\d,]+ → [\\d,]+ tokens  \\w+  `))),
+    );
     expect(session('custom-1')).toMatchObject({ harness: 'custom', status: 'completed', requests: 3, failed: 0 });
     expect(expectSessionCapturedExactly(w.db, 'custom-1', upstream)).toBe(3);
   });
@@ -106,6 +110,8 @@ describe('polar run lifecycle', () => {
         agent,
       ]);
       expect(r.code, r.stderr).toBe(0);
+      // Calls recorded by another process are read back from the database, a line each.
+      expect(r.stdout.trim().split('\n')).toEqual([1, 2].map((n) => expect.stringMatching(new RegExp(`^call ${n}  openai-chat  [\\d,]+ → [\\d,]+ tokens  `))));
       expect(proxy.store.sessions.summary('via-proxy')).toMatchObject({ harness: 'custom', status: 'completed', requests: 2, failed: 0 });
       expect(expectSessionCapturedExactly(proxy.dbPath, 'via-proxy', upstream)).toBe(2);
     } finally {

@@ -7,6 +7,7 @@ import { HARNESS_NAMES, getHarness } from '../../harness/registry.js';
 import { runHarness, type RunHarnessResult } from '../../session/run-harness.js';
 import { defaultDbPath } from '../../store/store.js';
 import { displayDb } from '../../store/postgres/url.js';
+import { callLine } from '../call-line.js';
 import { integerArg, secondsArg } from '../numbers.js';
 import { action, invokedAs, printJson } from '../output.js';
 import { count } from '../plural.js';
@@ -68,6 +69,10 @@ Examples:
   polar run --harness codex --upstream http://127.0.0.1:8000 --prompt-file task.md --timeout 1800
   polar run --harness custom --command 'mycli --base-url {base_url} --model {model} {prompt}' --upstream http://127.0.0.1:8000 --prompt hi
   polar run --harness pi --upstream http://127.0.0.1:8000 --upstream-kind vllm-tito --tokenizer ~/models/Qwen3-8B --prompt "add a test"
+Output: a headless run prints one line per model call (API, prompt → sampled tokens, how it ended,
+time, the tool call or text the model answered with); the harness's own output, often a JSON event
+stream, goes to .polar/runs/<session>/harness.log beside the database (its stderr is also shown).
+--json prints only the result, as JSON.
 Placeholders for --command: {base_url} (…/v1), {base_root}, {model}, {session}, {api_key}, {prompt}.
 Sandbox (bwrap, the default where bubblewrap is installed): the harness writes only the working
 directory and a private home, sees the system's toolchains read-only and not your home, the database
@@ -93,7 +98,11 @@ async function runCommand(harnessArgs: string[], opts: RunCommandOptions): Promi
   } else {
     for (const line of sandboxNotices(sandbox)) process.stderr.write(chalk.yellow(`notice: ${line}\n`));
   }
-  const statusLine = prompt !== null && process.stderr.isTTY && !opts.json ? new RunStatusLine() : null;
+  // Headless and not --json: a line per call on stdout, in place of the harness's own output (often
+  // a raw JSON event stream), which goes to the log file only; its stderr is still shown.
+  const callLines = prompt !== null && !opts.json;
+  const statusLine = callLines && process.stderr.isTTY ? new RunStatusLine() : null;
+  const printCall = (line: string) => (statusLine ? statusLine.printAbove(line) : process.stdout.write(`${line}\n`));
   let result: RunHarnessResult;
   try {
     result = await runHarness({
@@ -120,7 +129,8 @@ async function runCommand(harnessArgs: string[], opts: RunCommandOptions): Promi
       ...(opts.node ? { nodeBin: opts.node } : {}),
       extraArgs: harnessArgs,
       sandbox: { settings: sandbox, network: sandbox.network },
-      quiet: opts.json === true,
+      quiet: opts.json === true ? true : callLines ? 'stdout' : false,
+      ...(callLines ? { onCallRecorded: (call) => printCall(callLine(call)) } : {}),
       onNotice: (line) => process.stderr.write(`${line}\n`),
       ...(statusLine ? { onCall: (s) => statusLine.call(s), onSessionSummary: (s) => statusLine.session(s) } : {}),
     });

@@ -8,8 +8,11 @@ export interface SpawnOptions {
   interactive: boolean;
   logFile: string;
   timeoutMs?: number;
-  /** Headless output also to polar's own stdout/stderr (off when polar prints JSON). */
-  echo?: boolean;
+  /**
+   * Headless output also to polar's own stdout/stderr (off when polar prints JSON); `'stderr'`: only
+   * the harness's stderr (its stdout, often a JSON event stream, goes to the log file alone).
+   */
+  echo?: boolean | 'stderr';
   /**
    * The log file's cap in bytes (0 or absent: none). polar writes the log itself, outside the
    * sandbox's RLIMIT_FSIZE: without a cap an agent printing without end fills the disk.
@@ -27,7 +30,7 @@ export interface HarnessExit {
  * The one place a harness process starts. A headless harness runs in its own process group so a
  * timeout or Ctrl-C reaches its whole tree (shell tools, sub-agents), not just its first process;
  * an interactive one stays in the terminal's foreground group, where Ctrl-C reaches it directly.
- * Output goes to the log file as well as to polar's own stdout/stderr.
+ * Output goes to the log file as well as (see `echo`) to polar's own stdout/stderr.
  */
 export async function runHarnessProcess(cmd: CommandLine, opts: SpawnOptions): Promise<HarnessExit> {
   const log = createWriteStream(opts.logFile, { flags: 'a', mode: 0o600 });
@@ -45,7 +48,8 @@ export async function runHarnessProcess(cmd: CommandLine, opts: SpawnOptions): P
     cleanup: true,
   });
   if (!opts.interactive) {
-    const echo = opts.echo !== false;
+    const echoOut = opts.echo === undefined || opts.echo === true;
+    const echoErr = opts.echo !== false;
     const limit = opts.logLimitBytes && opts.logLimitBytes > 0 ? opts.logLimitBytes : Infinity;
     let logged = 0;
     const toLog = (d: Buffer, from: NodeJS.ReadableStream | null) => {
@@ -61,11 +65,11 @@ export async function runHarnessProcess(cmd: CommandLine, opts: SpawnOptions): P
     };
     child.stdout?.on('data', (d: Buffer) => {
       toLog(d, child.stdout);
-      if (echo) process.stdout.write(d);
+      if (echoOut) process.stdout.write(d);
     });
     child.stderr?.on('data', (d: Buffer) => {
       toLog(d, child.stderr);
-      if (echo) process.stderr.write(d);
+      if (echoErr) process.stderr.write(d);
     });
   }
   let endedBy: HarnessExit['endedBy'] = null;
