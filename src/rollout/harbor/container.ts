@@ -176,10 +176,10 @@ export interface SampleContainer {
   remove(): Promise<void>;
 }
 
+/** Starts the sample's container and notes its own processes; removes it again if they cannot be read. */
 export async function startSampleContainer(spec: SampleContainerSpec): Promise<SampleContainer> {
   const { engine } = spec;
   const name = containerName(spec.sampleId);
-  const workdir = spec.trial.workdir;
   const mounts: Mount[] = [
     ...runtimeMounts(),
     ...(spec.proxySocket ? [{ source: spec.proxySocket, dest: PROXY_SOCKET_INSIDE, readOnly: false }] : []),
@@ -187,14 +187,21 @@ export async function startSampleContainer(spec: SampleContainerSpec): Promise<S
   ];
   const started = await runEngine(
     engine,
-    runArgs({ name, image: spec.image, workdir, network: spec.internet ? 'default' : 'none', mounts, limits: spec.limits, cpus: spec.cpus }),
+    runArgs({
+      name,
+      image: spec.image,
+      workdir: spec.trial.workdir,
+      network: spec.internet ? 'default' : 'none',
+      mounts,
+      limits: spec.limits,
+      cpus: spec.cpus,
+    }),
   );
   if (started.code !== 0)
     throw new StageError(
       'init',
       `${engine} run ${spec.image} failed (exit ${started.code}): ${started.stderr.trim()}. \`${engine} info\` works here but it cannot start this container: fix the engine (\`${engine} run --rm ${spec.image} true\` shows the same), or pass --environment host`,
     );
-  const fail = (what: string, r: EngineResult) => new StageError('post', `${engine} ${what} failed (exit ${r.code}): ${r.stderr.trim()}`);
   // The container's own processes, read before anything of the task's runs: its init (1) and the
   // keep-alive (`sleep infinity`, whose pid depends on the engine's init). Only these outlive a stage.
   const keep = await ownProcesses(engine, name);
@@ -202,8 +209,14 @@ export async function startSampleContainer(spec: SampleContainerSpec): Promise<S
     await runEngine(engine, removeArgs(name));
     throw new StageError('init', `could not list the processes in ${spec.image}'s container (it needs sh and /proc): ${keep}`);
   }
-  // The variables reach the engine's own environment and pass in by name: never on a command line.
-  const clientEnv = (env: Record<string, string>): NodeJS.ProcessEnv => ({ ...process.env, ...env });
+  return runningContainer(spec, name, keep);
+}
+
+/** The started container's handle; `keep` are the processes killStrays leaves alone. */
+function runningContainer(spec: SampleContainerSpec, name: string, keep: readonly string[]): SampleContainer {
+  const { engine } = spec;
+  const workdir = spec.trial.workdir;
+  const fail = (what: string, r: EngineResult) => new StageError('post', `${engine} ${what} failed (exit ${r.code}): ${r.stderr.trim()}`);
   // A task's own commands keep the image's PATH and HOME; the harness gets the host's (its Node, its
   // private home, both mounted at their own paths).
   const inside = (env: Record<string, string>) => Object.keys(env).filter((k) => k !== 'PATH' && k !== 'HOME');
@@ -218,29 +231,7 @@ export async function startSampleContainer(spec: SampleContainerSpec): Promise<S
         timeoutMs,
       });
     },
-    jail(proxyPort) {
-      return {
-        home: null,
-        wrap(cmd: HarnessCommand): HarnessCommand {
-          const argv =
-            proxyPort !== null
-              ? bridged(fs.realpathSync(process.execPath), proxyPort, PROXY_SOCKET_INSIDE, false, cmd.file, cmd.args)
-              : [cmd.file, ...cmd.args];
-          return {
-            file: engine,
-            args: execArgs({ name, workdir, envNames: Object.keys(cmd.env), interactive: false, maxFileSizeBytes }, argv),
-            env: clientEnv(cmd.env) as Record<string, string>,
-          };
-        },
-        // The engine enforces the caps; an OOM kill or SIGXFSZ shows in the exit status.
-        close: async (exit) =>
-          exit?.exitCode === 137
-            ? 'killed (exit 137: the memory limit, or the container was stopped)'
-            : exit
-              ? rlimitReason(exit.exitCode, exit.signal, spec.limits)
-              : null,
-      };
-    },
+    jail: (proxyPort) => containerJail(spec, name, proxyPort),
     async killStrays() {
       const r = await runEngine(engine, execArgs({ name, workdir: '/', envNames: [], interactive: false }, ['sh', '-c', killStraysScript(keep)]));
       if (r.code !== 0) throw fail('exec (ending what the agent left running)', r);
@@ -261,4 +252,34 @@ export async function startSampleContainer(spec: SampleContainerSpec): Promise<S
       await runEngine(engine, removeArgs(name));
     },
   };
+}
+
+/** A Jail whose wrap runs the harness inside the container (behind the proxy bridge when `proxyPort` is given). */
+function containerJail(spec: SampleContainerSpec, name: string, proxyPort: number | null): Jail {
+  const { engine, limits } = spec;
+  const workdir = spec.trial.workdir;
+  return {
+    home: null,
+    wrap(cmd: HarnessCommand): HarnessCommand {
+      const argv =
+        proxyPort !== null ? bridged(fs.realpathSync(process.execPath), proxyPort, PROXY_SOCKET_INSIDE, false, cmd.file, cmd.args) : [cmd.file, ...cmd.args];
+      return {
+        file: engine,
+        args: execArgs({ name, workdir, envNames: Object.keys(cmd.env), interactive: false, maxFileSizeBytes: limits.maxFileSizeBytes }, argv),
+        env: clientEnv(cmd.env) as Record<string, string>,
+      };
+    },
+    // The engine enforces the caps; an OOM kill or SIGXFSZ shows in the exit status.
+    close: async (exit) =>
+      exit?.exitCode === 137
+        ? 'killed (exit 137: the memory limit, or the container was stopped)'
+        : exit
+          ? rlimitReason(exit.exitCode, exit.signal, limits)
+          : null,
+  };
+}
+
+/** The variables reach the engine's own environment and pass in by name: never on a command line. */
+function clientEnv(env: Record<string, string>): NodeJS.ProcessEnv {
+  return { ...process.env, ...env };
 }
