@@ -22,22 +22,9 @@ it('polar run --harness claude-code prints a line per captured call; the raw str
   const w = workspace();
   try {
     const session = 'readable-run';
-    const r = await polarRun([
-      '--harness',
-      'claude-code',
-      '--upstream',
-      mock.url,
-      '--prompt',
-      TASK,
-      '--cwd',
-      w.ws,
-      '--db',
-      w.db,
-      '--session',
-      session,
-      '--timeout',
-      '240',
-    ]);
+    // As a user types it (no --json); the temporary paths hold no spaces.
+    const flags = `--harness claude-code --upstream ${mock.url} --cwd ${w.ws} --db ${w.db} --session ${session} --timeout 240`;
+    const r = await polarRun([...flags.split(' '), '--prompt', TASK]);
     const logFile = path.join(w.dir, '.polar', 'runs', session, 'harness.log');
     expect(r.code, `${r.stderr}\n${fs.existsSync(logFile) ? fs.readFileSync(logFile, 'utf8').slice(-3000) : ''}`).toBe(0);
 
