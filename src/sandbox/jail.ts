@@ -3,7 +3,7 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { PolarError } from '../core/errors.js';
-import type { HarnessCommand } from '../harness/types.js';
+import type { CommandLine } from '../core/process/command-line.js';
 import { bwrapArgs, PROXY_SOCKET_INSIDE, type Bind } from './args.js';
 import { bridged } from './bridge.js';
 import { cgroupSupport, createGroup, enterScript, rlimitReason, formatBytes, type SampleGroup } from './limits.js';
@@ -46,7 +46,7 @@ export interface Jail {
   /** The command's home inside (and outside: paths are the same); null with `--sandbox none`. */
   readonly home: string | null;
   /** The command as it must be spawned (the same with `--sandbox none`). */
-  wrap(cmd: HarnessCommand): HarnessCommand;
+  wrap(cmd: CommandLine): CommandLine;
   /**
    * After the command ended: the cap it hit ("process limit 1024 reached", …) or null. Everything
    * it started is killed and its group and private folders removed.

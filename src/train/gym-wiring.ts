@@ -3,6 +3,7 @@ import path from 'node:path';
 import type { RolloutTask } from '../rollout/task-file.js';
 import { TASK_ID_FIELD } from './gym-task.js';
 import { toYaml, type Yaml } from './yaml.js';
+import { AGENT_NAME } from '../trajectory/export/nemo-gym.js';
 
 /**
  * What a training run gives NeMo Gym so it starts polar as an agent server. Gym starts agents itself,
@@ -15,7 +16,7 @@ import { toYaml, type Yaml } from './yaml.js';
  * folders up marks the folder as local, so Gym installs the (empty) requirements instead of fetching
  * nemo-gym from PyPI.
  */
-export const AGENT_NAME = 'polar_agent';
+export { AGENT_NAME };
 
 export interface GymWiring {
   root: string;

@@ -1,8 +1,7 @@
 import type { RequestRecord } from '../../store/requests.js';
-import { AGENT_NAME } from '../../train/gym-wiring.js';
 import type { ResponseLookup } from '../conversation.js';
 import type { Trajectory } from '../types.js';
-import { nemoGymResult, type NemoGymResult } from './nemo-gym.js';
+import { AGENT_NAME, nemoGymResult, type NemoGymResult } from './nemo-gym.js';
 
 /**
  * A line of NeMo Gym's `rollouts.jsonl`, what `gym eval run` / rollout collection writes for one

@@ -5,6 +5,12 @@ import type { Trajectory } from '../types.js';
 import { responsesInputItems, responsesTool, type ResponsesItem, type ResponsesTool } from './responses-items.js';
 
 /**
+ * The name polar's agent has in NeMo Gym: its folder `responses_api_agents/<name>/` (train/gym-wiring.ts)
+ * and the `agent_ref.name` of every rollouts.jsonl line (gym-rollouts.ts).
+ */
+export const AGENT_NAME = 'polar_agent';
+
+/**
  * A NeMo Gym rollout result (what an agent server's `POST /run` returns) for one trace, in the
  * shapes Gym validates (`nemo_gym/openai_utils.py`, Gym `07d6b0d`):
  * - `responses_create_params`: the first call's conversation as Responses input items (`message`
