@@ -1,7 +1,7 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import { Router } from '../core/http/router.js';
 import { sendJson, sendText } from '../core/http/send.js';
-import { HttpGuard, listenGuarded } from '../proxy/http-guard.js';
+import { HttpGuard, listenGuarded } from '../core/http/guard.js';
 import { chatCompletion, chatStream } from './chat.js';
 import {
   completionRequestError,

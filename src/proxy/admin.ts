@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { PolarError } from '../core/errors.js';
 import { readBody } from '../core/http/body.js';
-import { tokenPresented } from './http-guard.js';
+import { tokenPresented } from '../core/http/guard.js';
 import type { PauseGate } from './pause.js';
 import { sendJson } from './reply.js';
 

@@ -19,7 +19,7 @@ import { adminAuthorized, handleAdmin, type AdminState } from './admin.js';
 import { handleCountTokens } from './count-tokens.js';
 import { handleModelCall, type ModelCallContext } from './model-call.js';
 import { modelList } from './models.js';
-import { hostPolicy, originProblem, type HostPolicy } from './origin.js';
+import { hostPolicy, originProblem, type HostPolicy } from '../core/http/origin.js';
 import { PauseGate } from './pause.js';
 import { lookupResponse, safeParse } from './recorded-response.js';
 import { renderError, sendError } from './render-error.js';

@@ -4,7 +4,7 @@ import { PolarError } from '../core/errors.js';
 import { parseJsonBody, readBody } from '../core/http/body.js';
 import { pathOf, Router } from '../core/http/router.js';
 import { sendJson } from '../core/http/send.js';
-import { HttpGuard, listenGuarded } from '../proxy/http-guard.js';
+import { HttpGuard, listenGuarded } from '../core/http/guard.js';
 import type { RequestRecord } from '../store/requests.js';
 import type { Store } from '../store/store.js';
 import { callConversation, isConversation } from '../trajectory/conversation.js';

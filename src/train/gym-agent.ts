@@ -3,7 +3,7 @@ import path from 'node:path';
 import { PolarError } from '../core/errors.js';
 import { newId } from '../core/ids.js';
 import { getHarness } from '../harness/registry.js';
-import { HttpGuard } from '../proxy/http-guard.js';
+import { HttpGuard } from '../core/http/guard.js';
 import { DEFAULT_AGENT_HEADERS } from '../proxy/identity.js';
 import { SessionKeys } from '../proxy/session-keys.js';
 import { sandboxSettings } from '../rollout/sandboxing.js';

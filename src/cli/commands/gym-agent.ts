@@ -6,7 +6,7 @@ import { sandboxNotices } from '../../sandbox/index.js';
 import { addSandboxOptions, limitsFrom, readOnlyFrom, sandboxKind, type SandboxFlags } from '../sandbox-options.js';
 import { loadTasks } from '../../rollout/load-tasks.js';
 import { harborPreflight } from '../../rollout/harbor/trial.js';
-import { isLoopbackHost } from '../../proxy/http-guard.js';
+import { isLoopbackHost } from '../../core/http/guard.js';
 import {
   DEFAULT_FAILURE_WINDOW,
   DEFAULT_INFRA_RETRIES,

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { parseJsonBody, readBody } from '../../core/http/body.js';
 import { pathOf, Router } from '../../core/http/router.js';
 import { sendJson } from '../../core/http/send.js';
-import { type HttpGuard, listenGuarded } from '../../proxy/http-guard.js';
+import { type HttpGuard, listenGuarded } from '../../core/http/guard.js';
 import { AGENT_NAME } from '../gym-wiring.js';
 import { aggregateMetrics } from './rows.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isJsonContentType, isLoopbackHost, presentedTokens, requireTokenBeyondLoopback, tokenPresented } from './http-guard.js';
+import { isJsonContentType, isLoopbackHost, presentedTokens, requireTokenBeyondLoopback, tokenPresented } from './guard.js';
 
 describe('http-guard', () => {
   it('takes JSON media types only: a CORS simple request (text/plain, form, multipart) is refused', () => {

@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders, IncomingMessage, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { PolarError } from '../core/errors.js';
-import { sameSecret } from '../core/same-secret.js';
+import { PolarError } from '../errors.js';
+import { sameSecret } from '../same-secret.js';
 import { hostPolicy, originProblem, type HostPolicy } from './origin.js';
 
 /**
