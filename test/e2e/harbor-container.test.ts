@@ -1,7 +1,8 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import readline from 'node:readline';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMockServer } from '../../src/mock-server/server.js';
@@ -10,6 +11,8 @@ import { workingEngines } from '../../src/rollout/harbor/environment.js';
 import { loadTasks } from '../../src/rollout/load-tasks.js';
 import { bwrapProblem, findBwrap } from '../../src/sandbox/index.js';
 import { Store } from '../../src/store/store.js';
+import { gymRows } from '../../src/train/gym-wiring.js';
+import { writeFixtureCheckout } from '../support/nemo-rl-checkout.js';
 import { BIN, expectSessionCapturedExactly } from './support.js';
 
 /**
@@ -190,4 +193,67 @@ describe.skipIf(skip !== null)(`Harbor tasks in their own image${skip ? ` (skipp
       }
     }, 300_000);
   }
+
+  it('polar gym-agent runs a Harbor row in its container: the reward from test.sh, the calls captured', async () => {
+    const ds = path.join(dir, 'ds');
+    if (!fs.existsSync(ds)) writeTask(ds);
+    const tasks = loadTasks(ds);
+    const mock = await startMockServer({ tasks: mockTasksFrom(tasks), seed: 1, nemoRl: { temperature: 1, topP: 1 } });
+    const db = path.join(dir, 'gym.db');
+    const args = ['gym-agent', '--harness', 'claude-code', '--upstream', `${mock.url}/v1`, '--model', mock.model, '--db', db, '--tasks', ds];
+    const child = spawn(process.execPath, [BIN, ...args, '--out', path.join(dir, 'gym-out'), '--json'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    try {
+      let stderr = '';
+      child.stderr!.on('data', (d) => (stderr += d));
+      const line = await new Promise<string>((resolve, reject) => {
+        readline.createInterface({ input: child.stdout! }).once('line', resolve);
+        child.once('exit', (code) => reject(new Error(`gym-agent exited ${code}: ${stderr}`)));
+      });
+      // No --environment: the engine that works here is the default, and the agent says so.
+      expect(stderr).toMatch(new RegExp(`Harbor tasks run in their own images with ${engine}`));
+      const url = (JSON.parse(line) as { url: string }).url;
+      const row = JSON.parse(gymRows(tasks).trim());
+      const rows = [0, 1].map((i) => ({
+        ...row,
+        responses_create_params: { ...row.responses_create_params, temperature: 1, top_p: 1, max_output_tokens: 4096 },
+        _rowidx: i,
+      }));
+      const results = await Promise.all(
+        rows.map(
+          async (r) =>
+            (await (await fetch(`${url}/run`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(r) })).json()) as {
+              reward: number;
+              polar_session_id: string;
+              polar_mask_reason?: string;
+            },
+        ),
+      );
+      expect(results.map((r) => r.reward).sort(), results.map((r) => r.polar_mask_reason).join('; ')).toEqual([0, 1]);
+      const store = Store.open(db, { readonly: true });
+      try {
+        for (const r of results) expect(store.rollouts.sampleForSession(r.polar_session_id)!.evaluator).toMatchObject({ type: 'harbor', environment: engine });
+      } finally {
+        store.close();
+      }
+      for (const r of results) expect(expectSessionCapturedExactly(db, r.polar_session_id, mock)).toBeGreaterThan(0);
+    } finally {
+      child.kill('SIGTERM');
+      await mock.close();
+    }
+  }, 300_000);
+
+  it('polar train grpo with Harbor tasks starts its Gym agent in the same environment (here the engine)', async () => {
+    const ds = path.join(dir, 'ds');
+    if (!fs.existsSync(ds)) writeTask(ds);
+    const checkout = writeFixtureCheckout(path.join(dir, 'RL'));
+    const runDir = path.join(dir, 'train-dry');
+    const args = ['train', 'grpo', '--dry-run', '--nemo-rl', checkout, '--model', 'Qwen/Qwen3-0.6B', '--tasks', ds, '--harness', 'claude-code'];
+    const r = await polar([...args, '--prompts-per-step', '1', '--run-dir', runDir]);
+    expect(r.code, r.stderr).toBe(0);
+    const app = fs.readFileSync(path.join(runDir, 'gym/responses_api_agents/polar_agent/app.py'), 'utf8');
+    expect(app).toContain(`"--environment","${engine}"`);
+    const host = await polar([...args, '--prompts-per-step', '1', '--environment', 'host', '--run-dir', `${runDir}-host`]);
+    expect(host.code, host.stderr).toBe(0);
+    expect(fs.readFileSync(path.join(`${runDir}-host`, 'gym/responses_api_agents/polar_agent/app.py'), 'utf8')).toContain('"--environment","host"');
+  }, 120_000);
 });

@@ -169,6 +169,8 @@ describe.skipIf(noSandbox !== null)(`Harbor tasks on the host environment${noSan
         db,
         '--tasks',
         FIXTURES,
+        '--environment',
+        'host',
         '--out',
         path.join(dir, 'gym-out'),
         '--json',

@@ -30,6 +30,8 @@ export interface GymAgentOptions {
   limits?: SandboxLimits;
   /** Extra read-only paths in every sandbox (`--sandbox-ro`). */
   sandboxReadOnly?: string[];
+  /** Where Harbor tasks' trials run: a container engine, or host (the default) in the sandbox. */
+  environment?: 'host' | 'docker' | 'podman';
   outDir: string;
   /** The tasks `/run` rows may name (`task_id`), from `--tasks FILE`. */
   tasks?: { file: string; tasks: readonly RolloutTask[] };
@@ -92,5 +94,6 @@ export function rolloutConfig(options: GymAgentOptions): RolloutConfig {
     ...(options.network ? { network: options.network } : {}),
     ...(options.limits ? { limits: options.limits } : {}),
     ...(options.sandboxReadOnly?.length ? { sandboxReadOnly: options.sandboxReadOnly } : {}),
+    ...(options.environment && options.environment !== 'host' ? { environment: options.environment } : {}),
   };
 }
