@@ -13,6 +13,7 @@ import { bwrapProblem, findBwrap } from '../../src/sandbox/index.js';
 import { Store } from '../../src/store/store.js';
 import { gymRows } from '../../src/train/gym-wiring.js';
 import { writeFixtureCheckout } from '../support/nemo-rl-checkout.js';
+import { startTestPostgres } from '../support/postgres.js';
 import { BIN, expectSessionCapturedExactly } from './support.js';
 
 /**
@@ -256,4 +257,25 @@ describe.skipIf(skip !== null)(`Harbor tasks in their own image${skip ? ` (skipp
     expect(host.code, host.stderr).toBe(0);
     expect(fs.readFileSync(path.join(`${runDir}-host`, 'gym/responses_api_agents/polar_agent/app.py'), 'utf8')).toContain('"--environment","host"');
   }, 120_000);
+
+  it('a queued rollout: a worker runs the Harbor task in its container, the reward from test.sh', async () => {
+    const ds = path.join(dir, 'ds');
+    if (!fs.existsSync(ds)) writeTask(ds);
+    const [pg, mock] = await Promise.all([startTestPostgres(), startMockServer({ seed: 1 })]);
+    try {
+      const url = await pg.database('queue');
+      // A harness with no model: it does the task's work itself, inside the container.
+      const harness = ['--harness', 'custom', '--command', 'sh -c "cat /built.txt > answer.txt"', '--upstream', mock.url];
+      const waiting = polar(['rollout', '--queue', url, '--tasks', ds, ...harness, '--samples', '2', '--wait', '--json']);
+      const worker = await polar(['worker', '--queue', url, ...harness, '--idle-exit', '5', '--out', path.join(dir, 'worker-out')]);
+      expect(worker.code, worker.stderr).toBe(0);
+      expect(worker.stderr).toMatch(new RegExp(`Harbor tasks run in their own images with ${engine}`));
+      const done = await waiting;
+      expect(done.code, done.stderr).toBe(0);
+      expect(JSON.parse(done.stdout)).toMatchObject({ status: 'completed', outcomes: { completed: 2 }, groups: [{ rewards: [1, 1] }] });
+    } finally {
+      await mock.close();
+      await pg.close();
+    }
+  }, 240_000);
 });

@@ -166,7 +166,7 @@ async function contextFor(w: Worker, job: SampleJob): Promise<{ ctx: StageContex
 
 /**
  * What a sample takes from its rollout's stored configuration rather than this machine's: its
- * acceptance rule, its budget and its group size. Everything else (harness, upstream, sandbox) is
+ * acceptance rule, its budget and its group size. Everything else (harness, upstream, sandbox, where Harbor tasks run) is
  * the worker's own.
  */
 export function storedSettings(rollout: RolloutRow, local: RolloutConfig): Pick<RolloutConfig, 'accept' | 'timeoutSec' | 'samples'> {
