@@ -155,7 +155,7 @@ export async function runStage(ctx: StageContext, p: Prepared): Promise<Ran | nu
         network: harnessNetwork(ctx.sandbox, p.task),
         ...(ctx.proxySocket ? { proxySocket: ctx.proxySocket } : {}),
         ...(harbor ?? {}),
-        ...(p.container ? { container: (port: number) => p.container!.jail(port) } : {}),
+        ...(p.container ? { container: (port: number) => p.container!.jail(port, p.task.harbor?.agentUser) } : {}),
       },
       sessionMetadata: { rollout_id: ctx.rolloutId, task_id: p.task.id, group_id: p.sample.groupId, sample_index: p.sample.sampleIndex },
     });

@@ -278,4 +278,74 @@ describe.skipIf(skip !== null)(`Harbor tasks in their own image${skip ? ` (skipp
       await pg.close();
     }
   }, 240_000);
+
+  it("task.toml's [agent]/[verifier].user and [environment].memory_mb hold in the container", async () => {
+    const task = path.join(dir, 'as-user', 'as-user');
+    for (const d of ['environment', 'tests', 'solution']) fs.mkdirSync(path.join(task, d), { recursive: true });
+    fs.writeFileSync(
+      path.join(task, 'task.toml'),
+      [
+        'version = "1.0"',
+        '[metadata.mock]',
+        `correct = ["id -un > /app/agent-user && (cat /sys/fs/cgroup/memory.max 2>/dev/null || cat /sys/fs/cgroup/memory/memory.limit_in_bytes) > /app/mem"]`,
+        'wrong = ["echo root > /app/agent-user && echo 0 > /app/mem"]',
+        '[agent]',
+        'user = "nobody"',
+        '[verifier]',
+        'user = "nobody"',
+        '[environment]',
+        'memory_mb = 300',
+        'allow_internet = false',
+        '',
+      ].join('\n'),
+    );
+    fs.writeFileSync(path.join(task, 'instruction.md'), 'Say who you are.\n');
+    fs.writeFileSync(path.join(task, 'environment', 'Dockerfile'), 'FROM debian:12-slim\nWORKDIR /app\nRUN chown nobody /app\n');
+    fs.writeFileSync(
+      path.join(task, 'solution', 'solve.sh'),
+      'id -un > /app/agent-user\n(cat /sys/fs/cgroup/memory.max 2>/dev/null || cat /sys/fs/cgroup/memory/memory.limit_in_bytes) > /app/mem\n',
+    );
+    fs.writeFileSync(
+      path.join(task, 'tests', 'test.sh'),
+      [
+        'r=0; [ "$(cat /app/agent-user)" = nobody ] && [ "$(id -un)" = nobody ] && r=1',
+        'echo "{\\"reward\\": $r, \\"mem_mb\\": $(( $(cat /app/mem) / 1048576 ))}" > /logs/verifier/reward.json',
+        '',
+      ].join('\n'),
+    );
+    const db = path.join(dir, 'as-user.db');
+    const r = await polar(['rollout', '--tasks', path.dirname(task), '--harness', 'oracle', '--samples', '1', '--environment', engine!, '--db', db, '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    const summary = JSON.parse(r.stdout);
+    const store = Store.open(db, { readonly: true });
+    const [sample] = store.rollouts.samples(summary.rolloutId);
+    store.close();
+    expect(sample!.error).toBeNull();
+    expect(sample!.evaluator).toMatchObject({ rewards: { reward: 1, mem_mb: 300 } });
+    // Claude Code as that user too: its private home and the proxy's socket are reachable to it.
+    const mock = await startMockServer({ tasks: mockTasksFrom(loadTasks(path.dirname(task))), seed: 1 });
+    try {
+      const cdb = path.join(dir, 'as-user-claude.db');
+      const c = await polar([
+        'rollout',
+        '--tasks',
+        path.dirname(task),
+        '--harness',
+        'claude-code',
+        '--upstream',
+        mock.url,
+        '--samples',
+        '2',
+        '--environment',
+        engine!,
+        '--db',
+        cdb,
+        '--json',
+      ]);
+      expect(c.code, c.stderr).toBe(0);
+      expect([...JSON.parse(c.stdout).groups[0].rewards].sort()).toEqual([0, 1]);
+    } finally {
+      await mock.close();
+    }
+  }, 300_000);
 });

@@ -121,6 +121,8 @@ export interface ExecSpec {
   envNames: readonly string[];
   /** Keep stdin open (a harness that reads its prompt from it). */
   interactive: boolean;
+  /** Run as this user (a name or uid, task.toml's [agent].user / [verifier].user); absent: the image's. */
+  user?: string;
   /**
    * The file size cap: the command starts under `sh -c 'ulimit -f N && exec "$@"'` (soft and hard;
    * the container has no CAP_SYS_RESOURCE to raise it again). Absent or 0: no cap.
@@ -132,6 +134,7 @@ export function execArgs(spec: ExecSpec, argv: readonly string[]): string[] {
   const args = ['exec'];
   if (spec.interactive) args.push('-i');
   args.push('-w', spec.workdir);
+  if (spec.user !== undefined) args.push('-u', spec.user);
   for (const k of spec.envNames) args.push('-e', k);
   args.push(spec.name);
   const size = spec.maxFileSizeBytes ?? 0;

@@ -42,17 +42,51 @@ export async function openTaskContainer(opts: {
     image,
     trial,
     internet: trial.agentNetwork === 'public' || opts.task.network === 'host',
-    limits: opts.limits,
+    limits: withTaskMemory(opts.limits, trial.memoryBytes),
     cpus: trial.cpus ?? null,
     proxySocket: opts.proxySocket,
     mounts: [...opts.writable.map((p) => ({ source: p, dest: p, readOnly: false })), ...opts.readOnly.map((p) => ({ source: p, dest: p, readOnly: true }))],
   });
-  const mk = await container.shell('mkdir -p /logs/agent /logs/verifier', {}, 60_000);
+  // /logs/agent is the agent's to write: its user's when task.toml names one.
+  const owner = trial.agentUser !== undefined ? ` && chown ${trial.agentUser} /logs/agent` : '';
+  const mk = await container.shell(`mkdir -p /logs/agent /logs/verifier${owner}`, {}, 60_000);
   if (mk.code !== 0) {
     await container.remove();
     throw new StageError('init', `could not make /logs in the container: ${mk.stderr.trim()}`);
   }
+  if (trial.agentUser !== undefined && opts.proxySocket) {
+    // The harness (and its bridge) run as that user, and the socket is root's 0600. Its folder stays
+    // 0700 on the host, so opening the socket itself reaches only containers it is mounted into; the
+    // session key still gates every call.
+    await fs.chmod(opts.proxySocket, 0o666);
+  }
+  if (trial.agentUser !== undefined && opts.writable.length > 0) {
+    // The harness's private home is mounted from the host: the agent's user must own it.
+    const ids = await container.shell(`echo "$(id -u ${trial.agentUser}):$(id -g ${trial.agentUser})"`, {}, 60_000);
+    const m = /^(\d+):(\d+)$/.exec(ids.stdout.trim());
+    if (ids.code !== 0 || !m) {
+      await container.remove();
+      throw new StageError('init', `task.toml's agent.user ${trial.agentUser} is not a user in the image: ${ids.stderr.trim()}`);
+    }
+    for (const d of opts.writable) await chownTree(d, Number(m[1]), Number(m[2]));
+  }
   return container;
+}
+
+/** polar's memory cap and the task's own ([environment].memory_mb): the lower one (0 is no cap). */
+export function withTaskMemory(limits: SandboxLimits, taskBytes: number | undefined): SandboxLimits {
+  if (taskBytes === undefined) return limits;
+  const polar = limits.maxMemoryBytes;
+  return { ...limits, maxMemoryBytes: polar > 0 ? Math.min(polar, taskBytes) : taskBytes };
+}
+
+async function chownTree(dir: string, uid: number, gid: number): Promise<void> {
+  await fs.chown(dir, uid, gid);
+  for (const e of await fs.readdir(dir, { withFileTypes: true })) {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) await chownTree(p, uid, gid);
+    else await fs.lchown(p, uid, gid);
+  }
 }
 
 /**
@@ -104,6 +138,7 @@ export async function runContainerAgent(
     'bash /solution/solve.sh > /logs/agent/oracle.txt 2>&1',
     { ...env, DEBIAN_FRONTEND: 'noninteractive', ...resolveEnv(trial.solutionEnv, 'run') },
     timeoutMs,
+    trial.agentUser,
   );
   if (r.code === null && !r.timedOut) throw new StageError('run', `the oracle could not start: ${r.stderr.trim()}`);
   const limit = r.code === 137 && !r.timedOut ? 'killed (exit 137: the memory limit, or the container was stopped)' : null;
@@ -125,12 +160,13 @@ export async function runContainerVerifier(
   const asPost = (err: Error) => {
     throw err instanceof StageError ? err : new StageError('post', err.message);
   };
-  const reset = await container.shell('rm -rf /logs/verifier /tests && mkdir -p /logs/verifier', {}, 60_000);
+  const owner = trial.verifierUser !== undefined ? ` && chown ${trial.verifierUser} /logs/verifier` : '';
+  const reset = await container.shell(`rm -rf /logs/verifier /tests && mkdir -p /logs/verifier${owner}`, {}, 60_000);
   if (reset.code !== 0) throw new StageError('post', `could not reset /logs/verifier in the container: ${reset.stderr.trim()}`);
   await container.copyIn(trial.testsDir, '/tests').catch(asPost);
   const taskEnv = resolveEnv(trial.verifierEnv, 'post');
   const timeoutSec = trial.verifierTimeoutSec;
-  const r = await container.shell('bash /tests/test.sh', { ...env, ...taskEnv }, timeoutSec * 1000);
+  const r = await container.shell('bash /tests/test.sh', { ...env, ...taskEnv }, timeoutSec * 1000, trial.verifierUser);
   const fromHost = Object.entries(taskEnv)
     .filter(([k, v]) => v !== trial.verifierEnv[k])
     .map(([, v]) => v);

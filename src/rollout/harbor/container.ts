@@ -161,10 +161,10 @@ export interface SampleContainer {
   readonly engine: Engine;
   readonly name: string;
   readonly workdir: string;
-  /** Runs `bash -c COMMAND` inside, as root, with these variables. */
-  shell(command: string, env: Record<string, string>, timeoutMs: number): Promise<EngineResult>;
-  /** A Jail whose wrap runs the command inside (behind the proxy bridge when `proxyPort` is given). */
-  jail(proxyPort: number | null): Jail;
+  /** Runs `bash -c COMMAND` inside with these variables, as `user` (default: the image's user). */
+  shell(command: string, env: Record<string, string>, timeoutMs: number, user?: string): Promise<EngineResult>;
+  /** A Jail whose wrap runs the command inside as `user` (behind the proxy bridge when `proxyPort` is given). */
+  jail(proxyPort: number | null, user?: string): Jail;
   /**
    * Stops, then kills, every process in the container but its init and keep-alive: what the agent
    * left running (a loop that rewrites /logs/verifier/reward.json while the verifier runs, say).
@@ -225,13 +225,14 @@ function runningContainer(spec: SampleContainerSpec, name: string, keep: readonl
     engine,
     name,
     workdir,
-    shell(command, env, timeoutMs) {
-      return runEngine(engine, execArgs({ name, workdir, envNames: inside(env), interactive: false, maxFileSizeBytes }, ['bash', '-c', command]), {
+    shell(command, env, timeoutMs, user) {
+      const spec = { name, workdir, envNames: inside(env), interactive: false, maxFileSizeBytes, ...(user !== undefined ? { user } : {}) };
+      return runEngine(engine, execArgs(spec, ['bash', '-c', command]), {
         env: clientEnv(env),
         timeoutMs,
       });
     },
-    jail: (proxyPort) => containerJail(spec, name, proxyPort),
+    jail: (proxyPort, user) => containerJail(spec, name, proxyPort, user),
     async killStrays() {
       const r = await runEngine(engine, execArgs({ name, workdir: '/', envNames: [], interactive: false }, ['sh', '-c', killStraysScript(keep)]));
       if (r.code !== 0) throw fail('exec (ending what the agent left running)', r);
@@ -255,7 +256,7 @@ function runningContainer(spec: SampleContainerSpec, name: string, keep: readonl
 }
 
 /** A Jail whose wrap runs the harness inside the container (behind the proxy bridge when `proxyPort` is given). */
-function containerJail(spec: SampleContainerSpec, name: string, proxyPort: number | null): Jail {
+function containerJail(spec: SampleContainerSpec, name: string, proxyPort: number | null, user: string | undefined): Jail {
   const { engine, limits } = spec;
   const workdir = spec.trial.workdir;
   return {
@@ -265,7 +266,17 @@ function containerJail(spec: SampleContainerSpec, name: string, proxyPort: numbe
         proxyPort !== null ? bridged(fs.realpathSync(process.execPath), proxyPort, PROXY_SOCKET_INSIDE, false, cmd.file, cmd.args) : [cmd.file, ...cmd.args];
       return {
         file: engine,
-        args: execArgs({ name, workdir, envNames: Object.keys(cmd.env), interactive: false, maxFileSizeBytes: limits.maxFileSizeBytes }, argv),
+        args: execArgs(
+          {
+            name,
+            workdir,
+            envNames: Object.keys(cmd.env),
+            interactive: false,
+            maxFileSizeBytes: limits.maxFileSizeBytes,
+            ...(user !== undefined ? { user } : {}),
+          },
+          argv,
+        ),
         env: clientEnv(cmd.env) as Record<string, string>,
       };
     },

@@ -44,6 +44,45 @@ describe('Harbor task folders', () => {
     for (const t of tasks) for (const c of t.harbor!.copies) expect(c.from.startsWith(path.join(t.harbor!.dir, 'environment'))).toBe(true);
   });
 
+  it('reads [environment].memory_mb (or Harbor\'s older memory = "2G") and [agent]/[verifier].user; refuses what Harbor would', () => {
+    const task = (toml: string) => ({
+      'task.toml': `version = "1.0"\n${toml}`,
+      'instruction.md': 'x',
+      'environment/Dockerfile': 'FROM a\n',
+      'tests/test.sh': '',
+    });
+    const root = dataset({
+      mb: task('[environment]\nmemory_mb = 512\n[agent]\nuser = "nobody"\n[verifier]\nuser = 1000\n'),
+      legacy: task('[environment]\nmemory = "2G"\n'),
+      both: task('[environment]\nmemory = "512M"\nmemory_mb = 512\n'),
+      none: task(''),
+    });
+    const read = Object.fromEntries(readHarborTasks(root).map((t) => [t.id, t.harbor!]));
+    expect(read.mb).toMatchObject({ memoryBytes: 512 * 1024 ** 2, agentUser: 'nobody', verifierUser: '1000' });
+    expect(read.legacy!.memoryBytes).toBe(2048 * 1024 ** 2);
+    expect(read.both!.memoryBytes).toBe(512 * 1024 ** 2);
+    expect(read.none).not.toHaveProperty('memoryBytes');
+    expect(read.none).not.toHaveProperty('agentUser');
+    fs.rmSync(root, { recursive: true, force: true });
+    const bad = dataset({
+      conflict: task('[environment]\nmemory = "1G"\nmemory_mb = 512\n'),
+      size: task('[environment]\nmemory = "lots"\n'),
+      zero: task('[environment]\nmemory_mb = 0\n'),
+      user: task('[agent]\nuser = "a b; rm -rf /"\n'),
+    });
+    let message = '';
+    try {
+      readHarborTasks(bad);
+    } catch (err) {
+      message = String(err);
+    }
+    expect(message).toMatch(/environment\.memory.*1024 MB conflicts with memory_mb = 512/);
+    expect(message).toMatch(/environment\.memory.*a size such as "2G"/);
+    expect(message).toMatch(/environment\.memory_mb.*a positive whole number/);
+    expect(message).toMatch(/agent\.user.*a user name or a uid/);
+    fs.rmSync(bad, { recursive: true, force: true });
+  });
+
   it("reads [environment].cpus for a container's --cpus, and refuses one that is not a positive number", () => {
     const task = (cpus: string) => ({
       'task.toml': `version = "1.0"\n[environment]\ncpus = ${cpus}\n`,

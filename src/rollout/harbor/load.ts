@@ -112,6 +112,9 @@ function readHarborTask(dir: string, report: Report): RolloutTask | null {
     agentNetwork: settings.agentNetwork,
     verifierNetwork: settings.verifierNetwork,
     ...(settings.cpus !== undefined ? { cpus: settings.cpus } : {}),
+    ...(settings.memoryBytes !== undefined ? { memoryBytes: settings.memoryBytes } : {}),
+    ...(settings.agentUser !== undefined ? { agentUser: settings.agentUser } : {}),
+    ...(settings.verifierUser !== undefined ? { verifierUser: settings.verifierUser } : {}),
   });
 }
 
@@ -148,7 +151,10 @@ interface TaskSettings {
   /** [environment].workdir, which wins over the Dockerfile's WORKDIR. */
   workdirSetting: string | null;
   cpus: number | undefined;
+  memoryBytes: number | undefined;
   dockerImage: string | null;
+  agentUser: string | undefined;
+  verifierUser: string | undefined;
 }
 
 /** task.toml's tables, each field checked (problems in the order the fields are read). */
@@ -198,12 +204,49 @@ function readTaskSettings(config: Record<string, unknown>, dir: string, at: Repo
     solutionEnv,
     agentNetwork,
     verifierNetwork,
+    agentUser: stageUser(agent.user, 'agent.user', at),
+    verifierUser: stageUser(verifier.user, 'verifier.user', at),
     ...readEnvironmentTable(environment, at),
   };
 }
 
-/** [environment]'s container settings: workdir, cpus, docker_image. */
-function readEnvironmentTable(environment: Record<string, unknown>, at: Report): Pick<TaskSettings, 'workdirSetting' | 'cpus' | 'dockerImage'> {
+/** [agent].user / [verifier].user: a user name or a uid, as the engine's `exec --user` takes it. */
+function stageUser(value: unknown, field: string, at: Report): string | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value === 'number' && Number.isInteger(value) && value >= 0) return String(value);
+  if (typeof value === 'string' && /^[A-Za-z0-9_][A-Za-z0-9_.-]*$/.test(value)) return value;
+  at('task.toml', field, 'a user name or a uid');
+  return undefined;
+}
+
+/** Harbor's size strings (config.py:390-403): "2G", "512M", "1024K", in MB. */
+function sizeToMb(size: string): number | null {
+  const m = /^\s*([0-9]*\.?[0-9]+)\s*([GMK])\s*$/i.exec(size);
+  if (!m) return null;
+  const n = Number(m[1]);
+  const unit = m[2]!.toUpperCase();
+  return Math.floor(unit === 'G' ? n * 1024 : unit === 'M' ? n : n / 1024);
+}
+
+/** [environment].memory_mb, or the deprecated `memory` string (both must agree when both are given). */
+function readMemory(environment: Record<string, unknown>, at: Report): number | undefined {
+  let mb: number | undefined;
+  if (environment.memory_mb !== undefined) {
+    if (typeof environment.memory_mb !== 'number' || !Number.isInteger(environment.memory_mb) || environment.memory_mb <= 0)
+      at('task.toml', 'environment.memory_mb', 'a positive whole number of MB');
+    else mb = environment.memory_mb;
+  }
+  if (environment.memory !== undefined) {
+    const legacy = typeof environment.memory === 'string' ? sizeToMb(environment.memory) : null;
+    if (legacy === null || legacy <= 0) at('task.toml', 'environment.memory', 'a size such as "2G" or "512M" (or use memory_mb)');
+    else if (mb !== undefined && mb !== legacy) at('task.toml', 'environment.memory', `${legacy} MB conflicts with memory_mb = ${mb}`);
+    else mb = legacy;
+  }
+  return mb === undefined ? undefined : mb * 1024 * 1024;
+}
+
+/** [environment]'s container settings: workdir, cpus, memory, docker_image. */
+function readEnvironmentTable(environment: Record<string, unknown>, at: Report): Pick<TaskSettings, 'workdirSetting' | 'cpus' | 'memoryBytes' | 'dockerImage'> {
   let workdirSetting: string | null = null;
   if (environment.workdir !== undefined) {
     if (typeof environment.workdir !== 'string' || !environment.workdir.startsWith('/')) at('task.toml', 'environment.workdir', 'an absolute path');
@@ -215,7 +258,7 @@ function readEnvironmentTable(environment: Record<string, unknown>, at: Report):
     else cpus = environment.cpus;
   }
   const dockerImage = typeof environment.docker_image === 'string' ? environment.docker_image : null;
-  return { workdirSetting, cpus, dockerImage };
+  return { workdirSetting, cpus, memoryBytes: readMemory(environment, at), dockerImage };
 }
 
 interface StartingState {

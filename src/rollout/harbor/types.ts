@@ -39,4 +39,12 @@ export interface HarborTrial {
   verifierNetwork: 'public' | 'none' | null;
   /** [environment].cpus: the container's `--cpus` (the host environment has no such cap). */
   cpus?: number;
+  /**
+   * [environment].memory_mb (or the deprecated `memory = "2G"`, config.py:419-435): the container's
+   * memory cap, in bytes, under polar's own `--max-memory` where that is lower.
+   */
+  memoryBytes?: number;
+  /** [agent].user / [verifier].user (config.py:244-247, :467-470): who the stage runs as in the container. */
+  agentUser?: string;
+  verifierUser?: string;
 }
