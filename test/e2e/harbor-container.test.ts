@@ -348,4 +348,13 @@ describe.skipIf(skip !== null)(`Harbor tasks in their own image${skip ? ` (skipp
       await mock.close();
     }
   }, 300_000);
+
+  it('polar tasks check runs oracle and nop in the task images (the default where an engine works)', async () => {
+    const ds = path.join(dir, 'ds');
+    if (!fs.existsSync(ds)) writeTask(ds);
+    const r = await polar(['tasks', 'check', ds, '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    // The oracle's 1 needs the image's RUN step: it ran in the image.
+    expect(JSON.parse(r.stdout)).toMatchObject({ ok: true, environment: engine, results: [{ oracle: { reward: 1 }, nop: { reward: 0 } }] });
+  }, 300_000);
 });

@@ -64,7 +64,7 @@ async function tasksCheck(p: string, opts: CheckOptions): Promise<void> {
     },
   );
   const broken = results.filter((r) => !r.ok);
-  if (opts.json) printJson({ ok: broken.length === 0, tasks: results.length, broken: broken.map((r) => r.task), results });
+  if (opts.json) printJson({ ok: broken.length === 0, tasks: results.length, environment, broken: broken.map((r) => r.task), results });
   else process.stdout.write(`${report(results)}\n`);
   process.exitCode = broken.length === 0 ? 0 : 1;
 }
