@@ -1,11 +1,10 @@
-import { execFile, spawn } from 'node:child_process';
+import { type ChildProcess, execFile } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import readline from 'node:readline';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startMockServer } from '../../src/mock-server/server.js';
+import { type MockServer, startMockServer } from '../../src/mock-server/server.js';
 import { mockTasksFrom } from '../../src/mock-server/tasks.js';
 import { workingEngines } from '../../src/rollout/harbor/environment.js';
 import { loadTasks } from '../../src/rollout/load-tasks.js';
@@ -14,7 +13,7 @@ import { Store } from '../../src/store/store.js';
 import { gymRows } from '../../src/train/gym-wiring.js';
 import { writeFixtureCheckout } from '../support/nemo-rl-checkout.js';
 import { startTestPostgres } from '../support/postgres.js';
-import { BIN, expectSessionCapturedExactly } from './support.js';
+import { BIN, expectSessionCapturedExactly, postGymRuns, startPolarServer } from './support.js';
 
 /**
  * A Harbor task in its own image (`--environment docker|podman`, issue 26). Skipped, saying why,
@@ -57,6 +56,28 @@ async function polar(args: string[]): Promise<{ code: number; stdout: string; st
     const e = err as { code: number; stdout: string; stderr: string };
     return { code: typeof e.code === 'number' ? e.code : 1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
   }
+}
+
+/** `polar rollout` of two samples in the engine against the mock model: its JSON summary. */
+async function mockRollout(tasks: string, harness: string, mock: MockServer, db: string) {
+  const r = await polar([
+    'rollout',
+    '--tasks',
+    tasks,
+    '--harness',
+    harness,
+    '--upstream',
+    mock.url,
+    '--samples',
+    '2',
+    '--environment',
+    engine!,
+    '--db',
+    db,
+    '--json',
+  ]);
+  expect(r.code, r.stderr).toBe(0);
+  return JSON.parse(r.stdout) as { rolloutId: string; outcomes: Record<string, number>; groups: { rewards: number[] }[] };
 }
 
 function writeTask(ds: string): void {
@@ -157,26 +178,9 @@ describe.skipIf(skip !== null)(`Harbor tasks in their own image${skip ? ` (skipp
       const mock = await startMockServer({ tasks: mockTasksFrom(loadTasks(ds)), seed: 1 });
       try {
         const db = path.join(dir, `${harness}.db`);
-        const r = await polar([
-          'rollout',
-          '--tasks',
-          ds,
-          '--harness',
-          harness,
-          '--upstream',
-          mock.url,
-          '--samples',
-          '2',
-          '--environment',
-          engine!,
-          '--db',
-          db,
-          '--json',
-        ]);
-        expect(r.code, r.stderr).toBe(0);
-        const summary = JSON.parse(r.stdout);
-        expect(summary.outcomes.completed, r.stderr).toBe(2);
-        expect([...summary.groups[0].rewards].sort()).toEqual([0, 1]);
+        const summary = await mockRollout(ds, harness, mock, db);
+        expect(summary.outcomes.completed).toBe(2);
+        expect([...summary.groups[0]!.rewards].sort()).toEqual([0, 1]);
         const store = Store.open(db, { readonly: true });
         const samples = store.rollouts.samples(summary.rolloutId);
         const sessions = samples.map((s) => s.sessionId!);
@@ -201,34 +205,13 @@ describe.skipIf(skip !== null)(`Harbor tasks in their own image${skip ? ` (skipp
     const tasks = loadTasks(ds);
     const mock = await startMockServer({ tasks: mockTasksFrom(tasks), seed: 1, nemoRl: { temperature: 1, topP: 1 } });
     const db = path.join(dir, 'gym.db');
-    const args = ['gym-agent', '--harness', 'claude-code', '--upstream', `${mock.url}/v1`, '--model', mock.model, '--db', db, '--tasks', ds];
-    const child = spawn(process.execPath, [BIN, ...args, '--out', path.join(dir, 'gym-out'), '--json'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const children: ChildProcess[] = [];
     try {
-      let stderr = '';
-      child.stderr!.on('data', (d) => (stderr += d));
-      const line = await new Promise<string>((resolve, reject) => {
-        readline.createInterface({ input: child.stdout! }).once('line', resolve);
-        child.once('exit', (code) => reject(new Error(`gym-agent exited ${code}: ${stderr}`)));
-      });
+      const args = ['gym-agent', '--harness', 'claude-code', '--upstream', `${mock.url}/v1`, '--model', mock.model, '--db', db, '--tasks', ds];
+      const { json, stderr } = await startPolarServer([...args, '--out', path.join(dir, 'gym-out'), '--json'], children);
       // No --environment: the engine that works here is the default, and the agent says so.
-      expect(stderr).toMatch(new RegExp(`Harbor tasks run in their own images with ${engine}`));
-      const url = (JSON.parse(line) as { url: string }).url;
-      const row = JSON.parse(gymRows(tasks).trim());
-      const rows = [0, 1].map((i) => ({
-        ...row,
-        responses_create_params: { ...row.responses_create_params, temperature: 1, top_p: 1, max_output_tokens: 4096 },
-        _rowidx: i,
-      }));
-      const results = await Promise.all(
-        rows.map(
-          async (r) =>
-            (await (await fetch(`${url}/run`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(r) })).json()) as {
-              reward: number;
-              polar_session_id: string;
-              polar_mask_reason?: string;
-            },
-        ),
-      );
+      expect(stderr()).toMatch(new RegExp(`Harbor tasks run in their own images with ${engine}`));
+      const { results } = await postGymRuns(String(json.url), gymRows(tasks), 2);
       expect(results.map((r) => r.reward).sort(), results.map((r) => r.polar_mask_reason).join('; ')).toEqual([0, 1]);
       const store = Store.open(db, { readonly: true });
       try {
@@ -238,7 +221,7 @@ describe.skipIf(skip !== null)(`Harbor tasks in their own image${skip ? ` (skipp
       }
       for (const r of results) expect(expectSessionCapturedExactly(db, r.polar_session_id, mock)).toBeGreaterThan(0);
     } finally {
-      child.kill('SIGTERM');
+      for (const c of children) c.kill('SIGTERM');
       await mock.close();
     }
   }, 300_000);
@@ -326,24 +309,8 @@ describe.skipIf(skip !== null)(`Harbor tasks in their own image${skip ? ` (skipp
     const mock = await startMockServer({ tasks: mockTasksFrom(loadTasks(path.dirname(task))), seed: 1 });
     try {
       const cdb = path.join(dir, 'as-user-claude.db');
-      const c = await polar([
-        'rollout',
-        '--tasks',
-        path.dirname(task),
-        '--harness',
-        'claude-code',
-        '--upstream',
-        mock.url,
-        '--samples',
-        '2',
-        '--environment',
-        engine!,
-        '--db',
-        cdb,
-        '--json',
-      ]);
-      expect(c.code, c.stderr).toBe(0);
-      expect([...JSON.parse(c.stdout).groups[0].rewards].sort()).toEqual([0, 1]);
+      const c = await mockRollout(path.dirname(task), 'claude-code', mock, cdb);
+      expect([...c.groups[0]!.rewards].sort()).toEqual([0, 1]);
     } finally {
       await mock.close();
     }

@@ -1,8 +1,7 @@
-import { execFile, spawn } from 'node:child_process';
+import { type ChildProcess, execFile } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import readline from 'node:readline';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMockServer, type MockServer } from '../../src/mock-server/server.js';
@@ -12,7 +11,7 @@ import { loadTasks } from '../../src/rollout/load-tasks.js';
 import { bwrapProblem, findBwrap } from '../../src/sandbox/index.js';
 import { Store } from '../../src/store/store.js';
 import { gymRows } from '../../src/train/gym-wiring.js';
-import { BIN, expectSessionCapturedExactly } from './support.js';
+import { BIN, expectSessionCapturedExactly, postGymRuns, startPolarServer } from './support.js';
 
 /**
  * Harbor task folders end to end (issue 26), on the host environment (`--environment host`: the
@@ -154,57 +153,11 @@ describe.skipIf(noSandbox !== null)(`Harbor tasks on the host environment${noSan
     const tasks = loadTasks(FIXTURES).filter((t) => ['partial-credit', 'csv-to-json'].includes(t.id));
     const mock = await startMockServer({ tasks: mockTasksFrom(tasks), seed: 5, nemoRl: { temperature: 1, topP: 1 } });
     const db = path.join(dir, 'gym.db');
-    const child = spawn(
-      process.execPath,
-      [
-        BIN,
-        'gym-agent',
-        '--harness',
-        'claude-code',
-        '--upstream',
-        `${mock.url}/v1`,
-        '--model',
-        mock.model,
-        '--db',
-        db,
-        '--tasks',
-        FIXTURES,
-        '--environment',
-        'host',
-        '--out',
-        path.join(dir, 'gym-out'),
-        '--json',
-      ],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
+    const children: ChildProcess[] = [];
     try {
-      let stderr = '';
-      child.stderr!.on('data', (d) => (stderr += d));
-      const line = await new Promise<string>((resolve, reject) => {
-        readline.createInterface({ input: child.stdout! }).once('line', resolve);
-        child.once('exit', (code) => reject(new Error(`gym-agent exited ${code}: ${stderr}`)));
-      });
-      const url = (JSON.parse(line) as { url: string }).url;
-      const rows = gymRows(tasks)
-        .trim()
-        .split('\n')
-        .flatMap((l) => [JSON.parse(l), JSON.parse(l)])
-        .map((row, i) => ({
-          ...row,
-          responses_create_params: { ...row.responses_create_params, temperature: 1, top_p: 1, max_output_tokens: 4096 },
-          _rowidx: i,
-        }));
-      const results = await Promise.all(
-        rows.map(
-          async (row) =>
-            (await (await fetch(`${url}/run`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(row) })).json()) as {
-              reward: number;
-              polar_session_id: string;
-              instance_config?: unknown;
-              polar_mask_reason?: string;
-            },
-        ),
-      );
+      const args = ['gym-agent', '--harness', 'claude-code', '--upstream', `${mock.url}/v1`, '--model', mock.model, '--db', db, '--tasks', FIXTURES];
+      const { json, stderr } = await startPolarServer([...args, '--environment', 'host', '--out', path.join(dir, 'gym-out'), '--json'], children);
+      const { rows, results } = await postGymRuns(String(json.url), gymRows(tasks), 2);
       const store = Store.open(db, { readonly: true });
       try {
         results.forEach((r, i) => {
@@ -218,9 +171,9 @@ describe.skipIf(noSandbox !== null)(`Harbor tasks on the host environment${noSan
         store.close();
       }
       for (let g = 0; g < results.length; g += 2) expect(new Set([results[g]!.reward, results[g + 1]!.reward]).size).toBe(2);
-      expect(stderr).toMatch(/task partial-credit: the host environment does not reproduce the base image python:3\.12-slim/);
+      expect(stderr()).toMatch(/task partial-credit: the host environment does not reproduce the base image python:3\.12-slim/);
     } finally {
-      child.kill('SIGTERM');
+      for (const c of children) c.kill('SIGTERM');
       await mock.close();
     }
   }, 300_000);

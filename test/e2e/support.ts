@@ -65,6 +65,33 @@ export async function startPolarServer(args: string[], children: ChildProcess[])
   return { json: JSON.parse(line) as Record<string, unknown>, stderr: () => stderr };
 }
 
+/** What polar gym-agent answers a `/run` row with (the fields these tests read). */
+export interface GymRun {
+  reward: number;
+  polar_session_id: string;
+  instance_config?: unknown;
+  polar_mask_reason?: string;
+}
+
+/**
+ * Gym rows for NeMo-RL's sampling (temperature and top_p 1, a max_output_tokens), each row `times`
+ * over with its own `_rowidx`, all posted to the agent's `/run` at once.
+ */
+export async function postGymRuns(url: string, rowsJsonl: string, times = 1): Promise<{ rows: Record<string, unknown>[]; results: GymRun[] }> {
+  const rows = rowsJsonl
+    .trim()
+    .split('\n')
+    .flatMap((l) => Array.from({ length: times }, () => JSON.parse(l) as Record<string, unknown>))
+    .map((row, i) => ({
+      ...row,
+      responses_create_params: { ...(row.responses_create_params as object), temperature: 1, top_p: 1, max_output_tokens: 4096 },
+      _rowidx: i,
+    }));
+  const post = async (row: unknown) =>
+    (await (await fetch(`${url}/run`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(row) })).json()) as GymRun;
+  return { rows, results: await Promise.all(rows.map(post)) };
+}
+
 const claimed = new WeakSet<object>();
 
 /**
