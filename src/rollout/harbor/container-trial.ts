@@ -1,11 +1,12 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import { PROXY_SOCKET_INSIDE } from '../../sandbox/args.js';
 import type { SandboxLimits } from '../../sandbox/index.js';
 import { scrubSecrets } from '../../store/redact.js';
 import type { RolloutTask } from '../task-file.js';
 import { StageError } from '../stage-error.js';
 import type { Engine } from './container-args.js';
-import { ensureImage, type SampleContainer, startSampleContainer } from './container.js';
+import { ensureImage, runtimeMounts, type SampleContainer, startSampleContainer } from './container.js';
 import { type BuiltinAgent, logsDir, readRewards, resolveEnv, type VerifierOutcome } from './trial.js';
 import type { HarborTrial } from './types.js';
 
@@ -54,6 +55,17 @@ export async function openTaskContainer(opts: {
     await container.remove();
     throw new StageError('init', `could not make /logs in the container: ${mk.stderr.trim()}`);
   }
+  if (trial.agentUser !== undefined) {
+    // What polar mounts sits at its host path, under the image's own folders: a checkout in /root
+    // puts polar's node_modules under the image's /root (0700), which the task's user cannot cross.
+    // Let it cross (not read) them, in this container only.
+    const mounted = [...runtimeMounts().map((m) => m.dest), PROXY_SOCKET_INSIDE, ...opts.writable, ...opts.readOnly];
+    const crossed = await container.shell('for d in "$@"; do [ -d "$d" ] && chmod o+x "$d"; done; true', {}, 60_000, undefined, ancestors(mounted));
+    if (crossed.code !== 0) {
+      await container.remove();
+      throw new StageError('init', `could not open the way to polar's mounts for ${trial.agentUser}: ${crossed.stderr.trim()}`);
+    }
+  }
   if (trial.agentUser !== undefined && opts.proxySocket) {
     // The harness (and its bridge) run as that user, and the socket is root's 0600. Its folder stays
     // 0700 on the host, so opening the socket itself reaches only containers it is mounted into; the
@@ -71,6 +83,13 @@ export async function openTaskContainer(opts: {
     for (const d of opts.writable) await chownTree(d, Number(m[1]), Number(m[2]));
   }
   return container;
+}
+
+/** Every folder above these paths, below `/`, once each. */
+export function ancestors(paths: readonly string[]): string[] {
+  const out = new Set<string>();
+  for (const p of paths) for (let d = path.posix.dirname(p); d !== '/' && d !== '.'; d = path.posix.dirname(d)) out.add(d);
+  return [...out].sort();
 }
 
 /** polar's memory cap and the task's own ([environment].memory_mb): the lower one (0 is no cap). */

@@ -161,8 +161,8 @@ export interface SampleContainer {
   readonly engine: Engine;
   readonly name: string;
   readonly workdir: string;
-  /** Runs `bash -c COMMAND` inside with these variables, as `user` (default: the image's user). */
-  shell(command: string, env: Record<string, string>, timeoutMs: number, user?: string): Promise<EngineResult>;
+  /** Runs `bash -c COMMAND [args…]` inside with these variables, as `user` (default: the image's user). */
+  shell(command: string, env: Record<string, string>, timeoutMs: number, user?: string, args?: readonly string[]): Promise<EngineResult>;
   /** A Jail whose wrap runs the command inside as `user` (behind the proxy bridge when `proxyPort` is given). */
   jail(proxyPort: number | null, user?: string): Jail;
   /**
@@ -225,9 +225,9 @@ function runningContainer(spec: SampleContainerSpec, name: string, keep: readonl
     engine,
     name,
     workdir,
-    shell(command, env, timeoutMs, user) {
+    shell(command, env, timeoutMs, user, args = []) {
       const spec = { name, workdir, envNames: inside(env), interactive: false, maxFileSizeBytes, ...(user !== undefined ? { user } : {}) };
-      return runEngine(engine, execArgs(spec, ['bash', '-c', command]), {
+      return runEngine(engine, execArgs(spec, ['bash', '-c', command, 'bash', ...args]), {
         env: clientEnv(env),
         timeoutMs,
       });
