@@ -20,7 +20,8 @@ import { defaultDbPath } from '../../store/store.js';
 import { integerArg, numberArg, secondsArg } from '../numbers.js';
 import { action } from '../output.js';
 import { count } from '../plural.js';
-import { chooseEnvironment, environmentNotice, HARBOR_ENVIRONMENTS, type HarborEnvironment } from '../../rollout/harbor/environment.js';
+import { environmentNotice, type HarborEnvironment } from '../../rollout/harbor/environment.js';
+import { environmentOption, harborEnvironment } from '../environment-option.js';
 
 interface GymAgentCommandOptions extends SandboxFlags {
   harness: string;
@@ -61,12 +62,7 @@ export function registerGymAgent(program: Command): void {
     .option('--port <n>', 'port (0: any free port)', integerArg('--port', 0, 65535), 0)
     .option('--host <host>', 'address to bind; non-loopback needs --auth-token', '127.0.0.1')
     .option('--tasks <path>', 'the rollout task file (JSONL), or a Harbor task folder or a folder of them: /run rows name one of its tasks by "task_id"')
-    .addOption(
-      new Option(
-        '--environment <env>',
-        "where Harbor tasks' trials run: a container engine (the task's own image; the default where one works) or host (polar's sandbox; the default otherwise)",
-      ).choices([...HARBOR_ENVIRONMENTS]),
-    )
+    .addOption(environmentOption())
     .option('--allow-inline-tasks', 'also run rows that define their task inline ("task"); they come from the network, so they run only sandboxed')
     .option(
       '--auth-token <token>',
@@ -125,7 +121,7 @@ async function serve(opts: GymAgentCommandOptions): Promise<void> {
     process.stderr.write(chalk.yellow(`notice: ${line}\n`));
   const tasks = opts.tasks ? loadTasks(opts.tasks) : null;
   for (const line of harborPreflight(tasks ?? [], sandbox)) process.stderr.write(chalk.yellow(`${line}\n`));
-  const environment = tasks?.some((t) => t.harbor) ? chooseEnvironment(opts.environment) : 'host';
+  const environment = harborEnvironment(opts.environment, tasks?.some((t) => t.harbor) === true);
   const chosen = environmentNotice(opts.environment, environment);
   if (chosen) process.stderr.write(chalk.yellow(`notice: ${chosen}\n`));
   // Under Gym, $POLAR_AUTH_TOKEN (NeMo-RL hands Gym its whole environment) would lock Gym out: Gym

@@ -9,7 +9,8 @@ import type { RolloutConfig, RolloutSummary } from '../../rollout/config.js';
 import { runRollout, summarize, type RolloutRun } from '../../rollout/run-rollout.js';
 import { loadTasks } from '../../rollout/load-tasks.js';
 import { BUILTIN_AGENTS, harborPreflight, isBuiltinAgent } from '../../rollout/harbor/trial.js';
-import { chooseEnvironment, environmentNotice, HARBOR_ENVIRONMENTS, type HarborEnvironment } from '../../rollout/harbor/environment.js';
+import { environmentNotice, type HarborEnvironment } from '../../rollout/harbor/environment.js';
+import { environmentOption, harborEnvironment } from '../environment-option.js';
 import { SAMPLE_OUTCOMES } from '../../store/rollouts.js';
 import { defaultDbPath } from '../../store/store.js';
 import { displayDb, isPostgresUrl, redactUrl } from '../../store/postgres/url.js';
@@ -89,12 +90,7 @@ export function registerRollout(program: Command): void {
       integerArg('--heartbeat', 10, 86_400),
       30,
     )
-    .addOption(
-      new Option(
-        '--environment <env>',
-        "where Harbor tasks' trials run: a container engine (the task's own image; the default where one works) or host (polar's sandbox gives the container's paths; the default otherwise)",
-      ).choices([...HARBOR_ENVIRONMENTS]),
-    )
+    .addOption(environmentOption())
     .option('--json', 'print the summary as JSON')
     .addHelpText('after', ROLLOUT_HELP + UPSTREAM_KINDS_HELP)
     .action(action(rolloutCommand));
@@ -234,7 +230,10 @@ export function newArgs(
   const tasks = loadTasks(opts.tasks!);
   if (builtin && tasks.some((t) => !t.harbor))
     throw new PolarError('POLAR_USAGE', `--harness ${opts.harness} runs Harbor tasks (folders with solution/ and tests/), not a JSONL task file`);
-  const environment = tasks.some((t) => t.harbor) ? chooseEnvironment(opts.environment) : 'host';
+  const environment = harborEnvironment(
+    opts.environment,
+    tasks.some((t) => t.harbor),
+  );
   if (tasks.some((t) => t.harbor)) {
     // Refused here, before a rollout row exists; its notices are said when the rollout starts. A
     // queued rollout's sandbox is each worker's.

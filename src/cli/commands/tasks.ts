@@ -1,8 +1,9 @@
 import chalk from 'chalk';
-import { Option, type Command } from 'commander';
+import type { Command } from 'commander';
 import { PolarError } from '../../core/errors.js';
 import { checkTasks, type TaskCheck } from '../../rollout/harbor/check.js';
-import { chooseEnvironment, environmentNotice, HARBOR_ENVIRONMENTS, type HarborEnvironment } from '../../rollout/harbor/environment.js';
+import { environmentNotice, type HarborEnvironment } from '../../rollout/harbor/environment.js';
+import { environmentOption, harborEnvironment } from '../environment-option.js';
 import { isHarborPath, readHarborTasks } from '../../rollout/harbor/load.js';
 import { addSandboxOptions, limitsFrom, sandboxKind, type SandboxFlags } from '../sandbox-options.js';
 import { integerArg, secondsArg } from '../numbers.js';
@@ -23,12 +24,7 @@ export function registerTasks(program: Command): void {
       'run every task with the oracle (solution/solve.sh) and with nop (nothing): a task whose oracle misses its top reward, or whose nop earns reward, is broken',
     )
     .argument('<path>', 'a Harbor task folder or a folder of them')
-    .addOption(
-      new Option(
-        '--environment <env>',
-        "where trials run: a container engine (the task's own image; the default where one works) or host (polar's sandbox on this machine; the default otherwise)",
-      ).choices([...HARBOR_ENVIRONMENTS]),
-    )
+    .addOption(environmentOption())
     .option('--concurrency <k>', 'tasks at once', integerArg('--concurrency', 1, 64), 2)
     .option('--timeout <seconds>', "a trial's budget when its task.toml gives no [agent].timeout_sec", secondsArg('--timeout'), 600)
     .option('--json', 'print the result as JSON');
@@ -38,7 +34,7 @@ export function registerTasks(program: Command): void {
 async function tasksCheck(p: string, opts: CheckOptions): Promise<void> {
   if (!isHarborPath(p)) throw new PolarError('POLAR_USAGE', `${p} is not a folder: polar tasks check takes a Harbor task folder or a folder of them`);
   const tasks = readHarborTasks(p);
-  const environment = chooseEnvironment(opts.environment);
+  const environment = harborEnvironment(opts.environment, true);
   const chosen = environmentNotice(opts.environment, environment);
   if (chosen && !opts.json) process.stderr.write(chalk.yellow(`notice: ${chosen}\n`));
   const sandbox = sandboxKind(opts);

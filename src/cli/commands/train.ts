@@ -28,7 +28,8 @@ import { action, invokedAs, printJson } from '../output.js';
 import { count } from '../plural.js';
 import { checkNemoRlCheckout } from '../../train/nemo-rl/check-command.js';
 import { agentBin } from '../../train/agent-bin.js';
-import { chooseEnvironment, HARBOR_ENVIRONMENTS, type HarborEnvironment } from '../../rollout/harbor/environment.js';
+import type { HarborEnvironment } from '../../rollout/harbor/environment.js';
+import { environmentOption, harborEnvironment } from '../environment-option.js';
 
 interface CommonFlags {
   nemoRl: string;
@@ -93,12 +94,7 @@ export function registerTrain(program: Command): void {
       .option('--tool-parser <name>', "vLLM's tool parser on NeMo-RL's HTTP server", 'hermes')
       .option('--timeout <seconds>', "a sample's budget when its task gives none", secondsArg('--timeout'), 1800)
       .addOption(new Option('--sandbox <kind>', 'bwrap (default when installed) or none').choices(['bwrap', 'none']))
-      .addOption(
-        new Option(
-          '--environment <env>',
-          "where Harbor tasks' trials run: a container engine (the task's own image; the default where one works) or host (polar's sandbox; the default otherwise)",
-        ).choices([...HARBOR_ENVIRONMENTS]),
-      )
+      .addOption(environmentOption())
       .option('--agent-concurrency <k>', 'harness sessions the agent runs at once', integerArg('--agent-concurrency', 1, 1024), 4)
       .option('--command <template>', 'for --harness custom')
       .option('--harness-bin <path>', 'the harness executable')
@@ -170,7 +166,10 @@ async function grpo(opts: GrpoFlags, command: Command): Promise<void> {
   const dbPath = isPostgresUrl(db) ? db : path.resolve(db);
   const sandbox = opts.sandbox ?? (findBwrap() ? 'bwrap' : 'none');
   // Decided here, so the agent NeMo Gym starts runs where this command said it would.
-  const environment = tasks.some((t) => t.harbor) ? chooseEnvironment(opts.environment) : 'host';
+  const environment = harborEnvironment(
+    opts.environment,
+    tasks.some((t) => t.harbor),
+  );
   const agent = agentBin();
   const run = await prepared(runDir, opts, async () => {
     const agentArgs = [

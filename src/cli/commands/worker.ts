@@ -13,7 +13,8 @@ import { count } from '../plural.js';
 import { addUpstreamOptions, UPSTREAM_KINDS_HELP, upstreamOptionsFrom, type UpstreamFlags } from '../upstream-options.js';
 import os from 'node:os';
 import path from 'node:path';
-import { chooseEnvironment, environmentNotice, HARBOR_ENVIRONMENTS, type HarborEnvironment } from '../../rollout/harbor/environment.js';
+import { environmentNotice, type HarborEnvironment } from '../../rollout/harbor/environment.js';
+import { environmentOption, harborEnvironment } from '../environment-option.js';
 
 interface WorkerFlags extends UpstreamFlags, SandboxFlags {
   queue: string;
@@ -53,12 +54,7 @@ export function registerWorker(program: Command): void {
     .option('--harness-bin <path>', 'the harness executable (default: node_modules/.bin, then PATH)')
     .option('--node <path>', 'a Node.js binary for harnesses that need a newer one')
     .option('--keep-workspaces', 'keep each workspace after evaluation (default: removed)')
-    .addOption(
-      new Option(
-        '--environment <env>',
-        "where Harbor tasks' trials run on this machine: a container engine (the task's own image; the default where one works) or host (polar's sandbox; the default otherwise)",
-      ).choices([...HARBOR_ENVIRONMENTS]),
-    )
+    .addOption(environmentOption())
     .option('--idle-exit <seconds>', 'exit once the queue has had nothing for this worker this long (default: run until Ctrl-C)', secondsArg('--idle-exit'))
     .option('--json', 'one JSON line per finished sample, and a summary line at the end')
     .addHelpText(
@@ -80,7 +76,7 @@ async function workerCommand(opts: WorkerFlags): Promise<void> {
     throw new PolarError('POLAR_USAGE', '--db for a worker is the shared store: a postgres:// URL that every worker and the rollout use');
   const sandbox = sandboxKind(opts);
   // Like the sandbox, this machine's own: the queue may hand it Harbor tasks at any time.
-  const environment = chooseEnvironment(opts.environment);
+  const environment = harborEnvironment(opts.environment, true);
   const { runWorker } = await import('../../rollout/queue/worker.js');
   const controller = new AbortController();
   const stop = () => controller.abort();
