@@ -323,5 +323,14 @@ describe.skipIf(skip !== null)(`Harbor tasks in their own image${skip ? ` (skipp
     expect(r.code, r.stderr).toBe(0);
     // The oracle's 1 needs the image's RUN step: it ran in the image.
     expect(JSON.parse(r.stdout)).toMatchObject({ ok: true, environment: engine, results: [{ oracle: { reward: 1 }, nop: { reward: 0 } }] });
+    // An image that cannot be built: one problem, the engine's reason first, and the way out.
+    const unbuildable = path.join(dir, 'unbuildable');
+    writeTask(unbuildable);
+    fs.writeFileSync(path.join(unbuildable, 'in-image', 'environment', 'Dockerfile'), 'FROM localhost/polar-no-such-image:1\nWORKDIR /app\n');
+    const bad = await polar(['tasks', 'check', unbuildable, '--json']);
+    expect(bad.code).toBe(1);
+    const [result] = JSON.parse(bad.stdout).results;
+    expect(result.problems).toHaveLength(1);
+    expect(result.problems[0]).toMatch(/^neither the oracle nor nop could run: \w+ build of .* failed \(exit \d+\): .*polar-no-such-image.*--environment host/);
   }, 300_000);
 });

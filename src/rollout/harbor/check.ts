@@ -24,6 +24,8 @@ export interface AgentRun {
   reward: number | null;
   rewards: Record<string, number> | null;
   error: string | null;
+  /** The stage an error ended the sample in (init: before the agent ran). */
+  errorStage: string | null;
   /** The verifier's output (bounded), for a reader working out why. */
   output: string | null;
 }
@@ -83,11 +85,17 @@ export async function checkTasks(
         t.harbor && t.harbor.verifierNetwork === null && base.network !== 'host'
           ? " (task.toml does not say whether it may use the internet, so its verifier had no network; --network host gives Harbor's default)"
           : '';
-      if (oracle.outcome === 'error' || oracle.reward === null)
-        problems.push(`the oracle ended in ${oracle.outcome}${oracle.error ? `: ${oracle.error.split('\n')[0]}` : ''}${silent}`);
-      else if (oracle.reward < top) problems.push(`the oracle (solution/solve.sh) earned ${oracle.reward}, not the top reward ${top}`);
-      if (nop.reward !== null && nop.reward > 0) problems.push(`doing nothing (nop) already earns ${nop.reward}`);
-      if (nop.outcome === 'error') problems.push(`the verifier fails on the untouched workspace (nop): ${nop.error?.split('\n')[0] ?? 'error'}`);
+      const firstLine = (run: AgentRun) => run.error?.split('\n')[0] ?? null;
+      if (oracle.errorStage === 'init' && nop.errorStage === 'init' && firstLine(oracle) !== null && firstLine(oracle) === firstLine(nop)) {
+        // The same failure before either agent ran (an image that cannot be built): said once.
+        problems.push(`neither the oracle nor nop could run: ${firstLine(oracle)}`);
+      } else {
+        if (oracle.outcome === 'error' || oracle.reward === null)
+          problems.push(`the oracle ended in ${oracle.outcome}${oracle.error ? `: ${firstLine(oracle)}` : ''}${silent}`);
+        else if (oracle.reward < top) problems.push(`the oracle (solution/solve.sh) earned ${oracle.reward}, not the top reward ${top}`);
+        if (nop.reward !== null && nop.reward > 0) problems.push(`doing nothing (nop) already earns ${nop.reward}`);
+        if (nop.outcome === 'error') problems.push(`the verifier fails on the untouched workspace (nop): ${firstLine(nop) ?? 'error'}`);
+      }
       return { task: t.id, name: t.harbor?.name ?? t.id, ok: problems.length === 0, problems, oracle, nop };
     });
   } finally {
@@ -99,5 +107,5 @@ function agentRun(s: SampleRow): AgentRun {
   const ev = s.evaluator ?? {};
   const rewards = typeof ev.rewards === 'object' && ev.rewards !== null ? (ev.rewards as Record<string, number>) : null;
   const output = typeof ev.output === 'string' ? ev.output : s.error?.includes('its output:') ? s.error.slice(s.error.indexOf('its output:') + 12) : null;
-  return { outcome: s.status, reward: s.reward, rewards, error: s.error, output };
+  return { outcome: s.status, reward: s.reward, rewards, error: s.error, errorStage: s.errorStage, output };
 }

@@ -86,7 +86,19 @@ export function ensureImage(engine: Engine, trial: HarborTrial, onNotice: (line:
       if ((await runEngine(engine, inspectImageArgs(tag))).code === 0) return tag;
       onNotice(`building ${tag} from ${context} with ${engine}`);
       const r = await runEngine(engine, buildArgs(tag, context));
-      if (r.code !== 0) throw new StageError('init', `${engine} build of ${context} failed (exit ${r.code}):\n${(r.stdout + r.stderr).trim()}`);
+      if (r.code !== 0) {
+        // The engine says why last (a base image it cannot pull, a failing RUN): that goes first.
+        const output = (r.stdout + r.stderr).trim();
+        const cause =
+          output
+            .split('\n')
+            .filter((l) => l.trim())
+            .pop() ?? '';
+        throw new StageError(
+          'init',
+          `${engine} build of ${context} failed (exit ${r.code}): ${cause} (--environment host runs the task in polar's sandbox without its image)\n${output}`,
+        );
+      }
       return tag;
     })();
     // A failed build is tried again by the next sample rather than remembered.
