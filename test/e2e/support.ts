@@ -1,17 +1,16 @@
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
-import { promisify } from 'node:util';
 import { expect } from 'vitest';
 import { Store } from '../../src/store/store.js';
 import { float64Bits } from '../support/bits.js';
+import { POLAR_BIN as BIN, polarCli } from '../support/polar-cli.js';
 import type { MockServer } from '../../src/mock-server/server.js';
 import { DEMO_FILE } from '../../src/mock-server/script.js';
 
-export const BIN = path.resolve(__dirname, '../../bin/polar.js');
-const run = promisify(execFile);
+export { POLAR_BIN as BIN } from '../support/polar-cli.js';
 
 export interface Workspace {
   dir: string;
@@ -31,17 +30,9 @@ export function workspace(): Workspace {
 
 /** `polar run …` as a user types it; resolves with the exit code and output. */
 export async function polarRun(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 280_000): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await run(process.execPath, [BIN, 'run', ...args], {
-      env: { ...process.env, NO_COLOR: '1', ...env },
-      timeout: timeoutMs,
-      maxBuffer: 64 * 1024 * 1024,
-    });
-    return { code: 0, stdout, stderr };
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: typeof e.code === 'number' ? e.code : 1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
-  }
+  const r = await polarCli(['run', ...args], { env: { ...process.env, NO_COLOR: '1', ...env }, timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024 });
+  // A run that did not exit by itself (killed, or never started) reads as a failure, status 1.
+  return { code: typeof r.code === 'number' ? r.code : 1, stdout: r.stdout ?? '', stderr: r.stderr ?? '' };
 }
 
 export function spawnPolar(args: string[]) {

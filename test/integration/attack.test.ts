@@ -12,6 +12,7 @@ import { mockTasksFrom } from '../../src/mock-server/tasks.js';
 import { readTaskFile } from '../../src/rollout/task-file.js';
 import { cgroupSupport } from '../../src/sandbox/limits.js';
 import { Store } from '../../src/store/store.js';
+import { nodeAgentHarness, POLAR_BIN } from '../support/polar-cli.js';
 
 /**
  * The attack suite (issue 24): the agent under training is an adversary. A custom-harness agent
@@ -26,7 +27,6 @@ import { Store } from '../../src/store/store.js';
  * different choices): `baseline` (the honest tasks alone) and `attacked` (the same tasks plus the
  * attack tasks).
  */
-const BIN = path.resolve(__dirname, '../../bin/polar.js');
 const REPO = path.resolve(__dirname, '../..');
 const REPO_TASKS = path.join(REPO, 'fixtures/tasks');
 const AGENT_SRC = path.resolve(__dirname, '../support/attacker/agent.mjs');
@@ -102,20 +102,7 @@ let checkerBefore: string;
 
 /** The rollout's command line; limits and the agent's read-only folder where this polar has them. */
 function rolloutArgs(tasks: string, db: string, outDir: string): string[] {
-  const args = [
-    BIN,
-    'rollout',
-    '--tasks',
-    tasks,
-    '--harness',
-    'custom',
-    '--command',
-    `${process.execPath} ${path.join(agentDir, 'agent.mjs')} {prompt}`,
-    '--db',
-    db,
-    '--out',
-    outDir,
-  ];
+  const args = [POLAR_BIN, 'rollout', '--tasks', tasks, ...nodeAgentHarness(path.join(agentDir, 'agent.mjs')), '--db', db, '--out', outDir];
   args.push('--samples', String(SAMPLES), '--concurrency', '2', '--sandbox', 'bwrap', '--keep-workspaces', '--json');
   // The agent's folder is in no view of its own: a custom harness's script is passed in read-only.
   args.push(
@@ -275,7 +262,7 @@ function harnessLog(store: Store, sessionId: string): string {
  * advantages) stays as it is. Sorted, so the order in which samples finished does not matter.
  */
 async function honestTraces(r: Rollout): Promise<string[]> {
-  const { stdout } = await run(process.execPath, [BIN, 'export', '--db', r.db, '--rollout', r.rolloutId], { maxBuffer: 256 * 1024 * 1024 });
+  const { stdout } = await run(process.execPath, [POLAR_BIN, 'export', '--db', r.db, '--rollout', r.rolloutId], { maxBuffer: 256 * 1024 * 1024 });
   const ids: Map<string, string> = new Map();
   return stdout
     .trim()

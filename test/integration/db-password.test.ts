@@ -5,6 +5,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pgpassLookup, readPasswordFile, withoutPassword } from '../../src/store/postgres/password.js';
+import { polarCli } from '../support/polar-cli.js';
 import { startTestPostgres, type TestPostgres } from '../support/postgres.js';
 
 /**
@@ -34,15 +35,7 @@ afterAll(async () => {
 /** `polar db migrate` with `env` in place of the user's PG* variables and home. */
 async function migrate(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
   const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('PG')));
-  try {
-    const { stdout, stderr } = await run(process.execPath, [BIN, 'db', 'migrate', ...args, '--json'], {
-      env: { ...base, HOME: dir, POLAR_STATE_DIR: path.join(dir, 'state'), NO_COLOR: '1', ...env },
-    });
-    return { code: 0, stdout, stderr };
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
+  return polarCli(['db', 'migrate', ...args, '--json'], { env: { ...base, HOME: dir, POLAR_STATE_DIR: path.join(dir, 'state'), NO_COLOR: '1', ...env } });
 }
 
 describe('PostgreSQL passwords', () => {

@@ -1,8 +1,6 @@
-import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMockServer, type MockServer } from '../../src/mock-server/server.js';
 import { Store } from '../../src/store/store.js';
@@ -10,6 +8,7 @@ import { aggregateLikeGym } from '../support/gym-rollouts.js';
 import { converse, recordMixedSession } from '../support/mixed-session.js';
 import { contiguityProblems, gymResultProblems } from '../support/nemo-gym-schema.js';
 import { openaiFormatProblems } from '../support/openai-format.js';
+import { nodeAgentHarness, polarCli } from '../support/polar-cli.js';
 import { echoScript, startReferenceUpstream, type ReferenceUpstream } from '../support/reference-upstream/index.js';
 import { startTestProxy, type TestProxy } from '../support/start-proxy.js';
 
@@ -22,18 +21,7 @@ import { startTestProxy, type TestProxy } from '../support/start-proxy.js';
  * sample, keyed by task and rollout index, each session counted once. Side calls and sessions
  * recorded by `polar replay` are left out and counted unless asked for.
  */
-const run = promisify(execFile);
-const BIN = path.resolve(__dirname, '../../bin/polar.js');
-
-async function polar(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const r = await run(process.execPath, [BIN, ...args], { env: { ...process.env, NO_COLOR: '1' }, timeout: 120_000, maxBuffer: 256 * 1024 * 1024 });
-    return { code: 0, ...r };
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
+const polar = (args: string[]) => polarCli(args, { timeout: 120_000, maxBuffer: 256 * 1024 * 1024 });
 
 const lines = (stdout: string): Record<string, any>[] =>
   stdout
@@ -182,10 +170,7 @@ describe('export --format nemo-gym: Gym rollouts.jsonl rows, one per sample; sid
       'rollout',
       '--tasks',
       tasks,
-      '--harness',
-      'custom',
-      '--command',
-      `${process.execPath} ${agent} {prompt}`,
+      ...nodeAgentHarness(agent),
       '--upstream',
       reference.url,
       '--upstream-kind',

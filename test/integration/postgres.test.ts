@@ -1,8 +1,7 @@
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startProxy } from '../../src/proxy/server.js';
@@ -27,6 +26,7 @@ import {
 import { migratePostgres, PG_MIGRATIONS } from '../../src/store/postgres/schema.js';
 import { sharedColumns, SHARED_TABLES } from '../../src/store/postgres/tables.js';
 import { createUpstream } from '../../src/upstream/create.js';
+import { nodeAgentHarness, POLAR_BIN as BIN, polarCli } from '../support/polar-cli.js';
 import { startTestPostgres, type TestPostgres } from '../support/postgres.js';
 import { startReferenceUpstream, type ReferenceUpstream } from '../support/reference-upstream/index.js';
 
@@ -36,8 +36,6 @@ import { startReferenceUpstream, type ReferenceUpstream } from '../support/refer
  * that goes on while PostgreSQL is down; `db copy` twice; and a queued rollout over three worker
  * processes, one of them killed mid-session.
  */
-const BIN = path.resolve(__dirname, '../../bin/polar.js');
-const run = promisify(execFile);
 
 let server: TestPostgres;
 let upstream: ReferenceUpstream;
@@ -57,15 +55,7 @@ afterAll(async () => {
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
-async function polar(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const r = await run(process.execPath, [BIN, ...args], { env: env(), timeout: 120_000, maxBuffer: 64 * 1024 * 1024 });
-    return { code: 0, ...r };
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
+const polar = (args: string[]) => polarCli(args, { env: env(), timeout: 120_000, maxBuffer: 64 * 1024 * 1024 });
 
 /** Every shared table of a polar SQLite database, less per-machine columns, keyed and sorted. */
 function tables(file: string): Record<string, Record<string, unknown>[]> {
@@ -250,21 +240,7 @@ describe('the same commands, unchanged, on a shared store', () => {
         )
         .join('\n'),
     );
-    const common = [
-      '--tasks',
-      tasks,
-      '--harness',
-      'custom',
-      '--command',
-      `${process.execPath} ${agent} {prompt}`,
-      '--upstream',
-      upstream.url,
-      '--samples',
-      '2',
-      '--sandbox',
-      'none',
-      '--json',
-    ];
+    const common = ['--tasks', tasks, ...nodeAgentHarness(agent), '--upstream', upstream.url, '--samples', '2', '--sandbox', 'none', '--json'];
     const file = path.join(dir, 'local-rollout.db');
     const onFile = await polar(['rollout', ...common, '--db', file]);
     const onPg = await polar(['rollout', ...common, '--db', url]);

@@ -1,11 +1,11 @@
-import { execFile, execFileSync, spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findBwrap } from '../../src/sandbox/index.js';
 import { Store } from '../../src/store/store.js';
+import { nodeAgentHarness, POLAR_BIN, polarCli } from '../support/polar-cli.js';
 import { startReferenceUpstream, type ReferenceUpstream } from '../support/reference-upstream/index.js';
 
 /**
@@ -13,8 +13,6 @@ import { startReferenceUpstream, type ReferenceUpstream } from '../support/refer
  * picks, so each lifecycle case is exact: groups and rewards, a crash and a resume, a hang past the
  * budget, a broken evaluator, bad task files, and the sandbox.
  */
-const BIN = path.resolve(__dirname, '../../bin/polar.js');
-const run = promisify(execFile);
 
 /** Makes `calls` model calls through polar, then does what the prompt says: write:F:TEXT, sleep:S, touch:PATH, say:TEXT (to stderr, _ for spaces), fail. */
 const AGENT = `
@@ -68,14 +66,10 @@ function taskFile(name: string, tasks: Record<string, unknown>[]): string {
 
 function rolloutArgs(tasks: string, db: string, extra: string[] = []): string[] {
   return [
-    BIN,
     'rollout',
     '--tasks',
     tasks,
-    '--harness',
-    'custom',
-    '--command',
-    `${process.execPath} ${agent} {prompt}`,
+    ...nodeAgentHarness(agent),
     '--upstream',
     upstream.url,
     '--db',
@@ -88,15 +82,7 @@ function rolloutArgs(tasks: string, db: string, extra: string[] = []): string[] 
   ];
 }
 
-async function polar(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const r = await run(process.execPath, args, { env: { ...process.env, NO_COLOR: '1' }, timeout: 120_000 });
-    return { code: 0, ...r };
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
+const polar = (args: string[]) => polarCli(args, { timeout: 120_000 });
 
 function open(db: string): Store {
   return Store.open(db, { readonly: true });
@@ -141,7 +127,7 @@ describe('polar rollout', () => {
     } finally {
       store.close();
     }
-    const exported = await polar([BIN, 'export', '--db', db, '--rollout', summary.rolloutId, '--format', 'tokens']);
+    const exported = await polar(['export', '--db', db, '--rollout', summary.rolloutId, '--format', 'tokens']);
     const traces = exported.stdout
       .trim()
       .split('\n')
@@ -152,7 +138,7 @@ describe('polar rollout', () => {
       expect(t).toMatchObject({ rollout_id: summary.rolloutId, group_id: `${summary.rolloutId}/${t.task_id}`, partial: false, advantage: 0 });
       expect(t.reward).toBe(t.task_id === 'alpha' ? 1 : 0.25);
     }
-    const accepted = await polar([BIN, 'export', '--db', db, '--rollout', summary.rolloutId, '--format', 'sft', '--accepted']);
+    const accepted = await polar(['export', '--db', db, '--rollout', summary.rolloutId, '--format', 'sft', '--accepted']);
     expect(accepted.stdout.trim().split('\n')).toHaveLength(6); // alpha's three accepted sessions, two traces each
     expect(accepted.stderr).toMatch(/left out 3: not accepted \(--accepted\)/);
   });
@@ -179,7 +165,7 @@ describe('polar rollout', () => {
     } finally {
       store.close();
     }
-    const verified = await polar([BIN, 'verify-faithfulness', '--db', db, '--json']);
+    const verified = await polar(['verify-faithfulness', '--db', db, '--json']);
     expect(verified.code, verified.stdout).toBe(0);
     const report = JSON.parse(verified.stdout);
     // The four samples; the rollout's unattributed session is made only if a call lands there.
@@ -238,12 +224,12 @@ describe('polar rollout', () => {
     expect(g.looAdvantages.reduce((a: number, b: number) => a + b, 0)).toBeCloseTo(0, 9);
     expect(rolloutId).toMatch(/^rol_/);
     // This rollout ran without --accept: --accepted finds nothing, and says why and what to do instead.
-    const accepted = await polar([BIN, 'export', '--db', db, '--rollout', rolloutId, '--format', 'sft', '--accepted']);
+    const accepted = await polar(['export', '--db', db, '--rollout', rolloutId, '--format', 'sft', '--accepted']);
     expect(accepted.code).toBe(1);
     expect(accepted.stderr).toContain(`left out 6: none accepted: rollout ${rolloutId} ran without --accept`);
     expect(accepted.stderr).toMatch(/--min-reward R, or run the rollout again with --accept/);
     expect(accepted.stderr).not.toMatch(/not a rollout sample/);
-    const byReward = await polar([BIN, 'export', '--db', db, '--rollout', rolloutId, '--format', 'sft', '--min-reward', '1']);
+    const byReward = await polar(['export', '--db', db, '--rollout', rolloutId, '--format', 'sft', '--min-reward', '1']);
     expect(byReward.stdout.trim().split('\n')).toHaveLength(2);
   });
 
@@ -266,10 +252,10 @@ describe('polar rollout', () => {
     const alive = () => /sleep:63\.5/.test(execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }));
     for (let i = 0; i < 100 && alive(); i++) await new Promise((r) => setTimeout(r, 100));
     expect(alive()).toBe(false);
-    const plain = await polar([BIN, 'export', '--db', db, '--rollout', summary.rolloutId]);
+    const plain = await polar(['export', '--db', db, '--rollout', summary.rolloutId]);
     expect(plain.code).toBe(1);
     expect(plain.stderr).toMatch(/left out 1: partial: session timeout \(--include-partial keeps it\)/);
-    const partial = await polar([BIN, 'export', '--db', db, '--rollout', summary.rolloutId, '--include-partial']);
+    const partial = await polar(['export', '--db', db, '--rollout', summary.rolloutId, '--include-partial']);
     expect(JSON.parse(partial.stdout.trim())).toMatchObject({ partial: true, status: 'timeout', reward: 0 });
   });
 
@@ -327,7 +313,7 @@ describe('polar rollout', () => {
       { id: 't3', prompt: 'calls=1 sleep:0.4 write:answer.txt:0.5' },
     ]);
     const db = path.join(dir, 'crash.db');
-    const child = spawn(process.execPath, [...rolloutArgs(tasks, db, ['--samples', '4', '--concurrency', '2']).slice(0)], { stdio: 'ignore' });
+    const child = spawn(process.execPath, [POLAR_BIN, ...rolloutArgs(tasks, db, ['--samples', '4', '--concurrency', '2'])], { stdio: 'ignore' });
     const exited = new Promise((resolve) => child.once('exit', resolve));
     // Wait until some samples have ended, then kill it mid-flight (and if the wait fails, still kill
     // it, so it does not write into the folder afterAll removes).
@@ -366,7 +352,7 @@ describe('polar rollout', () => {
     }
     await exited;
     expect(before.length).toBeGreaterThanOrEqual(3);
-    const listed = await polar([BIN, 'rollouts', '--db', db, '--json']);
+    const listed = await polar(['rollouts', '--db', db, '--json']);
     const [rollout] = JSON.parse(listed.stdout).rollouts;
     expect(rollout.status).toBe('interrupted');
     expect(rollout.outcomes.completed).toBeLessThan(12);
@@ -375,7 +361,7 @@ describe('polar rollout', () => {
     const workspaces = path.join(dir, 'out-crash.db', 'workspaces');
     expect(fs.readdirSync(workspaces).filter((d) => /-a1$/.test(d)).length).toBeGreaterThan(0);
 
-    const resumed = await polar([BIN, 'rollout', '--resume', rollout.rolloutId, '--db', db, '--json']);
+    const resumed = await polar(['rollout', '--resume', rollout.rolloutId, '--db', db, '--json']);
     expect(resumed.code, resumed.stderr).toBe(0);
     const summary = JSON.parse(resumed.stdout);
     expect(summary).toMatchObject({ status: 'completed', outcomes: { completed: 12 } });
@@ -457,13 +443,13 @@ describe('polar rollout', () => {
     const summary = JSON.parse(r.stdout);
     expect(summary.outcomes, r.stderr).toMatchObject({ failed: 1 });
 
-    const json = JSON.parse((await polar([BIN, 'rollout', 'show', summary.rolloutId, '--db', db, '--json'])).stdout);
+    const json = JSON.parse((await polar(['rollout', 'show', summary.rolloutId, '--db', db, '--json'])).stdout);
     const [sample] = json.samples;
     expect(sample).toMatchObject({ status: 'failed', error: null });
     expect(sample.harnessLog.tail).toEqual(['fatal: could not open the workspace config']);
     expect(sample.harnessLog.file).toBe(path.join(dir, '.polar', 'runs', sample.sessionId, 'harness.log'));
 
-    const text = await polar([BIN, 'rollout', 'show', summary.rolloutId, '--db', db]);
+    const text = await polar(['rollout', 'show', summary.rolloutId, '--db', db]);
     expect(text.code, text.stderr).toBe(0);
     const row = text.stdout.split('\n').find((l) => l.includes(sample.sessionId));
     expect(row).toMatch(/failed .* harness\.log: fatal: could not open the workspace config$/);

@@ -1,0 +1,48 @@
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
+
+/** The built CLI (`npm run build` first: it runs dist/). */
+export const POLAR_BIN = path.resolve(__dirname, '../../bin/polar.js');
+const run = promisify(execFile);
+
+export interface PolarCliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+export interface PolarCliOptions {
+  /** The child's whole environment; default this process's, with NO_COLOR. */
+  env?: NodeJS.ProcessEnv;
+  /** Milliseconds before the child is killed; default none. */
+  timeout?: number;
+  /** Bytes of output kept before the child is killed; default execFile's 1 MiB. */
+  maxBuffer?: number;
+}
+
+/**
+ * `polar ARGS` as a child process, resolving (never rejecting) with its exit code and output, so a
+ * test can assert on a failing command as on a passing one. A child that did not exit by itself
+ * carries what execFile's error held (null when killed, a string code when it could not start), so
+ * no such run reads as a real exit status.
+ */
+export async function polarCli(args: string[], opts: PolarCliOptions = {}): Promise<PolarCliResult> {
+  try {
+    // Unset options stay unset: execFile reads an undefined maxBuffer as no limit, not its default.
+    const { stdout, stderr } = await run(process.execPath, [POLAR_BIN, ...args], {
+      env: opts.env ?? { ...process.env, NO_COLOR: '1' },
+      ...(opts.timeout === undefined ? {} : { timeout: opts.timeout }),
+      ...(opts.maxBuffer === undefined ? {} : { maxBuffer: opts.maxBuffer }),
+    });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+/** `--harness custom --command` running a Node script as the agent, the prompt its one argument. */
+export function nodeAgentHarness(script: string): string[] {
+  return ['--harness', 'custom', '--command', `${process.execPath} ${script} {prompt}`];
+}
