@@ -4,12 +4,37 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
+import { bwrapProblem, findBwrap } from '../../src/sandbox/index.js';
 import { Store } from '../../src/store/store.js';
 import { BIN } from './support.js';
 
 const run = promisify(execFile);
+const bwrap = findBwrap();
+const noSandbox = bwrap === null ? 'bubblewrap is not installed' : bwrapProblem(bwrap);
 
 describe('polar demo', () => {
+  // As the README gives it. The fixtures run in polar's sandbox (offline) even where an engine works.
+  it.skipIf(noSandbox !== null)(
+    '--rollout --tasks fixtures/harbor: every sample completes and the groups have mixed rewards',
+    { timeout: 300_000 },
+    async () => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-demo-test-'));
+      try {
+        const args = [BIN, 'demo', '--rollout', '--tasks', path.resolve(__dirname, '../../fixtures/harbor'), '--samples', '2'];
+        const { stdout } = await run(process.execPath, [...args, '--db', path.join(dir, 'demo.db'), '--json'], {
+          timeout: 280_000,
+          env: { ...process.env, NO_COLOR: '1' },
+        });
+        const summary = JSON.parse(stdout) as { outcomes: Record<string, number>; groups: { taskId: string; rewards: number[] }[] };
+        expect(summary.outcomes).toMatchObject({ completed: 12, error: 0 });
+        const mixed = summary.groups.filter((g) => new Set(g.rewards).size > 1).map((g) => g.taskId);
+        expect(mixed.sort()).toEqual(['broken-oracle', 'csv-to-json', 'js-fix-slugify', 'network-setup', 'partial-credit', 'py-fix-median']);
+      } finally {
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  );
+
   it('runs Claude Code against the mock server and shows a completed, captured session', { timeout: 300_000 }, async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-demo-test-'));
     try {

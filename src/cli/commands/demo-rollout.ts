@@ -30,6 +30,9 @@ export async function demoRollout(opts: { harness: string; db?: string; node?: s
         initWorkers: 2,
         postWorkers: 2,
         timeout: 300,
+        // The fixtures run offline in polar's sandbox; an engine that works would build their images
+        // from Docker Hub instead.
+        environment: 'host',
         ...(opts.node ? { node: opts.node } : {}),
       },
       sandboxKind({}),
