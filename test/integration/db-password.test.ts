@@ -5,7 +5,8 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pgpassLookup, readPasswordFile, withoutPassword } from '../../src/store/postgres/password.js';
-import { polarCli } from '../support/polar-cli.js';
+import { trainGrpoArgs, writeBareCheckout, writeTaskFile } from '../support/nemo-rl-train.js';
+import { POLAR_BIN as BIN, polarCli } from '../support/polar-cli.js';
 import { startTestPostgres, type TestPostgres } from '../support/postgres.js';
 
 /**
@@ -14,7 +15,6 @@ import { startTestPostgres, type TestPostgres } from '../support/postgres.js';
  * password authentication) with a --db URL that holds no password; a password typed into --db still
  * works and is warned about once; polar train hands the agent NeMo Gym starts a --db without it.
  */
-const BIN = path.resolve(__dirname, '../../bin/polar.js');
 const run = promisify(execFile);
 let server: TestPostgres;
 let url: string;
@@ -81,45 +81,15 @@ describe('PostgreSQL passwords', () => {
   });
 
   it('polar train grpo gives the agent NeMo Gym starts a --db without the password, and the password in a 0600 file', async () => {
-    const tasks = path.join(dir, 'tasks.jsonl');
-    fs.writeFileSync(
-      tasks,
-      ['a', 'b'].map((id) => JSON.stringify({ id, prompt: 'p', workspace: { empty: true }, evaluator: { type: 'session-completed' } })).join('\n'),
+    const tasks = writeTaskFile(
+      path.join(dir, 'tasks.jsonl'),
+      ['a', 'b'].map((id) => ({ id, prompt: 'p', workspace: { empty: true }, evaluator: { type: 'session-completed' } })),
     );
-    const checkout = path.join(dir, 'RL');
-    for (const f of ['examples/nemo_gym/run_grpo_nemo_gym.py', 'examples/configs/grpo_math_1B.yaml']) {
-      fs.mkdirSync(path.dirname(path.join(checkout, f)), { recursive: true });
-      fs.writeFileSync(path.join(checkout, f), '# stand-in\n');
-    }
+    const checkout = writeBareCheckout(path.join(dir, 'RL'));
     const runDir = path.join(dir, 'run');
     await run(
       process.execPath,
-      [
-        BIN,
-        'train',
-        'grpo',
-        '--nemo-rl',
-        checkout,
-        '--model',
-        'm',
-        '--tasks',
-        tasks,
-        '--harness',
-        'custom',
-        '--command',
-        'true',
-        '--sandbox',
-        'none',
-        '--prompts-per-step',
-        '2',
-        '--group-size',
-        '2',
-        '--run-dir',
-        runDir,
-        '--db',
-        url,
-        '--dry-run',
-      ],
+      [BIN, ...trainGrpoArgs({ checkout, model: 'm', tasks, harness: ['--harness', 'custom', '--command', 'true'], runDir, db: url, extra: ['--dry-run'] })],
       { env: { ...process.env, PATH: '/usr/bin:/bin' } },
     );
     const app = fs.readFileSync(path.join(runDir, 'gym/responses_api_agents/polar_agent/app.py'), 'utf8');

@@ -1,12 +1,12 @@
-import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { qwen3ModelDir } from '../../src/core/bundled-tokenizer.js';
 import { getKey } from '../../src/train/nemo-rl/config.js';
 import { parseYaml } from '../../src/train/yaml.js';
+import { trainGrpoArgs, writeBareCheckout, writeTaskFile } from '../support/nemo-rl-train.js';
+import { polarCli } from '../support/polar-cli.js';
 
 /**
  * The context budget of `polar train grpo`: preflight runs the real harness (Claude Code, a
@@ -15,8 +15,6 @@ import { parseYaml } from '../../src/train/yaml.js';
  * server answers 400 to a prompt that fills max_model_len (vllm_worker_async.py:438-447 at 7ea279a),
  * so below that every sample would be masked.
  */
-const BIN = path.resolve(__dirname, '../../bin/polar.js');
-const run = promisify(execFile);
 let dir: string;
 let checkout: string;
 let tasks: string;
@@ -24,17 +22,10 @@ let env: NodeJS.ProcessEnv;
 
 beforeAll(() => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-train-context-'));
-  checkout = path.join(dir, 'RL');
-  for (const f of ['examples/nemo_gym/run_grpo_nemo_gym.py', 'examples/configs/grpo_math_1B.yaml']) {
-    fs.mkdirSync(path.dirname(path.join(checkout, f)), { recursive: true });
-    fs.writeFileSync(path.join(checkout, f), '# stand-in\n');
-  }
-  tasks = path.join(dir, 'tasks.jsonl');
-  fs.writeFileSync(
-    tasks,
-    ['a', 'b']
-      .map((id) => JSON.stringify({ id, prompt: `write ${id}.txt`, workspace: { empty: true }, evaluator: { type: 'command', command: 'echo 1' } }))
-      .join('\n'),
+  checkout = writeBareCheckout(path.join(dir, 'RL'));
+  tasks = writeTaskFile(
+    path.join(dir, 'tasks.jsonl'),
+    ['a', 'b'].map((id) => ({ id, prompt: `write ${id}.txt`, workspace: { empty: true }, evaluator: { type: 'command', command: 'echo 1' } })),
   );
   // The measurement cache lives in polar's state dir: a fresh one, so the first run measures.
   // …and an empty Hugging Face cache, so a hub id is counted with the bundled Qwen3 tokenizer.
@@ -50,40 +41,18 @@ interface DryRun {
 }
 
 async function dryRun(name: string, extra: string[], model = 'Qwen/Qwen3-0.6B'): Promise<{ code: number; result: DryRun }> {
-  const args = [
-    BIN,
-    'train',
-    'grpo',
-    '--nemo-rl',
+  const args = trainGrpoArgs({
     checkout,
-    '--model',
     model,
-    '--tasks',
     tasks,
-    '--harness',
-    'claude-code',
-    '--prompts-per-step',
-    '2',
-    '--group-size',
-    '2',
-    '--sandbox',
-    'none',
-    '--run-dir',
-    path.join(dir, name),
-    '--db',
-    path.join(dir, `${name}.db`),
-    '--dry-run',
-    '--json',
-    ...extra,
-  ];
-  try {
-    const { stdout } = await run(process.execPath, args, { env, timeout: 120_000 });
-    return { code: 0, result: JSON.parse(stdout) as DryRun };
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    if (!e.stdout) throw new Error(`polar train failed without output: ${e.stderr}`);
-    return { code: e.code, result: JSON.parse(e.stdout) as DryRun };
-  }
+    harness: ['--harness', 'claude-code'],
+    runDir: path.join(dir, name),
+    db: path.join(dir, `${name}.db`),
+    extra: ['--dry-run', '--json', ...extra],
+  });
+  const r = await polarCli(args, { env, timeout: 120_000 });
+  if (r.code !== 0 && !r.stdout) throw new Error(`polar train failed without output: ${r.stderr}`);
+  return { code: r.code, result: JSON.parse(r.stdout) as DryRun };
 }
 
 describe('polar train grpo: the context budget', () => {

@@ -11,6 +11,8 @@ import { loadWithInheritance } from '../../src/train/nemo-rl/merge.js';
 import { parseYaml } from '../../src/train/yaml.js';
 import { writeFixtureCheckout } from '../support/nemo-rl-checkout.js';
 import { writeGpuStandIns } from '../support/fake-nemo-rl/stand-ins.js';
+import { trainGrpoArgs, pathWithStandIns, writeOneCallAgent, writeTaskFile } from '../support/nemo-rl-train.js';
+import { nodeAgentHarness, POLAR_BIN as BIN } from '../support/polar-cli.js';
 
 /**
  * `polar train` against a stand-in NeMo-RL checkout (test/support/fake-nemo-rl: its launcher reads
@@ -18,7 +20,6 @@ import { writeGpuStandIns } from '../support/fake-nemo-rl/stand-ins.js';
  * /run rows, prints NeMo-RL's own log lines and writes checkpoints) and stand-ins for `uv` and
  * `nvidia-smi`. A real GPU run is only checked on a machine with an NVIDIA GPU and NeMo-RL (README).
  */
-const BIN = path.resolve(__dirname, '../../bin/polar.js');
 const KEYS = path.resolve(__dirname, '../../fixtures/nemo-rl');
 const run = promisify(execFile);
 let dir: string;
@@ -42,60 +43,26 @@ beforeAll(() => {
   checkout = writeFixtureCheckout(path.join(dir, 'RL'));
   fakeBin = writeGpuStandIns(dir);
   // A small real agent (the custom harness): one model call through polar, then it writes the answer.
-  agent = path.join(checkout, 'agent.mjs');
-  fs.writeFileSync(
-    agent,
-    `const r = await fetch(process.env.OPENAI_BASE_URL + '/chat/completions', { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer ' + process.env.OPENAI_API_KEY }, body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: process.argv[2] }], tools: [{ type: 'function', function: { name: 'noop', parameters: { type: 'object' } } }] }) });
-if (!r.ok) process.exit(3);
-await r.json();
-(await import('node:fs')).writeFileSync('answer.txt', process.argv[2].split(' ').pop() + '\\n');`,
-  );
-  tasks = path.join(dir, 'tasks.jsonl');
-  fs.writeFileSync(
-    tasks,
-    ['a', 'b', 'c']
-      .map((id, i) =>
-        JSON.stringify({
-          id,
-          prompt: `answer with ${i % 2}`,
-          workspace: { empty: true },
-          evaluator: { type: 'command', command: 'cat answer.txt' },
-          timeout: 60,
-        }),
-      )
-      .join('\n'),
+  agent = writeOneCallAgent(path.join(checkout, 'agent.mjs'), "process.argv[2].split(' ').pop() + '\\n'");
+  tasks = writeTaskFile(
+    path.join(dir, 'tasks.jsonl'),
+    ['a', 'b', 'c'].map((id, i) => ({
+      id,
+      prompt: `answer with ${i % 2}`,
+      workspace: { empty: true },
+      evaluator: { type: 'command', command: 'cat answer.txt' },
+      timeout: 60,
+    })),
   );
 });
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-function grpoArgs(runDir: string, extra: string[] = []): string[] {
-  return [
-    BIN,
-    'train',
-    'grpo',
-    '--nemo-rl',
-    checkout,
-    '--model',
-    'Qwen/Qwen3-0.6B',
-    '--tasks',
-    tasks,
-    '--harness',
-    'custom',
-    '--command',
-    `${process.execPath} ${agent} {prompt}`,
-    '--sandbox',
-    'none',
-    '--prompts-per-step',
-    '2',
-    '--group-size',
-    '2',
-    '--run-dir',
-    runDir,
-    '--db',
-    path.join(runDir, 'polar.db'),
-    ...extra,
-  ];
-}
+const grpoArgs = (runDir: string, extra: string[] = []): string[] => [
+  BIN,
+  ...trainGrpoArgs({ checkout, model: 'Qwen/Qwen3-0.6B', tasks, harness: nodeAgentHarness(agent), runDir, db: path.join(runDir, 'polar.db'), extra }),
+];
+/** `train sft` on the stand-in checkout and the small model, then `rest`. */
+const sftArgs = (...rest: string[]): string[] => [BIN, 'train', 'sft', '--nemo-rl', checkout, '--model', 'Qwen/Qwen3-0.6B', ...rest];
 
 // POLAR_AUTH_TOKEN set, as for a user who guards their proxy: NeMo-RL hands it on to Gym and the
 // agent, which must not then demand it of Gym's /run calls (Gym sends none).
@@ -103,7 +70,7 @@ const envWithFakes = () => ({
   ...process.env,
   NO_COLOR: '1',
   POLAR_AUTH_TOKEN: 'users-proxy-token-0123456789',
-  PATH: `${fakeBin}${path.delimiter}${process.env.PATH}`,
+  PATH: pathWithStandIns(fakeBin),
 });
 
 describe('polar train grpo --dry-run', () => {
@@ -187,11 +154,9 @@ describe('polar train grpo --dry-run', () => {
         tools: [],
       })}\n`,
     );
-    const { stderr } = await run(
-      process.execPath,
-      [BIN, 'train', 'sft', '--nemo-rl', checkout, '--model', 'Qwen/Qwen3-0.6B', '--data', data, '--run-dir', path.join(dir, 'sft-dry'), '--dry-run'],
-      { env: { ...process.env, PATH: '/usr/bin:/bin' } },
-    );
+    const { stderr } = await run(process.execPath, sftArgs('--data', data, '--run-dir', path.join(dir, 'sft-dry'), '--dry-run'), {
+      env: { ...process.env, PATH: '/usr/bin:/bin' },
+    });
     const config = parseYaml(fs.readFileSync(path.join(dir, 'sft-dry', 'sft.yaml'), 'utf8'));
     // One example and the default batch of 32 would train zero steps (drop_last): the batch is lowered, and said.
     expect(getKey(config, 'policy.train_global_batch_size')).toBe(1);
@@ -206,26 +171,9 @@ describe('polar train grpo --dry-run', () => {
       ),
     ).toEqual([]);
     // On two GPUs one example cannot fill a rank each: refused, with the fix.
-    const twoGpus = await run(
-      process.execPath,
-      [
-        BIN,
-        'train',
-        'sft',
-        '--nemo-rl',
-        checkout,
-        '--model',
-        'Qwen/Qwen3-0.6B',
-        '--data',
-        data,
-        '--gpus',
-        '2',
-        '--run-dir',
-        path.join(dir, 'sft-dry2'),
-        '--dry-run',
-      ],
-      { env: { ...process.env, PATH: '/usr/bin:/bin' } },
-    ).catch((e: { code: number; stderr: string }) => e);
+    const twoGpus = await run(process.execPath, sftArgs('--data', data, '--gpus', '2', '--run-dir', path.join(dir, 'sft-dry2'), '--dry-run'), {
+      env: { ...process.env, PATH: '/usr/bin:/bin' },
+    }).catch((e: { code: number; stderr: string }) => e);
     expect(twoGpus).toMatchObject({ code: 2 });
     expect(twoGpus.stderr).toMatch(
       /error: the SFT data has 1 example, fewer than one batch of 2 \(2 data-parallel ranks × micro-batch 1\).*Export more accepted samples/,
@@ -263,19 +211,7 @@ describe('polar train grpo --dry-run', () => {
     // sft refused (no examples in the database, or no checkout) leaves nothing either, its parent folders included.
     const emptyDb = path.join(dir, 'empty.db');
     Store.open(emptyDb).close();
-    const noExamples = await fail([
-      BIN,
-      'train',
-      'sft',
-      '--nemo-rl',
-      checkout,
-      '--model',
-      'Qwen/Qwen3-0.6B',
-      '--db',
-      emptyDb,
-      '--run-dir',
-      path.join(dir, 'sft-none', 'run'),
-    ]);
+    const noExamples = await fail(sftArgs('--db', emptyDb, '--run-dir', path.join(dir, 'sft-none', 'run')));
     expect(noExamples.code).toBe(2);
     expect(noExamples.stderr).toMatch(/no SFT examples in/);
     const data = path.join(dir, 'one.jsonl');
@@ -414,28 +350,10 @@ describe('polar train grpo with a stand-in NeMo-RL', () => {
   it('sft --db: exports the accepted samples of a rollout as openai_format and trains on them', async () => {
     const runDir = path.join(dir, 'sft-run');
     const db = path.join(dir, 'full', 'polar.db');
-    const { stdout } = await run(
-      process.execPath,
-      [
-        BIN,
-        'train',
-        'sft',
-        '--nemo-rl',
-        checkout,
-        '--model',
-        'Qwen/Qwen3-0.6B',
-        '--db',
-        db,
-        '--min-reward',
-        '1',
-        '--steps',
-        '2',
-        '--run-dir',
-        runDir,
-        '--json',
-      ],
-      { env: envWithFakes(), timeout: 120_000 },
-    );
+    const { stdout } = await run(process.execPath, sftArgs('--db', db, '--min-reward', '1', '--steps', '2', '--run-dir', runDir, '--json'), {
+      env: envWithFakes(),
+      timeout: 120_000,
+    });
     expect(JSON.parse(stdout)).toMatchObject({ ok: true, steps: 2 });
     const examples = fs
       .readFileSync(path.join(runDir, 'sft.jsonl'), 'utf8')
