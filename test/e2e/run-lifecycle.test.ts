@@ -7,7 +7,7 @@ import type { Harness } from '../../src/harness/types.js';
 import { Store } from '../../src/store/store.js';
 import { startReferenceUpstream, type ReferenceUpstream } from '../support/reference-upstream/index.js';
 import { startTestProxy } from '../support/start-proxy.js';
-import { expectSessionCapturedExactly, polarRun, spawnPolar, workspace, type Workspace } from './support.js';
+import { customRunArgs, expectSessionCapturedExactly, polarRun, spawnPolar, workspace, type Workspace } from './support.js';
 
 /** A minimal real agent: N chat calls to the base URL polar gives every custom harness. */
 const AGENT = `
@@ -56,26 +56,13 @@ const session = (id: string) => {
   }
 };
 
+/** `polar run` options for a custom harness against the reference upstream, recorded in the workspace's database. */
+const local = (command: string, session: string, extra: string[] = []) =>
+  customRunArgs({ command, via: ['--upstream', upstream.url], ws: w.ws, db: w.db, session, extra });
+
 describe('polar run lifecycle', () => {
   it('a custom harness makes its calls through polar; the run reports and records them', async () => {
-    const r = await polarRun([
-      '--harness',
-      'custom',
-      '--command',
-      `${process.execPath} ${agent} 3`,
-      '--upstream',
-      upstream.url,
-      '--prompt',
-      'go',
-      '--cwd',
-      w.ws,
-      '--db',
-      w.db,
-      '--session',
-      'custom-1',
-      '--sandbox-ro',
-      agent,
-    ]);
+    const r = await polarRun(local(`${process.execPath} ${agent} 3`, 'custom-1', ['--sandbox-ro', agent]));
     expect(r.code).toBe(0);
     expect(r.stderr).toMatch(/session custom-1 completed \(exit 0\): 3 calls/);
     // stdout: a readable line per call (the harness's own output is in the log file).
@@ -89,26 +76,16 @@ describe('polar run lifecycle', () => {
   it("--proxy uses a running polar proxy: the calls land in its database under the run's session", async () => {
     const proxy = await startTestProxy(upstream.url);
     try {
-      const r = await polarRun([
-        '--harness',
-        'custom',
-        '--command',
-        `${process.execPath} ${agent} 2`,
-        '--proxy',
-        proxy.proxy.baseUrl(),
-        '--model',
-        'Qwen/Qwen3-8B',
-        '--prompt',
-        'go',
-        '--cwd',
-        w.ws,
-        '--db',
-        proxy.dbPath,
-        '--session',
-        'via-proxy',
-        '--sandbox-ro',
-        agent,
-      ]);
+      const r = await polarRun(
+        customRunArgs({
+          command: `${process.execPath} ${agent} 2`,
+          via: ['--proxy', proxy.proxy.baseUrl(), '--model', 'Qwen/Qwen3-8B'],
+          ws: w.ws,
+          db: proxy.dbPath,
+          session: 'via-proxy',
+          extra: ['--sandbox-ro', agent],
+        }),
+      );
       expect(r.code, r.stderr).toBe(0);
       // Calls recorded by another process are read back from the database, a line each.
       expect(r.stdout.trim().split('\n')).toEqual([1, 2].map((n) => expect.stringMatching(new RegExp(`^call ${n}  openai-chat  [\\d,]+ → [\\d,]+ tokens  `))));
@@ -124,26 +101,14 @@ describe('polar run lifecycle', () => {
     // events: the tree was ended, not waited for), whatever the machine's speed.
     const fg = path.join(w.ws, 'fg-finished');
     const bg = path.join(w.ws, 'bg-finished');
-    const r = await polarRun([
-      '--harness',
-      'custom',
-      '--command',
-      `${process.execPath} ${agent} 1; (sleep 61.25 && touch ${bg}) & sleep 61.25 && touch ${fg}`,
-      '--upstream',
-      upstream.url,
-      '--prompt',
-      'go',
-      '--cwd',
-      w.ws,
-      '--db',
-      w.db,
-      '--session',
-      'timeout-1',
-      '--timeout',
-      '2',
-      '--sandbox-ro',
-      agent,
-    ]);
+    const r = await polarRun(
+      local(`${process.execPath} ${agent} 1; (sleep 61.25 && touch ${bg}) & sleep 61.25 && touch ${fg}`, 'timeout-1', [
+        '--timeout',
+        '2',
+        '--sandbox-ro',
+        agent,
+      ]),
+    );
     expect(r.code).not.toBe(0);
     expect(session('timeout-1')).toMatchObject({ status: 'timeout', requests: 1 });
     expect(alive('sleep 61.25')).toBe(false);
@@ -151,23 +116,7 @@ describe('polar run lifecycle', () => {
   });
 
   it('Ctrl-C is forwarded: the harness stops, the session is aborted, polar exits', async () => {
-    const child = spawnPolar([
-      'run',
-      '--harness',
-      'custom',
-      '--command',
-      'sleep 62.25',
-      '--upstream',
-      upstream.url,
-      '--prompt',
-      'go',
-      '--cwd',
-      w.ws,
-      '--db',
-      w.db,
-      '--session',
-      'sigint-1',
-    ]);
+    const child = spawnPolar(['run', ...local('sleep 62.25', 'sigint-1')]);
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     for (let i = 0; i < 100 && !alive('sleep 62.25'); i++) await new Promise((r) => setTimeout(r, 100));
     expect(alive('sleep 62.25')).toBe(true);
@@ -186,28 +135,7 @@ describe('polar run lifecycle', () => {
   });
 
   it('several runs at once on one database: distinct sessions, no lost writes, no lock errors', async () => {
-    const runs = await Promise.all(
-      [1, 2, 3].map((i) =>
-        polarRun([
-          '--harness',
-          'custom',
-          '--command',
-          `${process.execPath} ${agent} 4`,
-          '--upstream',
-          upstream.url,
-          '--prompt',
-          'go',
-          '--cwd',
-          w.ws,
-          '--db',
-          w.db,
-          '--session',
-          `par-${i}`,
-          '--sandbox-ro',
-          agent,
-        ]),
-      ),
-    );
+    const runs = await Promise.all([1, 2, 3].map((i) => polarRun(local(`${process.execPath} ${agent} 4`, `par-${i}`, ['--sandbox-ro', agent]))));
     for (const r of runs) {
       expect(r.code, r.stderr).toBe(0);
       expect(r.stderr).not.toMatch(/locked/i);

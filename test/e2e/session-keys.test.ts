@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readMaster } from '../../src/proxy/session-keys.js';
 import { Store } from '../../src/store/store.js';
 import { startReferenceUpstream, type ReferenceUpstream } from '../support/reference-upstream/index.js';
-import { BIN, polarRun, spawnPolar, workspace, type Workspace } from './support.js';
+import { BIN, customRunArgs, polarRun, spawnPolar, workspace, type Workspace } from './support.js';
 
 /**
  * `polar proxy --session-keys` as a user starts it, and `polar run --proxy` on the same machine and
@@ -58,26 +58,16 @@ describe('polar proxy --session-keys with polar run --proxy', () => {
     const master = path.join(w.dir, '.polar', 'session-keys.master');
     expect(fs.statSync(master).mode & 0o777).toBe(0o600);
 
-    const r = await polarRun([
-      '--harness',
-      'custom',
-      '--command',
-      `${process.execPath} ${path.join(w.dir, 'agent.mjs')}`,
-      '--proxy',
-      `${url}/v1`,
-      '--model',
-      'Qwen/Qwen3-8B',
-      '--prompt',
-      'go',
-      '--cwd',
-      w.ws,
-      '--db',
-      w.db,
-      '--session',
-      'owner',
-      '--sandbox-ro',
-      path.join(w.dir, 'agent.mjs'),
-    ]);
+    const r = await polarRun(
+      customRunArgs({
+        command: `${process.execPath} ${path.join(w.dir, 'agent.mjs')}`,
+        via: ['--proxy', `${url}/v1`, '--model', 'Qwen/Qwen3-8B'],
+        ws: w.ws,
+        db: w.db,
+        session: 'owner',
+        extra: ['--sandbox-ro', path.join(w.dir, 'agent.mjs')],
+      }),
+    );
     expect(r.code, r.stderr).toBe(0);
 
     const attack = await fetch(`${url}/s/owner/v1/chat/completions`, {

@@ -35,6 +35,22 @@ export async function polarRun(args: string[], env: NodeJS.ProcessEnv = {}, time
   return { code: typeof r.code === 'number' ? r.code : 1, stdout: r.stdout ?? '', stderr: r.stderr ?? '' };
 }
 
+/** Where a run's calls go: `--upstream URL`, or `--proxy URL --model M`. */
+export interface CustomRun {
+  command: string;
+  via: string[];
+  ws: string;
+  db: string;
+  session: string;
+  /** Options after the shared ones. */
+  extra?: string[];
+}
+
+/** `polar run` options for a custom harness given the prompt "go" in `ws`, its calls recorded as `session` in `db`. */
+export function customRunArgs(r: CustomRun): string[] {
+  return ['--harness', 'custom', '--command', r.command, ...r.via, '--prompt', 'go', '--cwd', r.ws, '--db', r.db, '--session', r.session, ...(r.extra ?? [])];
+}
+
 export function spawnPolar(args: string[]) {
   return spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1' } });
 }
@@ -124,6 +140,14 @@ export function node22(): string | null {
 
 /** The task every harness is given against the mock server (whose script carries it out). */
 export const TASK = `List the files in this directory with your shell tool, then create ${DEMO_FILE}, then say done.`;
+
+/**
+ * `polar run` options that give `harness` the scripted TASK in `w`'s workspace, recorded as
+ * `session` (240 s at most, a JSON summary); `upstream` is `--upstream URL` and what goes with it.
+ */
+export function taskRunArgs(harness: string, upstream: string[], w: Workspace, session: string, extra: string[] = []): string[] {
+  return ['--harness', harness, ...upstream, '--prompt', TASK, '--cwd', w.ws, '--db', w.db, '--session', session, '--timeout', '240', '--json', ...extra];
+}
 
 /** Every harness polar drives, and the Node it needs. */
 export const HARNESSES: { name: string; needsNode22?: boolean }[] = [
