@@ -1,13 +1,9 @@
-import { execFile } from 'node:child_process';
-import path from 'node:path';
-import { promisify } from 'node:util';
 import Anthropic from '@anthropic-ai/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { polarExportSession } from '../support/polar-cli.js';
 import { startReferenceUpstream, type ReferenceUpstream } from '../support/reference-upstream/index.js';
 import { startTestProxy, type TestProxy } from '../support/start-proxy.js';
 
-const run = promisify(execFile);
-const BIN = path.resolve(__dirname, '../../bin/polar.js');
 let upstream: ReferenceUpstream;
 let t: TestProxy;
 
@@ -32,33 +28,8 @@ afterAll(async () => {
   await upstream?.close();
 });
 
-async function polarExport(args: string[], session = 'exp'): Promise<{ lines: unknown[]; stderr: string; code: number }> {
-  try {
-    const { stdout, stderr } = await run(process.execPath, [BIN, 'export', '--db', t.dbPath, '--session', session, ...args], {
-      env: { ...process.env, NO_COLOR: '1' },
-    });
-    return {
-      lines: stdout
-        .trim()
-        .split('\n')
-        .filter(Boolean)
-        .map((l) => JSON.parse(l)),
-      stderr,
-      code: 0,
-    };
-  } catch (err) {
-    const e = err as { stdout: string; stderr: string; code: number };
-    return {
-      lines: e.stdout
-        .trim()
-        .split('\n')
-        .filter(Boolean)
-        .map((l) => JSON.parse(l)),
-      stderr: e.stderr,
-      code: e.code,
-    };
-  }
-}
+const polarExport = (args: string[], session = 'exp'): Promise<{ lines: unknown[]; stderr: string; code: number }> =>
+  polarExportSession(t.dbPath, session, args);
 
 describe('polar export', () => {
   it('records each reply as a canonical assistant message, streamed or not, whatever the provider', () => {

@@ -1,11 +1,9 @@
-import { execFile } from 'node:child_process';
-import path from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMockServer, type MockServer } from '../../src/mock-server/server.js';
 import { BUNDLED_QWEN3 } from '../../src/upstream/tito/chat-template.js';
 import { contiguityProblems, gymResultProblems } from '../support/nemo-gym-schema.js';
 import { openaiFormatProblems } from '../support/openai-format.js';
+import { polarExportSession } from '../support/polar-cli.js';
 import { REPLAY_PROVIDERS, replayScript, replaySession } from '../support/replay.js';
 import { startTestProxy, type TestProxy } from '../support/start-proxy.js';
 
@@ -15,36 +13,8 @@ import { startTestProxy, type TestProxy } from '../support/start-proxy.js';
  * lines were not Responses-shaped; SFT kept text-part lists that the Qwen3 template renders as
  * nothing. Real harness recordings (Claude Code, Codex) are replayed through vllm-tito.
  */
-const run = promisify(execFile);
-const BIN = path.resolve(__dirname, '../../bin/polar.js');
 
-async function polarExport(db: string, session: string, format: string): Promise<{ lines: Record<string, any>[]; stderr: string; code: number }> {
-  try {
-    const { stdout, stderr } = await run(process.execPath, [BIN, 'export', '--db', db, '--session', session, '--format', format], {
-      env: { ...process.env, NO_COLOR: '1' },
-    });
-    return {
-      lines: stdout
-        .trim()
-        .split('\n')
-        .filter(Boolean)
-        .map((l) => JSON.parse(l)),
-      stderr,
-      code: 0,
-    };
-  } catch (err) {
-    const e = err as { stdout: string; stderr: string; code: number };
-    return {
-      lines: e.stdout
-        .trim()
-        .split('\n')
-        .filter(Boolean)
-        .map((l) => JSON.parse(l)),
-      stderr: e.stderr,
-      code: e.code,
-    };
-  }
-}
+const polarExport = (db: string, session: string, format: string) => polarExportSession(db, session, ['--format', format]);
 
 describe.each(REPLAY_PROVIDERS.filter((p) => p.harness === 'claude-code' || p.harness === 'codex'))(
   'token-in export of a replayed $harness session',

@@ -46,3 +46,17 @@ export async function polarCli(args: string[], opts: PolarCliOptions = {}): Prom
 export function nodeAgentHarness(script: string): string[] {
   return ['--harness', 'custom', '--command', `${process.execPath} ${script} {prompt}`];
 }
+
+/** `polar export --db DB --session SESSION ARGS`: its stdout's JSON lines, stderr and exit code. */
+export async function polarExportSession(db: string, session: string, args: string[]): Promise<{ lines: Record<string, any>[]; stderr: string; code: number }> {
+  const r = await polarCli(['export', '--db', db, '--session', session, ...args]);
+  return {
+    lines: r.stdout
+      .trim()
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l)),
+    stderr: r.stderr,
+    code: r.code,
+  };
+}
