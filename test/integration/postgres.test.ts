@@ -374,7 +374,6 @@ describe('queued rollout over three workers', () => {
         )
         .join('\n'),
     );
-    const command = `${process.execPath} ${agent} {prompt}`;
     // The rollout first, so the workers find its jobs; --wait in the background.
     const waiting = polar([
       'rollout',
@@ -382,10 +381,7 @@ describe('queued rollout over three workers', () => {
       url,
       '--tasks',
       tasks,
-      '--harness',
-      'custom',
-      '--command',
-      command,
+      ...nodeAgentHarness(agent),
       '--upstream',
       upstream.url,
       '--samples',
@@ -403,10 +399,7 @@ describe('queued rollout over three workers', () => {
           'worker',
           '--queue',
           url,
-          '--harness',
-          'custom',
-          '--command',
-          command,
+          ...nodeAgentHarness(agent),
           '--upstream',
           upstream.url,
           '--concurrency',
