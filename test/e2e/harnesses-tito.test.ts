@@ -7,7 +7,7 @@ import { Store } from '../../src/store/store.js';
 import { emptyStats, reconstruct } from '../../src/trajectory/reconstruct.js';
 import { prefixMerging } from '../../src/trajectory/strategies/prefix-merging.js';
 import { verifySessions } from '../../src/trajectory/verify-sessions.js';
-import { expectSessionCapturedExactly, HARNESSES, nodeFor, polarRun, TASK, workspace } from './support.js';
+import { expectSessionCapturedExactly, HARNESSES, nodeFor, polarRun, taskRunArgs, workspace } from './support.js';
 
 /**
  * All six real harness CLIs, streaming as they do, through `polar run --upstream-kind vllm-tito`: polar
@@ -40,28 +40,9 @@ describe.each(CASES)('polar run --harness $name --upstream-kind $kind', (harness
     const w = workspace();
     try {
       const session = `${kind}-${name}`;
-      const r = await polarRun([
-        '--harness',
-        name,
-        '--upstream',
-        mock.url,
-        '--upstream-kind',
-        kind,
-        '--tokenizer',
-        'bundled:qwen3',
-        '--prompt',
-        TASK,
-        '--cwd',
-        w.ws,
-        '--db',
-        w.db,
-        '--session',
-        session,
-        '--timeout',
-        '240',
-        '--json',
-        ...(node ? ['--node', node] : []),
-      ]);
+      const r = await polarRun(
+        taskRunArgs(name, ['--upstream', mock.url, '--upstream-kind', kind, '--tokenizer', 'bundled:qwen3'], w, session, node ? ['--node', node] : []),
+      );
       const result = JSON.parse(r.stdout.slice(r.stdout.lastIndexOf('\n{') + 1)) as { exitCode: number; logFile: string };
       expect(
         result.exitCode,

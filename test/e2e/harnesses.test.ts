@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMockServer, type MockServer } from '../../src/mock-server/server.js';
 import { DEMO_CONTENT, DEMO_FILE } from '../../src/mock-server/script.js';
 import { Store } from '../../src/store/store.js';
-import { expectSessionCapturedExactly, HARNESSES, nodeFor, polarRun, TASK, workspace } from './support.js';
+import { expectSessionCapturedExactly, HARNESSES, nodeFor, polarRun, taskRunArgs, workspace } from './support.js';
 
 /**
  * The real harness CLIs (devDependencies), each run by `polar run` against the mock server: the
@@ -27,24 +27,7 @@ describe.each(HARNESSES)('polar run --harness $name', (harness) => {
     const w = workspace();
     try {
       const session = `e2e-${name}`;
-      const r = await polarRun([
-        '--harness',
-        name,
-        '--upstream',
-        mock.url,
-        '--prompt',
-        TASK,
-        '--cwd',
-        w.ws,
-        '--db',
-        w.db,
-        '--session',
-        session,
-        '--timeout',
-        '240',
-        '--json',
-        ...(node ? ['--node', node] : []),
-      ]);
+      const r = await polarRun(taskRunArgs(name, ['--upstream', mock.url], w, session, node ? ['--node', node] : []));
       const result = JSON.parse(r.stdout.slice(r.stdout.lastIndexOf('\n{') + 1)) as {
         exitCode: number;
         status: string;

@@ -1,11 +1,10 @@
-import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMockServer, type MockServer } from '../../src/mock-server/server.js';
 import { Store } from '../../src/store/store.js';
-import { BIN, polarRun, TASK, workspace, type Workspace } from './support.js';
+import { polarCli } from '../support/polar-cli.js';
+import { polarRun, taskRunArgs, workspace, type Workspace } from './support.js';
 
 /**
  * Cassette replay with the real harness CLIs: a session recorded against the mock model is replayed
@@ -13,7 +12,6 @@ import { BIN, polarRun, TASK, workspace, type Workspace } from './support.js';
  * and answered, and the replay captures the same token ids. A recording whose reply was edited
  * afterwards diverges at the call that echoes the edit, with a clear error to the harness.
  */
-const run = promisify(execFile);
 let mock: MockServer;
 beforeAll(async () => {
   mock = await startMockServer();
@@ -23,16 +21,12 @@ afterAll(async () => {
 });
 
 async function replay(db: string, session: string, harness: string): Promise<{ code: number; result: Record<string, any> }> {
-  try {
-    const { stdout } = await run(process.execPath, [BIN, 'replay', session, '--harness', harness, '--db', db, '--json'], {
-      timeout: 280_000,
-      maxBuffer: 64 * 1024 * 1024,
-    });
-    return { code: 0, result: JSON.parse(stdout) };
-  } catch (err) {
-    const e = err as { code: number; stdout: string };
-    return { code: e.code, result: JSON.parse(e.stdout) };
-  }
+  const r = await polarCli(['replay', session, '--harness', harness, '--db', db, '--json'], {
+    env: process.env,
+    timeout: 280_000,
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  return { code: r.code, result: JSON.parse(r.stdout) };
 }
 
 describe.each(['claude-code', 'codex', 'gemini-cli'])('polar replay --harness %s', (harness) => {
@@ -40,23 +34,7 @@ describe.each(['claude-code', 'codex', 'gemini-cli'])('polar replay --harness %s
   const session = `rec-${harness}`;
   beforeAll(async () => {
     w = workspace();
-    const r = await polarRun([
-      '--harness',
-      harness,
-      '--upstream',
-      mock.url,
-      '--prompt',
-      TASK,
-      '--cwd',
-      w.ws,
-      '--db',
-      w.db,
-      '--session',
-      session,
-      '--timeout',
-      '240',
-      '--json',
-    ]);
+    const r = await polarRun(taskRunArgs(harness, ['--upstream', mock.url], w, session));
     expect(r.code, r.stderr.slice(-2000)).toBe(0);
   }, 300_000);
   afterAll(() => w?.cleanup());
