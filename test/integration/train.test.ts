@@ -64,6 +64,16 @@ const grpoArgs = (runDir: string, extra: string[] = []): string[] => [
 /** `train sft` on the stand-in checkout and the small model, then `rest`. */
 const sftArgs = (...rest: string[]): string[] => [BIN, 'train', 'sft', '--nemo-rl', checkout, '--model', 'Qwen/Qwen3-0.6B', ...rest];
 
+/** An SFT data file of one example (the user's "hi", the assistant's "hello", then `extra`'s fields). */
+function oneSftExample(file: string, extra: Record<string, unknown> = {}): string {
+  const messages = [
+    { role: 'user', content: 'hi' },
+    { role: 'assistant', content: 'hello' },
+  ];
+  fs.writeFileSync(file, `${JSON.stringify({ messages, ...extra })}\n`);
+  return file;
+}
+
 // POLAR_AUTH_TOKEN set, as for a user who guards their proxy: NeMo-RL hands it on to Gym and the
 // agent, which must not then demand it of Gym's /run calls (Gym sends none).
 const envWithFakes = () => ({
@@ -143,17 +153,7 @@ describe('polar train grpo --dry-run', () => {
   });
 
   it("sft --dry-run: openai_format data, the model's own template, no validation set", async () => {
-    const data = path.join(dir, 'sft.jsonl');
-    fs.writeFileSync(
-      data,
-      `${JSON.stringify({
-        messages: [
-          { role: 'user', content: 'hi' },
-          { role: 'assistant', content: 'hello' },
-        ],
-        tools: [],
-      })}\n`,
-    );
+    const data = oneSftExample(path.join(dir, 'sft.jsonl'), { tools: [] });
     const { stderr } = await run(process.execPath, sftArgs('--data', data, '--run-dir', path.join(dir, 'sft-dry'), '--dry-run'), {
       env: { ...process.env, PATH: '/usr/bin:/bin' },
     });
@@ -214,16 +214,7 @@ describe('polar train grpo --dry-run', () => {
     const noExamples = await fail(sftArgs('--db', emptyDb, '--run-dir', path.join(dir, 'sft-none', 'run')));
     expect(noExamples.code).toBe(2);
     expect(noExamples.stderr).toMatch(/no SFT examples in/);
-    const data = path.join(dir, 'one.jsonl');
-    fs.writeFileSync(
-      data,
-      `${JSON.stringify({
-        messages: [
-          { role: 'user', content: 'hi' },
-          { role: 'assistant', content: 'hello' },
-        ],
-      })}\n`,
-    );
+    const data = oneSftExample(path.join(dir, 'one.jsonl'));
     const sftNoCheckout = await fail([
       BIN,
       'train',
