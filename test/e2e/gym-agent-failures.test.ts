@@ -6,7 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMockServer, type MockServer } from '../../src/mock-server/server.js';
 import { Store } from '../../src/store/store.js';
 import { gymRunResult } from '../../src/train/gym-result.js';
-import { startPolarServer } from './support.js';
+import { nodeAgentHarness } from '../support/polar-cli.js';
+import { gymAgentArgs, startPolarServer } from './support.js';
 
 /**
  * How `polar gym-agent` fails, against the mock in NeMo-RL mode with a small real agent (the custom
@@ -56,27 +57,7 @@ afterAll(async () => {
 
 async function startAgent(name: string, extra: string[]): Promise<{ url: string; db: string; stderr: () => string }> {
   const db = path.join(dir, `${name}.db`);
-  const args = [
-    'gym-agent',
-    '--harness',
-    'custom',
-    '--command',
-    `${process.execPath} ${agentScript} {prompt}`,
-    '--sandbox',
-    'none',
-    '--upstream',
-    `${mock.url}/v1`,
-    '--model',
-    mock.model,
-    '--db',
-    db,
-    '--tasks',
-    tasksFile,
-    '--out',
-    path.join(dir, `out-${name}`),
-    '--json',
-    ...extra,
-  ];
+  const args = [...gymAgentArgs([...nodeAgentHarness(agentScript), '--sandbox', 'none'], mock, db, tasksFile, path.join(dir, `out-${name}`)), ...extra];
   const { json, stderr } = await startPolarServer(args, children);
   return { url: json.url as string, db, stderr };
 }

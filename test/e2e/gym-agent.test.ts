@@ -9,7 +9,7 @@ import { readTaskFile } from '../../src/rollout/task-file.js';
 import { Store } from '../../src/store/store.js';
 import { gymRows } from '../../src/train/gym-wiring.js';
 import { contiguityProblems, gymResultProblems } from '../support/nemo-gym-schema.js';
-import { startPolarServer } from './support.js';
+import { gymAgentArgs, startPolarServer } from './support.js';
 
 /**
  * `polar gym-agent` under NeMo-RL's contract, with real harnesses against a stand-in for NeMo-RL's
@@ -35,25 +35,7 @@ afterAll(async () => {
 });
 
 async function startAgent(harness: string, db: string): Promise<string> {
-  const { json } = await startPolarServer(
-    [
-      'gym-agent',
-      '--harness',
-      harness,
-      '--upstream',
-      `${mock.url}/v1`,
-      '--model',
-      mock.model,
-      '--db',
-      db,
-      '--tasks',
-      TASKS,
-      '--out',
-      path.join(dir, `out-${harness}`),
-      '--json',
-    ],
-    children,
-  );
+  const { json } = await startPolarServer(gymAgentArgs(['--harness', harness], mock, db, TASKS, path.join(dir, `out-${harness}`)), children);
   return json.url as string;
 }
 

@@ -72,6 +72,14 @@ export async function startPolarServer(args: string[], children: ChildProcess[])
   return { json: JSON.parse(line) as Record<string, unknown>, stderr: () => stderr };
 }
 
+/**
+ * `polar gym-agent` options for `harness` (`--harness …` and what it takes) against the mock
+ * server's model, its captures in `db`, `tasks` given, sample folders under `out`, a `--json` line.
+ */
+export function gymAgentArgs(harness: string[], mock: MockServer, db: string, tasks: string, out: string): string[] {
+  return ['gym-agent', ...harness, '--upstream', `${mock.url}/v1`, '--model', mock.model, '--db', db, '--tasks', tasks, '--out', out, '--json'];
+}
+
 /** What polar gym-agent answers a `/run` row with (the fields these tests read). */
 export interface GymRun {
   reward: number;
