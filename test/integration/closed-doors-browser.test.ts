@@ -5,10 +5,10 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMockServer, type MockServer } from '../../src/mock-server/server.js';
 import { startCassette, type Cassette } from '../../src/replay/cassette.js';
-import { readTaskFile } from '../../src/rollout/task-file.js';
 import { Store } from '../../src/store/store.js';
 import { startGymAgent, type RunningGymAgent } from '../../src/train/gym-agent.js';
 import { findChromium, visit } from '../support/chromium.js';
+import { mockGymAgentOptions } from '../support/gym-agent-options.js';
 import { startTestProxy, type TestProxy } from '../support/start-proxy.js';
 import { startWebAttacker, type Attempt, type Seen } from '../support/web-attacker.js';
 
@@ -97,22 +97,7 @@ describe.skipIf(!chromium)(
             evaluator: { type: 'session-completed' },
           }),
         );
-        agent = await startGymAgent({
-          harness: 'custom',
-          command: 'true',
-          dbPath,
-          host: '127.0.0.1',
-          port: 0,
-          upstreams: [`${mock.url}/v1`],
-          upstreamKind: 'nemo-rl',
-          model: mock.model,
-          concurrency: 1,
-          timeoutSec: 60,
-          sandbox: 'none',
-          outDir: path.join(dir, 'out'),
-          tasks: { file: tasksFile, tasks: readTaskFile(tasksFile) },
-          onNotice: (line) => notices.push(line),
-        });
+        agent = await startGymAgent(mockGymAgentOptions({ mock, dbPath, outDir: path.join(dir, 'out'), tasksFile, notices }));
       });
       afterAll(async () => {
         await agent?.close();

@@ -7,9 +7,9 @@ import readline from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMockServer, type MockServer } from '../../src/mock-server/server.js';
 import { startCassette, type Cassette } from '../../src/replay/cassette.js';
-import { readTaskFile } from '../../src/rollout/task-file.js';
 import { Store } from '../../src/store/store.js';
 import { startGymAgent, type GymAgentOptions, type RunningGymAgent } from '../../src/train/gym-agent.js';
+import { mockGymAgentOptions } from '../support/gym-agent-options.js';
 import { startTestProxy, type TestProxy } from '../support/start-proxy.js';
 
 /**
@@ -28,25 +28,8 @@ let tasksFile: string;
 const notices: string[] = [];
 const marker = (name: string) => path.join(dir, name);
 
-function agentOptions(extra: Partial<GymAgentOptions> = {}): GymAgentOptions {
-  return {
-    harness: 'custom',
-    command: 'true',
-    dbPath,
-    host: '127.0.0.1',
-    port: 0,
-    upstreams: [`${mock.url}/v1`],
-    upstreamKind: 'nemo-rl',
-    model: mock.model,
-    concurrency: 1,
-    timeoutSec: 60,
-    sandbox: 'none',
-    outDir: path.join(dir, 'out'),
-    tasks: { file: tasksFile, tasks: readTaskFile(tasksFile) },
-    onNotice: (line) => notices.push(line),
-    ...extra,
-  };
-}
+const agentOptions = (extra: Partial<GymAgentOptions> = {}): GymAgentOptions =>
+  mockGymAgentOptions({ mock, dbPath, outDir: path.join(dir, 'out'), tasksFile, notices }, extra);
 
 beforeAll(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-doors-'));
