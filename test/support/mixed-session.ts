@@ -37,22 +37,18 @@ export async function recordMixedSession(t: TestProxy, upstream: ReferenceUpstre
   await converse(t, session, 'main', 3, { maxTokensOnTurn: 2 });
   await Promise.all([converse(t, session, 'sub-a', 2), converse(t, session, 'sub-b', 2)]);
   const compactor = new OpenAI({ baseURL: t.proxy.baseUrl(session), apiKey: 'x', maxRetries: 0, defaultHeaders: { 'x-polar-agent': 'compactor' } });
-  await compactor.chat.completions.create({
-    model: 'm',
-    tools: TOOLS,
-    messages: [
-      { role: 'system', content: 'You are compactor.' },
-      { role: 'user', content: 'Start a long task.' },
-    ],
-  });
-  await compactor.chat.completions.create({
-    model: 'm',
-    tools: TOOLS,
-    messages: [
-      { role: 'system', content: 'You are compactor.' },
-      { role: 'user', content: 'Summary of the work so far: started a long task. Continue.' },
-    ],
-  });
+  const compact = (content: string) =>
+    compactor.chat.completions.create({
+      model: 'm',
+      tools: TOOLS,
+      messages: [
+        { role: 'system', content: 'You are compactor.' },
+        { role: 'user', content },
+      ],
+    });
+  // Two calls in turn: the second's prompt replaces the first's history, as a compaction does.
+  await compact('Start a long task.');
+  await compact('Summary of the work so far: started a long task. Continue.');
   const side = new OpenAI({ baseURL: t.proxy.baseUrl(session), apiKey: 'x', maxRetries: 0 });
   await side.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'Write a 3-word title.' }] });
   upstream.fault('http-500');
