@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { emptyStats, reconstruct } from '../../src/trajectory/reconstruct.js';
+import { emptyStats, reconstruct, usableCalls } from '../../src/trajectory/reconstruct.js';
 import { getStrategy } from '../../src/trajectory/registry.js';
 import { loadTokenText } from '../../src/trajectory/tokenizer.js';
 import type { Trajectory } from '../../src/trajectory/types.js';
@@ -81,18 +81,11 @@ describe('reconstruct on real recordings', () => {
     // The compaction rewrote the history: classified as such, at the first changed token.
     const compacted = t.store.requests.list('rec').filter((c) => c.agentId === 'compactor')[1]!;
     const { breaks: all } = getStrategy('prefix-merging').run(
-      t.store.requests
-        .tokens('rec')
-        .filter((r) => r.agentId === 'compactor')
-        .map((r) => ({
-          requestId: r.id,
-          agentId: r.agentId,
-          seq: r.seq,
-          promptIds: r.promptIds!,
-          sampledIds: r.sampledIds!,
-          logprobs: r.logprobs,
-          finishReason: r.finishReason,
-        })),
+      usableCalls(
+        t.store.requests.tokens('rec').filter((r) => r.agentId === 'compactor'),
+        true,
+        emptyStats('prefix-merging'),
+      ),
       loadTokenText(qwen3ModelDir()),
     );
     expect(all).toEqual([expect.objectContaining({ requestId: compacted.id, class: 'rewrite' })]);
