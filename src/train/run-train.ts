@@ -6,7 +6,7 @@ import { startSupervised } from '../core/process/supervised.js';
 import type { HarnessCommand } from '../harness/types.js';
 import type { RolloutTask } from '../rollout/task-file.js';
 import { Store } from '../store/store.js';
-import { appSource, gymRows, writeGymWiring } from './gym-wiring.js';
+import { appSource, gymRows, writeGymWiring } from './gym-agent/wiring.js';
 import { applySet, getKey, GRPO_BASE, GRPO_SCRIPT, grpoConfig, mergeConfig, SFT_BASE, SFT_SCRIPT, sftConfig } from './nemo-rl/config.js';
 import { budgetProblem, longestTaskPrompt, measureFirstPrompt, neededSeqLen, type FirstPrompt } from './first-prompt.js';
 import { preflight, type Preflight } from './preflight.js';

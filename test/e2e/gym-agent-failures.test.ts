@@ -5,7 +5,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMockServer, type MockServer } from '../../src/mock-server/server.js';
 import { Store } from '../../src/store/store.js';
-import { gymRunResult } from '../../src/train/gym-result.js';
+import { gymRunResult } from '../../src/train/gym-agent/result.js';
 import { nodeAgentHarness } from '../support/polar-cli.js';
 import { gymAgentArgs, startPolarServer } from './support.js';
 

@@ -7,7 +7,7 @@ import { startMockServer, type MockServer } from '../../src/mock-server/server.j
 import { mockTasksFrom } from '../../src/mock-server/tasks.js';
 import { readTaskFile } from '../../src/rollout/task-file.js';
 import { Store } from '../../src/store/store.js';
-import { gymRows } from '../../src/train/gym-wiring.js';
+import { gymRows } from '../../src/train/gym-agent/wiring.js';
 import { contiguityProblems, gymResultProblems } from '../support/nemo-gym-schema.js';
 import { gymAgentArgs, startPolarServer } from './support.js';
 

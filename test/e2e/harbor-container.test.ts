@@ -10,7 +10,7 @@ import { workingEngines } from '../../src/rollout/harbor/environment.js';
 import { loadTasks } from '../../src/rollout/load-tasks.js';
 import { bwrapProblem, findBwrap } from '../../src/sandbox/index.js';
 import { Store } from '../../src/store/store.js';
-import { gymRows } from '../../src/train/gym-wiring.js';
+import { gymRows } from '../../src/train/gym-agent/wiring.js';
 import { writeFixtureCheckout } from '../support/nemo-rl-checkout.js';
 import { startTestPostgres } from '../support/postgres.js';
 import { BIN, expectSessionCapturedExactly, postGymRuns, startPolarServer } from './support.js';

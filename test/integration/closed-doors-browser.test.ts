@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMockServer, type MockServer } from '../../src/mock-server/server.js';
 import { startCassette, type Cassette } from '../../src/replay/cassette.js';
 import { Store } from '../../src/store/store.js';
-import { startGymAgent, type RunningGymAgent } from '../../src/train/gym-agent.js';
+import { startGymAgent, type RunningGymAgent } from '../../src/train/gym-agent/agent.js';
 import { findChromium, visit } from '../support/chromium.js';
 import { mockGymAgentOptions } from '../support/gym-agent-options.js';
 import { startTestProxy, type TestProxy } from '../support/start-proxy.js';

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMockServer, type MockServer } from '../../src/mock-server/server.js';
 import { startCassette, type Cassette } from '../../src/replay/cassette.js';
 import { Store } from '../../src/store/store.js';
-import { startGymAgent, type GymAgentOptions, type RunningGymAgent } from '../../src/train/gym-agent.js';
+import { startGymAgent, type GymAgentOptions, type RunningGymAgent } from '../../src/train/gym-agent/agent.js';
 import { mockGymAgentOptions } from '../support/gym-agent-options.js';
 import { startTestProxy, type TestProxy } from '../support/start-proxy.js';
 

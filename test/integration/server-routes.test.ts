@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMockServer, type MockServer } from '../../src/mock-server/server.js';
 import { startCassette, type Cassette } from '../../src/replay/cassette.js';
 import { readTaskFile } from '../../src/rollout/task-file.js';
-import { startGymAgent, type RunningGymAgent } from '../../src/train/gym-agent.js';
+import { startGymAgent, type RunningGymAgent } from '../../src/train/gym-agent/agent.js';
 import { startTestProxy, type TestProxy } from '../support/start-proxy.js';
 
 /**

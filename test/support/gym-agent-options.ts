@@ -1,6 +1,6 @@
 import type { MockServer } from '../../src/mock-server/server.js';
 import { readTaskFile } from '../../src/rollout/task-file.js';
-import type { GymAgentOptions } from '../../src/train/gym-agent.js';
+import type { GymAgentOptions } from '../../src/train/gym-agent/agent.js';
 
 export interface MockGymAgent {
   mock: MockServer;

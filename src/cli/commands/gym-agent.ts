@@ -14,7 +14,7 @@ import {
   defaultAgentOutDir,
   gymEnvironment,
   startGymAgent,
-} from '../../train/gym-agent.js';
+} from '../../train/gym-agent/agent.js';
 import { UPSTREAM_KINDS } from '../../upstream/types.js';
 import { defaultDbPath } from '../../store/store.js';
 import { integerArg, numberArg, secondsArg } from '../numbers.js';

@@ -17,7 +17,7 @@ import { emptyStats } from '../../trajectory/reconstruct.js';
 import { getStrategy } from '../../trajectory/registry.js';
 import { latestCheckpoint, launch, prepareGrpo, prepareSft, type PreparedRun, type TrainUpdate } from '../../train/run-train.js';
 import { initialProgress } from '../../train/progress.js';
-import { DEFAULT_INFRA_RETRIES, DEFAULT_MAX_FAILED_SHARE } from '../../train/gym-agent.js';
+import { DEFAULT_INFRA_RETRIES, DEFAULT_MAX_FAILED_SHARE } from '../../train/gym-agent/agent.js';
 import { getKey } from '../../train/nemo-rl/config.js';
 import type { Yaml } from '../../train/yaml.js';
 import { DEFAULT_SESSION_TOKENS, SESSION_TURNS, TURN_TOKENS, type FirstPrompt } from '../../train/first-prompt.js';

@@ -3,8 +3,8 @@ import { PolarError } from '../../core/errors.js';
 import type { RolloutConfig } from '../../rollout/config.js';
 import type { RolloutTask } from '../../rollout/task-file.js';
 import type { SandboxKind, SandboxLimits } from '../../sandbox/index.js';
-import type { GymRunResult } from '../gym-result.js';
-import type { TaskCatalog } from '../gym-task.js';
+import type { GymRunResult } from './result.js';
+import type { TaskCatalog } from './task.js';
 
 export interface GymAgentOptions {
   harness: string;
@@ -41,7 +41,7 @@ export interface GymAgentOptions {
   authToken?: string | null;
   /** Host names besides the bound address and loopback names that callers may use. */
   allowHosts?: readonly string[];
-  /** Infrastructure failures (gym-failures.ts) are run again up to this many times before answering (default 2). */
+  /** Infrastructure failures (failures.ts) are run again up to this many times before answering (default 2). */
   infraRetries?: number;
   /** Stop NeMo-RL when more than this share of the last `failureWindow` rows failed outside the policy (default 0.5). */
   maxFailedShare?: number;

@@ -1,12 +1,12 @@
 import { isRecord } from '../../core/chat.js';
 import { parseJsonBody } from '../../core/http/body.js';
 import { newId } from '../../core/ids.js';
-import { type GymRunResult, placeholderItem } from '../gym-result.js';
-import { RowRefused } from '../gym-task.js';
+import { type GymRunResult, placeholderItem } from './result.js';
+import { RowRefused } from './task.js';
 
 /**
  * NeMo Gym's rows as the agent reads and answers them: a `/run` body is one row (its task is
- * gym-task.ts's to find, its result gym-result.ts's to build); this holds the rest: the row itself,
+ * task.ts's to find, its result result.ts's to build); this holds the rest: the row itself,
  * the sampling it asks for, the placeholder for a row that could not run, and the step's metrics.
  */
 

@@ -3,9 +3,9 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { readBody } from '../../core/http/body.js';
 import { sendJson } from '../../core/http/send.js';
 import type { RolloutTask } from '../../rollout/task-file.js';
-import type { FailureWindow } from '../gym-failures.js';
-import type { GymRunResult } from '../gym-result.js';
-import { RowRefused, taskForRow, type TaskCatalog } from '../gym-task.js';
+import type { FailureWindow } from './failures.js';
+import type { GymRunResult } from './result.js';
+import { RowRefused, taskForRow, type TaskCatalog } from './task.js';
 import type { GymAgentOptions } from './options.js';
 import type { RowOutcome, RowRunner } from './row-runner.js';
 import { parseRow, refusedResult } from './rows.js';
@@ -16,7 +16,7 @@ export interface RunHandlerDeps {
   options: Pick<GymAgentOptions, 'onNotice' | 'onRun'>;
   catalog: TaskCatalog;
   runner: RowRunner;
-  /** Rows that failed outside the policy, over about one step (gym-failures.ts). */
+  /** Rows that failed outside the policy, over about one step (failures.ts). */
   window: FailureWindow;
 }
 

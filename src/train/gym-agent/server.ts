@@ -4,7 +4,7 @@ import { parseJsonBody, readBody } from '../../core/http/body.js';
 import { pathOf, Router } from '../../core/http/router.js';
 import { sendJson } from '../../core/http/send.js';
 import { type HttpGuard, listenGuarded } from '../../core/http/guard.js';
-import { AGENT_NAME } from '../gym-wiring.js';
+import { AGENT_NAME } from './wiring.js';
 import { aggregateMetrics } from './rows.js';
 
 type GymHandler = (req: IncomingMessage, res: ServerResponse) => Promise<void> | void;

@@ -13,7 +13,7 @@ import { AGENT_NAME, nemoGymResult, type NemoGymResult } from './nemo-gym.js';
  * with the same key is an error: reward_profile.py:53-58), and per-task statistics grouped by task
  * index (reward_profile.py:243, :615-620). So one polar sample is one line with its own key, and a
  * GRPO group (a rollout's task) is one task index. `task_id` sits at the top level, where polar's
- * own Gym rows name their task (train/gym-task.ts), with the group id beside it; both are null for
+ * own Gym rows name their task (train/gym-agent/task.ts), with the group id beside it; both are null for
  * a session that was not a rollout sample (it is its own task index).
  */
 export interface GymRolloutRow extends NemoGymResult {

@@ -5,7 +5,7 @@ import type { Trajectory } from '../types.js';
 import { responsesInputItems, responsesTool, type ResponsesItem, type ResponsesTool } from './responses-items.js';
 
 /**
- * The name polar's agent has in NeMo Gym: its folder `responses_api_agents/<name>/` (train/gym-wiring.ts)
+ * The name polar's agent has in NeMo Gym: its folder `responses_api_agents/<name>/` (train/gym-agent/wiring.ts)
  * and the `agent_ref.name` of every rollouts.jsonl line (gym-rollouts.ts).
  */
 export const AGENT_NAME = 'polar_agent';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { classifyFailure, FailureWindow } from './gym-failures.js';
+import { classifyFailure, FailureWindow } from './failures.js';
 
 const sample = (status: string, errorStage: string | null = null, error: string | null = null) =>
   ({ status, errorStage, error }) as Parameters<typeof classifyFailure>[0];

@@ -1,4 +1,4 @@
-import type { SampleRow } from '../store/rollouts.js';
+import type { SampleRow } from '../../store/rollouts.js';
 
 /**
  * Why a `/run` sample failed, as far as training cares. NeMo-RL drops a masked sample from the loss

@@ -1,6 +1,6 @@
-import { isRecord } from '../core/chat.js';
-import { PolarError } from '../core/errors.js';
-import { validateTaskObject, type RolloutTask } from '../rollout/task-file.js';
+import { isRecord } from '../../core/chat.js';
+import { PolarError } from '../../core/errors.js';
+import { validateTaskObject, type RolloutTask } from '../../rollout/task-file.js';
 
 /**
  * Which task a `/run` row runs (pure). A row is a request from the network, and a task is code to

@@ -1,24 +1,24 @@
 import os from 'node:os';
 import path from 'node:path';
-import { PolarError } from '../core/errors.js';
-import { newId } from '../core/ids.js';
-import { getHarness } from '../harness/registry.js';
-import { HttpGuard } from '../core/http/guard.js';
-import { DEFAULT_AGENT_HEADERS } from '../proxy/identity.js';
-import { SessionKeys } from '../proxy/session-keys.js';
-import { sandboxSettings } from '../rollout/sandboxing.js';
-import { requireBwrap } from '../sandbox/index.js';
-import { openStore } from '../store/open.js';
-import { FailureWindow } from './gym-failures.js';
-import { DEFAULT_FAILURE_WINDOW, DEFAULT_MAX_FAILED_SHARE, type GymAgentOptions, rolloutConfig, taskCatalog } from './gym-agent/options.js';
-import { RowRunner } from './gym-agent/row-runner.js';
-import { runHandler } from './gym-agent/run-handler.js';
-import { startGymServer } from './gym-agent/server.js';
-import { SessionCache } from './gym-agent/session-cache.js';
-import { AGENT_NAME } from './gym-wiring.js';
-import { parseYaml, type Yaml } from './yaml.js';
+import { PolarError } from '../../core/errors.js';
+import { newId } from '../../core/ids.js';
+import { getHarness } from '../../harness/registry.js';
+import { HttpGuard } from '../../core/http/guard.js';
+import { DEFAULT_AGENT_HEADERS } from '../../proxy/identity.js';
+import { SessionKeys } from '../../proxy/session-keys.js';
+import { sandboxSettings } from '../../rollout/sandboxing.js';
+import { requireBwrap } from '../../sandbox/index.js';
+import { openStore } from '../../store/open.js';
+import { FailureWindow } from './failures.js';
+import { DEFAULT_FAILURE_WINDOW, DEFAULT_MAX_FAILED_SHARE, type GymAgentOptions, rolloutConfig, taskCatalog } from './options.js';
+import { RowRunner } from './row-runner.js';
+import { runHandler } from './run-handler.js';
+import { startGymServer } from './server.js';
+import { SessionCache } from './session-cache.js';
+import { AGENT_NAME } from './wiring.js';
+import { parseYaml, type Yaml } from '../yaml.js';
 
-export { DEFAULT_FAILURE_WINDOW, DEFAULT_INFRA_RETRIES, DEFAULT_MAX_FAILED_SHARE, type GymAgentOptions } from './gym-agent/options.js';
+export { DEFAULT_FAILURE_WINDOW, DEFAULT_INFRA_RETRIES, DEFAULT_MAX_FAILED_SHARE, type GymAgentOptions } from './options.js';
 
 export interface RunningGymAgent {
   url: string;
@@ -62,11 +62,11 @@ export function gymEnvironment(env: NodeJS.ProcessEnv = process.env): GymEnviron
  * `polar gym-agent`: NeMo Gym's agent-server contract for NeMo-RL. One `/run` row is one session:
  * its `task` (a rollout task: workspace, setup, evaluator, timeout) goes through the rollout stages
  * (workspace, the harness through polar's capture proxy against the policy server, evaluation),
- * recorded in the database under one rollout per agent process; the answer is gym-result.ts's.
+ * recorded in the database under one rollout per agent process; the answer is result.ts's.
  * Sampling follows the row (NeMo-RL puts the training or validation temperature and top_p in it), so
  * each (server, temperature, top_p, max_output_tokens) gets its own upstream and proxy, the row's
  * output cap on every call. NeMo-RL stops the run on any non-2xx answer, so a sample that failed
- * comes back 200 and masked, after infrastructure failures were run again (gym-failures.ts); only a
+ * comes back 200 and masked, after infrastructure failures were run again (failures.ts); only a
  * row polar cannot run at all, or a window of rows that mostly failed outside the policy, is
  * answered 400, to stop a run that would train on nothing.
  */

@@ -1,9 +1,9 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import type { RolloutTask } from '../rollout/task-file.js';
-import { TASK_ID_FIELD } from './gym-task.js';
-import { toYaml, type Yaml } from './yaml.js';
-import { AGENT_NAME } from '../trajectory/export/nemo-gym.js';
+import type { RolloutTask } from '../../rollout/task-file.js';
+import { TASK_ID_FIELD } from './task.js';
+import { toYaml, type Yaml } from '../yaml.js';
+import { AGENT_NAME } from '../../trajectory/export/nemo-gym.js';
 
 /**
  * What a training run gives NeMo Gym so it starts polar as an agent server. Gym starts agents itself,
@@ -77,7 +77,7 @@ export function appSource(cmd: AgentCommand): string {
 /**
  * The Gym dataset: one row per task, `responses_create_params` with the task's prompt as the user
  * input and the task's id under `task_id`, addressed to polar's agent, which runs the task of that id
- * from its own `--tasks` file (gym-task.ts): a row carries no code. NeMo-RL repeats each row
+ * from its own `--tasks` file (task.ts): a row carries no code. NeMo-RL repeats each row
  * `num_generations_per_prompt` times: one GRPO group.
  */
 export function gymRows(tasks: readonly RolloutTask[]): string {

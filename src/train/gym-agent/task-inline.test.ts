@@ -1,6 +1,6 @@
 import os from 'node:os';
 import { describe, expect, it } from 'vitest';
-import { taskForRow, type TaskCatalog } from './gym-task.js';
+import { taskForRow, type TaskCatalog } from './task.js';
 
 const catalog: TaskCatalog = { file: null, tasks: new Map(), allowInline: true };
 const row = (task: Record<string, unknown>) => ({ task: { id: 't', prompt: 'p', evaluator: { type: 'session-completed' }, ...task } });

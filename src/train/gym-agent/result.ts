@@ -1,9 +1,9 @@
-import type { SampleRow } from '../store/rollouts.js';
-import type { Store } from '../store/store.js';
-import { nemoGymResult } from '../trajectory/export/nemo-gym.js';
-import type { ResponsesItem } from '../trajectory/export/responses-items.js';
-import { emptyStats, sessionTraces, usableCalls } from '../trajectory/reconstruct.js';
-import { prefixMerging } from '../trajectory/strategies/prefix-merging.js';
+import type { SampleRow } from '../../store/rollouts.js';
+import type { Store } from '../../store/store.js';
+import { nemoGymResult } from '../../trajectory/export/nemo-gym.js';
+import type { ResponsesItem } from '../../trajectory/export/responses-items.js';
+import { emptyStats, sessionTraces, usableCalls } from '../../trajectory/reconstruct.js';
+import { prefixMerging } from '../../trajectory/strategies/prefix-merging.js';
 
 /**
  * What `polar gym-agent` answers NeMo-RL for one `/run` (one sample), from the session it recorded:
