@@ -1,3 +1,6 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { PolarError } from '../core/errors.js';
@@ -21,6 +24,41 @@ describe('CLI output', () => {
     } finally {
       if (prev === undefined) delete process.env.npm_command;
       else process.env.npm_command = prev;
+    }
+  });
+
+  it('under npx, printed commands name a polar that npx resolves from where the user stands (npx polar is another npm package)', () => {
+    const tmp = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'polar-invoked-')));
+    try {
+      const pkg = (root: string) => {
+        fs.mkdirSync(path.join(root, 'bin'), { recursive: true });
+        fs.writeFileSync(path.join(root, 'bin', 'polar.js'), '');
+        fs.writeFileSync(path.join(root, 'package.json'), JSON.stringify({ name: 'polar-rollout', bin: { polar: 'bin/polar.js' } }));
+        return root;
+      };
+      const npx = { npm_command: 'exec' };
+      // `npx polar-rollout` ran it from npx's cache: the same again (its one bin), never `npx polar`.
+      const cached = pkg(path.join(tmp, '.npm', '_npx', 'abc123', 'node_modules', 'polar-rollout'));
+      expect(invokedAs(npx, { packageRoot: cached, cwd: tmp })).toBe('npx polar-rollout');
+      // A checkout: `npx polar` inside it (npm exec runs the project's own bin), its bin path outside it.
+      const checkout = pkg(path.join(tmp, 'polar'));
+      fs.mkdirSync(path.join(checkout, 'fixtures'));
+      expect(invokedAs(npx, { packageRoot: checkout, cwd: checkout })).toBe('npx polar');
+      expect(invokedAs(npx, { packageRoot: checkout, cwd: path.join(checkout, 'fixtures') })).toBe('npx polar');
+      const elsewhere = path.join(tmp, 'work');
+      fs.mkdirSync(elsewhere);
+      expect(invokedAs(npx, { packageRoot: checkout, cwd: elsewhere })).toBe(`node ${path.join(checkout, 'bin', 'polar.js')}`);
+      // A project that installed polar-rollout: its node_modules/.bin/polar is this polar.
+      const project = path.join(tmp, 'project');
+      const installed = pkg(path.join(project, 'node_modules', 'polar-rollout'));
+      fs.mkdirSync(path.join(project, 'node_modules', '.bin'));
+      fs.symlinkSync(path.join(installed, 'bin', 'polar.js'), path.join(project, 'node_modules', '.bin', 'polar'));
+      expect(invokedAs(npx, { packageRoot: installed, cwd: project })).toBe('npx polar');
+      // ... but a project whose `polar` bin is someone else's does not run this one.
+      expect(invokedAs(npx, { packageRoot: checkout, cwd: project })).toBe(`node ${path.join(checkout, 'bin', 'polar.js')}`);
+      expect(invokedAs({}, { packageRoot: checkout, cwd: elsewhere })).toBe('polar');
+    } finally {
+      fs.rmSync(tmp, { recursive: true, force: true });
     }
   });
 

@@ -89,7 +89,4 @@ export function jsonLines(file: string | undefined): { write(value: unknown): Pr
   };
 }
 
-/** How the user ran polar, for commands we print for them to paste: `npx polar` under npx / npm exec. */
-export function invokedAs(env: NodeJS.ProcessEnv = process.env): string {
-  return env.npm_command === 'exec' || env.npm_lifecycle_event === 'npx' ? 'npx polar' : 'polar';
-}
+export { invokedAs } from './invoked-as.js';
