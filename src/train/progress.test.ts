@@ -27,11 +27,34 @@ describe('NeMo-RL progress lines', () => {
     ];
     const done = lines.map((l) => readLine(p, l)).filter(Boolean);
     expect(p.setupSeconds).toBe(93.4);
-    expect(done).toEqual([{ step: 3, maxSteps: 20, loss: -0.0123, reward: 0.625, stepTimeS: 42.17, generationLength: 812.25 }]);
+    expect(done).toEqual([{ step: 3, maxSteps: 20, epoch: null, loss: -0.0123, reward: 0.625, stepTimeS: 42.17, generationLength: 812.25 }]);
     expect(p.phase).toBe('training');
     readLine(p, 'Saving checkpoint for step 3...');
     expect(p.phase).toBe('checkpoint');
     readLine(p, '  • Avg Filtered Reward: 0.5000');
     expect(p.current.reward).toBe(0.5);
+  });
+
+  it('steps count across epochs: the banner starts again at Step 1 each epoch, polar does not', () => {
+    // Two epochs of 3 steps, as grpo.py prints them (Epoch banner, then Step k/min(batches, max_num_steps)).
+    const p = initialProgress(5);
+    const epoch = (e: number, steps: number[]) => [
+      `========================= Epoch ${e}/2 =========================`,
+      ...steps.flatMap((k) => [`========================= Step ${k}/3 =========================`, '  • Loss: 0.1000', '  • Total step time: 1.00s']),
+    ];
+    const done = [...epoch(1, [1, 2, 3]), ...epoch(2, [1, 2])].map((l) => readLine(p, l)).filter((s) => s !== null);
+    expect(done.map((s) => [s.step, s.epoch, s.maxSteps])).toEqual([
+      [1, 1, 5],
+      [2, 1, 5],
+      [3, 1, 5],
+      [4, 2, 5],
+      [5, 2, 5],
+    ]);
+    expect(new Set(p.completed.map((s) => s.step)).size).toBe(5);
+    expect([p.step, p.epoch, p.epochs]).toEqual([5, 2, 2]);
+    // Without the run's max_num_steps, the banners' count: epochs × steps per epoch.
+    const q = initialProgress();
+    for (const l of epoch(2, [1])) readLine(q, l);
+    expect([q.step, q.maxSteps]).toEqual([4, 6]);
   });
 });

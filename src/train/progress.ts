@@ -7,8 +7,11 @@
 export type Phase = 'setup' | 'generation' | 'training' | 'validation' | 'checkpoint' | 'done';
 
 export interface StepMetrics {
+  /** The step across epochs (NeMo-RL's `total_steps + 1`, as its checkpoints are named), not the banner's. */
   step: number;
   maxSteps: number | null;
+  /** The epoch it ran in (1-based), null before an epoch banner. */
+  epoch: number | null;
   loss: number | null;
   reward: number | null;
   stepTimeS: number | null;
@@ -17,8 +20,15 @@ export interface StepMetrics {
 
 export interface TrainProgress {
   phase: Phase;
+  /** The global step (see StepMetrics.step). */
   step: number;
+  /** The run's steps: the config's max_num_steps when given, else what the banners imply. */
   maxSteps: number | null;
+  /** From NeMo-RL's `Epoch e/E` banner. */
+  epoch: number | null;
+  epochs: number | null;
+  /** The run's max_num_steps, when the caller knows it (the banner's M is per epoch). */
+  totalSteps: number | null;
   setupSeconds: number | null;
   /** The step whose results are being read, completed when its total step time arrives. */
   current: StepMetrics;
@@ -27,11 +37,24 @@ export interface TrainProgress {
   lastLine: string;
 }
 
-export function initialProgress(): TrainProgress {
-  return { phase: 'setup', step: 0, maxSteps: null, setupSeconds: null, current: emptyStep(0, null), completed: [], lastLine: '' };
+/** `totalSteps`: the run's max_num_steps, so the live view counts to it rather than to one epoch's steps. */
+export function initialProgress(totalSteps: number | null = null): TrainProgress {
+  return {
+    phase: 'setup',
+    step: 0,
+    maxSteps: totalSteps,
+    epoch: null,
+    epochs: null,
+    totalSteps,
+    setupSeconds: null,
+    current: emptyStep(0, totalSteps, null),
+    completed: [],
+    lastLine: '',
+  };
 }
 
 const STEP = /^=+ Step (\d+)\/(\d+) =+$/;
+const EPOCH = /^=+ Epoch (\d+)\/(\d+) =+$/;
 const NUM = '([-+]?(?:\\d+\\.?\\d*(?:[eE][-+]?\\d+)?|nan|inf))';
 
 /** Reads one line; returns the step that just completed, if this line completed one. */
@@ -39,11 +62,21 @@ export function readLine(p: TrainProgress, raw: string): StepMetrics | null {
   const line = raw.replace(/\r$/, '');
   const text = line.trim();
   if (text) p.lastLine = text;
+  const epoch = EPOCH.exec(text);
+  if (epoch) {
+    p.epoch = Number(epoch[1]);
+    p.epochs = Number(epoch[2]);
+  }
   const step = STEP.exec(text);
   if (step) {
-    p.step = Number(step[1]);
-    p.maxSteps = Number(step[2]);
-    p.current = emptyStep(p.step, p.maxSteps);
+    // The banner's `Step k/M` counts within an epoch and starts again at 1 in the next
+    // (grpo.py:2823, 3791, 3812; sft.py:439, 657, 673 at 7ea279a), M being min(batches per epoch,
+    // max_num_steps): epochs before this one ran M steps each. With multiple dataloaders M is
+    // max_num_steps and there is one epoch.
+    const perEpoch = Number(step[2]);
+    p.step = ((p.epoch ?? 1) - 1) * perEpoch + Number(step[1]);
+    p.maxSteps = p.totalSteps ?? perEpoch * (p.epochs ?? 1);
+    p.current = emptyStep(p.step, p.maxSteps, p.epoch);
     p.phase = 'generation';
     return null;
   }
@@ -72,6 +105,6 @@ export function readLine(p: TrainProgress, raw: string): StepMetrics | null {
   return null;
 }
 
-function emptyStep(step: number, maxSteps: number | null): StepMetrics {
-  return { step, maxSteps, loss: null, reward: null, stepTimeS: null, generationLength: null };
+function emptyStep(step: number, maxSteps: number | null, epoch: number | null): StepMetrics {
+  return { step, maxSteps, epoch, loss: null, reward: null, stepTimeS: null, generationLength: null };
 }

@@ -310,7 +310,9 @@ export interface TrainUpdate {
  * NeMo-RL's whole process group (SIGINT, then SIGKILL on a second); resolves with its exit code.
  */
 export async function launch(run: PreparedRun, opts: { dbPath?: string; startedAt: number; onUpdate: (u: TrainUpdate) => void }): Promise<number> {
-  const progress = initialProgress();
+  // The run's steps, across epochs: NeMo-RL's banner counts only one epoch's (progress.ts).
+  const maxSteps = getKey(run.config, `${run.kind}.max_num_steps`);
+  const progress = initialProgress(typeof maxSteps === 'number' ? maxSteps : null);
   const metrics = fs.createWriteStream(path.join(run.runDir, 'metrics.jsonl'), { flags: 'a' });
   let gpu: number[] | null = null;
   let sessions: TrainSession[] = [];

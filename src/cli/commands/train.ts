@@ -411,7 +411,7 @@ async function execute(run: PreparedRun, opts: CommonFlags, dbPath: string | nul
       if (view) view.update(u);
       else if (u.step && !opts.json) {
         process.stderr.write(
-          `step ${u.step.step}/${u.step.maxSteps ?? '?'}: loss ${u.step.loss ?? '-'} · reward ${u.step.reward ?? '-'} · ${u.step.stepTimeS ?? '-'} s\n`,
+          `step ${u.step.step}/${u.step.maxSteps ?? '?'}${u.step.epoch !== null ? ` (epoch ${u.step.epoch})` : ''}: loss ${u.step.loss ?? '-'} · reward ${u.step.reward ?? '-'} · ${u.step.stepTimeS ?? '-'} s\n`,
         );
       }
     },

@@ -70,8 +70,14 @@ function results(step, rewards, seconds) {
   console.log(`  • Total step time: ${seconds.toFixed(2)}s`);
 }
 
-function banner(step) {
-  console.log(`\n${'='.repeat(25)} Step ${step}/${maxSteps} ${'='.repeat(25)}`);
+// NeMo-RL's banners: `Epoch e/E` as an epoch starts (or a resumed one goes on), then `Step k/M`
+// counting within the epoch, k from 1 again each epoch, M = min(batches per epoch, max_num_steps)
+// (grpo.py:2803, 2823, 3812; sft.py:435, 439, 673 at 7ea279a). Checkpoints take the global step.
+function banner(step, perEpoch) {
+  const inEpoch = (step - 1) % perEpoch;
+  const epochs = get(script.includes('run_sft') ? 'sft.max_num_epochs' : 'grpo.max_num_epochs');
+  if (inEpoch === 0 || step === resumeFrom + 1) console.log(`\n${'='.repeat(25)} Epoch ${Math.floor((step - 1) / perEpoch) + 1}/${epochs} ${'='.repeat(25)}`);
+  console.log(`\n${'='.repeat(25)} Step ${inEpoch + 1}/${Math.min(perEpoch, maxSteps)} ${'='.repeat(25)}`);
 }
 
 function setupComplete() {
@@ -99,7 +105,7 @@ if (script.includes('run_sft')) {
     stop(0);
   }
   for (let step = resumeFrom + 1; step <= maxSteps; step++) {
-    banner(step);
+    banner(step, perEpoch);
     console.log('▶ Preparing batch...');
     console.log('▶ Taking a training step...');
     results(step, null, 0.01);
@@ -189,7 +195,7 @@ setupComplete();
 const perEpoch = Math.floor(rows.length / P);
 for (let step = resumeFrom + 1; step <= maxSteps; step++) {
   const t0 = Date.now();
-  banner(step);
+  banner(step, perEpoch);
   console.log('▶ Preparing batch...');
   const first = ((step - 1) % perEpoch) * P;
   const batch = rows.slice(first, first + P).flatMap((row) => Array.from({ length: G }, () => structuredClone(row)));
