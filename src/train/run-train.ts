@@ -5,7 +5,7 @@ import { runCommand } from '../core/process/command.js';
 import { startSupervised } from '../core/process/supervised.js';
 import type { HarnessCommand } from '../harness/types.js';
 import type { RolloutTask } from '../rollout/task-file.js';
-import { Store } from '../store/store.js';
+import { recentSessions, type TrainSession } from '../store/train-runs.js';
 import { appSource, gymRows, writeGymWiring } from './gym-agent/wiring.js';
 import { applySet, getKey, GRPO_BASE, GRPO_SCRIPT, grpoConfig, mergeConfig, SFT_BASE, SFT_SCRIPT, sftConfig } from './nemo-rl/config.js';
 import { budgetProblem, longestTaskPrompt, measureFirstPrompt, neededSeqLen, type FirstPrompt } from './first-prompt.js';
@@ -289,13 +289,6 @@ export function latestCheckpoint(runDir: string): number | null {
   return steps.length > 0 ? Math.max(...steps) : null;
 }
 
-export interface TrainSession {
-  sessionId: string;
-  taskId: string;
-  reward: number | null;
-  status: string;
-}
-
 export interface TrainUpdate {
   progress: TrainProgress;
   gpuMemoryMiB: number[] | null;
@@ -355,23 +348,6 @@ export async function launch(run: PreparedRun, opts: { dbPath?: string; startedA
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
     await new Promise<void>((resolve) => metrics.end(resolve));
-  }
-}
-
-/** The agent's latest ended sessions since the run started (the agent records into this database). */
-export function recentSessions(dbPath: string, since: number, limit = 6): TrainSession[] {
-  if (!fs.existsSync(dbPath)) return [];
-  let store: Store | undefined;
-  try {
-    store = Store.open(dbPath, { readonly: true });
-    const rows = store.db
-      .prepare(`SELECT session_id, task_id, reward, status FROM samples WHERE ended_at >= ? AND session_id IS NOT NULL ORDER BY ended_at DESC LIMIT ?`)
-      .all(since, limit) as { session_id: string; task_id: string; reward: number | null; status: string }[];
-    return rows.map((r) => ({ sessionId: r.session_id, taskId: r.task_id, reward: r.reward, status: r.status }));
-  } catch {
-    return [];
-  } finally {
-    store?.close();
   }
 }
 
