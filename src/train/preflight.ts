@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { runCommand } from '../core/process/command.js';
+import { bwrapProblem, findBwrap } from '../sandbox/find.js';
 
 /**
  * What `polar train` checks before anything slow starts, each problem with the fix in its message.
@@ -31,6 +32,8 @@ export interface PreflightInput {
   globalBatch?: number;
   tasks?: number;
   promptsPerStep?: number;
+  /** GRPO: the sandbox the agent will run every sample in; bwrap is probed here, not first in the agent. */
+  sandbox?: 'bwrap' | 'none';
 }
 
 export async function preflight(input: PreflightInput): Promise<Preflight> {
@@ -70,6 +73,18 @@ export async function preflight(input: PreflightInput): Promise<Preflight> {
     }
   }
 
+  if (input.sandbox === 'bwrap') {
+    // The agent makes a sandbox only once NeMo-RL has loaded the model and started NeMo Gym; a bwrap
+    // that is installed but cannot make one (user namespaces blocked, as on many GPU nodes) would
+    // fail every sample then. Probed now, with the namespaces the agent uses (sandbox/find.ts).
+    const bwrap = findBwrap(input.env.PATH);
+    const problem = bwrap ? bwrapProblem(bwrap) : null;
+    if (!bwrap) soft('--sandbox bwrap needs bubblewrap on PATH (Debian: apt-get install bubblewrap)');
+    else if (problem)
+      soft(
+        `bubblewrap (${bwrap}) cannot make a sandbox on this machine: ${problem}. Every sample runs in one, so nothing would train: allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1 or kernel.apparmor_restrict_unprivileged_userns=0, or an AppArmor profile for bwrap), or run on a node that allows them`,
+      );
+  }
   if (input.groupSize !== undefined && input.globalBatch !== undefined && input.globalBatch % input.groupSize !== 0) {
     errors.push(
       `policy.train_global_batch_size ${input.globalBatch} is not a multiple of the group size ${input.groupSize}: a GRPO group must not straddle two optimizer batches (leave it to polar: prompts × group size)`,

@@ -43,6 +43,8 @@ export interface GrpoOptions extends TrainCommon {
   agent: { node: string; polarBin: string; args: string[] };
   /** Measure the harness's first prompt and refuse a `maxSeqLen` that cannot hold a session (first-prompt.ts). */
   contextBudget?: ContextBudgetInput;
+  /** The agent's sandbox: preflight probes bwrap, which the agent would first try with the model loaded. */
+  sandbox?: 'bwrap' | 'none';
 }
 
 export interface ContextBudgetInput {
@@ -122,6 +124,7 @@ export async function prepareGrpo(o: GrpoOptions): Promise<PreparedRun> {
     ...(typeof globalBatch === 'number' ? { globalBatch } : {}),
     tasks: o.tasks.length,
     promptsPerStep: o.promptsPerStep,
+    ...(o.sandbox ? { sandbox: o.sandbox } : {}),
   });
   const firstPrompt = budget ? budgetChecks(budget, config, o, checks) : null;
   contractChecks(o.nemoRl, 'grpo', config, runDir, checks);

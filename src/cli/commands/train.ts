@@ -207,6 +207,7 @@ async function grpo(opts: GrpoFlags, command: Command): Promise<void> {
       promptsPerStep: opts.promptsPerStep,
       groupSize: opts.groupSize,
       toolParser: opts.toolParser,
+      sandbox,
       dbPath,
       agent: { node: process.execPath, polarBin: agent.bin, args: agentArgs },
       contextBudget: {

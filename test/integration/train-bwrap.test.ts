@@ -1,0 +1,69 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { writeFixtureCheckout } from '../support/nemo-rl-checkout.js';
+import { writeGpuStandIns } from '../support/fake-nemo-rl/stand-ins.js';
+import { trainGrpoArgs, pathWithStandIns, writeOneCallAgent, writeTaskFile } from '../support/nemo-rl-train.js';
+import { nodeAgentHarness, polarCli } from '../support/polar-cli.js';
+
+/**
+ * `polar train grpo` on a node where bubblewrap is installed but cannot make a sandbox (unprivileged
+ * user namespaces blocked, as on many GPU nodes): the agent would find out only once NeMo-RL had
+ * loaded the model and NeMo Gym posted the first /run. Preflight probes it and refuses before
+ * anything starts.
+ */
+let dir: string;
+let checkout: string;
+let fakeBin: string;
+let tasks: string;
+let agent: string;
+
+beforeAll(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-train-bwrap-'));
+  checkout = writeFixtureCheckout(path.join(dir, 'RL'));
+  fakeBin = writeGpuStandIns(dir);
+  // bwrap as it answers where user namespaces are blocked.
+  fs.writeFileSync(
+    path.join(fakeBin, 'bwrap'),
+    '#!/bin/sh\necho "bwrap: No permissions to creating new namespace, likely because the kernel does not allow non-privileged user namespaces." >&2\nexit 1\n',
+    {
+      mode: 0o755,
+    },
+  );
+  agent = writeOneCallAgent(path.join(dir, 'agent.mjs'), "'1\\n'");
+  tasks = writeTaskFile(
+    path.join(dir, 'tasks.jsonl'),
+    ['a', 'b'].map((id) => ({
+      id,
+      prompt: 'answer with 1',
+      workspace: { empty: true },
+      evaluator: { type: 'command', command: 'cat answer.txt' },
+      timeout: 60,
+    })),
+  );
+});
+afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+const args = (runDir: string, sandbox: string[]) =>
+  trainGrpoArgs({ checkout, model: 'Qwen/Qwen3-0.6B', tasks, harness: nodeAgentHarness(agent), runDir, db: path.join(runDir, 'polar.db') })
+    // The shared line runs without a sandbox; these runs choose theirs.
+    .filter((a, i, all) => !(a === '--sandbox' || all[i - 1] === '--sandbox'))
+    .concat(sandbox);
+
+describe('polar train grpo with a bubblewrap that cannot make a sandbox', () => {
+  it('refuses before starting NeMo-RL, with bwrap’s reason and the way out (bwrap chosen by default, or asked for)', { timeout: 120_000 }, async () => {
+    const env = { ...process.env, NO_COLOR: '1', POLAR_STATE_DIR: path.join(dir, 'state'), PATH: pathWithStandIns(fakeBin) };
+    for (const sandbox of [[], ['--sandbox', 'bwrap']]) {
+      const runDir = path.join(dir, `run${sandbox.length}`);
+      const outcome = await polarCli(args(runDir, sandbox), { env, timeout: 100_000 });
+      expect(outcome.code).toBe(2);
+      expect(outcome.stderr).toMatch(/cannot start grpo:/);
+      expect(outcome.stderr).toMatch(/bubblewrap \(.*bwrap\) cannot make a sandbox on this machine: bwrap: No permissions to creating new namespace/);
+      expect(outcome.stderr).toMatch(/allow unprivileged user namespaces/);
+      // Nothing started: no NeMo-RL log, and the refused run left no run directory behind.
+      expect(fs.existsSync(path.join(runDir, 'train.log'))).toBe(false);
+      expect(fs.existsSync(runDir)).toBe(false);
+    }
+  });
+});
