@@ -44,8 +44,19 @@ export async function preflight(input: PreflightInput): Promise<Preflight> {
 
   const smi = await runCommand('nvidia-smi', ['--query-gpu=name,memory.total', '--format=csv,noheader'], { env: input.env, timeoutMs: 15_000 });
   out.gpus = smi.failed || smi.exitCode !== 0 ? [] : smi.stdout.trim().split('\n').filter(Boolean);
+  // nvidia-smi lists every GPU; CUDA_VISIBLE_DEVICES, when the user set it, says which are theirs.
+  const visible = visibleDevices(input.env);
+  const available = visible ? visible.length : out.gpus.length;
+  const where = visible ? `CUDA_VISIBLE_DEVICES=${input.env.CUDA_VISIBLE_DEVICES} names` : 'nvidia-smi lists';
   if (out.gpus.length === 0) soft('no NVIDIA GPU: `nvidia-smi` did not list one (NeMo-RL trains on CUDA; install the NVIDIA driver, or run on a GPU machine)');
-  else if (out.gpus.length < input.gpus) soft(`--gpus ${input.gpus}, but nvidia-smi lists ${out.gpus.length}: ${out.gpus.join('; ')}`);
+  else if (available < input.gpus) soft(`--gpus ${input.gpus}, but ${where} ${available}: ${out.gpus.join('; ')}`);
+  else if (available > input.gpus)
+    // --gpus stays 1 by default: NeMo-RL splits each step's batch over the data-parallel ranks in
+    // whole micro-batches (dtensor_policy_worker_v2.py:417, batched_data_dict.py:1011), so a small
+    // batch (the README's 2 prompts × 4) cannot be spread over a whole node unasked.
+    warnings.push(
+      `this run trains on ${input.gpus} of the ${available} GPUs ${where} (--gpus ${input.gpus}): pass --gpus ${available} to use them all; NeMo-RL splits each step's batch over them in whole micro-batches, so the batch (prompts × group size for GRPO) must be a multiple of GPUs × policy.train_micro_batch_size`,
+    );
 
   const uv = await runCommand('uv', ['--version'], { env: input.env, timeoutMs: 15_000 });
   out.uv = uv.failed || uv.exitCode !== 0 ? null : uv.stdout.trim();
@@ -107,4 +118,13 @@ export async function preflight(input: PreflightInput): Promise<Preflight> {
 
 function looksLikePath(model: string): boolean {
   return model.startsWith('/') || model.startsWith('./') || model.startsWith('../') || model.startsWith('~');
+}
+
+/** The devices CUDA_VISIBLE_DEVICES names (set and not empty), else null: polar trains on the first --gpus of them. */
+export function visibleDevices(env: Record<string, string | undefined>): string[] | null {
+  const list = (env.CUDA_VISIBLE_DEVICES ?? '')
+    .split(',')
+    .map((d) => d.trim())
+    .filter(Boolean);
+  return list.length > 0 ? list : null;
 }

@@ -9,7 +9,7 @@ import { recentSessions, type TrainSession } from '../store/train-runs.js';
 import { appSource, gymRows, writeGymWiring } from './gym-agent/wiring.js';
 import { applySet, getKey, GRPO_BASE, GRPO_SCRIPT, grpoConfig, mergeConfig, SFT_BASE, SFT_SCRIPT, sftConfig } from './nemo-rl/config.js';
 import { budgetProblem, longestTaskPrompt, measureFirstPrompt, neededSeqLen, type FirstPrompt } from './first-prompt.js';
-import { preflight, type Preflight } from './preflight.js';
+import { preflight, visibleDevices, type Preflight } from './preflight.js';
 import { contractChecks } from './nemo-rl/preflight-contract.js';
 import { fitSftBatch } from './sft-batch.js';
 import { initialProgress, readLine, type StepMetrics, type TrainProgress } from './progress.js';
@@ -238,7 +238,9 @@ function finish(
   const command = {
     file: 'uv',
     args: ['run', 'python', script, '--config', configFile],
-    env: { ...env, CUDA_VISIBLE_DEVICES: Array.from({ length: o.gpus }, (_, i) => String(i)).join(',') },
+    // The first --gpus of the devices the user made visible (else 0..n-1): not GPUs 0..n-1 of a node
+    // whose CUDA_VISIBLE_DEVICES gave this user other ones.
+    env: { ...env, CUDA_VISIBLE_DEVICES: (visibleDevices(env) ?? Array.from({ length: o.gpus }, (_, i) => String(i))).slice(0, o.gpus).join(',') },
     cwd: path.resolve(o.nemoRl),
   };
   const shell = `cd ${quote(command.cwd)} && CUDA_VISIBLE_DEVICES=${command.env.CUDA_VISIBLE_DEVICES}${env.NEMO_GYM_EXTRA_ROOTS ? ` NEMO_GYM_EXTRA_ROOTS=${quote(env.NEMO_GYM_EXTRA_ROOTS)}` : ''} ${[command.file, ...command.args].map(quote).join(' ')}\n`;

@@ -141,7 +141,12 @@ function common(command: Command): Command {
   return command
     .requiredOption('--nemo-rl <path>', 'a NeMo-RL checkout (git clone --recursive https://github.com/NVIDIA-NeMo/RL)')
     .requiredOption('--model <name>', 'the policy: a Hugging Face id or a local folder')
-    .option('--gpus <n>', 'GPUs to use (CUDA_VISIBLE_DEVICES 0..n-1)', integerArg('--gpus', 1, 64), 1)
+    .option(
+      '--gpus <n>',
+      "GPUs to use: the first n of CUDA_VISIBLE_DEVICES when set, else 0..n-1 (each step's batch is split over them in whole micro-batches)",
+      integerArg('--gpus', 1, 64),
+      1,
+    )
     .option('--steps <n>', 'training steps', integerArg('--steps', 1, 10_000_000), 20)
     .option(
       '--max-seq-len <n>',
