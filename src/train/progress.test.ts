@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { initialProgress, readLine } from './progress.js';
+import { initialProgress, readLine, zeroAdvantageWarning } from './progress.js';
 
 describe('NeMo-RL progress lines', () => {
   it('phases, steps and the results of each step, as grpo.py prints them', () => {
@@ -27,7 +27,7 @@ describe('NeMo-RL progress lines', () => {
     ];
     const done = lines.map((l) => readLine(p, l)).filter(Boolean);
     expect(p.setupSeconds).toBe(93.4);
-    expect(done).toEqual([{ step: 3, maxSteps: 20, epoch: null, loss: -0.0123, reward: 0.625, stepTimeS: 42.17, generationLength: 812.25 }]);
+    expect(done).toEqual([{ step: 3, maxSteps: 20, epoch: null, loss: -0.0123, reward: 0.625, stepTimeS: 42.17, generationLength: 812.25, advantages: null }]);
     expect(p.phase).toBe('training');
     readLine(p, 'Saving checkpoint for step 3...');
     expect(p.phase).toBe('checkpoint');
@@ -56,5 +56,34 @@ describe('NeMo-RL progress lines', () => {
     const q = initialProgress();
     for (const l of epoch(2, [1])) readLine(q, l);
     expect([q.step, q.maxSteps]).toEqual([4, 6]);
+  });
+  it("reads the advantages lines polar's NeMo-RL stand-in prints (the logger's names) and says loudly when they are all 0", () => {
+    const stepLines = (k: number, adv: [string, string, string]) => [
+      `========================= Step ${k}/2 =========================`,
+      '📊 Training Results:',
+      '  • Loss: 0.0000',
+      '  • Avg Reward: 0.5000',
+      `  • advantages/mean: ${adv[0]}`,
+      `  • advantages/min: ${adv[1]}`,
+      `  • advantages/max: ${adv[2]}`,
+      '⏱️  Timing:',
+      '  • Total step time: 1.00s',
+    ];
+    const p = initialProgress();
+    const done = [...stepLines(1, ['0.0000', '0.0000', '0.0000']), ...stepLines(2, ['0.0000', '-1.1547', '1.1547'])]
+      .map((l) => readLine(p, l))
+      .filter((s) => s !== null);
+    expect(done.map((s) => s.advantages)).toEqual([
+      { mean: 0, min: 0, max: 0 },
+      { mean: 0, min: -1.1547, max: 1.1547 },
+    ]);
+    expect(zeroAdvantageWarning(done[0]!)).toMatch(/step 1: every advantage is 0 .*mean 0\.5.*first prompt/);
+    expect(zeroAdvantageWarning(done[1]!)).toBeNull();
+    // Real NeMo-RL prints no advantages: nothing to judge, nothing said.
+    const real = initialProgress();
+    const plain = ['========================= Step 1/1 =========================', '  • Loss: 0.0000', '  • Total step time: 1.00s'].map((l) =>
+      readLine(real, l),
+    );
+    expect(zeroAdvantageWarning(plain.at(-1)!)).toBeNull();
   });
 });

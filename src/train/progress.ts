@@ -16,6 +16,12 @@ export interface StepMetrics {
   reward: number | null;
   stepTimeS: number | null;
   generationLength: number | null;
+  /**
+   * NeMo-RL's `advantages/mean|min|max` over the step's response tokens (grpo.py:3439-3446), where
+   * the output carries them: real NeMo-RL sends them to its logger only (TensorBoard), polar's
+   * stand-in prints them as `• advantages/mean: X` in its Training Results. Null when absent.
+   */
+  advantages: { mean: number | null; min: number | null; max: number | null } | null;
 }
 
 export interface TrainProgress {
@@ -95,6 +101,11 @@ export function readLine(p: TrainProgress, raw: string): StepMetrics | null {
   if (reward) p.current.reward = Number(reward[1]);
   const length = value('Mean Generation Length');
   if (length) p.current.generationLength = Number(length[1]);
+  const adv = new RegExp(`^• advantages/(mean|min|max): ${NUM}`).exec(text);
+  if (adv) {
+    p.current.advantages ??= { mean: null, min: null, max: null };
+    p.current.advantages[adv[1] as 'mean' | 'min' | 'max'] = Number(adv[2]);
+  }
   const time = /^• Total step time: ([\d.]+)s/.exec(text);
   if (time) {
     p.current.stepTimeS = Number(time[1]);
@@ -106,5 +117,18 @@ export function readLine(p: TrainProgress, raw: string): StepMetrics | null {
 }
 
 function emptyStep(step: number, maxSteps: number | null, epoch: number | null): StepMetrics {
-  return { step, maxSteps, epoch, loss: null, reward: null, stepTimeS: null, generationLength: null };
+  return { step, maxSteps, epoch, loss: null, reward: null, stepTimeS: null, generationLength: null, advantages: null };
+}
+
+/**
+ * What to say, loudly, after a step whose every advantage was 0: the policy cannot move (LoRA's B
+ * starts at 0, so the adapter stays as it was) however the rewards look. The usual cause is that the
+ * samples of each task did not share one first prompt, so NeMo-RL made each its own group
+ * (algorithms/utils.py:132-159 at 7ea279a), or that every group's rewards were equal. Null otherwise,
+ * or when the step did not report its advantages.
+ */
+export function zeroAdvantageWarning(step: StepMetrics): string | null {
+  const a = step.advantages;
+  if (a?.min !== 0 || a.max !== 0) return null;
+  return `step ${step.step}: every advantage is 0 (advantages/min = advantages/max = 0), so this step cannot change the policy, whatever its rewards${step.reward !== null ? ` (mean ${step.reward})` : ''}. Either each group's rewards were all equal, or the samples of a task did not share one first prompt and NeMo-RL made each its own group: look for "first prompt" warnings from polar gym-agent in train.log`;
 }

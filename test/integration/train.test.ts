@@ -284,15 +284,17 @@ describe('polar train grpo with a stand-in NeMo-RL', () => {
       env: envWithFakes(),
       timeout: 120_000,
     });
-    expect(JSON.parse(stdout)).toMatchObject({ ok: true, exitCode: 0, steps: 2, checkpoint: 2 });
+    // Each group's two samples get the same reward (tasks a and b answer 0 and 1 every time), so every
+    // advantage is 0: the stand-in's loss is 0 and polar train names the steps that trained nothing.
+    expect(JSON.parse(stdout)).toMatchObject({ ok: true, exitCode: 0, steps: 2, checkpoint: 2, zeroAdvantageSteps: [1, 2] });
     const metrics = fs
       .readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8')
       .trim()
       .split('\n')
       .map((l) => JSON.parse(l));
-    expect(metrics.map((m) => [m.step, m.maxSteps, m.loss])).toEqual([
-      [1, 2, 0.5],
-      [2, 2, 0.25],
+    expect(metrics.map((m) => [m.step, m.maxSteps, m.loss, m.advantages])).toEqual([
+      [1, 2, 0, { mean: 0, min: 0, max: 0 }],
+      [2, 2, 0, { mean: 0, min: 0, max: 0 }],
     ]);
     // Three tasks at two per step: one full batch per epoch, tasks a and b (rewards 0 and 1, two samples each).
     expect(metrics.map((m) => m.reward)).toEqual([0.5, 0.5]);

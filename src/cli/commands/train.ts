@@ -16,7 +16,7 @@ import { exportLines } from '../../trajectory/export/select.js';
 import { emptyStats } from '../../trajectory/reconstruct.js';
 import { getStrategy } from '../../trajectory/registry.js';
 import { latestCheckpoint, launch, prepareGrpo, prepareSft, type PreparedRun, type TrainUpdate } from '../../train/run-train.js';
-import { initialProgress } from '../../train/progress.js';
+import { initialProgress, zeroAdvantageWarning } from '../../train/progress.js';
 import { DEFAULT_INFRA_RETRIES, DEFAULT_MAX_FAILED_SHARE } from '../../train/gym-agent/agent.js';
 import { getKey } from '../../train/nemo-rl/config.js';
 import type { Yaml } from '../../train/yaml.js';
@@ -409,11 +409,19 @@ async function execute(run: PreparedRun, opts: CommonFlags, dbPath: string | nul
       })
     : null;
   let last: TrainUpdate | null = null;
+  // Steps whose every advantage was 0 (where the output says: polar's stand-in prints them, real
+  // NeMo-RL logs them to TensorBoard only): such a step cannot move the policy.
+  const zeroSteps: number[] = [];
   const code = await launch(run, {
     ...(dbPath ? { dbPath } : {}),
     startedAt,
     onUpdate: (u) => {
       last = u;
+      const zero = u.step ? zeroAdvantageWarning(u.step) : null;
+      if (zero) {
+        zeroSteps.push(u.step!.step);
+        if (!view && !opts.json) process.stderr.write(`${chalk.red('warning')}: ${zero}\n`);
+      }
       if (view) view.update(u);
       else if (u.step && !opts.json) {
         process.stderr.write(
@@ -432,6 +440,7 @@ async function execute(run: PreparedRun, opts: CommonFlags, dbPath: string | nul
     lastStep: progress.completed.at(-1) ?? null,
     checkpoint,
     log: path.join(run.runDir, 'train.log'),
+    zeroAdvantageSteps: zeroSteps,
   };
   if (opts.json) printJson(result);
   else {
@@ -439,6 +448,10 @@ async function execute(run: PreparedRun, opts: CommonFlags, dbPath: string | nul
     process.stdout.write(
       `${chalk.bold(`polar train ${run.kind}`)} ${status}: ${count(result.steps, 'step')} here${checkpoint !== null ? `, newest checkpoint step_${checkpoint}` : ''}\n  log ${result.log}\n  metrics ${path.join(run.runDir, 'metrics.jsonl')}\n`,
     );
+    if (zeroSteps.length > 0)
+      process.stderr.write(
+        `${chalk.red('warning')}: ${zeroSteps.length} of ${count(result.steps, 'step')} had every advantage 0 (steps ${zeroSteps.join(', ')}): they did not train the policy; see the step warnings above or train.log\n`,
+      );
     if (code !== 0 && checkpoint !== null) process.stdout.write(`  resume: ${invokedAs()} train ${run.kind} … --run-dir ${run.runDir} --resume\n`);
   }
   process.exitCode = code === 0 ? 0 : 1;

@@ -23,6 +23,7 @@ const [script, ...rest] = process.argv.slice(2);
 const configFile = rest[rest.indexOf('--config') + 1];
 const config = parseYaml(fs.readFileSync(configFile, 'utf8'));
 const started = Date.now();
+const { advantageLines, perAgentMetrics, stepAdvantages } = await import('./gym-step.mjs');
 const children = [];
 const stop = (code) => {
   for (const c of children) c.kill('SIGTERM');
@@ -54,6 +55,14 @@ const maxSteps = get(script.includes('run_sft') ? 'sft.max_num_steps' : 'grpo.ma
 console.log(`Loaded configuration from: ${rest[rest.indexOf('--config') + 1]}`);
 console.log(`📊 Using log directory: ${get('logger.log_dir')}/exp_001`);
 
+/** What NeMo-RL's logger would record for a step, `train/`-prefixed (grpo.py:3762), one JSON line a step. */
+function logMetrics(step, metrics) {
+  const dir = path.join(get('logger.log_dir'), 'exp_001');
+  fs.mkdirSync(dir, { recursive: true });
+  const train = Object.fromEntries(Object.entries(metrics).map(([k, v]) => [`train/${k}`, v]));
+  fs.appendFileSync(path.join(dir, 'logged_metrics.jsonl'), `${JSON.stringify({ step, ...train })}\n`);
+}
+
 function checkpoint(step) {
   if (step % savePeriod !== 0 && step !== maxSteps) return;
   console.log(`Saving checkpoint for step ${step}...`);
@@ -61,10 +70,12 @@ function checkpoint(step) {
   fs.writeFileSync(path.join(checkpoints, `step_${step}`, 'training_info.json'), JSON.stringify({ step }));
 }
 
-function results(step, rewards, seconds) {
+// `adv`: a GRPO step's advantages (gym-step.mjs): the loss is 0 when none in the loss is non-zero.
+function results(step, rewards, seconds, adv = null) {
   console.log('\n📊 Training Results:');
-  console.log(`  • Loss: ${(0.5 / step).toFixed(4)}`);
+  console.log(`  • Loss: ${(adv?.allZero ? 0 : 0.5 / step).toFixed(4)}`);
   if (rewards) console.log(`  • Avg Reward: ${(rewards.reduce((a, b) => a + b, 0) / rewards.length).toFixed(4)}`);
+  if (adv) for (const line of advantageLines(adv)) console.log(line);
   console.log('  • Mean Generation Length: 42.0000');
   console.log('\n⏱️  Timing:');
   console.log(`  • Total step time: ${seconds.toFixed(2)}s`);
@@ -250,11 +261,15 @@ for (let step = resumeFrom + 1; step <= maxSteps; step++) {
     if (trainable === 0) fail('NeMo Gym returned a result with no generation data.');
   }
   console.log('▶ Computing advantages...');
+  // NeMo-RL's rule (first-prompt groups, leave-one-out, normalisation, masks): gym-step.mjs.
+  const adv = stepAdvantages(answers, get);
+  logMetrics(step, { ...adv.stats, ...perAgentMetrics(batch, answers) });
   console.log('▶ Training policy...');
   results(
     step,
     answers.map((a) => a.reward),
     (Date.now() - t0) / 1000,
+    adv,
   );
   checkpoint(step);
 }

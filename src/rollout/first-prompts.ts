@@ -1,0 +1,84 @@
+import type { CallTokenRow } from '../store/requests.js';
+import { emptyStats, usableCalls } from '../trajectory/reconstruct.js';
+
+/**
+ * Do a GRPO group's samples share one first prompt? NeMo-RL groups samples for their advantages by
+ * the token ids of each sample's first prompt, not by task (NeMo-RL 7ea279a: nemo_gym.py:1012 keeps
+ * the first trainable item's prompt, algorithms/utils.py:132 groups by `torch.unique`; see
+ * train/nemo-rl/advantages.ts): a sample whose first prompt differs from its siblings' is a group of
+ * its own, and its advantage is 0 whatever its reward. Pure: the caller reads the calls.
+ */
+
+/** A sample's first prompt (server token ids), or why it has none to compare. */
+export type FirstPrompt = { ids: readonly number[] } | { unchecked: string };
+
+/**
+ * The prompt ids of the sample's first model call that NeMo-RL would see: the main agent's first
+ * call that returned server token ids (`token_source` upstream) and offered tools. That is the first
+ * call of the trace polar answers or exports (gym-agent/result.ts, export --format nemo-gym), whose
+ * first item's `prompt_token_ids` NeMo-RL groups by. Side calls (a title request, no tools offered)
+ * and sub-agents are never part of it. Ids are compared only where the server returned them: polar
+ * never re-tokenizes text to fill them in.
+ */
+export function sampleFirstPrompt(rows: readonly CallTokenRow[]): FirstPrompt {
+  if (rows.length === 0) return { unchecked: 'no model call recorded' };
+  const usable = usableCalls(rows, false, emptyStats('first-prompt'));
+  const agent = usable.some((c) => c.agentId === 'main') ? 'main' : usable[0]?.agentId;
+  const first = usable.find((c) => c.agentId === agent);
+  if (first) return { ids: first.promptIds };
+  return {
+    unchecked: rows.some((r) => r.tokenSource === 'upstream')
+      ? 'no completed model call with server token ids'
+      : 'the upstream returned no token ids (token_source none)',
+  };
+}
+
+export interface FirstPromptCheck {
+  /** `same`: at least two samples were compared and all share one first prompt; `split`: they do not; `unchecked`: fewer than two could be compared. */
+  status: 'same' | 'split' | 'unchecked';
+  /** Samples whose first prompt could be compared. */
+  checked: number;
+  /** Distinct first prompts among them: NeMo-RL's groups for this task. */
+  distinct: number;
+  /** Per sample, which distinct first prompt it has (0, 1, … in order of appearance); null where it could not be compared. */
+  prompt: (number | null)[];
+  /** Where the first two distinct prompts part: the first differing token and each one's length. */
+  differsAt: { samples: [number, number]; token: number; lengths: [number, number] } | null;
+  /** Samples that could not be compared, with why. */
+  unchecked: { sample: number; reason: string }[];
+}
+
+export function compareFirstPrompts(prompts: readonly FirstPrompt[]): FirstPromptCheck {
+  const keys = new Map<string, number>();
+  const firstOf: number[] = [];
+  const unchecked: FirstPromptCheck['unchecked'] = [];
+  const prompt = prompts.map((p, i) => {
+    if ('unchecked' in p) {
+      unchecked.push({ sample: i, reason: p.unchecked });
+      return null;
+    }
+    const key = p.ids.join(',');
+    if (!keys.has(key)) {
+      keys.set(key, keys.size);
+      firstOf.push(i);
+    }
+    return keys.get(key)!;
+  });
+  const checked = prompt.filter((p) => p !== null).length;
+  let differsAt: FirstPromptCheck['differsAt'] = null;
+  if (firstOf.length > 1) {
+    const a = (prompts[firstOf[0]!] as { ids: readonly number[] }).ids;
+    const b = (prompts[firstOf[1]!] as { ids: readonly number[] }).ids;
+    let token = 0;
+    while (token < a.length && token < b.length && a[token] === b[token]) token++;
+    differsAt = { samples: [firstOf[0]!, firstOf[1]!], token, lengths: [a.length, b.length] };
+  }
+  return { status: keys.size > 1 ? 'split' : checked >= 2 ? 'same' : 'unchecked', checked, distinct: keys.size, prompt, differsAt, unchecked };
+}
+
+/** The loud line for a split group (rollout's summary, gym-agent's log). */
+export function splitMessage(taskId: string, check: FirstPromptCheck): string {
+  const d = check.differsAt;
+  const where = d ? ` (samples ${d.samples[0]} and ${d.samples[1]} part at token ${d.token}; lengths ${d.lengths[0]} and ${d.lengths[1]})` : '';
+  return `task ${taskId}: its samples have ${check.distinct} different first prompts${where}. NeMo-RL groups GRPO samples by first-prompt token ids, so they are ${check.distinct} groups, not one, and a sample alone in its group gets advantage 0: this task would not train. Something the harness reads at start differs per sample (a path, a date, an id); \`polar inspect\` the sessions' first calls to see what`;
+}
