@@ -7,36 +7,13 @@ import { findBwrap } from '../../src/sandbox/index.js';
 import { Store } from '../../src/store/store.js';
 import { nodeAgentHarness, POLAR_BIN, polarCli } from '../support/polar-cli.js';
 import { startReferenceUpstream, type ReferenceUpstream } from '../support/reference-upstream/index.js';
+import { ROLLOUT_AGENT } from '../support/rollout-agent.js';
 
 /**
  * `polar rollout` with a small real agent (the custom harness) whose behaviour the task prompt
  * picks, so each lifecycle case is exact: groups and rewards, a crash and a resume, a hang past the
  * budget, a broken evaluator, bad task files, and the sandbox.
  */
-
-/** Makes `calls` model calls through polar, then does what the prompt says: write:F:TEXT, sleep:S, touch:PATH, say:TEXT (to stderr, _ for spaces), fail. */
-const AGENT = `
-import fs from 'node:fs';
-const prompt = process.argv[2] ?? '';
-const calls = Number(/calls=(\\d+)/.exec(prompt)?.[1] ?? 1);
-for (let i = 0; i < calls; i++) {
-  const res = await fetch(process.env.OPENAI_BASE_URL + '/chat/completions', {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: 'Bearer ' + process.env.OPENAI_API_KEY },
-    body: JSON.stringify({ model: 'any', messages: [{ role: 'user', content: prompt + ' #' + i }], tools: [{ type: 'function', function: { name: 'noop', parameters: { type: 'object' } } }] }),
-  });
-  if (!res.ok) process.exit(3);
-  await res.json();
-}
-for (const step of prompt.split(' ')) {
-  const [verb, a, b] = step.split(':');
-  if (verb === 'write') fs.writeFileSync(a, b + '\\n');
-  if (verb === 'sleep') await new Promise((r) => setTimeout(r, Number(a) * 1000));
-  if (verb === 'touch') fs.writeFileSync(a, 'escaped\\n');
-  if (verb === 'say') console.error(step.slice(4).replaceAll('_', ' '));
-  if (verb === 'fail') process.exit(1);
-}
-`;
 
 let upstream: ReferenceUpstream;
 let dir: string;
@@ -46,7 +23,7 @@ beforeAll(async () => {
   upstream = await startReferenceUpstream();
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-rollout-'));
   agent = path.join(dir, 'agent.mjs');
-  fs.writeFileSync(agent, AGENT);
+  fs.writeFileSync(agent, ROLLOUT_AGENT);
 });
 afterAll(async () => {
   await upstream?.close();
