@@ -19,6 +19,7 @@ import { Channel, pool } from './channel.js';
 import type { RolloutConfig, RolloutEvent, RolloutSummary } from './config.js';
 import { initStage, postStage, runStage, type Prepared, type Ran, type StageContext } from './stages.js';
 import { removeWorkspace, workspaceDir } from './workspace.js';
+import { groupFirstPrompts } from './group-first-prompts.js';
 import type { RolloutTask } from './task-file.js';
 import { harborPreflight, isBuiltinAgent } from './harbor/trial.js';
 
@@ -243,9 +244,18 @@ function openRollout(store: Store, run: RolloutRun): { rolloutId: string; config
 /**
  * The rollout as it stands in the database: outcomes, groups with their rewards and advantages.
  * `since`: when this run started; the throughput counts only the samples that ended after it
- * (a resume's own), over `durationMs`. Without it, every ended sample counts.
+ * (a resume's own), over `durationMs`. Without it, every ended sample counts. `firstPrompts`: check
+ * that each group's samples share one first prompt (reads every session's calls; a list of
+ * rollouts leaves it out).
  */
-export function summarize(store: Store, rolloutId: string, dbPath: string, durationMs: number, since?: number): RolloutSummary {
+export function summarize(
+  store: Store,
+  rolloutId: string,
+  dbPath: string,
+  durationMs: number,
+  since?: number,
+  opts: { firstPrompts?: boolean } = {},
+): RolloutSummary {
   const row = store.rollouts.get(rolloutId)!;
   const samples = store.rollouts.samples(rolloutId);
   const groups = store.rollouts.groups(rolloutId);
@@ -268,6 +278,8 @@ export function summarize(store: Store, rolloutId: string, dbPath: string, durat
   const hostTasks = new Set(stored.filter((t) => t.network === 'host').map((t) => t.id));
   // A Harbor task that forbids the internet kept its harness to the proxy even under --network host.
   const offline = new Set(config.sandbox === 'none' ? [] : stored.filter((t) => t.harbor?.agentNetwork === 'none').map((t) => t.id));
+  const checkPrompts = opts.firstPrompts !== false;
+  const firstPrompts = new Map(checkPrompts ? [...byTask].map(([taskId, members]) => [taskId, groupFirstPrompts(store, members)]) : []);
   return {
     rolloutId,
     status: row.status,
@@ -290,6 +302,7 @@ export function summarize(store: Store, rolloutId: string, dbPath: string, durat
         advantages: members.map((m) => m.advantage),
         looAdvantages: members.map((m) => m.looAdvantage),
         accepted: members.filter((m) => m.accepted).length,
+        ...(checkPrompts ? { firstPrompt: firstPrompts.get(taskId)! } : {}),
       };
     }),
     durationMs,
@@ -298,5 +311,6 @@ export function summarize(store: Store, rolloutId: string, dbPath: string, durat
     db: dbPath,
     outDir: String(row.config.outDir ?? ''),
     hostNetwork: samples.filter((s) => (everyHost && !offline.has(s.taskId)) || hostTasks.has(s.taskId)).map((s) => s.id),
+    ...(checkPrompts ? { firstPromptSplits: [...firstPrompts].filter(([, c]) => c.status === 'split').map(([t]) => t) } : {}),
   };
 }

@@ -8,6 +8,7 @@ import { addSandboxOptions, limitsFrom, limitsGiven, readOnlyFrom, sandboxKind, 
 import type { RolloutConfig, RolloutSummary } from '../../rollout/config.js';
 import { runRollout, summarize, type RolloutRun } from '../../rollout/run-rollout.js';
 import { loadTasks } from '../../rollout/load-tasks.js';
+import { firstPromptNotes } from '../../rollout/first-prompts.js';
 import { BUILTIN_AGENTS, harborPreflight, isBuiltinAgent } from '../../rollout/harbor/trial.js';
 import { environmentNotice, type HarborEnvironment } from '../../rollout/harbor/environment.js';
 import { environmentOption, harborEnvironment } from '../environment-option.js';
@@ -296,6 +297,7 @@ function summaryText(s: RolloutSummary, dbPath: string): string {
         ]
       : []),
     ...(s.refusedCalls ? [chalk.yellow(`  ${s.refusedCalls} call(s) refused without their session's key: ${invokedAs()} audit${db}`)] : []),
+    ...firstPromptLines(s),
     '',
     groupTable(s),
     '',
@@ -312,6 +314,16 @@ function throughput(s: RolloutSummary): string {
   const before = o.completed + o.failed + o.timeout + o.error - s.endedHere;
   const rate = `${s.sessionsPerMinute.toFixed(1)} sessions/min · ${(s.durationMs / 1000).toFixed(0)} s`;
   return before > 0 ? `${rate} (${s.endedHere} ended in this run; ${before} before it)` : rate;
+}
+
+/**
+ * Said loudly: a group whose samples do not share one first prompt is several NeMo-RL groups, each
+ * sample alone getting advantage 0 (first-prompts.ts). With --json, `firstPromptSplits` and each
+ * group's `firstPrompt` carry it.
+ */
+function firstPromptLines(s: RolloutSummary): string[] {
+  const notes = firstPromptNotes(s.groups);
+  return [...notes.splits.map((line) => chalk.red.bold(`  FIRST PROMPT SPLIT: ${line}`)), ...(notes.unchecked ? [chalk.yellow(`  ${notes.unchecked}`)] : [])];
 }
 
 function groupTable(s: RolloutSummary): string {
@@ -384,7 +396,7 @@ async function listRollouts(opts: { db?: string; json?: boolean }): Promise<void
   const dbPath = opts.db ?? defaultDbPath();
   const store = await openStore(dbPath, { readonly: true });
   try {
-    const rows = store.rollouts.list().map((r) => summarize(store, r.id, dbPath, (r.endedAt ?? Date.now()) - r.createdAt));
+    const rows = store.rollouts.list().map((r) => summarize(store, r.id, dbPath, (r.endedAt ?? Date.now()) - r.createdAt, undefined, { firstPrompts: false }));
     if (opts.json) {
       printJson({ ok: true, rollouts: rows.map(({ groups: _g, ...rest }) => rest) });
       return;
