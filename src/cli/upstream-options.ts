@@ -1,5 +1,6 @@
 import { Option, type Command } from 'commander';
 import { TOOL_PARSERS, type UpstreamOptions } from '../upstream/create.js';
+import { samplingPolicy, type SamplingPolicy } from '../upstream/sampling-policy.js';
 import { UPSTREAM_KINDS } from '../upstream/types.js';
 import { numberArg } from './numbers.js';
 
@@ -22,8 +23,32 @@ export function addUpstreamOptions(command: Command): Command {
     .addOption(
       new Option('--tool-parser <name>', 'vllm-tito / sglang-tito: tool-call format (default: detected from the chat template)').choices([...TOOL_PARSERS]),
     )
-    .option('--temperature <t>', 'nemo-rl: the training temperature NeMo-RL asserts (set on every call)', numberArg('--temperature', 0, 100))
-    .option('--top-p <p>', 'nemo-rl: the training top_p NeMo-RL asserts (set on every call; default 1.0)', numberArg('--top-p', 0, 1));
+    .option(
+      '--temperature <t>',
+      "the trainer's sampling temperature: set on every call where polar pins sampling (rollout, worker, gym-agent, train, and any nemo-rl upstream); default 1.0, NeMo-RL's",
+      numberArg('--temperature', 0, 100),
+    )
+    .option('--top-p <p>', "the trainer's top_p, pinned likewise (default 1.0, NeMo-RL's)", numberArg('--top-p', 0, 1));
+}
+
+/**
+ * `--sampling` for the plain-capture commands (`run`, `proxy`): pass-through by default; `trainer`
+ * pins sampling as a rollout does, for a trainer of one's own behind `polar proxy`.
+ */
+export function addSamplingModeOption(command: Command): Command {
+  return command.addOption(
+    new Option(
+      '--sampling <mode>',
+      'pass-through: requests go as the harness sent them (calls that set their own sampling or template are flagged and kept out of exports); trainer: polar pins them (--temperature/--top-p) and drops the rest',
+    )
+      .choices(['pass-through', 'trainer'])
+      .default('pass-through'),
+  );
+}
+
+/** The sampling policy of a plain-capture command (`run`, `proxy`). */
+export function captureSampling(flags: UpstreamFlags & { sampling?: string }): SamplingPolicy {
+  return samplingPolicy(flags.sampling === 'trainer' ? 'trainer' : 'pass-through', flags.upstreamKind, flags.temperature, flags.topP);
 }
 
 export const UPSTREAM_KINDS_HELP = `
@@ -34,7 +59,8 @@ Upstream kinds:
                multi-turn sessions merge into one trajectory without drift
   sglang-tito  SGLang /generate with token ids: polar renders and bridges (needs --tokenizer)
   nemo-rl      NeMo-RL's vLLM HTTP server during GRPO: polar hands back earlier calls' token ids
-               and the server splices them (--temperature/--top-p must match training)
+               and the server splices them (--temperature/--top-p must match training;
+               sampling is always pinned)
   openai       any OpenAI-compatible server without token ids (recorded as text only)`;
 
 export function upstreamOptionsFrom(flags: UpstreamFlags): Omit<UpstreamOptions, 'baseUrl'> {

@@ -32,7 +32,9 @@ function unrecorded(store: Store): Set<CallRecord> {
   return set;
 }
 
-type BeginFields = Partial<Pick<RequestStart, 'originalRequest' | 'upstreamRequest' | 'requestedModel' | 'servedModel' | 'streamed' | 'render' | 'toolCount'>>;
+type BeginFields = Partial<
+  Pick<RequestStart, 'originalRequest' | 'upstreamRequest' | 'requestedModel' | 'servedModel' | 'streamed' | 'render' | 'toolCount' | 'sampling'>
+>;
 
 /**
  * One call's row, from arrival to the last byte. The row is inserted, with the request bodies, on

@@ -6,6 +6,7 @@ import { normalizeRequest } from '../providers/normalize.js';
 import { replyView } from '../providers/reply-view.js';
 import { StreamEventReader } from '../providers/stream-events.js';
 import type { DecodeContext, EncodeContext, ProviderCodec, StreamTranslator } from '../providers/types.js';
+import { applySamplingPolicy, PASS_THROUGH, type SamplingPolicy, type SamplingRecord, sentSampling } from '../upstream/sampling-policy.js';
 import type { CallOutcome, Upstream, UpstreamChunk, UpstreamRequest } from '../upstream/types.js';
 import { parseJsonBody, readBodyBytes } from '../core/http/body.js';
 import type { CallRecord } from './call-record.js';
@@ -35,7 +36,10 @@ export interface ModelCallContext {
   keepAliveMs: number;
   /** The provider path (without a session prefix). */
   apiPath: string;
-  lookupResponse?: DecodeContext['lookupResponse'];
+  /** A Responses reply recorded in `sessionId` (a previous_response_id resolves only within its own session). */
+  lookupResponse?: (responseId: string, sessionId: string) => ReturnType<NonNullable<DecodeContext['lookupResponse']>>;
+  /** Who chooses the sampling (sampling-policy.ts); left out: pass-through, as plain capture. */
+  sampling?: SamplingPolicy;
 }
 
 /**
@@ -87,32 +91,37 @@ function prepareCall(body: Buffer, call: CallRecord, ctx: ModelCallContext): { u
           servedModel: ctx.servedModel,
           call: { ...call.context, contextWindow: ctx.contextWindow },
           bytes: body,
+          sampling: ctx.sampling ?? PASS_THROUGH,
         });
   let upstreamReq: UpstreamRequest;
   let stream: boolean;
   let facts: () => RequestFacts;
+  let sampling: SamplingRecord;
   if (fast) {
-    ({ upstreamReq, stream } = fast);
+    ({ upstreamReq, stream, sampling } = fast);
     facts = once(fast.facts);
   } else {
     // The byte reading, realized, where there is one (a token-in upstream, a wide character in
     // the upstream body, …): the same value JSON.parse of the decoded text gives, without parsing
     // the body again (the codecs leave a parsed value as it is: wire-body.test.ts).
-    const u = understandRequest(asBytes === undefined ? parseJsonBody(body.toString('utf8')) : realize(asBytes), ctx);
-    upstreamReq = ctx.upstream.prepare(u.canonical, u.model, { ...call.context, contextWindow: ctx.contextWindow });
-    stream = u.canonical.stream;
-    const known = requestFacts(u.canonical, u.model);
+    const u = understandRequest(asBytes === undefined ? parseJsonBody(body.toString('utf8')) : realize(asBytes), ctx, call.context.sessionId);
+    const policy = ctx.sampling ?? PASS_THROUGH;
+    const pinned = applySamplingPolicy(u.canonical, policy, ctx.upstream.kind);
+    upstreamReq = ctx.upstream.prepare(pinned.req, u.model, { ...call.context, contextWindow: ctx.contextWindow });
+    sampling = { policy: policy.mode, ...sentSampling(upstreamReq.body), dropped: pinned.dropped, off_policy: pinned.offPolicy };
+    stream = pinned.req.stream;
+    const known = requestFacts(pinned.req, u.model);
     facts = () => known;
   }
   // The session rides along so a server (or a scheduler in front of it) can tell sessions apart;
   // vLLM and SGLang ignore headers they do not know.
   upstreamReq.headers = { ...upstreamReq.headers, [UPSTREAM_SESSION_HEADER]: call.context.sessionId };
-  recordSoon(call, body, upstreamReq, facts);
+  recordSoon(call, body, upstreamReq, facts, sampling);
   return { upstreamReq, stream, request: () => facts().reply };
 }
 
 /** The row and bodies, written on the turn after the request went upstream, while the server works. */
-function recordSoon(call: CallRecord, body: Buffer, upstreamReq: UpstreamRequest, facts: () => RequestFacts): void {
+function recordSoon(call: CallRecord, body: Buffer, upstreamReq: UpstreamRequest, facts: () => RequestFacts, sampling: SamplingRecord): void {
   call.beginSoon(() => {
     const { reply, model, stream, toolCount } = facts();
     return {
@@ -123,6 +132,7 @@ function recordSoon(call: CallRecord, body: Buffer, upstreamReq: UpstreamRequest
       streamed: stream,
       render: upstreamReq.render ?? null,
       toolCount,
+      sampling,
     };
   });
 }
@@ -141,8 +151,9 @@ function once<T>(make: () => T): () => T {
 }
 
 /** The request as text: decoded, normalized, and the model it goes to. */
-function understandRequest(json: unknown, ctx: ModelCallContext): { canonical: CanonicalRequest; model: string } {
-  const decoded = ctx.codec.decodeRequest(json, { path: ctx.apiPath, lookupResponse: ctx.lookupResponse });
+function understandRequest(json: unknown, ctx: ModelCallContext, sessionId: string): { canonical: CanonicalRequest; model: string } {
+  const lookup = ctx.lookupResponse;
+  const decoded = ctx.codec.decodeRequest(json, { path: ctx.apiPath, ...(lookup ? { lookupResponse: (id: string) => lookup(id, sessionId) } : {}) });
   const canonical = normalizeRequest(decoded, { contextWindow: ctx.contextWindow, maxTokens: ctx.maxTokens ?? null });
   const model = ctx.servedModel ?? canonical.requestedModel;
   if (!model) {

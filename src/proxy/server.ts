@@ -22,6 +22,7 @@ import { modelList } from './models.js';
 import { hostPolicy, originProblem, type HostPolicy } from '../core/http/origin.js';
 import { PauseGate } from './pause.js';
 import { lookupResponse, safeParse } from './recorded-response.js';
+import type { SamplingPolicy } from '../upstream/sampling-policy.js';
 import { renderError, sendError } from './render-error.js';
 import { sendJson, toPolarError } from './reply.js';
 import { detectProvider, matchRoute, SUPPORTED_ROUTES, type Route } from './route.js';
@@ -67,6 +68,8 @@ export interface ProxyOptions {
   pauseLimitMs?: number;
   /** The policy version recorded on calls until a trainer sets another. */
   policyVersion?: string | null;
+  /** Who chooses each call's sampling (upstream/sampling-policy.ts); left out: pass-through. */
+  sampling?: SamplingPolicy;
 }
 
 export interface RunningProxy {
@@ -129,7 +132,8 @@ export async function startProxy(options: ProxyOptions): Promise<RunningProxy> {
       maxTokens: options.maxTokens ?? null,
       maxBodyBytes,
       keepAliveMs: options.keepAliveMs ?? 15_000,
-      lookupResponse: (responseId: string) => lookupResponse(store, responseId),
+      lookupResponse: (responseId: string, sessionId: string) => lookupResponse(store, responseId, sessionId),
+      ...(options.sampling ? { sampling: options.sampling } : {}),
     },
     policy: hostPolicy(host, options.port ?? 0, options.allowHosts),
     inFlight: 0,

@@ -2,6 +2,7 @@ import { isUtf8 } from 'node:buffer';
 import type { CanonicalRequest, ReplyRequest } from '../core/chat.js';
 import { normalizeRequest } from '../providers/normalize.js';
 import type { ProviderCodec } from '../providers/types.js';
+import { applySamplingPolicy, PASS_THROUGH, type SamplingPolicy, type SamplingRecord, sentSampling } from '../upstream/sampling-policy.js';
 import type { CallContext, Upstream, UpstreamRequest } from '../upstream/types.js';
 import { parseJsonBody } from '../core/http/body.js';
 import { spliceBody } from './body-splice.js';
@@ -52,15 +53,34 @@ export function prepareFromBytes(
   json: unknown,
   codec: ProviderCodec,
   upstream: Upstream,
-  opts: { path: string; contextWindow: number | null; maxTokens?: number | null; servedModel: string | null; call: CallContext; bytes: Buffer },
-): { stream: boolean; upstreamReq: UpstreamRequest; facts: () => RequestFacts } | null {
+  opts: {
+    path: string;
+    contextWindow: number | null;
+    maxTokens?: number | null;
+    servedModel: string | null;
+    call: CallContext;
+    bytes: Buffer;
+    /** Left out: pass-through. */
+    sampling?: SamplingPolicy;
+  },
+): { stream: boolean; upstreamReq: UpstreamRequest; facts: () => RequestFacts; sampling: SamplingRecord } | null {
   if (!upstream.prepareBody) return null;
   try {
     const decoded = codec.decodeRequest(json, { path: opts.path, lookupResponse: needsRealStrings, byteStrings: true });
-    const canonical = normalizeRequest(decoded, { contextWindow: opts.contextWindow, maxTokens: opts.maxTokens ?? null, byteStrings: true });
+    const normalized = normalizeRequest(decoded, { contextWindow: opts.contextWindow, maxTokens: opts.maxTokens ?? null, byteStrings: true });
+    // The policy keeps the request's own values for what it allows, so they are still copied from the bytes.
+    const policy = opts.sampling ?? PASS_THROUGH;
+    const pinned = applySamplingPolicy(normalized, policy, upstream.kind);
+    const canonical = pinned.req;
     const model = opts.servedModel ?? canonical.requestedModel;
     if (!model) return null;
     const prepared = upstream.prepareBody(canonical, model, opts.call);
+    const sampling: SamplingRecord = {
+      policy: policy.mode,
+      ...sentSampling(prepared.body),
+      dropped: pinned.dropped.map((k) => realize(k) as string),
+      off_policy: pinned.offPolicy.map((k) => realize(k) as string),
+    };
     const wire = spliceBody(opts.bytes, json, prepared.body);
     if (wire === null || !isUtf8(wire)) return null;
     // The record and the reply need only a few of the request's facts: read out now, so the decoded
@@ -70,7 +90,7 @@ export function prepareFromBytes(
     const facts = () => ({ ...read, reply: realize(read.reply) as ReplyRequest, model: opts.servedModel ?? (realize(model) as string) });
     // The bytes are the request from here on: the body object and its serialisation are let go so
     // an in-flight call does not hold two more copies of it while the server generates.
-    return { stream: canonical.stream, upstreamReq: { ...prepared, body: {}, text: '', bytes: wire }, facts };
+    return { stream: canonical.stream, upstreamReq: { ...prepared, body: {}, text: '', bytes: wire }, facts, sampling };
   } catch {
     return null;
   }

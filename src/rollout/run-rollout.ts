@@ -17,10 +17,10 @@ import { parseAccept } from './accept.js';
 import { localLedger } from './ledger.js';
 import { Channel, pool } from './channel.js';
 import type { RolloutConfig, RolloutEvent, RolloutSummary } from './config.js';
-import { resumedConfig, type RolloutOverrides } from './resume-config.js';
 import { initStage, postStage, runStage, type Prepared, type Ran, type StageContext } from './stages.js';
 import { removeWorkspace, workspaceDir } from './workspace.js';
 import type { RolloutTask } from './task-file.js';
+import { samplingPolicy, type SamplingPolicy } from '../upstream/sampling-policy.js';
 import { harborPreflight, isBuiltinAgent } from './harbor/trial.js';
 
 export interface RolloutRun {
@@ -32,7 +32,7 @@ export interface RolloutRun {
   /** …or one to resume: only its samples that did not end run again. */
   resume?: string;
   /** Overrides for a resume (a new upstream URL, more workers); the stored config is the base. */
-  overrides?: RolloutOverrides;
+  overrides?: Partial<RolloutConfig>;
   /** The upstream's API key, from the environment: never stored. */
   upstreamApiKey?: string;
   onEvent?: (event: RolloutEvent) => void;
@@ -143,6 +143,8 @@ export async function startCapture(store: Store, config: RolloutConfig, rolloutI
         sessionKeys,
         agentHeaders: [...harness.agentHeaders, ...DEFAULT_AGENT_HEADERS],
         ...(made.socket ? { unixSocket: made.socket.path } : {}),
+        // The agent under training must not choose its own sampling (sampling-policy.ts).
+        sampling: rolloutSampling(config),
       };
     },
   }).catch(async (err: unknown) => {
@@ -151,6 +153,11 @@ export async function startCapture(store: Store, config: RolloutConfig, rolloutI
   });
   const { upstream, proxy, model, contextWindow } = capture;
   return { harness, sandbox, socket: made.socket, upstream, proxy, sessionKeys, model: model!, contextWindow };
+}
+
+/** A rollout's sampling: pinned by polar to the configured pair (NeMo-RL's 1.0 / 1.0 when not given). */
+export function rolloutSampling(config: RolloutConfig): SamplingPolicy {
+  return samplingPolicy('trainer', config.upstream.kind, config.upstream.temperature, config.upstream.topP);
 }
 
 /** The built-in agents (`oracle`, `nop`) call no model: no upstream, no proxy. */
@@ -215,7 +222,7 @@ function openRollout(store: Store, run: RolloutRun): { rolloutId: string; config
     if (row.status === 'running') {
       throw new PolarError('POLAR_USAGE', `rollout ${row.id} is still running in another process; resume it once that process has ended`);
     }
-    const config = resumedConfig(row.config as unknown as RolloutConfig, run.overrides);
+    const config = { ...(row.config as unknown as RolloutConfig), ...run.overrides };
     store.rollouts.claim(row.id);
     store.rollouts.requeueUnfinished(row.id);
     return { rolloutId: row.id, config, tasks: store.rollouts.tasks(row.id).map((t) => JSON.parse(t) as RolloutTask), tasksFile: row.tasksFile };

@@ -4,6 +4,7 @@ import type { Bind, Jail, NetworkMode, SandboxSettings } from '../sandbox/index.
 import type { SessionStatus, SessionSummary } from '../store/sessions.js';
 import type { Store } from '../store/store.js';
 import type { UpstreamOptions } from '../upstream/create.js';
+import type { SamplingPolicy } from '../upstream/sampling-policy.js';
 import type { Harness } from '../harness/types.js';
 import type { RecordedCall } from './call-feed.js';
 
@@ -16,6 +17,8 @@ export interface RunHarnessOptions {
   dbPath: string;
   /** Start a proxy in this process against this upstream… */
   upstream?: { url: string; kind: string; apiKey?: string; timeoutMs?: number } & Omit<UpstreamOptions, 'baseUrl'>;
+  /** With `upstream`: who chooses each call's sampling (left out: pass-through, plain capture). */
+  sampling?: SamplingPolicy;
   /** …or use a running `polar proxy` at this URL (it records into its own database). */
   proxyUrl?: string;
   model?: string;

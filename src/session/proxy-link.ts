@@ -53,6 +53,7 @@ export async function openProxyLink(
       agentHeaders: [...opts.harness.agentHeaders, ...DEFAULT_AGENT_HEADERS],
       ...(onCall ? { onCall } : {}),
       ...(socketPath ? { unixSocket: socketPath } : {}),
+      ...(opts.sampling ? { sampling: opts.sampling } : {}),
     },
   });
   return { url: capture.proxy.url, model: capture.model, contextWindow: capture.contextWindow, upstream: capture.upstream, proxy: capture.proxy };

@@ -294,4 +294,11 @@ export const MIGRATIONS: readonly Migration[] = [
   );
   CREATE INDEX audit_at ON audit(at);
   `,
+  // 11: what each call was sampled with as it went upstream (temperature, top_p, top_k, max tokens,
+  // seed), whether polar pinned it (rollout, worker, gym-agent, train) or passed the request
+  // through (run, proxy), and the session's fields dropped or sent off-policy
+  // (upstream/sampling-policy.ts), as JSON. A column rather than a reading of the stored upstream
+  // request: that body is stored as a delta, may be bytes, is scrubbed, and does not say what the
+  // session asked for that was dropped, nor the policy in force. NULL for calls before it.
+  `ALTER TABLE requests ADD COLUMN sampling TEXT;`,
 ];

@@ -4,6 +4,7 @@ import { tokenDigest } from '../core/token-digest.js';
 import { ChainReader, RecentCalls, type BodyKind, type CallKey, type HeldBody } from './call-chains.js';
 import type { BodyText } from './delta.js';
 import { packFloat64, packUint32, unpackFloat64, unpackUint32 } from '../core/token-packing.js';
+import type { SamplingRecord } from '../upstream/sampling-policy.js';
 
 /** `interrupted`: the process serving it ended first (see owners.ts); tokens checkpointed so far are kept. */
 export type RequestStatus = 'in_progress' | 'ok' | 'error' | 'aborted' | 'interrupted';
@@ -29,6 +30,8 @@ export interface RequestStart {
   toolCount?: number | null;
   /** The policy version the proxy was serving when the call arrived (set by the trainer). */
   policyVersion?: string | null;
+  /** What it was sampled with, as sent upstream, and by whose choice (migration 11). */
+  sampling?: SamplingRecord | null;
 }
 
 export interface PromptRenderRecord {
@@ -81,6 +84,8 @@ export interface RequestSummary {
   tokenError: string | null;
   render: PromptRenderRecord | null;
   policyVersion: string | null;
+  /** What the call was sampled with (null for calls recorded before migration 11). */
+  sampling?: SamplingRecord | null;
 }
 
 export interface RequestRecord extends RequestSummary {
@@ -98,7 +103,7 @@ export interface RequestRecord extends RequestSummary {
 
 const SUMMARY_COLUMNS = `id, session_id, agent_id, seq, provider, method, path, started_at, ended_at, status,
   http_status, streamed, error, error_code, finish_reason, requested_model, served_model, token_source,
-  prompt_token_count, sampled_token_count, token_error, prompt_render, parent_call_id, render_reason, rendered_tokens, policy_version`;
+  prompt_token_count, sampled_token_count, token_error, prompt_render, parent_call_id, render_reason, rendered_tokens, policy_version, sampling`;
 
 const END_COLUMNS = {
   ended_at: '@endedAt',
@@ -155,12 +160,12 @@ export class RequestsTable {
     this.beginStmt = db.prepare(
       `INSERT INTO requests (id, session_id, agent_id, seq, provider, method, path, started_at, streamed,
                              request_headers, requested_model, served_model,
-                             prompt_render, parent_call_id, render_reason, rendered_tokens, tool_count, owner_id, policy_version)
+                             prompt_render, parent_call_id, render_reason, rendered_tokens, tool_count, owner_id, policy_version, sampling)
        VALUES (@id, @sessionId, @agentId,
                (SELECT COALESCE(MAX(seq), 0) + 1 FROM requests WHERE session_id = @sessionId),
                @provider, @method, @path, @startedAt, @streamed,
                @requestHeaders, @requestedModel, @servedModel,
-               @promptRender, @parentCallId, @renderReason, @renderedTokens, @toolCount, @ownerId, @policyVersion)
+               @promptRender, @parentCallId, @renderReason, @renderedTokens, @toolCount, @ownerId, @policyVersion, @sampling)
        RETURNING seq`,
     );
     this.checkpointStmt = db.prepare(
@@ -198,7 +203,7 @@ export class RequestsTable {
     this.getStmt = db.prepare(`SELECT * FROM requests WHERE id = ?`);
     this.tokensStmt = db.prepare(
       `SELECT id, agent_id, seq, status, token_source, prompt_ids, prompt_base, prompt_base_len, sampled_ids, logprobs, token_digest, finish_reason, usage,
-              prompt_render, parent_call_id, render_reason, policy_version, COALESCE(tool_count, 0) AS tool_count
+              prompt_render, parent_call_id, render_reason, policy_version, sampling, COALESCE(tool_count, 0) AS tool_count
          FROM requests WHERE session_id = ? ORDER BY seq`,
     );
     this.endWithBodies = db.transaction((id: string, end: RequestEnd, bodies: RequestBodies) => {
@@ -236,6 +241,7 @@ export class RequestsTable {
       toolCount: start.toolCount ?? null,
       ownerId: this.ownerId,
       policyVersion: start.policyVersion ?? null,
+      sampling: start.sampling ? JSON.stringify(start.sampling) : null,
     }) as { seq: number }[];
     this.recent.register(start.id, { sessionId: start.sessionId, agentId: start.agentId });
     if (start.toolCount === undefined || start.toolCount === null) this.toolCountUnknown.add(start.id);
@@ -373,6 +379,7 @@ export class RequestsTable {
       toolCount: r.tool_count,
       render: r.prompt_render ? { mode: r.prompt_render, parentCallId: r.parent_call_id, reason: r.render_reason } : null,
       policyVersion: r.policy_version,
+      sampling: parseSampling(r.sampling),
     };
   }
 
@@ -417,6 +424,8 @@ export interface CallTokenRow {
   /** How polar built the prompt, where it did (token-in/token-out and nemo-rl upstreams). */
   render: { mode: 'bridged' | 'full'; parentCallId: string | null; reason: string | null } | null;
   policyVersion: string | null;
+  /** What the call was sampled with (null or absent for calls recorded before migration 11). */
+  sampling?: SamplingRecord | null;
 }
 
 interface RawTokenRow {
@@ -438,6 +447,17 @@ interface RawTokenRow {
   parent_call_id: string | null;
   render_reason: string | null;
   policy_version: string | null;
+  sampling: string | null;
+}
+
+/** The stored record, or null where there is none or it does not parse (never a reason to fail a read). */
+function parseSampling(text: string | null | undefined): SamplingRecord | null {
+  if (!text) return null;
+  try {
+    return JSON.parse(text) as SamplingRecord;
+  } catch {
+    return null;
+  }
 }
 
 interface RawRequest {
@@ -467,6 +487,7 @@ interface RawRequest {
   render_reason: string | null;
   rendered_tokens: number | null;
   policy_version?: string | null;
+  sampling?: string | null;
   request_headers?: string | null;
   original_request?: string | null;
   upstream_request?: string | null;
@@ -508,5 +529,6 @@ function toSummary(raw: RawRequest): RequestSummary {
       ? { mode: raw.prompt_render, parentCallId: raw.parent_call_id, reason: raw.render_reason, renderedTokens: raw.rendered_tokens }
       : null,
     policyVersion: raw.policy_version ?? null,
+    sampling: parseSampling(raw.sampling),
   };
 }

@@ -111,7 +111,7 @@ export async function prepareGrpo(o: GrpoOptions): Promise<PreparedRun> {
     { path: trainData, content: gymRows(o.tasks) },
     // NeMo-RL's server lists no models, so the agent learns the context window from here: harnesses
     // size their output and compaction by it (Claude Code would otherwise assume 200k and overflow).
-    { path: wiring.appPy, content: appSource({ ...o.agent, args: [...o.agent.args, ...contextWindowArgs(config)] }) },
+    { path: wiring.appPy, content: appSource({ ...o.agent, args: [...o.agent.args, ...contextWindowArgs(config), ...samplingArgs(config)] }) },
   ];
   const checks = await preflight({
     nemoRl: o.nemoRl,
@@ -135,6 +135,16 @@ export async function prepareGrpo(o: GrpoOptions): Promise<PreparedRun> {
 function contextWindowArgs(config: Yaml): string[] {
   const len = getKey(config, 'policy.generation.vllm_cfg.max_model_len');
   return typeof len === 'number' && len > 0 ? ['--context-window', String(len)] : [];
+}
+
+/**
+ * `--temperature` / `--top-p` for the agent: policy.generation's pair as the config will run, the
+ * sampling the agent pins where a row gives none (NeMo-RL asserts every request carries it).
+ */
+export function samplingArgs(config: Yaml): string[] {
+  const temperature = getKey(config, 'policy.generation.temperature');
+  const topP = getKey(config, 'policy.generation.top_p');
+  return [...(typeof temperature === 'number' ? ['--temperature', String(temperature)] : []), ...(typeof topP === 'number' ? ['--top-p', String(topP)] : [])];
 }
 
 type Budget = { measured: FirstPrompt; taskTokens: number; need: number } | { failed: string };

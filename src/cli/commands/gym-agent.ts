@@ -1,3 +1,4 @@
+import { describeSampling, samplingPolicy } from '../../upstream/sampling-policy.js';
 import chalk from 'chalk';
 import { Option, type Command } from 'commander';
 import { PolarError } from '../../core/errors.js';
@@ -32,6 +33,8 @@ interface GymAgentCommandOptions extends SandboxFlags {
   tokenizer?: string;
   model?: string;
   contextWindow?: number;
+  temperature?: number;
+  topP?: number;
   db?: string;
   concurrency: number;
   timeout: number;
@@ -81,6 +84,12 @@ export function registerGymAgent(program: Command): void {
       "the policy's context length (default: the server's max_model_len for --model; NeMo-RL's server lists none, so polar train grpo passes it)",
       integerArg('--context-window', 1, 100_000_000),
     )
+    .option(
+      '--temperature <t>',
+      "the trainer's temperature, pinned on every call whose row gives none (default 1.0, NeMo-RL's; polar train grpo passes policy.generation.temperature)",
+      numberArg('--temperature', 0, 100),
+    )
+    .option('--top-p <p>', "the trainer's top_p, likewise (default 1.0)", numberArg('--top-p', 0, 1))
     .option('--db <file|url>', 'SQLite file, or postgres://… for a shared store (default: $POLAR_DB, else ./polar.db)')
     .option('--concurrency <k>', 'harness sessions at once; other rows wait', integerArg('--concurrency', 1, 1024), 4)
     .option('--timeout <seconds>', "a session's budget when its task gives none", secondsArg('--timeout'), 1800)
@@ -124,6 +133,11 @@ async function serve(opts: GymAgentCommandOptions): Promise<void> {
   const environment = harborEnvironment(opts.environment, tasks?.some((t) => t.harbor) === true);
   const chosen = environmentNotice(opts.environment, environment);
   if (chosen) process.stderr.write(chalk.yellow(`notice: ${chosen}\n`));
+  process.stderr.write(
+    chalk.dim(
+      `notice: ${describeSampling(samplingPolicy('trainer', opts.upstreamKind, opts.temperature, opts.topP))}; a row's own temperature / top_p (set by NeMo-RL) wins\n`,
+    ),
+  );
   // Under Gym, $POLAR_AUTH_TOKEN (NeMo-RL hands Gym its whole environment) would lock Gym out: Gym
   // sends /run no token. There the agent stays on loopback instead; only --auth-token sets one.
   const authToken = opts.authToken ?? (opts.fromGym ? null : process.env.POLAR_AUTH_TOKEN || null);
@@ -147,6 +161,8 @@ async function serve(opts: GymAgentCommandOptions): Promise<void> {
     ...(opts.tokenizer ? { tokenizer: opts.tokenizer } : {}),
     model: opts.model ?? gym?.policyModel ?? null,
     ...(opts.contextWindow ? { contextWindow: opts.contextWindow } : {}),
+    ...(opts.temperature !== undefined ? { temperature: opts.temperature } : {}),
+    ...(opts.topP !== undefined ? { topP: opts.topP } : {}),
     concurrency: opts.concurrency,
     timeoutSec: opts.timeout,
     sandbox,

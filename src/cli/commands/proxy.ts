@@ -1,3 +1,4 @@
+import { describeSampling, type SamplingPolicy } from '../../upstream/sampling-policy.js';
 import type { Command } from 'commander';
 import chalk from 'chalk';
 import { type Capture, openCapture } from '../../capture/open.js';
@@ -11,7 +12,14 @@ import { openStore } from '../../store/open.js';
 import { defaultDbPath, type Store } from '../../store/store.js';
 import { integerArg } from '../numbers.js';
 import { action, formatDuration } from '../output.js';
-import { addUpstreamOptions, UPSTREAM_KINDS_HELP, upstreamOptionsFrom, type UpstreamFlags } from '../upstream-options.js';
+import {
+  addSamplingModeOption,
+  addUpstreamOptions,
+  captureSampling,
+  UPSTREAM_KINDS_HELP,
+  upstreamOptionsFrom,
+  type UpstreamFlags,
+} from '../upstream-options.js';
 
 interface ProxyCommandOptions extends UpstreamFlags {
   upstream: string;
@@ -28,6 +36,7 @@ interface ProxyCommandOptions extends UpstreamFlags {
   contextWindow?: number;
   pauseLimit: number;
   policyVersion?: string;
+  sampling?: string;
   json?: boolean;
   quiet?: boolean;
 }
@@ -37,7 +46,7 @@ export function registerProxy(program: Command): void {
     .command('proxy')
     .description('serve the capture proxy: harnesses call it, it forwards to the inference server and records every call')
     .requiredOption('--upstream <url>', 'inference server base URL, e.g. http://127.0.0.1:8000');
-  addUpstreamOptions(command)
+  addSamplingModeOption(addUpstreamOptions(command))
     .option('--model <name>', "model to serve every call with (default: the upstream's first model)")
     .option('--host <host>', 'address to bind; non-loopback needs --auth-token', '127.0.0.1')
     .option('--port <n>', 'port to listen on (0: any free port)', integerArg('--port', 0, 65535), 8100)
@@ -98,7 +107,7 @@ async function runProxy(opts: ProxyCommandOptions): Promise<void> {
   const authToken = opts.authToken ?? (process.env.POLAR_AUTH_TOKEN || undefined);
   // Without an auth token, admin routes take the token in polar's state folder (admin-token.ts).
   const adminFile = authToken ? null : adminTokenFile(dbPath);
-  const started = await startProxy(opts, { session, dbPath, authToken, adminFile });
+  const started = await startProxy(opts, { session, dbPath, authToken, adminFile, sampling: captureSampling(opts) });
   const { capture, store } = started;
   // Ctrl-C is handled from before the banner: a caller that reads the banner and signals at once
   // (a script, a test on a busy machine) must not meet the default action, which kills the process.
@@ -125,6 +134,8 @@ interface ProxySettings {
   authToken: string | undefined;
   /** The admin token's file, when there is no auth token to guard /admin/* with. */
   adminFile: string | null;
+  /** Pass-through unless --sampling trainer (or a nemo-rl upstream). */
+  sampling: SamplingPolicy;
 }
 
 /** A listening proxy and what it records into. */
@@ -170,6 +181,7 @@ async function startProxy(opts: ProxyCommandOptions, settings: ProxySettings): P
           ...(opts.allowHost ? { allowHosts: opts.allowHost } : {}),
           pauseLimitMs: opts.pauseLimit * 1000,
           ...(opts.policyVersion ? { policyVersion: opts.policyVersion } : {}),
+          sampling: settings.sampling,
           onRefused: opts.quiet ? undefined : (reason) => process.stderr.write(`${chalk.yellow('refused')}: ${reason}\n`),
           onCall: opts.quiet ? undefined : (s) => process.stderr.write(`${formatCall(s)}\n`),
         };
@@ -183,7 +195,7 @@ async function startProxy(opts: ProxyCommandOptions, settings: ProxySettings): P
 }
 
 /** `--json`: the listening address and what it records, one line. */
-function bannerJson({ capture, session, sessionKeys, store, dbPath, adminFile }: StartedProxy): Record<string, unknown> {
+function bannerJson({ capture, session, sessionKeys, store, dbPath, adminFile, sampling }: StartedProxy): Record<string, unknown> {
   const { proxy, upstream } = capture;
   return {
     url: proxy.url,
@@ -196,10 +208,11 @@ function bannerJson({ capture, session, sessionKeys, store, dbPath, adminFile }:
     model: capture.model,
     contextWindow: capture.contextWindow,
     adminTokenFile: adminFile,
+    sampling: { policy: sampling.mode, temperature: sampling.temperature, topP: sampling.topP },
   };
 }
 
-function banner({ capture, session, sessionKeys, store, dbPath, adminFile }: StartedProxy): string {
+function banner({ capture, session, sessionKeys, store, dbPath, adminFile, sampling }: StartedProxy): string {
   const { proxy, upstream, model: servedModel, contextWindow } = capture;
   return [
     `${chalk.bold('polar proxy')} listening on ${proxy.url}`,
@@ -210,6 +223,7 @@ function banner({ capture, session, sessionKeys, store, dbPath, adminFile }: Sta
     `  access     ${sessionKeys ? `session keys (master ${masterKeyFile(dbPath)}); refused calls: polar audit` : 'open: any caller may name any session (--session-keys to require keys)'}`,
     `  database   ${store.label ?? dbPath}`,
     `  admin      /admin/* with ${adminFile ? `the token in ${adminFile}` : 'the auth token'}`,
+    `  ${describeSampling(sampling).replace(': ', '   ')}`,
     '',
   ].join('\n');
 }

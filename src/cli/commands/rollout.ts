@@ -1,4 +1,4 @@
-import path from 'node:path';
+import { describeSampling } from '../../upstream/sampling-policy.js';
 import chalk from 'chalk';
 import { Option, type Command } from 'commander';
 import { PolarError } from '../../core/errors.js';
@@ -7,8 +7,7 @@ import { sandboxNotices } from '../../sandbox/index.js';
 import { sandboxSettings } from '../../rollout/sandboxing.js';
 import { addSandboxOptions, limitsFrom, limitsGiven, readOnlyFrom, sandboxKind, type SandboxFlags } from '../sandbox-options.js';
 import type { RolloutConfig, RolloutSummary } from '../../rollout/config.js';
-import type { RolloutOverrides } from '../../rollout/resume-config.js';
-import { runRollout, summarize, type RolloutRun } from '../../rollout/run-rollout.js';
+import { rolloutSampling, runRollout, summarize, type RolloutRun } from '../../rollout/run-rollout.js';
 import { loadTasks } from '../../rollout/load-tasks.js';
 import { BUILTIN_AGENTS, harborPreflight, isBuiltinAgent } from '../../rollout/harbor/trial.js';
 import { environmentNotice, type HarborEnvironment } from '../../rollout/harbor/environment.js';
@@ -126,14 +125,6 @@ function withParentOptions<O extends object>(fn: (id: string, opts: O) => Promis
   return (id, opts, cmd) => fn(id, Object.assign(opts, { ...(cmd.optsWithGlobals() as O), ...opts }));
 }
 
-/**
- * The exit status when every sample ended `error`. Not 1, which says the rollout did not finish and
- * `--resume` continues it: this one finished, so a resume refuses it, and its samples hold no reward
- * to learn from (an evaluator that crashes or times out, an upstream that never answers). A script
- * tells the two apart by the code; the cause is in `rollout show`'s error column.
- */
-export const EXIT_ALL_ERRORED = 3;
-
 const ROLLOUT_HELP = `
 Task file: JSONL, one task per line:
   {"id", "prompt", "workspace": {"dir": PATH} | {"git": URL_OR_PATH, "commit": SHA} | {"empty": true},
@@ -156,15 +147,11 @@ says "network": "host" (or --network host); setup commands get the host network 
 "setup_network": "none"; evaluators get none, and the task file's folder ($POLAR_TASKS_DIR) read-only.
 A sample over a cap (--max-procs, --max-memory, --max-file-size, --max-cpu-seconds) ends as error.
 Stages: INIT (workspace + setup; the budget starts) → READY → RUNNING (the harness) → POSTRUN
-(diff, evaluator, reward).
-Exit status: 0 when the rollout completed; 1 when it did not (interrupted: --resume continues it);
-${EXIT_ALL_ERRORED} when it completed but every sample ended error (nothing to learn from, and nothing for
---resume to run: fix the cause in \`rollout show ID\`'s error column and start again); 2 for a usage error.
-Example:
+(diff, evaluator, reward). Example:
   polar rollout --tasks fixtures/tasks/tasks.jsonl --harness claude-code --upstream http://gpu:8000 --samples 4
 `;
 
-async function rolloutCommand(opts: RolloutOptions, command: Command): Promise<void> {
+async function rolloutCommand(opts: RolloutOptions): Promise<void> {
   if (opts.queue) return queueRollout(opts);
   if (opts.wait) throw new PolarError('POLAR_USAGE', '--wait goes with --queue (a local rollout always waits)');
   const dbPath = opts.db ?? defaultDbPath();
@@ -176,10 +163,11 @@ async function rolloutCommand(opts: RolloutOptions, command: Command): Promise<v
       ),
     );
   }
-  const base = opts.resume ? resumeArgs(opts, sandbox, command.getOptionValueSource('upstreamKind') === 'cli') : newArgs(opts, sandbox);
+  const base = opts.resume ? resumeArgs(opts, sandbox) : newArgs(opts, sandbox);
   if (!opts.json && 'config' in base) {
     for (const line of sandboxNotices(sandboxSettings(base.config, '')))
       if (opts.sandbox || !line.startsWith('sandbox none')) process.stderr.write(chalk.yellow(`notice: ${line}\n`));
+    process.stderr.write(chalk.dim(`notice: ${describeSampling(rolloutSampling(base.config))}\n`));
     const chosen = environmentNotice(opts.environment, base.config.environment ?? 'host');
     if (chosen) process.stderr.write(chalk.yellow(`notice: ${chosen}\n`));
     const host = base.tasks.filter((t) => t.network === 'host').map((t) => t.id);
@@ -218,32 +206,10 @@ export async function executeRollout(run: RolloutRun, opts: { json: boolean }, e
       }
     },
   }).finally(() => (progress as RolloutProgress | null)?.stop());
-  if (opts.json) printJson(jsonSummary(summary));
+  if (opts.json) printJson({ ok: summary.status === 'completed', ...summary });
   else process.stdout.write(`${summaryText(summary, run.dbPath)}\n`);
-  process.exitCode = rolloutExitCode(summary);
+  process.exitCode = summary.status === 'completed' ? 0 : 1;
   return summary;
-}
-
-/** Every sample of the rollout ended `error` (none completed, failed, timed out or is left to run). */
-function allErrored(s: RolloutSummary): boolean {
-  const o = s.outcomes;
-  return o.error > 0 && o.error === o.completed + o.failed + o.timeout + o.error + o.interrupted + o.unfinished;
-}
-
-/** 0: completed with at least one sample that did not error; 1: not completed (resume it); 3: every sample errored. */
-export function rolloutExitCode(s: RolloutSummary): number {
-  if (s.status !== 'completed') return 1;
-  return allErrored(s) ? EXIT_ALL_ERRORED : 0;
-}
-
-function jsonSummary(s: RolloutSummary): Record<string, unknown> {
-  return {
-    ok: rolloutExitCode(s) === 0,
-    ...s,
-    ...(allErrored(s)
-      ? { problem: `every sample ended error: no reward to learn from (exit ${EXIT_ALL_ERRORED}); see \`polar rollout show ${s.rolloutId}\`` }
-      : {}),
-  };
 }
 
 /** A description of the mock's scripted solutions, for the demo's first line. */
@@ -283,7 +249,7 @@ export function newArgs(
       ...(opts.command !== undefined ? { command: opts.command } : {}),
       ...(opts.harnessBin ? { harnessBin: opts.harnessBin } : {}),
       ...(opts.node ? { nodeBin: opts.node } : {}),
-      upstream: { url: opts.upstream ?? 'none', kind: opts.upstreamKind, ...storedUpstreamOptions(opts) },
+      upstream: { url: opts.upstream ?? 'none', kind: opts.upstreamKind, ...upstreamOptionsFrom(opts) },
       model: opts.model ?? null,
       samples: opts.samples!,
       concurrency: opts.concurrency,
@@ -302,22 +268,11 @@ export function newArgs(
   };
 }
 
-/**
- * A resume runs with the stored configuration; flags given again override it (a moved upstream, more
- * workers). The upstream changes field by field (resume-config.ts): `--upstream URL` changes the URL
- * only, so a token-in rollout keeps its kind and tokenizer. `kindGiven`: --upstream-kind was on the
- * command line (commander fills in its default otherwise, which must not replace the stored kind).
- */
-function resumeArgs(opts: RolloutOptions, sandbox: 'bwrap' | 'none', kindGiven: boolean): { resume: string; overrides: RolloutOverrides } {
+/** A resume runs with the stored configuration; flags given again override it (a moved upstream, more workers). */
+function resumeArgs(opts: RolloutOptions, sandbox: 'bwrap' | 'none'): { resume: string; overrides: Partial<RolloutConfig> } {
   if (opts.tasks) throw new PolarError('POLAR_USAGE', '--resume continues a rollout with the tasks it stored; drop --tasks');
-  const overrides: RolloutOverrides = {};
-  const upstream: RolloutOverrides['upstream'] = {
-    ...(opts.upstream ? { url: opts.upstream } : {}),
-    ...(kindGiven ? { kind: opts.upstreamKind } : {}),
-    ...storedUpstreamOptions(opts),
-  };
-  if (Object.keys(upstream).length > 0) overrides.upstream = upstream;
-  if (opts.model) overrides.model = opts.model;
+  const overrides: Partial<RolloutConfig> = {};
+  if (opts.upstream) overrides.upstream = { url: opts.upstream, kind: opts.upstreamKind, ...upstreamOptionsFrom(opts) };
   if (opts.sandbox) overrides.sandbox = sandbox;
   if (opts.network) overrides.network = opts.network;
   if (limitsGiven(opts)) overrides.limits = limitsFrom(opts);
@@ -328,13 +283,6 @@ function resumeArgs(opts: RolloutOptions, sandbox: 'bwrap' | 'none', kindGiven: 
   return { resume: opts.resume!, overrides };
 }
 
-/** The upstream flags as stored: a tokenizer folder absolute, so a resume from another folder finds it. */
-function storedUpstreamOptions(opts: UpstreamFlags): ReturnType<typeof upstreamOptionsFrom> {
-  const options = upstreamOptionsFrom(opts);
-  if (options.tokenizer && !options.tokenizer.startsWith('bundled:')) options.tokenizer = path.resolve(options.tokenizer);
-  return options;
-}
-
 function summaryText(s: RolloutSummary, dbPath: string): string {
   const o = s.outcomes;
   const db = dbPath === defaultDbPath() ? '' : ` --db ${displayDb(dbPath)}`;
@@ -342,13 +290,6 @@ function summaryText(s: RolloutSummary, dbPath: string): string {
     `${chalk.bold('rollout')} ${s.rolloutId} ${s.status === 'completed' ? chalk.green(s.status) : chalk.yellow(s.status)}: ${s.harness}, ${count(s.tasks, 'task')} × ${count(s.samplesPerTask, 'sample')}`,
     `  outcomes: ${o.completed} completed, ${o.failed} failed, ${o.timeout} timeout, ${o.error} error${o.interrupted + o.unfinished > 0 ? `, ${o.interrupted + o.unfinished} not finished` : ''}`,
     `  mean reward ${fmt(s.meanReward)} · accepted ${s.accepted}/${s.attempted} · ${throughput(s)}`,
-    ...(allErrored(s)
-      ? [
-          chalk.red(
-            `  every sample ended error: no reward to learn from (exit ${EXIT_ALL_ERRORED}); the causes are in the error column of ${invokedAs()} rollout show ${s.rolloutId}${db}`,
-          ),
-        ]
-      : []),
     ...(s.hostNetwork.length > 0
       ? [
           chalk.yellow(
@@ -512,9 +453,9 @@ async function queueRollout(opts: RolloutOptions): Promise<void> {
     return;
   }
   const summary = await waitForRollout(url, rolloutId, base.config.harness, total, started, opts.json === true);
-  if (opts.json) printJson(jsonSummary(summary));
+  if (opts.json) printJson({ ok: summary.status === 'completed', ...summary });
   else process.stdout.write(`${summaryText(summary, url)}\n`);
-  process.exitCode = rolloutExitCode(summary);
+  process.exitCode = summary.status === 'completed' ? 0 : 1;
 }
 
 /**

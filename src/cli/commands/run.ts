@@ -1,3 +1,4 @@
+import { describeSampling } from '../../upstream/sampling-policy.js';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import chalk from 'chalk';
@@ -12,12 +13,20 @@ import { integerArg, secondsArg } from '../numbers.js';
 import { action, invokedAs, printJson } from '../output.js';
 import { count } from '../plural.js';
 import { RunStatusLine } from '../status-line.js';
-import { addUpstreamOptions, UPSTREAM_KINDS_HELP, upstreamOptionsFrom, type UpstreamFlags } from '../upstream-options.js';
+import {
+  addSamplingModeOption,
+  addUpstreamOptions,
+  captureSampling,
+  UPSTREAM_KINDS_HELP,
+  upstreamOptionsFrom,
+  type UpstreamFlags,
+} from '../upstream-options.js';
 import { sandboxNotices } from '../../sandbox/index.js';
 import { addSandboxOptions, settingsFrom, type SandboxFlags } from '../sandbox-options.js';
 
 interface RunCommandOptions extends UpstreamFlags, SandboxFlags {
   harness: string;
+  sampling?: string;
   upstream?: string;
   upstreamKind: string;
   proxy?: string;
@@ -41,7 +50,7 @@ export function registerRun(program: Command): void {
     .description('run a coding-agent harness with its model calls redirected through polar and recorded')
     .addOption(new Option('--harness <name>', 'the harness to run').choices([...HARNESS_NAMES]).makeOptionMandatory())
     .option('--upstream <url>', 'inference server base URL (a proxy is started for this run)');
-  addUpstreamOptions(command)
+  addSamplingModeOption(addUpstreamOptions(command))
     .option('--proxy <url>', 'use a running `polar proxy` instead of starting one')
     .option('--model <name>', "model to serve every call with (default: the upstream's first model)")
     .option('--prompt <text>', 'run headless with this task (without it: interactive)')
@@ -98,6 +107,7 @@ async function runCommand(harnessArgs: string[], opts: RunCommandOptions): Promi
   } else {
     for (const line of sandboxNotices(sandbox)) process.stderr.write(chalk.yellow(`notice: ${line}\n`));
   }
+  if (opts.upstream && !opts.json) process.stderr.write(chalk.dim(`notice: ${describeSampling(captureSampling(opts))}\n`));
   // Headless and not --json: a line per call on stdout, in place of the harness's own output (often
   // a raw JSON event stream), which goes to the log file only; its stderr is still shown.
   const callLines = prompt !== null && !opts.json;
@@ -121,6 +131,7 @@ async function runCommand(harnessArgs: string[], opts: RunCommandOptions): Promi
             },
           }
         : {}),
+      ...(opts.upstream ? { sampling: captureSampling(opts) } : {}),
       ...(opts.proxy ? { proxyUrl: opts.proxy } : {}),
       ...(opts.model ? { model: opts.model } : {}),
       ...(opts.contextWindow ? { contextWindow: opts.contextWindow } : {}),

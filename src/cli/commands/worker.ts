@@ -1,3 +1,5 @@
+import { rolloutSampling } from '../../rollout/run-rollout.js';
+import { describeSampling } from '../../upstream/sampling-policy.js';
 import chalk from 'chalk';
 import { Option, type Command } from 'commander';
 import { PolarError } from '../../core/errors.js';
@@ -109,6 +111,7 @@ async function workerCommand(opts: WorkerFlags): Promise<void> {
       ...(environment !== 'host' ? { environment } : {}),
     };
     if (!opts.json) for (const line of sandboxNotices(sandboxSettings(config, ''))) say(chalk.yellow(`notice: ${line}`));
+    if (!opts.json) say(chalk.dim(`notice: ${describeSampling(rolloutSampling(config))}`));
     const chosen = environmentNotice(opts.environment, environment);
     if (chosen && !opts.json) say(chalk.yellow(`notice: ${chosen}`));
     const ran = await runWorker({

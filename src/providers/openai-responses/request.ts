@@ -30,7 +30,10 @@ export function decodeResponsesRequest(body: unknown, ctx: DecodeContext): Canon
   if (typeof req.previous_response_id === 'string' && req.previous_response_id) {
     const earlier = ctx.lookupResponse ? previousItems(req.previous_response_id, ctx.lookupResponse) : null;
     if (!earlier) {
-      throw bad(`previous_response_id ${req.previous_response_id} is not a response this proxy recorded; send the full input instead`, 'previous_response_id');
+      throw bad(
+        `previous_response_id ${req.previous_response_id} is not a response this proxy recorded in this session; send the full input instead`,
+        'previous_response_id',
+      );
     }
     items = [...earlier, ...current];
   }

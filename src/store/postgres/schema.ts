@@ -2,7 +2,7 @@ import { PolarError } from '../../core/errors.js';
 import type { Postgres } from './client.js';
 
 /**
- * The shared store's schema: the SQLite schema's tables (migrations.ts, as of migration 10) with the
+ * The shared store's schema: the SQLite schema's tables (migrations.ts, as of migration 11) with the
  * same columns and meanings, in PostgreSQL types: INTEGER → BIGINT, REAL → DOUBLE PRECISION (exact
  * float64 round trip), BLOB → BYTEA (token ids and logprobs stay packed binary, never JSON).
  *
@@ -199,6 +199,8 @@ export const PG_MIGRATIONS: readonly string[] = [
   CREATE TRIGGER audit_touch BEFORE INSERT OR UPDATE ON audit FOR EACH ROW EXECUTE FUNCTION polar_touch();
   CREATE INDEX audit_xid ON audit (_xid);
   `,
+  // 3 (SQLite migration 11): each call's sampling record (upstream/sampling-policy.ts), as JSON text.
+  `ALTER TABLE requests ADD COLUMN sampling TEXT;`,
 ];
 
 /** Any number fits: the lock only has to be the same in every polar process. */

@@ -21,6 +21,12 @@ export interface GymAgentOptions {
   model: string | null;
   /** The policy's context length, when the server lists none (NeMo-RL's does not): `polar train grpo` passes max_model_len. */
   contextWindow?: number | null;
+  /**
+   * The trainer's sampling where a row gives none (`--temperature` / `--top-p`; `polar train grpo`
+   * passes policy.generation's): every call is pinned to the row's pair, else to these, else 1.0 / 1.0.
+   */
+  temperature?: number;
+  topP?: number;
   /** Sessions at once (RUNNING); NeMo-RL posts every row of a step at once, the rest wait. */
   concurrency: number;
   timeoutSec: number;

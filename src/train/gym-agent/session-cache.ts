@@ -1,3 +1,4 @@
+import { samplingPolicy } from '../../upstream/sampling-policy.js';
 import { openCapture } from '../../capture/open.js';
 import type { RunningProxy } from '../../proxy/server.js';
 import type { SessionKeys } from '../../proxy/session-keys.js';
@@ -24,7 +25,7 @@ export interface ProfileKey {
 }
 
 export interface SessionCacheDeps {
-  options: Pick<GymAgentOptions, 'upstreamKind' | 'tokenizer' | 'model' | 'contextWindow'>;
+  options: Pick<GymAgentOptions, 'upstreamKind' | 'tokenizer' | 'model' | 'contextWindow' | 'temperature' | 'topP'>;
   store: Store;
   sandbox: SandboxSettings;
   /** One master for every profile's proxy, in this process's memory only (session-keys.ts). */
@@ -64,8 +65,11 @@ export class SessionCache {
     }
   }
 
-  private async open({ url, temperature, topP, maxTokens }: ProfileKey): Promise<Profile> {
+  private async open({ url, temperature: rowTemperature, topP: rowTopP, maxTokens }: ProfileKey): Promise<Profile> {
     const { options, store, sandbox, sessionKeys, agentHeaders, rolloutId } = this.deps;
+    // NeMo-RL writes the row's sampling (training or validation pair), not the session: it wins.
+    const temperature = rowTemperature ?? options.temperature;
+    const topP = rowTopP ?? options.topP;
     // Each profile's proxy has its own socket for proxy-only sandboxes, made once the model is known.
     const made: { socket: Profile['socket'] } = { socket: null };
     const capture = await openCapture({
@@ -88,6 +92,8 @@ export class SessionCache {
           sessionKeys,
           agentHeaders: [...agentHeaders],
           ...(made.socket ? { unixSocket: made.socket.path } : {}),
+          // The agent under training never chooses its own sampling (upstream/sampling-policy.ts).
+          sampling: samplingPolicy('trainer', options.upstreamKind, temperature, topP),
         };
       },
     });

@@ -39,18 +39,11 @@ describe('nemo-rl dialect', () => {
       max_tokens: 100,
       tool_choice: 'auto',
     });
-    for (const k of [
-      'top_k',
-      'min_p',
-      'presence_penalty',
-      'frequency_penalty',
-      'repetition_penalty',
-      'logit_bias',
-      'stream_options',
-      'response_format',
-      'min_tokens',
-    ])
-      expect(body).not.toHaveProperty(k);
+    // The session's own top_k and penalties are replaced by the neutral values (vLLM would otherwise
+    // take the model's generation_config.json ones); top_k -1 is what NeMo-RL itself sets
+    // (vllm_worker_async.py:737-740).
+    expect(body).toMatchObject({ top_k: -1, min_p: 0, presence_penalty: 0, frequency_penalty: 0, repetition_penalty: 1 });
+    for (const k of ['logit_bias', 'stream_options', 'response_format', 'min_tokens']) expect(body).not.toHaveProperty(k);
     // NeMo-RL's own default pair when none is given.
     expect(nemoRlDialect({ baseUrl: 'http://x' }).body(req({}), 'm')).toMatchObject({ temperature: 1, top_p: 1 });
   });

@@ -7,6 +7,7 @@ import { ChatCompletionsUpstream, type ChatDialect } from '../openai-compatible.
 import { idArray, logprobValue, promptIdArray } from '../token-fields.js';
 import { ChainMemory, templateKwargs, type ChainMark } from '../tito/chain-memory.js';
 import type { CallContext, CallOutcome, ServedModel, Upstream, UpstreamChunk, UpstreamCompletion, UpstreamRequest } from '../types.js';
+import { applySamplingPolicy, samplingPolicy } from '../sampling-policy.js';
 import { applyChatConventions, vllmTokenizeBody } from '../vllm/flags.js';
 import { completionChunks } from './chunks.js';
 
@@ -19,9 +20,7 @@ import { completionChunks } from './chunks.js';
  * continues (the same matching as token-in/token-out mode) and puts that call's ids back on the
  * assistant message the harness returned. NeMo-RL asserts its training sampling settings, so
  * `temperature` and `top_p` are set to the configured pair (default 1.0, NeMo-RL's default) on
- * every request, and everything else that would sample from another distribution than the
- * trainer's is removed: `top_k`, `min_p`, `min_tokens`, penalties, `logit_bias`, banned or allowed
- * tokens, structured outputs; a forced `tool_choice` becomes `auto`. The token fields come only on unstreamed replies, so polar
+ * every request, and only the fields on sampling-policy.ts's allow-list pass. The token fields come only on unstreamed replies, so polar
  * always asks for one; a streaming harness gets the finished reply as a stream (opened, with
  * keep-alives, if the generation takes longer than a few seconds).
  */
@@ -36,24 +35,6 @@ export interface NemoRlOptions extends UpstreamHttpOptions {
   streamOpenAfterMs?: number;
 }
 
-const OFF_POLICY_SETTINGS = [
-  'top_k',
-  'min_p',
-  'min_tokens',
-  'presence_penalty',
-  'frequency_penalty',
-  'repetition_penalty',
-  'logit_bias',
-  'bad_words',
-  'allowed_token_ids',
-  'response_format',
-  'structured_outputs',
-  'guided_json',
-  'guided_regex',
-  'guided_choice',
-  'guided_grammar',
-] as const;
-
 const TOKEN_FIELDS = ['prompt_token_ids', 'generation_token_ids', 'generation_log_probs'] as const;
 
 export function nemoRlDialect(options: NemoRlOptions): ChatDialect {
@@ -61,19 +42,18 @@ export function nemoRlDialect(options: NemoRlOptions): ChatDialect {
     kind: 'nemo-rl',
     capturesTokens: true,
     body(req: CanonicalRequest, model: string) {
-      const body: Record<string, unknown> = { ...req.body, model, stream: false };
+      // Only the allow-list reaches the server, with the trainer's sampling (sampling-policy.ts):
+      // NeMo-RL asserts temperature and top_p (policy.generation's pair), and every other field that
+      // would sample from another distribution than the one the trainer computes logprobs under
+      // (top_k, penalties, logit_bias, guided decoding, beam search, ignore_eos, chat templates, …)
+      // is dropped; a forced tool_choice (guided decoding in vLLM) becomes `auto`. The proxy pins
+      // requests the same way before they get here; this keeps the adapter safe on its own.
+      const pinned = applySamplingPolicy(req, samplingPolicy('trainer', 'nemo-rl', options.temperature, options.topP), 'nemo-rl').req;
+      const body: Record<string, unknown> = { ...pinned.body, model, stream: false };
       delete body.stream_options;
-      applyChatConventions(body, req);
+      applyChatConventions(body, pinned);
       body.logprobs = true;
       body.top_logprobs = 0;
-      // Settings NeMo-RL does not check but that would change the sampling distribution away from
-      // the one the trainer computes logprobs under.
-      for (const k of OFF_POLICY_SETTINGS) delete body[k];
-      // `required` or a named tool is guided decoding in vLLM: the model chooses, as in training.
-      if (body.tool_choice !== undefined && body.tool_choice !== 'auto' && body.tool_choice !== 'none') body.tool_choice = 'auto';
-      // NeMo-RL asserts both equal its training pair (policy.generation.temperature / top_p).
-      body.temperature = options.temperature ?? 1.0;
-      body.top_p = options.topP ?? 1.0;
       return body;
     },
     completion: extractNemoRlCompletion,

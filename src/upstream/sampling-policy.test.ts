@@ -1,0 +1,151 @@
+import { describe, expect, it } from 'vitest';
+import type { CanonicalRequest } from '../core/chat.js';
+import { openaiChatCodec } from '../providers/openai-chat/index.js';
+import { parseAsBytes, prepareFromBytes } from '../proxy/wire-body.js';
+import { createVllmUpstream } from './vllm/index.js';
+import { applySamplingPolicy, offPolicyReason, PASS_THROUGH, samplingPolicy, type SamplingRecord } from './sampling-policy.js';
+
+/** What an agent holding its session key sends to choose its own tokens (`n > 1` the codecs refuse already). */
+const ATTACK = {
+  temperature: 0.2,
+  top_p: 0.5,
+  top_k: 5,
+  min_p: 0.3,
+  min_tokens: 40,
+  seed: 7,
+  logit_bias: { '1234': 100 },
+  allowed_token_ids: [1, 2, 3],
+  bad_words: ['no'],
+  guided_regex: 'yes|no',
+  structured_outputs: { regex: 'yes' },
+  response_format: { type: 'json_object' },
+  use_beam_search: true,
+  best_of: 4,
+  ignore_eos: true,
+  truncate_prompt_tokens: 10,
+  logits_processors: ['x'],
+  vllm_xargs: { a: 1 },
+  chat_template: '{{ messages }}',
+  chat_template_kwargs: { enable_thinking: false, custom: 1 },
+  continue_final_message: true,
+  add_generation_prompt: false,
+  priority: -100,
+  tool_choice: 'required',
+};
+
+function request(extra: Record<string, unknown>): CanonicalRequest {
+  return {
+    requestedModel: 'm',
+    stream: false,
+    body: { messages: [{ role: 'user', content: 'hi' }], tools: [{ type: 'function', function: { name: 'f' } }], max_tokens: 64, stop: ['END'], ...extra },
+    client: { logprobs: false, tokenIds: false, includeUsage: false },
+  };
+}
+
+describe('sampling policy', () => {
+  it('trainer: only the allow-list passes, sampling is the trainer pair with neutral extras, and what was dropped is named', () => {
+    const req = request(ATTACK);
+    const { req: pinned, dropped } = applySamplingPolicy(req, samplingPolicy('trainer', 'vllm', 0.6, 0.95), 'vllm');
+    expect(pinned.body).toEqual({
+      messages: req.body.messages,
+      tools: req.body.tools,
+      max_tokens: 64,
+      stop: ['END'],
+      tool_choice: 'auto',
+      temperature: 0.6,
+      top_p: 0.95,
+      top_k: -1,
+      min_p: 0,
+      presence_penalty: 0,
+      frequency_penalty: 0,
+      repetition_penalty: 1,
+    });
+    // The same values, not copies: the byte path copies them from the request's bytes.
+    expect(pinned.body.messages).toBe(req.body.messages);
+    expect(pinned.body.tools).toBe(req.body.tools);
+    for (const k of Object.keys(ATTACK)) expect(dropped).toContain(k);
+    // The request itself is untouched (the record keeps what the harness sent).
+    expect(req.body.logit_bias).toEqual({ '1234': 100 });
+  });
+
+  it('trainer: the token-in kinds keep no tool_choice-free extras either, and openai gets no vLLM-only fields', () => {
+    const tito = applySamplingPolicy(request(ATTACK), samplingPolicy('trainer', 'vllm-tito'), 'vllm-tito').req.body;
+    expect(tito).toMatchObject({ temperature: 1, top_p: 1, top_k: -1, min_p: 0 });
+    expect(tito).not.toHaveProperty('chat_template_kwargs');
+    expect(tito).not.toHaveProperty('seed');
+    const openai = applySamplingPolicy(request(ATTACK), samplingPolicy('trainer', 'openai'), 'openai').req.body;
+    expect(openai).toMatchObject({ temperature: 1, top_p: 1 });
+    expect(openai).not.toHaveProperty('top_k');
+  });
+
+  it('a session sending the trainer pair itself has nothing dropped', () => {
+    const { dropped } = applySamplingPolicy(request({ temperature: 1, top_p: 1 }), samplingPolicy('trainer', 'vllm'), 'vllm');
+    expect(dropped).toEqual([]);
+  });
+
+  it('nemo-rl is always pinned, whatever the command asked', () => {
+    expect(samplingPolicy('pass-through', 'nemo-rl').mode).toBe('trainer');
+    expect(samplingPolicy('pass-through', 'vllm').mode).toBe('pass-through');
+  });
+
+  it('pass-through: the request goes as sent; the fields that change sampling or the prompt are listed', () => {
+    const req = request(ATTACK);
+    const { req: sent, offPolicy } = applySamplingPolicy(req, PASS_THROUGH, 'vllm');
+    expect(sent).toBe(req);
+    expect(offPolicy).toEqual(
+      expect.arrayContaining(['temperature', 'top_p', 'top_k', 'logit_bias', 'guided_regex', 'use_beam_search', 'ignore_eos', 'chat_template', 'tool_choice']),
+    );
+    // Neutral values and the thinking switch alone are not off-policy.
+    const quiet = applySamplingPolicy(request({ temperature: 1, top_k: -1, n: 1, chat_template_kwargs: { enable_thinking: true } }), PASS_THROUGH, 'vllm');
+    expect(quiet.offPolicy).toEqual([]);
+    // A token-in upstream forwards only the sampling numbers and template kwargs.
+    expect(applySamplingPolicy(request({ logit_bias: { 1: 5 }, top_k: 3 }), PASS_THROUGH, 'vllm-tito').offPolicy).toEqual(['top_k']);
+  });
+
+  it('judges a recorded call against the run', () => {
+    const rec = (over: Partial<SamplingRecord>): SamplingRecord => ({
+      policy: 'trainer',
+      temperature: 1,
+      top_p: 1,
+      top_k: -1,
+      max_tokens: 64,
+      seed: null,
+      dropped: [],
+      off_policy: [],
+      ...over,
+    });
+    expect(offPolicyReason(null)).toBeNull();
+    expect(offPolicyReason(rec({}))).toBeNull();
+    expect(offPolicyReason(rec({ dropped: ['logit_bias'] }))).toBeNull();
+    expect(offPolicyReason(rec({ policy: 'pass-through', off_policy: ['logit_bias'] }))).toMatch(/logit_bias/);
+    expect(offPolicyReason(rec({ temperature: 0.6 }), { temperature: 1, topP: 1 })).toMatch(/temperature 0.6 \(run: 1\)/);
+    expect(offPolicyReason(rec({ temperature: 0.6 }))).toBeNull();
+    expect(offPolicyReason(rec({ policy: 'pass-through', temperature: null, top_p: null }))).toBeNull();
+  });
+
+  it('the byte path still builds a trainer-pinned vLLM body from the request bytes', async () => {
+    const upstream = createVllmUpstream({ baseUrl: 'http://127.0.0.1:9' });
+    try {
+      const text = JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'héllo' }], ...ATTACK });
+      const bytes = Buffer.from(text);
+      const prepared = prepareFromBytes(parseAsBytes(bytes), openaiChatCodec, upstream, {
+        path: '/v1/chat/completions',
+        contextWindow: null,
+        servedModel: 'm',
+        call: { id: 'c', sessionId: 's', agentId: 'main' },
+        bytes,
+        sampling: samplingPolicy('trainer', 'vllm'),
+      });
+      expect(prepared).not.toBeNull();
+      const sent = JSON.parse(prepared!.upstreamReq.bytes!.toString('utf8')) as Record<string, unknown>;
+      expect(sent.messages).toEqual([{ role: 'user', content: 'héllo' }]);
+      for (const k of ['logit_bias', 'guided_regex', 'use_beam_search', 'ignore_eos', 'chat_template', 'continue_final_message', 'priority', 'seed'])
+        expect(sent).not.toHaveProperty(k);
+      expect(sent).toMatchObject({ temperature: 1, top_p: 1, top_k: -1, tool_choice: 'auto', return_token_ids: true });
+      expect(prepared!.sampling).toMatchObject({ policy: 'trainer', temperature: 1, top_p: 1, top_k: -1, seed: null });
+      expect(prepared!.sampling.dropped).toEqual(expect.arrayContaining(['logit_bias', 'seed', 'tool_choice']));
+    } finally {
+      await upstream.close();
+    }
+  });
+});

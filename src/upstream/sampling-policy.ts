@@ -1,0 +1,275 @@
+import type { CanonicalRequest, ChatRequestBody } from '../core/chat.js';
+import { isRecord } from '../core/chat.js';
+import type { UpstreamKind } from './types.js';
+
+/**
+ * Who chooses how a call is sampled and how its prompt is rendered.
+ *
+ * `trainer` (rollout, worker, gym-agent, train): polar's configuration. The agent holds its session
+ * key, so a tool call can send its own requests; whatever sampling or template field it sends would
+ * otherwise reach the server, and the tokens it got back would enter the loss as if the trainer's
+ * policy had sampled them. So a request keeps only the fields on the allow-list below (what the
+ * harness needs to be answered: its messages, tools, output budget, stop strings), and polar sets
+ * the sampling parameters itself, to the trainer's values (`--temperature` / `--top-p`, NeMo-RL's
+ * defaults 1.0 / 1.0, `policy.generation` in `train`). Everything else is DROPPED, never refused:
+ * a harness that sends `temperature: 0.7` or `top_k` of its own must keep working, and the reply it
+ * gets is an honest sample from the trainer's distribution (nothing in it pretends otherwise);
+ * the call's record lists what was dropped (`sampling.dropped`).
+ *
+ * `pass-through` (`polar run`, `polar proxy`: plain capture): the request goes as the harness sent
+ * it, and the record lists the fields that changed sampling or the prompt (`sampling.off_policy`),
+ * so exports and verify-faithfulness can keep those calls out of the loss.
+ *
+ * The `nemo-rl` kind is always `trainer`: NeMo-RL's server exists only during training.
+ */
+export type SamplingMode = 'trainer' | 'pass-through';
+
+export interface SamplingPolicy {
+  mode: SamplingMode;
+  temperature: number;
+  topP: number;
+}
+
+/** NeMo-RL's `policy.generation` defaults (nemo-rl.md §4: temperature 1.0, top_p 1.0, top_k null). */
+export const TRAINER_TEMPERATURE = 1.0;
+export const TRAINER_TOP_P = 1.0;
+
+/** Plain capture's policy: requests go as sent (the numbers are the reference pass-through calls are judged against). */
+export const PASS_THROUGH: SamplingPolicy = Object.freeze({ mode: 'pass-through', temperature: TRAINER_TEMPERATURE, topP: TRAINER_TOP_P });
+
+export function samplingPolicy(mode: SamplingMode, kind: string, temperature?: number, topP?: number): SamplingPolicy {
+  return { mode: kind === 'nemo-rl' ? 'trainer' : mode, temperature: temperature ?? TRAINER_TEMPERATURE, topP: topP ?? TRAINER_TOP_P };
+}
+
+/** One line for a command's start-up output: who chooses the sampling. */
+export function describeSampling(policy: SamplingPolicy): string {
+  return policy.mode === 'trainer'
+    ? `sampling: pinned by polar (temperature ${policy.temperature}, top_p ${policy.topP}); sampling and template fields a session sends are dropped`
+    : 'sampling: pass-through (each request as the harness sent it; calls that set their own sampling or template are flagged and kept out of exports)';
+}
+
+/**
+ * What a call was sampled with, as sent upstream, and by whose choice: stored with the call
+ * (migration 11) so exports and verify-faithfulness can tell on-policy tokens from the rest.
+ */
+export interface SamplingRecord {
+  policy: SamplingMode;
+  temperature: number | null;
+  top_p: number | null;
+  top_k: number | null;
+  max_tokens: number | null;
+  seed: number | null;
+  /** trainer: the session's fields polar removed (or, for `tool_choice`, replaced by `auto`). */
+  dropped: string[];
+  /** pass-through: fields sent as they came that change what is sampled or how the prompt renders. */
+  off_policy: string[];
+}
+
+/**
+ * The request fields a session may set, per kind, by their OpenAI Chat names (the canonical form
+ * every codec decodes to). The chat kinds forward the body; the token-in kinds read only messages,
+ * tools, the budget and stop strings from it (tito/dialect.ts samplingOf, requestedMaxTokens).
+ * `stop` ends a reply early but does not change the distribution of any sampled token; `logprobs` /
+ * `top_logprobs` only ask for more of what was sampled; `parallel_tool_calls` is applied by the
+ * tool parser after sampling; `tool_choice` is kept only as `auto` / `none` (a forced tool is
+ * guided decoding in vLLM).
+ */
+const CHAT_ALLOWED = [
+  'messages',
+  'model',
+  'stream',
+  'stream_options',
+  'tools',
+  'tool_choice',
+  'parallel_tool_calls',
+  'max_tokens',
+  'max_completion_tokens',
+  'stop',
+  'logprobs',
+  'top_logprobs',
+] as const;
+
+export const ALLOWED_FIELDS: Readonly<Record<UpstreamKind, readonly string[]>> = {
+  vllm: CHAT_ALLOWED,
+  'nemo-rl': CHAT_ALLOWED,
+  openai: CHAT_ALLOWED,
+  'vllm-tito': ['messages', 'model', 'stream', 'stream_options', 'tools', 'tool_choice', 'max_tokens', 'max_completion_tokens', 'stop'],
+  'sglang-tito': ['messages', 'model', 'stream', 'stream_options', 'tools', 'tool_choice', 'max_tokens', 'max_completion_tokens', 'stop'],
+};
+
+/**
+ * What polar sends for the sampling settings vLLM and SGLang would otherwise take from the model's
+ * generation_config.json (vLLM's default_sampling_params; Qwen3's sets top_k 20, top_p 0.95): the
+ * values that leave the distribution as the trainer computes it. `top_k: -1` is "all tokens" in
+ * vLLM and SGLang alike, and what NeMo-RL's server sets itself (NeMo-RL 7ea279a
+ * nemo_rl/models/generation/vllm/vllm_worker_async.py:737-740 asserts unset or -1, then sets -1).
+ */
+const NEUTRAL = { top_k: -1, min_p: 0, presence_penalty: 0, frequency_penalty: 0, repetition_penalty: 1 } as const;
+
+/**
+ * Fields that change what is sampled or how the prompt renders, from vLLM's ChatCompletionRequest
+ * (vllm/entrypoints/openai/protocol.py: its sampling, structured-output and chat-template
+ * parameters) and SGLang's chat request: what pass-through flags when a call carries it. A numeric
+ * field at its neutral value (top_k -1 or 0, min_p 0, penalties 0 / 1, n 1) is not flagged.
+ */
+const OFF_POLICY_FIELDS = [
+  'top_k',
+  'min_p',
+  'min_tokens',
+  'presence_penalty',
+  'frequency_penalty',
+  'repetition_penalty',
+  'length_penalty',
+  'logit_bias',
+  'bad_words',
+  'allowed_token_ids',
+  'logits_processors',
+  'vllm_xargs',
+  'ignore_eos',
+  'use_beam_search',
+  'best_of',
+  'n',
+  'truncate_prompt_tokens',
+  'response_format',
+  'structured_outputs',
+  'structural_tag',
+  'guided_json',
+  'guided_regex',
+  'guided_choice',
+  'guided_grammar',
+  'guided_decoding_backend',
+  'guided_whitespace_pattern',
+  'regex',
+  'ebnf',
+  'json_schema',
+  'chat_template',
+  'chat_template_kwargs',
+  'continue_final_message',
+  'add_generation_prompt',
+  'add_special_tokens',
+  'echo',
+  'documents',
+  'reasoning_effort',
+  'thinking_token_budget',
+  'lora_path',
+] as const;
+
+const NEUTRAL_VALUES: Readonly<Record<string, readonly unknown[]>> = {
+  top_k: [-1, 0],
+  min_p: [0],
+  min_tokens: [0],
+  presence_penalty: [0],
+  frequency_penalty: [0],
+  repetition_penalty: [1],
+  length_penalty: [1],
+  n: [1],
+  best_of: [1],
+  ignore_eos: [false],
+  use_beam_search: [false],
+  continue_final_message: [false],
+  add_generation_prompt: [true],
+  echo: [false],
+};
+
+const TITO_KINDS: ReadonlySet<string> = new Set(['vllm-tito', 'sglang-tito']);
+const TITO_FORWARDED: ReadonlySet<string> = new Set([
+  'temperature',
+  'top_p',
+  'top_k',
+  'min_p',
+  'presence_penalty',
+  'frequency_penalty',
+  'repetition_penalty',
+  'chat_template_kwargs',
+]);
+
+/**
+ * The request as the policy lets it go upstream, and what was dropped (trainer) or sent off-policy
+ * (pass-through). A trainer request's body is a new object holding only allowed members, each the
+ * same value as in the request (never copied), so the byte path can still copy them from the
+ * request's bytes (proxy/body-splice.ts) and the chat template kwargs hold only polar's thinking
+ * switch (applied later from `req.thinking` by the adapters).
+ */
+export function applySamplingPolicy(
+  req: CanonicalRequest,
+  policy: SamplingPolicy,
+  kind: UpstreamKind,
+): { req: CanonicalRequest; dropped: string[]; offPolicy: string[] } {
+  const body = req.body as Record<string, unknown>;
+  if (policy.mode === 'pass-through') {
+    const sent = offPolicyFields(body, policy);
+    // The token-in kinds forward only the sampling numbers and the template kwargs (tito/dialect.ts
+    // samplingOf, chain-memory.ts templateKwargs): the rest of such a body never reaches the server.
+    return { req, dropped: [], offPolicy: TITO_KINDS.has(kind) ? sent.filter((f) => TITO_FORWARDED.has(f)) : sent };
+  }
+  const allowed = new Set(ALLOWED_FIELDS[kind]);
+  const kept: Record<string, unknown> = {};
+  const dropped: string[] = [];
+  for (const key of Object.keys(body)) {
+    if (allowed.has(key)) kept[key] = body[key];
+    // The pinned fields are dropped silently when the session sent the trainer's own value.
+    else if (!(key === 'temperature' && body[key] === policy.temperature) && !(key === 'top_p' && body[key] === policy.topP)) dropped.push(key);
+  }
+  if (kept.tool_choice !== undefined && kept.tool_choice !== 'auto' && kept.tool_choice !== 'none') {
+    kept.tool_choice = 'auto';
+    dropped.push('tool_choice');
+  }
+  kept.temperature = policy.temperature;
+  kept.top_p = policy.topP;
+  // The hosted APIs behind `openai` reject vLLM's extras, and nothing there is trainable anyway.
+  if (kind !== 'openai') Object.assign(kept, NEUTRAL);
+  return { req: { ...req, body: kept as ChatRequestBody }, dropped, offPolicy: [] };
+}
+
+/** The fields of a pass-through request that take its sampling away from the trainer's. */
+export function offPolicyFields(body: Record<string, unknown>, policy: Pick<SamplingPolicy, 'temperature' | 'topP'>): string[] {
+  const out: string[] = [];
+  if (typeof body.temperature === 'number' && body.temperature !== policy.temperature) out.push('temperature');
+  if (typeof body.top_p === 'number' && body.top_p !== policy.topP) out.push('top_p');
+  for (const key of OFF_POLICY_FIELDS) {
+    const v = body[key];
+    if (v === undefined || v === null) continue;
+    if (NEUTRAL_VALUES[key]?.includes(v)) continue;
+    if (key === 'chat_template_kwargs' && isRecord(v) && Object.keys(v).every((k) => k === 'enable_thinking')) continue;
+    out.push(key);
+  }
+  const choice = body.tool_choice;
+  if (choice !== undefined && choice !== null && choice !== 'auto' && choice !== 'none') out.push('tool_choice');
+  return out;
+}
+
+/**
+ * The sampling parameters of a body as it goes upstream: OpenAI Chat and vLLM completions keep
+ * them at the top level, SGLang's /generate under `sampling_params` (max_new_tokens, sampling_seed).
+ */
+export function sentSampling(body: Record<string, unknown>): Pick<SamplingRecord, 'temperature' | 'top_p' | 'top_k' | 'max_tokens' | 'seed'> {
+  const p = isRecord(body.sampling_params) ? body.sampling_params : body;
+  return {
+    temperature: num(p.temperature),
+    top_p: num(p.top_p),
+    top_k: num(p.top_k),
+    max_tokens: num(p.max_new_tokens) ?? num(p.max_completion_tokens) ?? num(p.max_tokens),
+    seed: num(p.sampling_seed) ?? num(p.seed),
+  };
+}
+
+function num(v: unknown): number | null {
+  return typeof v === 'number' && Number.isFinite(v) ? v : null;
+}
+
+/**
+ * Why a recorded call was not sampled with the run's parameters, or null when it was (or when it
+ * predates the record: calls captured before migration 11 carry none and are not judged).
+ * `run`: the rollout's configured pair, where the session belongs to one; else the call's own
+ * pinned values (trainer) or the trainer's defaults (pass-through).
+ */
+export function offPolicyReason(record: SamplingRecord | null, run?: { temperature?: number; topP?: number } | null): string | null {
+  if (!record) return null;
+  if (record.off_policy.length > 0) return `sent its own ${record.off_policy.join(', ')} (pass-through)`;
+  const temperature = run?.temperature ?? (record.policy === 'trainer' ? record.temperature : TRAINER_TEMPERATURE) ?? TRAINER_TEMPERATURE;
+  const topP = run?.topP ?? (record.policy === 'trainer' ? record.top_p : TRAINER_TOP_P) ?? TRAINER_TOP_P;
+  const differ: string[] = [];
+  if (record.temperature !== null && record.temperature !== temperature) differ.push(`temperature ${record.temperature} (run: ${temperature})`);
+  if (record.top_p !== null && record.top_p !== topP) differ.push(`top_p ${record.top_p} (run: ${topP})`);
+  return differ.length > 0 ? `sampled with ${differ.join(', ')}` : null;
+}
