@@ -1,5 +1,6 @@
 import type { SandboxKind, SandboxLimits } from '../sandbox/index.js';
 import type { SampleOutcome } from '../store/rollouts.js';
+import type { FirstPromptCheck } from './first-prompts.js';
 
 /**
  * Everything a rollout needs to run, and to be resumed from the database alone (stored as the
@@ -58,6 +59,11 @@ export interface GroupSummary {
   advantages: (number | null)[];
   looAdvantages: (number | null)[];
   accepted: number;
+  /**
+   * Whether the group's samples share one first prompt, as NeMo-RL needs them to be one GRPO group
+   * (first-prompts.ts); absent where the summary was made without it (`polar rollouts`' list).
+   */
+  firstPrompt?: FirstPromptCheck;
 }
 
 export interface RolloutSummary {
@@ -83,4 +89,6 @@ export interface RolloutSummary {
   outDir: string;
   /** Samples whose harness had the machine's network, not only the proxy (a task's "network": "host", --network host, or --sandbox none). */
   hostNetwork: string[];
+  /** Tasks whose samples did not share one first prompt: NeMo-RL would split each into several groups (absent: not checked). */
+  firstPromptSplits?: string[];
 }

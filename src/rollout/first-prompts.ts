@@ -82,3 +82,21 @@ export function splitMessage(taskId: string, check: FirstPromptCheck): string {
   const where = d ? ` (samples ${d.samples[0]} and ${d.samples[1]} part at token ${d.token}; lengths ${d.lengths[0]} and ${d.lengths[1]})` : '';
   return `task ${taskId}: its samples have ${check.distinct} different first prompts${where}. NeMo-RL groups GRPO samples by first-prompt token ids, so they are ${check.distinct} groups, not one, and a sample alone in its group gets advantage 0: this task would not train. Something the harness reads at start differs per sample (a path, a date, an id); \`polar inspect\` the sessions' first calls to see what`;
 }
+
+/**
+ * What a rollout's summary says about its groups' first prompts: a line per split group, and one
+ * for groups that could not be compared (fewer than two samples with server ids), with the reasons.
+ */
+export function firstPromptNotes(groups: readonly { taskId: string; firstPrompt?: FirstPromptCheck }[]): { splits: string[]; unchecked: string | null } {
+  const splits = groups.flatMap((g) => (g.firstPrompt?.status === 'split' ? [splitMessage(g.taskId, g.firstPrompt)] : []));
+  const open = groups.filter((g) => g.firstPrompt?.status === 'unchecked' && g.firstPrompt.prompt.length > 1);
+  const reasons = [...new Set(open.flatMap((g) => g.firstPrompt!.unchecked.map((u) => u.reason)))];
+  const unchecked =
+    open.length > 0
+      ? `first prompts not compared in ${open.length} group(s) (${open
+          .slice(0, 5)
+          .map((g) => g.taskId)
+          .join(', ')}${open.length > 5 ? ', …' : ''}): ${reasons.slice(0, 3).join('; ') || 'fewer than two samples reached a model call'}`
+      : null;
+  return { splits, unchecked };
+}

@@ -17,10 +17,12 @@ import { parseAccept } from './accept.js';
 import { localLedger } from './ledger.js';
 import { Channel, pool } from './channel.js';
 import type { RolloutConfig, RolloutEvent, RolloutSummary } from './config.js';
+import { resumedConfig, type RolloutOverrides } from './resume-config.js';
+import { samplingPolicy, type SamplingPolicy } from '../upstream/sampling-policy.js';
 import { initStage, postStage, runStage, type Prepared, type Ran, type StageContext } from './stages.js';
 import { removeWorkspace, workspaceDir } from './workspace.js';
+import { groupFirstPrompts } from './group-first-prompts.js';
 import type { RolloutTask } from './task-file.js';
-import { samplingPolicy, type SamplingPolicy } from '../upstream/sampling-policy.js';
 import { harborPreflight, isBuiltinAgent } from './harbor/trial.js';
 
 export interface RolloutRun {
@@ -32,7 +34,7 @@ export interface RolloutRun {
   /** …or one to resume: only its samples that did not end run again. */
   resume?: string;
   /** Overrides for a resume (a new upstream URL, more workers); the stored config is the base. */
-  overrides?: Partial<RolloutConfig>;
+  overrides?: RolloutOverrides;
   /** The upstream's API key, from the environment: never stored. */
   upstreamApiKey?: string;
   onEvent?: (event: RolloutEvent) => void;
@@ -222,7 +224,7 @@ function openRollout(store: Store, run: RolloutRun): { rolloutId: string; config
     if (row.status === 'running') {
       throw new PolarError('POLAR_USAGE', `rollout ${row.id} is still running in another process; resume it once that process has ended`);
     }
-    const config = { ...(row.config as unknown as RolloutConfig), ...run.overrides };
+    const config = resumedConfig(row.config as unknown as RolloutConfig, run.overrides);
     store.rollouts.claim(row.id);
     store.rollouts.requeueUnfinished(row.id);
     return { rolloutId: row.id, config, tasks: store.rollouts.tasks(row.id).map((t) => JSON.parse(t) as RolloutTask), tasksFile: row.tasksFile };
@@ -251,9 +253,18 @@ function openRollout(store: Store, run: RolloutRun): { rolloutId: string; config
 /**
  * The rollout as it stands in the database: outcomes, groups with their rewards and advantages.
  * `since`: when this run started; the throughput counts only the samples that ended after it
- * (a resume's own), over `durationMs`. Without it, every ended sample counts.
+ * (a resume's own), over `durationMs`. Without it, every ended sample counts. `firstPrompts`: check
+ * that each group's samples share one first prompt (reads every session's calls; a list of
+ * rollouts leaves it out).
  */
-export function summarize(store: Store, rolloutId: string, dbPath: string, durationMs: number, since?: number): RolloutSummary {
+export function summarize(
+  store: Store,
+  rolloutId: string,
+  dbPath: string,
+  durationMs: number,
+  since?: number,
+  opts: { firstPrompts?: boolean } = {},
+): RolloutSummary {
   const row = store.rollouts.get(rolloutId)!;
   const samples = store.rollouts.samples(rolloutId);
   const groups = store.rollouts.groups(rolloutId);
@@ -276,6 +287,8 @@ export function summarize(store: Store, rolloutId: string, dbPath: string, durat
   const hostTasks = new Set(stored.filter((t) => t.network === 'host').map((t) => t.id));
   // A Harbor task that forbids the internet kept its harness to the proxy even under --network host.
   const offline = new Set(config.sandbox === 'none' ? [] : stored.filter((t) => t.harbor?.agentNetwork === 'none').map((t) => t.id));
+  const checkPrompts = opts.firstPrompts !== false;
+  const firstPrompts = new Map(checkPrompts ? [...byTask].map(([taskId, members]) => [taskId, groupFirstPrompts(store, members)]) : []);
   return {
     rolloutId,
     status: row.status,
@@ -298,6 +311,7 @@ export function summarize(store: Store, rolloutId: string, dbPath: string, durat
         advantages: members.map((m) => m.advantage),
         looAdvantages: members.map((m) => m.looAdvantage),
         accepted: members.filter((m) => m.accepted).length,
+        ...(checkPrompts ? { firstPrompt: firstPrompts.get(taskId)! } : {}),
       };
     }),
     durationMs,
@@ -306,5 +320,6 @@ export function summarize(store: Store, rolloutId: string, dbPath: string, durat
     db: dbPath,
     outDir: String(row.config.outDir ?? ''),
     hostNetwork: samples.filter((s) => (everyHost && !offline.has(s.taskId)) || hostTasks.has(s.taskId)).map((s) => s.id),
+    ...(checkPrompts ? { firstPromptSplits: [...firstPrompts].filter(([, c]) => c.status === 'split').map(([t]) => t) } : {}),
   };
 }

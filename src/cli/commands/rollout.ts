@@ -1,4 +1,5 @@
 import { describeSampling } from '../../upstream/sampling-policy.js';
+import path from 'node:path';
 import chalk from 'chalk';
 import { Option, type Command } from 'commander';
 import { PolarError } from '../../core/errors.js';
@@ -7,8 +8,10 @@ import { sandboxNotices } from '../../sandbox/index.js';
 import { sandboxSettings } from '../../rollout/sandboxing.js';
 import { addSandboxOptions, limitsFrom, limitsGiven, readOnlyFrom, sandboxKind, type SandboxFlags } from '../sandbox-options.js';
 import type { RolloutConfig, RolloutSummary } from '../../rollout/config.js';
+import type { RolloutOverrides } from '../../rollout/resume-config.js';
 import { rolloutSampling, runRollout, summarize, type RolloutRun } from '../../rollout/run-rollout.js';
 import { loadTasks } from '../../rollout/load-tasks.js';
+import { firstPromptNotes } from '../../rollout/first-prompts.js';
 import { BUILTIN_AGENTS, harborPreflight, isBuiltinAgent } from '../../rollout/harbor/trial.js';
 import { environmentNotice, type HarborEnvironment } from '../../rollout/harbor/environment.js';
 import { environmentOption, harborEnvironment } from '../environment-option.js';
@@ -125,6 +128,14 @@ function withParentOptions<O extends object>(fn: (id: string, opts: O) => Promis
   return (id, opts, cmd) => fn(id, Object.assign(opts, { ...(cmd.optsWithGlobals() as O), ...opts }));
 }
 
+/**
+ * The exit status when every sample ended `error`. Not 1, which says the rollout did not finish and
+ * `--resume` continues it: this one finished, so a resume refuses it, and its samples hold no reward
+ * to learn from (an evaluator that crashes or times out, an upstream that never answers). A script
+ * tells the two apart by the code; the cause is in `rollout show`'s error column.
+ */
+export const EXIT_ALL_ERRORED = 3;
+
 const ROLLOUT_HELP = `
 Task file: JSONL, one task per line:
   {"id", "prompt", "workspace": {"dir": PATH} | {"git": URL_OR_PATH, "commit": SHA} | {"empty": true},
@@ -147,11 +158,15 @@ says "network": "host" (or --network host); setup commands get the host network 
 "setup_network": "none"; evaluators get none, and the task file's folder ($POLAR_TASKS_DIR) read-only.
 A sample over a cap (--max-procs, --max-memory, --max-file-size, --max-cpu-seconds) ends as error.
 Stages: INIT (workspace + setup; the budget starts) → READY → RUNNING (the harness) → POSTRUN
-(diff, evaluator, reward). Example:
+(diff, evaluator, reward).
+Exit status: 0 when the rollout completed; 1 when it did not (interrupted: --resume continues it);
+${EXIT_ALL_ERRORED} when it completed but every sample ended error (nothing to learn from, and nothing for
+--resume to run: fix the cause in \`rollout show ID\`'s error column and start again); 2 for a usage error.
+Example:
   polar rollout --tasks fixtures/tasks/tasks.jsonl --harness claude-code --upstream http://gpu:8000 --samples 4
 `;
 
-async function rolloutCommand(opts: RolloutOptions): Promise<void> {
+async function rolloutCommand(opts: RolloutOptions, command: Command): Promise<void> {
   if (opts.queue) return queueRollout(opts);
   if (opts.wait) throw new PolarError('POLAR_USAGE', '--wait goes with --queue (a local rollout always waits)');
   const dbPath = opts.db ?? defaultDbPath();
@@ -163,7 +178,7 @@ async function rolloutCommand(opts: RolloutOptions): Promise<void> {
       ),
     );
   }
-  const base = opts.resume ? resumeArgs(opts, sandbox) : newArgs(opts, sandbox);
+  const base = opts.resume ? resumeArgs(opts, sandbox, command.getOptionValueSource('upstreamKind') === 'cli') : newArgs(opts, sandbox);
   if (!opts.json && 'config' in base) {
     for (const line of sandboxNotices(sandboxSettings(base.config, '')))
       if (opts.sandbox || !line.startsWith('sandbox none')) process.stderr.write(chalk.yellow(`notice: ${line}\n`));
@@ -206,10 +221,32 @@ export async function executeRollout(run: RolloutRun, opts: { json: boolean }, e
       }
     },
   }).finally(() => (progress as RolloutProgress | null)?.stop());
-  if (opts.json) printJson({ ok: summary.status === 'completed', ...summary });
+  if (opts.json) printJson(jsonSummary(summary));
   else process.stdout.write(`${summaryText(summary, run.dbPath)}\n`);
-  process.exitCode = summary.status === 'completed' ? 0 : 1;
+  process.exitCode = rolloutExitCode(summary);
   return summary;
+}
+
+/** Every sample of the rollout ended `error` (none completed, failed, timed out or is left to run). */
+function allErrored(s: RolloutSummary): boolean {
+  const o = s.outcomes;
+  return o.error > 0 && o.error === o.completed + o.failed + o.timeout + o.error + o.interrupted + o.unfinished;
+}
+
+/** 0: completed with at least one sample that did not error; 1: not completed (resume it); 3: every sample errored. */
+export function rolloutExitCode(s: RolloutSummary): number {
+  if (s.status !== 'completed') return 1;
+  return allErrored(s) ? EXIT_ALL_ERRORED : 0;
+}
+
+function jsonSummary(s: RolloutSummary): Record<string, unknown> {
+  return {
+    ok: rolloutExitCode(s) === 0,
+    ...s,
+    ...(allErrored(s)
+      ? { problem: `every sample ended error: no reward to learn from (exit ${EXIT_ALL_ERRORED}); see \`polar rollout show ${s.rolloutId}\`` }
+      : {}),
+  };
 }
 
 /** A description of the mock's scripted solutions, for the demo's first line. */
@@ -249,7 +286,7 @@ export function newArgs(
       ...(opts.command !== undefined ? { command: opts.command } : {}),
       ...(opts.harnessBin ? { harnessBin: opts.harnessBin } : {}),
       ...(opts.node ? { nodeBin: opts.node } : {}),
-      upstream: { url: opts.upstream ?? 'none', kind: opts.upstreamKind, ...upstreamOptionsFrom(opts) },
+      upstream: { url: opts.upstream ?? 'none', kind: opts.upstreamKind, ...storedUpstreamOptions(opts) },
       model: opts.model ?? null,
       samples: opts.samples!,
       concurrency: opts.concurrency,
@@ -268,11 +305,22 @@ export function newArgs(
   };
 }
 
-/** A resume runs with the stored configuration; flags given again override it (a moved upstream, more workers). */
-function resumeArgs(opts: RolloutOptions, sandbox: 'bwrap' | 'none'): { resume: string; overrides: Partial<RolloutConfig> } {
+/**
+ * A resume runs with the stored configuration; flags given again override it (a moved upstream, more
+ * workers). The upstream changes field by field (resume-config.ts): `--upstream URL` changes the URL
+ * only, so a token-in rollout keeps its kind and tokenizer. `kindGiven`: --upstream-kind was on the
+ * command line (commander fills in its default otherwise, which must not replace the stored kind).
+ */
+function resumeArgs(opts: RolloutOptions, sandbox: 'bwrap' | 'none', kindGiven: boolean): { resume: string; overrides: RolloutOverrides } {
   if (opts.tasks) throw new PolarError('POLAR_USAGE', '--resume continues a rollout with the tasks it stored; drop --tasks');
-  const overrides: Partial<RolloutConfig> = {};
-  if (opts.upstream) overrides.upstream = { url: opts.upstream, kind: opts.upstreamKind, ...upstreamOptionsFrom(opts) };
+  const overrides: RolloutOverrides = {};
+  const upstream: RolloutOverrides['upstream'] = {
+    ...(opts.upstream ? { url: opts.upstream } : {}),
+    ...(kindGiven ? { kind: opts.upstreamKind } : {}),
+    ...storedUpstreamOptions(opts),
+  };
+  if (Object.keys(upstream).length > 0) overrides.upstream = upstream;
+  if (opts.model) overrides.model = opts.model;
   if (opts.sandbox) overrides.sandbox = sandbox;
   if (opts.network) overrides.network = opts.network;
   if (limitsGiven(opts)) overrides.limits = limitsFrom(opts);
@@ -283,6 +331,13 @@ function resumeArgs(opts: RolloutOptions, sandbox: 'bwrap' | 'none'): { resume: 
   return { resume: opts.resume!, overrides };
 }
 
+/** The upstream flags as stored: a tokenizer folder absolute, so a resume from another folder finds it. */
+function storedUpstreamOptions(opts: UpstreamFlags): ReturnType<typeof upstreamOptionsFrom> {
+  const options = upstreamOptionsFrom(opts);
+  if (options.tokenizer && !options.tokenizer.startsWith('bundled:')) options.tokenizer = path.resolve(options.tokenizer);
+  return options;
+}
+
 function summaryText(s: RolloutSummary, dbPath: string): string {
   const o = s.outcomes;
   const db = dbPath === defaultDbPath() ? '' : ` --db ${displayDb(dbPath)}`;
@@ -290,6 +345,13 @@ function summaryText(s: RolloutSummary, dbPath: string): string {
     `${chalk.bold('rollout')} ${s.rolloutId} ${s.status === 'completed' ? chalk.green(s.status) : chalk.yellow(s.status)}: ${s.harness}, ${count(s.tasks, 'task')} × ${count(s.samplesPerTask, 'sample')}`,
     `  outcomes: ${o.completed} completed, ${o.failed} failed, ${o.timeout} timeout, ${o.error} error${o.interrupted + o.unfinished > 0 ? `, ${o.interrupted + o.unfinished} not finished` : ''}`,
     `  mean reward ${fmt(s.meanReward)} · accepted ${s.accepted}/${s.attempted} · ${throughput(s)}`,
+    ...(allErrored(s)
+      ? [
+          chalk.red(
+            `  every sample ended error: no reward to learn from (exit ${EXIT_ALL_ERRORED}); the causes are in the error column of ${invokedAs()} rollout show ${s.rolloutId}${db}`,
+          ),
+        ]
+      : []),
     ...(s.hostNetwork.length > 0
       ? [
           chalk.yellow(
@@ -298,6 +360,7 @@ function summaryText(s: RolloutSummary, dbPath: string): string {
         ]
       : []),
     ...(s.refusedCalls ? [chalk.yellow(`  ${s.refusedCalls} call(s) refused without their session's key: ${invokedAs()} audit${db}`)] : []),
+    ...firstPromptLines(s),
     '',
     groupTable(s),
     '',
@@ -314,6 +377,16 @@ function throughput(s: RolloutSummary): string {
   const before = o.completed + o.failed + o.timeout + o.error - s.endedHere;
   const rate = `${s.sessionsPerMinute.toFixed(1)} sessions/min · ${(s.durationMs / 1000).toFixed(0)} s`;
   return before > 0 ? `${rate} (${s.endedHere} ended in this run; ${before} before it)` : rate;
+}
+
+/**
+ * Said loudly: a group whose samples do not share one first prompt is several NeMo-RL groups, each
+ * sample alone getting advantage 0 (first-prompts.ts). With --json, `firstPromptSplits` and each
+ * group's `firstPrompt` carry it.
+ */
+function firstPromptLines(s: RolloutSummary): string[] {
+  const notes = firstPromptNotes(s.groups);
+  return [...notes.splits.map((line) => chalk.red.bold(`  FIRST PROMPT SPLIT: ${line}`)), ...(notes.unchecked ? [chalk.yellow(`  ${notes.unchecked}`)] : [])];
 }
 
 function groupTable(s: RolloutSummary): string {
@@ -386,7 +459,7 @@ async function listRollouts(opts: { db?: string; json?: boolean }): Promise<void
   const dbPath = opts.db ?? defaultDbPath();
   const store = await openStore(dbPath, { readonly: true });
   try {
-    const rows = store.rollouts.list().map((r) => summarize(store, r.id, dbPath, (r.endedAt ?? Date.now()) - r.createdAt));
+    const rows = store.rollouts.list().map((r) => summarize(store, r.id, dbPath, (r.endedAt ?? Date.now()) - r.createdAt, undefined, { firstPrompts: false }));
     if (opts.json) {
       printJson({ ok: true, rollouts: rows.map(({ groups: _g, ...rest }) => rest) });
       return;
@@ -453,9 +526,9 @@ async function queueRollout(opts: RolloutOptions): Promise<void> {
     return;
   }
   const summary = await waitForRollout(url, rolloutId, base.config.harness, total, started, opts.json === true);
-  if (opts.json) printJson({ ok: summary.status === 'completed', ...summary });
+  if (opts.json) printJson(jsonSummary(summary));
   else process.stdout.write(`${summaryText(summary, url)}\n`);
-  process.exitCode = summary.status === 'completed' ? 0 : 1;
+  process.exitCode = rolloutExitCode(summary);
 }
 
 /**

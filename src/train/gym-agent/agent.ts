@@ -13,6 +13,7 @@ import { FailureWindow } from './failures.js';
 import { DEFAULT_FAILURE_WINDOW, DEFAULT_MAX_FAILED_SHARE, type GymAgentOptions, rolloutConfig, taskCatalog } from './options.js';
 import { RowRunner } from './row-runner.js';
 import { runHandler } from './run-handler.js';
+import { SiblingPrompts } from './sibling-prompts.js';
 import { startGymServer } from './server.js';
 import { SessionCache } from './session-cache.js';
 import { AGENT_NAME } from './wiring.js';
@@ -100,7 +101,8 @@ export async function startGymAgent(options: GymAgentOptions): Promise<RunningGy
   const sessions = new SessionCache({ options, store, sandbox, sessionKeys, agentHeaders, rolloutId });
   const runner = new RowRunner({ options, store, rolloutId, config, harness, sandbox, sessionKeys, catalog, sessions });
   const window = new FailureWindow(options.failureWindow ?? DEFAULT_FAILURE_WINDOW, options.maxFailedShare ?? DEFAULT_MAX_FAILED_SHARE);
-  const run = runHandler({ options, catalog, runner, window });
+  const siblings = new SiblingPrompts((line) => options.onNotice?.(line));
+  const run = runHandler({ options, catalog, runner, window, siblings });
   const { server, address } = await startGymServer({
     host: options.host,
     port: options.port,

@@ -30,6 +30,9 @@ export interface GymRunResult {
   polar_masked: number;
   /** How many times the agent ran the row (infrastructure failures are run again). */
   polar_attempts?: number;
+  /** Set on every answer by the live first-prompt check (sibling-prompts.ts). */
+  polar_first_prompt_split?: 0 | 1;
+  polar_first_prompt_unchecked?: 0 | 1;
 }
 
 export function gymRunResult(store: Store, sample: SampleRow, params: unknown, model: string): GymRunResult {

@@ -9,6 +9,7 @@ import { RowRefused, taskForRow, type TaskCatalog } from './task.js';
 import type { GymAgentOptions } from './options.js';
 import type { RowOutcome, RowRunner } from './row-runner.js';
 import { parseRow, refusedResult } from './rows.js';
+import type { SiblingPrompts } from './sibling-prompts.js';
 
 type GymAnswer = { result: GymRunResult } | { stop: string };
 
@@ -18,6 +19,8 @@ export interface RunHandlerDeps {
   runner: RowRunner;
   /** Rows that failed outside the policy, over about one step (failures.ts). */
   window: FailureWindow;
+  /** The live first-prompt check of each group's samples (sibling-prompts.ts). */
+  siblings: SiblingPrompts;
 }
 
 /**
@@ -40,7 +43,10 @@ export function runHandler(deps: RunHandlerDeps): (req: IncomingMessage, res: Se
     const key = createHash('sha256').update(text).digest('hex');
     let pending = inFlight.get(key);
     if (!pending) {
-      pending = answerRow(deps, row.row, row.task).finally(() => inFlight.delete(key));
+      // Siblings are decided as the row arrives (its _rowidx), compared once its result is ready.
+      const taskId = row.task instanceof Error ? null : row.task.id;
+      const siblings = { taskId, group: deps.siblings.join(taskId, row.row._rowidx) };
+      pending = answerRow(deps, row.row, row.task, siblings).finally(() => inFlight.delete(key));
       inFlight.set(key, pending);
     }
     const answer = await pending;
@@ -76,7 +82,12 @@ function rowOrRefuse(deps: RunHandlerDeps, text: string, res: ServerResponse): {
 }
 
 /** Runs the row (or masks it), counts its failure, and says whether the window now stops the run. */
-async function answerRow(deps: RunHandlerDeps, row: Record<string, unknown>, task: RolloutTask | Error): Promise<GymAnswer> {
+async function answerRow(
+  deps: RunHandlerDeps,
+  row: Record<string, unknown>,
+  task: RolloutTask | Error,
+  siblings: { taskId: string | null; group: ReturnType<SiblingPrompts['join']> },
+): Promise<GymAnswer> {
   let outcome: RowOutcome;
   try {
     if (task instanceof Error) throw task;
@@ -85,6 +96,8 @@ async function answerRow(deps: RunHandlerDeps, row: Record<string, unknown>, tas
     const message = (err as Error).message;
     outcome = { result: refusedResult(row, message), failure: { kind: 'config', reason: `the row could not run: ${message}` } };
   }
+  // On every answer, refused ones too: NeMo-RL logs the keys of a step's first result only (rollouts.py:2728).
+  outcome.result = { ...outcome.result, ...deps.siblings.check(siblings.taskId, siblings.group, outcome.result) };
   deps.options.onRun?.(outcome.result);
   const trip = deps.window.record(outcome.failure);
   if (trip) {

@@ -1,0 +1,144 @@
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { writeGpuStandIns } from '../support/fake-nemo-rl/stand-ins.js';
+import { writeFixtureCheckout } from '../support/nemo-rl-checkout.js';
+import { pathWithStandIns, trainGrpoArgs, writeTaskFile } from '../support/nemo-rl-train.js';
+import { nodeAgentHarness, POLAR_BIN, polarCli } from '../support/polar-cli.js';
+import { startReferenceUpstream, type ReferenceUpstream } from '../support/reference-upstream/index.js';
+
+/**
+ * Issue 30: NeMo-RL groups GRPO samples by the token ids of each sample's first prompt, so a group
+ * only trains when its samples share one. A group of 4 with mixed rewards through `polar train grpo`
+ * (the gym agent, NeMo-RL's stand-in computing advantages by NeMo-RL's rule) gets non-zero
+ * advantages; an agent whose first request carries something of its own session (its session key)
+ * splits every group, which `polar rollout` and `polar gym-agent` say loudly, and the stand-in's
+ * advantages are all 0, which `polar train` says loudly too.
+ */
+const run = promisify(execFile);
+let dir: string;
+let upstream: ReferenceUpstream;
+let checkout: string;
+let fakeBin: string;
+let tasks: string;
+
+/**
+ * One tool-bearing model call, then answer.txt holds 0 or 1 by turns (each sample claims the next
+ * free slot file, so a group of 4 gets rewards 0, 1, 0, 1 in some order). `split`: the first
+ * request also carries the end of the session's own key, so no two samples share a first prompt.
+ */
+function groupAgent(name: string, split: boolean): string {
+  const slots = path.join(dir, `${name}-slots`);
+  fs.mkdirSync(slots);
+  const file = path.join(dir, `${name}.mjs`);
+  fs.writeFileSync(
+    file,
+    `const fs = await import('node:fs');
+let n = 0;
+for (;; n++) { try { fs.writeFileSync(${JSON.stringify(slots)} + '/slot-' + n, '', { flag: 'wx' }); break; } catch {} }
+const content = process.argv[2] + (${split} ? ' (session ' + process.env.OPENAI_API_KEY.slice(-12) + ')' : '');
+const r = await fetch(process.env.OPENAI_BASE_URL + '/chat/completions', { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer ' + process.env.OPENAI_API_KEY }, body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content }], tools: [{ type: 'function', function: { name: 'noop', parameters: { type: 'object' } } }] }) });
+if (!r.ok) process.exit(3);
+await r.json();
+fs.writeFileSync('answer.txt', (n % 2) + '\\n');`,
+  );
+  return file;
+}
+
+beforeAll(async () => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-first-prompts-'));
+  upstream = await startReferenceUpstream();
+  checkout = writeFixtureCheckout(path.join(dir, 'RL'));
+  fakeBin = writeGpuStandIns(dir);
+  tasks = writeTaskFile(path.join(dir, 'tasks.jsonl'), [
+    { id: 't', prompt: 'answer with 0 or 1', workspace: { empty: true }, evaluator: { type: 'command', command: 'cat answer.txt' }, timeout: 60 },
+  ]);
+});
+afterAll(async () => {
+  await upstream?.close();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+async function rollout(agent: string, db: string, json: boolean) {
+  const args = ['rollout', '--tasks', tasks, ...nodeAgentHarness(agent), '--upstream', upstream.url, '--db', db, '--sandbox', 'none', '--samples', '4'];
+  return polarCli([...args, '--out', path.join(dir, `out-${path.basename(db)}`), ...(json ? ['--json'] : [])], { env: { ...process.env, NO_COLOR: '1' } });
+}
+
+describe('polar rollout: do the samples of a group share one first prompt?', () => {
+  it('one first prompt for the group: checked and said to be one group', async () => {
+    const r = await rollout(groupAgent('same-rollout', false), path.join(dir, 'same.db'), true);
+    const summary = JSON.parse(r.stdout);
+    expect(summary.firstPromptSplits).toEqual([]);
+    expect(summary.groups[0].firstPrompt).toMatchObject({ status: 'same', checked: 4, distinct: 1, prompt: [0, 0, 0, 0] });
+    expect([...summary.groups[0].rewards].sort()).toEqual([0, 0, 1, 1]);
+  }, 120_000);
+
+  it('a first request that carries its session key: the split is in --json and said loudly at the end', async () => {
+    const agent = groupAgent('split-rollout', true);
+    const r = await rollout(agent, path.join(dir, 'split.db'), true);
+    const summary = JSON.parse(r.stdout);
+    expect(summary.firstPromptSplits).toEqual(['t']);
+    expect(summary.groups[0].firstPrompt).toMatchObject({ status: 'split', checked: 4, distinct: 4, prompt: [0, 1, 2, 3] });
+    const text = await rollout(agent, path.join(dir, 'split-text.db'), false);
+    expect(text.stdout).toMatch(
+      /FIRST PROMPT SPLIT: task t: its samples have 4 different first prompts .*NeMo-RL groups GRPO samples by first-prompt token ids/,
+    );
+  }, 120_000);
+});
+
+describe('polar train grpo: NeMo-RL advantages of a gym-agent group of 4', () => {
+  const train = async (name: string, split: boolean) => {
+    const runDir = path.join(dir, name);
+    const args = trainGrpoArgs({
+      checkout,
+      model: 'Qwen/Qwen3-0.6B',
+      tasks,
+      harness: nodeAgentHarness(groupAgent(name, split)),
+      runDir,
+      db: path.join(runDir, 'polar.db'),
+      extra: ['--prompts-per-step', '1', '--group-size', '4', '--steps', '1', '--json'],
+    });
+    const r = await run(process.execPath, [POLAR_BIN, ...args], {
+      env: { ...process.env, NO_COLOR: '1', PATH: pathWithStandIns(fakeBin) },
+      timeout: 120_000,
+    }).catch((err: { stdout: string; stderr: string }) => {
+      throw new Error(`polar train failed:\n${err.stdout}\n${err.stderr}\n${fs.readFileSync(path.join(runDir, 'train.log'), 'utf8').slice(-3000)}`);
+    });
+    const read = (f: string) =>
+      fs
+        .readFileSync(path.join(runDir, f), 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l));
+    return {
+      result: JSON.parse(r.stdout),
+      metrics: read('metrics.jsonl'),
+      logged: read('logs/exp_001/logged_metrics.jsonl'),
+      log: fs.readFileSync(path.join(runDir, 'train.log'), 'utf8'),
+    };
+  };
+
+  it('one first prompt, rewards 0,1,0,1: one group, non-zero advantages (±1.1547 by NeMo-RL’s leave-one-out rule) and a non-zero loss', async () => {
+    const { result, metrics, logged, log } = await train('train-same', false);
+    expect(result).toMatchObject({ ok: true, steps: 1, zeroAdvantageSteps: [] });
+    const [step] = metrics;
+    expect(step.reward).toBe(0.5);
+    expect(step.loss).toBeGreaterThan(0);
+    // Each sample: (r − mean of the other three) / (their std + 1e-6), = ±(2/3)/√(1/3).
+    expect(step.advantages.max).toBeCloseTo(1.1547, 4);
+    expect(step.advantages.min).toBeCloseTo(-1.1547, 4);
+    expect(logged[0]).toMatchObject({ 'train/polar_agent/polar_first_prompt_split/max': 0, 'train/polar_agent/polar_first_prompt_unchecked/max': 0 });
+    expect(log).not.toMatch(/FIRST PROMPT SPLIT/);
+  }, 150_000);
+
+  it('first prompts that differ within the group: the gym agent flags it (metric and log), every advantage is 0, polar train says so', async () => {
+    const { result, metrics, logged, log } = await train('train-split', true);
+    expect(result).toMatchObject({ ok: true, steps: 1, zeroAdvantageSteps: [1] });
+    expect(metrics[0]).toMatchObject({ reward: 0.5, loss: 0, advantages: { mean: 0, min: 0, max: 0 } });
+    expect(logged[0]['train/polar_agent/polar_first_prompt_split/max']).toBe(1);
+    expect(log).toMatch(/polar gym-agent: FIRST PROMPT SPLIT: task t: its samples have \d different first prompts/);
+  }, 150_000);
+});

@@ -1,0 +1,129 @@
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Store } from '../../src/store/store.js';
+import { nodeAgentHarness, POLAR_BIN, polarCli } from '../support/polar-cli.js';
+import { startReferenceUpstream, type ReferenceUpstream } from '../support/reference-upstream/index.js';
+import { ROLLOUT_AGENT } from '../support/rollout-agent.js';
+
+/**
+ * Issue 30, what a rollout's outcomes become: a resumed token-in rollout stays token-in; a rollout
+ * whose every sample errored exits 3.
+ */
+const polar = (args: string[]) => polarCli(args, { timeout: 120_000, maxBuffer: 64 * 1024 * 1024 });
+const TITO = ['--upstream-kind', 'vllm-tito', '--tokenizer', 'bundled:qwen3'];
+
+let upstream: ReferenceUpstream;
+let dir: string;
+let agent: string;
+
+beforeAll(async () => {
+  upstream = await startReferenceUpstream();
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-rollout-outcomes-'));
+  agent = path.join(dir, 'agent.mjs');
+  fs.writeFileSync(agent, ROLLOUT_AGENT);
+});
+afterAll(async () => {
+  await upstream?.close();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+function taskFile(name: string, tasks: Record<string, unknown>[]): string {
+  const file = path.join(dir, name);
+  fs.writeFileSync(
+    file,
+    tasks
+      .map((t) => JSON.stringify({ workspace: { empty: true }, evaluator: { type: 'command', command: 'cat answer.txt 2>/dev/null | tail -1' }, ...t }))
+      .join('\n'),
+  );
+  return file;
+}
+
+function rolloutArgs(tasks: string, db: string, url: string, extra: string[] = []): string[] {
+  return [
+    'rollout',
+    '--tasks',
+    tasks,
+    ...nodeAgentHarness(agent),
+    '--upstream',
+    url,
+    '--db',
+    db,
+    '--sandbox',
+    'none',
+    '--out',
+    path.join(dir, `out-${path.basename(db)}`),
+    ...extra,
+  ];
+}
+
+describe('--resume with a new --upstream URL', () => {
+  it('keeps the stored vllm-tito kind and tokenizer: the resumed samples are token-in like the first ones, and every session is text-checked', async () => {
+    // The first server holds its replies, so the rollout is stopped (Ctrl-C) with one sample
+    // running (its one call held) and the others not yet run; the resume goes to a second server
+    // at another port.
+    const first = await startReferenceUpstream({ holdAt: 0 });
+    const moved = await startReferenceUpstream();
+    try {
+      const tasks = taskFile('resume.jsonl', [
+        { id: 'one', prompt: 'calls=1 write:answer.txt:1' },
+        { id: 'two', prompt: 'calls=1 write:answer.txt:0' },
+      ]);
+      const db = path.join(dir, 'resume.db');
+      const args = rolloutArgs(tasks, db, first.url, ['--samples', '2', '--concurrency', '1', '--init-workers', '1', ...TITO]);
+      const child = spawn(process.execPath, [POLAR_BIN, ...args], { stdio: 'ignore' });
+      const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+      try {
+        await first.held();
+        child.kill('SIGINT');
+      } finally {
+        first.release();
+      }
+      expect(await exited).toBe(1);
+      const listed = JSON.parse((await polar(['rollouts', '--db', db, '--json'])).stdout).rollouts;
+      expect(listed[0]).toMatchObject({ status: 'interrupted' });
+      const rolloutId: string = listed[0].rolloutId;
+      expect(first.calls.every((c) => c.path === '/v1/completions')).toBe(true);
+
+      const resumed = await polar(['rollout', '--resume', rolloutId, '--upstream', moved.url, '--db', db, '--json']);
+      expect(resumed.code, resumed.stderr).toBe(0);
+      expect(JSON.parse(resumed.stdout)).toMatchObject({ status: 'completed', outcomes: { completed: 4 } });
+      // The resumed samples went to the moved server, token in (not to its chat endpoint).
+      expect(moved.calls.length).toBeGreaterThan(0);
+      expect(new Set(moved.calls.map((c) => c.path))).toEqual(new Set(['/v1/completions']));
+      const store = Store.open(db, { readonly: true });
+      try {
+        const samples = store.rollouts.samples(rolloutId);
+        expect(samples.filter((s) => s.endedAt !== null)).toHaveLength(4);
+        for (const s of samples) expect(store.sessions.get(s.sessionId!)!.metadata, s.id).toMatchObject({ tokenizer: 'bundled:qwen3' });
+      } finally {
+        store.close();
+      }
+      const verified = await polar(['verify-faithfulness', '--db', db, '--json']);
+      expect(verified.code, verified.stdout).toBe(0);
+      const report = JSON.parse(verified.stdout);
+      expect(report.textChecked).toBe(report.sessions);
+    } finally {
+      await first.close();
+      await moved.close();
+    }
+  }, 120_000);
+});
+
+describe('a rollout whose every sample ended error', () => {
+  it('exits 3 and says so, in the summary and in --json', async () => {
+    const tasks = taskFile('all-error.jsonl', [{ id: 'crash', prompt: 'calls=1', evaluator: { type: 'command', command: 'kill -SEGV $$' } }]);
+    const db = path.join(dir, 'all-error.db');
+    const r = await polar(rolloutArgs(tasks, db, upstream.url, ['--samples', '2']));
+    expect(r.code, r.stderr).toBe(3);
+    expect(r.stdout).toMatch(/outcomes: 0 completed, 0 failed, 0 timeout, 2 error/);
+    expect(r.stdout).toMatch(/every sample ended error: no reward to learn from \(exit 3\); the causes are in the error column of .* rollout show rol_/);
+    const json = await polar([...rolloutArgs(tasks, path.join(dir, 'all-error-json.db'), upstream.url, ['--samples', '1']), '--json']);
+    expect(json.code).toBe(3);
+    expect(JSON.parse(json.stdout)).toMatchObject({ ok: false, status: 'completed', problem: expect.stringMatching(/^every sample ended error/) });
+    const help = await polar(['rollout', '--help']);
+    expect(help.stdout).toMatch(/\n3 when it completed but every sample ended error/);
+  }, 120_000);
+});
