@@ -23,8 +23,13 @@ GRPO_FILES = [
     'nemo_rl/experience/rollouts.py', 'nemo_rl/models/generation/vllm/vllm_worker_async.py',
     'nemo_rl/models/generation/vllm/vllm_worker.py', 'nemo_rl/models/generation/vllm/vllm_generation.py',
     'nemo_rl/models/generation/__init__.py', 'nemo_rl/data/utils.py',
+    'nemo_rl/data/datasets/response_datasets/__init__.py', 'nemo_rl/data/datasets/raw_dataset.py',
+    'nemo_rl/data/datasets/response_datasets/nemogym_dataset.py',
 ]
-SFT_FILES = ['examples/run_sft.py', 'nemo_rl/algorithms/sft.py', 'nemo_rl/data/datasets/response_datasets/oai_format_dataset.py']
+SFT_FILES = [
+    'examples/run_sft.py', 'nemo_rl/algorithms/sft.py', 'nemo_rl/data/datasets/response_datasets/oai_format_dataset.py',
+    'nemo_rl/data/datasets/response_datasets/__init__.py', 'nemo_rl/data/datasets/raw_dataset.py',
+]
 SHARED = ['nemo_rl/models/policy/lm_policy.py', 'nemo_rl/models/policy/workers/dtensor_policy_worker_v2.py', 'nemo_rl/utils/checkpoint.py', 'nemo_rl/utils/logger.py', 'nemo_rl/distributed/virtual_cluster.py']
 
 # Reads the run polar starts does not reach, by (key, file): why, in our words.
@@ -38,6 +43,8 @@ OFF_PATH = {
     ('policy.generation.sglang_cfg', 'nemo_rl/algorithms/grpo.py'): 'only with policy.generation.backend sglang (polar: vllm)',
     ('data.val_data_paths', 'nemo_rl/data/utils.py'): 'setup_preference_data (DPO / reward model), not called by GRPO or SFT',
     ('policy.batch_size', 'nemo_rl/models/policy/workers/dtensor_policy_worker_v2.py'): 'score(): reward-model scoring, not called by GRPO or SFT',
+    # extract.py takes the parameter name data_config for the data section; here it is one data.train entry.
+    ('data.dataset_name', 'nemo_rl/data/datasets/response_datasets/__init__.py'): 'load_response_dataset(data_config) is given one data.train entry, not the data section: the read is listed as data.train[].dataset_name',
 }
 # The same, for one run only.
 OFF_PATH_SFT = {
@@ -45,6 +52,25 @@ OFF_PATH_SFT = {
     ('policy.sequence_packing.logprob_mb_tokens', 'nemo_rl/models/policy/lm_policy.py'): 'logprob sharding and FP8 calibration: SFT computes no logprobs (and sft.yaml has sequence_packing off)',
     ('policy.logprob_batch_size', 'nemo_rl/models/policy/workers/dtensor_policy_worker_v2.py'): 'get_logprobs / get_topk_logits: SFT computes no logprobs',
 }
+# Reads extract.py cannot see, by reading the source: each dataset entry of data.train (a map or a
+# list of them, each filled from data.default first: data/utils.py:171-177, run_sft.py:72-78) is
+# handed to load_response_dataset, which reads its dataset_name unguarded and passes the entry to the
+# dataset class as keyword arguments, whose data_path has no default; set_processor reads processor
+# behind a membership test; should_use_nemo_gym reads env.should_use_nemo_gym with .get. `match`:
+# the text the pinned line holds (not a subscript); `guarded`: absent is no KeyError, and why it
+# still matters (an assert below says what the value must be).
+CURATED_READS = [
+    {'run': 'grpo', 'key': 'env.should_use_nemo_gym', 'file': 'nemo_rl/environments/nemo_gym.py', 'lines': [85], 'match': '.get("should_use_nemo_gym")', 'guarded': 'absent reads as false: should_use_nemo_gym(config) is then false, and run_grpo_nemo_gym.py:195 asserts it'},
+    *[{'run': run, 'key': 'data.train[].dataset_name', 'file': 'nemo_rl/data/datasets/response_datasets/__init__.py', 'lines': [111]} for run in ('grpo', 'sft')],
+    {'run': 'grpo', 'key': 'data.train[].data_path', 'file': 'nemo_rl/data/datasets/response_datasets/nemogym_dataset.py', 'lines': [28], 'match': 'data_path: str', 'note': 'NemoGymDataset(**entry): a required parameter (TypeError without it)'},
+    {'run': 'sft', 'key': 'data.train[].data_path', 'file': 'nemo_rl/data/datasets/response_datasets/oai_format_dataset.py', 'lines': [124], 'match': 'data_path: str', 'note': 'OpenAIFormatDataset(**entry): a required parameter (TypeError without it)'},
+    *[{'run': run, 'key': 'data.train[].processor', 'file': 'nemo_rl/data/datasets/raw_dataset.py', 'lines': [53, 55], 'match': '"processor"', 'guarded': "absent: the 'default' processor, math_hf_data_processor (data/processors.py:869), which reads math problems, not these rows"} for run in ('grpo', 'sft')],
+]
+# Reads the text scan of check-nemo-rl finds at the pin that extract.py does not resolve (a local
+# `config` in main()), judged here: (key, file, line, why).
+SCANNED_REVIEWED = [
+    ('policy.draft.enabled', 'examples/nemo_gym/run_grpo_nemo_gym.py', 172, 'behind `"draft" in config.policy`'),
+]
 # Keys NeMo-RL writes into the config before it reads them: (key, file, line).
 FILLED = [
     ('policy.generation.model_name', 'nemo_rl/algorithms/grpo.py', 1109, 'grpo'),
@@ -58,26 +84,28 @@ FILLED = [
 ]
 # Asserts and raises a config, the data or a /run answer must pass, in our words.
 ASSERTS = [
-    {'run': 'grpo', 'on': 'config', 'file': 'examples/nemo_gym/run_grpo_nemo_gym.py', 'line': 195, 'what': 'should_use_nemo_gym(config) holds after setup_nemo_gym_config (env.should_use_nemo_gym read at nemo_gym.py:84; async_engine and expose_http_server are set true at nemo_gym.py:1116-1117)', 'holds': [{'key': 'env.should_use_nemo_gym', 'is': True}]},
+    {'run': 'grpo', 'on': 'config', 'file': 'examples/nemo_gym/run_grpo_nemo_gym.py', 'line': 195, 'what': 'should_use_nemo_gym(config) holds after setup_nemo_gym_config (env.should_use_nemo_gym read at nemo_gym.py:85; async_engine and expose_http_server are set true at nemo_gym.py:1116-1117)', 'holds': [{'key': 'env.should_use_nemo_gym', 'is': True}]},
     {'run': 'grpo', 'on': 'config', 'file': 'examples/nemo_gym/run_grpo_nemo_gym.py', 'line': 206, 'what': 'grpo.max_val_samples must be null (raises ValueError)', 'holds': [{'key': 'grpo.max_val_samples', 'is': None}]},
-    {'run': 'grpo', 'on': 'config', 'file': 'examples/nemo_gym/run_grpo_nemo_gym.py', 'line': 302, 'what': 'async GRPO refuses data.use_multiple_dataloader: true'},
-    {'run': 'grpo', 'on': 'config', 'file': 'examples/nemo_gym/run_grpo_nemo_gym.py', 'line': 147, 'what': 'MasterConfig(**config): pydantic requires the TypedDict fields listed under typed_required'},
-    {'run': 'grpo', 'on': 'config', 'file': 'nemo_rl/environments/nemo_gym.py', 'line': 90, 'what': 'should_use_nemo_gym: with backend vllm, vllm_cfg.async_engine and expose_http_server must be true'},
-    {'run': 'grpo', 'on': 'config', 'file': 'nemo_rl/algorithms/grpo.py', 'line': 511, 'what': 'val_temperature / val_top_p / val_top_k differing from the train values only with vLLM + NeMo Gym'},
-    {'run': 'grpo', 'on': 'config', 'file': 'nemo_rl/algorithms/grpo.py', 'line': 521, 'what': 'generation.val_top_k must be unset on the NeMo Gym path'},
-    {'run': 'grpo', 'on': 'config', 'file': 'nemo_rl/algorithms/grpo.py', 'line': 571, 'what': 'grpo.batch_multiplier must be 1 without dynamic sampling'},
+    {'run': 'grpo', 'on': 'config', 'file': 'examples/nemo_gym/run_grpo_nemo_gym.py', 'line': 302, 'what': 'async GRPO refuses data.use_multiple_dataloader: true', 'when': [{'key': 'grpo.async_grpo.enabled', 'is': True}], 'holds': [{'key': 'data.use_multiple_dataloader', 'is': False}]},
+    {'run': 'grpo', 'on': 'config', 'file': 'examples/nemo_gym/run_grpo_nemo_gym.py', 'line': 147, 'what': 'MasterConfig(**config): pydantic requires the TypedDict fields listed under typed_required', 'checked_by': 'typed_required: contract.ts missingKeys'},
+    {'run': 'grpo', 'on': 'config', 'file': 'nemo_rl/environments/nemo_gym.py', 'line': 90, 'what': 'should_use_nemo_gym: with backend vllm, vllm_cfg.async_engine and expose_http_server must be true', 'holds': [{'key': 'policy.generation.backend', 'is': 'vllm'}], 'always': 'setup_nemo_gym_config sets async_engine and expose_http_server true first (nemo_gym.py:1116-1117); the backend is checked'},
+    {'run': 'grpo', 'on': 'config', 'file': 'nemo_rl/algorithms/grpo.py', 'line': 511, 'what': 'val_temperature / val_top_p / val_top_k differing from the train values only with vLLM + NeMo Gym', 'always': "polar's GRPO runs are vLLM + NeMo Gym (the asserts at nemo_gym.py:90 and run_grpo_nemo_gym.py:195)"},
+    {'run': 'grpo', 'on': 'config', 'file': 'nemo_rl/algorithms/grpo.py', 'line': 521, 'what': 'generation.val_top_k must be unset on the NeMo Gym path (asserted when validation sampling differs from training)', 'holds': [{'key': 'policy.generation.val_top_k', 'is': None}]},
+    {'run': 'grpo', 'on': 'config', 'file': 'nemo_rl/algorithms/grpo.py', 'line': 571, 'what': 'grpo.batch_multiplier must be 1 without dynamic sampling', 'when': [{'key': 'grpo.use_dynamic_sampling', 'is': False}], 'holds': [{'key': 'grpo.batch_multiplier', 'is': 1}]},
+    {'run': 'grpo', 'on': 'config', 'file': 'nemo_rl/data/datasets/raw_dataset.py', 'line': 53, 'what': "each data.train entry (data.default filled in) names the processor nemo_gym_data_processor; without one NeMo-RL takes 'default', math_hf_data_processor (data/processors.py:869), which does not read Gym rows", 'holds': [{'key': 'data.train[].processor', 'is': 'nemo_gym_data_processor'}]},
+    {'run': 'sft', 'on': 'config', 'file': 'nemo_rl/data/datasets/raw_dataset.py', 'line': 53, 'what': "each data.train entry (data.default filled in) names the processor sft_processor; without one NeMo-RL takes 'default', math_hf_data_processor (data/processors.py:869), which does not read openai_format rows", 'holds': [{'key': 'data.train[].processor', 'is': 'sft_processor'}]},
     {'run': 'grpo', 'on': 'config', 'file': 'nemo_rl/algorithms/grpo.py', 'line': 639, 'what': 'validation enabled (val_period > 0, val_at_start or val_at_end) needs a validation dataset (polar gives none)', 'holds': [{'key': 'data.validation', 'is': None}, {'key': 'grpo.val_period', 'is': 0}, {'key': 'grpo.val_at_start', 'is': False}, {'key': 'grpo.val_at_end', 'is': False}]},
-    {'run': 'grpo', 'on': 'data', 'file': 'nemo_rl/algorithms/grpo.py', 'line': 598, 'what': 'train dataloader: batch = num_prompts_per_step, drop_last=True (fewer rows than a batch: no step)'},
-    {'run': 'grpo', 'on': 'result', 'file': 'nemo_rl/environments/nemo_gym.py', 'line': 760, 'what': 'a /run answer must be a JSON object'},
-    {'run': 'grpo', 'on': 'result', 'file': 'nemo_rl/environments/nemo_gym.py', 'line': 840, 'what': 'each trainable item\'s prompt_token_ids must start with every token seen so far (one append-only chain)'},
-    {'run': 'grpo', 'on': 'result', 'file': 'nemo_rl/environments/nemo_gym.py', 'line': 987, 'what': 'a result with no trainable item (non-empty generation_token_ids) raises ValueError'},
-    {'run': 'grpo', 'on': 'result', 'file': 'nemo_rl/environments/nemo_gym.py', 'line': 719, 'what': 'NaN generation logprobs raise RuntimeError'},
-    {'run': 'grpo', 'on': 'result', 'file': 'nemo_rl/environments/nemo_gym.py', 'line': 1098, 'what': 'with reward_components, reward must equal their sum'},
-    {'run': 'grpo', 'on': 'result', 'file': 'nemo_rl/models/generation/vllm/vllm_worker_async.py', 'line': 443, 'what': 'a prompt that fills max_model_len is refused (HTTP 400 to the agent)'},
-    {'run': 'sft', 'on': 'data', 'file': 'nemo_rl/algorithms/sft.py', 'line': 164, 'what': 'train dataloader: batch = policy.train_global_batch_size, drop_last=True (fewer examples than a batch: zero steps)'},
-    {'run': 'sft', 'on': 'data', 'file': 'nemo_rl/models/policy/workers/dtensor_policy_worker_v2.py', 'line': 417, 'what': 'the global batch is split evenly over data-parallel ranks (gbs // dp_size)'},
-    {'run': 'sft', 'on': 'data', 'file': 'nemo_rl/distributed/batched_data_dict.py', 'line': 1011, 'what': 'each rank\'s share of the batch must be a whole number of micro-batches'},
-    {'run': 'sft', 'on': 'data', 'file': 'nemo_rl/data/datasets/response_datasets/oai_format_dataset.py', 'line': 193, 'what': 'an openai_format row must end with an assistant message'},
+    {'run': 'grpo', 'on': 'data', 'file': 'nemo_rl/algorithms/grpo.py', 'line': 598, 'what': 'train dataloader: batch = num_prompts_per_step, drop_last=True (fewer rows than a batch: no step)', 'checked_by': 'src/train/preflight.ts: fewer tasks than --prompts-per-step is refused'},
+    {'run': 'grpo', 'on': 'result', 'file': 'nemo_rl/environments/nemo_gym.py', 'line': 760, 'what': 'a /run answer must be a JSON object', 'checked_by': 'src/train/gym-agent/result.ts: every answer is built there'},
+    {'run': 'grpo', 'on': 'result', 'file': 'nemo_rl/environments/nemo_gym.py', 'line': 840, 'what': 'each trainable item\'s prompt_token_ids must start with every token seen so far (one append-only chain)', 'checked_by': 'src/train/gym-agent/result.ts: one append-only chain per answer'},
+    {'run': 'grpo', 'on': 'result', 'file': 'nemo_rl/environments/nemo_gym.py', 'line': 987, 'what': 'a result with no trainable item (non-empty generation_token_ids) raises ValueError', 'checked_by': 'src/train/gym-agent/result.ts: a failed sample answers one placeholder token item'},
+    {'run': 'grpo', 'on': 'result', 'file': 'nemo_rl/environments/nemo_gym.py', 'line': 719, 'what': 'NaN generation logprobs raise RuntimeError', 'checked_by': 'src/train/gym-agent/result.ts'},
+    {'run': 'grpo', 'on': 'result', 'file': 'nemo_rl/environments/nemo_gym.py', 'line': 1098, 'what': 'with reward_components, reward must equal their sum', 'always': 'polar answers no reward_components'},
+    {'run': 'grpo', 'on': 'result', 'file': 'nemo_rl/models/generation/vllm/vllm_worker_async.py', 'line': 443, 'what': 'a prompt that fills max_model_len is refused (HTTP 400 to the agent)', 'checked_by': "src/train/first-prompt.ts: preflight sizes --max-seq-len to the harness's first prompt"},
+    {'run': 'sft', 'on': 'data', 'file': 'nemo_rl/algorithms/sft.py', 'line': 164, 'what': 'train dataloader: batch = policy.train_global_batch_size, drop_last=True (fewer examples than a batch: zero steps)', 'checked_by': 'src/train/sft-batch.ts'},
+    {'run': 'sft', 'on': 'data', 'file': 'nemo_rl/models/policy/workers/dtensor_policy_worker_v2.py', 'line': 417, 'what': 'the global batch is split evenly over data-parallel ranks (gbs // dp_size)', 'checked_by': 'src/train/sft-batch.ts'},
+    {'run': 'sft', 'on': 'data', 'file': 'nemo_rl/distributed/batched_data_dict.py', 'line': 1011, 'what': 'each rank\'s share of the batch must be a whole number of micro-batches', 'checked_by': 'src/train/sft-batch.ts'},
+    {'run': 'sft', 'on': 'data', 'file': 'nemo_rl/data/datasets/response_datasets/oai_format_dataset.py', 'line': 193, 'what': 'an openai_format row must end with an assistant message', 'checked_by': 'src/trajectory/export: polar exports SFT rows ending with the assistant'},
 ]
 # /run: what NeMo-RL and NeMo Gym send to the agent, and what they read of its answer.
 GYM_RUN = {
@@ -129,7 +157,24 @@ def grouped(reads, run):
         if why:
             e['off_path'] = why
         entries.append(e)
+    for c in CURATED_READS:
+        if c['run'] == run:
+            entries.append({k: v for k, v in c.items() if k != 'run'})
     return entries
+
+
+def reviewed(reads, run):
+    """Reads behind a membership test of their key (guarded: no KeyError), and those judged in
+    SCANNED_REVIEWED: known at the pin, so check-nemo-rl's scan reports only reads new since."""
+    files = (GRPO_FILES if run == 'grpo' else SFT_FILES) + SHARED
+    out = {}
+    for r in reads:
+        if r['file'] in files and r['guarded']:
+            out.setdefault((r['key'], r['file']), set()).add(r['line'])
+    for key, file, line, _why in SCANNED_REVIEWED:
+        if file in files:
+            out.setdefault((key, file), set()).add(line)
+    return [{'key': k, 'file': f, 'lines': sorted(lines)} for (k, f), lines in sorted(out.items())]
 
 
 def typed_required(typed, run):
@@ -170,6 +215,7 @@ def main():
             'sft': {'entry': 'examples/run_sft.py', 'base': 'examples/configs/sft.yaml', 'base_keys': 'sft.keys', 'files': SFT_FILES + SHARED},
         },
         'reads': {run: grouped(raw['reads'], run) for run in ('grpo', 'sft')},
+        'reviewed': {run: reviewed(raw['reads'], run) for run in ('grpo', 'sft')},
         'filled': [{'key': k, 'file': f, 'line': line, 'run': r} for k, f, line, r in FILLED],
         'typed_required': {run: typed_required(raw['typed_dicts'], run) for run in ('grpo', 'sft')},
         'asserts': ASSERTS,

@@ -17,7 +17,8 @@ export function writeFixtureCheckout(dir: string, opts: { omitKeys?: string[]; s
     for (const f of [run.entry, ...run.files]) if (!files.has(f)) files.set(f, new Map());
     for (const read of contract.reads[kind]) {
       const lines = files.get(read.file)!;
-      for (const n of read.lines) lines.set(n, `${lines.get(n) ?? 'x = cfg'}["${read.key.split('.').at(-1)}"]`);
+      // A read that is no subscript (a parameter, a `.get`) holds the text the list matches instead.
+      for (const n of read.lines) lines.set(n, `${lines.get(n) ?? 'x = cfg'}${read.match ? ` # ${read.match}` : `["${read.key.split('.').at(-1)}"]`}`);
     }
   }
   for (const [file, lines] of files) {

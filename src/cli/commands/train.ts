@@ -320,7 +320,7 @@ function checkNemoRl(checkout: string, opts: { json?: boolean }): void {
     for (const kind of ['grpo', 'sft'] as const) {
       const r = check.reports[kind];
       process.stdout.write(
-        `${kind}: ${r.checkedReads} reads checked, ${r.moved.length} moved, ${r.gone.length} gone, ${r.missingFiles.length} files missing, ${r.missingKeys.length} keys missing after the merge\n`,
+        `${kind}: ${r.checkedReads} reads checked, ${r.moved.length} moved, ${r.gone.length} gone, ${r.missingFiles.length} files missing, ${r.missingKeys.length} keys missing after the merge, ${r.failedAsserts.length} asserts failed, ${r.newReads.length} new reads to review\n`,
       );
     }
     for (const w of check.warnings) process.stderr.write(`${chalk.yellow('warning')}: ${w}\n`);

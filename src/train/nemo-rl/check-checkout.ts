@@ -1,8 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Yaml } from '../yaml.js';
-import { missingKeys, type Contract, type RunKind } from './contract.js';
+import { failedAsserts, missingKeys, type Contract, type RunKind } from './contract.js';
 import { loadWithInheritance, mergeWithOverride } from './merge.js';
+import { scanConfigReads } from './scan-reads.js';
 
 /**
  * A NeMo-RL checkout read against the pinned list, before anything starts: is it the pinned commit,
@@ -20,6 +21,10 @@ export interface CheckoutReport {
   gone: { key: string; file: string; lines: number[] }[];
   /** Required keys the merged config lacks, with where NeMo-RL reads them. */
   missingKeys: { key: string; at: string }[];
+  /** Asserts of the list the merged config fails (`file:line: what (why)`). */
+  failedAsserts: string[];
+  /** Config reads in the run's files that the list neither requires nor reviewed: new upstream, for a person to read. */
+  newReads: { key: string; file: string; line: number }[];
   /** The base config could not be read (the key check was skipped), and why. */
   baseUnreadable: string | null;
   checkedReads: number;
@@ -36,6 +41,8 @@ export function checkCheckout(checkout: string, kind: RunKind, generated: Yaml, 
     moved: [],
     gone: [],
     missingKeys: [],
+    failedAsserts: [],
+    newReads: [],
     baseUnreadable: null,
     checkedReads: 0,
     gym: null,
@@ -59,12 +66,16 @@ export function checkCheckout(checkout: string, kind: RunKind, generated: Yaml, 
     // The key as a subscript, or alone on its line (a subscript Black split over three lines). Only
     // the last key segment is matched, so a moved read may list other reads of a same-named key too.
     const alone = new RegExp(`^\\s*["']${last.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}["']\\s*$`);
-    const reads = (line: string | undefined) => line !== undefined && (line.includes(`["${last}"]`) || line.includes(`['${last}']`) || alone.test(line));
+    const reads = (line: string | undefined) =>
+      line !== undefined &&
+      (read.match !== undefined ? line.includes(read.match) : line.includes(`["${last}"]`) || line.includes(`['${last}']`) || alone.test(line));
     if (read.lines.every((n) => reads(text[n - 1]))) continue;
     const now = text.flatMap((line, i) => (reads(line) ? [i + 1] : []));
     if (now.length === 0) report.gone.push({ key: read.key, file: read.file, lines: read.lines });
     else report.moved.push({ key: read.key, file: read.file, from: read.lines, to: now });
   }
+
+  report.newReads = newReads(kind, contract, lines);
 
   if (kind === 'grpo') {
     const gymRoot = path.join(checkout, contract.gym.root);
@@ -81,12 +92,37 @@ export function checkCheckout(checkout: string, kind: RunKind, generated: Yaml, 
         typeof generated === 'object' && generated !== null && !Array.isArray(generated)
           ? Object.fromEntries(Object.entries(generated).filter(([k]) => k !== 'defaults'))
           : generated;
-      report.missingKeys = missingKeys(kind, contract, mergeWithOverride(base, own));
+      const merged = mergeWithOverride(base, own);
+      report.missingKeys = missingKeys(kind, contract, merged);
+      report.failedAsserts = failedAsserts(kind, contract, merged);
     } catch (err) {
       report.baseUnreadable = (err as Error).message;
     }
   }
   return report;
+}
+
+/**
+ * Config reads in the run's files (scan-reads.ts) whose key the list has never seen: not a read it
+ * requires or marks off-path, not one it reviewed as guarded, not a key NeMo-RL fills or pydantic
+ * requires, nor a section above one of those. Each is a read a newer NeMo-RL makes that may crash a
+ * run on a key polar's config lacks.
+ */
+function newReads(kind: RunKind, contract: Contract, lines: (file: string) => string[] | null): CheckoutReport['newReads'] {
+  const known = new Set<string>();
+  for (const k of ['grpo', 'sft'] as const) {
+    for (const r of [...contract.reads[k], ...(contract.reviewed?.[k] ?? [])]) known.add(r.key.replace('[]', ''));
+    for (const t of contract.typed_required[k]) known.add(t.key);
+  }
+  for (const f of contract.filled) known.add(f.key);
+  const sections = new Set([...known].flatMap((k) => k.split('.').map((_, i, parts) => parts.slice(0, i).join('.'))));
+  const out: CheckoutReport['newReads'] = [];
+  for (const file of contract.runs[kind].files) {
+    const text = lines(file);
+    if (!text) continue;
+    for (const r of scanConfigReads(file, text.join('\n'))) if (!known.has(r.key) && !sections.has(r.key)) out.push({ key: r.key, file, line: r.line });
+  }
+  return out;
 }
 
 /** Problems for preflight: keys a run would crash on are errors; drift from the pin is a warning. */
@@ -96,8 +132,18 @@ export function describeReport(report: CheckoutReport, checkout: string, reportF
   const pin = report.pinned.slice(0, 7);
   for (const m of report.missingKeys)
     errors.push(
-      `the config merged onto ${checkout}'s base config has no ${m.key}, which NeMo-RL reads unguarded (${m.at}): set it with --set ${m.key}=… (polar's pinned list is NeMo-RL ${pin})`,
+      `the config merged onto ${checkout}'s base config has no ${m.key}, which NeMo-RL reads unguarded (${m.at}): set it with --set ${m.key.replace('[]', '')}=… (polar's pinned list is NeMo-RL ${pin})`,
     );
+  for (const a of report.failedAsserts)
+    errors.push(
+      `the config merged onto ${checkout}'s base config fails what NeMo-RL asserts at ${a}; change it with --set or --config (polar's pinned list is NeMo-RL ${pin})`,
+    );
+  if (report.newReads.length > 0) {
+    const shown = report.newReads.slice(0, 8).map((r) => `${r.key} (${r.file}:${r.line})`);
+    warnings.push(
+      `new reads to review: ${report.newReads.length} config read${report.newReads.length === 1 ? '' : 's'} in ${checkout} that polar's pinned list (NeMo-RL ${pin}) does not know: ${shown.join('; ')}${report.newReads.length > 8 ? '; …' : ''}. Read each: one the merged config lacks crashes NeMo-RL (add it with --set)`,
+    );
+  }
   if (report.baseUnreadable) warnings.push(`could not read the checkout's base config (${report.baseUnreadable}); the merged-key check was skipped`);
   const drift: string[] = [];
   if (report.commit && !report.commit.startsWith(pin)) drift.push(`checkout is at ${report.commit.slice(0, 7)}, polar's list was read at ${pin}`);

@@ -12,21 +12,45 @@ import { mergeWithOverride } from './merge.js';
 export type RunKind = 'grpo' | 'sft';
 
 export interface ContractRead {
+  /** A dotted key path; `data.train[].x` is `x` of each data.train entry, data.default filled in. */
   key: string;
   file: string;
   lines: number[];
   /** Why the run polar starts does not reach this read (absent: it does). */
   off_path?: string;
+  /** The text the pinned line holds, where the read is not a subscript (a parameter, a `.get`). */
+  match?: string;
+  /** Why a missing key raises nothing here (a `.get`, a membership test), and what then goes wrong. */
+  guarded?: string;
+  note?: string;
+}
+
+/** A read known at the pin that cannot crash (guarded) or was judged by hand: not new to a scan. */
+export interface ReviewedRead {
+  key: string;
+  file: string;
+  lines: number[];
+}
+
+/** `key` is `is`: a condition on the merged config. */
+export interface KeyIs {
+  key: string;
+  is: Yaml;
 }
 
 export interface Contract {
   pinned: { nemo_rl: { repo: string; commit: string }; gym: { repo: string; commit: string } };
   runs: Record<RunKind, { entry: string; base: string; base_keys: string; files: string[] }>;
   reads: Record<RunKind, ContractRead[]>;
+  reviewed: Record<RunKind, ReviewedRead[]>;
   filled: { key: string; file: string; line: number; run: RunKind }[];
   typed_required: Record<RunKind, { key: string; file: string; line: number }[]>;
-  /** `holds`: what polar's config must say for the assert to pass (where it can be said as key = value). */
-  asserts: { run: RunKind; on: string; file: string; line: number; what: string; holds?: { key: string; is: Yaml }[] }[];
+  /**
+   * Each assert is evaluated one way: `holds`, what the merged config must say for it to pass (only
+   * `when` its conditions hold); `always`, why polar's runs cannot fail it; `checked_by`, the polar
+   * code that keeps the data or the /run answer within it.
+   */
+  asserts: { run: RunKind; on: string; file: string; line: number; what: string; holds?: KeyIs[]; when?: KeyIs[]; always?: string; checked_by?: string }[];
   /** /run: what NeMo-RL / Gym send the agent, and what they read of its answer (`required`: unguarded). */
   gym_run: { request: GymRunField[]; response: GymRunField[] };
   /** Datasets polar names, with the parameters their constructors take. */
@@ -86,7 +110,7 @@ export function requiredKeys(kind: RunKind, contract: Contract, merged: Yaml): {
   const filled = new Set(contract.filled.filter((f) => f.run === kind).map((f) => f.key));
   const out = new Map<string, string>();
   for (const r of contract.reads[kind]) {
-    if (r.off_path || filled.has(r.key)) continue;
+    if (r.off_path || r.guarded || filled.has(r.key)) continue;
     if (!out.has(r.key)) out.set(r.key, `${r.file}:${r.lines.join(',')}`);
   }
   for (const t of contract.typed_required[kind]) {
@@ -97,16 +121,65 @@ export function requiredKeys(kind: RunKind, contract: Contract, merged: Yaml): {
   return [...out].map(([key, at]) => ({ key, at }));
 }
 
-/** The config asserts of the list that a merged config fails, each as `file:line: what`. */
+/**
+ * The config asserts of the list that a merged config fails, each as `file:line: what (key is …, must
+ * be …)`. A value the merged config cannot say yet (the base's `${…}` interpolations, resolved by
+ * OmegaConf at load; the key list's placeholder) is not judged; a missing key fails.
+ */
 export function failedAsserts(kind: RunKind, contract: Contract, merged: Yaml): string[] {
-  return contract.asserts
-    .filter((a) => a.run === kind && a.holds?.some((h) => !has(merged, h.key) || get(merged, h.key) !== h.is))
-    .map((a) => `${a.file}:${a.line}: ${a.what}`);
+  const out: string[] = [];
+  for (const a of contract.asserts) {
+    if (a.run !== kind || !a.holds) continue;
+    if (a.when && !a.when.every((w) => valuesAt(merged, w.key).every((v) => v !== undefined && sameValue(v, w.is)))) continue;
+    const failed = a.holds.flatMap((h) => {
+      const values = valuesAt(merged, h.key);
+      if (values.length === 0 || values.includes(undefined)) return [`${h.key} is missing, must be ${JSON.stringify(h.is)}`];
+      const wrong = values.find((v) => !unknownValue(v) && !sameValue(v!, h.is));
+      return wrong === undefined ? [] : [`${h.key} is ${JSON.stringify(wrong)}, must be ${JSON.stringify(h.is)}`];
+    });
+    if (failed.length > 0) out.push(`${a.file}:${a.line}: ${a.what} (${failed.join('; ')})`);
+  }
+  return out;
+}
+
+/** treeOfKeys's placeholder for a base value. */
+export const BASE_PLACEHOLDER = '<base>';
+
+function unknownValue(v: Yaml | undefined): boolean {
+  return v === BASE_PLACEHOLDER || (typeof v === 'string' && v.includes('${'));
+}
+
+function sameValue(a: Yaml, b: Yaml): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
+/**
+ * The values a key path names in a config: one for a plain path (undefined when absent), one per
+ * entry for `list[].key`. A list key may hold one entry as a map, or a list of them; each is filled
+ * from the `default` beside the list first, as NeMo-RL does for data.train (data/utils.py:171-177,
+ * examples/run_sft.py:72-78 at 7ea279a: a default key goes in only where the entry lacks it).
+ */
+export function valuesAt(config: Yaml, dotted: string): (Yaml | undefined)[] {
+  const at = dotted.indexOf('[].');
+  if (at < 0) return [has(config, dotted) ? get(config, dotted) : undefined];
+  const listKey = dotted.slice(0, at);
+  const rest = dotted.slice(at + 3);
+  const list = get(config, listKey);
+  const entries = Array.isArray(list) ? list : isMap(list) ? [list] : [];
+  const parent = listKey.split('.').slice(0, -1);
+  const fallback = get(config, [...parent, 'default'].join('.'));
+  return entries.map((e) => {
+    const entry = isMap(fallback) && isMap(e) ? { ...fallback, ...e } : e;
+    return has(entry, rest) ? get(entry, rest) : undefined;
+  });
 }
 
 /** The required keys a merged config lacks, each with where NeMo-RL reads it. */
 export function missingKeys(kind: RunKind, contract: Contract, merged: Yaml): { key: string; at: string }[] {
-  return requiredKeys(kind, contract, merged).filter((r) => !has(merged, r.key));
+  return requiredKeys(kind, contract, merged).filter((r) => {
+    const values = valuesAt(merged, r.key);
+    return values.length === 0 || values.includes(undefined);
+  });
 }
 
 /**
