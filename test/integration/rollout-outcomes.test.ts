@@ -9,8 +9,10 @@ import { startReferenceUpstream, type ReferenceUpstream } from '../support/refer
 import { ROLLOUT_AGENT } from '../support/rollout-agent.js';
 
 /**
- * Issue 30, what a rollout's outcomes become: a resumed token-in rollout stays token-in; a rollout
- * whose every sample errored exits 3.
+ * Issue 30, what a rollout's outcomes become downstream: a resumed token-in rollout stays token-in;
+ * a sample that ended `error` is no reward-0 row in a Gym export (polar's statistics leave it out) and
+ * is said to be unjudged, not "ran without --accept"; sessions `polar replay` recorded stay out of
+ * reconstruct and verify-faithfulness unless asked for; a rollout whose every sample errored exits 3.
  */
 const polar = (args: string[]) => polarCli(args, { timeout: 120_000, maxBuffer: 64 * 1024 * 1024 });
 const TITO = ['--upstream-kind', 'vllm-tito', '--tokenizer', 'bundled:qwen3'];
@@ -57,6 +59,14 @@ function rolloutArgs(tasks: string, db: string, url: string, extra: string[] = [
     path.join(dir, `out-${path.basename(db)}`),
     ...extra,
   ];
+}
+
+function lines(stdout: string): Record<string, any>[] {
+  return stdout
+    .trim()
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l));
 }
 
 describe('--resume with a new --upstream URL', () => {
@@ -109,6 +119,81 @@ describe('--resume with a new --upstream URL', () => {
       await first.close();
       await moved.close();
     }
+  }, 120_000);
+});
+
+describe('a group with a sample that ended error', () => {
+  let db: string;
+  let rolloutId: string;
+  let code: number;
+  beforeAll(async () => {
+    // Rewards 1, 0, then an evaluator that crashes, by the order in which the evaluator runs (one at a time).
+    const counter = path.join(dir, 'mixed-counter');
+    const tasks = taskFile('mixed.jsonl', [
+      {
+        id: 'mix',
+        prompt: 'calls=1',
+        evaluator: {
+          type: 'command',
+          command: `n=$(cat ${counter} 2>/dev/null || echo 0); echo $((n+1)) > ${counter}; [ "$n" -lt 2 ] || kill -SEGV $$; echo $((1 - n))`,
+        },
+      },
+    ]);
+    db = path.join(dir, 'mixed.db');
+    const r = await polar([...rolloutArgs(tasks, db, upstream.url, ['--samples', '3', '--post-workers', '1', '--accept', 'reward>=1', ...TITO]), '--json']);
+    code = r.code;
+    const summary = JSON.parse(r.stdout);
+    rolloutId = summary.rolloutId;
+    // polar's statistics: the error sample takes no part (a group of two, mean 0.5).
+    expect(summary.groups[0]).toMatchObject({ mean: 0.5 });
+    expect([...summary.groups[0].rewards].sort()).toEqual([0, 1, null]);
+  }, 120_000);
+
+  it('the rollout exits 0: not every sample errored', () => {
+    expect(code).toBe(0);
+  });
+
+  it('--format nemo-gym writes no reward-0 row for it: the Gym group is [1, 0] as polar counts it, and the export says it left one out', async () => {
+    const r = await polar(['export', '--db', db, '--rollout', rolloutId, '--format', 'nemo-gym']);
+    expect(r.code, r.stderr).toBe(0);
+    const rows = lines(r.stdout);
+    expect(rows.map((row) => row.reward).sort()).toEqual([0, 1]);
+    expect(r.stderr).toMatch(/export nemo-gym: 2 written, 1 left out: 1 unrewarded sample/);
+    expect(r.stderr).toMatch(/left out 1: rollout sample without a reward \(it ended error\): polar's group statistics leave it out/);
+  });
+
+  it('--accepted says the error sample was never judged, not that the rollout ran without --accept', async () => {
+    const r = await polar(['export', '--db', db, '--rollout', rolloutId, '--format', 'sft', '--accepted']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(lines(r.stdout)).toHaveLength(1);
+    expect(r.stderr).toMatch(/left out 1: not accepted \(--accepted\)/);
+    expect(r.stderr).toMatch(/left out 1: not judged: the sample ended error without a reward, so rollout rol_\w+'s --accept 'reward>=1' never judged it/);
+    expect(r.stderr).not.toMatch(/ran without --accept/);
+  });
+
+  it('reconstruct and verify-faithfulness leave a polar replay session out unless --include-replays, and say how many', async () => {
+    const store = Store.open(db, { readonly: true });
+    const [sample] = store.rollouts.samples(rolloutId);
+    store.close();
+    const replay = await polar(['replay', sample!.sessionId!, ...nodeAgentHarness(agent), '--db', db, '--json']);
+    expect(replay.code, replay.stdout + replay.stderr).toBe(0);
+    const { replaySession } = JSON.parse(replay.stdout) as { replaySession: string };
+
+    const plain = await polar(['reconstruct', '--db', db]);
+    expect(plain.code, plain.stderr).toBe(0);
+    expect(lines(plain.stdout).map((t) => t.session_id)).not.toContain(replaySession);
+    expect(plain.stderr).toMatch(/left out 1 session recorded by polar replay \(played back, not sampled; --include-replays keeps it\)/);
+    const all = await polar(['reconstruct', '--db', db, '--include-replays']);
+    expect(lines(all.stdout).map((t) => t.session_id)).toContain(replaySession);
+    expect(all.stderr).not.toMatch(/recorded by polar replay/);
+
+    const verified = await polar(['verify-faithfulness', '--db', db, '--json']);
+    expect(verified.code, verified.stdout).toBe(0);
+    const withReplays = await polar(['verify-faithfulness', '--db', db, '--json', '--include-replays']);
+    expect(JSON.parse(verified.stdout)).toMatchObject({ replaySessionsLeftOut: 1, sessions: JSON.parse(withReplays.stdout).sessions - 1 });
+    expect(JSON.parse(withReplays.stdout)).toMatchObject({ replaySessionsLeftOut: 0 });
+    const text = await polar(['verify-faithfulness', '--db', db]);
+    expect(text.stderr).toMatch(/left out 1 session recorded by polar replay/);
   }, 120_000);
 });
 

@@ -8,6 +8,7 @@ import { emptyStats } from '../../trajectory/reconstruct.js';
 import { STRATEGIES, getStrategy } from '../../trajectory/registry.js';
 import { numberArg } from '../numbers.js';
 import { action, jsonLines, printJson } from '../output.js';
+import { INCLUDE_REPLAYS_HELP } from '../replay-sessions.js';
 
 interface ExportOptions {
   db?: string;
@@ -50,7 +51,7 @@ export function registerExport(program: Command): void {
     .option('--accepted', 'only samples a rollout accepted (--accept): offline SFT generation')
     .option('--include-partial', 'also traces of sessions that did not end on their own (timeout, interrupted, aborted)')
     .option('--include-side-calls', "also side calls (calls that offered no tools while the agent's others did: titles, summaries); not with --format nemo-gym")
-    .option('--include-replays', 'also sessions recorded by `polar replay` (a recording played back, not sampled)')
+    .option('--include-replays', INCLUDE_REPLAYS_HELP)
     .option('--out <file>', 'write here (default: stdout)')
     .option('--json', 'with --out: print the summary (written, left out by kind and reason) as JSON')
     .action(action(exportData));

@@ -8,6 +8,7 @@ import { STRATEGIES, getStrategy } from '../../trajectory/registry.js';
 import { loadTokenText } from '../../trajectory/tokenizer.js';
 import { action, jsonLines } from '../output.js';
 import { count } from '../plural.js';
+import { INCLUDE_REPLAYS_HELP, replaysLeftOut, withoutReplays } from '../replay-sessions.js';
 import { selectedSessions } from './export.js';
 
 interface ReconstructCommandOptions {
@@ -20,6 +21,7 @@ interface ReconstructCommandOptions {
   includeSideCalls?: boolean;
   allowRerender?: boolean;
   rollout?: string;
+  includeReplays?: boolean;
 }
 
 export function registerReconstruct(program: Command): void {
@@ -35,6 +37,7 @@ export function registerReconstruct(program: Command): void {
     .option('--tokenizer <path>', 'tokenizer.json (or its folder): classify breaks and decode examples')
     .option('--allow-rerender', 'also join calls whose previous prompt is a prefix although the answer was re-rendered differently (counted as context drift)')
     .option('--include-side-calls', 'keep calls that offered no tools while their agent did elsewhere (titles, summaries)')
+    .option('--include-replays', INCLUDE_REPLAYS_HELP)
     .addHelpText(
       'after',
       `
@@ -51,9 +54,12 @@ async function run(opts: ReconstructCommandOptions): Promise<void> {
   const strategy = getStrategy(opts.strategy, { allowRerender: opts.allowRerender === true });
   const stats = emptyStats(strategy.name);
   const out = jsonLines(opts.out);
+  let replays = 0;
   try {
     const text = opts.tokenizer ? loadTokenText(opts.tokenizer) : undefined;
-    const sessions = selectedSessions(store, opts);
+    const picked = withoutReplays(store, selectedSessions(store, opts), opts.includeReplays === true);
+    const sessions = picked.sessions;
+    replays = picked.replays;
     for (const trace of reconstruct(
       store,
       { strategy, ...(sessions ? { sessions } : {}), ...(text ? { text } : {}), includeSideCalls: opts.includeSideCalls === true },
@@ -66,8 +72,9 @@ async function run(opts: ReconstructCommandOptions): Promise<void> {
     await out.close();
   }
   process.stderr.write(`${summary(stats)}\n`);
+  if (replays > 0) process.stderr.write(`  ${replaysLeftOut(replays)}\n`);
   // 0600: break examples quote recorded text.
-  if (opts.statsJson) writePrivateFile(opts.statsJson, `${JSON.stringify(stats, null, 2)}\n`);
+  if (opts.statsJson) writePrivateFile(opts.statsJson, `${JSON.stringify({ ...stats, replaySessionsLeftOut: replays }, null, 2)}\n`);
 }
 
 function summary(s: ReconstructStats): string {

@@ -12,6 +12,7 @@ import type { Violation } from '../../trajectory/verify.js';
 import { verifySessions, type VerifySummary } from '../../trajectory/verify-sessions.js';
 import { action, printJson } from '../output.js';
 import { count } from '../plural.js';
+import { INCLUDE_REPLAYS_HELP, replaysLeftOut, withoutReplays } from '../replay-sessions.js';
 
 interface VerifyCommandOptions {
   db?: string;
@@ -21,6 +22,7 @@ interface VerifyCommandOptions {
   allowRerender?: boolean;
   tokenizer?: string;
   json?: boolean;
+  includeReplays?: boolean;
 }
 
 export function registerVerify(program: Command): void {
@@ -36,6 +38,7 @@ export function registerVerify(program: Command): void {
       '--tokenizer <path>',
       'tokenizer.json (or its folder): also check ids decode to the text the harness sent and received (token-in sessions use the tokenizer they recorded without it)',
     )
+    .option('--include-replays', INCLUDE_REPLAYS_HELP)
     .option('--json', 'print every violation as JSON')
     .action(action(verify));
 }
@@ -44,7 +47,10 @@ async function verify(opts: VerifyCommandOptions): Promise<void> {
   const store = await openStore(opts.db ?? defaultDbPath(), { readonly: true });
   const summary: VerifySummary = { sessions: 0, calls: 0, traces: 0, violations: 0 };
   const violations: Violation[] = [];
+  let replays = 0;
   try {
+    const picked = withoutReplays(store, opts.session, opts.includeReplays === true);
+    replays = picked.replays;
     const traces = opts.traces ? await readTraces(opts.traces) : undefined;
     const text = opts.tokenizer ? loadTokenText(opts.tokenizer) : undefined;
     const textFor = text ? undefined : recordedTokenizers(opts.json === true);
@@ -52,7 +58,7 @@ async function verify(opts: VerifyCommandOptions): Promise<void> {
       store,
       {
         strategy: getStrategy(opts.strategy, { allowRerender: opts.allowRerender === true }),
-        ...(opts.session ? { sessions: opts.session } : {}),
+        ...(picked.sessions ? { sessions: picked.sessions } : {}),
         ...(traces ? { traces } : {}),
         ...(text ? { text } : {}),
         ...(textFor ? { textFor } : {}),
@@ -66,8 +72,9 @@ async function verify(opts: VerifyCommandOptions): Promise<void> {
   } finally {
     store.close();
   }
-  if (opts.json) printJson({ ok: violations.length === 0, ...summary, violations });
+  if (opts.json) printJson({ ok: violations.length === 0, ...summary, replaySessionsLeftOut: replays, violations });
   else {
+    if (replays > 0) process.stderr.write(`${replaysLeftOut(replays)}\n`);
     if (violations.length > 50) process.stderr.write(`… and ${violations.length - 50} more (--json lists all)\n`);
     const verdict = violations.length === 0 ? chalk.green('faithful') : chalk.red(count(violations.length, 'violation'));
     const decoded = summary.textChecked ? `; ids checked against their text in ${summary.textChecked} session${summary.textChecked === 1 ? '' : 's'}` : '';

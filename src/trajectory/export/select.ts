@@ -1,3 +1,4 @@
+import { SAMPLE_OUTCOMES, type SampleRow } from '../../store/rollouts.js';
 import type { Store } from '../../store/store.js';
 import type { ResponseLookup } from '../conversation.js';
 import { reconstruct, type ReconstructStats } from '../reconstruct.js';
@@ -35,6 +36,7 @@ export type LeftOutKind =
   | 'replay session'
   | 'partial trace'
   | 'not accepted'
+  | 'unrewarded sample'
   | 'below --min-reward'
   | 'sub-agent trace'
   | 'unmerged session'
@@ -105,9 +107,9 @@ function excludedCall(reason: string): LeftOut {
 }
 
 /** The selection rules every format applies to a trace; null when it is kept. */
-function selectionRule(sel: ExportSelection, trace: Trajectory): LeftOut | null {
+function selectionRule(store: Store, sel: ExportSelection, trace: Trajectory): LeftOut | null {
   if (trace.partial && !sel.includePartial) return { kind: 'partial trace', leftOut: `partial: session ${trace.status} (--include-partial keeps it)` };
-  if (sel.accepted && trace.accepted !== true) return { kind: 'not accepted', leftOut: notAccepted(trace) };
+  if (sel.accepted && trace.accepted !== true) return { kind: 'not accepted', leftOut: notAccepted(store, trace) };
   if (sel.minReward !== null && (trace.reward === null || trace.reward < sel.minReward)) {
     return { kind: 'below --min-reward', leftOut: trace.reward === null ? 'no reward (--min-reward)' : `reward below ${sel.minReward} (--min-reward)` };
   }
@@ -117,16 +119,29 @@ function selectionRule(sel: ExportSelection, trace: Trajectory): LeftOut | null 
 /**
  * Why --accepted left a trace out. A rollout judges its samples only when it ran with --accept: the
  * samples of one without it are neither accepted nor rejected, which is not the same as "not a
- * rollout sample" and has its own remedy.
+ * rollout sample" and has its own remedy. A rollout that ran with --accept judges a sample once it
+ * ends with a reward: one that ended `error` (or has not ended) was never judged, and saying the
+ * rollout "ran without --accept" would send the user to run it again for nothing.
  */
-function notAccepted(trace: Trajectory): string {
+function notAccepted(store: Store, trace: Trajectory): string {
   if (trace.accepted === false) return 'not accepted (--accepted)';
   if (trace.rollout_id === null) return 'not a rollout sample (--accepted)';
+  const accept = store.rollouts.get(trace.rollout_id)?.accept;
+  if (accept) return notJudged(store, trace, accept);
   return `none accepted: rollout ${trace.rollout_id} ran without --accept, so it accepted no sample (--accepted); choose by reward with --min-reward R, or run the rollout again with --accept 'reward>=1'`;
 }
 
+/** A sample of a rollout with --accept that --accept never judged: it ended without a reward, or has not ended. */
+function notJudged(store: Store, trace: Trajectory, accept: string): string {
+  const status = store.rollouts.sampleForSession(trace.session_id)?.status ?? 'unknown';
+  const ended = (SAMPLE_OUTCOMES as readonly string[]).includes(status);
+  return ended
+    ? `not judged: the sample ended ${status} without a reward, so rollout ${trace.rollout_id}'s --accept '${accept}' never judged it (--accepted; \`polar rollout show ${trace.rollout_id}\` says why)`
+    : `not judged yet: the sample has not ended (${status}); rollout ${trace.rollout_id}'s --accept '${accept}' judges it when it ends (--accepted)`;
+}
+
 function* traceLine(store: Store, sel: ExportSelection, trace: Trajectory): Generator<{ line: unknown } | LeftOut> {
-  const rule = selectionRule(sel, trace);
+  const rule = selectionRule(store, sel, trace);
   if (rule) {
     yield rule;
     return;
@@ -150,12 +165,17 @@ function* gymSession(store: Store, sel: ExportSelection, traces: readonly Trajec
     return;
   }
   const trace = main[0]!;
-  const rule = selectionRule(sel, trace);
+  const rule = selectionRule(store, sel, trace);
   if (rule) {
     yield rule;
     return;
   }
   const sample = trace.rollout_id !== null ? store.rollouts.sampleForSession(trace.session_id) : undefined;
+  const unrewarded = unrewardedSample(trace, sample);
+  if (unrewarded) {
+    yield unrewarded;
+    return;
+  }
   const row = gymRolloutRow(
     trace,
     trace.request_ids.map((id) => store.requests.get(id)!),
@@ -164,4 +184,24 @@ function* gymSession(store: Store, sel: ExportSelection, traces: readonly Trajec
   );
   if ('problem' in row) yield { kind: 'unexportable trace', leftOut: row.problem };
   else yield { line: row };
+}
+
+/**
+ * A rollout sample without a reward (it ended `error`: an evaluator that crashed or timed out, a
+ * workspace that could not be made) has no Gym row. Gym and NeMo-RL need a number in every row, and
+ * a 0 in its place is a reward the task never gave: the group's mean (Gym's per-task statistics,
+ * NeMo-RL's baseline) would count it, where polar's own statistics leave the sample out
+ * (rollout/stats.ts). Masking (`instance_config.mask_sample`) would not help: NeMo-RL only zeroes a
+ * masked sample's loss (grpo.py:3147, `_apply_mask_sample_filter` :2155-2169) and still counts its
+ * reward in the group's baseline (advantage_estimator.py:82-87 passes `torch.ones_like(rewards)` as
+ * the valid mask; NeMo-RL 7ea279a). So it is left out and counted, the same rule as polar's
+ * statistics. A session outside a rollout keeps its row (reward 0, `polar.rewarded: false`): it is a
+ * group of its own, with no statistics to disagree with.
+ */
+function unrewardedSample(trace: Trajectory, sample: SampleRow | undefined): LeftOut | null {
+  if (trace.rollout_id === null || trace.reward !== null) return null;
+  return {
+    kind: 'unrewarded sample',
+    leftOut: `rollout sample without a reward (it ended ${sample?.status ?? 'without one'}): polar's group statistics leave it out, and a reward-0 row would lower its group's mean (\`polar rollout show ${trace.rollout_id}\` says why)`,
+  };
 }
