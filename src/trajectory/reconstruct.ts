@@ -2,6 +2,8 @@ import type { CallTokenRow } from '../store/requests.js';
 import type { SampleRow } from '../store/rollouts.js';
 import type { SessionRow } from '../store/sessions.js';
 import type { Store } from '../store/store.js';
+import { offPolicyReason } from '../upstream/sampling-policy.js';
+import { runSampling, type OnPolicyOptions } from './on-policy.js';
 import type { Break, BreakClass, CallTokens, Strategy, TokenText, Trajectory } from './types.js';
 
 export interface ReconstructOptions {
@@ -11,6 +13,8 @@ export interface ReconstructOptions {
   text?: TokenText;
   /** Keep calls that look like side traffic (no tools offered while the agent's other calls had some). */
   includeSideCalls?: boolean;
+  /** Keep calls not sampled with the run's parameters trainable (default: left out of the loss). */
+  includeOffPolicy?: boolean;
 }
 
 export interface ReconstructStats {
@@ -53,7 +57,10 @@ export function* reconstruct(
     if (wanted && !wanted.has(summary.id)) continue;
     stats.sessions++;
     const rows = store.requests.tokens(summary.id);
-    const calls = usableCalls(rows, options.includeSideCalls === true, stats);
+    const calls = usableCalls(rows, options.includeSideCalls === true, stats, {
+      includeOffPolicy: options.includeOffPolicy === true,
+      run: runSampling(store, summary.id),
+    });
     const { traces, breaks } = sessionTraces(summary, options.strategy, calls, options.text, store.rollouts.sampleForSession(summary.id));
     countPrompts(rows, calls, traces, stats.prompts);
     for (const trace of traces) {
@@ -199,6 +206,7 @@ export function usableCalls(
   rows: readonly CallTokenRow[],
   includeSideCalls: boolean,
   stats: Pick<ReconstructStats, 'calls' | 'used' | 'excluded' | 'tokensPerRequest'>,
+  sampling: OnPolicyOptions = {},
 ): CallTokens[] {
   stats.calls += rows.length;
   const agentsWithTools = new Set(rows.filter((r) => r.toolCount > 0).map((r) => r.agentId));
@@ -211,7 +219,7 @@ export function usableCalls(
           ? 'no server token ids'
           : !includeSideCalls && r.toolCount === 0 && agentsWithTools.has(r.agentId)
             ? 'side call (no tools offered)'
-            : null;
+            : offPolicyExclusion(r, sampling);
     if (reason) {
       stats.excluded.push({ requestId: r.id, reason });
       continue;
@@ -231,3 +239,18 @@ export function usableCalls(
   }
   return calls;
 }
+
+/**
+ * Why a call's tokens stay out of the loss because they were not sampled with the run's parameters
+ * (a pass-through call that set its own sampling or template, or a pair other than the run's), or
+ * null. Its tokens still reach later calls' prompts as context; only its own sampled ids are not
+ * trained on. `--include-off-policy` keeps it.
+ */
+function offPolicyExclusion(r: CallTokenRow, sampling: OnPolicyOptions): string | null {
+  if (sampling.includeOffPolicy) return null;
+  const why = offPolicyReason(r.sampling ?? null, sampling.run);
+  return why ? `${OFF_POLICY_PREFIX}: ${why} (--include-off-policy keeps it)` : null;
+}
+
+/** How an exclusion for sampling reads (exports count these under their own kind). */
+export const OFF_POLICY_PREFIX = "not sampled with the run's parameters";

@@ -2,6 +2,8 @@ import type { RequestRecord } from '../store/requests.js';
 import type { SessionRow } from '../store/sessions.js';
 import type { Store } from '../store/store.js';
 import { callConversation, isConversation } from './conversation.js';
+import { offPolicyReason } from '../upstream/sampling-policy.js';
+import { runSampling } from './on-policy.js';
 import { emptyStats, sessionTraces, usableCalls } from './reconstruct.js';
 import type { Strategy, TokenText, Trajectory } from './types.js';
 import { verifyCall, verifyCallText, verifyCoverage, verifyDigest, verifyTrace, type CallText, type RecordedCall, type Violation } from './verify.js';
@@ -13,6 +15,8 @@ export interface VerifyOptions {
   traces?: readonly Trajectory[];
   allowRerender?: boolean;
   includeSideCalls?: boolean;
+  /** The traces keep calls not sampled with the run's parameters (exported with --include-off-policy). */
+  includeOffPolicy?: boolean;
   /** With a tokenizer, also check that ids decode to what the harness sent and received. */
   text?: TokenText;
   /** The tokenizer for one session, where `text` is not given (e.g. the one a token-in session recorded). */
@@ -44,7 +48,11 @@ export function* verifySessions(
     if (wanted && !wanted.has(session.id)) continue;
     summary.sessions++;
     const rows = store.requests.tokens(session.id);
-    const usable = usableCalls(rows, options.includeSideCalls === true, emptyStats(options.strategy.name));
+    const run = runSampling(store, session.id);
+    const usable = usableCalls(rows, options.includeSideCalls === true, emptyStats(options.strategy.name), {
+      includeOffPolicy: options.includeOffPolicy === true,
+      run,
+    });
     const usableIds = new Set(usable.map((c) => c.requestId));
     const asRecorded = (r: (typeof rows)[number]): RecordedCall => ({
       requestId: r.id,
@@ -63,6 +71,20 @@ export function* verifySessions(
     };
     // Every row with tokens, trainable or not, still holds what the upstream sent.
     for (const r of rows) yield* report(verifyDigest(session.id, asRecorded(r)));
+    // A call whose tokens the trainer's distribution did not sample is not on-policy, whatever the
+    // traces do with it: the session is not faithful training data as recorded.
+    for (const r of rows) {
+      const why = r.status === 'ok' && r.tokenSource === 'upstream' ? offPolicyReason(r.sampling ?? null, run) : null;
+      if (why)
+        yield* report([
+          {
+            session: session.id,
+            requestId: r.id,
+            check: 'on-policy',
+            message: `not on-policy: ${why}; its tokens were not sampled with the run's parameters (exports leave them out of the loss unless --include-off-policy)`,
+          },
+        ]);
+    }
     const text = options.text ?? options.textFor?.(session);
     if (text) summary.textChecked = (summary.textChecked ?? 0) + 1;
     for (const call of recorded.values()) {

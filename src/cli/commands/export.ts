@@ -22,6 +22,7 @@ interface ExportOptions {
   accepted?: boolean;
   includePartial?: boolean;
   includeSideCalls?: boolean;
+  includeOffPolicy?: boolean;
   includeReplays?: boolean;
   json?: boolean;
 }
@@ -52,6 +53,10 @@ export function registerExport(program: Command): void {
     .option('--include-partial', 'also traces of sessions that did not end on their own (timeout, interrupted, aborted)')
     .option('--include-side-calls', "also side calls (calls that offered no tools while the agent's others did: titles, summaries); not with --format nemo-gym")
     .option('--include-replays', INCLUDE_REPLAYS_HELP)
+    .option(
+      '--include-off-policy',
+      "also train on calls not sampled with the run's parameters (a pass-through call that set its own sampling, guided decoding or chat template; a pair other than the rollout's): left out of the loss by default",
+    )
     .option('--out <file>', 'write here (default: stdout)')
     .option('--json', 'with --out: print the summary (written, left out by kind and reason) as JSON')
     .action(action(exportData));
@@ -88,6 +93,7 @@ async function exportData(opts: ExportOptions): Promise<void> {
       accepted: opts.accepted === true,
       includePartial: opts.includePartial === true,
       includeSideCalls: opts.includeSideCalls === true,
+      includeOffPolicy: opts.includeOffPolicy === true,
       includeReplays: opts.includeReplays === true,
       lookup,
     };

@@ -23,6 +23,7 @@ interface VerifyCommandOptions {
   tokenizer?: string;
   json?: boolean;
   includeReplays?: boolean;
+  includeOffPolicy?: boolean;
 }
 
 export function registerVerify(program: Command): void {
@@ -39,6 +40,10 @@ export function registerVerify(program: Command): void {
       'tokenizer.json (or its folder): also check ids decode to the text the harness sent and received (token-in sessions use the tokenizer they recorded without it)',
     )
     .option('--include-replays', INCLUDE_REPLAYS_HELP)
+    .option(
+      '--include-off-policy',
+      "the traces keep calls not sampled with the run's parameters (exported with --include-off-policy); such calls are reported as not on-policy either way",
+    )
     .option('--json', 'print every violation as JSON')
     .action(action(verify));
 }
@@ -60,6 +65,7 @@ async function verify(opts: VerifyCommandOptions): Promise<void> {
         strategy: getStrategy(opts.strategy, { allowRerender: opts.allowRerender === true }),
         ...(picked.sessions ? { sessions: picked.sessions } : {}),
         ...(traces ? { traces } : {}),
+        ...(opts.includeOffPolicy ? { includeOffPolicy: true } : {}),
         ...(text ? { text } : {}),
         ...(textFor ? { textFor } : {}),
         allowRerender: opts.allowRerender === true,

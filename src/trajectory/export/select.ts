@@ -1,7 +1,7 @@
 import { SAMPLE_OUTCOMES, type SampleRow } from '../../store/rollouts.js';
 import type { Store } from '../../store/store.js';
 import type { ResponseLookup } from '../conversation.js';
-import { reconstruct, type ReconstructStats } from '../reconstruct.js';
+import { OFF_POLICY_PREFIX, reconstruct, type ReconstructStats } from '../reconstruct.js';
 import type { Strategy, Trajectory } from '../types.js';
 import { gymRolloutRow, GymIndices, mainAgentOf } from './gym-rollouts.js';
 import { sftExample } from './sft.js';
@@ -22,6 +22,8 @@ export interface ExportSelection {
   includeSideCalls?: boolean;
   /** Also sessions recorded by `polar replay` (the recording played back, not a model sampling). */
   includeReplays?: boolean;
+  /** Keep calls not sampled with the run's parameters trainable (default: out of the loss, counted). */
+  includeOffPolicy?: boolean;
   lookup?: ResponseLookup;
 }
 
@@ -33,6 +35,7 @@ export type LeftOutKind =
   | 'side call'
   | 'failed call'
   | 'call without token ids'
+  | 'off-policy call'
   | 'replay session'
   | 'partial trace'
   | 'not accepted'
@@ -89,7 +92,11 @@ export function* exportLines(store: Store, sel: ExportSelection, stats: Reconstr
     else for (const trace of group) yield* traceLine(store, sel, trace);
     group = [];
   };
-  for (const trace of reconstruct(store, { strategy: sel.strategy, sessions, includeSideCalls: !gym && sel.includeSideCalls === true }, stats)) {
+  for (const trace of reconstruct(
+    store,
+    { strategy: sel.strategy, sessions, includeSideCalls: !gym && sel.includeSideCalls === true, includeOffPolicy: sel.includeOffPolicy === true },
+    stats,
+  )) {
     if (group.length > 0 && group[0]!.session_id !== trace.session_id) {
       yield* flush();
       yield* excludedCalls();
@@ -102,6 +109,7 @@ export function* exportLines(store: Store, sel: ExportSelection, stats: Reconstr
 
 function excludedCall(reason: string): LeftOut {
   if (reason.startsWith('side call')) return { kind: 'side call', leftOut: `${reason} (--include-side-calls keeps it)` };
+  if (reason.startsWith(OFF_POLICY_PREFIX)) return { kind: 'off-policy call', leftOut: `call ${reason}` };
   if (reason === 'no server token ids') return { kind: 'call without token ids', leftOut: 'call without server token ids (the upstream returned none)' };
   return { kind: 'failed call', leftOut: `call ${reason}` };
 }

@@ -1,0 +1,280 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Store } from '../../src/store/store.js';
+import { samplingPolicy } from '../../src/upstream/sampling-policy.js';
+import { nodeAgentHarness, polarCli } from '../support/polar-cli.js';
+import { echoScript, startReferenceUpstream, type ReferenceUpstream } from '../support/reference-upstream/index.js';
+import { startTestProxy } from '../support/start-proxy.js';
+
+/**
+ * Sampling belongs to the trainer (issue 30, 3). The agent under training holds its session key, so
+ * it can send its own requests; here it sends every field we know that chooses its tokens for it
+ * (logit_bias, allowed_token_ids, guided decoding, beam search, ignore_eos, a chat template, its own
+ * temperature). Inside a rollout they must not reach the server (the logging upstream says what
+ * did); through plain capture (pass-through) they reach it, and export and verify-faithfulness must
+ * keep those tokens out of the loss and say why.
+ */
+
+const ATTACK: Record<string, unknown> = {
+  temperature: 0.2,
+  top_p: 0.5,
+  top_k: 5,
+  min_p: 0.3,
+  min_tokens: 40,
+  seed: 7,
+  presence_penalty: 1.5,
+  logit_bias: { '1234': 100 },
+  allowed_token_ids: [1, 2, 3],
+  bad_words: ['no'],
+  guided_regex: 'yes|no',
+  guided_json: { type: 'object' },
+  structured_outputs: { regex: 'yes' },
+  response_format: { type: 'json_object' },
+  use_beam_search: true,
+  best_of: 4,
+  ignore_eos: true,
+  truncate_prompt_tokens: 10,
+  logits_processors: ['evil.Processor'],
+  vllm_xargs: { a: 1 },
+  chat_template: '{{ messages }}',
+  chat_template_kwargs: { custom: 1 },
+  continue_final_message: true,
+  add_generation_prompt: false,
+  priority: -100,
+  tool_choice: 'required',
+};
+const ATTACK_FIELDS = Object.keys(ATTACK).filter((k) => !['temperature', 'top_p', 'top_k', 'min_p', 'presence_penalty', 'tool_choice'].includes(k));
+
+/** The agent: one call carrying the attack fields (the prompt is its one argument). */
+const AGENT = `
+const res = await fetch(process.env.OPENAI_BASE_URL + '/chat/completions', {
+  method: 'POST',
+  headers: { 'content-type': 'application/json', authorization: 'Bearer ' + process.env.OPENAI_API_KEY },
+  body: JSON.stringify({
+    model: 'any',
+    messages: [{ role: 'user', content: process.argv[2] }],
+    tools: [{ type: 'function', function: { name: 'noop', parameters: { type: 'object' } } }],
+    ...${JSON.stringify(ATTACK)},
+  }),
+});
+if (!res.ok) { console.error(await res.text()); process.exit(3); }
+await res.json();
+`;
+
+let dir: string;
+let agent: string;
+
+beforeAll(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-sampling-'));
+  agent = path.join(dir, 'agent.mjs');
+  fs.writeFileSync(agent, AGENT);
+  fs.writeFileSync(
+    path.join(dir, 'tasks.jsonl'),
+    `${JSON.stringify({ id: 't', prompt: 'choose my own tokens', workspace: { empty: true }, evaluator: { type: 'command', command: 'echo 1' } })}\n`,
+  );
+});
+afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+async function rollout(upstream: ReferenceUpstream, db: string, extra: string[]): Promise<string> {
+  const r = await polarCli(
+    [
+      'rollout',
+      '--tasks',
+      path.join(dir, 'tasks.jsonl'),
+      ...nodeAgentHarness(agent),
+      '--upstream',
+      upstream.url,
+      '--model',
+      upstream.model,
+      '--db',
+      db,
+      '--sandbox',
+      'none',
+      '--out',
+      path.join(dir, `out-${path.basename(db)}`),
+      '--samples',
+      '1',
+      '--temperature',
+      '0.6',
+      '--top-p',
+      '0.95',
+      ...extra,
+    ],
+    { timeout: 120_000 },
+  );
+  expect(r.code, r.stderr).toBe(0);
+  return r.stderr;
+}
+
+/** The one call's sampling record in a rollout database. */
+function recordedSampling(db: string) {
+  const store = Store.open(db, { readonly: true });
+  try {
+    const session = store.sessions.list().find((s) => store.requests.list(s.id).length > 0)!;
+    return store.requests.list(session.id)[0]!.sampling;
+  } finally {
+    store.close();
+  }
+}
+
+describe('sampling inside a rollout is the trainer’s', () => {
+  for (const kind of ['vllm', 'nemo-rl'] as const) {
+    it(`${kind}: the session's sampling, guided decoding, beam search, ignore_eos and chat template never reach the server`, async () => {
+      // The NeMo-RL stand-in asserts the training pair, as NeMo-RL does.
+      const upstream = await startReferenceUpstream(kind === 'nemo-rl' ? { nemoRl: { temperature: 0.6, topP: 0.95 } } : {});
+      try {
+        const db = path.join(dir, `${kind}.db`);
+        const stderr = await rollout(upstream, db, ['--upstream-kind', kind]);
+        expect(upstream.calls).toHaveLength(1);
+        const sent = upstream.calls[0]!.request;
+        for (const k of ATTACK_FIELDS) expect(sent, k).not.toHaveProperty(k);
+        expect(sent).toMatchObject({ temperature: 0.6, top_p: 0.95, top_k: -1, min_p: 0, presence_penalty: 0, tool_choice: 'auto' });
+        expect(stderr).toMatch(/sampling: pinned by polar \(temperature 0.6, top_p 0.95\)/);
+        const record = recordedSampling(db);
+        expect(record).toMatchObject({ policy: 'trainer', temperature: 0.6, top_p: 0.95, top_k: -1, seed: null, off_policy: [] });
+        expect(record!.dropped).toEqual(expect.arrayContaining([...ATTACK_FIELDS, 'temperature', 'top_p', 'top_k', 'tool_choice']));
+        // Sampled by the trainer's settings: trainable, and faithful.
+        const verify = await polarCli(['verify-faithfulness', '--db', db, '--json']);
+        expect(JSON.parse(verify.stdout)).toMatchObject({ ok: true, violations: [] });
+      } finally {
+        await upstream.close();
+      }
+    });
+  }
+
+  for (const kind of ['vllm-tito', 'sglang-tito'] as const) {
+    it(`${kind}: the session's sampling numbers and template kwargs are replaced by the trainer's`, async () => {
+      const upstream = await startReferenceUpstream();
+      const t = await startTestProxy(upstream.url, {
+        upstreamKind: kind,
+        upstreamOptions: { tokenizer: 'bundled:qwen3' },
+        sampling: samplingPolicy('trainer', kind, 0.6, 0.95),
+      });
+      try {
+        const res = await fetch(`${t.proxy.baseUrl('tito')}/chat/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hi' }], ...ATTACK }),
+        });
+        expect(res.status, await res.text()).toBe(200);
+        const request = upstream.calls[0]!.request;
+        const sent = (kind === 'sglang-tito' ? request.sampling_params : request) as Record<string, unknown>;
+        expect(sent).toMatchObject({ temperature: 0.6, top_p: 0.95, top_k: -1, min_p: 0, presence_penalty: 0 });
+        expect(sent).not.toHaveProperty(kind === 'sglang-tito' ? 'sampling_seed' : 'seed');
+        expect(t.store.requests.list('tito')[0]!.sampling).toMatchObject({ policy: 'trainer', temperature: 0.6, top_k: -1 });
+      } finally {
+        await t.close();
+        await upstream.close();
+      }
+    });
+  }
+});
+
+describe('pass-through (polar run / proxy) calls that choose their own sampling are flagged', () => {
+  let upstream: ReferenceUpstream;
+  let db: string;
+  let offPolicyCall: string;
+  let cleanCall: string;
+
+  beforeAll(async () => {
+    upstream = await startReferenceUpstream({ script: echoScript });
+    const t = await startTestProxy(upstream.url);
+    db = path.join(dir, 'pass-through.db');
+    const call = async (extra: Record<string, unknown>, content: string) => {
+      const res = await fetch(`${t.proxy.baseUrl('pt')}/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content }], ...extra }),
+      });
+      expect(res.status).toBe(200);
+    };
+    try {
+      await call({}, 'first');
+      await call({ logit_bias: { '1234': 100 }, guided_regex: 'yes|no', use_beam_search: true, ignore_eos: true, chat_template: '{{ x }}' }, 'second');
+      // Pass-through: what the harness sent is what the server got.
+      expect(upstream.calls[1]!.request).toMatchObject({ logit_bias: { '1234': 100 }, guided_regex: 'yes|no', ignore_eos: true });
+      [cleanCall, offPolicyCall] = t.store.requests.list('pt').map((r) => r.id) as [string, string];
+    } finally {
+      // Closed (the database checkpointed) before the commands read it; the proxy's folder goes after.
+      await t.proxy.close(1000);
+      await t.upstream.close();
+      t.store.close();
+      if (fs.existsSync(t.dbPath)) fs.copyFileSync(t.dbPath, db);
+      fs.rmSync(t.dir, { recursive: true, force: true });
+    }
+  });
+  afterAll(async () => upstream?.close());
+
+  it('the call records the policy and the fields that took it off the trainer’s distribution', () => {
+    const store = Store.open(db, { readonly: true });
+    try {
+      expect(store.requests.get(offPolicyCall)!.sampling).toMatchObject({
+        policy: 'pass-through',
+        off_policy: expect.arrayContaining(['logit_bias', 'guided_regex', 'use_beam_search', 'ignore_eos', 'chat_template']),
+        dropped: [],
+      });
+      expect(store.requests.get(cleanCall)!.sampling).toMatchObject({ policy: 'pass-through', off_policy: [], temperature: null });
+    } finally {
+      store.close();
+    }
+  });
+
+  it('export leaves the call out of the loss by default, says why, and --include-off-policy keeps it', async () => {
+    const r = await polarCli(['export', '--db', db, '--session', 'pt', '--format', 'tokens', '--out', path.join(dir, 'pt.jsonl'), '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    const lines = fs
+      .readFileSync(path.join(dir, 'pt.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { request_ids: string[] });
+    expect(lines.flatMap((l) => l.request_ids)).toEqual([cleanCall]);
+    expect(r.stdout).toMatch(/off-policy call/);
+    expect(r.stdout).toMatch(/logit_bias/);
+
+    const kept = await polarCli(['export', '--db', db, '--session', 'pt', '--format', 'tokens', '--include-off-policy']);
+    expect(kept.code, kept.stderr).toBe(0);
+    const ids = kept.stdout
+      .trim()
+      .split('\n')
+      .flatMap((l) => (JSON.parse(l) as { request_ids: string[] }).request_ids);
+    expect(ids).toContain(offPolicyCall);
+  });
+
+  it('verify-faithfulness reports it as not on-policy instead of faithful', async () => {
+    const r = await polarCli(['verify-faithfulness', '--db', db, '--session', 'pt', '--json']);
+    expect(r.code).not.toBe(0);
+    const out = JSON.parse(r.stdout) as { ok: boolean; violations: { check: string; requestId: string; message: string }[] };
+    expect(out.ok).toBe(false);
+    expect(out.violations).toEqual([expect.objectContaining({ check: 'on-policy', requestId: offPolicyCall, message: expect.stringMatching(/logit_bias/) })]);
+  });
+});
+
+describe('previous_response_id', () => {
+  it('resolves only within its own session: session B cannot continue session A’s response', async () => {
+    const upstream = await startReferenceUpstream();
+    const t = await startTestProxy(upstream.url);
+    const post = (session: string, body: Record<string, unknown>) =>
+      fetch(`${t.proxy.baseUrl(session)}/responses`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'm', ...body }),
+      });
+    try {
+      const first = await post('A', { input: 'The secret word is zebra.' });
+      expect(first.status).toBe(200);
+      const id = ((await first.json()) as { id: string }).id;
+      const stolen = await post('B', { previous_response_id: id, input: 'What was the word?' });
+      expect(stolen.status).toBe(400);
+      expect(await stolen.text()).toMatch(/not a response this proxy recorded in this session/);
+      // Nothing of A's conversation went upstream for B.
+      expect(upstream.calls).toHaveLength(1);
+      const own = await post('A', { previous_response_id: id, input: 'What was the word?' });
+      expect(own.status).toBe(200);
+    } finally {
+      await t.close();
+      await upstream.close();
+    }
+  });
+});
