@@ -8,6 +8,7 @@ import { mockTasksFrom } from '../../src/mock-server/tasks.js';
 import { readTaskFile } from '../../src/rollout/task-file.js';
 import { Store } from '../../src/store/store.js';
 import { gymRows } from '../../src/train/gym-agent/wiring.js';
+import { batchAdvantages, gymResultSample } from '../../src/train/nemo-rl/advantages.js';
 import { contiguityProblems, gymResultProblems } from '../support/nemo-gym-schema.js';
 import { gymAgentArgs, startPolarServer } from './support.js';
 
@@ -99,6 +100,16 @@ describe.each(['claude-code', 'codex'])('polar gym-agent --harness %s', (harness
     }
     // The mock alternates correct and wrong solutions per task: each group of two has both rewards.
     for (let g = 0; g < results.length; g += 2) expect(new Set([results[g]!.reward, results[g + 1]!.reward]).size).toBe(2);
+    // NeMo-RL groups by first-prompt token ids (issue 30): both samples of a task answer one first
+    // prompt, the agent's live check finds no split, and NeMo-RL's rule gives each group of two
+    // with rewards {0, 1} advantages ±1 (leave-one-out in a pair: the other's reward, std 0).
+    expect(results.map((r) => [r.polar_first_prompt_split, r.polar_first_prompt_unchecked])).toEqual(results.map(() => [0, 0]));
+    const adv = batchAdvantages(
+      results.map((r) => gymResultSample(r as never)!),
+      { leaveOneOut: true, normalize: true },
+    );
+    expect(adv.groupSizes).toEqual(tasks.map(() => 2));
+    expect(adv.advantages.map(Math.abs)).toEqual(results.map(() => 1));
   }, 240_000);
 
   it('a row naming no task of its --tasks file, or defining one inline, is refused 400 (a misconfiguration, not a masked sample)', async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { type AdvantageSample, batchAdvantages } from './advantages.js';
+import { type AdvantageSample, batchAdvantages, gymResultSample } from './advantages.js';
 
 /**
  * Checked against values worked by hand from NeMo-RL's formulas (7ea279a, algorithms/utils.py:104-197
@@ -101,5 +101,25 @@ describe('batchAdvantages: NeMo-RL GRPO advantages', () => {
     expect(a.stats['advantages/max']).toBeCloseTo(0.75, 12);
     const clipped = batchAdvantages(group([1, 0, 0, 0]), { leaveOneOut: false, normalize: false, clipLow: -0.1, clipHigh: 0.5 });
     expect(clipped.advantages).toEqual([0.5, -0.1, -0.1, -0.1]);
+  });
+});
+
+describe('gymResultSample: a /run result as NeMo-RL reads it', () => {
+  it("takes the first trainable item's prompt, the reward, instance_config.mask_sample (not a top-level one) and every generated token", () => {
+    const item = (prompt: number[], gen: number[]) => ({
+      type: 'message',
+      prompt_token_ids: prompt,
+      generation_token_ids: gen,
+      generation_log_probs: gen.map(() => 0),
+    });
+    const output = [{ type: 'reasoning', generation_token_ids: [] }, item([1, 2], [3, 4]), { type: 'function_call_output' }, item([1, 2, 3, 4, 5], [6])];
+    expect(gymResultSample({ reward: 0.5, response: { output }, instance_config: { mask_sample: true } })).toEqual({
+      firstPrompt: [1, 2],
+      reward: 0.5,
+      maskSample: true,
+      responseTokens: 3,
+    });
+    expect(gymResultSample({ reward: 1, response: { output }, mask_sample: true } as never)?.maskSample).toBe(false);
+    expect(gymResultSample({ reward: 1, response: { output: [{ type: 'function_call_output' }] } })).toBeNull();
   });
 });

@@ -122,6 +122,30 @@ export function batchAdvantages(samples: readonly AdvantageSample[], config: Adv
   return { group, groupSizes, baseline, std, advantages, inLoss, stats, allZero: advantages.every((a, i) => !inLoss[i] || a === 0) };
 }
 
+/**
+ * One `/run` result as NeMo-RL reads it for the advantages (nemo_gym.py:822-1012): its first
+ * trainable item's (non-empty `generation_token_ids`) prompt ids, its reward, `instance_config.mask_sample`
+ * (rollouts.py:266-278; a top-level `mask_sample` is not read) and its response tokens. Null when it has
+ * no trainable item (NeMo-RL raises on such a result, nemo_gym.py:973-997).
+ */
+export function gymResultSample(result: {
+  reward: number;
+  response: { output: readonly Record<string, unknown>[] };
+  instance_config?: unknown;
+}): AdvantageSample | null {
+  const trainable = result.response.output.filter((item) => Array.isArray(item.generation_token_ids) && item.generation_token_ids.length > 0);
+  const first = trainable[0];
+  if (!first || !Array.isArray(first.prompt_token_ids)) return null;
+  const config = result.instance_config;
+  return {
+    firstPrompt: first.prompt_token_ids as number[],
+    reward: result.reward,
+    // bool((instance_config or {}).get("mask_sample", False)): any truthy value masks.
+    maskSample: typeof config === 'object' && config !== null && Boolean((config as { mask_sample?: unknown }).mask_sample),
+    responseTokens: trainable.reduce((n, item) => n + (item.generation_token_ids as unknown[]).length, 0),
+  };
+}
+
 /** A row of `torch.unique(prompts, dim=0)`: trailing pad ids are padding, so they do not tell rows apart. */
 function promptKey(ids: readonly number[], pad: number | undefined): string {
   let end = ids.length;

@@ -10,19 +10,7 @@
 import path from 'node:path';
 
 const repo = path.resolve(import.meta.dirname, '../../..');
-const { batchAdvantages } = await import(path.join(repo, 'dist/train/nemo-rl/advantages.js'));
-
-/** One `/run` answer as NeMo-RL reads it (nemo_gym.py:822-1012): its first trainable item's prompt, reward, mask, response tokens. */
-export function gymSample(answer) {
-  const trainable = answer.response.output.filter((item) => item.generation_token_ids?.length > 0);
-  return {
-    firstPrompt: trainable[0].prompt_token_ids,
-    reward: answer.reward,
-    // rollouts.py:266-278: only instance_config.mask_sample counts.
-    maskSample: Boolean(answer.instance_config?.mask_sample),
-    responseTokens: trainable.reduce((n, item) => n + item.generation_token_ids.length, 0),
-  };
-}
+const { batchAdvantages, gymResultSample } = await import(path.join(repo, 'dist/train/nemo-rl/advantages.js'));
 
 /**
  * NeMo-RL's per-agent rollout metrics (rollouts.py:2719-2740): for each key of the agent's first
@@ -50,7 +38,8 @@ export function perAgentMetrics(rows, answers) {
 
 /** The step's advantages from its answers, with the config keys NeMo-RL reads for them. */
 export function stepAdvantages(answers, get) {
-  return batchAdvantages(answers.map(gymSample), {
+  // Each answer as NeMo-RL reads it (gymResultSample); the launcher has checked each has a trainable item.
+  return batchAdvantages(answers.map(gymResultSample), {
     leaveOneOut: get('grpo.use_leave_one_out_baseline') ?? true,
     normalize: get('grpo.normalize_rewards') ?? true,
     clipLow: get('grpo.advantage_clip_low') ?? null,
