@@ -106,6 +106,7 @@ ASSERTS = [
     {'run': 'sft', 'on': 'data', 'file': 'nemo_rl/models/policy/workers/dtensor_policy_worker_v2.py', 'line': 417, 'what': 'the global batch is split evenly over data-parallel ranks (gbs // dp_size)', 'checked_by': 'src/train/sft-batch.ts'},
     {'run': 'sft', 'on': 'data', 'file': 'nemo_rl/distributed/batched_data_dict.py', 'line': 1011, 'what': 'each rank\'s share of the batch must be a whole number of micro-batches', 'checked_by': 'src/train/sft-batch.ts'},
     {'run': 'sft', 'on': 'data', 'file': 'nemo_rl/data/datasets/response_datasets/oai_format_dataset.py', 'line': 193, 'what': 'an openai_format row must end with an assistant message', 'checked_by': 'src/trajectory/export: polar exports SFT rows ending with the assistant'},
+    {'run': 'sft', 'on': 'data', 'file': 'nemo_rl/data/processors.py', 'line': 174, 'what': 'an example of max_input_seq_length tokens or more is truncated and gets loss_multiplier 0: it leaves the loss', 'checked_by': 'src/train/sft-length.ts: preflight sizes every example with the chat template'},
 ]
 # /run: what NeMo-RL and NeMo Gym send to the agent, and what they read of its answer.
 GYM_RUN = {

@@ -12,6 +12,7 @@ import { budgetProblem, longestTaskPrompt, measureFirstPrompt, neededSeqLen, typ
 import { preflight, visibleDevices, type Preflight } from './preflight.js';
 import { contractChecks } from './nemo-rl/preflight-contract.js';
 import { fitSftBatch } from './sft-batch.js';
+import { sftLengthChecks, sftNeededSeqLen, sizeSftData } from './sft-length.js';
 import { initialProgress, readLine, type StepMetrics, type TrainProgress } from './progress.js';
 import { parseYaml, toYaml, type Yaml } from './yaml.js';
 
@@ -65,6 +66,8 @@ export interface SftOptions extends TrainCommon {
   /** openai_format examples (written by polar export, or given). */
   data: string;
   batchSize: number;
+  /** `maxSeqLen` was not chosen by the user: raise it to hold the longest example (sft-length.ts). */
+  raiseMaxSeqLen?: boolean;
 }
 
 /** A run directory ready to launch: its files, the exact command, and what preflight found. */
@@ -191,24 +194,35 @@ export async function prepareSft(o: SftOptions): Promise<PreparedRun> {
   const runDir = path.resolve(o.runDir);
   guardCheckpoints(runDir, o.resume);
   fs.mkdirSync(runDir, { recursive: true });
-  let config = sftConfig({
-    nemoRl: path.resolve(o.nemoRl),
-    model: o.model,
-    runDir,
-    gpus: o.gpus,
-    steps: o.steps,
-    maxSeqLen: o.maxSeqLen,
-    lora: o.lora,
-    data: path.resolve(o.data),
-    batchSize: o.batchSize,
-  });
-  config = customize(config, o);
+  const sftPlan = (maxSeqLen: number) =>
+    customize(
+      sftConfig({
+        nemoRl: path.resolve(o.nemoRl),
+        model: o.model,
+        runDir,
+        gpus: o.gpus,
+        steps: o.steps,
+        maxSeqLen,
+        lora: o.lora,
+        data: path.resolve(o.data),
+        batchSize: o.batchSize,
+      }),
+      o,
+    );
+  let config = sftPlan(o.maxSeqLen);
+  // Every example sized with the model's template, as NeMo-RL counts it (sft-length.ts); left at
+  // its default, the sequence length grows to hold the longest, else NeMo-RL drops it from the loss.
+  const sizing = sizeSftData(path.resolve(o.data), o.model, config, o.env);
+  const need = sizing && 'lengths' in sizing ? sftNeededSeqLen(sizing.lengths) : 0;
+  const raised = o.raiseMaxSeqLen === true && need > o.maxSeqLen;
+  if (raised) config = sftPlan(need);
   const batch = sftBatch(config, path.resolve(o.data), o.gpus);
   if (batch && 'batch' in batch) config = applySet(config, `policy.train_global_batch_size=${batch.batch}`);
   const files = [{ path: path.join(runDir, 'sft.yaml'), content: header('SFT on openai_format examples') + toYaml(config) }];
   const checks = await preflight({ nemoRl: o.nemoRl, needs: [SFT_SCRIPT, SFT_BASE], model: o.model, gpus: o.gpus, dryRun: o.dryRun, env: o.env });
   if (batch && 'error' in batch) checks.errors.push(batch.error);
   else if (batch?.notice) checks.warnings.push(batch.notice);
+  sftLengthChecks(sizing, config, path.resolve(o.data), raised ? o.maxSeqLen : null, o.dryRun, checks);
   contractChecks(o.nemoRl, 'sft', config, runDir, checks);
   return finish('sft', runDir, files, config, checks, SFT_SCRIPT, o.env, o);
 }

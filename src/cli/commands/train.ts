@@ -150,7 +150,7 @@ function common(command: Command): Command {
     .option('--steps <n>', 'training steps', integerArg('--steps', 1, 10_000_000), 20)
     .option(
       '--max-seq-len <n>',
-      "policy.max_total_sequence_length (also vLLM max_model_len); grpo: raised from the default to fit the harness's first prompt and a session",
+      "policy.max_total_sequence_length (also vLLM max_model_len; sft: data.max_input_seq_length); left at the default, grpo raises it to fit the harness's first prompt and a session, sft to fit the longest example",
       integerArg('--max-seq-len', 256, 10_000_000),
       16384,
     )
@@ -231,7 +231,7 @@ async function grpo(opts: GrpoFlags, command: Command): Promise<void> {
   await execute(run, opts, dbPath, `polar train grpo · ${opts.model} · ${opts.harness} · ${count(tasks.length, 'task')} × ${opts.groupSize}`);
 }
 
-async function sft(opts: SftFlags): Promise<void> {
+async function sft(opts: SftFlags, command: Command): Promise<void> {
   if (!opts.data && !opts.db)
     throw new PolarError('POLAR_USAGE', 'polar train sft needs --data FILE (openai_format JSONL) or --db FILE (export accepted rollout samples from it)');
   if (opts.data && (opts.minReward !== undefined || opts.accepted || opts.rollout))
@@ -243,7 +243,13 @@ async function sft(opts: SftFlags): Promise<void> {
       fs.mkdirSync(runDir, { recursive: true });
       await exportSft(opts, data);
     }
-    return prepareSft({ ...commonOptions(opts, runDir), data, batchSize: opts.batchSize });
+    return prepareSft({
+      ...commonOptions(opts, runDir),
+      data,
+      batchSize: opts.batchSize,
+      // Left at its default, the sequence length grows to hold the longest example.
+      raiseMaxSeqLen: command.getOptionValueSource('maxSeqLen') === 'default',
+    });
   });
   await execute(run, opts, null, `polar train sft · ${opts.model} · ${path.basename(data)}`);
 }

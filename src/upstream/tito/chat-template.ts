@@ -28,6 +28,9 @@ export interface ChatTemplate {
   reasons: boolean;
   /** Whether an id is a special token (markup such as `<|endoftext|>`, never reply text). */
   isSpecial(id: number): boolean;
+  /** tokenizer_config.json's bos and eos tokens, as text (null where it names none): NeMo-RL's SFT adds them. */
+  bosToken: string | null;
+  eosToken: string | null;
 }
 
 export interface TemplateMessage {
@@ -124,6 +127,8 @@ function buildChatTemplate(files: ModelFiles, source: string): ChatTemplate {
     toolFormat: detectToolFormat(files.template),
     reasons: files.template.includes('<think>'),
     isSpecial: (id) => special.has(id),
+    bosToken: bos,
+    eosToken: eos,
   };
 }
 
