@@ -157,9 +157,42 @@ describe.each(ADAPTERS.map((h) => [h.name, h] as const))('%s adapter: shared rul
     const walk = (p: string): string[] => [p, ...(fs.statSync(p).isDirectory() ? fs.readdirSync(p).flatMap((c) => walk(path.join(p, c))) : [])];
     for (const p of walk(ctx.home)) expect(modeOf(p)).toBe(fs.statSync(p).isDirectory() ? 0o700 : 0o600);
   });
+
+  it("in a rollout's sandbox, writes config at the host's home but names only the fixed paths to the harness", async () => {
+    // Two samples: their own host folders (and sessions), the same fixed paths inside (fixed-paths.ts).
+    const samples = [0, 1].map((i) => {
+      const host = makeCtx();
+      return { ...host, session: `ses_${i}`, home: '/home/agent', cwd: '/workspace', hostHome: host.home, hostCwd: host.cwd };
+    });
+    const envs = [];
+    for (const ctx of samples) {
+      await harness.writeConfig(ctx);
+      expect(fs.existsSync(ctx.hostHome)).toBe(true);
+      const { env } = harness.command('/opt/bin/x', ctx, 'fix the bug', [], BASE_ENV);
+      expect(env.HOME).toBe('/home/agent');
+      for (const key of ['CLAUDE_CONFIG_DIR', 'CODEX_HOME', 'GEMINI_CLI_HOME', 'PI_CODING_AGENT_DIR', 'OPENCODE_CONFIG'])
+        if (env[key] !== undefined) expect(env[key]!.startsWith('/home/agent')).toBe(true);
+      // No host folder of the sample's anywhere in what the harness is given.
+      expect(JSON.stringify(env)).not.toContain(ctx.hostHome);
+      expect(JSON.stringify(env)).not.toContain(path.dirname(ctx.hostHome));
+      envs.push(env);
+    }
+    // The env differs only where the session must ride (the proxy URL and the session's key).
+    const paths = (env: Record<string, string>) => Object.entries(env).filter(([, v]) => v.startsWith('/'));
+    expect(paths(envs[0]!)).toEqual(paths(envs[1]!));
+  });
 });
 
 describe('claude-code', () => {
+  it('trusts the workspace at the path the sandbox shows it, which the host does not have', async () => {
+    const host = makeCtx();
+    fs.mkdirSync(host.cwd, { recursive: true });
+    const ctx = { ...host, home: '/home/agent', cwd: '/workspace', hostHome: host.home, hostCwd: host.cwd };
+    await claudeCode.writeConfig(ctx);
+    const state = readJson(path.join(host.home, '.claude', '.claude.json')) as { projects: Record<string, unknown> };
+    expect(Object.keys(state.projects)).toEqual(['/workspace']);
+  });
+
   it('runs headless with stream-json, skipping permissions, the prompt after --', () => {
     const ctx = makeCtx();
     const cmd = claudeCode.command('/opt/bin/claude', ctx, '-v please', ['--max-turns', '5'], BASE_ENV);

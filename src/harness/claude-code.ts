@@ -20,18 +20,21 @@ import { readFile, realpath } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { privateDirs, writePrivateFile } from './private-files.js';
 import type { Harness, HarnessCommand, HarnessContext } from './types.js';
-import { sessionUrls } from './types.js';
+import { configHome, sessionUrls } from './types.js';
 
-/** Claude Code's private config dir (settings, sessions, `.claude.json`): never the user's ~/.claude. */
-export function claudeConfigDir(ctx: HarnessContext): string {
-  return join(ctx.home, '.claude');
+/**
+ * Claude Code's private config dir (settings, sessions, `.claude.json`): never the user's ~/.claude.
+ * Under `home`: the harness's view of it (`ctx.home`) for its env, polar's (`configHome`) for writing.
+ */
+export function claudeConfigDir(home: string): string {
+  return join(home, '.claude');
 }
 
 function claudeEnv(ctx: HarnessContext, baseEnv: Record<string, string>): Record<string, string> {
   const env: Record<string, string> = {
     ...baseEnv,
     HOME: ctx.home,
-    CLAUDE_CONFIG_DIR: claudeConfigDir(ctx),
+    CLAUDE_CONFIG_DIR: claudeConfigDir(ctx.home),
     ANTHROPIC_BASE_URL: sessionUrls(ctx).root,
     ANTHROPIC_API_KEY: ctx.apiKey,
     ANTHROPIC_MODEL: ctx.model,
@@ -76,7 +79,7 @@ async function mergeJsonFile(file: string, update: (current: Json) => Json): Pro
 
 /**
  * The answers to the first-run screens, as Claude Code stores them in `.claude.json`. `cwd` is the
- * workspace's real path, the one the harness process will see.
+ * workspace as the harness process will see it (its project trust is keyed by that path).
  */
 export function claudeState(current: Json, apiKey: string, cwd: string): Json {
   // Claude Code remembers an approved key by its last 20 characters.
@@ -107,9 +110,11 @@ export const claudeCode: Harness = {
   agentHeaders: ['x-claude-code-agent-id'],
 
   async writeConfig(ctx: HarnessContext): Promise<void> {
-    const dir = claudeConfigDir(ctx);
-    await privateDirs(ctx.home, dir);
-    const cwd = await realpath(ctx.cwd).catch(() => resolve(ctx.cwd));
+    const dir = claudeConfigDir(configHome(ctx));
+    await privateDirs(configHome(ctx), dir);
+    // Unsandboxed, the process sees the real path (a symlinked /tmp resolved); a sandbox's fixed
+    // path (hostCwd set) exists only inside, as given.
+    const cwd = ctx.hostCwd !== undefined && ctx.hostCwd !== ctx.cwd ? ctx.cwd : await realpath(ctx.cwd).catch(() => resolve(ctx.cwd));
     await mergeJsonFile(join(dir, '.claude.json'), (current) => claudeState(current, ctx.apiKey, cwd));
     await mergeJsonFile(join(dir, 'settings.json'), (current) => ({ ...current, skipDangerousModePermissionPrompt: true }));
   },

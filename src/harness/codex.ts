@@ -14,7 +14,7 @@
 import { join } from 'node:path';
 import { privateDirs, writePrivateFile } from './private-files.js';
 import type { Harness, HarnessCommand, HarnessContext } from './types.js';
-import { sessionUrls } from './types.js';
+import { configHome, sessionUrls } from './types.js';
 
 /** The variable `env_key` names; it carries `ctx.apiKey`. */
 const KEY_VAR = 'POLAR_API_KEY';
@@ -22,9 +22,9 @@ const KEY_VAR = 'POLAR_API_KEY';
 /** Compact at 80% of the window, leaving room for the reply and the summary request. */
 const AUTO_COMPACT_FRACTION = 0.8;
 
-/** Codex's private home (config, auth, rollouts, logs): never the user's ~/.codex. */
-export function codexHome(ctx: HarnessContext): string {
-  return join(ctx.home, '.codex');
+/** Codex's private home (config, auth, rollouts, logs) under a private home: never the user's ~/.codex. */
+export function codexHome(home: string): string {
+  return join(home, '.codex');
 }
 
 /**
@@ -68,14 +68,14 @@ export const codex: Harness = {
   agentHeaders: ['x-openai-subagent'],
 
   async writeConfig(ctx: HarnessContext): Promise<void> {
-    const dir = codexHome(ctx);
-    await privateDirs(ctx.home, dir);
+    const dir = codexHome(configHome(ctx));
+    await privateDirs(configHome(ctx), dir);
     const file = join(dir, 'config.toml');
     await writePrivateFile(file, codexConfigToml(ctx));
   },
 
   command(bin, ctx, prompt, extraArgs, baseEnv): HarnessCommand {
-    const env = { ...baseEnv, HOME: ctx.home, CODEX_HOME: codexHome(ctx), [KEY_VAR]: ctx.apiKey };
+    const env = { ...baseEnv, HOME: ctx.home, CODEX_HOME: codexHome(ctx.home), [KEY_VAR]: ctx.apiKey };
     if (prompt === null) {
       return { file: bin, args: ['--dangerously-bypass-approvals-and-sandbox', '-m', ctx.model, ...extraArgs], env };
     }

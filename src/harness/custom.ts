@@ -12,7 +12,7 @@
 import { PolarError } from '../core/errors.js';
 import { privateDirs } from './private-files.js';
 import type { Harness, HarnessCommand, HarnessContext } from './types.js';
-import { sessionUrls } from './types.js';
+import { configHome, sessionUrls } from './types.js';
 
 export const CUSTOM_PLACEHOLDERS = ['base_url', 'base_root', 'model', 'session', 'api_key', 'prompt'] as const;
 type Placeholder = (typeof CUSTOM_PLACEHOLDERS)[number];
@@ -73,7 +73,7 @@ export function createCustomHarness(template: string): Harness {
     agentHeaders: ['x-polar-agent'],
 
     async writeConfig(ctx: HarnessContext): Promise<void> {
-      await privateDirs(ctx.home);
+      await privateDirs(configHome(ctx));
     },
 
     command(_bin, ctx, prompt, extraArgs, baseEnv): HarnessCommand {

@@ -14,11 +14,15 @@
 import { join } from 'node:path';
 import { privateDirs, writePrivateFile } from './private-files.js';
 import type { Harness, HarnessCommand, HarnessContext } from './types.js';
-import { sessionUrls } from './types.js';
+import { configHome, sessionUrls } from './types.js';
 
-/** Gemini CLI reads `<GEMINI_CLI_HOME>/.gemini/`; the private home stands in for the user's. */
-export function geminiSettingsPath(ctx: HarnessContext): string {
-  return join(ctx.home, '.gemini', 'settings.json');
+/**
+ * Gemini CLI reads `<GEMINI_CLI_HOME>/.gemini/`; the private home stands in for the user's. Its
+ * project temp folder is `~/.gemini/tmp/<hash of the cwd>`, named in its first prompt: a fixed home
+ * and cwd keep it one text for every sample.
+ */
+export function geminiSettingsPath(home: string): string {
+  return join(home, '.gemini', 'settings.json');
 }
 
 export const GEMINI_SETTINGS = {
@@ -37,8 +41,9 @@ export const geminiCli: Harness = {
   agentHeaders: [],
 
   async writeConfig(ctx: HarnessContext): Promise<void> {
-    const file = geminiSettingsPath(ctx);
-    await privateDirs(ctx.home, join(ctx.home, '.gemini'));
+    const home = configHome(ctx);
+    const file = geminiSettingsPath(home);
+    await privateDirs(home, join(home, '.gemini'));
     await writePrivateFile(file, `${JSON.stringify(GEMINI_SETTINGS, null, 2)}\n`);
   },
 

@@ -19,7 +19,7 @@
 import { join } from 'node:path';
 import { privateDirs, writePrivateFile } from './private-files.js';
 import type { Harness, HarnessCommand, HarnessContext } from './types.js';
-import { sessionUrls } from './types.js';
+import { configHome, sessionUrls } from './types.js';
 
 const KEY_VAR = 'POLAR_API_KEY';
 
@@ -32,8 +32,9 @@ export function opencodeOutputLimit(contextWindow: number): number {
   return Math.min(32000, Math.floor(contextWindow / 4));
 }
 
-export function opencodeConfigPath(ctx: HarnessContext): string {
-  return join(ctx.home, 'opencode.json');
+/** opencode's extra config file, under a private home (the harness's view for its env, polar's for writing). */
+export function opencodeConfigPath(home: string): string {
+  return join(home, 'opencode.json');
 }
 
 export function opencodeConfig(ctx: HarnessContext): unknown {
@@ -70,8 +71,8 @@ export const opencode: Harness = {
   agentHeaders: ['x-parent-session-id'],
 
   async writeConfig(ctx: HarnessContext): Promise<void> {
-    await privateDirs(ctx.home);
-    const file = opencodeConfigPath(ctx);
+    await privateDirs(configHome(ctx));
+    const file = opencodeConfigPath(configHome(ctx));
     await writePrivateFile(file, `${JSON.stringify(opencodeConfig(ctx), null, 2)}\n`);
   },
 
@@ -79,7 +80,7 @@ export const opencode: Harness = {
     const env = {
       ...baseEnv,
       HOME: ctx.home,
-      OPENCODE_CONFIG: opencodeConfigPath(ctx),
+      OPENCODE_CONFIG: opencodeConfigPath(ctx.home),
       OPENCODE_DISABLE_MODELS_FETCH: '1',
       OPENCODE_DISABLE_AUTOUPDATE: '1',
       OPENCODE_DISABLE_LSP_DOWNLOAD: '1',

@@ -14,7 +14,7 @@
 import { join } from 'node:path';
 import { privateDirs, writePrivateFile } from './private-files.js';
 import type { Harness, HarnessCommand, HarnessContext } from './types.js';
-import { sessionUrls } from './types.js';
+import { configHome, sessionUrls } from './types.js';
 
 const KEY_VAR = 'POLAR_API_KEY';
 
@@ -26,9 +26,9 @@ export function piMaxTokens(contextWindow: number | null): number {
   return contextWindow === null ? 8192 : Math.min(8192, Math.floor(contextWindow / 4));
 }
 
-/** Pi's private agent dir (models.json, sessions, settings): never the user's ~/.pi/agent. */
-export function piAgentDir(ctx: HarnessContext): string {
-  return join(ctx.home, '.pi', 'agent');
+/** Pi's private agent dir (models.json, sessions, settings) under a private home: never the user's ~/.pi/agent. */
+export function piAgentDir(home: string): string {
+  return join(home, '.pi', 'agent');
 }
 
 export function piModelsJson(ctx: HarnessContext): unknown {
@@ -66,8 +66,9 @@ export const pi: Harness = {
   agentHeaders: [],
 
   async writeConfig(ctx: HarnessContext): Promise<void> {
-    const dir = piAgentDir(ctx);
-    await privateDirs(ctx.home, join(ctx.home, '.pi'), dir);
+    const home = configHome(ctx);
+    const dir = piAgentDir(home);
+    await privateDirs(home, join(home, '.pi'), dir);
     const file = join(dir, 'models.json');
     await writePrivateFile(file, `${JSON.stringify(piModelsJson(ctx), null, 2)}\n`);
   },
@@ -76,7 +77,7 @@ export const pi: Harness = {
     const env = {
       ...baseEnv,
       HOME: ctx.home,
-      PI_CODING_AGENT_DIR: piAgentDir(ctx),
+      PI_CODING_AGENT_DIR: piAgentDir(ctx.home),
       PI_OFFLINE: '1',
       PI_SKIP_VERSION_CHECK: '1',
       [KEY_VAR]: ctx.apiKey,

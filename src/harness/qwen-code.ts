@@ -11,7 +11,7 @@
  */
 import { privateDirs } from './private-files.js';
 import type { Harness, HarnessCommand, HarnessContext } from './types.js';
-import { sessionUrls } from './types.js';
+import { configHome, sessionUrls } from './types.js';
 
 export const qwenCode: Harness = {
   name: 'qwen-code',
@@ -25,7 +25,7 @@ export const qwenCode: Harness = {
 
   async writeConfig(ctx: HarnessContext): Promise<void> {
     // No config file: the env carries everything, and an empty private HOME keeps ~/.qwen out.
-    await privateDirs(ctx.home);
+    await privateDirs(configHome(ctx));
   },
 
   command(bin, ctx, prompt, extraArgs, baseEnv): HarnessCommand {

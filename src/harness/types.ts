@@ -17,10 +17,18 @@ export interface HarnessContext {
   apiKey: string;
   /** The model name the harness should ask for (the served model). */
   model: string;
-  /** A private directory for this run's harness config and home; the user's own is never touched. */
+  /**
+   * The run's private home as the harness sees it (its HOME, and every config path put in its env);
+   * the user's own is never touched. In a rollout's sandbox a fixed path (sandbox/fixed-paths.ts),
+   * so no sample's first prompt names its own folder or session.
+   */
   home: string;
-  /** The workspace the harness works in. */
+  /** The workspace as the harness sees it (a fixed path in a rollout's sandbox, Harbor's /app). */
   cwd: string;
+  /** Where the private home is on this machine, for writeConfig: `home` when absent (no sandbox, `polar run`). */
+  hostHome?: string;
+  /** Where the workspace is on this machine: `cwd` when absent. */
+  hostCwd?: string;
   /** The served model's context length, when known (harnesses size compaction by it). */
   contextWindow: number | null;
   /** Whether polar runs as root (Claude Code then needs IS_SANDBOX=1 to skip permissions). */
@@ -55,4 +63,9 @@ export interface Harness {
 export function sessionUrls(ctx: HarnessContext): { root: string; v1: string } {
   const root = `${ctx.proxyUrl}/s/${encodeURIComponent(ctx.session)}`;
   return { root, v1: `${root}/v1` };
+}
+
+/** The private home on this machine, where writeConfig puts files the harness reads at `ctx.home`. */
+export function configHome(ctx: HarnessContext): string {
+  return ctx.hostHome ?? ctx.home;
 }

@@ -1,4 +1,4 @@
-import { DEFAULT_LIMITS, openJail, type Jail, type NetworkMode, type SandboxSettings } from '../sandbox/index.js';
+import { DEFAULT_LIMITS, openJail, sandboxInsidePaths, type Jail, type NetworkMode, type SandboxSettings } from '../sandbox/index.js';
 import type { RolloutConfig } from './config.js';
 import type { RolloutTask } from './task-file.js';
 
@@ -39,9 +39,14 @@ export function harnessNetwork(settings: SandboxSettings, task: RolloutTask): Ne
   return task.network === 'host' ? 'host' : settings.network;
 }
 
-/** Opens the sandbox for one setup command in `cwd`. */
+/**
+ * Opens the sandbox for one setup command in `cwd`, mounted where the harness will see it (the fixed
+ * workspace path): what setup writes with its own path in it (a virtualenv's scripts) still works
+ * for the agent, and reads the same in every sample.
+ */
 export function setupSandbox(settings: SandboxSettings, task: RolloutTask): (cwd: string) => Promise<Jail> {
-  return (cwd) => openJail(settings, { cwd, network: task.setup_network === 'none' ? 'none' : 'host' });
+  const cwdInside = task.harbor ? undefined : sandboxInsidePaths(settings.extraReadOnly).workspace;
+  return (cwd) => openJail(settings, { cwd, network: task.setup_network === 'none' ? 'none' : 'host', ...(cwdInside ? { cwdInside } : {}) });
 }
 
 /** Opens the sandbox for one evaluator command in `cwd`. */

@@ -2,7 +2,7 @@ import path from 'node:path';
 import { newId } from '../core/ids.js';
 import { baseEnvironment } from '../harness/env.js';
 import { runHarness } from '../session/run-harness.js';
-import type { SandboxSettings } from '../sandbox/index.js';
+import { sandboxInsidePaths, type InsidePaths, type SandboxSettings } from '../sandbox/index.js';
 import type { SessionKeys } from '../proxy/session-keys.js';
 import type { Harness } from '../harness/types.js';
 import type { SampleEnd, SampleRow } from '../store/rollouts.js';
@@ -133,6 +133,7 @@ export async function runStage(ctx: StageContext, p: Prepared): Promise<Ran | nu
   if (!ctx.harness) return runBuiltin(ctx, p, timing, left, started);
   try {
     const harbor = p.task.harbor ? agentMounts(p.task.harbor, p.workspace.dir) : null;
+    const fixed = insideFor(ctx);
     const result = await runHarness({
       harness: ctx.harness,
       ...(ctx.config.harnessBin ? { harnessBin: ctx.config.harnessBin } : {}),
@@ -154,6 +155,8 @@ export async function runStage(ctx: StageContext, p: Prepared): Promise<Ran | nu
         settings: ctx.sandbox,
         network: harnessNetwork(ctx.sandbox, p.task),
         ...(ctx.proxySocket ? { proxySocket: ctx.proxySocket } : {}),
+        // One workspace and home path for every sample of a task: the first prompt names them.
+        ...(fixed ? { cwdInside: fixed.workspace, homeInside: fixed.home } : {}),
         ...(harbor ?? {}),
         ...(p.container ? { container: (port: number) => p.container!.jail(port, p.task.harbor?.agentUser) } : {}),
       },
@@ -305,21 +308,36 @@ async function cleanup(ctx: StageContext, p: Prepared): Promise<void> {
 }
 
 /**
+ * The fixed paths a sample's harness sees its workspace and home at (sandbox/fixed-paths.ts): the
+ * same for every sample, so a task's first prompt is one token sequence, one GRPO group. None
+ * with `--sandbox none`, which runs the harness on the host's paths.
+ */
+function insideFor(ctx: StageContext): InsidePaths | null {
+  if (ctx.sandbox.kind === 'none') return null;
+  return sandboxInsidePaths([
+    ...ctx.sandbox.extraReadOnly,
+    ...(ctx.config.harnessBin ? [path.resolve(ctx.config.harnessBin)] : []),
+    ...(ctx.config.nodeBin ? [nodePrefix(path.resolve(ctx.config.nodeBin))] : []),
+  ]);
+}
+
+/**
  * With `--environment docker|podman`, a Harbor task's sample gets its own container from the task's
- * image. The harness's private home (where runHarness puts it for this session) is mounted at its
- * own path, as is a harness binary or Node runtime given by path.
+ * image. The harness's private home (where runHarness puts it for this session) is mounted at the
+ * fixed home path its env names, a harness binary or Node runtime given by path at its own.
  */
 async function sampleContainer(ctx: StageContext, task: RolloutTask, sample: SampleRow, sessionId: string): Promise<SampleContainer | null> {
   const engine = ctx.config.environment;
   if (!task.harbor || (engine !== 'docker' && engine !== 'podman')) return null;
   const home = path.join(localStateDir(ctx.dbPath), '.polar', 'runs', sessionId, 'home');
+  const homeInside = insideFor(ctx)?.home ?? home;
   return openTaskContainer({
     engine,
     task,
     sampleId: sample.id,
     limits: ctx.sandbox.limits,
     proxySocket: ctx.proxySocket,
-    writable: ctx.harness ? [home] : [],
+    writable: ctx.harness ? [{ source: home, dest: homeInside }] : [],
     readOnly: [
       ...(ctx.config.harnessBin ? [path.resolve(ctx.config.harnessBin)] : []),
       ...(ctx.config.nodeBin ? [nodePrefix(path.resolve(ctx.config.nodeBin))] : []),

@@ -86,8 +86,11 @@ export function bwrapArgs(view: HostView, spec: SandboxSpec): string[] {
   for (const b of spec.binds ?? [])
     mounts.push({ at: path.posix.resolve(b.dest), args: [b.readOnly ? '--ro-bind' : '--bind', path.resolve(b.source), path.posix.resolve(b.dest)] });
   for (const f of view.masked) mounts.push({ at: f, args: ['--ro-bind', '/dev/null', f] });
+  const cwd = path.resolve(spec.cwd);
   for (const h of spec.hidden ?? []) {
-    const at = path.resolve(h.path);
+    // Named on the host; with the working directory mounted elsewhere, hidden where it appears.
+    const host = path.resolve(h.path);
+    const at = inside && (host === cwd || host.startsWith(`${cwd}/`)) ? path.posix.join(inside, path.relative(cwd, host)) : host;
     mounts.push({ at, args: h.dir ? ['--tmpfs', at] : ['--ro-bind', '/dev/null', at] });
   }
   if (spec.network === 'proxy-only') {

@@ -7,3 +7,4 @@ export { fileSizeUlimit, formatBytes, parseSize, rlimitReason } from './limits.j
 export { sandboxNotices } from './notices.js';
 export { privateSocketPath } from './socket.js';
 export { startRelay } from './relay.js';
+export { insidePaths, sandboxInsidePaths, type InsidePaths } from './fixed-paths.js';

@@ -18,6 +18,11 @@ export interface JailSpec {
   readOnly?: readonly string[];
   /** The command's home (writable); a private one is made when absent. */
   home?: string;
+  /**
+   * Mount the home at this path inside instead of its own (a rollout's fixed home, fixed-paths.ts),
+   * and point HOME there: the harness then names no host path or session id.
+   */
+  homeInside?: string;
   network: NetworkMode;
   /** With `proxy-only`: the capture proxy's TCP port (the bridge listens on it inside) and Unix socket. */
   proxy?: { port: number; socket: string };
@@ -43,7 +48,7 @@ export interface JailSpec {
  * command the moment a cap is hit, and the cleanup that ends whatever it left behind.
  */
 export interface Jail {
-  /** The command's home inside (and outside: paths are the same); null with `--sandbox none`. */
+  /** The command's home as the command sees it (`homeInside`, else its host path); null with `--sandbox none`. */
   readonly home: string | null;
   /** The command as it must be spawned (the same with `--sandbox none`). */
   wrap(cmd: CommandLine): CommandLine;
@@ -88,16 +93,18 @@ export async function openJail(settings: SandboxSettings, spec: JailSpec): Promi
     : undefined;
   watcher?.unref();
   const network = spec.network;
+  const homeInside = spec.homeInside ? path.posix.resolve(spec.homeInside) : null;
+  const binds = [...(homeInside ? [{ source: home, dest: homeInside, readOnly: false }] : []), ...(spec.binds ?? [])];
   const args = bwrapArgs(hostView(), {
     cwd: spec.cwd,
-    writable: [home, ...(spec.writable ?? [])],
+    writable: [...(homeInside ? [] : [home]), ...(spec.writable ?? [])],
     readOnly: [...settings.extraReadOnly, ...(spec.readOnly ?? [])],
     tmp,
     varTmp,
     network,
     ...(spec.proxy ? { proxySocket: spec.proxy.socket } : {}),
     ...(spec.cwdInside ? { cwdInside: spec.cwdInside } : {}),
-    ...(spec.binds ? { binds: spec.binds } : {}),
+    ...(binds.length > 0 ? { binds } : {}),
     ...(spec.hidden ? { hidden: spec.hidden } : {}),
     // An interactive run stays in the terminal's session: a new session has no controlling
     // terminal, so the harness would lose job control (Ctrl-Z, its own Ctrl-C handling).
@@ -109,13 +116,13 @@ export async function openJail(settings: SandboxSettings, spec: JailSpec): Promi
   const script = enterScript(group?.procsFiles ?? [], limits, !cpuCounted);
   let closed = false;
   return {
-    home,
+    home: homeInside ?? home,
     wrap(cmd) {
       const inner =
         network === 'proxy-only'
           ? bridged(process.execPath, spec.proxy!.port, PROXY_SOCKET_INSIDE, spec.interactive === true, cmd.file, cmd.args)
           : [cmd.file, ...cmd.args];
-      return { file: '/bin/sh', args: ['-c', script, 'sh', settings.bwrap, ...args, ...inner], env: { ...cmd.env, HOME: home, TMPDIR: '/tmp' } };
+      return { file: '/bin/sh', args: ['-c', script, 'sh', settings.bwrap, ...args, ...inner], env: { ...cmd.env, HOME: homeInside ?? home, TMPDIR: '/tmp' } };
     },
     async close(exit) {
       if (closed) return reason;

@@ -25,6 +25,7 @@ export async function openHarnessJail(opts: RunHarnessOptions, run: PreparedRun,
     interactive: opts.prompt === null,
     findCappedFiles: true,
     ...(sandboxed.cwdInside ? { cwdInside: sandboxed.cwdInside } : {}),
+    ...(sandboxed.homeInside ? { homeInside: sandboxed.homeInside } : {}),
     ...(sandboxed.binds ? { binds: sandboxed.binds } : {}),
     hidden: recordsUnder(opts.cwd, opts.dbPath),
   });

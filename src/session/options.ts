@@ -57,7 +57,10 @@ export interface RunHarnessOptions {
     network: NetworkMode;
     proxySocket?: string;
     readOnly?: readonly string[];
+    /** The working directory's path inside (a Harbor task's WORKDIR, a rollout's fixed workspace). */
     cwdInside?: string;
+    /** The private home's path inside (a rollout's fixed home): the harness is told this path, never the host's. */
+    homeInside?: string;
     binds?: readonly Bind[];
     /**
      * A Harbor task's container (rollout/harbor/container.ts): the harness runs in it instead of a

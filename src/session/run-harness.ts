@@ -66,20 +66,24 @@ async function captureSession(opts: RunHarnessOptions, run: PreparedRun, held: H
 
   // Without a master (an open `polar proxy`), the key only names the session, as it always did.
   const apiKey = keys ? keys.keyFor(session) : `polar-${session}`;
-  // With the workspace mounted elsewhere inside (a Harbor task's /app), the harness is told that path.
+  // With the workspace or home mounted elsewhere inside (a Harbor task's /app, a rollout's fixed
+  // paths), the harness is told those paths; polar writes its config at the host's.
+  const inside = activeSandbox(opts);
   const ctxBase: Omit<HarnessContext, 'proxyUrl'> = {
     session,
     apiKey,
     model,
-    home: run.home,
-    cwd: activeSandbox(opts)?.cwdInside ?? opts.cwd,
+    home: inside?.homeInside ?? run.home,
+    cwd: inside?.cwdInside ?? opts.cwd,
+    hostHome: run.home,
+    hostCwd: opts.cwd,
     contextWindow,
     isRoot: process.getuid?.() === 0,
   };
   const harnessVersion =
     opts.harnessVersion !== undefined
       ? opts.harnessVersion
-      : await harnessVersionOf(harness, run.bin, { ...ctxBase, proxyUrl: 'http://127.0.0.1:9' }, run.baseEnv);
+      : await harnessVersionOf(harness, run.bin, { ...ctxBase, home: run.home, cwd: opts.cwd, proxyUrl: 'http://127.0.0.1:9' }, run.baseEnv);
   recordSession(opts, run, held, harnessVersion, model);
   if (!held.upstream && held.ownSocket) held.relay = await relayToProxy(link.url, held.ownSocket.path);
 

@@ -96,7 +96,9 @@ describe('engine argv', () => {
       limits: { ...DEFAULT_LIMITS, maxProcs: 512, maxMemoryBytes: 2 * 1024 ** 3, maxFileSizeBytes: 1024 ** 2 },
       cpus: 2,
     });
-    expect(args.slice(0, 8)).toEqual(['run', '-d', '--rm', '--init', '--name', 'polar-s1', '--workdir', '/app']);
+    // A fixed hostname, as bwrap's: the engine's default (the container id) differs per sample, and
+    // a harness may put it in the first prompt that NeMo-RL groups samples by.
+    expect(args.slice(0, 10)).toEqual(['run', '-d', '--rm', '--init', '--name', 'polar-s1', '--hostname', 'polar-sandbox', '--workdir', '/app']);
     const flagValue = (flag: string) => args[args.indexOf(flag) + 1];
     expect(flagValue('--network')).toBe('none');
     expect(flagValue('--pids-limit')).toBe('512');

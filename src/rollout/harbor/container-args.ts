@@ -90,7 +90,9 @@ export interface RunSpec {
  * configured nofile/nproc are what lets it start at all) one `--ulimit fsize` made every run fail.
  */
 export function runArgs(spec: RunSpec): string[] {
-  const args = ['run', '-d', '--rm', '--init', '--name', spec.name, '--workdir', spec.workdir];
+  // A fixed hostname, as bwrap's: the engine's default is the container id, new for every sample,
+  // and a harness may put the hostname in its first prompt (one GRPO group needs one prompt).
+  const args = ['run', '-d', '--rm', '--init', '--name', spec.name, '--hostname', 'polar-sandbox', '--workdir', spec.workdir];
   if (spec.network === 'none') args.push('--network', 'none');
   args.push('--security-opt', 'no-new-privileges');
   const l = spec.limits;

@@ -29,14 +29,14 @@ export async function openTaskContainer(opts: {
   sampleId: string;
   limits: SandboxLimits;
   proxySocket: string | null;
-  /** Host folders the harness needs at their own paths (its private home, a harness binary given by path). */
-  writable: readonly string[];
+  /** Host folders the harness writes, each at its path inside (its private home, at the fixed home path). */
+  writable: readonly { source: string; dest: string }[];
   readOnly: readonly string[];
   onNotice: (line: string) => void;
 }): Promise<SampleContainer> {
   const trial = opts.task.harbor!;
   const image = await ensureImage(opts.engine, trial, opts.onNotice);
-  for (const d of opts.writable) await fs.mkdir(d, { recursive: true, mode: 0o700 });
+  for (const d of opts.writable) await fs.mkdir(d.source, { recursive: true, mode: 0o700 });
   const container = await startSampleContainer({
     engine: opts.engine,
     sampleId: opts.sampleId,
@@ -46,7 +46,7 @@ export async function openTaskContainer(opts: {
     limits: withTaskMemory(opts.limits, trial.memoryBytes),
     cpus: trial.cpus ?? null,
     proxySocket: opts.proxySocket,
-    mounts: [...opts.writable.map((p) => ({ source: p, dest: p, readOnly: false })), ...opts.readOnly.map((p) => ({ source: p, dest: p, readOnly: true }))],
+    mounts: [...opts.writable.map((w) => ({ ...w, readOnly: false })), ...opts.readOnly.map((p) => ({ source: p, dest: p, readOnly: true }))],
   });
   // /logs/agent is the agent's to write: its user's when task.toml names one.
   const owner = trial.agentUser !== undefined ? ` && chown ${trial.agentUser} /logs/agent` : '';
@@ -59,7 +59,7 @@ export async function openTaskContainer(opts: {
     // What polar mounts sits at its host path, under the image's own folders: a checkout in /root
     // puts polar's node_modules under the image's /root (0700), which the task's user cannot cross.
     // Let it cross (not read) them, in this container only.
-    const mounted = [...runtimeMounts().map((m) => m.dest), PROXY_SOCKET_INSIDE, ...opts.writable, ...opts.readOnly];
+    const mounted = [...runtimeMounts().map((m) => m.dest), PROXY_SOCKET_INSIDE, ...opts.writable.map((w) => w.dest), ...opts.readOnly];
     const crossed = await container.shell('for d in "$@"; do [ -d "$d" ] && chmod o+x "$d"; done; true', {}, 60_000, undefined, ancestors(mounted));
     if (crossed.code !== 0) {
       await container.remove();
@@ -80,7 +80,7 @@ export async function openTaskContainer(opts: {
       await container.remove();
       throw new StageError('init', `task.toml's agent.user ${trial.agentUser} is not a user in the image: ${ids.stderr.trim()}`);
     }
-    for (const d of opts.writable) await chownTree(d, Number(m[1]), Number(m[2]));
+    for (const d of opts.writable) await chownTree(d.source, Number(m[1]), Number(m[2]));
   }
   return container;
 }
