@@ -38,6 +38,19 @@ const GIT = [
 // The user's own git config stays in effect (a clone of a private repository needs its credential
 // helper); on the agent's workspace polar's git runs sandboxed, where that config is not visible.
 const GIT_ENV = { GIT_TERMINAL_PROMPT: '0' };
+/**
+ * The baseline commit's identity and dates, fixed: two samples of a task with the same files get
+ * the same commit hash, and harnesses put it in their first prompt (Claude Code's git status lists
+ * recent commits), which NeMo-RL groups samples by. The wall clock would make each sample its own.
+ */
+export const BASELINE_COMMIT_ENV = {
+  GIT_AUTHOR_NAME: 'polar',
+  GIT_AUTHOR_EMAIL: 'polar@localhost',
+  GIT_COMMITTER_NAME: 'polar',
+  GIT_COMMITTER_EMAIL: 'polar@localhost',
+  GIT_AUTHOR_DATE: '2000-01-01T00:00:00Z',
+  GIT_COMMITTER_DATE: '2000-01-01T00:00:00Z',
+};
 
 export interface PreparedWorkspace {
   dir: string;
@@ -100,7 +113,15 @@ export async function prepareWorkspace(
   try {
     if (!(await exists(path.join(dest, '.git')))) await git(['init', '--quiet'], dest, env, left(), 'init', 'init', wrap);
     await git(['add', '--all', '--', '.', ...excludes()], dest, env, left(), 'stage the baseline', 'init', wrap);
-    await git(['commit', '--quiet', '--allow-empty', '--no-verify', '-m', 'polar baseline'], dest, env, left(), 'commit the baseline', 'init', wrap);
+    await git(
+      ['commit', '--quiet', '--allow-empty', '--no-verify', '-m', 'polar baseline'],
+      dest,
+      { ...env, ...BASELINE_COMMIT_ENV },
+      left(),
+      'commit the baseline',
+      'init',
+      wrap,
+    );
     const baseline = (await git(['rev-parse', 'HEAD'], dest, env, left(), 'read the baseline', 'init', wrap)).trim();
     return { dir: dest, baseline };
   } finally {
