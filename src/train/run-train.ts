@@ -14,6 +14,7 @@ import { contractChecks } from './nemo-rl/preflight-contract.js';
 import { fitSftBatch } from './sft-batch.js';
 import { sftLengthChecks, sftNeededSeqLen, sizeSftData } from './sft-length.js';
 import { initialProgress, readLine, type StepMetrics, type TrainProgress } from './progress.js';
+import { type Scalar, stepAdvantages, TensorboardScalars } from './tensorboard.js';
 import { parseYaml, toYaml, type Yaml } from './yaml.js';
 
 /** Shared by `train grpo` and `train sft`. */
@@ -323,6 +324,8 @@ export interface TrainUpdate {
   gpuMemoryMiB: number[] | null;
   sessions: TrainSession[];
   step?: StepMetrics;
+  /** A completed step whose advantages just arrived from NeMo-RL's TensorBoard events (tensorboard.ts), after its stdout lines. */
+  advantages?: StepMetrics;
 }
 
 /**
@@ -339,6 +342,21 @@ export async function launch(run: PreparedRun, opts: { dbPath?: string; startedA
   let gpu: number[] | null = null;
   let sessions: TrainSession[] = [];
   const update = (step?: StepMetrics) => opts.onUpdate({ progress, gpuMemoryMiB: gpu, sessions, ...(step ? { step } : {}) });
+  // NeMo-RL logs advantages/* to TensorBoard only (polar's config turns it on): each step's arrive
+  // after its stdout lines (SummaryWriter flushes every 2 minutes and at the end).
+  const tensorboard = new TensorboardScalars(path.join(run.runDir, 'logs'), opts.startedAt);
+  const advantageScalars: Scalar[] = [];
+  const judged = new Set<number>();
+  const readAdvantages = () => {
+    advantageScalars.push(...tensorboard.poll().filter((s) => s.tag.startsWith('train/advantages/')));
+    for (const [step, advantages] of stepAdvantages(advantageScalars)) {
+      const done = progress.completed.find((s) => s.step === step);
+      if (!done || judged.has(step)) continue;
+      judged.add(step);
+      done.advantages ??= advantages;
+      opts.onUpdate({ progress, gpuMemoryMiB: gpu, sessions, advantages: { ...done, advantages } });
+    }
+  };
   const child = startSupervised(run.command, {
     cwd: run.command.cwd,
     logFile: path.join(run.runDir, 'train.log'),
@@ -356,6 +374,7 @@ export async function launch(run: PreparedRun, opts: { dbPath?: string; startedA
       const smi = await runCommand('nvidia-smi', ['--query-gpu=memory.used', '--format=csv,noheader,nounits'], { env: run.command.env, timeoutMs: 5000 });
       gpu = smi.failed || smi.exitCode !== 0 ? null : smi.stdout.trim().split('\n').filter(Boolean).map(Number);
       if (opts.dbPath) sessions = recentSessions(opts.dbPath, opts.startedAt);
+      readAdvantages();
       update();
     })();
   }, 2000);
@@ -369,6 +388,7 @@ export async function launch(run: PreparedRun, opts: { dbPath?: string; startedA
   try {
     const code = await child.done;
     progress.phase = 'done';
+    readAdvantages();
     if (opts.dbPath) sessions = recentSessions(opts.dbPath, opts.startedAt);
     update();
     return code;

@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { stepAdvantages, TensorboardScalars } from '../../src/train/tensorboard.js';
 import { writeGpuStandIns } from '../support/fake-nemo-rl/stand-ins.js';
 import { writeFixtureCheckout } from '../support/nemo-rl-checkout.js';
 import { pathWithStandIns, trainGrpoArgs, writeTaskFile } from '../support/nemo-rl-train.js';
@@ -14,8 +15,7 @@ import { startReferenceUpstream, type ReferenceUpstream } from '../support/refer
  * Issue 30: NeMo-RL groups GRPO samples by the token ids of each sample's first prompt, so a group
  * only trains when its samples share one. A group of 4 with mixed rewards through `polar train grpo`
  * (the gym agent, NeMo-RL's stand-in computing advantages by NeMo-RL's rule) gets non-zero
- * advantages; an agent whose first request carries something of its own session (its session key)
- * splits every group, which `polar rollout` and `polar gym-agent` say loudly, and the stand-in's
+ * advantages; an agent whose first request carries something of its own run splits every group, which `polar rollout` and `polar gym-agent` say loudly, and the stand-in's
  * advantages are all 0, which `polar train` says loudly too.
  */
 const run = promisify(execFile);
@@ -24,11 +24,15 @@ let upstream: ReferenceUpstream;
 let checkout: string;
 let fakeBin: string;
 let tasks: string;
+const TASK_PROMPT = 'answer with 0 or 1';
 
 /**
- * One tool-bearing model call, then answer.txt holds 0 or 1 by turns (each sample claims the next
- * free slot file, so a group of 4 gets rewards 0, 1, 0, 1 in some order). `split`: the first
- * request also carries the end of the session's own key, so no two samples share a first prompt.
+ * One tool-bearing model call, then answer.txt holds 0 or 1 by turns (each run claims the next free
+ * slot file, so a group of 4 gets rewards 0, 1, 0, 1 in some order). `split`: on the task's own
+ * prompt the first request also carries its run number, so no two samples share a first prompt,
+ * while the runs of `polar train`'s first-prompt preflight (train/first-prompt-probe.ts, its own
+ * prompt) agree: a render that differs only on real tasks or only later (a date past midnight, a
+ * counter) is what the preflight cannot see and the live check does.
  */
 function groupAgent(name: string, split: boolean): string {
   const slots = path.join(dir, `${name}-slots`);
@@ -39,7 +43,7 @@ function groupAgent(name: string, split: boolean): string {
     `const fs = await import('node:fs');
 let n = 0;
 for (;; n++) { try { fs.writeFileSync(${JSON.stringify(slots)} + '/slot-' + n, '', { flag: 'wx' }); break; } catch {} }
-const content = process.argv[2] + (${split} ? ' (session ' + process.env.OPENAI_API_KEY.slice(-12) + ')' : '');
+const content = process.argv[2] + (${split} && process.argv[2] === ${JSON.stringify(TASK_PROMPT)} ? ' (run ' + n + ')' : '');
 const r = await fetch(process.env.OPENAI_BASE_URL + '/chat/completions', { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer ' + process.env.OPENAI_API_KEY }, body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content }], tools: [{ type: 'function', function: { name: 'noop', parameters: { type: 'object' } } }] }) });
 if (!r.ok) process.exit(3);
 await r.json();
@@ -54,7 +58,7 @@ beforeAll(async () => {
   checkout = writeFixtureCheckout(path.join(dir, 'RL'));
   fakeBin = writeGpuStandIns(dir);
   tasks = writeTaskFile(path.join(dir, 'tasks.jsonl'), [
-    { id: 't', prompt: 'answer with 0 or 1', workspace: { empty: true }, evaluator: { type: 'command', command: 'cat answer.txt' }, timeout: 60 },
+    { id: 't', prompt: TASK_PROMPT, workspace: { empty: true }, evaluator: { type: 'command', command: 'cat answer.txt' }, timeout: 60 },
   ]);
 });
 afterAll(async () => {
@@ -76,7 +80,7 @@ describe('polar rollout: do the samples of a group share one first prompt?', () 
     expect([...summary.groups[0].rewards].sort()).toEqual([0, 0, 1, 1]);
   }, 120_000);
 
-  it('a first request that carries its session key: the split is in --json and said loudly at the end', async () => {
+  it('a first request that carries something of its own run: the split is in --json and said loudly at the end', async () => {
     const agent = groupAgent('split-rollout', true);
     const r = await rollout(agent, path.join(dir, 'split.db'), true);
     const summary = JSON.parse(r.stdout);
@@ -105,7 +109,8 @@ describe('polar train grpo: NeMo-RL advantages of a gym-agent group of 4', () =>
       env: { ...process.env, NO_COLOR: '1', PATH: pathWithStandIns(fakeBin) },
       timeout: 120_000,
     }).catch((err: { stdout: string; stderr: string }) => {
-      throw new Error(`polar train failed:\n${err.stdout}\n${err.stderr}\n${fs.readFileSync(path.join(runDir, 'train.log'), 'utf8').slice(-3000)}`);
+      const log = path.join(runDir, 'train.log');
+      throw new Error(`polar train failed:\n${err.stdout}\n${err.stderr}\n${fs.existsSync(log) ? fs.readFileSync(log, 'utf8').slice(-3000) : ''}`);
     });
     const read = (f: string) =>
       fs
@@ -114,6 +119,8 @@ describe('polar train grpo: NeMo-RL advantages of a gym-agent group of 4', () =>
         .split('\n')
         .map((l) => JSON.parse(l));
     return {
+      // What NeMo-RL's TensorBoard logger holds (the stand-in writes it as NeMo-RL does), read as polar train reads it.
+      tensorboard: stepAdvantages(new TensorboardScalars(path.join(runDir, 'logs')).poll()),
       result: JSON.parse(r.stdout),
       metrics: read('metrics.jsonl'),
       logged: read('logs/exp_001/logged_metrics.jsonl'),
@@ -122,7 +129,7 @@ describe('polar train grpo: NeMo-RL advantages of a gym-agent group of 4', () =>
   };
 
   it('one first prompt, rewards 0,1,0,1: one group, non-zero advantages (±1.1547 by NeMo-RL’s leave-one-out rule) and a non-zero loss', async () => {
-    const { result, metrics, logged, log } = await train('train-same', false);
+    const { result, metrics, logged, log, tensorboard } = await train('train-same', false);
     expect(result).toMatchObject({ ok: true, steps: 1, zeroAdvantageSteps: [] });
     const [step] = metrics;
     expect(step.reward).toBe(0.5);
@@ -132,13 +139,15 @@ describe('polar train grpo: NeMo-RL advantages of a gym-agent group of 4', () =>
     expect(step.advantages.min).toBeCloseTo(-1.1547, 4);
     expect(logged[0]).toMatchObject({ 'train/polar_agent/polar_first_prompt_split/max': 0, 'train/polar_agent/polar_first_prompt_unchecked/max': 0 });
     expect(log).not.toMatch(/FIRST PROMPT SPLIT/);
+    expect(tensorboard.get(1)!.max).toBeCloseTo(1.1547, 4);
   }, 150_000);
 
   it('first prompts that differ within the group: the gym agent flags it (metric and log), every advantage is 0, polar train says so', async () => {
-    const { result, metrics, logged, log } = await train('train-split', true);
+    const { result, metrics, logged, log, tensorboard } = await train('train-split', true);
     expect(result).toMatchObject({ ok: true, steps: 1, zeroAdvantageSteps: [1] });
     expect(metrics[0]).toMatchObject({ reward: 0.5, loss: 0, advantages: { mean: 0, min: 0, max: 0 } });
     expect(logged[0]['train/polar_agent/polar_first_prompt_split/max']).toBe(1);
     expect(log).toMatch(/polar gym-agent: FIRST PROMPT SPLIT: task t: its samples have \d different first prompts/);
+    expect([...tensorboard]).toEqual([[1, { mean: 0, min: 0, max: 0 }]]);
   }, 150_000);
 });

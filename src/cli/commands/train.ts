@@ -415,17 +415,19 @@ async function execute(run: PreparedRun, opts: CommonFlags, dbPath: string | nul
       })
     : null;
   let last: TrainUpdate | null = null;
-  // Steps whose every advantage was 0 (where the output says: polar's stand-in prints them, real
-  // NeMo-RL logs them to TensorBoard only): such a step cannot move the policy.
+  // Steps whose every advantage was 0 (polar's stand-in prints them; NeMo-RL's come from its
+  // TensorBoard events, run-train.ts): such a step cannot move the policy.
   const zeroSteps: number[] = [];
   const code = await launch(run, {
     ...(dbPath ? { dbPath } : {}),
     startedAt,
     onUpdate: (u) => {
       last = u;
-      const zero = u.step ? zeroAdvantageWarning(u.step) : null;
+      // A step's advantages: printed with its results (the stand-in) or read later from TensorBoard (NeMo-RL).
+      const judged = u.step ?? u.advantages;
+      const zero = judged && !zeroSteps.includes(judged.step) ? zeroAdvantageWarning(judged) : null;
       if (zero) {
-        zeroSteps.push(u.step!.step);
+        zeroSteps.push(judged!.step);
         if (!view && !opts.json) process.stderr.write(`${chalk.red('warning')}: ${zero}\n`);
       }
       if (view) view.update(u);

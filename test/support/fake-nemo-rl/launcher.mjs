@@ -23,7 +23,7 @@ const [script, ...rest] = process.argv.slice(2);
 const configFile = rest[rest.indexOf('--config') + 1];
 const config = parseYaml(fs.readFileSync(configFile, 'utf8'));
 const started = Date.now();
-const { advantageLines, perAgentMetrics, stepAdvantages } = await import('./gym-step.mjs');
+const { advantageLines, perAgentMetrics, stepAdvantages, writeTensorboardStep } = await import('./gym-step.mjs');
 const children = [];
 const stop = (code) => {
   for (const c of children) c.kill('SIGTERM');
@@ -61,6 +61,9 @@ function logMetrics(step, metrics) {
   fs.mkdirSync(dir, { recursive: true });
   const train = Object.fromEntries(Object.entries(metrics).map(([k, v]) => [`train/${k}`, v]));
   fs.appendFileSync(path.join(dir, 'logged_metrics.jsonl'), `${JSON.stringify({ step, ...train })}\n`);
+  // As NeMo-RL's TensorboardLogger writes them (polar's config enables it): polar train reads these.
+  fs.mkdirSync(path.join(dir, 'tensorboard'), { recursive: true });
+  writeTensorboardStep(path.join(dir, 'tensorboard', 'events.out.tfevents.0.stand-in'), step, train);
 }
 
 function checkpoint(step) {
