@@ -18,3 +18,11 @@ export function sandboxNotices(settings: SandboxSettings): string[] {
   }
   return lines;
 }
+
+/**
+ * Why `--sandbox none` breaks GRPO groups: NeMo-RL keys a group by its samples' first-prompt token
+ * ids (nemo_gym.py:1012, algorithms/utils.py:132-159 at 7ea279a), and unsandboxed each sample's
+ * harness names its own workspace and home folder in that prompt (sandbox/fixed-paths.ts).
+ */
+export const UNSANDBOXED_GROUPS =
+  "without the sandbox each sample's harness sees its own workspace and home folder, and most harnesses write those paths into their first prompt; NeMo-RL groups GRPO samples by that prompt's token ids, so each sample becomes a group of one with advantage 0 and nothing is learned (bwrap mounts every sample's workspace and home at the same fixed paths)";

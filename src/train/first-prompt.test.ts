@@ -3,7 +3,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { qwen3ModelDir } from '../core/bundled-tokenizer.js';
-import { budgetProblem, chooseTokenizer, DEFAULT_SESSION_TOKENS, longestTaskPrompt, neededSeqLen, type FirstPrompt } from './first-prompt.js';
+import { budgetProblem, chooseTokenizer, DEFAULT_SESSION_TOKENS, longestTaskPrompt, neededSeqLen, splitProblem, type FirstPrompt } from './first-prompt.js';
+import { firstDifference } from './prompt-diff.js';
 
 const measured: FirstPrompt = {
   harness: 'claude-code',
@@ -12,6 +13,7 @@ const measured: FirstPrompt = {
   tokens: 11_600,
   tools: 12,
   mockTokens: 11_600,
+  difference: null,
   note: null,
   cached: false,
 };
@@ -61,5 +63,48 @@ describe('the context budget', () => {
   it('counts the longest task prompt with the same tokenizer', () => {
     expect(longestTaskPrompt('bundled:qwen3', [])).toBe(0);
     expect(longestTaskPrompt('bundled:qwen3', ['hi', 'a much longer task prompt than the other'])).toBeGreaterThan(longestTaskPrompt('bundled:qwen3', ['hi']));
+  });
+});
+
+describe('two samples of one task must render one first prompt', () => {
+  const a = ['# Environment', ' - Primary working directory: /tmp/out/workspaces/t-0-a1', ' - Platform: linux', "Today's date is 2026-11-27."].join('\n');
+  const b = a.replace('t-0-a1', 't-1-a1');
+
+  it('finds nothing between equal renders', () => {
+    expect(firstDifference(a, a)).toBeNull();
+    expect(splitProblem(measured, 'bwrap')).toBeNull();
+  });
+
+  it('shows the line where two renders part, with its neighbours, as a unified excerpt', () => {
+    expect(firstDifference(a, b)).toBe(
+      [
+        '--- sample 1',
+        '+++ sample 2',
+        '@@ line 2 @@',
+        ' # Environment',
+        '- - Primary working directory: /tmp/out/workspaces/t-0-a1',
+        '+ - Primary working directory: /tmp/out/workspaces/t-1-a1',
+        '  - Platform: linux',
+        " Today's date is 2026-11-27.",
+      ].join('\n'),
+    );
+  });
+
+  it('keeps a huge render short: long lines are clipped and long runs of changed lines counted', () => {
+    const long = `${'x'.repeat(1000)}A`;
+    const many = Array.from({ length: 20 }, (_, i) => `line ${i}`).join('\n');
+    const d = firstDifference(`${long}\n${many}`, `${long.replace('A', 'B')}\n${many.replace(/line/g, 'LINE')}`)!;
+    expect(d.length).toBeLessThan(2000);
+    expect(d).toMatch(/… \(1001 chars\)/);
+    expect(d).toMatch(/… \(15 more lines\)/);
+  });
+
+  it('refuses a run whose probe rendered two first prompts, naming the difference and the fix for the sandbox in use', () => {
+    const split = { ...measured, difference: firstDifference(a, b) };
+    const none = splitProblem(split, 'none')!;
+    expect(none).toMatch(/^claude-code 2\.1\.0 rendered a different first prompt for two samples of one task/);
+    expect(none).toContain('+ - Primary working directory: /tmp/out/workspaces/t-1-a1');
+    expect(none).toMatch(/drop --sandbox none/);
+    expect(splitProblem(split, 'bwrap')).toMatch(/keep it out of what the harness reads at start/);
   });
 });

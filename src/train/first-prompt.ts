@@ -3,15 +3,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { qwen3ModelDir } from '../core/bundled-tokenizer.js';
-import { PolarError } from '../core/errors.js';
 import { getHarness } from '../harness/registry.js';
 import { resolveHarnessBin } from '../harness/resolve.js';
-import { runHarness } from '../session/run-harness.js';
 import type { Harness } from '../harness/types.js';
-import { startMockServer } from '../mock-server/server.js';
 import { stateDir } from '../store/postgres/url.js';
-import { Store } from '../store/store.js';
-import { BUNDLED_QWEN3, loadChatTemplate, type ChatTemplate, type TemplateMessage } from '../upstream/tito/chat-template.js';
+import { BUNDLED_QWEN3, loadChatTemplate } from '../upstream/tito/chat-template.js';
+import { probeFirstPrompts } from './first-prompt-probe.js';
 
 /**
  * How many tokens a harness's first model call takes before the task says anything: its system
@@ -19,10 +16,12 @@ import { BUNDLED_QWEN3, loadChatTemplate, type ChatTemplate, type TemplateMessag
  * answers 400 to a prompt that fills `max_model_len` (vllm_worker_async.py:438-447, :777-790 at
  * 7ea279a), and polar answers such a sample masked, so a `--max-seq-len` below this trains nothing.
  *
- * Measured, not estimated: the real harness runs once against polar's mock server (which answers its
+ * Measured, not estimated: the real harness runs against polar's mock server (which answers its
  * first call with a final text, so the session ends there), and the first call that offers tools, as
- * polar sent it upstream, is rendered with the template. Harnesses differ by thousands of tokens and
- * change with every release, so the result is cached per harness, version and tokenizer.
+ * polar sent it upstream, is rendered with the template. It runs twice, as two samples of one task in
+ * the agent's sandbox (first-prompt-probe.ts): renders that differ would split every GRPO group.
+ * Harnesses differ by thousands of tokens and change with every release, so the result is cached per
+ * harness, version, tokenizer and sandbox.
  */
 export interface FirstPrompt {
   harness: string;
@@ -36,6 +35,8 @@ export interface FirstPrompt {
   tools: number;
   /** The same prompt as the mock server counted it (bundled Qwen3, rendered server-side as vLLM does). */
   mockTokens: number | null;
+  /** Where two samples' rendered first prompts part (a short unified excerpt), or null when they are one. */
+  difference: string | null;
   /** Why this tokenizer was used, where it is not the model's own. */
   note: string | null;
   /** True when this came from the cache. */
@@ -53,6 +54,8 @@ export interface MeasureInput {
   tokenizer?: string;
   /** Where the cache lives (default: polar's state dir). */
   cacheDir?: string;
+  /** The sandbox the agent runs samples in (default bwrap): the probe's two samples run in the same. */
+  sandbox?: 'bwrap' | 'none';
   timeoutSec?: number;
   onNotice?: (line: string) => void;
 }
@@ -61,6 +64,8 @@ export interface MeasureInput {
 export const PROBE_PROMPT = 'Reply with the word done.';
 
 const CACHE_FILE = 'first-prompt.json';
+/** Part of every cache key: entries written before the probe compared two samples are not reused. */
+const PROBE_VERSION = 2;
 const CACHE_ENTRIES = 64;
 
 export async function measureFirstPrompt(input: MeasureInput): Promise<FirstPrompt> {
@@ -68,13 +73,20 @@ export async function measureFirstPrompt(input: MeasureInput): Promise<FirstProm
   const { location, id: tokenizerId, note } = chooseTokenizer(input.model, input.tokenizer);
   const bin = await resolveHarnessBin(harness, input.harnessBin, process.cwd());
   const version = harnessFingerprint(harness, bin, input.command);
-  const key = `${harness.name}|${version}|${tokenizerId}`;
+  const sandbox = input.sandbox ?? 'bwrap';
+  const key = `${harness.name}|${version}|${tokenizerId}|${sandbox}|v${PROBE_VERSION}`;
   const cacheFile = path.join(input.cacheDir ?? stateDir(), CACHE_FILE);
   const hit = readCache(cacheFile)[key];
   if (hit) return { ...hit, note, cached: true };
 
   const template = loadChatTemplate(location, qwen3ModelDir);
-  const measured = await probe(harness, bin, template, input);
+  const measured = await probeFirstPrompts(harness, bin, template, {
+    prompt: PROBE_PROMPT,
+    sandbox,
+    ...(input.nodeBin ? { nodeBin: input.nodeBin } : {}),
+    ...(input.timeoutSec ? { timeoutSec: input.timeoutSec } : {}),
+    ...(input.onNotice ? { onNotice: input.onNotice } : {}),
+  });
   const result: FirstPrompt = {
     harness: harness.name,
     version,
@@ -82,6 +94,7 @@ export async function measureFirstPrompt(input: MeasureInput): Promise<FirstProm
     tokens: measured.tokens,
     tools: measured.tools,
     mockTokens: measured.mockTokens,
+    difference: measured.difference,
     note,
     cached: false,
   };
@@ -138,59 +151,29 @@ export function budgetProblem(m: FirstPrompt, taskPromptTokens: number, maxSeqLe
   return `--max-seq-len ${maxSeqLen} is too small for ${m.harness} ${m.version}: its first prompt is ${m.tokens} tokens (system prompt and ${m.tools} tools, ${path.basename(m.tokenizer)} template)${taskPromptTokens > 0 ? ` plus up to ${taskPromptTokens} of task text` : ''}; ${what}. Use --max-seq-len ${need} or more`;
 }
 
+/**
+ * The refusal when two samples of one task rendered different first prompts (the probe's
+ * `difference`), or null: NeMo-RL groups GRPO samples by their first prompt's token ids
+ * (nemo_gym.py:1012, algorithms/utils.py:132-159 at 7ea279a), so such a run learns nothing.
+ */
+export function splitProblem(m: FirstPrompt, sandbox: 'bwrap' | 'none'): string | null {
+  if (m.difference === null) return null;
+  const fix =
+    sandbox === 'none'
+      ? 'run in the bwrap sandbox (drop --sandbox none): it gives every sample the same workspace and home paths'
+      : "the harness puts something of its own run in it (a path, a date, an id): keep it out of what the harness reads at start (a custom harness's command, the task's files), or report it as a polar bug";
+  const excerpt = m.difference
+    .split('\n')
+    .map((l) => `    ${l}`)
+    .join('\n');
+  return `${m.harness} ${m.version} rendered a different first prompt for two samples of one task, so NeMo-RL would make each sample its own GRPO group (advantage 0: nothing is learned). Where they part:\n${excerpt}\n  Fix: ${fix}`;
+}
+
 /** Tokens of the longest task prompt, with the same tokenizer. */
 export function longestTaskPrompt(location: string, prompts: readonly string[]): number {
   if (prompts.length === 0) return 0;
   const template = loadChatTemplate(location, qwen3ModelDir);
   return Math.max(...prompts.map((p) => template.encode(p).length));
-}
-
-async function probe(
-  harness: Harness,
-  bin: string,
-  template: ChatTemplate,
-  input: MeasureInput,
-): Promise<{ tokens: number; tools: number; mockTokens: number | null }> {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-first-prompt-'));
-  // Every call gets a final answer: the harness ends after its first turn (plus any side calls).
-  const mock = await startMockServer({ log: false, script: () => ({ content: 'done' }) });
-  try {
-    const cwd = path.join(dir, 'workspace');
-    fs.mkdirSync(cwd);
-    const dbPath = path.join(dir, 'polar.db');
-    const result = await runHarness({
-      harness,
-      harnessBin: bin,
-      prompt: PROBE_PROMPT,
-      cwd,
-      dbPath,
-      upstream: { url: mock.url, kind: 'vllm' },
-      timeoutSec: input.timeoutSec ?? 120,
-      quiet: true,
-      ...(input.nodeBin ? { nodeBin: input.nodeBin } : {}),
-      ...(input.onNotice ? { onNotice: input.onNotice } : {}),
-    });
-    const store = Store.open(dbPath, { readonly: true });
-    try {
-      const first = store.requests.tokens(result.session).find((c) => c.toolCount > 0);
-      const record = first ? store.requests.get(first.id) : undefined;
-      if (!record?.upstreamRequest) {
-        const log = fs.existsSync(result.logFile) ? fs.readFileSync(result.logFile, 'utf8').slice(-1500) : '';
-        throw new PolarError(
-          'POLAR_USAGE',
-          `measuring ${harness.name}'s first prompt: it made no model call with tools (exit ${result.exitCode})${log ? `; its log ends:\n${log}` : ''}`,
-        );
-      }
-      const body = JSON.parse(record.upstreamRequest) as { messages?: TemplateMessage[]; tools?: unknown[]; chat_template_kwargs?: Record<string, unknown> };
-      const text = template.render(body.messages ?? [], { tools: body.tools ?? [], addGenerationPrompt: true, kwargs: body.chat_template_kwargs ?? {} });
-      return { tokens: template.encode(text).length, tools: body.tools?.length ?? 0, mockTokens: first?.promptIds?.length ?? null };
-    } finally {
-      store.close();
-    }
-  } finally {
-    await mock.close();
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
 }
 
 /** A hub id's snapshot in the Hugging Face cache (`$HF_HUB_CACHE`, else `$HF_HOME/hub`), when it has a tokenizer. */

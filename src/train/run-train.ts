@@ -8,7 +8,7 @@ import type { RolloutTask } from '../rollout/task-file.js';
 import { recentSessions, type TrainSession } from '../store/train-runs.js';
 import { appSource, gymRows, writeGymWiring } from './gym-agent/wiring.js';
 import { applySet, getKey, GRPO_BASE, GRPO_SCRIPT, grpoConfig, mergeConfig, SFT_BASE, SFT_SCRIPT, sftConfig } from './nemo-rl/config.js';
-import { budgetProblem, longestTaskPrompt, measureFirstPrompt, neededSeqLen, type FirstPrompt } from './first-prompt.js';
+import { budgetProblem, longestTaskPrompt, measureFirstPrompt, neededSeqLen, splitProblem, type FirstPrompt } from './first-prompt.js';
 import { preflight, visibleDevices, type Preflight } from './preflight.js';
 import { contractChecks } from './nemo-rl/preflight-contract.js';
 import { fitSftBatch } from './sft-batch.js';
@@ -59,6 +59,8 @@ export interface ContextBudgetInput {
   sessionTokens: number;
   /** Where measurements are cached (default: polar's state dir). */
   cacheDir?: string;
+  /** The sandbox the agent runs samples in: the first-prompt probe runs its two samples in the same. */
+  sandbox?: 'bwrap' | 'none';
   /** `maxSeqLen` was not chosen by the user: raise it to what the harness needs. */
   raiseMaxSeqLen?: boolean;
 }
@@ -188,6 +190,9 @@ function budgetChecks(budget: Budget, config: Yaml, o: GrpoOptions, checks: Pref
   const maxSeqLen = lens.length > 0 ? Math.min(...lens) : o.maxSeqLen;
   const problem = budgetProblem(budget.measured, budget.taskTokens, maxSeqLen, o.contextBudget!.sessionTokens);
   if (problem) checks.errors.push(problem);
+  // Two samples' first prompts must be one token sequence, or every group splits (first-prompt-probe.ts).
+  const split = splitProblem(budget.measured, o.contextBudget!.sandbox ?? 'bwrap');
+  if (split) checks.errors.push(split);
   return budget.measured;
 }
 

@@ -52,7 +52,10 @@ export interface GrpoRun {
   extra?: string[];
 }
 
-/** `polar train grpo …` in the small shape every test uses: no sandbox, two prompts a step in groups of two. */
+/**
+ * `polar train grpo …` in the small shape every test uses: no sandbox (the one-call agents' first
+ * prompt names no path, so --allow-unsandboxed), two prompts a step in groups of two.
+ */
 export function trainGrpoArgs(r: GrpoRun): string[] {
   return [
     'train',
@@ -66,6 +69,7 @@ export function trainGrpoArgs(r: GrpoRun): string[] {
     ...r.harness,
     '--sandbox',
     'none',
+    '--allow-unsandboxed',
     '--prompts-per-step',
     '2',
     '--group-size',

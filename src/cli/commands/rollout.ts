@@ -4,7 +4,7 @@ import chalk from 'chalk';
 import { Option, type Command } from 'commander';
 import { PolarError } from '../../core/errors.js';
 import { HARNESS_NAMES } from '../../harness/registry.js';
-import { sandboxNotices } from '../../sandbox/index.js';
+import { sandboxNotices, UNSANDBOXED_GROUPS } from '../../sandbox/index.js';
 import { sandboxSettings } from '../../rollout/sandboxing.js';
 import { addSandboxOptions, limitsFrom, limitsGiven, readOnlyFrom, sandboxKind, type SandboxFlags } from '../sandbox-options.js';
 import type { RolloutConfig, RolloutSummary } from '../../rollout/config.js';
@@ -179,6 +179,11 @@ async function rolloutCommand(opts: RolloutOptions, command: Command): Promise<v
     );
   }
   const base = opts.resume ? resumeArgs(opts, sandbox, command.getOptionValueSource('upstreamKind') === 'cli') : newArgs(opts, sandbox);
+  // Said even with --json (on stderr): the groups are what a rollout of several samples is for.
+  if (sandbox === 'none' && 'config' in base && base.config.samples > 1)
+    process.stderr.write(
+      chalk.yellow(`warning: --sandbox none with --samples ${base.config.samples}: ${UNSANDBOXED_GROUPS}; use --sandbox bwrap for GRPO groups\n`),
+    );
   if (!opts.json && 'config' in base) {
     for (const line of sandboxNotices(sandboxSettings(base.config, '')))
       if (opts.sandbox || !line.startsWith('sandbox none')) process.stderr.write(chalk.yellow(`notice: ${line}\n`));

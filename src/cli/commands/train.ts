@@ -8,7 +8,7 @@ import { urlPassword, withoutPassword } from '../../store/postgres/password.js';
 import { isPostgresUrl } from '../../store/postgres/url.js';
 import { newId } from '../../core/ids.js';
 import { HARNESS_NAMES } from '../../harness/registry.js';
-import { findBwrap } from '../../sandbox/index.js';
+import { findBwrap, UNSANDBOXED_GROUPS } from '../../sandbox/index.js';
 import { loadTasks } from '../../rollout/load-tasks.js';
 import { defaultDbPath } from '../../store/store.js';
 import { openStore } from '../../store/open.js';
@@ -57,6 +57,7 @@ interface GrpoFlags extends CommonFlags {
   toolParser: string;
   timeout: number;
   sandbox?: 'bwrap' | 'none';
+  allowUnsandboxed?: boolean;
   environment?: HarborEnvironment;
   agentConcurrency: number;
   command?: string;
@@ -94,6 +95,10 @@ export function registerTrain(program: Command): void {
       .option('--tool-parser <name>', "vLLM's tool parser on NeMo-RL's HTTP server", 'hermes')
       .option('--timeout <seconds>', "a sample's budget when its task gives none", secondsArg('--timeout'), 1800)
       .addOption(new Option('--sandbox <kind>', 'bwrap (default when installed) or none').choices(['bwrap', 'none']))
+      .option(
+        '--allow-unsandboxed',
+        "run with --sandbox none anyway: only for a harness whose first prompt names no path (the preflight still compares two samples' first prompts)",
+      )
       .addOption(environmentOption())
       .option('--agent-concurrency <k>', 'harness sessions the agent runs at once', integerArg('--agent-concurrency', 1, 1024), 4)
       .option('--command <template>', 'for --harness custom')
@@ -170,6 +175,11 @@ async function grpo(opts: GrpoFlags, command: Command): Promise<void> {
   const db = opts.db ?? defaultDbPath();
   const dbPath = isPostgresUrl(db) ? db : path.resolve(db);
   const sandbox = opts.sandbox ?? (findBwrap() ? 'bwrap' : 'none');
+  if (sandbox === 'none' && !opts.allowUnsandboxed)
+    throw new PolarError(
+      'POLAR_USAGE',
+      `polar train grpo needs the bubblewrap sandbox: ${UNSANDBOXED_GROUPS}. ${opts.sandbox ? 'Drop --sandbox none' : 'Install bubblewrap (Debian: apt-get install bubblewrap)'}, or pass --allow-unsandboxed for a harness whose first prompt names no path`,
+    );
   // Decided here, so the agent NeMo Gym starts runs where this command said it would.
   const environment = harborEnvironment(
     opts.environment,
@@ -224,6 +234,8 @@ async function grpo(opts: GrpoFlags, command: Command): Promise<void> {
         ...(opts.harnessBin ? { harnessBin: path.resolve(opts.harnessBin) } : {}),
         ...(opts.node ? { nodeBin: path.resolve(opts.node) } : {}),
         ...(opts.tokenizer ? { tokenizer: path.resolve(opts.tokenizer) } : {}),
+        // The preflight renders two samples' first prompts in the sandbox the agent will use.
+        sandbox,
       },
     });
   });
