@@ -39,7 +39,13 @@ beforeAll(async () => {
   fakeBin = writeGpuStandIns(dir);
   tasks = writeTaskFile(
     path.join(dir, 'tasks.jsonl'),
-    ['a', 'b'].map((id) => ({ id, prompt: 'answer with 1', workspace: { empty: true }, evaluator: { type: 'command', command: 'cat answer.txt' }, timeout: 60 })),
+    ['a', 'b'].map((id) => ({
+      id,
+      prompt: 'answer with 1',
+      workspace: { empty: true },
+      evaluator: { type: 'command', command: 'cat answer.txt' },
+      timeout: 60,
+    })),
   );
   mock = await startMockServer({ log: false, script: () => ({ content: 'done' }) });
 });
@@ -58,7 +64,9 @@ describe('polar train grpo without the sandbox', () => {
     const args = grpo(agent('plain-refused', "'you are an agent'"), runDir).filter((a) => a !== '--allow-unsandboxed');
     const r = await polarCli(args, { env: env(), timeout: 60_000 });
     expect(r.code).not.toBe(0);
-    expect(r.stderr).toMatch(/polar train grpo needs the bubblewrap sandbox: .*group of one with advantage 0.*Drop --sandbox none, or pass --allow-unsandboxed/s);
+    expect(r.stderr).toMatch(
+      /polar train grpo needs the bubblewrap sandbox: .*group of one with advantage 0.*Drop --sandbox none, or pass --allow-unsandboxed/s,
+    );
     expect(fs.existsSync(runDir)).toBe(false);
   }, 90_000);
 
@@ -86,7 +94,22 @@ describe('polar rollout without the sandbox', () => {
     const script = agent('rollout', "'you are an agent'");
     const rollout = (samples: string, db: string) =>
       polarCli(
-        ['rollout', '--tasks', tasks, ...nodeAgentHarness(script), '--upstream', mock.url, '--model', mock.model, '--sandbox', 'none', '--samples', samples, '--db', db],
+        [
+          'rollout',
+          '--tasks',
+          tasks,
+          ...nodeAgentHarness(script),
+          '--upstream',
+          mock.url,
+          '--model',
+          mock.model,
+          '--sandbox',
+          'none',
+          '--samples',
+          samples,
+          '--db',
+          db,
+        ],
         { env: { ...process.env, NO_COLOR: '1' }, timeout: 120_000 },
       );
     const two = await rollout('2', path.join(dir, 'r2.db'));
