@@ -86,6 +86,8 @@ describe('polar rollout: do the samples of a group share one first prompt?', () 
     const summary = JSON.parse(r.stdout);
     expect(summary.firstPromptSplits).toEqual(['t']);
     expect(summary.groups[0].firstPrompt).toMatchObject({ status: 'split', checked: 4, distinct: 4, prompt: [0, 1, 2, 3] });
+    const show = await polarCli(['rollout', 'show', summary.rolloutId, '--db', path.join(dir, 'split.db')], { env: { ...process.env, NO_COLOR: '1' } });
+    expect(show.stdout).toMatch(/FIRST PROMPT SPLIT: 4 first prompts \(by sample: 0 1 2 3\)/);
     const text = await rollout(agent, path.join(dir, 'split-text.db'), false);
     expect(text.stdout).toMatch(
       /FIRST PROMPT SPLIT: task t: its samples have 4 different first prompts .*NeMo-RL groups GRPO samples by first-prompt token ids/,

@@ -394,6 +394,15 @@ function firstPromptLines(s: RolloutSummary): string[] {
   return [...notes.splits.map((line) => chalk.red.bold(`  FIRST PROMPT SPLIT: ${line}`)), ...(notes.unchecked ? [chalk.yellow(`  ${notes.unchecked}`)] : [])];
 }
 
+/** A group's first-prompt check in a few words, for `rollout show`'s group header. */
+function firstPromptTag(g: RolloutSummary['groups'][number]): string {
+  const c = g.firstPrompt;
+  if (!c) return '';
+  if (c.status === 'split') return chalk.red.bold(`FIRST PROMPT SPLIT: ${c.distinct} first prompts (by sample: ${c.prompt.map((p) => p ?? '-').join(' ')})`);
+  if (c.status === 'same') return chalk.dim(`one first prompt (${c.checked} samples compared)`);
+  return chalk.yellow(`first prompts not compared: ${c.unchecked[0]?.reason ?? 'fewer than two samples'}`);
+}
+
 function groupTable(s: RolloutSummary): string {
   return table(
     ['TASK', 'REWARDS', 'MEAN', 'STD', 'ADVANTAGES'],
@@ -429,7 +438,7 @@ async function showRollout(id: string, opts: { db?: string; json?: boolean }): P
     }
     process.stdout.write(`${summaryText(summary, dbPath).split('\n').slice(0, 3).join('\n')}\n`);
     for (const g of summary.groups) {
-      process.stdout.write(`\n${chalk.bold(g.taskId)}  group ${g.groupId}  mean ${fmt(g.mean)}  std ${fmt(g.std)}\n`);
+      process.stdout.write(`\n${chalk.bold(g.taskId)}  group ${g.groupId}  mean ${fmt(g.mean)}  std ${fmt(g.std)}  ${firstPromptTag(g)}\n`);
       const members = samples.filter((m) => m.taskId === g.taskId);
       process.stdout.write(
         `${table(
