@@ -22,7 +22,7 @@ import { modelList } from './models.js';
 import { hostPolicy, originProblem, type HostPolicy } from '../core/http/origin.js';
 import { PauseGate } from './pause.js';
 import { lookupResponse, safeParse } from './recorded-response.js';
-import type { SamplingPolicy } from '../upstream/sampling-policy.js';
+import { effectivePolicy, type SamplingPolicy } from '../upstream/sampling-policy.js';
 import { renderError, sendError } from './render-error.js';
 import { sendJson, toPolarError } from './reply.js';
 import { detectProvider, matchRoute, SUPPORTED_ROUTES, type Route } from './route.js';
@@ -133,7 +133,7 @@ export async function startProxy(options: ProxyOptions): Promise<RunningProxy> {
       maxBodyBytes,
       keepAliveMs: options.keepAliveMs ?? 15_000,
       lookupResponse: (responseId: string, sessionId: string) => lookupResponse(store, responseId, sessionId),
-      ...(options.sampling ? { sampling: options.sampling } : {}),
+      sampling: effectivePolicy(options.sampling, upstream),
     },
     policy: hostPolicy(host, options.port ?? 0, options.allowHosts),
     inFlight: 0,

@@ -3,7 +3,8 @@ import type { CanonicalRequest } from '../core/chat.js';
 import { openaiChatCodec } from '../providers/openai-chat/index.js';
 import { parseAsBytes, prepareFromBytes } from '../proxy/wire-body.js';
 import { createVllmUpstream } from './vllm/index.js';
-import { applySamplingPolicy, offPolicyReason, PASS_THROUGH, samplingPolicy, type SamplingRecord } from './sampling-policy.js';
+import { NemoRlUpstream } from './nemo-rl/index.js';
+import { applySamplingPolicy, effectivePolicy, offPolicyReason, PASS_THROUGH, samplingPolicy, type SamplingRecord } from './sampling-policy.js';
 
 /** What an agent holding its session key sends to choose its own tokens (`n > 1` the codecs refuse already). */
 const ATTACK = {
@@ -86,6 +87,13 @@ describe('sampling policy', () => {
   it('nemo-rl is always pinned, whatever the command asked', () => {
     expect(samplingPolicy('pass-through', 'nemo-rl').mode).toBe('trainer');
     expect(samplingPolicy('pass-through', 'vllm').mode).toBe('pass-through');
+  });
+
+  it('a proxy in front of nemo-rl records its calls as pinned to the adapter’s pair, even when told pass-through', () => {
+    const nemo = new NemoRlUpstream({ baseUrl: 'http://127.0.0.1:9', temperature: 0.6, topP: 0.95 });
+    expect(effectivePolicy(PASS_THROUGH, nemo)).toEqual({ mode: 'trainer', temperature: 0.6, topP: 0.95 });
+    expect(effectivePolicy(undefined, { pinnedSampling: undefined })).toBe(PASS_THROUGH);
+    void nemo.close();
   });
 
   it('pass-through: the request goes as sent; the fields that change sampling or the prompt are listed', () => {

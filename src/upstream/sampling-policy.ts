@@ -41,6 +41,15 @@ export function samplingPolicy(mode: SamplingMode, kind: string, temperature?: n
   return { mode: kind === 'nemo-rl' ? 'trainer' : mode, temperature: temperature ?? TRAINER_TEMPERATURE, topP: topP ?? TRAINER_TOP_P };
 }
 
+/**
+ * The policy a proxy applies in front of `upstream`: an adapter that pins sampling itself (nemo-rl)
+ * makes it `trainer` with the adapter's pair, so the record says what was really sent.
+ */
+export function effectivePolicy(configured: SamplingPolicy | undefined, upstream: { pinnedSampling?: { temperature: number; topP: number } }): SamplingPolicy {
+  if (upstream.pinnedSampling) return { mode: 'trainer', ...upstream.pinnedSampling };
+  return configured ?? PASS_THROUGH;
+}
+
 /** One line for a command's start-up output: who chooses the sampling. */
 export function describeSampling(policy: SamplingPolicy): string {
   return policy.mode === 'trainer'

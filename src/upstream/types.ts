@@ -89,6 +89,11 @@ export interface Upstream {
    * on its sessions, so `verify-faithfulness` can decode them without being told.
    */
   readonly tokenizer?: string;
+  /**
+   * The sampling pair the adapter sets on every request itself, whatever the proxy was told
+   * (`nemo-rl`: NeMo-RL asserts its training pair): its calls are always recorded as trainer-pinned.
+   */
+  readonly pinnedSampling?: { temperature: number; topP: number };
   prepare(req: CanonicalRequest, model: string, call: CallContext): UpstreamRequest;
   /**
    * `prepare` without serialising the body, offered only by upstreams that move the request's

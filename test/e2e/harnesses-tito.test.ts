@@ -40,8 +40,16 @@ describe.each(CASES)('polar run --harness $name --upstream-kind $kind', (harness
     const w = workspace();
     try {
       const session = `${kind}-${name}`;
+      // --sampling trainer: captured for training, so the harnesses' own top_p / top_k (Gemini CLI,
+      // Pi) are replaced by the trainer's and the calls stay trainable (pass-through would flag them).
       const r = await polarRun(
-        taskRunArgs(name, ['--upstream', mock.url, '--upstream-kind', kind, '--tokenizer', 'bundled:qwen3'], w, session, node ? ['--node', node] : []),
+        taskRunArgs(
+          name,
+          ['--upstream', mock.url, '--upstream-kind', kind, '--tokenizer', 'bundled:qwen3', '--sampling', 'trainer'],
+          w,
+          session,
+          node ? ['--node', node] : [],
+        ),
       );
       const result = JSON.parse(r.stdout.slice(r.stdout.lastIndexOf('\n{') + 1)) as { exitCode: number; logFile: string };
       expect(

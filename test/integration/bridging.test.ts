@@ -4,6 +4,7 @@ import type { RequestSummary } from '../../src/store/requests.js';
 import { emptyStats, reconstruct } from '../../src/trajectory/reconstruct.js';
 import { prefixMerging } from '../../src/trajectory/strategies/prefix-merging.js';
 import type { Trajectory } from '../../src/trajectory/types.js';
+import { samplingPolicy } from '../../src/upstream/sampling-policy.js';
 import { verifySessions } from '../../src/trajectory/verify-sessions.js';
 import { loadTokenText } from '../../src/trajectory/tokenizer.js';
 import { BUNDLED_QWEN3 } from '../../src/upstream/tito/chat-template.js';
@@ -43,6 +44,9 @@ async function replay(provider: ReplayProvider, kind: string): Promise<Run> {
   const proxy = await startTestProxy(mock.url, {
     upstreamKind: kind,
     upstreamOptions: kind.endsWith('-tito') ? { tokenizer: BUNDLED_QWEN3, checkBridges: true } : {},
+    // Captured for training, as a rollout does: the harnesses' own top_p / top_k (Gemini CLI, Pi)
+    // would otherwise make every call off-policy, and exports would leave them out.
+    sampling: samplingPolicy('trainer', kind),
   });
   const replies = await replaySession(provider, proxy.proxy.url, SESSION);
   return { mock, proxy, replies, rows: proxy.store.requests.list(SESSION) };

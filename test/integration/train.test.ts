@@ -144,6 +144,8 @@ describe('polar train grpo --dry-run', () => {
     // The package's own launcher by its real path (under npx, argv[1] is a link into npx's cache).
     expect(app).toContain(`${JSON.stringify(fs.realpathSync(BIN))},"gym-agent"`);
     expect(app).toContain(`"--tasks",${JSON.stringify(tasks)}`);
+    // The agent pins every call to policy.generation's pair (issue 30, 3): the session never chooses its sampling.
+    expect(app).toContain('"--temperature","1","--top-p","1"');
     // Pinned to loopback: NeMo-RL's default_host (the node's IP) would otherwise put /run on the network.
     expect(parseYaml(fs.readFileSync(paths[1]!, 'utf8'))).toEqual({
       polar_agent: { responses_api_agents: { polar_agent: { entrypoint: 'app.py', host: '127.0.0.1' } } },

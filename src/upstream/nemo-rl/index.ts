@@ -92,9 +92,12 @@ export class NemoRlUpstream implements Upstream {
   private readonly pending = new Map<string, ChainMark>();
 
   private readonly streamOpenAfterMs: number;
+  readonly pinnedSampling: { temperature: number; topP: number };
 
   constructor(options: NemoRlOptions) {
     this.streamOpenAfterMs = options.streamOpenAfterMs ?? 5_000;
+    const pinned = samplingPolicy('trainer', 'nemo-rl', options.temperature, options.topP);
+    this.pinnedSampling = { temperature: pinned.temperature, topP: pinned.topP };
     this.chat = new ChatCompletionsUpstream(nemoRlDialect(options), options);
     this.baseUrl = this.chat.baseUrl;
   }
