@@ -35,5 +35,11 @@ describe('the polar train live view', () => {
     expect(frame).toMatch(/ses_1 {2}js-sum {2}reward 1/);
     expect(frame).toMatch(/ses_2 {2}py-fizzbuzz {2}error/);
     expect(frame).toMatch(/log \/runs\/x\/train\.log/);
+    expect(frame).not.toMatch(/advantages/);
+    // The step's advantages as they arrive after its results (run-train.ts reads NeMo-RL's from TensorBoard): all 0 is said.
+    progress.completed.at(-1)!.advantages = { mean: 0, min: 0, max: 0 };
+    updates.emit('update', { progress, gpuMemoryMiB: [20480], sessions: [] });
+    await new Promise((r) => setTimeout(r, 50));
+    expect(lastFrame()).toMatch(/advantages min 0 {2}max 0 {2}mean 0 {3}every advantage 0 in step 2: it did not train/);
   });
 });

@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events';
 import { Box, render, Text } from 'ink';
 import { useEffect, useState } from 'react';
 import type { TrainUpdate } from '../../train/run-train.js';
+import { zeroAdvantageWarning } from '../../train/progress.js';
 
 export interface TrainViewProps {
   title: string;
@@ -50,6 +51,12 @@ export function TrainView({ title, runDir, updates, initial }: TrainViewProps) {
       <Text>
         {`loss ${fmt(last?.loss)}   mean reward ${fmt(last?.reward)}   step time ${last?.stepTimeS != null ? `${last.stepTimeS.toFixed(1)} s` : '-'}   GPU ${u.gpuMemoryMiB ? u.gpuMemoryMiB.map((m) => `${(m / 1024).toFixed(1)} GiB`).join(' / ') : '-'}`}
       </Text>
+      {last?.advantages ? (
+        <Text color={zeroAdvantageWarning(last) ? 'red' : undefined} bold={zeroAdvantageWarning(last) !== null}>
+          {`advantages min ${fmt(last.advantages.min)}  max ${fmt(last.advantages.max)}  mean ${fmt(last.advantages.mean)}`}
+          {zeroAdvantageWarning(last) ? `   every advantage 0 in step ${last.step}: it did not train (first prompts split, or equal rewards)` : ''}
+        </Text>
+      ) : null}
       {u.sessions.length > 0 ? (
         <Box flexDirection="column">
           <Text bold>recent sessions</Text>
