@@ -63,12 +63,15 @@ describe('SiblingPrompts: the live first-prompt check of a group', () => {
   });
 
   it('a masked placeholder or a refused row is not compared, and says so', () => {
-    const s = new SiblingPrompts(() => {});
+    const said: string[] = [];
+    const s = new SiblingPrompts((l) => said.push(l));
     const [a, b, c] = [0, 1, 2].map((i) => s.join('t', i));
     expect(s.check('t', a!, result([1, 2]))).toEqual({ polar_first_prompt_split: 0, polar_first_prompt_unchecked: 0 });
     const placeholder = { ...result([0]), response: { output: [placeholderItem('msg_x_placeholder')] } };
     expect(s.check('t', b!, placeholder)).toEqual({ polar_first_prompt_split: 0, polar_first_prompt_unchecked: 1 });
     expect(s.check('t', c!, refusedResult({}, 'no such task'))).toEqual({ polar_first_prompt_split: 0, polar_first_prompt_unchecked: 1 });
     expect(s.check(null, s.join(null, 3), refusedResult({}, 'no such task'))).toEqual({ polar_first_prompt_split: 0, polar_first_prompt_unchecked: 1 });
+    // Once per group, with the first reason.
+    expect(said).toEqual(["polar gym-agent: task t: a sample's first prompt could not be compared with its siblings' (a masked placeholder)"]);
   });
 });

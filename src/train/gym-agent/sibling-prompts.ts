@@ -31,6 +31,7 @@ interface Siblings {
   rowIdx: Set<number>;
   prompts: FirstPrompt[];
   said: boolean;
+  saidUnchecked: boolean;
 }
 
 export class SiblingPrompts {
@@ -44,7 +45,7 @@ export class SiblingPrompts {
     const idx = typeof rowIdx === 'number' && Number.isInteger(rowIdx) ? rowIdx : null;
     let group = this.current.get(taskId);
     if (!group || (idx !== null && group.rowIdx.has(idx))) {
-      group = { rowIdx: new Set(), prompts: [], said: false };
+      group = { rowIdx: new Set(), prompts: [], said: false, saidUnchecked: false };
       this.current.set(taskId, group);
     }
     if (idx !== null) group.rowIdx.add(idx);
@@ -60,6 +61,10 @@ export class SiblingPrompts {
     if (check.status === 'split' && !group.said) {
       group.said = true;
       this.say(`polar gym-agent: FIRST PROMPT SPLIT: ${splitMessage(taskId, check)}`);
+    }
+    if ('unchecked' in prompt && !group.saidUnchecked) {
+      group.saidUnchecked = true;
+      this.say(`polar gym-agent: task ${taskId}: a sample's first prompt could not be compared with its siblings' (${prompt.unchecked})`);
     }
     return { polar_first_prompt_split: check.status === 'split' ? 1 : 0, polar_first_prompt_unchecked: 'unchecked' in prompt ? 1 : 0 };
   }
