@@ -68,6 +68,10 @@ describe('batchAdvantages: NeMo-RL GRPO advantages', () => {
     const a = batchAdvantages(group([1, 1, 1, 1]), GRPO);
     expect(a.advantages).toEqual([0, 0, 0, 0]);
     expect(a.allZero).toBe(true);
+    // 0.7 three times sums to 2.0999999999999996: rounding noise, not a signal.
+    const noisy = batchAdvantages(group([0.7, 0.7, 0.7, 0.7]), GRPO);
+    expect(Math.max(...noisy.advantages.map(Math.abs))).toBeLessThan(1e-6);
+    expect(noisy.allZero).toBe(true);
   });
 
   it('a masked sample leaves the loss but still counts for its siblings’ baseline', () => {

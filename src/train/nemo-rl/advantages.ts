@@ -70,11 +70,17 @@ export interface BatchAdvantages {
   inLoss: boolean[];
   /** NeMo-RL's logger keys (grpo.py:3439-3446). */
   stats: { 'advantages/mean': number; 'advantages/min': number; 'advantages/max': number };
-  /** True when no sample in the loss has a non-zero advantage: this step cannot move the policy. */
+  /** True when no sample in the loss has an advantage beyond ±ZERO_ADVANTAGE: this step cannot move the policy. */
   allZero: boolean;
 }
 
 const EPSILON = 1e-6; // advantage_estimator.py:92
+/**
+ * What counts as a zero advantage: equal rewards that are not whole numbers (0.7, 0.7, 0.7, 0.7)
+ * leave rounding noise in the baseline (about 1e-10 after normalisation, in NeMo-RL's float32 as
+ * here), which moves nothing.
+ */
+export const ZERO_ADVANTAGE = 1e-6;
 const FLOAT32_MAX = 3.4028234663852886e38; // what nan_to_num turns +inf into for float32 rewards
 
 export function batchAdvantages(samples: readonly AdvantageSample[], config: AdvantageConfig): BatchAdvantages {
@@ -119,7 +125,7 @@ export function batchAdvantages(samples: readonly AdvantageSample[], config: Adv
     'advantages/min': withTokens.length > 0 ? Math.min(...withTokens) : 0,
     'advantages/max': withTokens.length > 0 ? Math.max(...withTokens) : 0,
   };
-  return { group, groupSizes, baseline, std, advantages, inLoss, stats, allZero: advantages.every((a, i) => !inLoss[i] || a === 0) };
+  return { group, groupSizes, baseline, std, advantages, inLoss, stats, allZero: advantages.every((a, i) => !inLoss[i] || Math.abs(a) <= ZERO_ADVANTAGE) };
 }
 
 /**
