@@ -19,6 +19,7 @@ interface ReconstructCommandOptions {
   statsJson?: string;
   tokenizer?: string;
   includeSideCalls?: boolean;
+  includeOffPolicy?: boolean;
   allowRerender?: boolean;
   rollout?: string;
   includeReplays?: boolean;
@@ -38,6 +39,7 @@ export function registerReconstruct(program: Command): void {
     .option('--allow-rerender', 'also join calls whose previous prompt is a prefix although the answer was re-rendered differently (counted as context drift)')
     .option('--include-side-calls', 'keep calls that offered no tools while their agent did elsewhere (titles, summaries)')
     .option('--include-replays', INCLUDE_REPLAYS_HELP)
+    .option('--include-off-policy', "keep calls not sampled with the run's parameters as trainable (see polar export --help)")
     .addHelpText(
       'after',
       `
@@ -62,7 +64,13 @@ async function run(opts: ReconstructCommandOptions): Promise<void> {
     replays = picked.replays;
     for (const trace of reconstruct(
       store,
-      { strategy, ...(sessions ? { sessions } : {}), ...(text ? { text } : {}), includeSideCalls: opts.includeSideCalls === true },
+      {
+        strategy,
+        ...(sessions ? { sessions } : {}),
+        ...(text ? { text } : {}),
+        includeSideCalls: opts.includeSideCalls === true,
+        includeOffPolicy: opts.includeOffPolicy === true,
+      },
       stats,
     )) {
       await out.write(trace);
