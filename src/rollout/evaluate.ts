@@ -32,6 +32,8 @@ export interface EvaluationContext {
   env: Record<string, string>;
   /** The evaluator's sandbox for a command in a folder (no network, the task file's folder read-only); null: none. */
   sandbox: OpenSandbox | null;
+  /** Where `sandbox` mounts the workspace (sandboxing.ts workspaceInside), for $POLAR_WORKSPACE; absent: its own path. */
+  workspaceInside?: string | null;
   /** The setup commands' sandbox, for a `tests` evaluator's fresh copy. */
   setupSandbox: OpenSandbox | null;
   /** A sandbox with no network, for polar's git after those setup commands. */
@@ -73,7 +75,7 @@ export async function evaluate(ctx: EvaluationContext): Promise<Evaluation> {
     const r = await sandboxedShell(
       ctx.sandbox,
       ev.command,
-      { cwd: ctx.workspace.dir, env: { ...env, POLAR_WORKSPACE: ctx.workspace.dir }, timeoutMs: ev.timeout * 1000 },
+      { cwd: ctx.workspace.dir, env: { ...env, POLAR_WORKSPACE: seen(ctx, ctx.workspace.dir) }, timeoutMs: ev.timeout * 1000 },
       'the evaluator command',
     );
     broken(r, `the evaluator command`, ev.timeout);
@@ -114,7 +116,7 @@ export async function evaluate(ctx: EvaluationContext): Promise<Evaluation> {
         const r = await sandboxedShell(
           ctx.sandbox,
           command,
-          { cwd: fresh.dir, env: { ...env, POLAR_WORKSPACE: fresh.dir }, timeoutMs: Math.max(1, deadline - Date.now()) },
+          { cwd: fresh.dir, env: { ...env, POLAR_WORKSPACE: seen(ctx, fresh.dir) }, timeoutMs: Math.max(1, deadline - Date.now()) },
           `test command ${JSON.stringify(command)}`,
         );
         broken(r, `test command ${JSON.stringify(command)}`, ev.timeout);
@@ -127,6 +129,11 @@ export async function evaluate(ctx: EvaluationContext): Promise<Evaluation> {
   } finally {
     await removeWorkspace(fresh.dir);
   }
+}
+
+/** A workspace folder as the evaluator's command sees it: at the sandbox's fixed path when it has one. */
+function seen(ctx: EvaluationContext, dir: string): string {
+  return ctx.sandbox && ctx.workspaceInside ? ctx.workspaceInside : dir;
 }
 
 /** A command in its own sandbox; a cap it hit (the agent's code under test fork-bombed, say) ends the sample. */

@@ -45,11 +45,24 @@ export function harnessNetwork(settings: SandboxSettings, task: RolloutTask): Ne
  * for the agent, and reads the same in every sample.
  */
 export function setupSandbox(settings: SandboxSettings, task: RolloutTask): (cwd: string) => Promise<Jail> {
-  const cwdInside = task.harbor ? undefined : sandboxInsidePaths(settings.extraReadOnly).workspace;
+  const cwdInside = task.harbor ? undefined : (workspaceInside(settings) ?? undefined);
   return (cwd) => openJail(settings, { cwd, network: task.setup_network === 'none' ? 'none' : 'host', ...(cwdInside ? { cwdInside } : {}) });
 }
 
-/** Opens the sandbox for one evaluator command in `cwd`. */
+/**
+ * Opens the sandbox for one evaluator command (or polar's git) in `cwd`, at the fixed workspace path
+ * too: what the agent built there with its path in it (an editable install, a virtualenv) still
+ * resolves when the evaluator runs it.
+ */
 export function evaluatorSandbox(settings: SandboxSettings, tasksDir: string | null): (cwd: string) => Promise<Jail> {
-  return (cwd) => openJail(settings, { cwd, network: 'none', readOnly: tasksDir ? [tasksDir] : [] });
+  const cwdInside = workspaceInside(settings);
+  return (cwd) => openJail(settings, { cwd, network: 'none', readOnly: tasksDir ? [tasksDir] : [], ...(cwdInside ? { cwdInside } : {}) });
+}
+
+/**
+ * The fixed path every sandboxed command of a sample sees its workspace at (sandbox/fixed-paths.ts):
+ * the harness, setup and evaluator alike. Null without a sandbox (host paths).
+ */
+export function workspaceInside(settings: SandboxSettings): string | null {
+  return settings.kind === 'none' ? null : sandboxInsidePaths(settings.extraReadOnly).workspace;
 }

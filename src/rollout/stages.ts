@@ -14,7 +14,7 @@ import type { AcceptFacts } from './accept.js';
 import type { RolloutConfig, RolloutEvent } from './config.js';
 import { evaluate } from './evaluate.js';
 import type { RolloutTask } from './task-file.js';
-import { evaluatorSandbox, harnessNetwork, setupSandbox, verifierNetwork } from './sandboxing.js';
+import { evaluatorSandbox, harnessNetwork, setupSandbox, verifierNetwork, workspaceInside } from './sandboxing.js';
 import { agentMounts, isBuiltinAgent, runBuiltinAgent } from './harbor/trial.js';
 import type { SampleContainer } from './harbor/container.js';
 import { containerStartingState, copyWorkdirOut, openTaskContainer, runContainerAgent } from './harbor/container-trial.js';
@@ -213,6 +213,7 @@ export async function postStage(ctx: StageContext, r: Ran): Promise<void> {
       env: { ...toolEnv(), ...(ctx.tasksDir ? { POLAR_TASKS_DIR: ctx.tasksDir } : {}) },
       // The task file's folder (hidden checkers) appears here only, after the agent has ended.
       sandbox: ctx.sandbox.kind === 'none' ? null : evaluatorSandbox(ctx.sandbox, ctx.tasksDir),
+      workspaceInside: workspaceInside(ctx.sandbox),
       setupSandbox: ctx.sandbox.kind === 'none' ? null : setupSandbox(ctx.sandbox, r.task),
       gitSandbox: noNetwork,
       harbor: { settings: ctx.sandbox, network: verifierNetwork(ctx.sandbox, r.task), ...(r.container ? { container: r.container } : {}) },
@@ -313,12 +314,15 @@ async function cleanup(ctx: StageContext, p: Prepared): Promise<void> {
  * with `--sandbox none`, which runs the harness on the host's paths.
  */
 function insideFor(ctx: StageContext): InsidePaths | null {
-  if (ctx.sandbox.kind === 'none') return null;
-  return sandboxInsidePaths([
+  const workspace = workspaceInside(ctx.sandbox);
+  if (workspace === null) return null;
+  // The workspace as setup and the evaluator see it; the home clear of the harness's own mounts too.
+  const { home } = sandboxInsidePaths([
     ...ctx.sandbox.extraReadOnly,
     ...(ctx.config.harnessBin ? [path.resolve(ctx.config.harnessBin)] : []),
     ...(ctx.config.nodeBin ? [nodePrefix(path.resolve(ctx.config.nodeBin))] : []),
   ]);
+  return { workspace, home };
 }
 
 /**

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMockServer, type MockServer } from '../../src/mock-server/server.js';
-import { findBwrap } from '../../src/sandbox/index.js';
+import { findBwrap, sandboxInsidePaths } from '../../src/sandbox/index.js';
 import { cgroupSupport } from '../../src/sandbox/limits.js';
 import { Store } from '../../src/store/store.js';
 
@@ -101,6 +101,31 @@ describe.skipIf(!bwrap)('rollout in the bwrap sandbox (skipped: bubblewrap is no
       expect(s.status).toBe('completed');
       expect(s.reward).toBe(1);
       expect(store.requests.list(s.sessionId!)).toEqual([expect.objectContaining({ status: 'ok' })]);
+    } finally {
+      store.close();
+    }
+  });
+
+  it('setup, agent and evaluator see the workspace at one fixed path, so what the agent built with its path in it still runs for the evaluator', async () => {
+    const fixed = sandboxInsidePaths().workspace;
+    const { summary, store } = await rollout('fixed-path', [
+      {
+        id: 'fixed',
+        setup: ['pwd > setup-pwd.txt'],
+        // An absolute link, as an editable install or a virtualenv leaves: it names the path the agent saw.
+        prompt: `pwd > agent-pwd.txt; echo "$HOME" > agent-home.txt; printf '#!/bin/sh\\necho 1\\n' > tool.sh; chmod +x tool.sh; ln -s "$(pwd)/tool.sh" abs-tool`,
+        evaluator: {
+          type: 'command',
+          command: 'cat setup-pwd.txt agent-pwd.txt agent-home.txt; echo "$POLAR_WORKSPACE"; pwd; ./abs-tool',
+        },
+      },
+    ]);
+    try {
+      const s = samplesByTask(store, summary.rolloutId).get('fixed')!;
+      expect(s.error).toBeNull();
+      expect(s.reward).toBe(1);
+      const output = (s.evaluator as { output: string }).output.trim().split('\n');
+      expect(output).toEqual([fixed, fixed, sandboxInsidePaths().home, fixed, fixed, '1']);
     } finally {
       store.close();
     }
