@@ -253,7 +253,9 @@ describe('polar train grpo --dry-run', () => {
 describe('polar train check-nemo-rl', () => {
   it('reads a checkout against the pinned list: as pinned it matches; a base config without a key read unguarded, or moved lines, are reported', async () => {
     const ok = await run(process.execPath, [BIN, 'train', 'check-nemo-rl', checkout], { env: { ...process.env, NO_COLOR: '1' } });
-    expect(ok.stdout).toMatch(/^grpo: \d{3} reads checked, 0 moved, 0 gone, 0 files missing, 0 keys missing after the merge, 0 asserts failed, 0 new reads to review$/m);
+    expect(ok.stdout).toMatch(
+      /^grpo: \d{3} reads checked, 0 moved, 0 gone, 0 files missing, 0 keys missing after the merge, 0 asserts failed, 0 new reads to review$/m,
+    );
     expect(ok.stdout).toContain(`${checkout} matches polar's pinned list (NeMo-RL 7ea279a)`);
     const newer = writeFixtureCheckout(path.join(dir, 'RL-newer'), { omitKeys: ['data.shuffle'], shift: { file: 'nemo_rl/algorithms/sft.py', by: 3 } });
     // Drift alone is a warning (exit 0): the list was read at another commit and should be read again.
