@@ -4,9 +4,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applySet, grpoConfig, sftConfig } from '../../src/train/nemo-rl/config.js';
+import { applySet } from '../../src/train/nemo-rl/config.js';
 import { toYaml, type Yaml } from '../../src/train/yaml.js';
 import { writeFixtureCheckout } from '../support/nemo-rl-checkout.js';
+import { smallGrpoConfig, smallSftConfig, withoutKey } from '../support/nemo-rl-config.js';
 import { polarCli } from '../support/polar-cli.js';
 
 /**
@@ -34,43 +35,17 @@ beforeAll(() => {
 });
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
+// Paths the stand-in can read: its checkout, and files in this test's folder.
 const grpo = () =>
-  grpoConfig({
+  smallGrpoConfig({
     nemoRl: checkout,
-    model: 'Qwen/Qwen3-0.6B',
     runDir: path.join(dir, 'run'),
-    gpus: 1,
     steps: 2,
-    promptsPerStep: 2,
-    groupSize: 2,
-    maxSeqLen: 16384,
-    lora: false,
     tasks: 2,
     trainData: path.join(dir, 'train.jsonl'),
     agentConfig: path.join(dir, 'polar_agent.yaml'),
-    toolParser: 'hermes',
-    savePeriod: 10,
   });
-const sft = () =>
-  sftConfig({
-    nemoRl: checkout,
-    model: 'Qwen/Qwen3-0.6B',
-    runDir: path.join(dir, 'run'),
-    gpus: 1,
-    steps: 2,
-    maxSeqLen: 16384,
-    lora: false,
-    data: path.join(dir, 'sft.jsonl'),
-    batchSize: 32,
-  });
-const without = (config: Yaml, dotted: string): Yaml => {
-  const c = structuredClone(config) as { [k: string]: Yaml };
-  const keys = dotted.split('.');
-  let node = c as { [k: string]: Yaml };
-  for (const k of keys.slice(0, -1)) node = node[k] as { [k: string]: Yaml };
-  delete node[keys.at(-1)!];
-  return c;
-};
+const sft = () => smallSftConfig({ nemoRl: checkout, runDir: path.join(dir, 'run'), steps: 2, data: path.join(dir, 'sft.jsonl') });
 
 /** The stand-in started as polar starts NeMo-RL, on this config: its exit code and output. */
 async function launch(script: string, config: Yaml, name: string): Promise<{ code: number; stdout: string }> {
@@ -92,25 +67,25 @@ describe('the NeMo-RL stand-in on the keys issue 30 added to the pinned list', (
       [
         'no-dataset-name',
         grpoScript,
-        without(grpo(), 'data.default.dataset_name'),
+        withoutKey(grpo(), 'data.default.dataset_name'),
         /KeyError: 'dataset_name' \(data\.train\[\]\.dataset_name, read at nemo_rl\/data\/datasets\/response_datasets\/__init__\.py:111\)/,
       ],
       [
         'no-data-path',
         grpoScript,
-        without(grpo(), 'data.train.data_path'),
+        withoutKey(grpo(), 'data.train.data_path'),
         /KeyError: 'data_path' \(data\.train\[\]\.data_path, read at .*nemogym_dataset\.py:28\)/,
       ],
       [
         'sft-no-data-path',
         sftScript,
-        without(sft(), 'data.train.data_path'),
+        withoutKey(sft(), 'data.train.data_path'),
         /KeyError: 'data_path' \(data\.train\[\]\.data_path, read at .*oai_format_dataset\.py:124\)/,
       ],
       [
         'no-processor',
         grpoScript,
-        without(grpo(), 'data.default.processor'),
+        withoutKey(grpo(), 'data.default.processor'),
         /AssertionError: nemo_rl\/data\/datasets\/raw_dataset\.py:53: .*processor is missing/,
       ],
       [
@@ -119,7 +94,12 @@ describe('the NeMo-RL stand-in on the keys issue 30 added to the pinned list', (
         applySet(sft(), 'data.default.processor=default'),
         /AssertionError: nemo_rl\/data\/datasets\/raw_dataset\.py:53: .*processor is "default", must be "sft_processor"/,
       ],
-      ['no-gym', grpoScript, without(grpo(), 'env.should_use_nemo_gym'), /AssertionError: examples\/nemo_gym\/run_grpo_nemo_gym\.py:195: should_use_nemo_gym/],
+      [
+        'no-gym',
+        grpoScript,
+        withoutKey(grpo(), 'env.should_use_nemo_gym'),
+        /AssertionError: examples\/nemo_gym\/run_grpo_nemo_gym\.py:195: should_use_nemo_gym/,
+      ],
       [
         'max-val',
         grpoScript,

@@ -3,8 +3,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { writeFixtureCheckout } from '../../../test/support/nemo-rl-checkout.js';
+import { smallGrpoConfig, smallSftConfig, withoutKey } from '../../../test/support/nemo-rl-config.js';
 import { checkCheckout, describeReport } from './check-checkout.js';
-import { applySet, grpoConfig, sftConfig } from './config.js';
+import { applySet } from './config.js';
 import { failedAsserts, loadContract, mergeOntoBaseKeys, missingKeys, valuesAt } from './contract.js';
 import { scanConfigReads } from './scan-reads.js';
 import type { Yaml } from '../yaml.js';
@@ -16,34 +17,8 @@ import type { Yaml } from '../yaml.js';
  */
 const contract = loadContract();
 const root = path.resolve(import.meta.dirname, '../../..');
-const grpo = (nemoRl = '/rl') =>
-  grpoConfig({
-    nemoRl,
-    model: 'Qwen/Qwen3-0.6B',
-    runDir: '/run',
-    gpus: 1,
-    steps: 5,
-    promptsPerStep: 2,
-    groupSize: 2,
-    maxSeqLen: 16384,
-    lora: false,
-    tasks: 3,
-    trainData: '/run/train.jsonl',
-    agentConfig: '/run/gym/polar_agent.yaml',
-    toolParser: 'hermes',
-    savePeriod: 10,
-  });
-const sft = (nemoRl = '/rl') =>
-  sftConfig({ nemoRl, model: 'Qwen/Qwen3-0.6B', runDir: '/run', gpus: 1, steps: 5, maxSeqLen: 16384, lora: false, data: '/run/sft.jsonl', batchSize: 32 });
-/** The config with one key removed (a dotted path). */
-const without = (config: Yaml, dotted: string): Yaml => {
-  const c = structuredClone(config) as { [k: string]: Yaml };
-  const keys = dotted.split('.');
-  let node = c as { [k: string]: Yaml };
-  for (const k of keys.slice(0, -1)) node = node[k] as { [k: string]: Yaml };
-  delete node[keys.at(-1)!];
-  return c;
-};
+const grpo = (nemoRl = '/rl') => smallGrpoConfig({ nemoRl });
+const sft = (nemoRl = '/rl') => smallSftConfig({ nemoRl });
 
 describe('the pinned list judges every assert it lists', () => {
   it('each is evaluated one way: as key = value (holds), as always true on polar’s path (why), or by the polar code named', () => {
@@ -75,10 +50,10 @@ describe('planted removals, on the config merged with the base keys', () => {
       const merged = mergeOntoBaseKeys(kind, config, contract);
       expect(missingKeys(kind, contract, merged)).toEqual([]);
       const where = kind === 'grpo' ? 'data.default.dataset_name' : 'data.train.dataset_name';
-      expect(missingKeys(kind, contract, mergeOntoBaseKeys(kind, without(config, where), contract))).toEqual([
+      expect(missingKeys(kind, contract, mergeOntoBaseKeys(kind, withoutKey(config, where), contract))).toEqual([
         { key: 'data.train[].dataset_name', at: 'nemo_rl/data/datasets/response_datasets/__init__.py:111' },
       ]);
-      expect(missingKeys(kind, contract, mergeOntoBaseKeys(kind, without(config, 'data.train.data_path'), contract)).map((m) => m.key)).toEqual([
+      expect(missingKeys(kind, contract, mergeOntoBaseKeys(kind, withoutKey(config, 'data.train.data_path'), contract)).map((m) => m.key)).toEqual([
         'data.train[].data_path',
       ]);
     }
@@ -92,7 +67,7 @@ describe('planted removals, on the config merged with the base keys', () => {
     const failed = (kind: 'grpo' | 'sft', config: Yaml) => failedAsserts(kind, contract, mergeOntoBaseKeys(kind, config, contract));
     expect(failed('grpo', grpo())).toEqual([]);
     expect(failed('sft', sft())).toEqual([]);
-    expect(failed('grpo', without(grpo(), 'data.default.processor'))).toEqual([
+    expect(failed('grpo', withoutKey(grpo(), 'data.default.processor'))).toEqual([
       expect.stringMatching(
         /^nemo_rl\/data\/datasets\/raw_dataset\.py:53: .*math_hf_data_processor.*\(data\.train\[\]\.processor is missing, must be "nemo_gym_data_processor"\)$/,
       ),
@@ -100,7 +75,7 @@ describe('planted removals, on the config merged with the base keys', () => {
     expect(failed('sft', applySet(sft(), 'data.default.processor=math_hf_data_processor'))).toEqual([
       expect.stringMatching(/raw_dataset\.py:53: .*\(data\.train\[\]\.processor is "math_hf_data_processor", must be "sft_processor"\)$/),
     ]);
-    expect(failed('grpo', without(grpo(), 'env.should_use_nemo_gym'))).toEqual([
+    expect(failed('grpo', withoutKey(grpo(), 'env.should_use_nemo_gym'))).toEqual([
       expect.stringMatching(/^examples\/nemo_gym\/run_grpo_nemo_gym\.py:195: should_use_nemo_gym.*\(env\.should_use_nemo_gym is missing, must be true\)$/),
     ]);
     expect(failed('grpo', applySet(grpo(), 'grpo.max_val_samples=16'))).toEqual([
@@ -128,17 +103,17 @@ describe('check-nemo-rl on a checkout: the planted removals are errors, and a re
       [
         'should_use_nemo_gym',
         'grpo',
-        without(grpo(rl), 'env.should_use_nemo_gym'),
+        withoutKey(grpo(rl), 'env.should_use_nemo_gym'),
         /fails what NeMo-RL asserts at examples\/nemo_gym\/run_grpo_nemo_gym\.py:195/,
       ],
-      ['processor', 'grpo', without(grpo(rl), 'data.default.processor'), /fails what NeMo-RL asserts at nemo_rl\/data\/datasets\/raw_dataset\.py:53/],
+      ['processor', 'grpo', withoutKey(grpo(rl), 'data.default.processor'), /fails what NeMo-RL asserts at nemo_rl\/data\/datasets\/raw_dataset\.py:53/],
       [
         'dataset_name',
         'grpo',
-        without(grpo(rl), 'data.default.dataset_name'),
+        withoutKey(grpo(rl), 'data.default.dataset_name'),
         /has no data\.train\[\]\.dataset_name, .*response_datasets\/__init__\.py:111.*--set data\.train\.dataset_name=/,
       ],
-      ['data_path', 'sft', without(sft(rl), 'data.train.data_path'), /has no data\.train\[\]\.data_path, .*oai_format_dataset\.py:124/],
+      ['data_path', 'sft', withoutKey(sft(rl), 'data.train.data_path'), /has no data\.train\[\]\.data_path, .*oai_format_dataset\.py:124/],
     ];
     for (const [name, kind, config, error] of cases) {
       const { errors } = describeReport(checkCheckout(rl, kind, config, contract), rl);

@@ -3,36 +3,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { writeFixtureCheckout } from '../../../test/support/nemo-rl-checkout.js';
+import { smallGrpoConfig, smallSftConfig, withoutKey } from '../../../test/support/nemo-rl-config.js';
 import { checkCheckout, describeReport, headCommit } from './check-checkout.js';
-import { grpoConfig, sftConfig } from './config.js';
 import { failedAsserts, loadContract, mergeOntoBaseKeys, missingKeys, requiredKeys } from './contract.js';
-import type { Yaml } from '../yaml.js';
 
 const contract = loadContract();
-const grpo = (nemoRl = '/rl') =>
-  grpoConfig({
-    nemoRl,
-    model: 'Qwen/Qwen3-0.6B',
-    runDir: '/run',
-    gpus: 1,
-    steps: 5,
-    promptsPerStep: 2,
-    groupSize: 2,
-    maxSeqLen: 16384,
-    lora: true,
-    tasks: 3,
-    trainData: '/run/train.jsonl',
-    agentConfig: '/run/gym/polar_agent.yaml',
-    toolParser: 'hermes',
-    savePeriod: 10,
-  });
-const sft = (nemoRl = '/rl') =>
-  sftConfig({ nemoRl, model: 'Qwen/Qwen3-0.6B', runDir: '/run', gpus: 1, steps: 5, maxSeqLen: 16384, lora: false, data: '/run/sft.jsonl', batchSize: 32 });
-const without = (config: Yaml, section: string, key: string): Yaml => {
-  const c = structuredClone(config) as { [k: string]: { [k: string]: Yaml } };
-  delete c[section]![key];
-  return c;
-};
+const grpo = (nemoRl = '/rl') => smallGrpoConfig({ nemoRl, lora: true });
+const sft = (nemoRl = '/rl') => smallSftConfig({ nemoRl });
 
 describe('the pinned list (fixtures/nemo-rl/contract.json)', () => {
   it('is pinned to NeMo-RL 7ea279a and Gym c3bac96, and holds the reads issue 25 found', () => {
@@ -65,12 +42,12 @@ describe("polar's config merged onto the base config by NeMo-RL's rule", () => {
   });
 
   it('finds the setup() crash when data is replaced without use_multiple_dataloader (the config before this fix)', () => {
-    const merged = mergeOntoBaseKeys('grpo', without(grpo(), 'data', 'use_multiple_dataloader'), contract);
+    const merged = mergeOntoBaseKeys('grpo', withoutKey(grpo(), 'data.use_multiple_dataloader'), contract);
     expect(missingKeys('grpo', contract, merged)).toEqual([
       { key: 'data.use_multiple_dataloader', at: 'nemo_rl/algorithms/grpo.py:560,583,605,2792,2816,3353,3595' },
     ]);
     // And pydantic's own required fields: a replaced data section without shuffle.
-    const noShuffle = mergeOntoBaseKeys('grpo', without(grpo(), 'data', 'shuffle'), contract);
+    const noShuffle = mergeOntoBaseKeys('grpo', withoutKey(grpo(), 'data.shuffle'), contract);
     expect(missingKeys('grpo', contract, noShuffle).map((m) => m.key)).toEqual(['data.shuffle']);
   });
 });
