@@ -1,13 +1,10 @@
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stepAdvantages, TensorboardScalars } from '../../src/train/tensorboard.js';
-import { writeGpuStandIns } from '../support/fake-nemo-rl/stand-ins.js';
-import { writeFixtureCheckout } from '../support/nemo-rl-checkout.js';
-import { pathWithStandIns, trainGrpoArgs, writeTaskFile } from '../support/nemo-rl-train.js';
+import { makeTrainBench, trainEnv, trainGrpoArgs, writeTaskFile } from '../support/nemo-rl-train.js';
 import { nodeAgentHarness, POLAR_BIN, polarCli } from '../support/polar-cli.js';
 import { startReferenceUpstream, type ReferenceUpstream } from '../support/reference-upstream/index.js';
 
@@ -53,10 +50,8 @@ fs.writeFileSync('answer.txt', (n % 2) + '\\n');`,
 }
 
 beforeAll(async () => {
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-first-prompts-'));
+  ({ dir, checkout, fakeBin } = makeTrainBench('polar-first-prompts-'));
   upstream = await startReferenceUpstream();
-  checkout = writeFixtureCheckout(path.join(dir, 'RL'));
-  fakeBin = writeGpuStandIns(dir);
   tasks = writeTaskFile(path.join(dir, 'tasks.jsonl'), [
     { id: 't', prompt: TASK_PROMPT, workspace: { empty: true }, evaluator: { type: 'command', command: 'cat answer.txt' }, timeout: 60 },
   ]);
@@ -108,7 +103,7 @@ describe('polar train grpo: NeMo-RL advantages of a gym-agent group of 4', () =>
       extra: ['--prompts-per-step', '1', '--group-size', '4', '--steps', '1', '--json'],
     });
     const r = await run(process.execPath, [POLAR_BIN, ...args], {
-      env: { ...process.env, NO_COLOR: '1', PATH: pathWithStandIns(fakeBin) },
+      env: trainEnv(fakeBin),
       timeout: 120_000,
     }).catch((err: { stdout: string; stderr: string }) => {
       const log = path.join(runDir, 'train.log');

@@ -1,11 +1,8 @@
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMockServer, type MockServer } from '../../src/mock-server/server.js';
-import { writeGpuStandIns } from '../support/fake-nemo-rl/stand-ins.js';
-import { writeFixtureCheckout } from '../support/nemo-rl-checkout.js';
-import { pathWithStandIns, trainGrpoArgs, writeTaskFile } from '../support/nemo-rl-train.js';
+import { makeTrainBench, trainEnv, trainGrpoArgs, writeAnswerOneTasks } from '../support/nemo-rl-train.js';
 import { nodeAgentHarness, polarCli } from '../support/polar-cli.js';
 
 /**
@@ -34,19 +31,8 @@ await r.json();
 }
 
 beforeAll(async () => {
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-first-prompt-preflight-'));
-  checkout = writeFixtureCheckout(path.join(dir, 'RL'));
-  fakeBin = writeGpuStandIns(dir);
-  tasks = writeTaskFile(
-    path.join(dir, 'tasks.jsonl'),
-    ['a', 'b'].map((id) => ({
-      id,
-      prompt: 'answer with 1',
-      workspace: { empty: true },
-      evaluator: { type: 'command', command: 'cat answer.txt' },
-      timeout: 60,
-    })),
-  );
+  ({ dir, checkout, fakeBin } = makeTrainBench('polar-first-prompt-preflight-'));
+  tasks = writeAnswerOneTasks(path.join(dir, 'tasks.jsonl'));
   mock = await startMockServer({ log: false, script: () => ({ content: 'done' }) });
 });
 afterAll(async () => {
@@ -54,7 +40,7 @@ afterAll(async () => {
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
-const env = () => ({ ...process.env, NO_COLOR: '1', PATH: pathWithStandIns(fakeBin), XDG_STATE_HOME: path.join(dir, 'state') });
+const env = () => trainEnv(fakeBin, { XDG_STATE_HOME: path.join(dir, 'state') });
 const grpo = (script: string, runDir: string, extra: string[] = []) =>
   trainGrpoArgs({ checkout, model: 'Qwen/Qwen3-0.6B', tasks, harness: nodeAgentHarness(script), runDir, db: path.join(runDir, 'polar.db'), extra });
 

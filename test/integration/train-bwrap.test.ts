@@ -1,10 +1,7 @@
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { writeFixtureCheckout } from '../support/nemo-rl-checkout.js';
-import { writeGpuStandIns } from '../support/fake-nemo-rl/stand-ins.js';
-import { trainGrpoArgs, pathWithStandIns, writeOneCallAgent, writeTaskFile } from '../support/nemo-rl-train.js';
+import { makeTrainBench, trainEnv, trainGrpoArgs, writeAnswerOneTasks, writeOneCallAgent } from '../support/nemo-rl-train.js';
 import { nodeAgentHarness, polarCli } from '../support/polar-cli.js';
 
 /**
@@ -20,9 +17,7 @@ let tasks: string;
 let agent: string;
 
 beforeAll(() => {
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-train-bwrap-'));
-  checkout = writeFixtureCheckout(path.join(dir, 'RL'));
-  fakeBin = writeGpuStandIns(dir);
+  ({ dir, checkout, fakeBin } = makeTrainBench('polar-train-bwrap-'));
   // bwrap as it answers where user namespaces are blocked.
   fs.writeFileSync(
     path.join(fakeBin, 'bwrap'),
@@ -32,16 +27,7 @@ beforeAll(() => {
     },
   );
   agent = writeOneCallAgent(path.join(dir, 'agent.mjs'), "'1\\n'");
-  tasks = writeTaskFile(
-    path.join(dir, 'tasks.jsonl'),
-    ['a', 'b'].map((id) => ({
-      id,
-      prompt: 'answer with 1',
-      workspace: { empty: true },
-      evaluator: { type: 'command', command: 'cat answer.txt' },
-      timeout: 60,
-    })),
-  );
+  tasks = writeAnswerOneTasks(path.join(dir, 'tasks.jsonl'));
 });
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
@@ -53,7 +39,7 @@ const args = (runDir: string, sandbox: string[]) =>
 
 describe('polar train grpo with a bubblewrap that cannot make a sandbox', () => {
   it('refuses before starting NeMo-RL, with bwrap’s reason and the way out (bwrap chosen by default, or asked for)', { timeout: 120_000 }, async () => {
-    const env = { ...process.env, NO_COLOR: '1', POLAR_STATE_DIR: path.join(dir, 'state'), PATH: pathWithStandIns(fakeBin) };
+    const env = trainEnv(fakeBin, { POLAR_STATE_DIR: path.join(dir, 'state') });
     for (const sandbox of [[], ['--sandbox', 'bwrap']]) {
       const runDir = path.join(dir, `run${sandbox.length}`);
       const outcome = await polarCli(args(runDir, sandbox), { env, timeout: 100_000 });

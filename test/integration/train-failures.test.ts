@@ -1,10 +1,7 @@
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { writeFixtureCheckout } from '../support/nemo-rl-checkout.js';
-import { writeGpuStandIns } from '../support/fake-nemo-rl/stand-ins.js';
-import { trainGrpoArgs, pathWithStandIns, writeOneCallAgent, writeTaskFile } from '../support/nemo-rl-train.js';
+import { makeTrainBench, trainEnv, trainGrpoArgs, writeAnswerOneTasks, writeOneCallAgent } from '../support/nemo-rl-train.js';
 import { nodeAgentHarness, polarCli } from '../support/polar-cli.js';
 
 /**
@@ -20,22 +17,10 @@ let tasks: string;
 let agent: string;
 
 beforeAll(() => {
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-train-failures-'));
-  checkout = writeFixtureCheckout(path.join(dir, 'RL'));
-  fakeBin = writeGpuStandIns(dir);
+  ({ dir, checkout, fakeBin } = makeTrainBench('polar-train-failures-'));
   agent = writeOneCallAgent(path.join(dir, 'agent.mjs'), "'1\\n'");
   // A data folder that is not there: every sample's setup fails, every time.
-  tasks = writeTaskFile(
-    path.join(dir, 'tasks.jsonl'),
-    ['a', 'b'].map((id) => ({
-      id,
-      prompt: 'answer with 1',
-      workspace: { empty: true },
-      setup: [`cp -r ${path.join(dir, 'no-such-data')} .`],
-      evaluator: { type: 'command', command: 'cat answer.txt' },
-      timeout: 60,
-    })),
-  );
+  tasks = writeAnswerOneTasks(path.join(dir, 'tasks.jsonl'), { setup: [`cp -r ${path.join(dir, 'no-such-data')} .`] });
 });
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
@@ -51,7 +36,7 @@ describe('polar train grpo when every sample fails outside the policy', () => {
       db: path.join(runDir, 'polar.db'),
       extra: ['--steps', '2', '--infra-retries', '1', '--json'],
     });
-    const env = { ...process.env, NO_COLOR: '1', POLAR_STATE_DIR: path.join(dir, 'state'), PATH: pathWithStandIns(fakeBin) };
+    const env = trainEnv(fakeBin, { POLAR_STATE_DIR: path.join(dir, 'state') });
     const outcome = await polarCli(args, { env, timeout: 150_000 });
     expect(outcome.code).toBe(1);
     const result = JSON.parse(outcome.stdout) as { ok: boolean; steps: number };

@@ -1,10 +1,7 @@
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { writeFixtureCheckout } from '../support/nemo-rl-checkout.js';
-import { writeGpuStandIns } from '../support/fake-nemo-rl/stand-ins.js';
-import { pathWithStandIns } from '../support/nemo-rl-train.js';
+import { makeTrainBench, trainEnv } from '../support/nemo-rl-train.js';
 import { polarCli } from '../support/polar-cli.js';
 
 /**
@@ -18,9 +15,7 @@ let fakeBin: string;
 let data: string;
 
 beforeAll(() => {
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-train-gpus-'));
-  checkout = writeFixtureCheckout(path.join(dir, 'RL'));
-  fakeBin = writeGpuStandIns(dir);
+  ({ dir, checkout, fakeBin } = makeTrainBench('polar-train-gpus-'));
   // An 8-GPU node.
   fs.writeFileSync(
     path.join(fakeBin, 'nvidia-smi'),
@@ -58,7 +53,7 @@ const dryRun = async (runDir: string, extra: string[], env: Record<string, strin
       '--json',
       ...extra,
     ],
-    { env: { ...base, NO_COLOR: '1', PATH: pathWithStandIns(fakeBin), ...env } },
+    { env: trainEnv(fakeBin, env, base) },
   );
   return JSON.parse(r.stdout) as { ok: boolean; command: string; warnings: string[]; errors: string[] };
 };

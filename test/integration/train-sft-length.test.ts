@@ -1,12 +1,9 @@
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getKey } from '../../src/train/nemo-rl/config.js';
 import { parseYaml } from '../../src/train/yaml.js';
-import { writeFixtureCheckout } from '../support/nemo-rl-checkout.js';
-import { writeGpuStandIns } from '../support/fake-nemo-rl/stand-ins.js';
-import { pathWithStandIns } from '../support/nemo-rl-train.js';
+import { makeTrainBench, trainEnv } from '../support/nemo-rl-train.js';
 import { polarCli } from '../support/polar-cli.js';
 
 /**
@@ -21,9 +18,7 @@ let fakeBin: string;
 let data: string;
 
 beforeAll(() => {
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-sft-length-'));
-  checkout = writeFixtureCheckout(path.join(dir, 'RL'));
-  fakeBin = writeGpuStandIns(dir);
+  ({ dir, checkout, fakeBin } = makeTrainBench('polar-sft-length-'));
   const row = (text: string) =>
     JSON.stringify({
       messages: [
@@ -37,7 +32,7 @@ beforeAll(() => {
 });
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-const env = () => ({ ...process.env, NO_COLOR: '1', HF_HOME: path.join(dir, 'hf'), POLAR_STATE_DIR: path.join(dir, 'state'), PATH: pathWithStandIns(fakeBin) });
+const env = () => trainEnv(fakeBin, { HF_HOME: path.join(dir, 'hf'), POLAR_STATE_DIR: path.join(dir, 'state') });
 const sft = (runDir: string, ...extra: string[]) =>
   polarCli(['train', 'sft', '--nemo-rl', checkout, '--model', 'Qwen/Qwen3-0.6B', '--data', data, '--run-dir', runDir, ...extra], {
     env: env(),

@@ -1,6 +1,5 @@
 import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -10,8 +9,7 @@ import { loadContract, missingKeys, requiredKeys } from '../../src/train/nemo-rl
 import { loadWithInheritance } from '../../src/train/nemo-rl/merge.js';
 import { parseYaml } from '../../src/train/yaml.js';
 import { writeFixtureCheckout } from '../support/nemo-rl-checkout.js';
-import { writeGpuStandIns } from '../support/fake-nemo-rl/stand-ins.js';
-import { trainGrpoArgs, pathWithStandIns, writeOneCallAgent, writeTaskFile } from '../support/nemo-rl-train.js';
+import { makeTrainBench, trainEnv, trainGrpoArgs, writeOneCallAgent, writeTaskFile } from '../support/nemo-rl-train.js';
 import { nodeAgentHarness, POLAR_BIN as BIN } from '../support/polar-cli.js';
 
 /**
@@ -37,11 +35,9 @@ const keys = (name: string) =>
   );
 
 beforeAll(() => {
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-train-'));
-  // Built from the pinned list: the files it names, each pinned line reading its key, and base
-  // configs with exactly the pinned keys (so the launcher's merged-key check is NeMo-RL's).
-  checkout = writeFixtureCheckout(path.join(dir, 'RL'));
-  fakeBin = writeGpuStandIns(dir);
+  // The checkout is built from the pinned list: the files it names, each pinned line reading its
+  // key, and base configs with exactly the pinned keys (so the launcher's merged-key check is NeMo-RL's).
+  ({ dir, checkout, fakeBin } = makeTrainBench('polar-train-'));
   // A small real agent (the custom harness): one model call through polar, then it writes the answer.
   agent = writeOneCallAgent(path.join(checkout, 'agent.mjs'), "process.argv[2].split(' ').pop() + '\\n'");
   tasks = writeTaskFile(
@@ -76,12 +72,7 @@ function oneSftExample(file: string, extra: Record<string, unknown> = {}): strin
 
 // POLAR_AUTH_TOKEN set, as for a user who guards their proxy: NeMo-RL hands it on to Gym and the
 // agent, which must not then demand it of Gym's /run calls (Gym sends none).
-const envWithFakes = () => ({
-  ...process.env,
-  NO_COLOR: '1',
-  POLAR_AUTH_TOKEN: 'users-proxy-token-0123456789',
-  PATH: pathWithStandIns(fakeBin),
-});
+const envWithFakes = () => trainEnv(fakeBin, { POLAR_AUTH_TOKEN: 'users-proxy-token-0123456789' });
 
 describe('polar train grpo --dry-run', () => {
   it('writes a complete, consistent run directory: the config holds only keys NeMo-RL has (7ea279a), the Gym wiring, the dataset and the command', async () => {

@@ -1,16 +1,58 @@
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
+import { writeGpuStandIns } from './fake-nemo-rl/stand-ins.js';
+import { writeFixtureCheckout } from './nemo-rl-checkout.js';
 
 /**
- * The set-up the `polar train` tests share: a task file, a one-call agent for the custom harness, a
- * bare stand-in checkout for dry runs that never read NeMo-RL's code, and the `train grpo` command
- * line. The full stand-in checkout and GPU stand-ins are nemo-rl-checkout.ts and fake-nemo-rl/.
+ * The set-up the `polar train` tests share: a folder with the stand-in checkout and GPU stand-ins
+ * (built by nemo-rl-checkout.ts and fake-nemo-rl/), the environment polar runs in there, a task
+ * file, a one-call agent for the custom harness, a bare stand-in checkout for dry runs that never
+ * read NeMo-RL's code, and the `train grpo` command line.
  */
+
+export interface TrainBench {
+  /** The test's own temporary folder; the test removes it. */
+  dir: string;
+  /** The stand-in NeMo-RL checkout, built from the pinned list (`RL` in dir). */
+  checkout: string;
+  /** uv and nvidia-smi stand-ins (`bin` in dir), for pathWithStandIns. */
+  fakeBin: string;
+}
+
+/** A new temporary folder named `prefix…`, holding the stand-in checkout and the GPU stand-ins. */
+export function makeTrainBench(prefix: string): TrainBench {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  return { dir, checkout: writeFixtureCheckout(path.join(dir, 'RL')), fakeBin: writeGpuStandIns(dir) };
+}
+
+/** The environment `polar train` runs in: `base` without colours, the GPU stand-ins first on PATH, then `extra`. */
+export function trainEnv(fakeBin: string, extra: NodeJS.ProcessEnv = {}, base: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+  return { ...base, NO_COLOR: '1', PATH: pathWithStandIns(fakeBin), ...extra };
+}
 
 /** Tasks as a JSONL file, one task a line; returns the file. */
 export function writeTaskFile(file: string, tasks: Record<string, unknown>[]): string {
   fs.writeFileSync(file, tasks.map((t) => JSON.stringify(t)).join('\n'));
   return file;
+}
+
+/**
+ * Tasks `a` and `b`, "answer with 1" in an empty workspace, rewarded with answer.txt (what
+ * writeOneCallAgent's agent writes with `"'1\\n'"`), a minute each; `extra` adds to every task.
+ */
+export function writeAnswerOneTasks(file: string, extra: Record<string, unknown> = {}): string {
+  return writeTaskFile(
+    file,
+    ['a', 'b'].map((id) => ({
+      id,
+      prompt: 'answer with 1',
+      workspace: { empty: true },
+      evaluator: { type: 'command', command: 'cat answer.txt' },
+      timeout: 60,
+      ...extra,
+    })),
+  );
 }
 
 /**
