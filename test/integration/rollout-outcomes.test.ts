@@ -1,12 +1,10 @@
 import { spawn } from 'node:child_process';
-import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Store } from '../../src/store/store.js';
 import { nodeAgentHarness, POLAR_BIN, polarCli } from '../support/polar-cli.js';
-import { startReferenceUpstream, type ReferenceUpstream } from '../support/reference-upstream/index.js';
-import { ROLLOUT_AGENT } from '../support/rollout-agent.js';
+import { countedEvaluator, startRolloutBench, type RolloutBench } from '../support/agent-rollout.js';
+import { startReferenceUpstream } from '../support/reference-upstream/index.js';
 
 /**
  * Issue 30, what a rollout's outcomes become downstream: a resumed token-in rollout stays token-in;
@@ -17,49 +15,12 @@ import { ROLLOUT_AGENT } from '../support/rollout-agent.js';
 const polar = (args: string[]) => polarCli(args, { timeout: 120_000, maxBuffer: 64 * 1024 * 1024 });
 const TITO = ['--upstream-kind', 'vllm-tito', '--tokenizer', 'bundled:qwen3'];
 
-let upstream: ReferenceUpstream;
-let dir: string;
-let agent: string;
+let bench: RolloutBench;
 
 beforeAll(async () => {
-  upstream = await startReferenceUpstream();
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-rollout-outcomes-'));
-  agent = path.join(dir, 'agent.mjs');
-  fs.writeFileSync(agent, ROLLOUT_AGENT);
+  bench = await startRolloutBench('polar-rollout-outcomes-');
 });
-afterAll(async () => {
-  await upstream?.close();
-  fs.rmSync(dir, { recursive: true, force: true });
-});
-
-function taskFile(name: string, tasks: Record<string, unknown>[]): string {
-  const file = path.join(dir, name);
-  fs.writeFileSync(
-    file,
-    tasks
-      .map((t) => JSON.stringify({ workspace: { empty: true }, evaluator: { type: 'command', command: 'cat answer.txt 2>/dev/null | tail -1' }, ...t }))
-      .join('\n'),
-  );
-  return file;
-}
-
-function rolloutArgs(tasks: string, db: string, url: string, extra: string[] = []): string[] {
-  return [
-    'rollout',
-    '--tasks',
-    tasks,
-    ...nodeAgentHarness(agent),
-    '--upstream',
-    url,
-    '--db',
-    db,
-    '--sandbox',
-    'none',
-    '--out',
-    path.join(dir, `out-${path.basename(db)}`),
-    ...extra,
-  ];
-}
+afterAll(() => bench?.close());
 
 function lines(stdout: string): Record<string, any>[] {
   return stdout
@@ -77,12 +38,12 @@ describe('--resume with a new --upstream URL', () => {
     const first = await startReferenceUpstream({ holdAt: 0 });
     const moved = await startReferenceUpstream();
     try {
-      const tasks = taskFile('resume.jsonl', [
+      const tasks = bench.taskFile('resume.jsonl', [
         { id: 'one', prompt: 'calls=1 write:answer.txt:1' },
         { id: 'two', prompt: 'calls=1 write:answer.txt:0' },
       ]);
-      const db = path.join(dir, 'resume.db');
-      const args = rolloutArgs(tasks, db, first.url, ['--samples', '2', '--concurrency', '1', '--init-workers', '1', ...TITO]);
+      const db = path.join(bench.dir, 'resume.db');
+      const args = bench.args(tasks, db, ['--samples', '2', '--concurrency', '1', '--init-workers', '1', ...TITO], first.url);
       const child = spawn(process.execPath, [POLAR_BIN, ...args], { stdio: 'ignore' });
       const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
       try {
@@ -128,19 +89,16 @@ describe('a group with a sample that ended error', () => {
   let code: number;
   beforeAll(async () => {
     // Rewards 1, 0, then an evaluator that crashes, by the order in which the evaluator runs (one at a time).
-    const counter = path.join(dir, 'mixed-counter');
-    const tasks = taskFile('mixed.jsonl', [
+    const counter = path.join(bench.dir, 'mixed-counter');
+    const tasks = bench.taskFile('mixed.jsonl', [
       {
         id: 'mix',
         prompt: 'calls=1',
-        evaluator: {
-          type: 'command',
-          command: `n=$(cat ${counter} 2>/dev/null || echo 0); echo $((n+1)) > ${counter}; [ "$n" -lt 2 ] || kill -SEGV $$; echo $((1 - n))`,
-        },
+        evaluator: countedEvaluator(counter, '[ "$n" -lt 2 ] || kill -SEGV $$; echo $((1 - n))'),
       },
     ]);
-    db = path.join(dir, 'mixed.db');
-    const r = await polar([...rolloutArgs(tasks, db, upstream.url, ['--samples', '3', '--post-workers', '1', '--accept', 'reward>=1', ...TITO]), '--json']);
+    db = path.join(bench.dir, 'mixed.db');
+    const r = await polar([...bench.args(tasks, db, ['--samples', '3', '--post-workers', '1', '--accept', 'reward>=1', ...TITO]), '--json']);
     code = r.code;
     const summary = JSON.parse(r.stdout);
     rolloutId = summary.rolloutId;
@@ -175,7 +133,7 @@ describe('a group with a sample that ended error', () => {
     const store = Store.open(db, { readonly: true });
     const [sample] = store.rollouts.samples(rolloutId);
     store.close();
-    const replay = await polar(['replay', sample!.sessionId!, ...nodeAgentHarness(agent), '--db', db, '--json']);
+    const replay = await polar(['replay', sample!.sessionId!, ...nodeAgentHarness(bench.agent), '--db', db, '--json']);
     expect(replay.code, replay.stdout + replay.stderr).toBe(0);
     const { replaySession } = JSON.parse(replay.stdout) as { replaySession: string };
 
@@ -199,13 +157,13 @@ describe('a group with a sample that ended error', () => {
 
 describe('a rollout whose every sample ended error', () => {
   it('exits 3 and says so, in the summary and in --json', async () => {
-    const tasks = taskFile('all-error.jsonl', [{ id: 'crash', prompt: 'calls=1', evaluator: { type: 'command', command: 'kill -SEGV $$' } }]);
-    const db = path.join(dir, 'all-error.db');
-    const r = await polar(rolloutArgs(tasks, db, upstream.url, ['--samples', '2']));
+    const tasks = bench.taskFile('all-error.jsonl', [{ id: 'crash', prompt: 'calls=1', evaluator: { type: 'command', command: 'kill -SEGV $$' } }]);
+    const db = path.join(bench.dir, 'all-error.db');
+    const r = await polar(bench.args(tasks, db, ['--samples', '2']));
     expect(r.code, r.stderr).toBe(3);
     expect(r.stdout).toMatch(/outcomes: 0 completed, 0 failed, 0 timeout, 2 error/);
     expect(r.stdout).toMatch(/every sample ended error: no reward to learn from \(exit 3\); the causes are in the error column of .* rollout show rol_/);
-    const json = await polar([...rolloutArgs(tasks, path.join(dir, 'all-error-json.db'), upstream.url, ['--samples', '1']), '--json']);
+    const json = await polar([...bench.args(tasks, path.join(bench.dir, 'all-error-json.db'), ['--samples', '1']), '--json']);
     expect(json.code).toBe(3);
     expect(JSON.parse(json.stdout)).toMatchObject({ ok: false, status: 'completed', problem: expect.stringMatching(/^every sample ended error/) });
     const help = await polar(['rollout', '--help']);

@@ -5,9 +5,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findBwrap } from '../../src/sandbox/index.js';
 import { Store } from '../../src/store/store.js';
-import { nodeAgentHarness, POLAR_BIN, polarCli } from '../support/polar-cli.js';
-import { startReferenceUpstream, type ReferenceUpstream } from '../support/reference-upstream/index.js';
-import { ROLLOUT_AGENT } from '../support/rollout-agent.js';
+import { POLAR_BIN, polarCli } from '../support/polar-cli.js';
+import { countedEvaluator, startRolloutBench, type RolloutBench } from '../support/agent-rollout.js';
 
 /**
  * `polar rollout` with a small real agent (the custom harness) whose behaviour the task prompt
@@ -15,49 +14,12 @@ import { ROLLOUT_AGENT } from '../support/rollout-agent.js';
  * budget, a broken evaluator, bad task files, and the sandbox.
  */
 
-let upstream: ReferenceUpstream;
-let dir: string;
-let agent: string;
+let bench: RolloutBench;
 
 beforeAll(async () => {
-  upstream = await startReferenceUpstream();
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-rollout-'));
-  agent = path.join(dir, 'agent.mjs');
-  fs.writeFileSync(agent, ROLLOUT_AGENT);
+  bench = await startRolloutBench('polar-rollout-');
 });
-afterAll(async () => {
-  await upstream?.close();
-  fs.rmSync(dir, { recursive: true, force: true });
-});
-
-function taskFile(name: string, tasks: Record<string, unknown>[]): string {
-  const file = path.join(dir, name);
-  fs.writeFileSync(
-    file,
-    tasks
-      .map((t) => JSON.stringify({ workspace: { empty: true }, evaluator: { type: 'command', command: 'cat answer.txt 2>/dev/null | tail -1' }, ...t }))
-      .join('\n'),
-  );
-  return file;
-}
-
-function rolloutArgs(tasks: string, db: string, extra: string[] = []): string[] {
-  return [
-    'rollout',
-    '--tasks',
-    tasks,
-    ...nodeAgentHarness(agent),
-    '--upstream',
-    upstream.url,
-    '--db',
-    db,
-    '--sandbox',
-    'none',
-    '--out',
-    path.join(dir, `out-${path.basename(db)}`),
-    ...extra,
-  ];
-}
+afterAll(() => bench?.close());
 
 const polar = (args: string[]) => polarCli(args, { timeout: 120_000 });
 
@@ -67,13 +29,13 @@ function open(db: string): Store {
 
 describe('polar rollout', () => {
   it('tasks × N samples become groups: rewards from the evaluator, GRPO and leave-one-out advantages, exports that carry them', async () => {
-    const tasks = taskFile('groups.jsonl', [
+    const tasks = bench.taskFile('groups.jsonl', [
       // The reward is the agent's answer, so each sample's reward is known: 1 and 0 alternate by sample.
       { id: 'alpha', prompt: 'calls=2 write:answer.txt:1' },
       { id: 'beta', prompt: 'calls=1 write:answer.txt:0.25' },
     ]);
-    const db = path.join(dir, 'groups.db');
-    const r = await polar([...rolloutArgs(tasks, db, ['--samples', '3', '--accept', 'reward>=1']), '--json']);
+    const db = path.join(bench.dir, 'groups.db');
+    const r = await polar([...bench.args(tasks, db, ['--samples', '3', '--accept', 'reward>=1']), '--json']);
     expect(r.code, r.stderr).toBe(0);
     const summary = JSON.parse(r.stdout);
     expect(summary).toMatchObject({
@@ -121,12 +83,12 @@ describe('polar rollout', () => {
   });
 
   it('token in: every session of the rollout names its tokenizer, so verify-faithfulness checks every one against its text', async () => {
-    const tasks = taskFile('tito.jsonl', [
+    const tasks = bench.taskFile('tito.jsonl', [
       { id: 'one', prompt: 'calls=2 write:answer.txt:1' },
       { id: 'two', prompt: 'calls=1 write:answer.txt:0' },
     ]);
-    const db = path.join(dir, 'tito.db');
-    const r = await polar([...rolloutArgs(tasks, db, ['--samples', '2', '--upstream-kind', 'vllm-tito', '--tokenizer', 'bundled:qwen3']), '--json']);
+    const db = path.join(bench.dir, 'tito.db');
+    const r = await polar([...bench.args(tasks, db, ['--samples', '2', '--upstream-kind', 'vllm-tito', '--tokenizer', 'bundled:qwen3']), '--json']);
     expect(r.code, r.stderr).toBe(0);
     const summary = JSON.parse(r.stdout);
     const store = open(db);
@@ -151,9 +113,9 @@ describe('polar rollout', () => {
   });
 
   it('without --out a finished rollout leaves no folder in the temp folder, and no empty unattributed session', async () => {
-    const tasks = taskFile('no-out.jsonl', [{ id: 'one', prompt: 'calls=1 write:answer.txt:1' }]);
-    const db = path.join(dir, 'no-out.db');
-    const args = rolloutArgs(tasks, db, ['--samples', '2', '--json']);
+    const tasks = bench.taskFile('no-out.jsonl', [{ id: 'one', prompt: 'calls=1 write:answer.txt:1' }]);
+    const db = path.join(bench.dir, 'no-out.db');
+    const args = bench.args(tasks, db, ['--samples', '2', '--json']);
     args.splice(args.indexOf('--out'), 2);
     const r = await polar(args);
     expect(r.code, r.stderr).toBe(0);
@@ -175,19 +137,16 @@ describe('polar rollout', () => {
 
   it('mixed rewards give advantages that sum to zero per group', async () => {
     // Rewards 1, 0, 0.5 by the order in which the evaluator runs (one evaluation at a time).
-    const counter = path.join(dir, 'mixed-counter');
-    const tasks = taskFile('mixed.jsonl', [
+    const counter = path.join(bench.dir, 'mixed-counter');
+    const tasks = bench.taskFile('mixed.jsonl', [
       {
         id: 'mix',
         prompt: 'calls=1',
-        evaluator: {
-          type: 'command',
-          command: `n=$(cat ${counter} 2>/dev/null || echo 0); echo $((n+1)) > ${counter}; echo "[1,0,0.5][$n % 3]" | node -p "eval(require('fs').readFileSync(0,'utf8'))"`,
-        },
+        evaluator: countedEvaluator(counter, `echo "[1,0,0.5][$n % 3]" | node -p "eval(require('fs').readFileSync(0,'utf8'))"`),
       },
     ]);
-    const db = path.join(dir, 'mixed.db');
-    const r = await polar([...rolloutArgs(tasks, db, ['--samples', '6', '--post-workers', '1']), '--json']);
+    const db = path.join(bench.dir, 'mixed.db');
+    const r = await polar([...bench.args(tasks, db, ['--samples', '6', '--post-workers', '1']), '--json']);
     expect(r.code, r.stderr).toBe(0);
     const { rolloutId, groups } = JSON.parse(r.stdout);
     const g = groups[0];
@@ -211,9 +170,9 @@ describe('polar rollout', () => {
   });
 
   it('a harness that hangs past its budget: its process tree ends, its calls are kept, its traces are partial', async () => {
-    const tasks = taskFile('hang.jsonl', [{ id: 'hang', prompt: 'calls=1 sleep:63.5', timeout: 3, evaluator: { type: 'session-completed' } }]);
-    const db = path.join(dir, 'hang.db');
-    const r = await polar([...rolloutArgs(tasks, db, ['--samples', '1']), '--json']);
+    const tasks = bench.taskFile('hang.jsonl', [{ id: 'hang', prompt: 'calls=1 sleep:63.5', timeout: 3, evaluator: { type: 'session-completed' } }]);
+    const db = path.join(bench.dir, 'hang.db');
+    const r = await polar([...bench.args(tasks, db, ['--samples', '1']), '--json']);
     const summary = JSON.parse(r.stdout);
     expect(summary.outcomes).toMatchObject({ timeout: 1 });
     const store = open(db);
@@ -237,12 +196,12 @@ describe('polar rollout', () => {
   });
 
   it('an evaluator that crashes or times out ends its sample as error with the reason; the group still completes', async () => {
-    const tasks = taskFile('broken.jsonl', [
+    const tasks = bench.taskFile('broken.jsonl', [
       { id: 'crash', prompt: 'calls=1', evaluator: { type: 'command', command: 'kill -SEGV $$' } },
       { id: 'slow', prompt: 'calls=1', evaluator: { type: 'command', command: 'sleep 20', timeout: 1 } },
     ]);
-    const db = path.join(dir, 'broken.db');
-    const r = await polar([...rolloutArgs(tasks, db, ['--samples', '2']), '--json']);
+    const db = path.join(bench.dir, 'broken.db');
+    const r = await polar([...bench.args(tasks, db, ['--samples', '2']), '--json']);
     const summary = JSON.parse(r.stdout);
     expect(summary.outcomes).toMatchObject({ error: 4, completed: 0 });
     const store = open(db);
@@ -262,7 +221,7 @@ describe('polar rollout', () => {
   });
 
   it('bad task files are refused with the line and field, and nothing starts', async () => {
-    const bad = path.join(dir, 'bad.jsonl');
+    const bad = path.join(bench.dir, 'bad.jsonl');
     fs.writeFileSync(
       bad,
       [
@@ -273,8 +232,8 @@ describe('polar rollout', () => {
         JSON.stringify({ id: 'a', prompt: 'x', workspace: { empty: true }, evaluator: { type: 'session-completed' } }),
       ].join('\n'),
     );
-    const db = path.join(dir, 'bad.db');
-    const r = await polar(rolloutArgs(bad, db, ['--samples', '2']));
+    const db = path.join(bench.dir, 'bad.db');
+    const r = await polar(bench.args(bad, db, ['--samples', '2']));
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/line 2, field "prompt": required/);
     expect(r.stderr).toMatch(/line 3, field "evaluator.type": unknown evaluator "llm-judge"/);
@@ -284,13 +243,13 @@ describe('polar rollout', () => {
   });
 
   it('kill -9 mid-rollout, then --resume: every task ends with exactly N samples, and no sample is run or rewarded twice', async () => {
-    const tasks = taskFile('crash.jsonl', [
+    const tasks = bench.taskFile('crash.jsonl', [
       { id: 't1', prompt: 'calls=1 sleep:0.4 write:answer.txt:1' },
       { id: 't2', prompt: 'calls=1 sleep:0.4 write:answer.txt:0' },
       { id: 't3', prompt: 'calls=1 sleep:0.4 write:answer.txt:0.5' },
     ]);
-    const db = path.join(dir, 'crash.db');
-    const child = spawn(process.execPath, [POLAR_BIN, ...rolloutArgs(tasks, db, ['--samples', '4', '--concurrency', '2'])], { stdio: 'ignore' });
+    const db = path.join(bench.dir, 'crash.db');
+    const child = spawn(process.execPath, [POLAR_BIN, ...bench.args(tasks, db, ['--samples', '4', '--concurrency', '2'])], { stdio: 'ignore' });
     const exited = new Promise((resolve) => child.once('exit', resolve));
     // Wait until some samples have ended, then kill it mid-flight (and if the wait fails, still kill
     // it, so it does not write into the folder afterAll removes).
@@ -335,7 +294,7 @@ describe('polar rollout', () => {
     expect(rollout.outcomes.completed).toBeLessThan(12);
     const endedBefore = rollout.outcomes.completed + rollout.outcomes.failed + rollout.outcomes.timeout + rollout.outcomes.error;
     // kill -9 removed nothing: the attempts it cut short left their workspaces.
-    const workspaces = path.join(dir, 'out-crash.db', 'workspaces');
+    const workspaces = path.join(bench.dir, 'out-crash.db', 'workspaces');
     expect(fs.readdirSync(workspaces).filter((d) => /-a1$/.test(d)).length).toBeGreaterThan(0);
 
     const resumed = await polar(['rollout', '--resume', rollout.rolloutId, '--db', db, '--json']);
@@ -372,10 +331,10 @@ describe('polar rollout', () => {
     const outside = fs.mkdtempSync(path.join(path.resolve(__dirname, '..'), '.sandbox-probe-'));
     try {
       const boxedAgent = path.join(outside, 'agent.mjs');
-      fs.copyFileSync(agent, boxedAgent);
+      fs.copyFileSync(bench.agent, boxedAgent);
       const target = path.join(outside, 'escaped.txt');
-      const tasks = taskFile('sandbox.jsonl', [{ id: 'escape', prompt: `calls=1 touch:${target}`, evaluator: { type: 'session-completed' } }]);
-      const args = rolloutArgs(tasks, path.join(dir, 'boxed.db'), ['--samples', '1']).map((a) => a.replace(agent, boxedAgent));
+      const tasks = bench.taskFile('sandbox.jsonl', [{ id: 'escape', prompt: `calls=1 touch:${target}`, evaluator: { type: 'session-completed' } }]);
+      const args = bench.args(tasks, path.join(bench.dir, 'boxed.db'), ['--samples', '1']).map((a) => a.replace(bench.agent, boxedAgent));
       const boxed = await polar([
         ...args.slice(0, args.indexOf('--sandbox')),
         ...args.slice(args.indexOf('--sandbox') + 2),
@@ -391,7 +350,7 @@ describe('polar rollout', () => {
       const privateTmp = ['/tmp/', '/var/tmp/'].some((t) => outside.startsWith(t));
       // The agent ran (its model call is captured), then its write outside the workspace failed.
       expect(summary.groups[0].rewards).toEqual([privateTmp ? 1 : 0]);
-      const store = open(path.join(dir, 'boxed.db'));
+      const store = open(path.join(bench.dir, 'boxed.db'));
       try {
         const [sample] = store.rollouts.samples(summary.rolloutId);
         expect(store.requests.list(sample!.sessionId!)).toEqual([expect.objectContaining({ status: 'ok' })]);
@@ -401,7 +360,7 @@ describe('polar rollout', () => {
         store.close();
       }
       expect(fs.existsSync(target)).toBe(false);
-      const open_ = await polar([...rolloutArgs(tasks, path.join(dir, 'open.db'), ['--samples', '1']), '--json']);
+      const open_ = await polar([...bench.args(tasks, path.join(bench.dir, 'open.db'), ['--samples', '1']), '--json']);
       expect(JSON.parse(open_.stdout).groups[0].rewards).toEqual([1]);
       expect(fs.existsSync(target)).toBe(true);
     } finally {
@@ -412,11 +371,11 @@ describe('polar rollout', () => {
   it("rollout show fills a failed sample's error column from the last meaningful line of its harness log, in the table and in --json", async () => {
     // The harness says why on stderr and exits 1: the sample ends failed with no error of its own,
     // the reason only in .polar/runs/<session>/harness.log.
-    const tasks = taskFile('show-log.jsonl', [
+    const tasks = bench.taskFile('show-log.jsonl', [
       { id: 'broken', prompt: 'calls=1 say:fatal:_could_not_open_the_workspace_config say:cleaning_up fail', evaluator: { type: 'session-completed' } },
     ]);
-    const db = path.join(dir, 'show-log.db');
-    const r = await polar([...rolloutArgs(tasks, db, ['--samples', '1']), '--json']);
+    const db = path.join(bench.dir, 'show-log.db');
+    const r = await polar([...bench.args(tasks, db, ['--samples', '1']), '--json']);
     const summary = JSON.parse(r.stdout);
     expect(summary.outcomes, r.stderr).toMatchObject({ failed: 1 });
 
@@ -424,7 +383,7 @@ describe('polar rollout', () => {
     const [sample] = json.samples;
     expect(sample).toMatchObject({ status: 'failed', error: null });
     expect(sample.harnessLog.tail).toEqual(['fatal: could not open the workspace config']);
-    expect(sample.harnessLog.file).toBe(path.join(dir, '.polar', 'runs', sample.sessionId, 'harness.log'));
+    expect(sample.harnessLog.file).toBe(path.join(bench.dir, '.polar', 'runs', sample.sessionId, 'harness.log'));
 
     const text = await polar(['rollout', 'show', summary.rolloutId, '--db', db]);
     expect(text.code, text.stderr).toBe(0);

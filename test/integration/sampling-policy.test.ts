@@ -4,8 +4,9 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Store } from '../../src/store/store.js';
 import { samplingPolicy } from '../../src/upstream/sampling-policy.js';
-import { nodeAgentHarness, polarCli } from '../support/polar-cli.js';
+import { polarCli } from '../support/polar-cli.js';
 import { echoScript, startReferenceUpstream, type ReferenceUpstream } from '../support/reference-upstream/index.js';
+import { agentRolloutArgs, writeRolloutTasks } from '../support/agent-rollout.js';
 import { startTestProxy } from '../support/start-proxy.js';
 
 /**
@@ -70,40 +71,24 @@ beforeAll(() => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-sampling-'));
   agent = path.join(dir, 'agent.mjs');
   fs.writeFileSync(agent, AGENT);
-  fs.writeFileSync(
-    path.join(dir, 'tasks.jsonl'),
-    `${JSON.stringify({ id: 't', prompt: 'choose my own tokens', workspace: { empty: true }, evaluator: { type: 'command', command: 'echo 1' } })}\n`,
-  );
+  writeRolloutTasks(path.join(dir, 'tasks.jsonl'), [{ id: 't', prompt: 'choose my own tokens', evaluator: { type: 'command', command: 'echo 1' } }]);
 });
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
 async function rollout(upstream: ReferenceUpstream, db: string, extra: string[]): Promise<string> {
-  const r = await polarCli(
-    [
-      'rollout',
-      '--tasks',
-      path.join(dir, 'tasks.jsonl'),
-      ...nodeAgentHarness(agent),
-      '--upstream',
-      upstream.url,
-      '--model',
-      upstream.model,
-      '--db',
-      db,
-      '--sandbox',
-      'none',
-      '--out',
-      path.join(dir, `out-${path.basename(db)}`),
-      '--samples',
-      '1',
-      '--temperature',
-      '0.6',
-      '--top-p',
-      '0.95',
-      ...extra,
-    ],
-    { timeout: 120_000 },
-  );
+  const tasks = path.join(dir, 'tasks.jsonl');
+  const args = agentRolloutArgs({ tasks, agent, upstream: upstream.url, db, dir }, [
+    '--model',
+    upstream.model,
+    '--samples',
+    '1',
+    '--temperature',
+    '0.6',
+    '--top-p',
+    '0.95',
+    ...extra,
+  ]);
+  const r = await polarCli(args, { timeout: 120_000 });
   expect(r.code, r.stderr).toBe(0);
   return r.stderr;
 }

@@ -9,6 +9,7 @@ import { startMockServer, type MockServer } from '../../src/mock-server/server.j
 import { findBwrap, sandboxInsidePaths } from '../../src/sandbox/index.js';
 import { cgroupSupport } from '../../src/sandbox/limits.js';
 import { Store } from '../../src/store/store.js';
+import { writeRolloutTasks } from '../support/agent-rollout.js';
 
 /**
  * The sandbox as a rollout wires it, through the CLI: each stage gets its own view (setup and agent
@@ -47,13 +48,7 @@ describe.skipIf(!bwrap)('rollout in the bwrap sandbox (skipped: bubblewrap is no
     const tasksDir = path.join(dir, name);
     fs.mkdirSync(tasksDir);
     fs.writeFileSync(path.join(tasksDir, 'checker.sh'), 'test -f saw.txt && grep -q hidden-not-seen saw.txt && test ! -e setup-saw.txt && echo 1 || echo 0\n');
-    const file = path.join(tasksDir, 'tasks.jsonl');
-    fs.writeFileSync(
-      file,
-      tasks
-        .map((t) => JSON.stringify({ workspace: { empty: true }, evaluator: { type: 'command', command: 'cat answer.txt 2>/dev/null | tail -1' }, ...t }))
-        .join('\n'),
-    );
+    const file = writeRolloutTasks(path.join(tasksDir, 'tasks.jsonl'), tasks);
     const db = path.join(dir, `${name}.db`);
     const args = [
       BIN,
