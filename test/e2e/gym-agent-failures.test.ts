@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMockServer, type MockServer } from '../../src/mock-server/server.js';
 import { Store } from '../../src/store/store.js';
 import { gymRunResult } from '../../src/train/gym-agent/result.js';
+import { batchAdvantages, gymResultSample } from '../../src/train/nemo-rl/advantages.js';
 import { nodeAgentHarness } from '../support/polar-cli.js';
 import { gymAgentArgs, startPolarServer } from './support.js';
 
@@ -143,6 +144,38 @@ describe('polar gym-agent failure semantics', () => {
       const again = gymRunResult(store, sample, json.responses_create_params, 'm');
       expect(again.instance_config).toEqual({ mask_sample: true });
       expect(again.polar_mask_reason).toMatch(/1 of 1 calls have no logprobs/);
+    } finally {
+      store.close();
+    }
+  });
+
+  it("answers a sample that ended without a reward in a group of its own: its 0 never enters its siblings' baseline", { timeout: 120_000 }, async () => {
+    const answers = await Promise.all([0, 1, 2].map(() => post(agent.url, row('good'))));
+    const store = Store.open(agent.db);
+    try {
+      // The third sample's evaluator crashed after the harness ran: its trace is recorded, its reward is not.
+      const errored = answers[2]!.json.polar_session_id;
+      store.db
+        .prepare("UPDATE samples SET status = 'error', error_stage = 'post', error = 'the evaluator timed out', reward = NULL WHERE session_id = ?")
+        .run(errored);
+      const sample = store.rollouts.sampleForSession(errored)!;
+      const result = gymRunResult(store, sample, answers[2]!.json.responses_create_params, 'm');
+      expect(result.instance_config).toEqual({ mask_sample: true });
+      expect(result.polar_mask_reason).toMatch(/no reward to train on/);
+      // Rewards 1, 0 and the errored sample, as NeMo-RL computes them (advantages.ts, its rule).
+      type GymResult = Parameters<typeof gymResultSample>[0];
+      const samples = [
+        { ...gymResultSample(answers[0]!.json as GymResult)!, reward: 1 },
+        { ...gymResultSample(answers[1]!.json as GymResult)!, reward: 0 },
+        gymResultSample(result as unknown as GymResult)!,
+      ];
+      const adv = batchAdvantages(samples, { leaveOneOut: true, normalize: true });
+      expect(adv.groupSizes).toEqual([2, 1]);
+      // The pair keeps its own signal (±1 under leave-one-out); answered with its trace, the errored
+      // sample's 0 would have joined the group and pulled its baseline.
+      expect(adv.advantages.slice(0, 2).map((a) => Math.round(a * 1e4) / 1e4)).toEqual([1, -1]);
+      expect(adv.advantages[2]).toBe(0);
+      expect(adv.inLoss[2]).toBe(false);
     } finally {
       store.close();
     }

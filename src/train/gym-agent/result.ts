@@ -78,6 +78,16 @@ export function gymRunResult(store: Store, sample: SampleRow, params: unknown, m
     reasons.push(broken);
     output = [];
   }
+  // A sample that ended without a reward (status error: its evaluator crashed or timed out) has none
+  // to give. Masking does not keep a 0 out of its group: NeMo-RL computes each group's baseline over
+  // every sample, masked ones included (advantage_estimator.py:82-87 passes ones_like(rewards);
+  // the mask applies to the loss only, grpo.py:3147). So it is answered with the placeholder, whose
+  // prompt ([0]) no sibling shares: a group of its own, advantage 0, out of the loss — the sample is
+  // left out of its task's group, as polar's statistics and the Gym export leave it out.
+  if (sample.reward === null && output.length > 0) {
+    reasons.push('no reward to train on: answered as a placeholder in a group of its own, so its siblings are grouped without it');
+    output = [];
+  }
   if (output.length === 0) output = [placeholderItem(`msg_${sample.id}_placeholder`)];
   const masked = reasons.length > 0;
   return {
