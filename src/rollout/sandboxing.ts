@@ -1,4 +1,6 @@
-import { DEFAULT_LIMITS, openJail, sandboxInsidePaths, type Jail, type NetworkMode, type SandboxSettings } from '../sandbox/index.js';
+import path from 'node:path';
+import { DEFAULT_LIMITS, openJail, sandboxInsidePaths, type InsidePaths, type Jail, type NetworkMode, type SandboxSettings } from '../sandbox/index.js';
+import { nodePrefix } from './harbor/container.js';
 import type { RolloutConfig } from './config.js';
 import type { RolloutTask } from './task-file.js';
 
@@ -41,11 +43,11 @@ export function harnessNetwork(settings: SandboxSettings, task: RolloutTask): Ne
 
 /**
  * Opens the sandbox for one setup command in `cwd`, mounted where the harness will see it (the fixed
- * workspace path): what setup writes with its own path in it (a virtualenv's scripts) still works
- * for the agent, and reads the same in every sample.
+ * workspace path, `workspace`): what setup writes with its own path in it (a virtualenv's scripts)
+ * still works for the agent, and reads the same in every sample.
  */
-export function setupSandbox(settings: SandboxSettings, task: RolloutTask): (cwd: string) => Promise<Jail> {
-  const cwdInside = task.harbor ? undefined : (workspaceInside(settings) ?? undefined);
+export function setupSandbox(settings: SandboxSettings, task: RolloutTask, workspace: string | null): (cwd: string) => Promise<Jail> {
+  const cwdInside = task.harbor ? undefined : (workspace ?? undefined);
   return (cwd) => openJail(settings, { cwd, network: task.setup_network === 'none' ? 'none' : 'host', ...(cwdInside ? { cwdInside } : {}) });
 }
 
@@ -54,15 +56,34 @@ export function setupSandbox(settings: SandboxSettings, task: RolloutTask): (cwd
  * too: what the agent built there with its path in it (an editable install, a virtualenv) still
  * resolves when the evaluator runs it.
  */
-export function evaluatorSandbox(settings: SandboxSettings, tasksDir: string | null): (cwd: string) => Promise<Jail> {
-  const cwdInside = workspaceInside(settings);
-  return (cwd) => openJail(settings, { cwd, network: 'none', readOnly: tasksDir ? [tasksDir] : [], ...(cwdInside ? { cwdInside } : {}) });
+export function evaluatorSandbox(settings: SandboxSettings, tasksDir: string | null, workspace: string | null): (cwd: string) => Promise<Jail> {
+  return (cwd) => openJail(settings, { cwd, network: 'none', readOnly: tasksDir ? [tasksDir] : [], ...(workspace ? { cwdInside: workspace } : {}) });
+}
+
+/** What a rollout mounts into its sandboxes besides the host view. */
+export interface RolloutMounts {
+  /** The task file's folder, mounted read-only for evaluators (hidden checkers). */
+  tasksDir: string | null;
+  /** A harness binary given by path (`--harness-bin`). */
+  harnessBin?: string | null | undefined;
+  /** A Node runtime given by path (`--node`). */
+  nodeBin?: string | null | undefined;
 }
 
 /**
- * The fixed path every sandboxed command of a sample sees its workspace at (sandbox/fixed-paths.ts):
- * the harness, setup and evaluator alike. Null without a sandbox (host paths).
+ * The fixed paths every sandboxed command of a rollout sees its workspace and home at
+ * (sandbox/fixed-paths.ts): the harness, setup, the evaluator and polar's git alike, and the
+ * first-prompt probe, all from this one computation. Every host path the rollout mounts counts as
+ * taken: a task folder at /workspace (a tasks file in an NGC container's working directory), mounted
+ * under the sample's workspace, would let the agent's files stand in for the hidden checkers. Null
+ * without a sandbox (host paths).
  */
-export function workspaceInside(settings: SandboxSettings): string | null {
-  return settings.kind === 'none' ? null : sandboxInsidePaths(settings.extraReadOnly).workspace;
+export function rolloutInsidePaths(settings: SandboxSettings, mounts: RolloutMounts): InsidePaths | null {
+  if (settings.kind === 'none') return null;
+  return sandboxInsidePaths([
+    ...settings.extraReadOnly,
+    ...(mounts.tasksDir ? [path.resolve(mounts.tasksDir)] : []),
+    ...(mounts.harnessBin ? [path.resolve(mounts.harnessBin)] : []),
+    ...(mounts.nodeBin ? [nodePrefix(path.resolve(mounts.nodeBin))] : []),
+  ]);
 }

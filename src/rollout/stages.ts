@@ -2,7 +2,7 @@ import path from 'node:path';
 import { newId } from '../core/ids.js';
 import { baseEnvironment } from '../harness/env.js';
 import { runHarness } from '../session/run-harness.js';
-import { sandboxInsidePaths, type InsidePaths, type SandboxSettings } from '../sandbox/index.js';
+import type { InsidePaths, SandboxSettings } from '../sandbox/index.js';
 import type { SessionKeys } from '../proxy/session-keys.js';
 import type { Harness } from '../harness/types.js';
 import type { SampleEnd, SampleRow } from '../store/rollouts.js';
@@ -14,7 +14,7 @@ import type { AcceptFacts } from './accept.js';
 import type { RolloutConfig, RolloutEvent } from './config.js';
 import { evaluate } from './evaluate.js';
 import type { RolloutTask } from './task-file.js';
-import { evaluatorSandbox, harnessNetwork, setupSandbox, verifierNetwork, workspaceInside } from './sandboxing.js';
+import { evaluatorSandbox, harnessNetwork, rolloutInsidePaths, setupSandbox, verifierNetwork } from './sandboxing.js';
 import { agentMounts, isBuiltinAgent, runBuiltinAgent } from './harbor/trial.js';
 import type { SampleContainer } from './harbor/container.js';
 import { containerStartingState, copyWorkdirOut, openTaskContainer, runContainerAgent } from './harbor/container-trial.js';
@@ -101,8 +101,8 @@ export async function initStage(ctx: StageContext, sample: SampleRow): Promise<P
       dir,
       deadline,
       toolEnv(),
-      boxed ? setupSandbox(ctx.sandbox, task) : undefined,
-      boxed ? evaluatorSandbox(ctx.sandbox, null) : undefined,
+      boxed ? setupSandbox(ctx.sandbox, task, insideFor(ctx)?.workspace ?? null) : undefined,
+      boxed ? evaluatorSandbox(ctx.sandbox, null, insideFor(ctx)?.workspace ?? null) : undefined,
       fromContainer ? (dest) => containerStartingState(fromContainer, dest) : undefined,
     );
     const timing = { init_ms: Date.now() - startedAt };
@@ -195,7 +195,8 @@ export async function postStage(ctx: StageContext, r: Ran): Promise<void> {
   const started = Date.now();
   let diff: string | null = null;
   try {
-    const noNetwork = ctx.sandbox.kind === 'none' ? null : evaluatorSandbox(ctx.sandbox, null);
+    const inside = insideFor(ctx)?.workspace ?? null;
+    const noNetwork = ctx.sandbox.kind === 'none' ? null : evaluatorSandbox(ctx.sandbox, null, inside);
     // In a container the agent's edits are in the container's WORKDIR: copied out over the baseline first.
     if (r.container) {
       // Nothing the agent left running may touch its workspace or the verifier's files from here on.
@@ -212,9 +213,9 @@ export async function postStage(ctx: StageContext, r: Ran): Promise<void> {
       traceCount: traceCount(ctx.store, r.sessionId),
       env: { ...toolEnv(), ...(ctx.tasksDir ? { POLAR_TASKS_DIR: ctx.tasksDir } : {}) },
       // The task file's folder (hidden checkers) appears here only, after the agent has ended.
-      sandbox: ctx.sandbox.kind === 'none' ? null : evaluatorSandbox(ctx.sandbox, ctx.tasksDir),
-      workspaceInside: workspaceInside(ctx.sandbox),
-      setupSandbox: ctx.sandbox.kind === 'none' ? null : setupSandbox(ctx.sandbox, r.task),
+      sandbox: ctx.sandbox.kind === 'none' ? null : evaluatorSandbox(ctx.sandbox, ctx.tasksDir, inside),
+      workspaceInside: inside,
+      setupSandbox: ctx.sandbox.kind === 'none' ? null : setupSandbox(ctx.sandbox, r.task, inside),
       gitSandbox: noNetwork,
       harbor: { settings: ctx.sandbox, network: verifierNetwork(ctx.sandbox, r.task), ...(r.container ? { container: r.container } : {}) },
       scratch: path.join(ctx.config.outDir, 'scratch'),
@@ -314,15 +315,7 @@ async function cleanup(ctx: StageContext, p: Prepared): Promise<void> {
  * with `--sandbox none`, which runs the harness on the host's paths.
  */
 function insideFor(ctx: StageContext): InsidePaths | null {
-  const workspace = workspaceInside(ctx.sandbox);
-  if (workspace === null) return null;
-  // The workspace as setup and the evaluator see it; the home clear of the harness's own mounts too.
-  const { home } = sandboxInsidePaths([
-    ...ctx.sandbox.extraReadOnly,
-    ...(ctx.config.harnessBin ? [path.resolve(ctx.config.harnessBin)] : []),
-    ...(ctx.config.nodeBin ? [nodePrefix(path.resolve(ctx.config.nodeBin))] : []),
-  ]);
-  return { workspace, home };
+  return rolloutInsidePaths(ctx.sandbox, { tasksDir: ctx.tasksDir, harnessBin: ctx.config.harnessBin, nodeBin: ctx.config.nodeBin });
 }
 
 /**

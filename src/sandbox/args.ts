@@ -81,6 +81,7 @@ export function bwrapArgs(view: HostView, spec: SandboxSpec): string[] {
   mounts.push({ at: '/tmp', args: ['--bind', spec.tmp, '/tmp'] }, { at: '/var/tmp', args: ['--bind', spec.varTmp, '/var/tmp'] });
   const inside = spec.cwdInside ? path.posix.resolve(spec.cwdInside) : null;
   const own = [...new Set([...(inside ? [] : [spec.cwd]), ...spec.writable].map((w) => path.resolve(w)))];
+  if (inside) refuseOverlap(inside, [...spec.readOnly.map((p) => path.resolve(p)), ...own, ...(spec.binds ?? []).map((b) => path.posix.resolve(b.dest))]);
   for (const p of own) mounts.push({ at: p, args: ['--bind', p, p] });
   if (inside) mounts.push({ at: inside, args: ['--bind', path.resolve(spec.cwd), inside] });
   for (const b of spec.binds ?? [])
@@ -104,6 +105,19 @@ export function bwrapArgs(view: HostView, spec: SandboxSpec): string[] {
   // writable binds fails (EROFS) instead of landing in a scratch tmpfs.
   args.push('--proc', '/proc', '--dev', '/dev', '--remount-ro', '/', '--chdir', inside ?? path.resolve(spec.cwd), '--');
   return args;
+}
+
+/**
+ * A working directory mounted elsewhere (the fixed /workspace, a Harbor task's WORKDIR) must not share
+ * its place with another mount: one at the same path or under it would put host files (a task's
+ * hidden checkers) among the agent's, or the agent's files where the evaluator looks for its own; one
+ * above it would hide it. rollout/sandboxing.ts picks paths clear of every mount; this is the wall.
+ */
+function refuseOverlap(inside: string, mounted: readonly string[]): void {
+  for (const m of mounted) {
+    if (m === inside || m.startsWith(`${inside}/`) || inside.startsWith(`${m}/`) || m === '/')
+      throw new Error(`the sandbox's working directory ${inside} would overlap the mount ${m}: choose the in-sandbox path clear of it`);
+  }
 }
 
 function depth(p: string): number {

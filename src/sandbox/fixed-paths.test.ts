@@ -67,3 +67,24 @@ describe('fixed paths inside the sandbox', () => {
     expect(args).not.toContain('--tmpfs /out/workspaces/t-0-a1/.polar');
   });
 });
+
+describe('the working directory mounted at a fixed path shares it with no other mount', () => {
+  // A task file in an NGC container's working directory: its folder is /workspace, and the evaluator
+  // mounts it read-only. Mounted under the sample's workspace, the agent's files would stand in for
+  // the hidden checkers ($POLAR_TASKS_DIR/check.py), so bwrapArgs refuses instead of mounting.
+  it.each([
+    ['the same path', '/workspace'],
+    ['a path under it', '/workspace/tasks'],
+    ['a path above it', '/'],
+  ])('refuses a read-only mount at %s', (_what, at) => {
+    expect(() => bwrapArgs(VIEW, { ...sample(0), readOnly: [at] })).toThrow(/overlap the mount/);
+  });
+
+  it('refuses a bind whose destination lies under it', () => {
+    expect(() => bwrapArgs(VIEW, { ...sample(0), binds: [{ source: '/srv/x', dest: '/workspace/x', readOnly: true }] })).toThrow(/overlap the mount/);
+  });
+
+  it('takes mounts beside it', () => {
+    expect(() => bwrapArgs(VIEW, { ...sample(0), readOnly: ['/srv/tasks', '/workspaces-elsewhere'] })).not.toThrow();
+  });
+});

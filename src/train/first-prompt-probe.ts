@@ -7,7 +7,8 @@ import type { Harness } from '../harness/types.js';
 import { startMockServer } from '../mock-server/server.js';
 import { prepareWorkspace } from '../rollout/workspace.js';
 import type { RolloutTask } from '../rollout/task-file.js';
-import { DEFAULT_LIMITS, findBwrap, sandboxInsidePaths, type SandboxSettings } from '../sandbox/index.js';
+import { rolloutInsidePaths } from '../rollout/sandboxing.js';
+import { DEFAULT_LIMITS, findBwrap, type InsidePaths, type SandboxSettings } from '../sandbox/index.js';
 import { runHarness } from '../session/run-harness.js';
 import { Store } from '../store/store.js';
 import type { ChatTemplate, TemplateMessage } from '../upstream/tito/chat-template.js';
@@ -27,6 +28,8 @@ export interface ProbeInput {
   /** The task text of the probe. */
   prompt: string;
   sandbox: 'bwrap' | 'none';
+  /** The task file's folder the agent's evaluators mount: counted when the fixed paths are chosen. */
+  tasksDir?: string;
   nodeBin?: string;
   timeoutSec?: number;
   onNotice?: (line: string) => void;
@@ -58,7 +61,7 @@ export async function probeFirstPrompts(harness: Harness, bin: string, template:
   // Every call gets a final answer: the harness ends after its first turn (plus any side calls).
   const mock = await startMockServer({ log: false, script: () => ({ content: 'done' }) });
   try {
-    const sandbox = sandboxFor(input.sandbox, bin, input.nodeBin);
+    const sandbox = sandboxFor(input.sandbox, bin, input.nodeBin, input.tasksDir);
     const rendered = await Promise.all([0, 1].map((i) => firstCall(harness, bin, template, mock.url, path.join(dir, `sample-${i}`), sandbox, input)));
     const [a, b] = rendered as [RenderedCall, RenderedCall];
     return {
@@ -73,15 +76,31 @@ export async function probeFirstPrompts(harness: Harness, bin: string, template:
   }
 }
 
+/**
+ * The fixed paths a rollout's samples get (rollout/sandboxing.ts rolloutInsidePaths, the one
+ * computation stages.ts uses), with the probe's harness binary mounted as its own; null unsandboxed.
+ */
+export function probeInsidePaths(kind: 'bwrap' | 'none', bin: string, nodeBin: string | undefined, tasksDir: string | undefined): InsidePaths | null {
+  return rolloutInsidePaths(probeSettings(kind, '/bin/false'), { tasksDir: tasksDir ?? null, harnessBin: bin, nodeBin: nodeBin ?? null });
+}
+
+function probeSettings(kind: 'bwrap' | 'none', bwrap: string): SandboxSettings {
+  return { kind, bwrap, network: 'proxy-only', limits: DEFAULT_LIMITS, extraReadOnly: [] };
+}
+
 /** The rollout's sandbox for the harness (stages.ts): proxy-only, the fixed workspace and home paths. */
-function sandboxFor(kind: 'bwrap' | 'none', bin: string, nodeBin: string | undefined): NonNullable<Parameters<typeof runHarness>[0]['sandbox']> | undefined {
+function sandboxFor(
+  kind: 'bwrap' | 'none',
+  bin: string,
+  nodeBin: string | undefined,
+  tasksDir: string | undefined,
+): NonNullable<Parameters<typeof runHarness>[0]['sandbox']> | undefined {
   if (kind === 'none') return undefined;
   const bwrap = findBwrap();
   if (!bwrap)
     throw new PolarError('POLAR_USAGE', 'the first-prompt probe runs in the bwrap sandbox, and bubblewrap is not on PATH (Debian: apt-get install bubblewrap)');
-  const settings: SandboxSettings = { kind: 'bwrap', bwrap, network: 'proxy-only', limits: DEFAULT_LIMITS, extraReadOnly: [] };
-  const fixed = sandboxInsidePaths([bin, ...(nodeBin ? [path.dirname(path.dirname(nodeBin))] : [])]);
-  return { settings, network: 'proxy-only', cwdInside: fixed.workspace, homeInside: fixed.home };
+  const fixed = probeInsidePaths(kind, bin, nodeBin, tasksDir)!;
+  return { settings: probeSettings('bwrap', bwrap), network: 'proxy-only', cwdInside: fixed.workspace, homeInside: fixed.home };
 }
 
 interface RenderedCall {

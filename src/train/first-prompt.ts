@@ -8,7 +8,7 @@ import { resolveHarnessBin } from '../harness/resolve.js';
 import type { Harness } from '../harness/types.js';
 import { stateDir } from '../store/postgres/url.js';
 import { BUNDLED_QWEN3, loadChatTemplate } from '../upstream/tito/chat-template.js';
-import { probeFirstPrompts } from './first-prompt-probe.js';
+import { probeFirstPrompts, probeInsidePaths } from './first-prompt-probe.js';
 
 /**
  * How many tokens a harness's first model call takes before the task says anything: its system
@@ -56,6 +56,8 @@ export interface MeasureInput {
   cacheDir?: string;
   /** The sandbox the agent runs samples in (default bwrap): the probe's two samples run in the same. */
   sandbox?: 'bwrap' | 'none';
+  /** The task file's folder the agent's evaluators mount (it decides the fixed in-sandbox paths). */
+  tasksDir?: string;
   timeoutSec?: number;
   onNotice?: (line: string) => void;
 }
@@ -74,7 +76,8 @@ export async function measureFirstPrompt(input: MeasureInput): Promise<FirstProm
   const bin = await resolveHarnessBin(harness, input.harnessBin, process.cwd());
   const version = harnessFingerprint(harness, bin, input.command);
   const sandbox = input.sandbox ?? 'bwrap';
-  const key = `${harness.name}|${version}|${tokenizerId}|${sandbox}|v${PROBE_VERSION}`;
+  const inside = probeInsidePaths(sandbox, bin, input.nodeBin, input.tasksDir);
+  const key = `${harness.name}|${version}|${tokenizerId}|${sandbox}|${inside ? `${inside.workspace}:${inside.home}` : 'host'}|v${PROBE_VERSION}`;
   const cacheFile = path.join(input.cacheDir ?? stateDir(), CACHE_FILE);
   const hit = readCache(cacheFile)[key];
   if (hit) return { ...hit, note, cached: true };
@@ -83,6 +86,7 @@ export async function measureFirstPrompt(input: MeasureInput): Promise<FirstProm
   const measured = await probeFirstPrompts(harness, bin, template, {
     prompt: PROBE_PROMPT,
     sandbox,
+    ...(input.tasksDir ? { tasksDir: input.tasksDir } : {}),
     ...(input.nodeBin ? { nodeBin: input.nodeBin } : {}),
     ...(input.timeoutSec ? { timeoutSec: input.timeoutSec } : {}),
     ...(input.onNotice ? { onNotice: input.onNotice } : {}),

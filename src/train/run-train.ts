@@ -61,6 +61,8 @@ export interface ContextBudgetInput {
   cacheDir?: string;
   /** The sandbox the agent runs samples in: the first-prompt probe runs its two samples in the same. */
   sandbox?: 'bwrap' | 'none';
+  /** The task file's folder, which the agent's evaluators mount: it decides the fixed paths too. */
+  tasksDir?: string;
   /** `maxSeqLen` was not chosen by the user: raise it to what the harness needs. */
   raiseMaxSeqLen?: boolean;
 }

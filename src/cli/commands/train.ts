@@ -234,8 +234,10 @@ async function grpo(opts: GrpoFlags, command: Command): Promise<void> {
         ...(opts.harnessBin ? { harnessBin: path.resolve(opts.harnessBin) } : {}),
         ...(opts.node ? { nodeBin: path.resolve(opts.node) } : {}),
         ...(opts.tokenizer ? { tokenizer: path.resolve(opts.tokenizer) } : {}),
-        // The preflight renders two samples' first prompts in the sandbox the agent will use.
+        // The preflight renders two samples' first prompts in the sandbox the agent will use, with
+        // the fixed paths the agent's samples get (the task folder the evaluator mounts counts).
         sandbox,
+        tasksDir: path.dirname(path.resolve(opts.tasks)),
       },
     });
   });

@@ -237,7 +237,9 @@ function listRoot(p) {
 /** Other samples' workspaces: next to ours, and under the rollout's --out folder. */
 function otherWorkspaces(p) {
   const here = path.basename(process.cwd());
-  const near = tryList(path.dirname(process.cwd()));
+  // At a fixed in-sandbox path (/workspace: one first prompt per task) the folder above is the
+  // sandbox's root, the minimal view listRoot checks; at its host path, the folder its siblings share.
+  const near = path.dirname(process.cwd()) === '/' ? { entries: [] } : tryList(path.dirname(process.cwd()));
   const out = tryList(path.join(p.outDir, 'workspaces'));
   const seen = new Set([...(near.entries ?? []), ...(out.entries ?? [])].filter((e) => e !== here));
   const reads = p.siblingFiles.map(tryRead);
@@ -483,7 +485,9 @@ const out = {};
 // First, before its own writes below land beside the workspace: the evaluator sees the task's
 // folder (it needs the checker) and nothing else of the rollout.
 const path = require('node:path');
-try { out.siblings = fs.readdirSync(path.dirname(process.cwd())).filter((e) => e !== path.basename(process.cwd())); } catch (e) { out.siblings = e.code; }
+// At the fixed in-sandbox workspace path the folder above is the root: look where the siblings are on the host.
+const near = path.dirname(process.cwd()) === '/' ? ${JSON.stringify(path.join(p.outDir, 'workspaces'))} : path.dirname(process.cwd());
+try { out.siblings = fs.readdirSync(near).filter((e) => e !== path.basename(process.cwd())); } catch (e) { out.siblings = e.code; }
 out.reads = {};
 for (const f of ${JSON.stringify([p.dbPath, ...p.siblingFiles, ...p.canaryFiles.slice(1)])}) { try { fs.readFileSync(f); out.reads[f] = true; } catch (e) { out.reads[f] = e.code; } }
 const checker = process.env.POLAR_TASKS_DIR ? process.env.POLAR_TASKS_DIR + '/checks/slugify-check.cjs' : ${JSON.stringify(p.checkerPaths[0])};
