@@ -13,7 +13,7 @@ import { Store } from '../../src/store/store.js';
 import { gymRows } from '../../src/train/gym-agent/wiring.js';
 import { writeFixtureCheckout } from '../support/nemo-rl-checkout.js';
 import { startTestPostgres } from '../support/postgres.js';
-import { BIN, expectSessionCapturedExactly, postGymRuns, startPolarServer } from './support.js';
+import { expectSessionCapturedExactly, harnessRolloutArgs, polarE2e, postGymRuns, startPolarServer } from './support.js';
 
 /**
  * A Harbor task in its own image (`--environment docker|podman`, issue 26). Skipped, saying why,
@@ -44,38 +44,11 @@ afterAll(() => {
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
-async function polar(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await run(process.execPath, [BIN, ...args], {
-      env: { ...process.env, NO_COLOR: '1' },
-      timeout: 280_000,
-      maxBuffer: 64 * 1024 * 1024,
-    });
-    return { code: 0, stdout, stderr };
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: typeof e.code === 'number' ? e.code : 1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
-  }
-}
+const polar = (args: string[]) => polarE2e(args);
 
 /** `polar rollout` of two samples in the engine against the mock model: its JSON summary. */
 async function mockRollout(tasks: string, harness: string, mock: MockServer, db: string) {
-  const r = await polar([
-    'rollout',
-    '--tasks',
-    tasks,
-    '--harness',
-    harness,
-    '--upstream',
-    mock.url,
-    '--samples',
-    '2',
-    '--environment',
-    engine!,
-    '--db',
-    db,
-    '--json',
-  ]);
+  const r = await polar(harnessRolloutArgs({ tasks, harness, upstream: mock.url, samples: 2, db, extra: ['--environment', engine!] }));
   expect(r.code, r.stderr).toBe(0);
   return JSON.parse(r.stdout) as { rolloutId: string; outcomes: Record<string, number>; groups: { rewards: number[] }[] };
 }
@@ -153,20 +126,9 @@ describe.skipIf(skip !== null)(`Harbor tasks in their own image${skip ? ` (skipp
     );
     // test.sh waits a moment, so the loop has time to act on an unprotected run.
     fs.writeFileSync(path.join(task, 'tests', 'test.sh'), `sleep 0.5; ${fs.readFileSync(path.join(task, 'tests', 'test.sh'), 'utf8')}`);
-    const r = await polar([
-      'rollout',
-      '--tasks',
-      ds,
-      '--harness',
-      'oracle',
-      '--samples',
-      '1',
-      '--environment',
-      engine!,
-      '--db',
-      path.join(dir, 'planted.db'),
-      '--json',
-    ]);
+    const r = await polar(
+      harnessRolloutArgs({ tasks: ds, harness: 'oracle', samples: 1, db: path.join(dir, 'planted.db'), extra: ['--environment', engine!] }),
+    );
     expect(r.code, r.stderr).toBe(0);
     expect(JSON.parse(r.stdout).groups[0].rewards).toEqual([0]);
   }, 300_000);

@@ -6,8 +6,7 @@ import { startMockServer, type MockServer } from '../../src/mock-server/server.j
 import { sampleFirstPrompt } from '../../src/rollout/first-prompts.js';
 import { findBwrap } from '../../src/sandbox/index.js';
 import { Store } from '../../src/store/store.js';
-import { polarCli } from '../support/polar-cli.js';
-import { HARNESSES, nodeFor } from './support.js';
+import { HARNESSES, harnessRolloutArgs, nodeFor, polarE2e } from './support.js';
 
 /**
  * Issue 30: NeMo-RL groups GRPO samples by the token ids of each sample's first prompt, so every
@@ -39,30 +38,8 @@ afterAll(async () => {
 /** The first-prompt ids (the call NeMo-RL groups by, rollout/first-prompts.ts) of each sample's session. */
 async function firstPrompts(harness: string, sandbox: 'bwrap' | 'none', node: string | null): Promise<number[][]> {
   const db = path.join(dir, `${harness}-${sandbox}.db`);
-  const r = await polarCli(
-    [
-      'rollout',
-      '--tasks',
-      tasks,
-      '--harness',
-      harness,
-      '--upstream',
-      mock.url,
-      '--model',
-      mock.model,
-      '--samples',
-      '2',
-      '--sandbox',
-      sandbox,
-      '--db',
-      db,
-      '--out',
-      path.join(dir, `${harness}-${sandbox}`),
-      '--json',
-      ...(node ? ['--node', node] : []),
-    ],
-    { env: { ...process.env, NO_COLOR: '1' }, timeout: 280_000, maxBuffer: 64 * 1024 * 1024 },
-  );
+  const extra = ['--model', mock.model, '--sandbox', sandbox, '--out', path.join(dir, `${harness}-${sandbox}`), ...(node ? ['--node', node] : [])];
+  const r = await polarE2e(harnessRolloutArgs({ tasks, harness, upstream: mock.url, samples: 2, db, extra }));
   expect(r.code, r.stderr).toBe(0);
   const store = Store.open(db, { readonly: true });
   try {

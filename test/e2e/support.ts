@@ -28,11 +28,37 @@ export function workspace(): Workspace {
   return { dir, ws, db: path.join(dir, 'polar.db'), cleanup: () => fs.rmSync(dir, { recursive: true, force: true }) };
 }
 
-/** `polar run …` as a user types it; resolves with the exit code and output. */
-export async function polarRun(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 280_000): Promise<{ code: number; stdout: string; stderr: string }> {
-  const r = await polarCli(['run', ...args], { env: { ...process.env, NO_COLOR: '1', ...env }, timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024 });
+/**
+ * `polar ARGS` as a user types it, with room for a real harness (280 s, 64 MiB of output by
+ * default); resolves with the exit code and output.
+ */
+export async function polarE2e(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 280_000): Promise<{ code: number; stdout: string; stderr: string }> {
+  const r = await polarCli(args, { env: { ...process.env, NO_COLOR: '1', ...env }, timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024 });
   // A run that did not exit by itself (killed, or never started) reads as a failure, status 1.
   return { code: typeof r.code === 'number' ? r.code : 1, stdout: r.stdout ?? '', stderr: r.stderr ?? '' };
+}
+
+/** `polar run …` as a user types it; resolves with the exit code and output. */
+export function polarRun(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 280_000): Promise<{ code: number; stdout: string; stderr: string }> {
+  return polarE2e(['run', ...args], env, timeoutMs);
+}
+
+/** A `polar rollout` of a real harness (or Harbor's oracle). */
+export interface HarnessRollout {
+  tasks: string;
+  harness: string;
+  /** The model server (the mock's URL); none for the oracle. */
+  upstream?: string;
+  samples: number;
+  db: string;
+  /** Options after the shared ones. */
+  extra?: string[];
+}
+
+/** `polar rollout` options for `samples` runs of each task by `harness`, recorded in `db`, summed up as JSON. */
+export function harnessRolloutArgs(r: HarnessRollout): string[] {
+  const upstream = r.upstream === undefined ? [] : ['--upstream', r.upstream];
+  return ['rollout', '--tasks', r.tasks, '--harness', r.harness, ...upstream, '--samples', String(r.samples), '--db', r.db, '--json', ...(r.extra ?? [])];
 }
 
 /** Where a run's calls go: `--upstream URL`, or `--proxy URL --model M`. */
