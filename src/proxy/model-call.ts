@@ -108,7 +108,13 @@ function prepareCall(body: Buffer, call: CallRecord, ctx: ModelCallContext): { u
     const policy = ctx.sampling ?? PASS_THROUGH;
     const pinned = applySamplingPolicy(u.canonical, policy, ctx.upstream.kind);
     upstreamReq = ctx.upstream.prepare(pinned.req, u.model, { ...call.context, contextWindow: ctx.contextWindow });
-    sampling = { policy: policy.mode, ...sentSampling(upstreamReq.body), dropped: pinned.dropped, off_policy: pinned.offPolicy };
+    sampling = {
+      policy: policy.mode,
+      ...sentSampling(upstreamReq.body),
+      dropped: pinned.dropped,
+      off_policy: pinned.offPolicy,
+      reference: { temperature: policy.temperature, top_p: policy.topP },
+    };
     stream = pinned.req.stream;
     const known = requestFacts(pinned.req, u.model);
     facts = () => known;

@@ -80,6 +80,7 @@ export function prepareFromBytes(
       ...sentSampling(prepared.body),
       dropped: pinned.dropped.map((k) => realize(k) as string),
       off_policy: pinned.offPolicy.map((k) => realize(k) as string),
+      reference: { temperature: policy.temperature, top_p: policy.topP },
     };
     const wire = spliceBody(opts.bytes, json, prepared.body);
     if (wire === null || !isUtf8(wire)) return null;

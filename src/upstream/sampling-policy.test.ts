@@ -4,35 +4,11 @@ import { openaiChatCodec } from '../providers/openai-chat/index.js';
 import { parseAsBytes, prepareFromBytes } from '../proxy/wire-body.js';
 import { createVllmUpstream } from './vllm/index.js';
 import { NemoRlUpstream } from './nemo-rl/index.js';
+import { SAMPLING_ATTACK } from '../../test/support/sampling-attack.js';
 import { applySamplingPolicy, effectivePolicy, offPolicyReason, PASS_THROUGH, samplingPolicy, type SamplingRecord } from './sampling-policy.js';
 
-/** What an agent holding its session key sends to choose its own tokens (`n > 1` the codecs refuse already). */
-const ATTACK = {
-  temperature: 0.2,
-  top_p: 0.5,
-  top_k: 5,
-  min_p: 0.3,
-  min_tokens: 40,
-  seed: 7,
-  logit_bias: { '1234': 100 },
-  allowed_token_ids: [1, 2, 3],
-  bad_words: ['no'],
-  guided_regex: 'yes|no',
-  structured_outputs: { regex: 'yes' },
-  response_format: { type: 'json_object' },
-  use_beam_search: true,
-  best_of: 4,
-  ignore_eos: true,
-  truncate_prompt_tokens: 10,
-  logits_processors: ['x'],
-  vllm_xargs: { a: 1 },
-  chat_template: '{{ messages }}',
-  chat_template_kwargs: { enable_thinking: false, custom: 1 },
-  continue_final_message: true,
-  add_generation_prompt: false,
-  priority: -100,
-  tool_choice: 'required',
-};
+/** The attack, with template kwargs that also turn thinking off. */
+const ATTACK = { ...SAMPLING_ATTACK, logits_processors: ['x'], chat_template_kwargs: { enable_thinking: false, custom: 1 } };
 
 function request(extra: Record<string, unknown>): CanonicalRequest {
   return {
@@ -129,6 +105,10 @@ describe('sampling policy', () => {
     expect(offPolicyReason(rec({ temperature: 0.6 }), { temperature: 1, topP: 1 })).toMatch(/temperature 0.6 \(run: 1\)/);
     expect(offPolicyReason(rec({ temperature: 0.6 }))).toBeNull();
     expect(offPolicyReason(rec({ policy: 'pass-through', temperature: null, top_p: null }))).toBeNull();
+    // A pass-through call is judged by the pair its capture was given (`polar proxy --temperature 0.6`), not by 1.0.
+    const reference = { temperature: 0.6, top_p: 0.95 };
+    expect(offPolicyReason(rec({ policy: 'pass-through', temperature: 0.6, top_p: 0.95, reference }))).toBeNull();
+    expect(offPolicyReason(rec({ policy: 'pass-through', temperature: 1, top_p: 0.95, reference }))).toMatch(/temperature 1 \(run: 0.6\)/);
   });
 
   it('the byte path still builds a trainer-pinned vLLM body from the request bytes', async () => {

@@ -72,6 +72,12 @@ export interface SamplingRecord {
   dropped: string[];
   /** pass-through: fields sent as they came that change what is sampled or how the prompt renders. */
   off_policy: string[];
+  /**
+   * The pair the call is judged against (the policy's --temperature / --top-p), so export judges a
+   * pass-through call by the numbers its capture did (`polar proxy --temperature 0.6`), not by 1.0.
+   * Absent on calls recorded before it was kept.
+   */
+  reference?: { temperature: number; top_p: number };
 }
 
 /**
@@ -275,8 +281,9 @@ function num(v: unknown): number | null {
 export function offPolicyReason(record: SamplingRecord | null, run?: { temperature?: number; topP?: number } | null): string | null {
   if (!record) return null;
   if (record.off_policy.length > 0) return `sent its own ${record.off_policy.join(', ')} (pass-through)`;
-  const temperature = run?.temperature ?? (record.policy === 'trainer' ? record.temperature : TRAINER_TEMPERATURE) ?? TRAINER_TEMPERATURE;
-  const topP = run?.topP ?? (record.policy === 'trainer' ? record.top_p : TRAINER_TOP_P) ?? TRAINER_TOP_P;
+  const temperature =
+    run?.temperature ?? record.reference?.temperature ?? (record.policy === 'trainer' ? record.temperature : TRAINER_TEMPERATURE) ?? TRAINER_TEMPERATURE;
+  const topP = run?.topP ?? record.reference?.top_p ?? (record.policy === 'trainer' ? record.top_p : TRAINER_TOP_P) ?? TRAINER_TOP_P;
   const differ: string[] = [];
   if (record.temperature !== null && record.temperature !== temperature) differ.push(`temperature ${record.temperature} (run: ${temperature})`);
   if (record.top_p !== null && record.top_p !== topP) differ.push(`top_p ${record.top_p} (run: ${topP})`);

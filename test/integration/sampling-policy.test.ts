@@ -7,6 +7,7 @@ import { samplingPolicy } from '../../src/upstream/sampling-policy.js';
 import { polarCli } from '../support/polar-cli.js';
 import { echoScript, startReferenceUpstream, type ReferenceUpstream } from '../support/reference-upstream/index.js';
 import { agentRolloutArgs, writeRolloutTasks } from '../support/agent-rollout.js';
+import { SAMPLING_ATTACK } from '../support/sampling-attack.js';
 import { startTestProxy } from '../support/start-proxy.js';
 
 /**
@@ -19,32 +20,11 @@ import { startTestProxy } from '../support/start-proxy.js';
  */
 
 const ATTACK: Record<string, unknown> = {
-  temperature: 0.2,
-  top_p: 0.5,
-  top_k: 5,
-  min_p: 0.3,
-  min_tokens: 40,
-  seed: 7,
+  ...SAMPLING_ATTACK,
   presence_penalty: 1.5,
-  logit_bias: { '1234': 100 },
-  allowed_token_ids: [1, 2, 3],
-  bad_words: ['no'],
-  guided_regex: 'yes|no',
   guided_json: { type: 'object' },
-  structured_outputs: { regex: 'yes' },
-  response_format: { type: 'json_object' },
-  use_beam_search: true,
-  best_of: 4,
-  ignore_eos: true,
-  truncate_prompt_tokens: 10,
   logits_processors: ['evil.Processor'],
-  vllm_xargs: { a: 1 },
-  chat_template: '{{ messages }}',
   chat_template_kwargs: { custom: 1 },
-  continue_final_message: true,
-  add_generation_prompt: false,
-  priority: -100,
-  tool_choice: 'required',
 };
 const ATTACK_FIELDS = Object.keys(ATTACK).filter((k) => !['temperature', 'top_p', 'top_k', 'min_p', 'presence_penalty', 'tool_choice'].includes(k));
 
@@ -225,6 +205,11 @@ describe('pass-through (polar run / proxy) calls that choose their own sampling 
       .split('\n')
       .flatMap((l) => (JSON.parse(l) as { request_ids: string[] }).request_ids);
     expect(ids).toContain(offPolicyCall);
+
+    // SFT trains on the re-tokenized text: how a call was sampled does not enter its loss, so it stays.
+    const sft = await polarCli(['export', '--db', db, '--session', 'pt', '--format', 'sft', '--json', '--out', path.join(dir, 'pt-sft.jsonl')]);
+    expect(sft.code, sft.stderr).toBe(0);
+    expect(sft.stdout).not.toMatch(/off-policy call/);
   });
 
   it('verify-faithfulness reports it as not on-policy instead of faithful', async () => {

@@ -94,7 +94,13 @@ export function* exportLines(store: Store, sel: ExportSelection, stats: Reconstr
   };
   for (const trace of reconstruct(
     store,
-    { strategy: sel.strategy, sessions, includeSideCalls: !gym && sel.includeSideCalls === true, includeOffPolicy: sel.includeOffPolicy === true },
+    {
+      strategy: sel.strategy,
+      sessions,
+      includeSideCalls: !gym && sel.includeSideCalls === true,
+      // SFT trains on the text, re-tokenized, with no logprobs: how it was sampled does not enter the loss.
+      includeOffPolicy: sel.includeOffPolicy === true || sel.format === 'sft',
+    },
     stats,
   )) {
     if (group.length > 0 && group[0]!.session_id !== trace.session_id) {
