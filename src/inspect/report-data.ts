@@ -52,7 +52,7 @@ function reportSession(store: Store, id: string, text: TokenText | undefined): R
   const pick = [...ok].reverse().find((c) => c.agentId === 'main' && !c.excluded) ?? ok[ok.length - 1] ?? calls[calls.length - 1];
   if (!pick) return { model, conversationCall: null, messages: [], reply: null, problem: 'no calls were recorded' };
   const row = store.requests.get(pick.id)!;
-  const conversation = callConversation(row, (responseId) => lookupResponse(store, responseId));
+  const conversation = callConversation(row, (responseId, sessionId) => lookupResponse(store, responseId, sessionId));
   if (!isConversation(conversation)) return { model, conversationCall: pick.seq, messages: [], reply: null, problem: conversation.problem };
   return { model, conversationCall: pick.seq, messages: conversation.messages, reply: (row.assistantMessage as ChatMessage | null) ?? null, problem: null };
 }

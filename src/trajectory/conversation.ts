@@ -10,8 +10,11 @@ export interface Conversation {
   tools: unknown[];
 }
 
-/** Looks up a Responses reply the proxy recorded, for calls that continue one (`previous_response_id`). */
-export type ResponseLookup = NonNullable<DecodeContext['lookupResponse']>;
+/**
+ * Looks up a Responses reply the proxy recorded, for calls that continue one (`previous_response_id`),
+ * within the calling session only, as the proxy resolves it (recorded-response.ts).
+ */
+export type ResponseLookup = (responseId: string, sessionId: string) => ReturnType<NonNullable<DecodeContext['lookupResponse']>>;
 
 /**
  * The conversation a call carried, whatever went upstream. Where the upstream request is a chat
@@ -29,7 +32,7 @@ export function callConversation(row: RequestRecord, lookup?: ResponseLookup): C
   if (!codec) return { problem: `no codec for provider ${row.provider}` };
   if (!row.originalRequest) return { problem: 'the harness request was not recorded' };
   try {
-    const decoded = codec.decodeRequest(parse(row.originalRequest), { path: row.path.split('?')[0]!, ...(lookup ? { lookupResponse: lookup } : {}) });
+    const decoded = codec.decodeRequest(parse(row.originalRequest), { path: row.path.split('?')[0]!, ...(lookup ? { lookupResponse: (id: string) => lookup(id, row.sessionId) } : {}) });
     const canonical = normalizeRequest(decoded, { contextWindow: null });
     return { messages: canonical.body.messages, tools: canonical.body.tools ?? [] };
   } catch (err) {

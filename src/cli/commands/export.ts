@@ -73,7 +73,7 @@ async function exportData(opts: ExportOptions): Promise<void> {
   const minReward = opts.minReward ?? null;
   const store = await openStore(opts.db ?? defaultDbPath(), { readonly: true });
   const out = jsonLines(opts.out);
-  const lookup = (responseId: string) => lookupResponse(store, responseId);
+  const lookup = (responseId: string, sessionId: string) => lookupResponse(store, responseId, sessionId);
   const leftOut = new Map<string, number>();
   const byKind = new Map<LeftOutKind, number>();
   const leave = (kind: LeftOutKind, reason: string) => {
