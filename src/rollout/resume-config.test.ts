@@ -27,4 +27,11 @@ describe('resumedConfig', () => {
     // The stored row is not changed in place.
     expect(stored.upstream.url).toBe('http://gpu:8000');
   });
+
+  it('refuses a new sampling pair: the samples that ran were sampled with the stored one, and a group must not mix two', () => {
+    expect(() => resumedConfig(stored, { upstream: { temperature: 0.6 } })).toThrow(/--temperature 0.6 differs from the rollout's 1/);
+    expect(() => resumedConfig({ ...stored, upstream: { ...stored.upstream, topP: 0.95 } }, { upstream: { topP: 1 } })).toThrow(/--top-p 1 differs/);
+    // Given again with the stored value, it changes nothing.
+    expect(resumedConfig(stored, { upstream: { temperature: 1 } }).upstream).toMatchObject({ temperature: 1 });
+  });
 });

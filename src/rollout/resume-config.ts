@@ -1,3 +1,4 @@
+import { PolarError } from '../core/errors.js';
 import type { RolloutConfig } from './config.js';
 
 /**
@@ -12,5 +13,19 @@ export type RolloutOverrides = Partial<Omit<RolloutConfig, 'upstream'>> & { upst
 /** The stored configuration with a resume's overrides applied (the upstream merged field by field). */
 export function resumedConfig(stored: RolloutConfig, overrides: RolloutOverrides = {}): RolloutConfig {
   const { upstream, ...rest } = overrides;
+  // The stored pair is what every call of the rollout is judged against (trajectory/on-policy.ts):
+  // changed halfway, the samples that already ran would read as off-policy, and a group would mix
+  // two sampling distributions. A new pair is a new rollout.
+  for (const [key, flag] of [
+    ['temperature', '--temperature'],
+    ['topP', '--top-p'],
+  ] as const) {
+    const asked = upstream?.[key];
+    if (asked !== undefined && asked !== (stored.upstream[key] ?? 1))
+      throw new PolarError(
+        'POLAR_USAGE',
+        `${flag} ${asked} differs from the rollout's ${stored.upstream[key] ?? 1}: its samples so far were sampled with that, and a group must not mix two. Resume without ${flag}, or start a new rollout`,
+      );
+  }
   return { ...stored, ...rest, upstream: { ...stored.upstream, ...upstream } };
 }
