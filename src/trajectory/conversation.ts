@@ -32,7 +32,10 @@ export function callConversation(row: RequestRecord, lookup?: ResponseLookup): C
   if (!codec) return { problem: `no codec for provider ${row.provider}` };
   if (!row.originalRequest) return { problem: 'the harness request was not recorded' };
   try {
-    const decoded = codec.decodeRequest(parse(row.originalRequest), { path: row.path.split('?')[0]!, ...(lookup ? { lookupResponse: (id: string) => lookup(id, row.sessionId) } : {}) });
+    const decoded = codec.decodeRequest(parse(row.originalRequest), {
+      path: row.path.split('?')[0]!,
+      ...(lookup ? { lookupResponse: (id: string) => lookup(id, row.sessionId) } : {}),
+    });
     const canonical = normalizeRequest(decoded, { contextWindow: null });
     return { messages: canonical.body.messages, tools: canonical.body.tools ?? [] };
   } catch (err) {
