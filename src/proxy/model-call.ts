@@ -114,6 +114,7 @@ function prepareCall(body: Buffer, call: CallRecord, ctx: ModelCallContext): { u
       dropped: pinned.dropped,
       off_policy: pinned.offPolicy,
       reference: { temperature: policy.temperature, top_p: policy.topP },
+      thinking: pinned.req.thinking ?? null,
     };
     stream = pinned.req.stream;
     const known = requestFacts(pinned.req, u.model);

@@ -81,6 +81,7 @@ export function prepareFromBytes(
       dropped: pinned.dropped.map((k) => realize(k) as string),
       off_policy: pinned.offPolicy.map((k) => realize(k) as string),
       reference: { temperature: policy.temperature, top_p: policy.topP },
+      thinking: realize(canonical.thinking ?? null) as boolean | null,
     };
     const wire = spliceBody(opts.bytes, json, prepared.body);
     if (wire === null || !isUtf8(wire)) return null;

@@ -78,6 +78,12 @@ export interface SamplingRecord {
    * Absent on calls recorded before it was kept.
    */
   reference?: { temperature: number; top_p: number };
+  /**
+   * The thinking switch the session asked for (Anthropic `thinking`, Responses `reasoning.effort`,
+   * Gemini `thinkingConfig`), which the chat template renders (`enable_thinking`): it shapes the
+   * prompt, recorded exactly, not the distribution. Null when the session did not say.
+   */
+  thinking?: boolean | null;
 }
 
 /**

@@ -180,7 +180,13 @@ describe('pass-through (polar run / proxy) calls that choose their own sampling 
         off_policy: expect.arrayContaining(['logit_bias', 'guided_regex', 'use_beam_search', 'ignore_eos', 'chat_template']),
         dropped: [],
       });
-      expect(store.requests.get(cleanCall)!.sampling).toMatchObject({ policy: 'pass-through', off_policy: [], temperature: null });
+      expect(store.requests.get(cleanCall)!.sampling).toMatchObject({
+        policy: 'pass-through',
+        off_policy: [],
+        temperature: null,
+        reference: { temperature: 1, top_p: 1 },
+        thinking: null,
+      });
     } finally {
       store.close();
     }
