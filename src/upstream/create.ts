@@ -3,6 +3,7 @@ import path from 'node:path';
 import { BUNDLED_QWEN3, qwen3ModelDir } from '../core/bundled-tokenizer.js';
 import type { UpstreamHttpOptions } from './http.js';
 import type { ToolCallFormat } from './tito/output-parser.js';
+import type { ThinkingSetting } from './sampling-policy.js';
 import { UPSTREAM_KINDS, type Upstream, type UpstreamKind } from './types.js';
 
 export interface UpstreamOptions extends UpstreamHttpOptions {
@@ -17,6 +18,8 @@ export interface UpstreamOptions extends UpstreamHttpOptions {
   /** nemo-rl: the training sampling pair NeMo-RL asserts. */
   temperature?: number;
   topP?: number;
+  /** nemo-rl: the thinking switch it renders every call with (`--thinking`; sampling-policy.ts). */
+  thinking?: ThinkingSetting;
   /** nemo-rl: how long a streaming call waits for the reply before opening the stream. */
   streamOpenAfterMs?: number;
 }

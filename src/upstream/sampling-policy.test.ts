@@ -5,6 +5,9 @@ import { parseAsBytes, prepareFromBytes } from '../proxy/wire-body.js';
 import { createVllmUpstream } from './vllm/index.js';
 import { NemoRlUpstream } from './nemo-rl/index.js';
 import { SAMPLING_ATTACK } from '../../test/support/sampling-attack.js';
+import { anthropicMessagesCodec } from '../providers/anthropic-messages/index.js';
+import { templateKwargs } from './tito/chain-memory.js';
+import { nemoRlDialect } from './nemo-rl/index.js';
 import { applySamplingPolicy, effectivePolicy, offPolicyReason, PASS_THROUGH, samplingPolicy, type SamplingRecord } from './sampling-policy.js';
 
 /** The attack, with template kwargs that also turn thinking off. */
@@ -67,7 +70,10 @@ describe('sampling policy', () => {
 
   it('a proxy in front of nemo-rl records its calls as pinned to the adapter’s pair, even when told pass-through', () => {
     const nemo = new NemoRlUpstream({ baseUrl: 'http://127.0.0.1:9', temperature: 0.6, topP: 0.95 });
-    expect(effectivePolicy(PASS_THROUGH, nemo)).toEqual({ mode: 'trainer', temperature: 0.6, topP: 0.95 });
+    expect(effectivePolicy(PASS_THROUGH, nemo)).toEqual({ mode: 'trainer', temperature: 0.6, topP: 0.95, thinking: 'template' });
+    const off = new NemoRlUpstream({ baseUrl: 'http://127.0.0.1:9', thinking: 'off' });
+    expect(effectivePolicy(PASS_THROUGH, off).thinking).toBe('off');
+    void off.close();
     expect(effectivePolicy(undefined, { pinnedSampling: undefined })).toBe(PASS_THROUGH);
     void nemo.close();
   });
@@ -135,5 +141,93 @@ describe('sampling policy', () => {
     } finally {
       await upstream.close();
     }
+  });
+
+  describe('the thinking switch', () => {
+    const withSwitch = (thinking: boolean | undefined): CanonicalRequest => ({ ...request({}), ...(thinking !== undefined ? { thinking } : {}) });
+
+    it('trainer: the session’s switch is replaced by --thinking and, when it differed, listed as dropped', () => {
+      const off = applySamplingPolicy(withSwitch(true), samplingPolicy('trainer', 'vllm', undefined, undefined, 'off'), 'vllm');
+      expect(off.req.thinking).toBe(false);
+      expect(off.dropped).toContain('thinking');
+      const on = applySamplingPolicy(withSwitch(false), samplingPolicy('trainer', 'vllm-tito', undefined, undefined, 'on'), 'vllm-tito');
+      expect(on.req.thinking).toBe(true);
+      expect(on.dropped).toContain('thinking');
+      // `template` (the default): no switch is sent at all, whatever the session asked.
+      const template = applySamplingPolicy(withSwitch(false), samplingPolicy('trainer', 'vllm'), 'vllm');
+      expect(template.req).not.toHaveProperty('thinking');
+      expect(template.dropped).toContain('thinking');
+      // The same value, or no switch from the session: nothing dropped.
+      expect(applySamplingPolicy(withSwitch(false), samplingPolicy('trainer', 'vllm', undefined, undefined, 'off'), 'vllm').dropped).toEqual([]);
+      expect(applySamplingPolicy(withSwitch(undefined), samplingPolicy('trainer', 'vllm'), 'vllm').dropped).toEqual([]);
+      const set = applySamplingPolicy(withSwitch(undefined), samplingPolicy('trainer', 'vllm', undefined, undefined, 'on'), 'vllm');
+      expect(set.req.thinking).toBe(true);
+      expect(set.dropped).toEqual([]);
+    });
+
+    it('trainer: every adapter renders with the pinned switch (vLLM and nemo-rl bodies, the token-in template kwargs)', async () => {
+      const vllm = createVllmUpstream({ baseUrl: 'http://127.0.0.1:9' });
+      try {
+        const pinned = applySamplingPolicy(withSwitch(true), samplingPolicy('trainer', 'vllm', undefined, undefined, 'off'), 'vllm').req;
+        expect(vllm.prepare(pinned, 'm').body.chat_template_kwargs).toEqual({ enable_thinking: false });
+        const template = applySamplingPolicy(withSwitch(true), samplingPolicy('trainer', 'vllm'), 'vllm').req;
+        expect(vllm.prepare(template, 'm').body).not.toHaveProperty('chat_template_kwargs');
+      } finally {
+        await vllm.close();
+      }
+      // The nemo-rl adapter pins on its own too, to its configured switch.
+      expect(nemoRlDialect({ baseUrl: 'http://127.0.0.1:9', thinking: 'off' }).body(withSwitch(true), 'm').chat_template_kwargs).toEqual({
+        enable_thinking: false,
+      });
+      expect(nemoRlDialect({ baseUrl: 'http://127.0.0.1:9' }).body(withSwitch(true), 'm')).not.toHaveProperty('chat_template_kwargs');
+      // The token-in kinds render with templateKwargs of the pinned request.
+      const tito = applySamplingPolicy(withSwitch(false), samplingPolicy('trainer', 'vllm-tito', undefined, undefined, 'on'), 'vllm-tito').req;
+      expect(templateKwargs(tito)).toEqual({ enable_thinking: true });
+      expect(templateKwargs(applySamplingPolicy(withSwitch(false), samplingPolicy('trainer', 'sglang-tito'), 'sglang-tito').req)).toEqual({});
+    });
+
+    it('pass-through keeps the session’s switch, and drops nothing', () => {
+      const req = withSwitch(false);
+      const { req: sent, dropped, offPolicy } = applySamplingPolicy(req, PASS_THROUGH, 'vllm');
+      expect(sent).toBe(req);
+      expect(sent.thinking).toBe(false);
+      expect(dropped).toEqual([]);
+      expect(offPolicy).toEqual([]);
+    });
+
+    it('the byte path pins it and records the value rendered', async () => {
+      const upstream = createVllmUpstream({ baseUrl: 'http://127.0.0.1:9' });
+      try {
+        const text = JSON.stringify({
+          model: 'm',
+          max_tokens: 64,
+          thinking: { type: 'enabled', budget_tokens: 1024 },
+          messages: [{ role: 'user', content: 'héllo' }],
+        });
+        const bytes = Buffer.from(text);
+        const prepare = (thinking: 'on' | 'off' | 'template') =>
+          prepareFromBytes(parseAsBytes(bytes), anthropicMessagesCodec, upstream, {
+            path: '/v1/messages',
+            contextWindow: null,
+            servedModel: 'm',
+            call: { id: 'c', sessionId: 's', agentId: 'main' },
+            bytes,
+            sampling: samplingPolicy('trainer', 'vllm', undefined, undefined, thinking),
+          });
+        const off = prepare('off');
+        expect(off).not.toBeNull();
+        const sent = JSON.parse(off!.upstreamReq.bytes!.toString('utf8')) as Record<string, unknown>;
+        expect(sent.chat_template_kwargs).toEqual({ enable_thinking: false });
+        expect(sent.messages).toEqual([{ role: 'user', content: 'héllo' }]);
+        expect(off!.sampling.thinking).toBe(false);
+        expect(off!.sampling.dropped).toContain('thinking');
+        const template = prepare('template');
+        expect(JSON.parse(template!.upstreamReq.bytes!.toString('utf8'))).not.toHaveProperty('chat_template_kwargs');
+        expect(template!.sampling.thinking).toBeNull();
+        expect(template!.sampling.dropped).toContain('thinking');
+      } finally {
+        await upstream.close();
+      }
+    });
   });
 });

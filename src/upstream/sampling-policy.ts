@@ -28,6 +28,34 @@ export interface SamplingPolicy {
   mode: SamplingMode;
   temperature: number;
   topP: number;
+  /** The chat template's thinking switch polar renders with in trainer mode; absent: `template`. */
+  thinking?: ThinkingSetting;
+}
+
+/**
+ * `--thinking`: `on` / `off` send `enable_thinking: true` / `false`; `template` sends none, so the
+ * template's own default (and, behind NeMo-RL's server, the recipe's
+ * `http_server_serving_chat_kwargs.default_chat_template_kwargs`) decides. In trainer mode it
+ * replaces the session's switch: `enable_thinking` chooses the prompt the sampled tokens are
+ * conditioned on, and an agent holding its session key could otherwise flip it per call.
+ */
+export const THINKING_SETTINGS = ['on', 'off', 'template'] as const;
+export type ThinkingSetting = (typeof THINKING_SETTINGS)[number];
+
+/**
+ * The trainer's default is `template`, what NeMo-RL's own rollouts render with: its recipes leave
+ * `policy.tokenizer.chat_template_kwargs` null (NeMo-RL 7ea279a examples/configs/grpo_math_1B.yaml:129,
+ * applied only when set: nemo_rl/algorithms/utils.py:394-403), and its vLLM HTTP server merges
+ * `default_chat_template_kwargs` (empty unless the recipe sets it) under the request's own keys
+ * (nemo_rl/models/generation/vllm/vllm_worker_async.py:689-716). So sending no `enable_thinking`
+ * renders as NeMo-RL does, with or without a recipe default; `on` / `off` would override a recipe
+ * that sets one. It is also today's render for every harness that sends no switch.
+ */
+export const TRAINER_THINKING: ThinkingSetting = 'template';
+
+/** The `enable_thinking` a setting sends; undefined: none (the template's default). */
+export function thinkingValue(setting: ThinkingSetting | undefined): boolean | undefined {
+  return setting === 'on' ? true : setting === 'off' ? false : undefined;
 }
 
 /** NeMo-RL's `policy.generation` defaults (nemo-rl.md §4: temperature 1.0, top_p 1.0, top_k null). */
@@ -37,15 +65,23 @@ export const TRAINER_TOP_P = 1.0;
 /** Plain capture's policy: requests go as sent (the numbers are the reference pass-through calls are judged against). */
 export const PASS_THROUGH: SamplingPolicy = Object.freeze({ mode: 'pass-through', temperature: TRAINER_TEMPERATURE, topP: TRAINER_TOP_P });
 
-export function samplingPolicy(mode: SamplingMode, kind: string, temperature?: number, topP?: number): SamplingPolicy {
-  return { mode: kind === 'nemo-rl' ? 'trainer' : mode, temperature: temperature ?? TRAINER_TEMPERATURE, topP: topP ?? TRAINER_TOP_P };
+export function samplingPolicy(mode: SamplingMode, kind: string, temperature?: number, topP?: number, thinking?: ThinkingSetting): SamplingPolicy {
+  return {
+    mode: kind === 'nemo-rl' ? 'trainer' : mode,
+    temperature: temperature ?? TRAINER_TEMPERATURE,
+    topP: topP ?? TRAINER_TOP_P,
+    thinking: thinking ?? TRAINER_THINKING,
+  };
 }
 
 /**
  * The policy a proxy applies in front of `upstream`: an adapter that pins sampling itself (nemo-rl)
  * makes it `trainer` with the adapter's pair, so the record says what was really sent.
  */
-export function effectivePolicy(configured: SamplingPolicy | undefined, upstream: { pinnedSampling?: { temperature: number; topP: number } }): SamplingPolicy {
+export function effectivePolicy(
+  configured: SamplingPolicy | undefined,
+  upstream: { pinnedSampling?: { temperature: number; topP: number; thinking?: ThinkingSetting } },
+): SamplingPolicy {
   if (upstream.pinnedSampling) return { mode: 'trainer', ...upstream.pinnedSampling };
   return configured ?? PASS_THROUGH;
 }
@@ -53,7 +89,7 @@ export function effectivePolicy(configured: SamplingPolicy | undefined, upstream
 /** One line for a command's start-up output: who chooses the sampling. */
 export function describeSampling(policy: SamplingPolicy): string {
   return policy.mode === 'trainer'
-    ? `sampling: pinned by polar (temperature ${policy.temperature}, top_p ${policy.topP}); sampling and template fields a session sends are dropped`
+    ? `sampling: pinned by polar (temperature ${policy.temperature}, top_p ${policy.topP}) with thinking ${policy.thinking ?? TRAINER_THINKING}; sampling and template fields a session sends are dropped`
     : 'sampling: pass-through (each request as the harness sent it; calls that set their own sampling or template are flagged and kept out of exports)';
 }
 
@@ -79,9 +115,11 @@ export interface SamplingRecord {
    */
   reference?: { temperature: number; top_p: number };
   /**
-   * The thinking switch the session asked for (Anthropic `thinking`, Responses `reasoning.effort`,
-   * Gemini `thinkingConfig`), which the chat template renders (`enable_thinking`): it shapes the
-   * prompt, recorded exactly, not the distribution. Null when the session did not say.
+   * The thinking switch the call's prompt was rendered with (`enable_thinking`): it shapes the prompt,
+   * recorded exactly, not the distribution. Pass-through: the session's own (Anthropic `thinking`,
+   * Responses `reasoning.effort`, Gemini `thinkingConfig`); trainer: polar's `--thinking`, the
+   * session's own then listed as `thinking` in `dropped` when it differed. Null: none was sent
+   * (the template's default).
    */
   thinking?: boolean | null;
 }
@@ -209,7 +247,9 @@ const TITO_FORWARDED: ReadonlySet<string> = new Set([
  * (pass-through). A trainer request's body is a new object holding only allowed members, each the
  * same value as in the request (never copied), so the byte path can still copy them from the
  * request's bytes (proxy/body-splice.ts) and the chat template kwargs hold only polar's thinking
- * switch (applied later from `req.thinking` by the adapters).
+ * switch: `req.thinking` becomes the policy's `--thinking` (applied later by the adapters, vllm/flags.ts
+ * applyChatConventions and tito/chain-memory.ts templateKwargs), and the session's own, when it
+ * differed, is listed as `thinking` among the dropped fields.
  */
 export function applySamplingPolicy(
   req: CanonicalRequest,
@@ -239,7 +279,12 @@ export function applySamplingPolicy(
   kept.top_p = policy.topP;
   // The hosted APIs behind `openai` reject vLLM's extras, and nothing there is trainable anyway.
   if (kind !== 'openai') Object.assign(kept, NEUTRAL);
-  return { req: { ...req, body: kept as ChatRequestBody }, dropped, offPolicy: [] };
+  const thinking = thinkingValue(policy.thinking);
+  if (req.thinking !== undefined && req.thinking !== thinking) dropped.push('thinking');
+  const out: CanonicalRequest = { ...req, body: kept as ChatRequestBody };
+  if (thinking === undefined) delete out.thinking;
+  else out.thinking = thinking;
+  return { req: out, dropped, offPolicy: [] };
 }
 
 /** The fields of a pass-through request that take its sampling away from the trainer's. */

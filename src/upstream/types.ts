@@ -1,4 +1,5 @@
 import type { CanonicalRequest, ChatCompletion, ChatCompletionChunk, ChatMessage } from '../core/chat.js';
+import type { ThinkingSetting } from './sampling-policy.js';
 import type { CapturedTokens, TokenDelta } from '../core/tokens.js';
 
 export type UpstreamKind = 'vllm' | 'openai' | 'vllm-tito' | 'sglang-tito' | 'nemo-rl';
@@ -93,7 +94,7 @@ export interface Upstream {
    * The sampling pair the adapter sets on every request itself, whatever the proxy was told
    * (`nemo-rl`: NeMo-RL asserts its training pair): its calls are always recorded as trainer-pinned.
    */
-  readonly pinnedSampling?: { temperature: number; topP: number };
+  readonly pinnedSampling?: { temperature: number; topP: number; thinking?: ThinkingSetting };
   prepare(req: CanonicalRequest, model: string, call: CallContext): UpstreamRequest;
   /**
    * `prepare` without serialising the body, offered only by upstreams that move the request's

@@ -7,7 +7,7 @@ import { ChatCompletionsUpstream, type ChatDialect } from '../openai-compatible.
 import { idArray, logprobValue, promptIdArray } from '../token-fields.js';
 import { ChainMemory, templateKwargs, type ChainMark } from '../tito/chain-memory.js';
 import type { CallContext, CallOutcome, ServedModel, Upstream, UpstreamChunk, UpstreamCompletion, UpstreamRequest } from '../types.js';
-import { applySamplingPolicy, samplingPolicy } from '../sampling-policy.js';
+import { applySamplingPolicy, samplingPolicy, TRAINER_THINKING, type ThinkingSetting } from '../sampling-policy.js';
 import { applyChatConventions, vllmTokenizeBody } from '../vllm/flags.js';
 import { completionChunks } from './chunks.js';
 
@@ -27,6 +27,8 @@ import { completionChunks } from './chunks.js';
 export interface NemoRlOptions extends UpstreamHttpOptions {
   temperature?: number;
   topP?: number;
+  /** The thinking switch every call renders with (sampling-policy.ts TRAINER_THINKING when absent). */
+  thinking?: ThinkingSetting;
   /**
    * A streaming harness's reply waits for the whole generation. Up to this long, polar waits before
    * answering at all (so a refusal is still an HTTP error the harness understands); after it, the
@@ -48,7 +50,7 @@ export function nemoRlDialect(options: NemoRlOptions): ChatDialect {
       // (top_k, penalties, logit_bias, guided decoding, beam search, ignore_eos, chat templates, …)
       // is dropped; a forced tool_choice (guided decoding in vLLM) becomes `auto`. The proxy pins
       // requests the same way before they get here; this keeps the adapter safe on its own.
-      const pinned = applySamplingPolicy(req, samplingPolicy('trainer', 'nemo-rl', options.temperature, options.topP), 'nemo-rl').req;
+      const pinned = applySamplingPolicy(req, samplingPolicy('trainer', 'nemo-rl', options.temperature, options.topP, options.thinking), 'nemo-rl').req;
       const body: Record<string, unknown> = { ...pinned.body, model, stream: false };
       delete body.stream_options;
       applyChatConventions(body, pinned);
@@ -92,12 +94,12 @@ export class NemoRlUpstream implements Upstream {
   private readonly pending = new Map<string, ChainMark>();
 
   private readonly streamOpenAfterMs: number;
-  readonly pinnedSampling: { temperature: number; topP: number };
+  readonly pinnedSampling: { temperature: number; topP: number; thinking: ThinkingSetting };
 
   constructor(options: NemoRlOptions) {
     this.streamOpenAfterMs = options.streamOpenAfterMs ?? 5_000;
-    const pinned = samplingPolicy('trainer', 'nemo-rl', options.temperature, options.topP);
-    this.pinnedSampling = { temperature: pinned.temperature, topP: pinned.topP };
+    const pinned = samplingPolicy('trainer', 'nemo-rl', options.temperature, options.topP, options.thinking);
+    this.pinnedSampling = { temperature: pinned.temperature, topP: pinned.topP, thinking: pinned.thinking ?? TRAINER_THINKING };
     this.chat = new ChatCompletionsUpstream(nemoRlDialect(options), options);
     this.baseUrl = this.chat.baseUrl;
   }
