@@ -1,6 +1,6 @@
 import { Option, type Command } from 'commander';
 import { TOOL_PARSERS, type UpstreamOptions } from '../upstream/create.js';
-import { samplingPolicy, type SamplingPolicy } from '../upstream/sampling-policy.js';
+import { samplingPolicy, THINKING_SETTINGS, type SamplingPolicy, type ThinkingSetting } from '../upstream/sampling-policy.js';
 import { UPSTREAM_KINDS } from '../upstream/types.js';
 import { numberArg } from './numbers.js';
 
@@ -10,6 +10,7 @@ export interface UpstreamFlags {
   toolParser?: string;
   temperature?: number;
   topP?: number;
+  thinking?: ThinkingSetting;
 }
 
 /** The flags that choose and configure the inference server, shared by `proxy` and `run`. */
@@ -28,7 +29,21 @@ export function addUpstreamOptions(command: Command): Command {
       "the trainer's sampling temperature: set on every call where polar pins sampling (rollout, worker, gym-agent, train, and any nemo-rl upstream); default 1.0, NeMo-RL's",
       numberArg('--temperature', 0, 100),
     )
-    .option('--top-p <p>', "the trainer's top_p, pinned likewise (default 1.0, NeMo-RL's)", numberArg('--top-p', 0, 1));
+    .option('--top-p <p>', "the trainer's top_p, pinned likewise (default 1.0, NeMo-RL's)", numberArg('--top-p', 0, 1))
+    .addOption(thinkingOption());
+}
+
+/**
+ * `--thinking`: the chat template's thinking switch, pinned likewise (the session's own Anthropic
+ * `thinking` / Responses `reasoning.effort` / Gemini `thinkingConfig` is replaced). Its default,
+ * `template` (send no enable_thinking), is what NeMo-RL's own rollouts render with (sampling-policy.ts
+ * TRAINER_THINKING), so it is left unset here and the policy fills it in.
+ */
+export function thinkingOption(): Option {
+  return new Option(
+    '--thinking <mode>',
+    "the chat template's thinking switch where polar pins sampling: on / off send enable_thinking true / false; template sends none, the template's (or NeMo-RL server's) default, as NeMo-RL's own rollouts do (default template)",
+  ).choices([...THINKING_SETTINGS]);
 }
 
 /**
@@ -39,7 +54,7 @@ export function addSamplingModeOption(command: Command): Command {
   return command.addOption(
     new Option(
       '--sampling <mode>',
-      'pass-through: requests go as the harness sent them (calls that set their own sampling or template are flagged and kept out of exports); trainer: polar pins them (--temperature/--top-p) and drops the rest',
+      'pass-through: requests go as the harness sent them (calls that set their own sampling or template are flagged and kept out of exports); trainer: polar pins them (--temperature/--top-p/--thinking) and drops the rest',
     )
       .choices(['pass-through', 'trainer'])
       .default('pass-through'),
@@ -48,7 +63,7 @@ export function addSamplingModeOption(command: Command): Command {
 
 /** The sampling policy of a plain-capture command (`run`, `proxy`). */
 export function captureSampling(flags: UpstreamFlags & { sampling?: string }): SamplingPolicy {
-  return samplingPolicy(flags.sampling === 'trainer' ? 'trainer' : 'pass-through', flags.upstreamKind, flags.temperature, flags.topP);
+  return samplingPolicy(flags.sampling === 'trainer' ? 'trainer' : 'pass-through', flags.upstreamKind, flags.temperature, flags.topP, flags.thinking);
 }
 
 export const UPSTREAM_KINDS_HELP = `
@@ -69,5 +84,6 @@ export function upstreamOptionsFrom(flags: UpstreamFlags): Omit<UpstreamOptions,
   if (flags.toolParser) out.toolParser = flags.toolParser;
   if (flags.temperature !== undefined) out.temperature = flags.temperature;
   if (flags.topP !== undefined) out.topP = flags.topP;
+  if (flags.thinking !== undefined) out.thinking = flags.thinking;
   return out;
 }

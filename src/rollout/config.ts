@@ -1,6 +1,7 @@
 import type { SandboxKind, SandboxLimits } from '../sandbox/index.js';
 import type { SampleOutcome } from '../store/rollouts.js';
 import type { FirstPromptCheck } from './first-prompts.js';
+import type { ThinkingSetting } from '../upstream/sampling-policy.js';
 
 /**
  * Everything a rollout needs to run, and to be resumed from the database alone (stored as the
@@ -19,6 +20,8 @@ export interface RolloutConfig {
     toolParser?: string;
     temperature?: number;
     topP?: number;
+    /** `--thinking` (sampling-policy.ts); absent: `template`. */
+    thinking?: ThinkingSetting;
   };
   /** The served model; null: the upstream's first. */
   model: string | null;

@@ -34,4 +34,12 @@ describe('resumedConfig', () => {
     // Given again with the stored value, it changes nothing.
     expect(resumedConfig(stored, { upstream: { temperature: 1 } }).upstream).toMatchObject({ temperature: 1 });
   });
+
+  it('refuses a new thinking switch: it chose the prompt every sample so far was conditioned on', () => {
+    expect(() => resumedConfig(stored, { upstream: { thinking: 'off' } })).toThrow(/--thinking off differs from the rollout's template/);
+    expect(() => resumedConfig({ ...stored, upstream: { ...stored.upstream, thinking: 'on' } }, { upstream: { thinking: 'template' } })).toThrow(
+      /--thinking template differs from the rollout's on/,
+    );
+    expect(resumedConfig(stored, { upstream: { thinking: 'template' } }).upstream).toMatchObject({ thinking: 'template' });
+  });
 });

@@ -1,4 +1,5 @@
 import { PolarError } from '../core/errors.js';
+import { TRAINER_THINKING } from '../upstream/sampling-policy.js';
 import type { RolloutConfig } from './config.js';
 
 /**
@@ -27,5 +28,12 @@ export function resumedConfig(stored: RolloutConfig, overrides: RolloutOverrides
         `${flag} ${asked} differs from the rollout's ${stored.upstream[key] ?? 1}: its samples so far were sampled with that, and a group must not mix two. Resume without ${flag}, or start a new rollout`,
       );
   }
+  // The thinking switch likewise: it chose the prompt every sample so far was conditioned on.
+  const thinking = upstream?.thinking;
+  if (thinking !== undefined && thinking !== (stored.upstream.thinking ?? TRAINER_THINKING))
+    throw new PolarError(
+      'POLAR_USAGE',
+      `--thinking ${thinking} differs from the rollout's ${stored.upstream.thinking ?? TRAINER_THINKING}: its samples so far were rendered with that, and a group must not mix two prompts. Resume without --thinking, or start a new rollout`,
+    );
   return { ...stored, ...rest, upstream: { ...stored.upstream, ...upstream } };
 }

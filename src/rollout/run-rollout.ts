@@ -133,6 +133,7 @@ export async function startCapture(store: Store, config: RolloutConfig, rolloutI
       ...(config.upstream.toolParser ? { toolParser: config.upstream.toolParser } : {}),
       ...(config.upstream.temperature !== undefined ? { temperature: config.upstream.temperature } : {}),
       ...(config.upstream.topP !== undefined ? { topP: config.upstream.topP } : {}),
+      ...(config.upstream.thinking !== undefined ? { thinking: config.upstream.thinking } : {}),
     },
     model: config.model,
     noModel: `could not learn the served model from ${config.upstream.url}; pass --model NAME`,
@@ -159,7 +160,7 @@ export async function startCapture(store: Store, config: RolloutConfig, rolloutI
 
 /** A rollout's sampling: pinned by polar to the configured pair (NeMo-RL's 1.0 / 1.0 when not given). */
 export function rolloutSampling(config: RolloutConfig): SamplingPolicy {
-  return samplingPolicy('trainer', config.upstream.kind, config.upstream.temperature, config.upstream.topP);
+  return samplingPolicy('trainer', config.upstream.kind, config.upstream.temperature, config.upstream.topP, config.upstream.thinking);
 }
 
 /** The built-in agents (`oracle`, `nop`) call no model: no upstream, no proxy. */

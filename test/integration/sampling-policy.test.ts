@@ -137,6 +137,127 @@ describe('sampling inside a rollout is the trainer’s', () => {
   }
 });
 
+/**
+ * The agent's thinking switch: one Anthropic Messages call (`thinking`) and one Responses call
+ * (`reasoning.effort`), both asking for `wanted`. Each chooses the chat template's enable_thinking,
+ * which decides the prompt the sampled tokens are conditioned on.
+ */
+function thinkingAgent(wanted: boolean): string {
+  return `
+const key = process.env.OPENAI_API_KEY;
+const post = async (url, body, headers) => {
+  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  if (!res.ok) { console.error(await res.text()); process.exit(3); }
+  await res.json();
+};
+await post(process.env.ANTHROPIC_BASE_URL + '/v1/messages', {
+  model: 'any', max_tokens: 64, messages: [{ role: 'user', content: process.argv[2] }],
+  thinking: ${wanted ? "{ type: 'enabled', budget_tokens: 1024 }" : "{ type: 'disabled' }"},
+}, { 'x-api-key': process.env.ANTHROPIC_API_KEY ?? key, authorization: 'Bearer ' + (process.env.ANTHROPIC_AUTH_TOKEN ?? key) });
+await post(process.env.OPENAI_BASE_URL + '/responses', {
+  model: 'any', input: process.argv[2], reasoning: { effort: ${wanted ? "'high'" : "'none'"} },
+}, { authorization: 'Bearer ' + key });
+`;
+}
+
+describe('the thinking switch inside a rollout is the trainer’s', () => {
+  const cases = [
+    { kind: 'vllm', flag: ['--thinking', 'off'], asks: true, rendered: false },
+    { kind: 'nemo-rl', flag: ['--thinking', 'on'], asks: false, rendered: true },
+    // The default renders as NeMo-RL's own rollouts do: no switch sent, the template's default.
+    { kind: 'vllm', flag: [], asks: false, rendered: null },
+    { kind: 'nemo-rl', flag: [], asks: true, rendered: null },
+  ] as const;
+  for (const { kind, flag, asks, rendered } of cases) {
+    it(`${kind} ${flag.join(' ') || '(default)'}: a session asking thinking ${asks} through Anthropic and Responses is rendered with ${rendered ?? 'the template default'}`, async () => {
+      const upstream = await startReferenceUpstream(kind === 'nemo-rl' ? { nemoRl: { temperature: 0.6, topP: 0.95 } } : {});
+      const name = `thinking-${kind}-${flag.join('') || 'default'}`;
+      const script = path.join(dir, `${name}.mjs`);
+      fs.writeFileSync(script, thinkingAgent(asks));
+      try {
+        const db = path.join(dir, `${name}.db`);
+        const args = agentRolloutArgs({ tasks: path.join(dir, 'tasks.jsonl'), agent: script, upstream: upstream.url, db, dir }, [
+          '--model',
+          upstream.model,
+          '--samples',
+          '1',
+          '--temperature',
+          '0.6',
+          '--top-p',
+          '0.95',
+          '--upstream-kind',
+          kind,
+          ...flag,
+        ]);
+        const r = await polarCli(args, { timeout: 120_000 });
+        expect(r.code, r.stderr).toBe(0);
+        expect(r.stderr).toMatch(new RegExp(`with thinking ${flag[1] ?? 'template'};`));
+        expect(upstream.calls).toHaveLength(2);
+        for (const call of upstream.calls) {
+          if (rendered === null) expect(call.request).not.toHaveProperty('chat_template_kwargs');
+          else expect(call.request.chat_template_kwargs).toEqual({ enable_thinking: rendered });
+        }
+        const store = Store.open(db, { readonly: true });
+        try {
+          const session = store.sessions.list().find((s) => store.requests.list(s.id).length > 0)!;
+          const records = store.requests.list(session.id).map((c) => c.sampling);
+          expect(records).toHaveLength(2);
+          for (const record of records) {
+            // The record shows the switch actually rendered, and names the session's as dropped.
+            expect(record).toMatchObject({ policy: 'trainer', thinking: rendered });
+            expect(record!.dropped).toContain('thinking');
+          }
+        } finally {
+          store.close();
+        }
+      } finally {
+        await upstream.close();
+      }
+    });
+  }
+  for (const kind of ['vllm-tito', 'sglang-tito'] as const) {
+    it(`${kind}: polar renders the prompt with the pinned switch, not the session's`, async () => {
+      const upstream = await startReferenceUpstream();
+      const proxyWith = (thinking: 'on' | 'off') =>
+        startTestProxy(upstream.url, {
+          upstreamKind: kind,
+          upstreamOptions: { tokenizer: 'bundled:qwen3' },
+          sampling: samplingPolicy('trainer', kind, undefined, undefined, thinking),
+        });
+      const ask = async (t: Awaited<ReturnType<typeof proxyWith>>, thinking: boolean) => {
+        const res = await fetch(`${t.proxy.baseUrl('tito')}/messages`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({
+            model: 'm',
+            max_tokens: 32,
+            messages: [{ role: 'user', content: 'hi' }],
+            thinking: thinking ? { type: 'enabled', budget_tokens: 64 } : { type: 'disabled' },
+          }),
+        });
+        expect(res.status, await res.text()).toBe(200);
+        return t.store.requests.list('tito').at(-1)!.sampling;
+      };
+      const off = await proxyWith('off');
+      try {
+        // The mock reads the rendered prompt back: Qwen3's template with thinking off closes an empty <think> block.
+        expect(await ask(off, true)).toMatchObject({ thinking: false, dropped: expect.arrayContaining(['thinking']) });
+        expect(upstream.calls.at(-1)!.body.chat_template_kwargs).toEqual({ enable_thinking: false });
+      } finally {
+        await off.close();
+      }
+      const on = await proxyWith('on');
+      try {
+        expect(await ask(on, false)).toMatchObject({ thinking: true, dropped: expect.arrayContaining(['thinking']) });
+        expect(upstream.calls.at(-1)!.body).not.toHaveProperty('chat_template_kwargs');
+      } finally {
+        await on.close();
+        await upstream.close();
+      }
+    });
+  }
+});
+
 describe('pass-through (polar run / proxy) calls that choose their own sampling are flagged', () => {
   let upstream: ReferenceUpstream;
   let db: string;

@@ -79,7 +79,7 @@ describe('polar train grpo --dry-run', () => {
     const runDir = path.join(dir, 'dry');
     const { stdout, stderr } = await run(
       process.execPath,
-      [...grpoArgs(runDir, ['--dry-run', '--steps', '5', '--set', 'loss_fn.reference_policy_kl_penalty=0.001', '--lora'])],
+      [...grpoArgs(runDir, ['--dry-run', '--steps', '5', '--set', 'loss_fn.reference_policy_kl_penalty=0.001', '--lora', '--thinking', 'off'])],
       { env: { ...process.env, NO_COLOR: '1', PATH: '/usr/bin:/bin' } },
     );
     // No GPU, no uv here: warnings, not failures.
@@ -137,6 +137,8 @@ describe('polar train grpo --dry-run', () => {
     expect(app).toContain(`"--tasks",${JSON.stringify(tasks)}`);
     // The agent pins every call to policy.generation's pair (issue 30, 3): the session never chooses its sampling.
     expect(app).toContain('"--temperature","1","--top-p","1"');
+    // And to the chat template's thinking switch train grpo was given (the session's own is replaced).
+    expect(app).toContain('"--thinking","off"');
     // Pinned to loopback: NeMo-RL's default_host (the node's IP) would otherwise put /run on the network.
     expect(parseYaml(fs.readFileSync(paths[1]!, 'utf8'))).toEqual({
       polar_agent: { responses_api_agents: { polar_agent: { entrypoint: 'app.py', host: '127.0.0.1' } } },

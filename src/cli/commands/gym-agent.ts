@@ -1,4 +1,5 @@
-import { describeSampling, samplingPolicy } from '../../upstream/sampling-policy.js';
+import { describeSampling, samplingPolicy, type ThinkingSetting } from '../../upstream/sampling-policy.js';
+import { thinkingOption } from '../upstream-options.js';
 import chalk from 'chalk';
 import { Option, type Command } from 'commander';
 import { PolarError } from '../../core/errors.js';
@@ -35,6 +36,7 @@ interface GymAgentCommandOptions extends SandboxFlags {
   contextWindow?: number;
   temperature?: number;
   topP?: number;
+  thinking?: ThinkingSetting;
   db?: string;
   concurrency: number;
   timeout: number;
@@ -90,6 +92,7 @@ export function registerGymAgent(program: Command): void {
       numberArg('--temperature', 0, 100),
     )
     .option('--top-p <p>', "the trainer's top_p, likewise (default 1.0)", numberArg('--top-p', 0, 1))
+    .addOption(thinkingOption())
     .option('--db <file|url>', 'SQLite file, or postgres://… for a shared store (default: $POLAR_DB, else ./polar.db)')
     .option('--concurrency <k>', 'harness sessions at once; other rows wait', integerArg('--concurrency', 1, 1024), 4)
     .option('--timeout <seconds>', "a session's budget when its task gives none", secondsArg('--timeout'), 1800)
@@ -135,7 +138,7 @@ async function serve(opts: GymAgentCommandOptions): Promise<void> {
   if (chosen) process.stderr.write(chalk.yellow(`notice: ${chosen}\n`));
   process.stderr.write(
     chalk.dim(
-      `notice: ${describeSampling(samplingPolicy('trainer', opts.upstreamKind, opts.temperature, opts.topP))}; a row's own temperature / top_p (set by NeMo-RL) wins\n`,
+      `notice: ${describeSampling(samplingPolicy('trainer', opts.upstreamKind, opts.temperature, opts.topP, opts.thinking))}; a row's own temperature / top_p (set by NeMo-RL) wins\n`,
     ),
   );
   // Under Gym, $POLAR_AUTH_TOKEN (NeMo-RL hands Gym its whole environment) would lock Gym out: Gym
@@ -163,6 +166,7 @@ async function serve(opts: GymAgentCommandOptions): Promise<void> {
     ...(opts.contextWindow ? { contextWindow: opts.contextWindow } : {}),
     ...(opts.temperature !== undefined ? { temperature: opts.temperature } : {}),
     ...(opts.topP !== undefined ? { topP: opts.topP } : {}),
+    ...(opts.thinking !== undefined ? { thinking: opts.thinking } : {}),
     concurrency: opts.concurrency,
     timeoutSec: opts.timeout,
     sandbox,

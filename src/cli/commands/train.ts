@@ -30,6 +30,8 @@ import { checkNemoRlCheckout } from '../../train/nemo-rl/check-command.js';
 import { agentBin } from '../../train/agent-bin.js';
 import type { HarborEnvironment } from '../../rollout/harbor/environment.js';
 import { environmentOption, harborEnvironment } from '../environment-option.js';
+import { thinkingOption } from '../upstream-options.js';
+import type { ThinkingSetting } from '../../upstream/sampling-policy.js';
 
 interface CommonFlags {
   nemoRl: string;
@@ -55,6 +57,7 @@ interface GrpoFlags extends CommonFlags {
   upstreamKind: string;
   tokenizer?: string;
   toolParser: string;
+  thinking?: ThinkingSetting;
   timeout: number;
   sandbox?: 'bwrap' | 'none';
   allowUnsandboxed?: boolean;
@@ -93,6 +96,7 @@ export function registerTrain(program: Command): void {
       .addOption(new Option('--upstream-kind <kind>', "how polar talks to NeMo-RL's vLLM server").choices([...UPSTREAM_KINDS]).default('nemo-rl'))
       .option('--tokenizer <path>', 'for vllm-tito / sglang-tito upstream kinds')
       .option('--tool-parser <name>', "vLLM's tool parser on NeMo-RL's HTTP server", 'hermes')
+      .addOption(thinkingOption())
       .option('--timeout <seconds>', "a sample's budget when its task gives none", secondsArg('--timeout'), 1800)
       .addOption(new Option('--sandbox <kind>', 'bwrap (default when installed) or none').choices(['bwrap', 'none']))
       .option(
@@ -212,6 +216,9 @@ async function grpo(opts: GrpoFlags, command: Command): Promise<void> {
       '--failure-window',
       String(opts.promptsPerStep * opts.groupSize),
       ...(opts.tokenizer ? ['--tokenizer', path.resolve(opts.tokenizer)] : []),
+      // The agent pins every call's thinking switch to it (sampling-policy.ts); left out, the agent's
+      // default `template` renders as NeMo-RL's own rollouts do.
+      ...(opts.thinking !== undefined ? ['--thinking', opts.thinking] : []),
       ...(opts.command !== undefined ? ['--command', opts.command] : []),
       ...(opts.harnessBin ? ['--harness-bin', path.resolve(opts.harnessBin)] : []),
       ...(opts.node ? ['--node', path.resolve(opts.node)] : []),

@@ -5,6 +5,7 @@ import type { RolloutTask } from '../../rollout/task-file.js';
 import type { SandboxKind, SandboxLimits } from '../../sandbox/index.js';
 import type { GymRunResult } from './result.js';
 import type { TaskCatalog } from './task.js';
+import type { ThinkingSetting } from '../../upstream/sampling-policy.js';
 
 export interface GymAgentOptions {
   harness: string;
@@ -27,6 +28,8 @@ export interface GymAgentOptions {
    */
   temperature?: number;
   topP?: number;
+  /** The chat template's thinking switch every call renders with (`--thinking`; absent: `template`, NeMo-RL's). */
+  thinking?: ThinkingSetting;
   /** Sessions at once (RUNNING); NeMo-RL posts every row of a step at once, the rest wait. */
   concurrency: number;
   timeoutSec: number;

@@ -25,7 +25,7 @@ export interface ProfileKey {
 }
 
 export interface SessionCacheDeps {
-  options: Pick<GymAgentOptions, 'upstreamKind' | 'tokenizer' | 'model' | 'contextWindow' | 'temperature' | 'topP'>;
+  options: Pick<GymAgentOptions, 'upstreamKind' | 'tokenizer' | 'model' | 'contextWindow' | 'temperature' | 'topP' | 'thinking'>;
   store: Store;
   sandbox: SandboxSettings;
   /** One master for every profile's proxy, in this process's memory only (session-keys.ts). */
@@ -79,6 +79,7 @@ export class SessionCache {
         ...(options.tokenizer ? { tokenizer: options.tokenizer } : {}),
         ...(temperature !== undefined ? { temperature } : {}),
         ...(topP !== undefined ? { topP } : {}),
+        ...(options.thinking !== undefined ? { thinking: options.thinking } : {}),
       },
       model: options.model,
       contextWindow: options.contextWindow ?? null,
@@ -93,7 +94,7 @@ export class SessionCache {
           agentHeaders: [...agentHeaders],
           ...(made.socket ? { unixSocket: made.socket.path } : {}),
           // The agent under training never chooses its own sampling (upstream/sampling-policy.ts).
-          sampling: samplingPolicy('trainer', options.upstreamKind, temperature, topP),
+          sampling: samplingPolicy('trainer', options.upstreamKind, temperature, topP, options.thinking),
         };
       },
     });
