@@ -6,7 +6,7 @@ import { normalizeRequest } from '../providers/normalize.js';
 import { replyView } from '../providers/reply-view.js';
 import { StreamEventReader } from '../providers/stream-events.js';
 import type { DecodeContext, EncodeContext, ProviderCodec, StreamTranslator } from '../providers/types.js';
-import { applySamplingPolicy, PASS_THROUGH, type SamplingPolicy, type SamplingRecord, sentSampling } from '../upstream/sampling-policy.js';
+import { applySamplingPolicy, PASS_THROUGH, type SamplingPolicy, type SamplingRecord, samplingRecord } from '../upstream/sampling-policy.js';
 import type { CallOutcome, Upstream, UpstreamChunk, UpstreamRequest } from '../upstream/types.js';
 import { parseJsonBody, readBodyBytes } from '../core/http/body.js';
 import type { CallRecord } from './call-record.js';
@@ -108,14 +108,7 @@ function prepareCall(body: Buffer, call: CallRecord, ctx: ModelCallContext): { u
     const policy = ctx.sampling ?? PASS_THROUGH;
     const pinned = applySamplingPolicy(u.canonical, policy, ctx.upstream.kind);
     upstreamReq = ctx.upstream.prepare(pinned.req, u.model, { ...call.context, contextWindow: ctx.contextWindow });
-    sampling = {
-      policy: policy.mode,
-      ...sentSampling(upstreamReq.body),
-      dropped: pinned.dropped,
-      off_policy: pinned.offPolicy,
-      reference: { temperature: policy.temperature, top_p: policy.topP },
-      thinking: pinned.req.thinking ?? null,
-    };
+    sampling = samplingRecord(policy, pinned, upstreamReq.body);
     stream = pinned.req.stream;
     const known = requestFacts(pinned.req, u.model);
     facts = () => known;

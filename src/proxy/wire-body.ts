@@ -2,7 +2,7 @@ import { isUtf8 } from 'node:buffer';
 import type { CanonicalRequest, ReplyRequest } from '../core/chat.js';
 import { normalizeRequest } from '../providers/normalize.js';
 import type { ProviderCodec } from '../providers/types.js';
-import { applySamplingPolicy, PASS_THROUGH, type SamplingPolicy, type SamplingRecord, sentSampling } from '../upstream/sampling-policy.js';
+import { applySamplingPolicy, PASS_THROUGH, type SamplingPolicy, type SamplingRecord, samplingRecord } from '../upstream/sampling-policy.js';
 import type { CallContext, Upstream, UpstreamRequest } from '../upstream/types.js';
 import { parseJsonBody } from '../core/http/body.js';
 import { spliceBody } from './body-splice.js';
@@ -75,16 +75,9 @@ export function prepareFromBytes(
     const model = opts.servedModel ?? canonical.requestedModel;
     if (!model) return null;
     const prepared = upstream.prepareBody(canonical, model, opts.call);
-    const sampling: SamplingRecord = {
-      policy: policy.mode,
-      ...sentSampling(prepared.body),
-      dropped: pinned.dropped.map((k) => realize(k) as string),
-      off_policy: pinned.offPolicy.map((k) => realize(k) as string),
-      reference: { temperature: policy.temperature, top_p: policy.topP },
-      thinking: realize(canonical.thinking ?? null) as boolean | null,
-    };
     const wire = spliceBody(opts.bytes, json, prepared.body);
     if (wire === null || !isUtf8(wire)) return null;
+    const sampling = samplingRecord(policy, pinned, prepared.body, realize);
     // The record and the reply need only a few of the request's facts: read out now, so the decoded
     // request is not held while the server generates, and realized as text from this reading (after
     // the send) instead of decoding the request a second time.

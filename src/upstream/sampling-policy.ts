@@ -28,8 +28,8 @@ export interface SamplingPolicy {
   mode: SamplingMode;
   temperature: number;
   topP: number;
-  /** The chat template's thinking switch polar renders with in trainer mode; absent: `template`. */
-  thinking?: ThinkingSetting;
+  /** The chat template's thinking switch polar renders with in trainer mode. */
+  thinking: ThinkingSetting;
 }
 
 /**
@@ -63,7 +63,12 @@ export const TRAINER_TEMPERATURE = 1.0;
 export const TRAINER_TOP_P = 1.0;
 
 /** Plain capture's policy: requests go as sent (the numbers are the reference pass-through calls are judged against). */
-export const PASS_THROUGH: SamplingPolicy = Object.freeze({ mode: 'pass-through', temperature: TRAINER_TEMPERATURE, topP: TRAINER_TOP_P });
+export const PASS_THROUGH: SamplingPolicy = Object.freeze({
+  mode: 'pass-through',
+  temperature: TRAINER_TEMPERATURE,
+  topP: TRAINER_TOP_P,
+  thinking: TRAINER_THINKING,
+});
 
 export function samplingPolicy(mode: SamplingMode, kind: string, temperature?: number, topP?: number, thinking?: ThinkingSetting): SamplingPolicy {
   return {
@@ -80,7 +85,7 @@ export function samplingPolicy(mode: SamplingMode, kind: string, temperature?: n
  */
 export function effectivePolicy(
   configured: SamplingPolicy | undefined,
-  upstream: { pinnedSampling?: { temperature: number; topP: number; thinking?: ThinkingSetting } },
+  upstream: { pinnedSampling?: { temperature: number; topP: number; thinking: ThinkingSetting } },
 ): SamplingPolicy {
   if (upstream.pinnedSampling) return { mode: 'trainer', ...upstream.pinnedSampling };
   return configured ?? PASS_THROUGH;
@@ -89,7 +94,7 @@ export function effectivePolicy(
 /** One line for a command's start-up output: who chooses the sampling. */
 export function describeSampling(policy: SamplingPolicy): string {
   return policy.mode === 'trainer'
-    ? `sampling: pinned by polar (temperature ${policy.temperature}, top_p ${policy.topP}) with thinking ${policy.thinking ?? TRAINER_THINKING}; sampling and template fields a session sends are dropped`
+    ? `sampling: pinned by polar (temperature ${policy.temperature}, top_p ${policy.topP}) with thinking ${policy.thinking}; sampling and template fields a session sends are dropped`
     : 'sampling: pass-through (each request as the harness sent it; calls that set their own sampling or template are flagged and kept out of exports)';
 }
 
@@ -155,6 +160,12 @@ export const ALLOWED_FIELDS: Readonly<Record<UpstreamKind, readonly string[]>> =
   'vllm-tito': ['messages', 'model', 'stream', 'stream_options', 'tools', 'tool_choice', 'max_tokens', 'max_completion_tokens', 'stop'],
   'sglang-tito': ['messages', 'model', 'stream', 'stream_options', 'tools', 'tool_choice', 'max_tokens', 'max_completion_tokens', 'stop'],
 };
+
+/** ALLOWED_FIELDS as sets, made once: every pinned call looks its keys up. */
+const ALLOWED_SETS = Object.fromEntries(Object.entries(ALLOWED_FIELDS).map(([k, v]) => [k, new Set(v)])) as unknown as Record<
+  UpstreamKind,
+  ReadonlySet<string>
+>;
 
 /**
  * What polar sends for the sampling settings vLLM and SGLang would otherwise take from the model's
@@ -263,7 +274,7 @@ export function applySamplingPolicy(
     // samplingOf, chain-memory.ts templateKwargs): the rest of such a body never reaches the server.
     return { req, dropped: [], offPolicy: TITO_KINDS.has(kind) ? sent.filter((f) => TITO_FORWARDED.has(f)) : sent };
   }
-  const allowed = new Set(ALLOWED_FIELDS[kind]);
+  const allowed = ALLOWED_SETS[kind];
   const kept: Record<string, unknown> = {};
   const dropped: string[] = [];
   for (const key of Object.keys(body)) {
@@ -285,6 +296,26 @@ export function applySamplingPolicy(
   if (thinking === undefined) delete out.thinking;
   else out.thinking = thinking;
   return { req: out, dropped, offPolicy: [] };
+}
+
+/**
+ * The record of one call (migration 11): the policy in force, what went upstream (`body`, as sent),
+ * and what the policy changed. `text` turns the byte path's lazy strings into text (wire-body.ts).
+ */
+export function samplingRecord(
+  policy: SamplingPolicy,
+  pinned: { req: CanonicalRequest; dropped: readonly unknown[]; offPolicy: readonly unknown[] },
+  body: Record<string, unknown>,
+  text: (v: unknown) => unknown = (v) => v,
+): SamplingRecord {
+  return {
+    policy: policy.mode,
+    ...sentSampling(body),
+    dropped: pinned.dropped.map((k) => text(k) as string),
+    off_policy: pinned.offPolicy.map((k) => text(k) as string),
+    reference: { temperature: policy.temperature, top_p: policy.topP },
+    thinking: text(pinned.req.thinking ?? null) as boolean | null,
+  };
 }
 
 /** The fields of a pass-through request that take its sampling away from the trainer's. */

@@ -94,7 +94,7 @@ export interface Upstream {
    * The sampling pair the adapter sets on every request itself, whatever the proxy was told
    * (`nemo-rl`: NeMo-RL asserts its training pair): its calls are always recorded as trainer-pinned.
    */
-  readonly pinnedSampling?: { temperature: number; topP: number; thinking?: ThinkingSetting };
+  readonly pinnedSampling?: { temperature: number; topP: number; thinking: ThinkingSetting };
   prepare(req: CanonicalRequest, model: string, call: CallContext): UpstreamRequest;
   /**
    * `prepare` without serialising the body, offered only by upstreams that move the request's

@@ -1,4 +1,4 @@
-import { describeSampling, TRAINER_THINKING, type SamplingPolicy } from '../../upstream/sampling-policy.js';
+import { describeSampling, type SamplingPolicy } from '../../upstream/sampling-policy.js';
 import type { Command } from 'commander';
 import chalk from 'chalk';
 import { type Capture, openCapture } from '../../capture/open.js';
@@ -208,7 +208,7 @@ function bannerJson({ capture, session, sessionKeys, store, dbPath, adminFile, s
     model: capture.model,
     contextWindow: capture.contextWindow,
     adminTokenFile: adminFile,
-    sampling: { policy: sampling.mode, temperature: sampling.temperature, topP: sampling.topP, thinking: sampling.thinking ?? TRAINER_THINKING },
+    sampling: { policy: sampling.mode, temperature: sampling.temperature, topP: sampling.topP, thinking: sampling.thinking },
   };
 }
 

@@ -7,7 +7,7 @@ import { ChatCompletionsUpstream, type ChatDialect } from '../openai-compatible.
 import { idArray, logprobValue, promptIdArray } from '../token-fields.js';
 import { ChainMemory, templateKwargs, type ChainMark } from '../tito/chain-memory.js';
 import type { CallContext, CallOutcome, ServedModel, Upstream, UpstreamChunk, UpstreamCompletion, UpstreamRequest } from '../types.js';
-import { applySamplingPolicy, samplingPolicy, TRAINER_THINKING, type ThinkingSetting } from '../sampling-policy.js';
+import { applySamplingPolicy, samplingPolicy, type ThinkingSetting } from '../sampling-policy.js';
 import { applyChatConventions, vllmTokenizeBody } from '../vllm/flags.js';
 import { completionChunks } from './chunks.js';
 
@@ -40,6 +40,7 @@ export interface NemoRlOptions extends UpstreamHttpOptions {
 const TOKEN_FIELDS = ['prompt_token_ids', 'generation_token_ids', 'generation_log_probs'] as const;
 
 export function nemoRlDialect(options: NemoRlOptions): ChatDialect {
+  const policy = samplingPolicy('trainer', 'nemo-rl', options.temperature, options.topP, options.thinking);
   return {
     kind: 'nemo-rl',
     capturesTokens: true,
@@ -50,7 +51,7 @@ export function nemoRlDialect(options: NemoRlOptions): ChatDialect {
       // (top_k, penalties, logit_bias, guided decoding, beam search, ignore_eos, chat templates, …)
       // is dropped; a forced tool_choice (guided decoding in vLLM) becomes `auto`. The proxy pins
       // requests the same way before they get here; this keeps the adapter safe on its own.
-      const pinned = applySamplingPolicy(req, samplingPolicy('trainer', 'nemo-rl', options.temperature, options.topP, options.thinking), 'nemo-rl').req;
+      const pinned = applySamplingPolicy(req, policy, 'nemo-rl').req;
       const body: Record<string, unknown> = { ...pinned.body, model, stream: false };
       delete body.stream_options;
       applyChatConventions(body, pinned);
@@ -99,7 +100,7 @@ export class NemoRlUpstream implements Upstream {
   constructor(options: NemoRlOptions) {
     this.streamOpenAfterMs = options.streamOpenAfterMs ?? 5_000;
     const pinned = samplingPolicy('trainer', 'nemo-rl', options.temperature, options.topP, options.thinking);
-    this.pinnedSampling = { temperature: pinned.temperature, topP: pinned.topP, thinking: pinned.thinking ?? TRAINER_THINKING };
+    this.pinnedSampling = { temperature: pinned.temperature, topP: pinned.topP, thinking: pinned.thinking };
     this.chat = new ChatCompletionsUpstream(nemoRlDialect(options), options);
     this.baseUrl = this.chat.baseUrl;
   }
