@@ -1,5 +1,5 @@
 import type { Store } from '../store/store.js';
-import { isReplaySession } from '../trajectory/export/select.js';
+import { replaySplit } from '../trajectory/export/select.js';
 import { count } from './plural.js';
 
 /** `--include-replays`, the same words in `export`, `reconstruct` and `verify-faithfulness`. */
@@ -18,15 +18,8 @@ export function withoutReplays(
   includeReplays: boolean,
 ): { sessions: readonly string[] | undefined; replays: number } {
   if (includeReplays) return { sessions, replays: 0 };
-  const wanted = sessions ? new Set(sessions) : null;
-  const kept: string[] = [];
-  let replays = 0;
-  for (const s of store.sessions.list()) {
-    if (wanted && !wanted.has(s.id)) continue;
-    if (isReplaySession(s.metadata)) replays++;
-    else kept.push(s.id);
-  }
-  return { sessions: replays > 0 ? kept : sessions, replays };
+  const { kept, replays } = replaySplit(store, sessions, false);
+  return { sessions: replays.length > 0 ? kept : sessions, replays: replays.length };
 }
 
 /** The line that says how many were left out, and how to keep them. */

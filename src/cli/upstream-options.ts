@@ -15,7 +15,7 @@ export interface UpstreamFlags {
 
 /** The flags that choose and configure the inference server, shared by `proxy` and `run`. */
 export function addUpstreamOptions(command: Command): Command {
-  return command
+  command
     .addOption(new Option('--upstream-kind <kind>', 'inference server type (see "Upstream kinds" below)').choices([...UPSTREAM_KINDS]).default('vllm'))
     .option(
       '--tokenizer <path>',
@@ -23,12 +23,20 @@ export function addUpstreamOptions(command: Command): Command {
     )
     .addOption(
       new Option('--tool-parser <name>', 'vllm-tito / sglang-tito: tool-call format (default: detected from the chat template)').choices([...TOOL_PARSERS]),
-    )
-    .option(
-      '--temperature <t>',
-      "the trainer's sampling temperature: set on every call where polar pins sampling (rollout, worker, gym-agent, train, and any nemo-rl upstream); default 1.0, NeMo-RL's",
-      numberArg('--temperature', 0, 100),
-    )
+    );
+  return addTrainerSamplingOptions(command);
+}
+
+/**
+ * `--temperature`, `--top-p` and `--thinking`: the trainer's sampling, pinned where polar pins it.
+ * `temperatureHelp` says where a command takes it from when it has a source of its own (gym-agent: the row).
+ */
+export function addTrainerSamplingOptions(
+  command: Command,
+  temperatureHelp = "the trainer's sampling temperature: set on every call where polar pins sampling (rollout, worker, gym-agent, train, and any nemo-rl upstream); default 1.0, NeMo-RL's",
+): Command {
+  return command
+    .option('--temperature <t>', temperatureHelp, numberArg('--temperature', 0, 100))
     .option('--top-p <p>', "the trainer's top_p, pinned likewise (default 1.0, NeMo-RL's)", numberArg('--top-p', 0, 1))
     .addOption(thinkingOption());
 }

@@ -315,8 +315,12 @@ async function cleanup(ctx: StageContext, p: Prepared): Promise<void> {
  * with `--sandbox none`, which runs the harness on the host's paths.
  */
 function insideFor(ctx: StageContext): InsidePaths | null {
-  return rolloutInsidePaths(ctx.sandbox, { tasksDir: ctx.tasksDir, harnessBin: ctx.config.harnessBin, nodeBin: ctx.config.nodeBin });
+  // Constant for a context (its sandbox, task folder and binaries): worked out once, not per stage.
+  if (!insideByContext.has(ctx))
+    insideByContext.set(ctx, rolloutInsidePaths(ctx.sandbox, { tasksDir: ctx.tasksDir, harnessBin: ctx.config.harnessBin, nodeBin: ctx.config.nodeBin }));
+  return insideByContext.get(ctx)!;
 }
+const insideByContext = new WeakMap<StageContext, InsidePaths | null>();
 
 /**
  * With `--environment docker|podman`, a Harbor task's sample gets its own container from the task's

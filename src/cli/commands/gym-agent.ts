@@ -1,5 +1,5 @@
 import { describeSampling, samplingPolicy, type ThinkingSetting } from '../../upstream/sampling-policy.js';
-import { thinkingOption } from '../upstream-options.js';
+import { addTrainerSamplingOptions } from '../upstream-options.js';
 import chalk from 'chalk';
 import { Option, type Command } from 'commander';
 import { PolarError } from '../../core/errors.js';
@@ -85,14 +85,11 @@ export function registerGymAgent(program: Command): void {
       '--context-window <tokens>',
       "the policy's context length (default: the server's max_model_len for --model; NeMo-RL's server lists none, so polar train grpo passes it)",
       integerArg('--context-window', 1, 100_000_000),
-    )
-    .option(
-      '--temperature <t>',
-      "the trainer's temperature, pinned on every call whose row gives none (default 1.0, NeMo-RL's; polar train grpo passes policy.generation.temperature)",
-      numberArg('--temperature', 0, 100),
-    )
-    .option('--top-p <p>', "the trainer's top_p, likewise (default 1.0)", numberArg('--top-p', 0, 1))
-    .addOption(thinkingOption())
+    );
+  addTrainerSamplingOptions(
+    gymAgent,
+    "the trainer's temperature, pinned on every call whose row gives none (default 1.0, NeMo-RL's; polar train grpo passes policy.generation.temperature)",
+  )
     .option('--db <file|url>', 'SQLite file, or postgres://… for a shared store (default: $POLAR_DB, else ./polar.db)')
     .option('--concurrency <k>', 'harness sessions at once; other rows wait', integerArg('--concurrency', 1, 1024), 4)
     .option('--timeout <seconds>', "a session's budget when its task gives none", secondsArg('--timeout'), 1800)

@@ -143,3 +143,8 @@ export function placeholderItem(id: string): ResponsesItem {
     generation_log_probs: [0],
   };
 }
+
+/** The placeholder's ids (this file's `msg_<sample>_placeholder`, rows.ts's `msg_refused`): it carries no prompt the server saw. */
+export function isPlaceholderItem(item: ResponsesItem): boolean {
+  return item.id === 'msg_refused' || (typeof item.id === 'string' && item.id.endsWith('_placeholder'));
+}

@@ -1,6 +1,6 @@
 import { compareFirstPrompts, type FirstPrompt, splitMessage } from '../../rollout/first-prompts.js';
-import type { ResponsesItem } from '../../trajectory/export/responses-items.js';
-import type { GymRunResult } from './result.js';
+import { gymResultSample } from '../nemo-rl/advantages.js';
+import { type GymRunResult, isPlaceholderItem } from './result.js';
 
 /**
  * The live first-prompt check of `polar gym-agent`: do the samples of one GRPO group answer NeMo-RL
@@ -76,9 +76,8 @@ export class SiblingPrompts {
  * for a sample with nothing to answer) carries no prompt the server saw, so it is not compared.
  */
 export function resultFirstPrompt(result: GymRunResult): FirstPrompt {
-  const first = result.response.output.find((item: ResponsesItem) => Array.isArray(item.generation_token_ids) && item.generation_token_ids.length > 0);
-  if (!first || !Array.isArray(first.prompt_token_ids)) return { unchecked: 'no trainable item' };
-  const id = String(first.id ?? '');
-  if (id === 'msg_refused' || id.endsWith('_placeholder')) return { unchecked: result.polar_mask_reason ?? 'a masked placeholder' };
-  return { ids: first.prompt_token_ids as number[] };
+  const sample = gymResultSample(result);
+  if (!sample) return { unchecked: 'no trainable item' };
+  if (result.response.output.some(isPlaceholderItem)) return { unchecked: result.polar_mask_reason ?? 'a masked placeholder' };
+  return { ids: sample.firstPrompt };
 }

@@ -56,6 +56,26 @@ export function isReplaySession(metadata: Record<string, unknown>): boolean {
 }
 
 /**
+ * The sessions asked for (`sessions`; undefined: all), in the store's order, split into those a
+ * command reads and the `polar replay` recordings it leaves out (`includeReplays`: none left out).
+ */
+export function replaySplit(
+  store: Store,
+  sessions: readonly string[] | undefined,
+  includeReplays: boolean,
+): { kept: string[]; replays: { id: string; metadata: Record<string, unknown> }[] } {
+  const wanted = sessions ? new Set(sessions) : null;
+  const kept: string[] = [];
+  const replays: { id: string; metadata: Record<string, unknown> }[] = [];
+  for (const s of store.sessions.list()) {
+    if (wanted && !wanted.has(s.id)) continue;
+    if (!includeReplays && isReplaySession(s.metadata)) replays.push(s);
+    else kept.push(s.id);
+  }
+  return { kept, replays };
+}
+
+/**
  * The lines an export writes, each either a line in the chosen format or what was left out and why:
  * replay sessions and side calls (unless asked for), calls that failed or have no server ids,
  * partial traces, samples not accepted, traces below the reward floor, and a format's own problems.
@@ -69,16 +89,9 @@ export function isReplaySession(metadata: Record<string, unknown>): boolean {
  * are not part of the sample's row either (as `polar gym-agent` answers), and are counted.
  */
 export function* exportLines(store: Store, sel: ExportSelection, stats: ReconstructStats): Generator<{ line: unknown } | LeftOut, void> {
-  const wanted = sel.sessions ? new Set(sel.sessions) : null;
-  const sessions: string[] = [];
-  for (const s of store.sessions.list()) {
-    if (wanted && !wanted.has(s.id)) continue;
-    if (!sel.includeReplays && isReplaySession(s.metadata)) {
-      yield { kind: 'replay session', leftOut: `replay session: recorded by polar replay from ${String(s.metadata.replay_of)} (--include-replays keeps it)` };
-      continue;
-    }
-    sessions.push(s.id);
-  }
+  const { kept: sessions, replays } = replaySplit(store, sel.sessions, sel.includeReplays === true);
+  for (const s of replays)
+    yield { kind: 'replay session', leftOut: `replay session: recorded by polar replay from ${String(s.metadata.replay_of)} (--include-replays keeps it)` };
   const gym = sel.format === 'nemo-gym';
   const indices = new GymIndices();
   let counted = stats.excluded.length;
