@@ -55,9 +55,10 @@ beforeAll(() => {
 });
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-async function rollout(upstream: ReferenceUpstream, db: string, extra: string[]): Promise<string> {
+/** One `polar rollout` of the task with `script` as the agent, sampled at 0.6 / 0.95; returns its stderr. */
+async function rollout(upstream: ReferenceUpstream, db: string, extra: string[], script = agent): Promise<string> {
   const tasks = path.join(dir, 'tasks.jsonl');
-  const args = agentRolloutArgs({ tasks, agent, upstream: upstream.url, db, dir }, [
+  const args = agentRolloutArgs({ tasks, agent: script, upstream: upstream.url, db, dir }, [
     '--model',
     upstream.model,
     '--samples',
@@ -73,12 +74,12 @@ async function rollout(upstream: ReferenceUpstream, db: string, extra: string[])
   return r.stderr;
 }
 
-/** The one call's sampling record in a rollout database. */
+/** The sampling record of every call in the rollout database's one session that made calls, in order. */
 function recordedSampling(db: string) {
   const store = Store.open(db, { readonly: true });
   try {
     const session = store.sessions.list().find((s) => store.requests.list(s.id).length > 0)!;
-    return store.requests.list(session.id)[0]!.sampling;
+    return store.requests.list(session.id).map((c) => c.sampling);
   } finally {
     store.close();
   }
@@ -97,7 +98,7 @@ describe('sampling inside a rollout is the trainer’s', () => {
         for (const k of ATTACK_FIELDS) expect(sent, k).not.toHaveProperty(k);
         expect(sent).toMatchObject({ temperature: 0.6, top_p: 0.95, top_k: -1, min_p: 0, presence_penalty: 0, tool_choice: 'auto' });
         expect(stderr).toMatch(/sampling: pinned by polar \(temperature 0.6, top_p 0.95\)/);
-        const record = recordedSampling(db);
+        const [record] = recordedSampling(db);
         expect(record).toMatchObject({ policy: 'trainer', temperature: 0.6, top_p: 0.95, top_k: -1, seed: null, off_policy: [] });
         expect(record!.dropped).toEqual(expect.arrayContaining([...ATTACK_FIELDS, 'temperature', 'top_p', 'top_k', 'tool_choice']));
         // Sampled by the trainer's settings: trainable, and faithful.
@@ -176,39 +177,19 @@ describe('the thinking switch inside a rollout is the trainer’s', () => {
       fs.writeFileSync(script, thinkingAgent(asks));
       try {
         const db = path.join(dir, `${name}.db`);
-        const args = agentRolloutArgs({ tasks: path.join(dir, 'tasks.jsonl'), agent: script, upstream: upstream.url, db, dir }, [
-          '--model',
-          upstream.model,
-          '--samples',
-          '1',
-          '--temperature',
-          '0.6',
-          '--top-p',
-          '0.95',
-          '--upstream-kind',
-          kind,
-          ...flag,
-        ]);
-        const r = await polarCli(args, { timeout: 120_000 });
-        expect(r.code, r.stderr).toBe(0);
-        expect(r.stderr).toMatch(new RegExp(`with thinking ${flag[1] ?? 'template'};`));
+        const stderr = await rollout(upstream, db, ['--upstream-kind', kind, ...flag], script);
+        expect(stderr).toMatch(new RegExp(`with thinking ${flag[1] ?? 'template'};`));
         expect(upstream.calls).toHaveLength(2);
         for (const call of upstream.calls) {
           if (rendered === null) expect(call.request).not.toHaveProperty('chat_template_kwargs');
           else expect(call.request.chat_template_kwargs).toEqual({ enable_thinking: rendered });
         }
-        const store = Store.open(db, { readonly: true });
-        try {
-          const session = store.sessions.list().find((s) => store.requests.list(s.id).length > 0)!;
-          const records = store.requests.list(session.id).map((c) => c.sampling);
-          expect(records).toHaveLength(2);
-          for (const record of records) {
-            // The record shows the switch actually rendered, and names the session's as dropped.
-            expect(record).toMatchObject({ policy: 'trainer', thinking: rendered });
-            expect(record!.dropped).toContain('thinking');
-          }
-        } finally {
-          store.close();
+        const records = recordedSampling(db);
+        expect(records).toHaveLength(2);
+        for (const record of records) {
+          // The record shows the switch actually rendered, and names the session's as dropped.
+          expect(record).toMatchObject({ policy: 'trainer', thinking: rendered });
+          expect(record!.dropped).toContain('thinking');
         }
       } finally {
         await upstream.close();
@@ -238,20 +219,23 @@ describe('the thinking switch inside a rollout is the trainer’s', () => {
         expect(res.status, await res.text()).toBe(200);
         return t.store.requests.list('tito').at(-1)!.sampling;
       };
-      const off = await proxyWith('off');
       try {
-        // The mock reads the rendered prompt back: Qwen3's template with thinking off closes an empty <think> block.
-        expect(await ask(off, true)).toMatchObject({ thinking: false, dropped: expect.arrayContaining(['thinking']) });
-        expect(upstream.calls.at(-1)!.body.chat_template_kwargs).toEqual({ enable_thinking: false });
+        const off = await proxyWith('off');
+        try {
+          // The mock reads the rendered prompt back: Qwen3's template with thinking off closes an empty <think> block.
+          expect(await ask(off, true)).toMatchObject({ thinking: false, dropped: expect.arrayContaining(['thinking']) });
+          expect(upstream.calls.at(-1)!.body.chat_template_kwargs).toEqual({ enable_thinking: false });
+        } finally {
+          await off.close();
+        }
+        const on = await proxyWith('on');
+        try {
+          expect(await ask(on, false)).toMatchObject({ thinking: true, dropped: expect.arrayContaining(['thinking']) });
+          expect(upstream.calls.at(-1)!.body).not.toHaveProperty('chat_template_kwargs');
+        } finally {
+          await on.close();
+        }
       } finally {
-        await off.close();
-      }
-      const on = await proxyWith('on');
-      try {
-        expect(await ask(on, false)).toMatchObject({ thinking: true, dropped: expect.arrayContaining(['thinking']) });
-        expect(upstream.calls.at(-1)!.body).not.toHaveProperty('chat_template_kwargs');
-      } finally {
-        await on.close();
         await upstream.close();
       }
     });
