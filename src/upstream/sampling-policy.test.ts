@@ -68,14 +68,17 @@ describe('sampling policy', () => {
     expect(samplingPolicy('pass-through', 'vllm').mode).toBe('pass-through');
   });
 
-  it('a proxy in front of nemo-rl records its calls as pinned to the adapter’s pair, even when told pass-through', () => {
+  it('a proxy in front of nemo-rl records its calls as pinned to the adapter’s pair, even when told pass-through', async () => {
     const nemo = new NemoRlUpstream({ baseUrl: 'http://127.0.0.1:9', temperature: 0.6, topP: 0.95 });
-    expect(effectivePolicy(PASS_THROUGH, nemo)).toEqual({ mode: 'trainer', temperature: 0.6, topP: 0.95, thinking: 'template' });
     const off = new NemoRlUpstream({ baseUrl: 'http://127.0.0.1:9', thinking: 'off' });
-    expect(effectivePolicy(PASS_THROUGH, off).thinking).toBe('off');
-    void off.close();
-    expect(effectivePolicy(undefined, { pinnedSampling: undefined })).toBe(PASS_THROUGH);
-    void nemo.close();
+    try {
+      expect(effectivePolicy(PASS_THROUGH, nemo)).toEqual({ mode: 'trainer', temperature: 0.6, topP: 0.95, thinking: 'template' });
+      expect(effectivePolicy(PASS_THROUGH, off).thinking).toBe('off');
+      expect(effectivePolicy(undefined, { pinnedSampling: undefined })).toBe(PASS_THROUGH);
+    } finally {
+      await off.close();
+      await nemo.close();
+    }
   });
 
   it('pass-through: the request goes as sent; the fields that change sampling or the prompt are listed', () => {
