@@ -31,11 +31,17 @@ beforeAll(() => {
 });
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
+// The shared line runs without a sandbox; these runs choose theirs (--allow-unsandboxed stays, as there).
 const args = (runDir: string, sandbox: string[]) =>
-  trainGrpoArgs({ checkout, model: 'Qwen/Qwen3-0.6B', tasks, harness: nodeAgentHarness(agent), runDir, db: path.join(runDir, 'polar.db') })
-    // The shared line runs without a sandbox; these runs choose theirs.
-    .filter((a, i, all) => !(a === '--sandbox' || all[i - 1] === '--sandbox'))
-    .concat(sandbox);
+  trainGrpoArgs({
+    checkout,
+    model: 'Qwen/Qwen3-0.6B',
+    tasks,
+    harness: nodeAgentHarness(agent),
+    sandbox: ['--allow-unsandboxed', ...sandbox],
+    runDir,
+    db: path.join(runDir, 'polar.db'),
+  });
 
 describe('polar train grpo with a bubblewrap that cannot make a sandbox', () => {
   it('refuses before starting NeMo-RL, with bwrap’s reason and the way out (bwrap chosen by default, or asked for)', { timeout: 120_000 }, async () => {

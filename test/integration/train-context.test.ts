@@ -46,13 +46,13 @@ async function dryRun(name: string, extra: string[], model = 'Qwen/Qwen3-0.6B'):
     model,
     tasks,
     harness: ['--harness', 'claude-code'],
+    // In the sandbox the agent would use: unsandboxed, Claude Code's first prompt names each sample's
+    // own workspace, and the preflight refuses that (first-prompt-probe.ts).
+    sandbox: [],
     runDir: path.join(dir, name),
     db: path.join(dir, `${name}.db`),
     extra: ['--dry-run', '--json', ...extra],
-  })
-    // In the sandbox the agent would use: unsandboxed, Claude Code's first prompt names each sample's
-    // own workspace, and the preflight refuses that (first-prompt-probe.ts).
-    .filter((a, i, all) => !(a === '--sandbox' || all[i - 1] === '--sandbox' || a === '--allow-unsandboxed'));
+  });
   const r = await polarCli(args, { env, timeout: 120_000 });
   if (r.code !== 0 && !r.stdout) throw new Error(`polar train failed without output: ${r.stderr}`);
   return { code: r.code, result: JSON.parse(r.stdout) as DryRun };

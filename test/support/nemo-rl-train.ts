@@ -90,13 +90,18 @@ export interface GrpoRun {
   harness: string[];
   runDir: string;
   db: string;
+  /**
+   * The sandbox options, in place of the default `--sandbox none --allow-unsandboxed`; `[]` leaves
+   * the choice to polar (bubblewrap).
+   */
+  sandbox?: string[];
   /** Further options, after the shared ones. */
   extra?: string[];
 }
 
 /**
- * `polar train grpo …` in the small shape every test uses: no sandbox (the one-call agents' first
- * prompt names no path, so --allow-unsandboxed), two prompts a step in groups of two.
+ * `polar train grpo …` in the small shape every test uses: by default no sandbox (the one-call
+ * agents' first prompt names no path, so --allow-unsandboxed), two prompts a step in groups of two.
  */
 export function trainGrpoArgs(r: GrpoRun): string[] {
   return [
@@ -109,9 +114,7 @@ export function trainGrpoArgs(r: GrpoRun): string[] {
     '--tasks',
     r.tasks,
     ...r.harness,
-    '--sandbox',
-    'none',
-    '--allow-unsandboxed',
+    ...(r.sandbox ?? ['--sandbox', 'none', '--allow-unsandboxed']),
     '--prompts-per-step',
     '2',
     '--group-size',
