@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { Store } from '../../src/store/store.js';
 import { nodeAgentHarness, POLAR_BIN, polarCli } from '../support/polar-cli.js';
 import { countedEvaluator, startRolloutBench, type RolloutBench } from '../support/agent-rollout.js';
@@ -46,6 +46,11 @@ describe('--resume with a new --upstream URL', () => {
       const args = bench.args(tasks, db, ['--samples', '2', '--concurrency', '1', '--init-workers', '1', ...TITO], first.url);
       const child = spawn(process.execPath, [POLAR_BIN, ...args], { stdio: 'ignore' });
       const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+      // If its call is never held, the test times out inside the wait below, where no finally runs:
+      // end the rollout then too, so it does not outlive the test and write into the folder afterAll removes.
+      onTestFinished(() => {
+        if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      });
       try {
         await first.held();
         child.kill('SIGINT');
