@@ -17,9 +17,9 @@ export interface StepMetrics {
   stepTimeS: number | null;
   generationLength: number | null;
   /**
-   * NeMo-RL's `advantages/mean|min|max` over the step's response tokens (grpo.py:3439-3446), where
-   * the output carries them: real NeMo-RL sends them to its logger only (TensorBoard), polar's
-   * stand-in prints them as `• advantages/mean: X` in its Training Results. Null when absent.
+   * NeMo-RL's `advantages/mean|min|max` over the step's response tokens (grpo.py:3439-3446). NeMo-RL
+   * sends them to its logger only, never to stdout, so no line here sets them: run-train.ts fills
+   * them in from the TensorBoard events when they arrive, after the step's lines. Null until then.
    */
   advantages: { mean: number | null; min: number | null; max: number | null } | null;
 }
@@ -101,11 +101,6 @@ export function readLine(p: TrainProgress, raw: string): StepMetrics | null {
   if (reward) p.current.reward = Number(reward[1]);
   const length = value('Mean Generation Length');
   if (length) p.current.generationLength = Number(length[1]);
-  const adv = new RegExp(`^• advantages/(mean|min|max): ${NUM}`).exec(text);
-  if (adv) {
-    p.current.advantages ??= { mean: null, min: null, max: null };
-    p.current.advantages[adv[1] as 'mean' | 'min' | 'max'] = Number(adv[2]);
-  }
   const time = /^• Total step time: ([\d.]+)s/.exec(text);
   if (time) {
     p.current.stepTimeS = Number(time[1]);

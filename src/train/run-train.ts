@@ -350,7 +350,8 @@ export async function launch(run: PreparedRun, opts: { dbPath?: string; startedA
   let sessions: TrainSession[] = [];
   const update = (step?: StepMetrics) => opts.onUpdate({ progress, gpuMemoryMiB: gpu, sessions, ...(step ? { step } : {}) });
   // NeMo-RL logs advantages/* to TensorBoard only (polar's config turns it on): each step's arrive
-  // after its stdout lines (SummaryWriter flushes every 2 minutes and at the end).
+  // after its stdout lines (SummaryWriter flushes every 2 minutes and at the end), so after its line
+  // of metrics.jsonl too: they get a line of their own, `{"time","step","advantages"}`.
   const tensorboard = new TensorboardScalars(path.join(run.runDir, 'logs'), opts.startedAt);
   const advantageScalars: Scalar[] = [];
   const judged = new Set<number>();
@@ -360,7 +361,9 @@ export async function launch(run: PreparedRun, opts: { dbPath?: string; startedA
       const done = progress.completed.find((s) => s.step === step);
       if (!done || judged.has(step)) continue;
       judged.add(step);
-      done.advantages ??= advantages;
+      done.advantages = advantages;
+      // An interval's poll can outlive the run's end: nothing is written to a closed file.
+      if (!metrics.writableEnded) metrics.write(`${JSON.stringify({ time: new Date().toISOString(), step, advantages })}\n`);
       opts.onUpdate({ progress, gpuMemoryMiB: gpu, sessions, advantages: { ...done, advantages } });
     }
   };
@@ -395,6 +398,8 @@ export async function launch(run: PreparedRun, opts: { dbPath?: string; startedA
   try {
     const code = await child.done;
     progress.phase = 'done';
+    // The last poll, after NeMo-RL exited (its SummaryWriter flushed on close): every step's
+    // advantages are read before polar train reports which steps had all of them 0.
     readAdvantages();
     if (opts.dbPath) sessions = recentSessions(opts.dbPath, opts.startedAt);
     update();

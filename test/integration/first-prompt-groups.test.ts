@@ -115,34 +115,38 @@ describe('polar train grpo: NeMo-RL advantages of a gym-agent group of 4', () =>
         .trim()
         .split('\n')
         .map((l) => JSON.parse(l));
+    const lines = read('metrics.jsonl');
     return {
       // What NeMo-RL's TensorBoard logger holds (the stand-in writes it as NeMo-RL does), read as polar train reads it.
       tensorboard: stepAdvantages(new TensorboardScalars(path.join(runDir, 'logs')).poll()),
       result: JSON.parse(r.stdout),
-      metrics: read('metrics.jsonl'),
+      // A step's line (from NeMo-RL's stdout), and apart from it the line its advantages got when polar train read them from TensorBoard.
+      metrics: lines.filter((m) => 'loss' in m),
+      advantages: new Map(lines.filter((m) => !('loss' in m)).map((m) => [m.step, m.advantages])),
       logged: read('logs/exp_001/logged_metrics.jsonl'),
       log: fs.readFileSync(path.join(runDir, 'train.log'), 'utf8'),
     };
   };
 
   it('one first prompt, rewards 0,1,0,1: one group, non-zero advantages (±1.1547 by NeMo-RL’s leave-one-out rule) and a non-zero loss', async () => {
-    const { result, metrics, logged, log, tensorboard } = await train('train-same', false);
+    const { result, metrics, advantages, logged, log, tensorboard } = await train('train-same', false);
     expect(result).toMatchObject({ ok: true, steps: 1, zeroAdvantageSteps: [] });
     const [step] = metrics;
     expect(step.reward).toBe(0.5);
     expect(step.loss).toBeGreaterThan(0);
     // Each sample: (r − mean of the other three) / (their std + 1e-6), = ±(2/3)/√(1/3).
-    expect(step.advantages.max).toBeCloseTo(1.1547, 4);
-    expect(step.advantages.min).toBeCloseTo(-1.1547, 4);
+    expect(advantages.get(1).max).toBeCloseTo(1.1547, 4);
+    expect(advantages.get(1).min).toBeCloseTo(-1.1547, 4);
     expect(logged[0]).toMatchObject({ 'train/polar_agent/polar_first_prompt_split/max': 0, 'train/polar_agent/polar_first_prompt_unchecked/max': 0 });
     expect(log).not.toMatch(/FIRST PROMPT SPLIT/);
     expect(tensorboard.get(1)!.max).toBeCloseTo(1.1547, 4);
   }, 150_000);
 
   it('first prompts that differ within the group: the gym agent flags it (metric and log), every advantage is 0, polar train says so', async () => {
-    const { result, metrics, logged, log, tensorboard } = await train('train-split', true);
+    const { result, metrics, advantages, logged, log, tensorboard } = await train('train-split', true);
     expect(result).toMatchObject({ ok: true, steps: 1, zeroAdvantageSteps: [1] });
-    expect(metrics[0]).toMatchObject({ reward: 0.5, loss: 0, advantages: { mean: 0, min: 0, max: 0 } });
+    expect(metrics[0]).toMatchObject({ step: 1, reward: 0.5, loss: 0 });
+    expect(advantages.get(1)).toEqual({ mean: 0, min: 0, max: 0 });
     expect(logged[0]['train/polar_agent/polar_first_prompt_split/max']).toBe(1);
     expect(log).toMatch(/polar gym-agent: FIRST PROMPT SPLIT: task t: its samples have \d different first prompts/);
     expect([...tensorboard]).toEqual([[1, { mean: 0, min: 0, max: 0 }]]);

@@ -284,18 +284,23 @@ describe('polar train grpo with a stand-in NeMo-RL', () => {
     // Each group's two samples get the same reward (tasks a and b answer 0 and 1 every time), so every
     // advantage is 0: the stand-in's loss is 0 and polar train names the steps that trained nothing.
     expect(JSON.parse(stdout)).toMatchObject({ ok: true, exitCode: 0, steps: 2, checkpoint: 2, zeroAdvantageSteps: [1, 2] });
-    const metrics = fs
+    const lines = fs
       .readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8')
       .trim()
       .split('\n')
       .map((l) => JSON.parse(l));
-    expect(metrics.map((m) => [m.step, m.maxSteps, m.loss, m.advantages])).toEqual([
+    // A step's line comes from NeMo-RL's stdout; its advantages from the TensorBoard events, on a line of their own.
+    const metrics = lines.filter((m) => 'loss' in m);
+    const advantages = new Map(lines.filter((m) => !('loss' in m)).map((m) => [m.step, m.advantages]));
+    expect(metrics.map((m) => [m.step, m.maxSteps, m.loss, advantages.get(m.step)])).toEqual([
       [1, 2, 0, { mean: 0, min: 0, max: 0 }],
       [2, 2, 0, { mean: 0, min: 0, max: 0 }],
     ]);
     // Three tasks at two per step: one full batch per epoch, tasks a and b (rewards 0 and 1, two samples each).
     expect(metrics.map((m) => m.reward)).toEqual([0.5, 0.5]);
+    // As NeMo-RL, the stand-in prints no advantages: the zero steps above came from its TensorBoard events.
     expect(fs.readFileSync(path.join(runDir, 'train.log'), 'utf8')).toMatch(/SETUP COMPLETE/);
+    expect(fs.readFileSync(path.join(runDir, 'train.log'), 'utf8')).not.toMatch(/advantages\//);
     const store = Store.open(path.join(runDir, 'polar.db'), { readonly: true });
     try {
       const [rollout] = store.rollouts.list();

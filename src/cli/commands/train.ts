@@ -436,16 +436,16 @@ async function execute(run: PreparedRun, opts: CommonFlags, dbPath: string | nul
       })
     : null;
   let last: TrainUpdate | null = null;
-  // Steps whose every advantage was 0 (polar's stand-in prints them; NeMo-RL's come from its
-  // TensorBoard events, run-train.ts): such a step cannot move the policy.
+  // Steps whose every advantage was 0, as NeMo-RL's TensorBoard events give them (run-train.ts; it
+  // reads them to the end after NeMo-RL exits): such a step cannot move the policy.
   const zeroSteps: number[] = [];
   const code = await launch(run, {
     ...(dbPath ? { dbPath } : {}),
     startedAt,
     onUpdate: (u) => {
       last = u;
-      // A step's advantages: printed with its results (the stand-in) or read later from TensorBoard (NeMo-RL).
-      const judged = u.step ?? u.advantages;
+      // A step's advantages arrive after its results, from TensorBoard (NeMo-RL prints none).
+      const judged = u.advantages;
       const zero = judged && !zeroSteps.includes(judged.step) ? zeroAdvantageWarning(judged) : null;
       if (zero) {
         zeroSteps.push(judged!.step);

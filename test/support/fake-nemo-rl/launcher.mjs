@@ -23,7 +23,8 @@ const [script, ...rest] = process.argv.slice(2);
 const configFile = rest[rest.indexOf('--config') + 1];
 const config = parseYaml(fs.readFileSync(configFile, 'utf8'));
 const started = Date.now();
-const { advantageLines, perAgentMetrics, stepAdvantages, writeTensorboardStep } = await import('./gym-step.mjs');
+const { perAgentMetrics, stepAdvantages } = await import('./gym-step.mjs');
+const { appendTensorboardStep } = await import('../tensorboard-events.mjs');
 const children = [];
 const stop = (code) => {
   for (const c of children) c.kill('SIGTERM');
@@ -63,7 +64,7 @@ function logMetrics(step, metrics) {
   fs.appendFileSync(path.join(dir, 'logged_metrics.jsonl'), `${JSON.stringify({ step, ...train })}\n`);
   // As NeMo-RL's TensorboardLogger writes them (polar's config enables it): polar train reads these.
   fs.mkdirSync(path.join(dir, 'tensorboard'), { recursive: true });
-  writeTensorboardStep(path.join(dir, 'tensorboard', 'events.out.tfevents.0.stand-in'), step, train);
+  appendTensorboardStep(path.join(dir, 'tensorboard', 'events.out.tfevents.0.stand-in'), step, train);
 }
 
 function checkpoint(step) {
@@ -78,7 +79,6 @@ function results(step, rewards, seconds, adv = null) {
   console.log('\n📊 Training Results:');
   console.log(`  • Loss: ${(adv?.allZero ? 0 : 0.5 / step).toFixed(4)}`);
   if (rewards) console.log(`  • Avg Reward: ${(rewards.reduce((a, b) => a + b, 0) / rewards.length).toFixed(4)}`);
-  if (adv) for (const line of advantageLines(adv)) console.log(line);
   console.log('  • Mean Generation Length: 42.0000');
   console.log('\n⏱️  Timing:');
   console.log(`  • Total step time: ${seconds.toFixed(2)}s`);
