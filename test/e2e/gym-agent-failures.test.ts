@@ -37,8 +37,13 @@ await r.json();
   );
   marker = path.join(dir, 'flaky-once');
   tasksFile = path.join(dir, 'tasks.jsonl');
-  const task = (id: string, setup: string[] = []) =>
-    JSON.stringify({ id, prompt: 'answer with 1', workspace: { empty: true }, setup, evaluator: { type: 'command', command: 'cat answer.txt' }, timeout: 60 });
+  const task = (id: string, setup: string[] = [], evaluator: object = { type: 'command', command: 'cat answer.txt' }) =>
+    JSON.stringify({ id, prompt: 'answer with 1', workspace: { empty: true }, setup, evaluator, timeout: 60 });
+  // Its evaluator scores the first sample to reach it 0, the second 1, and hangs on every later one
+  // until its timeout: a group with real mixed rewards and one sample that ends without a reward.
+  const slots = path.join(dir, 'verdict-slots');
+  fs.mkdirSync(slots);
+  const verdict = `n=0; while ! mkdir ${slots}/$n 2>/dev/null; do n=$((n+1)); done; [ $n -lt 2 ] || sleep 60; echo $((n % 2))`;
   fs.writeFileSync(
     tasksFile,
     [
@@ -47,6 +52,7 @@ await r.json();
       task('flaky', [`test -f ${marker} || { touch ${marker}; exit 1; }`]),
       // Fails every time: still masked after the retries.
       task('broken', ['echo no such dataset >&2; exit 3']),
+      task('verdict', [], { type: 'command', command: verdict, timeout: 3 }),
     ].join('\n'),
   );
 });
@@ -149,36 +155,36 @@ describe('polar gym-agent failure semantics', () => {
     }
   });
 
-  it("answers a sample that ended without a reward in a group of its own: its 0 never enters its siblings' baseline", { timeout: 120_000 }, async () => {
-    const answers = await Promise.all([0, 1, 2].map(() => post(agent.url, row('good'))));
-    const store = Store.open(agent.db);
+  it("answers a sample whose evaluator timed out in a group of its own: its 0 never enters its siblings' baseline", { timeout: 120_000 }, async () => {
+    // One task's group of 3, posted at once as NeMo-RL posts a step's rows: its evaluator scores two
+    // samples 0 and 1 and times out on the third, whose trace is recorded and its reward is not.
+    const answers = (await Promise.all([0, 1, 2].map((i) => post(agent.url, { ...row('verdict'), _rowidx: i })))).map((a) => a.json);
+    const errored = answers.filter((a) => a.instance_config?.mask_sample);
+    expect(errored).toHaveLength(1);
+    expect(errored[0]!.polar_mask_reason).toMatch(/error at post: the evaluator command timed out after 3 s.*no reward to train on/);
+    const store = Store.open(agent.db, { readonly: true });
     try {
-      // The third sample's evaluator crashed after the harness ran: its trace is recorded, its reward is not.
-      const errored = answers[2]!.json.polar_session_id;
-      store.db
-        .prepare("UPDATE samples SET status = 'error', error_stage = 'post', error = 'the evaluator timed out', reward = NULL WHERE session_id = ?")
-        .run(errored);
-      const sample = store.rollouts.sampleForSession(errored)!;
-      const result = gymRunResult(store, sample, answers[2]!.json.responses_create_params, 'm');
-      expect(result.instance_config).toEqual({ mask_sample: true });
-      expect(result.polar_mask_reason).toMatch(/no reward to train on/);
-      // Rewards 1, 0 and the errored sample, as NeMo-RL computes them (advantages.ts, its rule).
-      type GymResult = Parameters<typeof gymResultSample>[0];
-      const samples = [
-        { ...gymResultSample(answers[0]!.json as GymResult)!, reward: 1 },
-        { ...gymResultSample(answers[1]!.json as GymResult)!, reward: 0 },
-        gymResultSample(result as unknown as GymResult)!,
-      ];
-      const adv = batchAdvantages(samples, { leaveOneOut: true, normalize: true });
-      expect(adv.groupSizes).toEqual([2, 1]);
-      // The pair keeps its own signal (±1 under leave-one-out); answered with its trace, the errored
-      // sample's 0 would have joined the group and pulled its baseline.
-      expect(adv.advantages.slice(0, 2).map((a) => Math.round(a * 1e4) / 1e4)).toEqual([1, -1]);
-      expect(adv.advantages[2]).toBe(0);
-      expect(adv.inLoss[2]).toBe(false);
+      expect(store.rollouts.sampleForSession(errored[0]!.polar_session_id)).toMatchObject({ status: 'error', errorStage: 'post', reward: null });
     } finally {
       store.close();
     }
+    const siblings = answers.filter((a) => a !== errored[0]).sort((a, b) => b.reward - a.reward);
+    expect(siblings.map((a) => [a.reward, a.instance_config])).toEqual([
+      [1, undefined],
+      [0, undefined],
+    ]);
+    // The three answers as NeMo-RL reads them and computes its advantages (advantages.ts, its rule).
+    type GymResult = Parameters<typeof gymResultSample>[0];
+    const adv = batchAdvantages(
+      [...siblings, errored[0]!].map((a) => gymResultSample(a as GymResult)!),
+      { leaveOneOut: true, normalize: true },
+    );
+    expect(adv.groupSizes).toEqual([2, 1]);
+    // The pair keeps its own signal (±1 under leave-one-out); answered with its trace, the errored
+    // sample's 0 would have joined the group and pulled its baseline.
+    expect(adv.advantages.slice(0, 2).map((a) => Math.round(a * 1e4) / 1e4)).toEqual([1, -1]);
+    expect(adv.advantages[2]).toBe(0);
+    expect(adv.inLoss[2]).toBe(false);
   });
 });
 
