@@ -4,6 +4,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stepAdvantages, TensorboardScalars } from '../../src/train/tensorboard.js';
+import { agentRolloutArgs } from '../support/agent-rollout.js';
 import { makeTrainBench, trainEnv, trainGrpoArgs, writeTaskFile } from '../support/nemo-rl-train.js';
 import { nodeAgentHarness, POLAR_BIN, polarCli } from '../support/polar-cli.js';
 import { startReferenceUpstream, type ReferenceUpstream } from '../support/reference-upstream/index.js';
@@ -62,8 +63,9 @@ afterAll(async () => {
 });
 
 async function rollout(agent: string, db: string, json: boolean) {
-  const args = ['rollout', '--tasks', tasks, ...nodeAgentHarness(agent), '--upstream', upstream.url, '--db', db, '--sandbox', 'none', '--samples', '4'];
-  return polarCli([...args, '--out', path.join(dir, `out-${path.basename(db)}`), ...(json ? ['--json'] : [])], { env: { ...process.env, NO_COLOR: '1' } });
+  return polarCli(agentRolloutArgs({ tasks, agent, upstream: upstream.url, db, dir }, ['--samples', '4', ...(json ? ['--json'] : [])]), {
+    env: { ...process.env, NO_COLOR: '1' },
+  });
 }
 
 describe('polar rollout: do the samples of a group share one first prompt?', () => {

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMockServer, type MockServer } from '../../src/mock-server/server.js';
+import { agentRolloutArgs } from '../support/agent-rollout.js';
 import { makeTrainBench, trainEnv, trainGrpoArgs, writeAnswerOneTasks } from '../support/nemo-rl-train.js';
 import { nodeAgentHarness, polarCli } from '../support/polar-cli.js';
 
@@ -79,25 +80,10 @@ describe('polar rollout without the sandbox', () => {
   it('warns that samples of a group get their own first prompts when --samples > 1, and not for one sample', async () => {
     const script = agent('rollout', "'you are an agent'");
     const rollout = (samples: string, db: string) =>
-      polarCli(
-        [
-          'rollout',
-          '--tasks',
-          tasks,
-          ...nodeAgentHarness(script),
-          '--upstream',
-          mock.url,
-          '--model',
-          mock.model,
-          '--sandbox',
-          'none',
-          '--samples',
-          samples,
-          '--db',
-          db,
-        ],
-        { env: { ...process.env, NO_COLOR: '1' }, timeout: 120_000 },
-      );
+      polarCli(agentRolloutArgs({ tasks, agent: script, upstream: mock.url, db, dir }, ['--model', mock.model, '--samples', samples]), {
+        env: { ...process.env, NO_COLOR: '1' },
+        timeout: 120_000,
+      });
     const two = await rollout('2', path.join(dir, 'r2.db'));
     expect(two.code, two.stderr).toBe(0);
     expect(two.stderr).toMatch(/warning: --sandbox none with --samples 2: .*NeMo-RL groups GRPO samples by that prompt's token ids.*use --sandbox bwrap/);
