@@ -1,3 +1,5 @@
+import { ZERO_ADVANTAGE } from './nemo-rl/advantages.js';
+
 /**
  * NeMo-RL's stdout, read line by line into what a live view and metrics.jsonl need (pure). The lines
  * are NeMo-RL's own (`nemo_rl/algorithms/grpo.py` and `sft.py` at 7ea279a): the `SETUP COMPLETE`
@@ -124,7 +126,7 @@ function emptyStep(step: number, maxSteps: number | null, epoch: number | null):
  */
 export function zeroAdvantageWarning(step: StepMetrics): string | null {
   const a = step.advantages;
-  // Within ±1e-6 (advantages.ts ZERO_ADVANTAGE): rounding noise of equal non-integer rewards moves nothing.
-  if (a?.min == null || a.max == null || Math.abs(a.min) > 1e-6 || Math.abs(a.max) > 1e-6) return null;
-  return `step ${step.step}: every advantage is 0 (advantages/min and /max within ±1e-6), so this step cannot change the policy, whatever its rewards${step.reward !== null ? ` (mean ${step.reward})` : ''}. Either each group's rewards were all equal, or the samples of a task did not share one first prompt and NeMo-RL made each its own group: look for "first prompt" warnings from polar gym-agent in train.log`;
+  // Within ±ZERO_ADVANTAGE: rounding noise of equal non-integer rewards moves nothing.
+  if (a?.min == null || a.max == null || Math.abs(a.min) > ZERO_ADVANTAGE || Math.abs(a.max) > ZERO_ADVANTAGE) return null;
+  return `step ${step.step}: every advantage is 0 (advantages/min and /max within ±${ZERO_ADVANTAGE}), so this step cannot change the policy, whatever its rewards${step.reward !== null ? ` (mean ${step.reward})` : ''}. Either each group's rewards were all equal, or the samples of a task did not share one first prompt and NeMo-RL made each its own group: look for "first prompt" warnings from polar gym-agent in train.log`;
 }
