@@ -58,7 +58,9 @@ export async function startPolar(
 }
 
 export async function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null) return;
+  // Ended already, by a code or a signal: its 'exit' has been emitted, and waiting for it would leave
+  // a promise no handle keeps alive (node then exits 0 mid-run, with no report).
+  if (child.exitCode !== null || child.signalCode !== null) return;
   child.kill('SIGINT');
   await new Promise((resolve) => child.once('exit', resolve));
 }
