@@ -42,13 +42,22 @@ afterAll(async () => {
 });
 
 const env = () => trainEnv(fakeBin, { XDG_STATE_HOME: path.join(dir, 'state') });
-const grpo = (script: string, runDir: string, extra: string[] = []) =>
-  trainGrpoArgs({ checkout, model: 'Qwen/Qwen3-0.6B', tasks, harness: nodeAgentHarness(script), runDir, db: path.join(runDir, 'polar.db'), extra });
+const grpo = (script: string, runDir: string, extra: string[] = [], sandbox?: string[]) =>
+  trainGrpoArgs({
+    checkout,
+    model: 'Qwen/Qwen3-0.6B',
+    tasks,
+    harness: nodeAgentHarness(script),
+    runDir,
+    db: path.join(runDir, 'polar.db'),
+    extra,
+    ...(sandbox ? { sandbox } : {}),
+  });
 
 describe('polar train grpo without the sandbox', () => {
   it('refuses --sandbox none, saying why and what to do, before it makes anything', async () => {
     const runDir = path.join(dir, 'refused');
-    const args = grpo(agent('plain-refused', "'you are an agent'"), runDir).filter((a) => a !== '--allow-unsandboxed');
+    const args = grpo(agent('plain-refused', "'you are an agent'"), runDir, [], ['--sandbox', 'none']);
     const r = await polarCli(args, { env: env(), timeout: 60_000 });
     expect(r.code).not.toBe(0);
     expect(r.stderr).toMatch(
