@@ -12,7 +12,9 @@ export const PRIVATE_MODE = 0o600;
 export function openPrivate(file: string): number {
   const fd = fs.openSync(file, 'w', PRIVATE_MODE);
   try {
-    fs.fchmodSync(fd, PRIVATE_MODE);
+    // Only a regular file is ours to narrow: `--out /dev/null` (or a pipe) is shared, and as root the
+    // fchmod would leave /dev/null 0600, unusable to every other user's processes.
+    if (fs.fstatSync(fd).isFile()) fs.fchmodSync(fd, PRIVATE_MODE);
   } catch (err) {
     fs.closeSync(fd);
     throw err;
