@@ -4,7 +4,8 @@ import { parse as parseToml } from 'smol-toml';
 import { isRecord } from '../../core/chat.js';
 import { PolarError } from '../../core/errors.js';
 import type { RolloutTask } from '../task-file.js';
-import { readDockerfile, type DockerCopy } from './dockerfile.js';
+import { folderEscapes, sourceEscape, within } from './copy-guard.js';
+import { dockerIgnored, readDockerfile, type DockerCopy } from './dockerfile.js';
 import type { HarborTrial } from './types.js';
 
 /**
@@ -276,6 +277,10 @@ function readStartingState(context: string, settings: TaskSettings, at: Report):
   const { workdirSetting, dockerImage } = settings;
   const dockerfile = readText(path.join(context, 'Dockerfile'));
   const state: StartingState = { workdir: workdirSetting ?? DEFAULT_WORKDIR, copies: [], ignore: [], baseImage: dockerImage, skipped: [] };
+  state.ignore = (readText(path.join(context, '.dockerignore')) ?? '')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '' && !l.startsWith('#'));
   if (dockerfile === null) {
     if (!dockerImage)
       at(
@@ -291,12 +296,11 @@ function readStartingState(context: string, settings: TaskSettings, at: Report):
     state.workdir = workdirSetting ?? plan.workdir ?? DEFAULT_WORKDIR;
     state.baseImage = dockerImage ?? plan.baseImages.at(-1) ?? null;
     state.skipped.push(...plan.skipped);
-    for (const c of plan.copies) addCopy(context, c, state, at);
+    const folder = fs.realpathSync(path.dirname(context));
+    const real = realOrNull(context);
+    if (real !== null && !within(folder, real)) at('environment', null, `resolves outside the task folder (to ${real}, through a symlink)`);
+    else for (const c of plan.copies) addCopy(context, c, state, at);
   }
-  state.ignore = (readText(path.join(context, '.dockerignore')) ?? '')
-    .split('\n')
-    .map((l) => l.trim())
-    .filter((l) => l !== '' && !l.startsWith('#'));
   return state;
 }
 
@@ -308,19 +312,33 @@ function addCopy(context: string, c: DockerCopy, state: StartingState, at: Repor
     state.skipped.push(`COPY ${c.sources.join(' ')} ${c.dest}  (outside ${workdir})`);
     return;
   }
+  const line = `line ${c.line}`;
+  // The host copies with polar's own file access: a link out of environment/ would bring a host file.
+  const kept = (abs: string) => {
+    const rel = path.relative(context, abs).split(path.sep).join('/');
+    return rel === '' || !dockerIgnored(rel, state.ignore);
+  };
   for (const src of c.sources) {
     const from = path.resolve(context, src);
     if (from !== context && !from.startsWith(`${context}/`)) {
-      at('environment/Dockerfile', `line ${c.line}`, `${src} is outside the build context`);
+      at('environment/Dockerfile', line, `${src} is outside the build context`);
       continue;
     }
-    const matches = src.includes('*') ? glob(context, src) : fs.existsSync(from) ? [from] : [];
-    if (matches.length === 0) at('environment/Dockerfile', `line ${c.line}`, `${src}: no such file in environment/`);
+    const matches = src.includes('*') ? glob(context, src) : fs.existsSync(from) || isLink(from) ? [from] : [];
+    if (matches.length === 0) at('environment/Dockerfile', line, `${src}: no such file in environment/`);
     for (const m of matches) {
+      const outside = sourceEscape(context, m);
+      if (outside) {
+        at('environment/Dockerfile', line, `${path.relative(context, m) || '.'} ${outside}: the host environment copies only what lies inside environment/`);
+        continue;
+      }
       const isFolder = isDir(m);
+      if (isFolder && kept(m))
+        for (const why of folderEscapes(context, m, kept))
+          at('environment/Dockerfile', line, `${why}: the host environment copies only what lies inside environment/ (make it a relative link inside it)`);
       // A folder's contents go into the destination; a file goes to it, or into it when it is a folder.
       const to = isFolder ? inside : c.destIsDir || src.includes('*') ? path.posix.join(inside, path.basename(m)) : inside;
-      if (!isFolder && to === '') at('environment/Dockerfile', `line ${c.line}`, `copies the file ${src} onto ${workdir} itself`);
+      if (!isFolder && to === '') at('environment/Dockerfile', line, `copies the file ${src} onto ${workdir} itself`);
       else state.copies.push({ from: m, to, dir: isFolder });
     }
   }
@@ -443,6 +461,22 @@ function isFile(p: string): boolean {
     return fs.statSync(p).isFile();
   } catch {
     return false;
+  }
+}
+
+function isLink(p: string): boolean {
+  try {
+    return fs.lstatSync(p).isSymbolicLink();
+  } catch {
+    return false;
+  }
+}
+
+function realOrNull(p: string): string | null {
+  try {
+    return fs.realpathSync(p);
+  } catch {
+    return null;
   }
 }
 

@@ -8,6 +8,7 @@ import { scrubSecrets } from '../../store/redact.js';
 import { PolarError } from '../../core/errors.js';
 import { StageError } from '../stage-error.js';
 import type { RolloutTask } from '../task-file.js';
+import { destEscape, linkEscape, sourceEscape } from './copy-guard.js';
 import { dockerIgnored } from './dockerfile.js';
 import type { HarborTrial } from './types.js';
 
@@ -32,7 +33,11 @@ export function logsDir(workspace: string): string {
   return `${workspace}-logs`;
 }
 
-/** The starting state: the Dockerfile's copies from environment/, applied to an empty workspace. */
+/**
+ * The starting state: the Dockerfile's copies from environment/, applied to an empty workspace. The
+ * loader refused sources and links that lead out of environment/; the same checks run again here
+ * (the folder is read now, not then), and nothing is written through a link into the host.
+ */
 export async function buildStartingState(trial: HarborTrial, dest: string): Promise<void> {
   await fs.mkdir(dest, { recursive: true });
   const context = path.join(trial.dir, 'environment');
@@ -41,10 +46,26 @@ export async function buildStartingState(trial: HarborTrial, dest: string): Prom
     const rel = path.relative(context, src).split(path.sep).join('/');
     return rel === '' || !dockerIgnored(rel, ignore);
   };
+  const refuse = (what: string) => {
+    throw new StageError('init', `task ${trial.name}: ${what}; the host environment copies only what lies inside environment/ into the workspace`);
+  };
+  // Every entry a copy carries: left out by .dockerignore, or refused when it is a link to outside.
+  const filter = async (src: string): Promise<boolean> => {
+    if (!kept(src)) return false;
+    if ((await fs.lstat(src)).isSymbolicLink()) {
+      const why = linkEscape(context, src);
+      if (why) refuse(`environment/${path.relative(context, src)} ${why}`);
+    }
+    return true;
+  };
   for (const c of trial.copies) {
     const to = path.join(dest, c.to);
     if (!kept(c.from)) continue;
-    if (c.dir) await fs.cp(c.from, to, { recursive: true, verbatimSymlinks: true, filter: kept });
+    const source = sourceEscape(context, c.from);
+    if (source) refuse(`environment/${path.relative(context, c.from)} ${source}`);
+    const target = destEscape(dest, to);
+    if (target) refuse(`the copy to ${c.to || '.'} would write outside the workspace: ${target}`);
+    if (c.dir) await fs.cp(c.from, to, { recursive: true, verbatimSymlinks: true, filter });
     else {
       await fs.mkdir(path.dirname(to), { recursive: true });
       await fs.cp(c.from, to, { verbatimSymlinks: true });
