@@ -33,13 +33,13 @@ export const COMMANDS: readonly CommandEntry[] = [
     name: 'rollout',
     term: 'rollout [options]',
     description: 'run tasks × N samples through a harness as rewarded GRPO groups (or resume one); `rollout show ID` for its groups',
-    load: async () => (await import('./commands/rollout.js')).registerRollout,
+    load: async () => (await import('./commands/rollout/index.js')).registerRollout,
   },
   {
     name: 'rollouts',
     term: 'rollouts [options]',
     description: 'list rollouts with their progress, mean reward and accepted samples',
-    load: async () => (await import('./commands/rollout.js')).registerRollout,
+    load: async () => (await import('./commands/rollout/index.js')).registerRollout,
   },
   {
     name: 'tasks',

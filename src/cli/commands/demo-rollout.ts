@@ -4,7 +4,8 @@ import { startMockServer } from '../../mock-server/server.js';
 import { mockTasksFrom } from '../../mock-server/tasks.js';
 import { loadTasks } from '../../rollout/load-tasks.js';
 import { defaultDbPath } from '../../store/store.js';
-import { executeRollout, newArgs } from './rollout.js';
+import { newArgs } from './rollout/flags.js';
+import { executeRollout } from './rollout/run.js';
 
 /** The fixture task set that ships with polar (six small real tasks, each with its evaluator). */
 export const FIXTURE_TASKS = path.resolve(import.meta.dirname, '..', '..', '..', 'fixtures', 'tasks', 'tasks.jsonl');

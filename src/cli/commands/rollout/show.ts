@@ -1,0 +1,75 @@
+import chalk from 'chalk';
+import { PolarError } from '../../../core/errors.js';
+import type { RolloutSummary } from '../../../rollout/config.js';
+import { summarize } from '../../../rollout/run-rollout.js';
+import { openStore } from '../../../store/open.js';
+import { defaultDbPath } from '../../../store/store.js';
+import { sampleLogTail } from '../../log-tail.js';
+import { printJson, table } from '../../output.js';
+import { fmt, summaryText } from './summary.js';
+
+// `polar rollout show ID`: one rollout's groups, each sample's outcome, reward and advantages.
+
+/** A group's first-prompt check in a few words, for `rollout show`'s group header. */
+function firstPromptTag(g: RolloutSummary['groups'][number]): string {
+  const c = g.firstPrompt;
+  if (!c) return '';
+  if (c.status === 'split') return chalk.red.bold(`FIRST PROMPT SPLIT: ${c.distinct} first prompts (by sample: ${c.prompt.map((p) => p ?? '-').join(' ')})`);
+  if (c.status === 'same') return chalk.dim(`one first prompt (${c.checked} samples compared)`);
+  return chalk.yellow(`first prompts not compared: ${c.unchecked[0]?.reason ?? 'fewer than two samples'}`);
+}
+
+export async function showRollout(id: string, opts: { db?: string; json?: boolean }): Promise<void> {
+  const dbPath = opts.db ?? defaultDbPath();
+  const store = await openStore(dbPath, { readonly: true });
+  try {
+    const row = store.rollouts.get(id);
+    if (!row) throw new PolarError('POLAR_USAGE', `no rollout ${JSON.stringify(id)} in this database; list them with \`polar rollouts\``);
+    const summary = summarize(store, id, dbPath, (row.endedAt ?? Date.now()) - row.createdAt);
+    const samples = store.rollouts.samples(id);
+    // A sample that failed with no error of its own: the cause is in its harness's log, if anywhere.
+    const logs = new Map(samples.map((m) => [m.id, sampleLogTail(store, dbPath, m)]));
+    if (opts.json) {
+      printJson({
+        ok: true,
+        rollout: row,
+        summary,
+        samples: samples.map(({ diff: _diff, ...rest }) => {
+          const log = logs.get(rest.id);
+          return log ? { ...rest, harnessLog: log } : rest;
+        }),
+      });
+      return;
+    }
+    process.stdout.write(`${summaryText(summary, dbPath).split('\n').slice(0, 3).join('\n')}\n`);
+    for (const g of summary.groups) {
+      process.stdout.write(`\n${chalk.bold(g.taskId)}  group ${g.groupId}  mean ${fmt(g.mean)}  std ${fmt(g.std)}  ${firstPromptTag(g)}\n`);
+      const members = samples.filter((m) => m.taskId === g.taskId);
+      process.stdout.write(
+        `${table(
+          ['#', 'OUTCOME', 'REWARD', 'ADVANTAGE', 'LOO', 'ACCEPTED', 'ATTEMPT', 'SESSION', 'ERROR'],
+          members.map((m) => [
+            m.sampleIndex,
+            m.status,
+            fmt(m.reward),
+            fmt(m.advantage),
+            fmt(m.looAdvantage),
+            m.accepted === null ? '-' : m.accepted ? 'yes' : 'no',
+            m.attempt,
+            m.sessionId ?? '-',
+            m.error ? `${m.errorStage}: ${m.error.slice(0, 80)}` : logColumn(logs.get(m.id) ?? null),
+          ]),
+        )}\n`,
+      );
+    }
+  } finally {
+    store.close();
+  }
+}
+
+/** The error column from a harness log's last words, when the sample has no error of its own. */
+function logColumn(log: { tail: string[] } | null): string {
+  if (!log) return '';
+  const text = log.tail.join(' · ');
+  return `harness.log: ${text.length > 120 ? `${text.slice(0, 119)}…` : text}`;
+}
