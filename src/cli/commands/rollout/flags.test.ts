@@ -154,7 +154,7 @@ describe('rollout flags → config: one mapping for a new run, a queued run and 
     // What a resume keeps whatever the command line says: what the group's samples are, and where
     // the interrupted run left its workspaces.
     const kept = Object.keys(local).filter((key) => !(key in overrides));
-    expect(kept).toEqual(['harness', 'command', 'samples', 'concurrency', 'initWorkers', 'postWorkers', 'timeoutSec', 'outDir', 'accept', 'environment']);
+    expect(kept).toEqual(['harness', 'command', 'samples', 'timeoutSec', 'outDir', 'accept', 'environment']);
   });
 
   it('a resume with one sandbox or sampling flag overrides that field alone (the stored rest stays)', () => {
@@ -162,6 +162,10 @@ describe('rollout flags → config: one mapping for a new run, a queued run and 
     expect(resume(['--max-memory', '2g'])).toEqual({ limits: { ...DEFAULT_LIMITS, maxMemoryBytes: 2 * 1024 ** 3 } });
     expect(resume(['--temperature', '0.7', '--top-p', '0.9', '--thinking', 'on'])).toEqual({ upstream: { temperature: 0.7, topP: 0.9, thinking: 'on' } });
     expect(resume(['--upstream', 'http://moved:8000'])).toEqual({ upstream: { url: 'http://moved:8000' } });
+    // More workers for the samples left (run-rollout.ts: "a new upstream URL, more workers"); typed
+    // only: commander's default 2 must not replace a stored 8.
+    expect(resume(['--concurrency', '8', '--init-workers', '3', '--post-workers', '4'])).toEqual({ concurrency: 8, initWorkers: 3, postWorkers: 4 });
+    expect(resume(['--concurrency', '2'])).toEqual({ concurrency: 2 });
   });
 
   it("commander's defaults are not flags: a resume without flags changes nothing; a new run stores them", () => {

@@ -167,9 +167,10 @@ export const ON_RESUME: Readonly<Record<ConfigField, 'override' | 'stored'>> = {
   upstream: 'override',
   model: 'override',
   samples: 'stored',
-  concurrency: 'stored',
-  initWorkers: 'stored',
-  postWorkers: 'stored',
+  // How many samples run at once changes no sample: more workers on a bigger machine, fewer after an OOM.
+  concurrency: 'override',
+  initWorkers: 'override',
+  postWorkers: 'override',
   timeoutSec: 'stored',
   outDir: 'stored',
   accept: 'stored',
@@ -246,7 +247,7 @@ export function newArgs(opts: RunFlags, sandbox: 'bwrap' | 'none'): { tasks: Ret
 
 /**
  * A resume runs with the stored configuration; flags given again override it where `ON_RESUME`
- * says so (a moved upstream, a sandbox path). The upstream changes field by field
+ * says so (a moved upstream, more workers, a sandbox path). The upstream changes field by field
  * (resume-config.ts): `--upstream URL` changes the URL only, so a token-in rollout keeps its kind
  * and tokenizer.
  */
