@@ -4,6 +4,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { dockerIgnored, readDockerfile } from './dockerfile.js';
 import { readHarborTasks } from './load.js';
+import { carriedPaths } from './verifier-config.js';
 import { buildStartingState, readRewards, resolveEnv } from './trial.js';
 import { loadTasks } from '../load-tasks.js';
 import { harnessNetwork, verifierNetwork } from '../sandboxing.js';
@@ -25,7 +26,15 @@ function dataset(tasks: Record<string, Record<string, string>>): string {
 describe('Harbor task folders', () => {
   it('reads the fixture dataset: both task.toml schemas, WORKDIR, copies, timeouts, network, metadata', () => {
     const tasks = loadTasks(FIXTURES);
-    expect(tasks.map((t) => t.id)).toEqual(['broken-oracle', 'csv-to-json', 'js-fix-slugify', 'network-setup', 'partial-credit', 'py-fix-median']);
+    expect(tasks.map((t) => t.id)).toEqual([
+      'broken-oracle',
+      'csv-to-json',
+      'js-fix-slugify',
+      'network-setup',
+      'partial-credit',
+      'py-fix-median',
+      'separate-word-count',
+    ]);
     const js = tasks.find((t) => t.id === 'js-fix-slugify')!;
     // schema 1.1: [task].name names it; the instruction's leading canary line is not the agent's.
     expect(js.harbor!.name).toBe('polar/js-fix-slugify');
@@ -40,6 +49,19 @@ describe('Harbor task folders', () => {
     const net = tasks.find((t) => t.id === 'network-setup')!;
     expect(net.network).toBe('host');
     expect(net.harbor!.skipped.join('\n')).toMatch(/RUN pip install[\s\S]*ADD https:/);
+    // schema 1.3, graded in Harbor's separate verifier environment: its image from tests/, one artifact.
+    const sep = tasks.find((t) => t.id === 'separate-word-count')!.harbor!;
+    expect(sep).toMatchObject({
+      verifierMode: 'separate',
+      verifierNetwork: 'none',
+      artifacts: [{ source: '/app/counts.json', destination: null, exclude: [] }],
+    });
+    expect(sep.separateVerifier).toMatchObject({
+      dockerfile: path.join(FIXTURES, 'separate-word-count', 'tests', 'Dockerfile'),
+      inherited: false,
+      image: null,
+    });
+    for (const t of tasks.filter((x) => x.id !== 'separate-word-count')) expect(t.harbor!.verifierMode, t.id).toBeNull();
     // No test.sh or solve.sh is part of what the agent's workspace is built from.
     for (const t of tasks) for (const c of t.harbor!.copies) expect(c.from.startsWith(path.join(t.harbor!.dir, 'environment'))).toBe(true);
   });
@@ -275,5 +297,136 @@ describe('.dockerignore', () => {
     const files = fs.readdirSync(dest, { recursive: true }).map(String).sort();
     // As in Docker, *.pyc matches at the context's top only.
     expect(files).toEqual(['.dockerignore', 'main.py', 'sub', 'sub/x.pyc', 'sub/y.py']);
+  });
+});
+
+describe("Harbor's separate verifier environment in task.toml", () => {
+  const task = (toml: string, extra: Record<string, string> = {}) => ({
+    'task.toml': `schema_version = "1.3"\n${toml}`,
+    'instruction.md': 'x',
+    'environment/Dockerfile': 'FROM a\nWORKDIR /app\n',
+    'tests/test.sh': '',
+    ...extra,
+  });
+  const verifierImage = { 'tests/Dockerfile': 'FROM b\nWORKDIR /grade\nCOPY test.sh /tests/test.sh\n' };
+
+  it('reads environment_mode, [verifier.environment], artifacts and [[verifier.collect]] into the trial', () => {
+    const root = dataset({
+      explicit: task(
+        'artifacts = ["/tmp/answer.json", { source = "app/out", destination = "out", exclude = ["*.log"] }]\n' +
+          '[verifier]\nenvironment_mode = "separate"\nnetwork_mode = "public"\n' +
+          '[verifier.environment]\nnetwork_mode = "no-network"\ncpus = 2\nmemory_mb = 1024\n' +
+          '[[verifier.collect]]\ncommand = "cp /app/state /tmp/answer.json"\n' +
+          '[[verifier.collect]]\ncommand = "sync"\nservice = "main"\ntimeout_sec = 5\nuser = "agent"\n' +
+          '[environment]\nnetwork_mode = "no-network"\ncpus = 1\n',
+        verifierImage,
+      ),
+      implicit: task('[verifier.environment]\nnetwork_mode = "no-network"\n', verifierImage),
+      inherited: task(
+        '[verifier]\nenvironment_mode = "separate"\n[environment]\ndocker_image = "org/img:1"\nworkdir = "/srv"\nallow_internet = false\nmemory_mb = 512\n',
+      ),
+      shared: task('[verifier]\nenvironment_mode = "shared"\n'),
+      silent: task(''),
+    });
+    const t = Object.fromEntries(readHarborTasks(root).map((x) => [x.id, x.harbor!]));
+    const tests = (id: string) => path.join(root, id, 'tests');
+    expect(t.explicit).toMatchObject({
+      verifierMode: 'separate',
+      // [verifier].network_mode overrides the separate environment's own, as for the agent's.
+      verifierNetwork: 'public',
+      separateVerifier: {
+        context: tests('explicit'),
+        dockerfile: path.join(tests('explicit'), 'Dockerfile'),
+        image: null,
+        inherited: false,
+        workdir: '/grade',
+        network: 'public',
+        cpus: 2,
+        memoryBytes: 1024 * 1024 ** 2,
+      },
+      artifacts: [
+        { source: '/tmp/answer.json', destination: null, exclude: [] },
+        { source: '/app/out', destination: 'out', exclude: ['*.log'] },
+      ],
+      collect: [
+        { command: 'cp /app/state /tmp/answer.json', timeoutSec: 60 },
+        { command: 'sync', timeoutSec: 5, user: 'agent' },
+      ],
+    });
+    // The agent's own network and resources stay [environment]'s.
+    expect(t.explicit).toMatchObject({ agentNetwork: 'none', cpus: 1 });
+    expect(t.implicit!.verifierMode).toBe('separate');
+    expect(t.implicit!.verifierNetwork).toBe('none');
+    // No [verifier.environment]: a copy of [environment], its image (prebuilt, so tests/Dockerfile is not needed), workdir and network.
+    expect(t.inherited!.separateVerifier).toEqual({
+      context: tests('inherited'),
+      dockerfile: null,
+      image: 'org/img:1',
+      inherited: true,
+      workdir: '/srv',
+      network: 'none',
+      memoryBytes: 512 * 1024 ** 2,
+    });
+    expect(t.shared).toMatchObject({ verifierMode: 'shared', artifacts: [], collect: [] });
+    expect(t.shared).not.toHaveProperty('separateVerifier');
+    expect(t.silent!.verifierMode).toBeNull();
+    expect(t.silent).not.toHaveProperty('separateVerifier');
+    // What a separate verifier receives: /logs/artifacts first, unless an entry names it.
+    expect(carriedPaths(t.explicit!).map((a) => a.source)).toEqual(['/logs/artifacts', '/tmp/answer.json', '/app/out']);
+    expect(carriedPaths({ artifacts: [{ source: '/logs/artifacts/', destination: null, exclude: ['big'] }] })).toEqual([
+      { source: '/logs/artifacts/', destination: null, exclude: ['big'] },
+    ]);
+    fs.rmSync(root, { recursive: true, force: true });
+  });
+
+  it('refuses malformed values with the file and the key, as Harbor would (or what polar cannot run)', () => {
+    const root = dataset({
+      mode: task('[verifier]\nenvironment_mode = "isolated"\n'),
+      conflict: task('[verifier]\nenvironment_mode = "shared"\n[verifier.environment]\ncpus = 1\n'),
+      'env-table': task('[verifier]\nenvironment = 3\n'),
+      'no-image': task('[verifier]\nenvironment_mode = "separate"\n'),
+      'env-fields': task('[verifier.environment]\nmemory_mb = -1\nnetwork_mode = "allowlist"\nworkdir = "rel"\n', verifierImage),
+      'artifacts-list': task('artifacts = "/tmp/x"\n'),
+      artifacts: task(
+        'artifacts = [1, "../etc/passwd", { source = "/a", destination = "/abs" }, { source = "/b", destination = "manifest.json" }, { source = "/c", exclude = "x" }, { source = "/d", colour = 1 }, { source = "/e", service = "db" }, { destination = "x" }]\n',
+      ),
+      'collect-table': task('[verifier]\ncollect = "dump"\n'),
+      collect: task(
+        '[[verifier.collect]]\ntimeout_sec = 1\n[[verifier.collect]]\ncommand = "x"\ntimeout_sec = -1\nuser = "a b"\n[[verifier.collect]]\ncommand = "x"\nservice = "postgres"\nwhen = "later"\n',
+      ),
+    });
+    let message = '';
+    try {
+      readHarborTasks(root);
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    for (const want of [
+      /mode\/task\.toml, field "verifier\.environment_mode": "shared" or "separate"/,
+      /conflict\/task\.toml, field "verifier\.environment": conflicts with environment_mode = "shared"/,
+      /env-table\/task\.toml, field "verifier\.environment": a table/,
+      /no-image\/tests\/Dockerfile: missing: a separate verifier's image is built from tests\//,
+      /env-fields\/task\.toml, field "verifier\.environment\.memory_mb": a positive whole number/,
+      /env-fields\/task\.toml, field "verifier\.environment\.network_mode": "allowlist" is not supported/,
+      /env-fields\/task\.toml, field "verifier\.environment\.workdir": an absolute path/,
+      /artifacts-list\/task\.toml, field "artifacts": a list/,
+      /artifacts\/task\.toml, field "artifacts\[0\]": a path, or a table/,
+      /artifacts\/task\.toml, field "artifacts\[1\]\.source": must not contain "\.\."/,
+      /artifacts\/task\.toml, field "artifacts\[2\]\.destination": a relative path/,
+      /artifacts\/task\.toml, field "artifacts\[3\]\.destination": manifest\.json is reserved/,
+      /artifacts\/task\.toml, field "artifacts\[4\]\.exclude": a list of strings/,
+      /artifacts\/task\.toml, field "artifacts\[5\]\.colour": unknown key/,
+      /artifacts\/task\.toml, field "artifacts\[6\]\.service": "db" is a docker-compose service/,
+      /artifacts\/task\.toml, field "artifacts\[7\]\.source": a path in the agent's environment/,
+      /collect-table\/task\.toml, field "verifier\.collect": an array of tables/,
+      /collect\/task\.toml, field "verifier\.collect\[0\]\.command": a shell command \(required\)/,
+      /collect\/task\.toml, field "verifier\.collect\[1\]\.timeout_sec": seconds/,
+      /collect\/task\.toml, field "verifier\.collect\[1\]\.user": a user name or a uid/,
+      /collect\/task\.toml, field "verifier\.collect\[2\]\.service": "postgres" is a docker-compose service/,
+      /collect\/task\.toml, field "verifier\.collect\[2\]\.when": unknown key/,
+    ]) {
+      expect(message).toMatch(want);
+    }
+    fs.rmSync(root, { recursive: true, force: true });
   });
 });

@@ -6,7 +6,9 @@ import { PolarError } from '../../core/errors.js';
 import type { RolloutTask } from '../task-file.js';
 import { folderEscapes, sourceEscape, within } from './copy-guard.js';
 import { dockerIgnored, readDockerfile, type DockerCopy } from './dockerfile.js';
+import { network, readEnvironmentTable, type Report, seconds, stageUser, stringMap } from './toml-fields.js';
 import type { HarborTrial } from './types.js';
+import { readVerifierSetup, type VerifierSetup } from './verifier-config.js';
 
 /**
  * Harbor's defaults (config.py:465 verifier timeout) and the usual image working directory. Line
@@ -81,8 +83,6 @@ export function readHarborTasks(root: string): RolloutTask[] {
   return tasks;
 }
 
-type Report = (file: string, field: string | null, what: string) => void;
-
 /** One task folder as a polar task, or null once every problem it has is reported. */
 function readHarborTask(dir: string, report: Report): RolloutTask | null {
   let bad = false;
@@ -116,6 +116,10 @@ function readHarborTask(dir: string, report: Report): RolloutTask | null {
     ...(settings.memoryBytes !== undefined ? { memoryBytes: settings.memoryBytes } : {}),
     ...(settings.agentUser !== undefined ? { agentUser: settings.agentUser } : {}),
     ...(settings.verifierUser !== undefined ? { verifierUser: settings.verifierUser } : {}),
+    verifierMode: settings.verifier.verifierMode,
+    ...(settings.verifier.separateVerifier ? { separateVerifier: settings.verifier.separateVerifier } : {}),
+    artifacts: settings.verifier.artifacts,
+    collect: settings.verifier.collect,
   });
 }
 
@@ -156,6 +160,8 @@ interface TaskSettings {
   dockerImage: string | null;
   agentUser: string | undefined;
   verifierUser: string | undefined;
+  /** Where the verifier runs and what reaches it from the agent's environment. */
+  verifier: VerifierSetup;
 }
 
 /** task.toml's tables, each field checked (problems in the order the fields are read). */
@@ -193,7 +199,11 @@ function readTaskSettings(config: Record<string, unknown>, dir: string, at: Repo
   const solutionEnv = stringMap(solution.env, 'solution.env', at);
   const baseNetwork = network(environment, 'environment', at);
   const agentNetwork = network(agent, 'agent', at, true) ?? baseNetwork;
-  const verifierNetwork = network(verifier, 'verifier', at, true) ?? baseNetwork;
+  const phaseNetwork = network(verifier, 'verifier', at, true);
+  const environmentFields = readEnvironmentTable(environment, at);
+  const setup = readVerifierSetup(config, verifier, { ...environmentFields, network: baseNetwork }, phaseNetwork, dir, at);
+  // A separate verifier's network is its own environment's (config.py:480-491), not the agent's.
+  const verifierNetwork = setup.separateVerifier ? setup.separateVerifier.network : (phaseNetwork ?? baseNetwork);
   return {
     id,
     name,
@@ -207,59 +217,9 @@ function readTaskSettings(config: Record<string, unknown>, dir: string, at: Repo
     verifierNetwork,
     agentUser: stageUser(agent.user, 'agent.user', at),
     verifierUser: stageUser(verifier.user, 'verifier.user', at),
-    ...readEnvironmentTable(environment, at),
+    ...environmentFields,
+    verifier: setup,
   };
-}
-
-/** [agent].user / [verifier].user: a user name or a uid, as the engine's `exec --user` takes it. */
-function stageUser(value: unknown, field: string, at: Report): string | undefined {
-  if (value === undefined) return undefined;
-  if (typeof value === 'number' && Number.isInteger(value) && value >= 0) return String(value);
-  if (typeof value === 'string' && /^[A-Za-z0-9_][A-Za-z0-9_.-]*$/.test(value)) return value;
-  at('task.toml', field, 'a user name or a uid');
-  return undefined;
-}
-
-/** Harbor's size strings (config.py:390-403): "2G", "512M", "1024K", in MB. */
-function sizeToMb(size: string): number | null {
-  const m = /^\s*([0-9]*\.?[0-9]+)\s*([GMK])\s*$/i.exec(size);
-  if (!m) return null;
-  const n = Number(m[1]);
-  const unit = m[2]!.toUpperCase();
-  return Math.floor(unit === 'G' ? n * 1024 : unit === 'M' ? n : n / 1024);
-}
-
-/** [environment].memory_mb, or the deprecated `memory` string (both must agree when both are given). */
-function readMemory(environment: Record<string, unknown>, at: Report): number | undefined {
-  let mb: number | undefined;
-  if (environment.memory_mb !== undefined) {
-    if (typeof environment.memory_mb !== 'number' || !Number.isInteger(environment.memory_mb) || environment.memory_mb <= 0)
-      at('task.toml', 'environment.memory_mb', 'a positive whole number of MB');
-    else mb = environment.memory_mb;
-  }
-  if (environment.memory !== undefined) {
-    const legacy = typeof environment.memory === 'string' ? sizeToMb(environment.memory) : null;
-    if (legacy === null || legacy <= 0) at('task.toml', 'environment.memory', 'a size such as "2G" or "512M" (or use memory_mb)');
-    else if (mb !== undefined && mb !== legacy) at('task.toml', 'environment.memory', `${legacy} MB conflicts with memory_mb = ${mb}`);
-    else mb = legacy;
-  }
-  return mb === undefined ? undefined : mb * 1024 * 1024;
-}
-
-/** [environment]'s container settings: workdir, cpus, memory, docker_image. */
-function readEnvironmentTable(environment: Record<string, unknown>, at: Report): Pick<TaskSettings, 'workdirSetting' | 'cpus' | 'memoryBytes' | 'dockerImage'> {
-  let workdirSetting: string | null = null;
-  if (environment.workdir !== undefined) {
-    if (typeof environment.workdir !== 'string' || !environment.workdir.startsWith('/')) at('task.toml', 'environment.workdir', 'an absolute path');
-    else workdirSetting = path.posix.resolve(environment.workdir);
-  }
-  let cpus: number | undefined;
-  if (environment.cpus !== undefined) {
-    if (typeof environment.cpus !== 'number' || !(environment.cpus > 0)) at('task.toml', 'environment.cpus', 'a positive number');
-    else cpus = environment.cpus;
-  }
-  const dockerImage = typeof environment.docker_image === 'string' ? environment.docker_image : null;
-  return { workdirSetting, cpus, memoryBytes: readMemory(environment, at), dockerImage };
 }
 
 interface StartingState {
@@ -371,51 +331,6 @@ function readToml(file: string, at: Report): Record<string, unknown> | null {
     at('task.toml', null, `not valid TOML (${(err as Error).message.split('\n')[0]})`);
     return null;
   }
-}
-
-function seconds(v: unknown, field: string, at: Report): number | null {
-  if (v === undefined) return null;
-  if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0) {
-    at('task.toml', field, 'seconds, a positive number');
-    return null;
-  }
-  return v;
-}
-
-function stringMap(v: unknown, field: string, at: Report): Record<string, string> {
-  if (v === undefined) return {};
-  if (!isRecord(v) || Object.values(v).some((x) => typeof x !== 'string')) {
-    at('task.toml', field, 'a table of strings');
-    return {};
-  }
-  return v as Record<string, string>;
-}
-
-/**
- * A table's network setting: `allow_internet` (the 1.0/1.1 field, deprecated later for
- * `network_mode`, config.py:373-379 and :782-795) or `network_mode` ("public", "no-network";
- * "allowlist" cannot be enforced by host name here and is refused). Phase tables ([agent],
- * [verifier]) only override.
- */
-function network(t: Record<string, unknown>, table: string, at: Report, phase = false): 'public' | 'none' | null {
-  // network_mode, when set, wins over the legacy field (config.py:788-792).
-  if (t.network_mode !== undefined) {
-    if (t.network_mode === 'public') return 'public';
-    if (t.network_mode === 'no-network') return 'none';
-    at(
-      'task.toml',
-      `${table}.network_mode`,
-      t.network_mode === 'allowlist'
-        ? '"allowlist" is not supported by polar (host names cannot be enforced in its sandbox); use "public" or "no-network"'
-        : '"public" or "no-network"',
-    );
-    return null;
-  }
-  if (t.allow_internet !== undefined) {
-    if (typeof t.allow_internet !== 'boolean') at('task.toml', `${table}.allow_internet`, 'true or false');
-    else if (!phase) return t.allow_internet ? 'public' : 'none';
-  }
-  return null;
 }
 
 /** Leading canary lines (data-provenance markers) are not shown to agents, as Harbor does (task.py:12-31). */
