@@ -26,9 +26,17 @@ describe('polar demo', () => {
           env: { ...process.env, NO_COLOR: '1' },
         });
         const summary = JSON.parse(stdout) as { outcomes: Record<string, number>; groups: { taskId: string; rewards: number[] }[] };
-        expect(summary.outcomes).toMatchObject({ completed: 12, error: 0 });
+        expect(summary.outcomes).toMatchObject({ completed: 14, error: 0 });
         const mixed = summary.groups.filter((g) => new Set(g.rewards).size > 1).map((g) => g.taskId);
-        expect(mixed.sort()).toEqual(['broken-oracle', 'csv-to-json', 'js-fix-slugify', 'network-setup', 'partial-credit', 'py-fix-median']);
+        expect(mixed.sort()).toEqual([
+          'broken-oracle',
+          'csv-to-json',
+          'js-fix-slugify',
+          'network-setup',
+          'partial-credit',
+          'py-fix-median',
+          'separate-word-count',
+        ]);
       } finally {
         fs.rmSync(dir, { recursive: true, force: true });
       }
