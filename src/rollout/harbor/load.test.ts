@@ -385,7 +385,7 @@ describe("Harbor's separate verifier environment in task.toml", () => {
       conflict: task('[verifier]\nenvironment_mode = "shared"\n[verifier.environment]\ncpus = 1\n'),
       'env-table': task('[verifier]\nenvironment = 3\n'),
       'no-image': task('[verifier]\nenvironment_mode = "separate"\n'),
-      'env-fields': task('[verifier.environment]\nmemory_mb = -1\nnetwork_mode = "allowlist"\nworkdir = "rel"\n', verifierImage),
+      'env-fields': task('[verifier.environment]\nmemory_mb = -1\nnetwork_mode = "allowlist"\nworkdir = "rel"\ndocker_image = 3\n', verifierImage),
       'artifacts-list': task('artifacts = "/tmp/x"\n'),
       artifacts: task(
         'artifacts = [1, "../etc/passwd", { source = "/a", destination = "/abs" }, { source = "/b", destination = "manifest.json" }, { source = "/c", exclude = "x" }, { source = "/d", colour = 1 }, { source = "/e", service = "db" }, { destination = "x" }]\n',
@@ -409,6 +409,7 @@ describe("Harbor's separate verifier environment in task.toml", () => {
       /env-fields\/task\.toml, field "verifier\.environment\.memory_mb": a positive whole number/,
       /env-fields\/task\.toml, field "verifier\.environment\.network_mode": "allowlist" is not supported/,
       /env-fields\/task\.toml, field "verifier\.environment\.workdir": an absolute path/,
+      /env-fields\/task\.toml, field "verifier\.environment\.docker_image": an image name/,
       /artifacts-list\/task\.toml, field "artifacts": a list/,
       /artifacts\/task\.toml, field "artifacts\[0\]": a path, or a table/,
       /artifacts\/task\.toml, field "artifacts\[1\]\.source": must not contain "\.\."/,
