@@ -20,7 +20,8 @@ export const HARNESS_DIRS = ['.claude', '.codex', '.gemini', '.qwen', '.pi', '.o
 /** Opens a sandbox for one command run in `cwd` (setup, polar's git on an agent's workspace). */
 export type OpenSandbox = (cwd: string) => Promise<Jail>;
 
-// Hooks and an fsmonitor are commands a workspace's own config could make polar's git run.
+// Hooks and an fsmonitor are commands a workspace's own config could make polar's git run; an
+// attributes file outside the repository could name a filter driver for the workspace's files.
 const GIT = [
   '-c',
   'user.name=polar',
@@ -34,10 +35,20 @@ const GIT = [
   'core.fsmonitor=false',
   '-c',
   'init.defaultBranch=main',
+  '-c',
+  'core.attributesFile=/dev/null',
 ];
-// The user's own git config stays in effect (a clone of a private repository needs its credential
-// helper); on the agent's workspace polar's git runs sandboxed, where that config is not visible.
 const GIT_ENV = { GIT_TERMINAL_PROMPT: '0' };
+/**
+ * polar's git on workspace content (the baseline commit, the agent's diff, its application) reads
+ * no configuration but the repository's own, which polar wrote: no /etc/gitconfig, ~/.gitconfig or
+ * XDG config (a filter or diff driver defined there runs on files a `.gitattributes` in the task or
+ * the agent's diff selects: `* filter=evil`), no system attributes, and none of the caller's GIT_*
+ * variables (GIT_DIR, GIT_EXTERNAL_DIFF, GIT_CONFIG_PARAMETERS would each redirect or run something).
+ * The one exception is the clone and checkout of a `git` workspace: they are the task's, not the
+ * agent's, and a private repository needs the user's credential helper.
+ */
+const NEUTRAL_ENV = { GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', GIT_ATTR_NOSYSTEM: '1' };
 /**
  * The baseline commit's identity and dates, fixed: two samples of a task with the same files get
  * the same commit hash, and harnesses put it in their first prompt (Claude Code's git status lists
@@ -63,6 +74,10 @@ export interface PreparedWorkspace {
  * task's setup commands run in `sandbox` when given; the copy and clone are polar's own, on what the
  * task names, and run outside it. After setup commands the baseline commit runs in `gitSandbox`:
  * a setup command could have left a clean filter or an fsmonitor in .git/config.
+ *
+ * The workspace's git history is the baseline commit alone (freshBaseline): whatever .git the
+ * clone, the folder, the Harbor environment or a setup command left is replaced, so the agent finds
+ * no later commit, ref, reflog or pack of the source repository (the fix, in a benchmark's repo).
  */
 export async function prepareWorkspace(
   task: RolloutTask,
@@ -88,8 +103,8 @@ export async function prepareWorkspace(
   } else if ('dir' in ws) {
     await fs.cp(ws.dir, dest, { recursive: true, verbatimSymlinks: true });
   } else if ('git' in ws) {
-    await git(['clone', '--quiet', '--no-checkout', ws.git, dest], path.dirname(dest), env, left(), 'clone');
-    await git(['checkout', '--quiet', '--detach', ws.commit], dest, env, left(), `check out ${ws.commit}`);
+    await git(['clone', '--quiet', '--no-checkout', ws.git, dest], path.dirname(dest), env, left(), 'clone', { userConfig: true });
+    await git(['checkout', '--quiet', '--detach', ws.commit], dest, env, left(), `check out ${ws.commit}`, { userConfig: true });
   } else {
     await fs.mkdir(dest, { recursive: true });
   }
@@ -111,22 +126,66 @@ export async function prepareWorkspace(
   const jail = (task.setup.length > 0 || task.harbor) && gitSandbox ? await gitSandbox(dest) : null;
   const wrap = jail ? (c: HarnessCommand) => jail.wrap(c) : undefined;
   try {
-    if (!(await exists(path.join(dest, '.git')))) await git(['init', '--quiet'], dest, env, left(), 'init', 'init', wrap);
-    await git(['add', '--all', '--', '.', ...excludes()], dest, env, left(), 'stage the baseline', 'init', wrap);
-    await git(
-      ['commit', '--quiet', '--allow-empty', '--no-verify', '-m', 'polar baseline'],
-      dest,
-      { ...env, ...BASELINE_COMMIT_ENV },
-      left(),
-      'commit the baseline',
-      'init',
-      wrap,
-    );
-    const baseline = (await git(['rev-parse', 'HEAD'], dest, env, left(), 'read the baseline', 'init', wrap)).trim();
-    return { dir: dest, baseline };
+    return { dir: dest, baseline: await freshBaseline(dest, env, left, wrap) };
   } finally {
     await jail?.close();
   }
+}
+
+/**
+ * Replaces `dir`'s .git (a folder, a `gitdir:` file or a symlink: removed, never followed) with a
+ * new repository holding one commit of the files as they are, on one branch: the baseline. Its hash
+ * depends on the files alone (fixed identity and dates, no parent), so two samples of a task get
+ * the same one. Files the old repository tracked although its .gitignore matches them (added with
+ * --force upstream) stay in the baseline, as they were when it was a commit on top of the source's.
+ */
+async function freshBaseline(dir: string, env: Record<string, string>, left: () => number, wrap?: (c: HarnessCommand) => HarnessCommand): Promise<string> {
+  const dotGit = path.join(dir, '.git');
+  const old = await fs.lstat(dotGit).catch(() => null);
+  let forced: string[] = [];
+  if (old?.isDirectory()) {
+    // A folder named .git that is no repository has nothing tracked to keep.
+    const listed = await git(
+      ['ls-files', '-z', '--cached', '--ignored', '--exclude-standard', '--', '.', ...excludes()],
+      dir,
+      env,
+      left(),
+      'list tracked files',
+      {
+        wrap,
+      },
+    ).catch(() => '');
+    // One a setup command removed is not the agent's to see (and `git add` would refuse it).
+    const present = await Promise.all(
+      listed.split('\0').map((f) =>
+        f === ''
+          ? null
+          : fs.lstat(path.join(dir, f)).then(
+              () => f,
+              () => null,
+            ),
+      ),
+    );
+    forced = present.filter((f): f is string => f !== null);
+  }
+  await fs.rm(dotGit, { recursive: true, force: true });
+  await git(['init', '--quiet'], dir, env, left(), 'init', { wrap });
+  await git(['add', '--all', '--', '.', ...excludes()], dir, env, left(), 'stage the baseline', { wrap });
+  if (forced.length > 0) {
+    const list = path.join(dotGit, 'polar-forced');
+    await fs.writeFile(list, forced.join('\0'));
+    try {
+      const add = ['--literal-pathspecs', 'add', '--force', '--pathspec-from-file=.git/polar-forced', '--pathspec-file-nul'];
+      await git(add, dir, env, left(), 'stage the tracked ignored files', { wrap });
+    } finally {
+      await fs.rm(list, { force: true });
+    }
+  }
+  await git(['commit', '--quiet', '--allow-empty', '--no-verify', '-m', 'polar baseline'], dir, env, left(), 'commit the baseline', {
+    wrap,
+    commitEnv: BASELINE_COMMIT_ENV,
+  });
+  return (await git(['rev-parse', 'HEAD'], dir, env, left(), 'read the baseline', { wrap })).trim();
 }
 
 /**
@@ -138,21 +197,31 @@ export async function captureDiff(ws: PreparedWorkspace, env: Record<string, str
   const jail = sandbox ? await sandbox(ws.dir) : null;
   const wrap = jail ? (c: HarnessCommand) => jail.wrap(c) : undefined;
   try {
-    await git(['add', '--all', '--', '.', ...excludes()], ws.dir, env, 60_000, 'stage the changes', 'post', wrap);
-    return await git(['diff', '--cached', '--binary', ws.baseline, '--', '.', ...excludes()], ws.dir, env, 60_000, 'diff', 'post', wrap);
+    await git(['add', '--all', '--', '.', ...excludes()], ws.dir, env, 60_000, 'stage the changes', { stage: 'post', wrap });
+    // git's own patch: no external diff or textconv driver the agent's .git/config names.
+    const diff = ['diff', '--cached', '--binary', '--no-ext-diff', '--no-textconv', ws.baseline, '--', '.', ...excludes()];
+    return await git(diff, ws.dir, env, 60_000, 'diff', { stage: 'post', wrap });
   } finally {
     await jail?.close();
   }
 }
 
-/** Applies a captured diff to a freshly prepared workspace. */
-export async function applyDiff(ws: PreparedWorkspace, diff: string, env: Record<string, string>): Promise<void> {
+/**
+ * Applies a captured diff to a freshly prepared workspace. The diff is the agent's content: git
+ * reads no configuration of the caller's (NEUTRAL_ENV) and, with a sandbox, runs inside one. The
+ * patch waits in the fresh copy's .git, polar's own and inside the sandbox's view (git apply refuses
+ * paths under .git), and is gone before any test runs.
+ */
+export async function applyDiff(ws: PreparedWorkspace, diff: string, env: Record<string, string>, sandbox?: OpenSandbox): Promise<void> {
   if (diff.trim() === '') return;
-  const file = path.join(path.dirname(ws.dir), `${path.basename(ws.dir)}.patch`);
+  const file = path.join(ws.dir, '.git', 'polar-agent.patch');
   await fs.writeFile(file, diff);
+  const jail = sandbox ? await sandbox(ws.dir) : null;
+  const wrap = jail ? (c: HarnessCommand) => jail.wrap(c) : undefined;
   try {
-    await git(['apply', '--whitespace=nowarn', '--binary', file], ws.dir, env, 60_000, "apply the agent's diff", 'post');
+    await git(['apply', '--whitespace=nowarn', '--binary', '.git/polar-agent.patch'], ws.dir, env, 60_000, "apply the agent's diff", { stage: 'post', wrap });
   } finally {
+    await jail?.close();
     await fs.rm(file, { force: true });
   }
 }
@@ -172,16 +241,19 @@ function excludes(): string[] {
   return HARNESS_DIRS.map((d) => `:(exclude)${d}`);
 }
 
-async function git(
-  args: string[],
-  cwd: string,
-  env: Record<string, string>,
-  timeoutMs: number,
-  what: string,
-  stage: 'init' | 'post' = 'init',
-  wrap?: (c: HarnessCommand) => HarnessCommand,
-): Promise<string> {
-  const plain: HarnessCommand = { file: 'git', args: [...GIT, ...args], env: { ...env, ...GIT_ENV } };
+interface GitOptions {
+  stage?: 'init' | 'post';
+  wrap?: (c: HarnessCommand) => HarnessCommand;
+  /** The user's git configuration and GIT_* variables (the clone and checkout only); else NEUTRAL_ENV. */
+  userConfig?: boolean;
+  /** Set after the caller's variables are dropped (the baseline commit's identity and dates). */
+  commitEnv?: Record<string, string>;
+}
+
+async function git(args: string[], cwd: string, env: Record<string, string>, timeoutMs: number, what: string, opts: GitOptions = {}): Promise<string> {
+  const { stage = 'init', wrap, userConfig = false, commitEnv = {} } = opts;
+  const own = userConfig ? env : Object.fromEntries(Object.entries(env).filter(([name]) => !name.startsWith('GIT_')));
+  const plain: HarnessCommand = { file: 'git', args: [...GIT, ...args], env: { ...own, ...GIT_ENV, ...(userConfig ? {} : NEUTRAL_ENV), ...commitEnv } };
   const cmd = wrap ? wrap(plain) : plain;
   const r = await runCommand(cmd.file, cmd.args, { cwd, env: cmd.env, timeoutMs });
   if (r.failed || r.exitCode !== 0) throw new StageError(stage, `git could not ${what}: ${r.failed ?? `exit ${r.exitCode}`}${lastLines(r.output)}`);
@@ -191,13 +263,4 @@ async function git(
 function lastLines(text: string): string {
   const lines = text.trim().split('\n').slice(-3).join(' | ');
   return lines ? ` — ${lines.slice(0, 500)}` : '';
-}
-
-async function exists(p: string): Promise<boolean> {
-  try {
-    await fs.access(p);
-    return true;
-  } catch {
-    return false;
-  }
 }
