@@ -122,11 +122,15 @@ describe('limits', () => {
     expect(() => parseSize('lots')).toThrow(/not a size/);
   });
 
-  it('enters every group, then sets the file size cap in 512-byte blocks, then runs the command', () => {
-    expect(enterScript(['/cg/pids/x/cgroup.procs'], { ...DEFAULT_LIMITS, maxFileSizeBytes: 1024 * 1024 }, false)).toBe(
-      'echo $$ > \'/cg/pids/x/cgroup.procs\' && ulimit -f 2048 && exec "$@"',
+  it('closes inherited descriptors, enters every group, then sets the file size cap in 512-byte blocks, then runs the command', () => {
+    expect(enterScript(['/cg/pids/x/cgroup.procs'], { ...DEFAULT_LIMITS, maxFileSizeBytes: 1024 * 1024 }, false, false)).toBe(
+      'exec 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&-; echo $$ > \'/cg/pids/x/cgroup.procs\' && ulimit -f 2048 && exec "$@"',
     );
-    expect(enterScript([], { ...DEFAULT_LIMITS, maxCpuSeconds: 5 }, true)).toContain('ulimit -t 5');
+    expect(enterScript([], { ...DEFAULT_LIMITS, maxCpuSeconds: 5 }, true, true)).toContain('ulimit -t 5');
+    // bash (not in POSIX mode) counts 1024-byte blocks: the same 1 MiB.
+    expect(enterScript([], { ...DEFAULT_LIMITS, maxFileSizeBytes: 1024 * 1024 }, false, true)).toMatch(
+      /^for f in \/proc\/\$\$\/fd\/\*; .*; done; ulimit -f 1024 && exec "\$@"$/,
+    );
   });
 
   it('reads a per-process cap from the exit status', () => {

@@ -6,6 +6,7 @@ import { PolarError } from '../core/errors.js';
 import type { CommandLine } from '../core/process/command-line.js';
 import { bwrapArgs, PROXY_SOCKET_INSIDE, type Bind } from './args.js';
 import { bridged } from './bridge.js';
+import { checkInheritedFds, enterShell } from './fds.js';
 import { cgroupSupport, createGroup, enterScript, rlimitReason, formatBytes, type SampleGroup } from './limits.js';
 import type { NetworkMode, SandboxSettings } from './types.js';
 import { hostView } from './view.js';
@@ -44,8 +45,9 @@ export interface JailSpec {
 
 /**
  * One command's sandbox, for as long as the command runs: its private /tmp and home, its cgroup
- * (entered before bwrap starts, so nothing it forks escapes the count), a watcher that ends the
- * command the moment a cap is hit, and the cleanup that ends whatever it left behind.
+ * (entered before bwrap starts, so nothing it forks escapes the count), no descriptor polar
+ * inherited (closed before bwrap starts, fds.ts), a watcher that ends the command the moment a cap
+ * is hit, and the cleanup that ends whatever it left behind.
  */
 export interface Jail {
   /** The command's home as the command sees it (`homeInside`, else its host path); null with `--sandbox none`. */
@@ -66,6 +68,8 @@ export async function openJail(settings: SandboxSettings, spec: JailSpec): Promi
     return { home: spec.home ?? null, wrap: (cmd) => cmd, close: async () => null };
   }
   checkWorkdir(spec.cwd);
+  const shell = enterShell();
+  checkInheritedFds(shell);
   if (spec.network === 'proxy-only' && !spec.proxy) throw new Error('a proxy-only sandbox needs the proxy port and socket');
   const started = Date.now();
   const own = await mkdtemp(path.join(os.tmpdir(), 'polar-sbx-'));
@@ -113,7 +117,7 @@ export async function openJail(settings: SandboxSettings, spec: JailSpec): Promi
     gid: process.getgid?.() ?? 0,
   });
   const cpuCounted = group !== null && cgroupSupport()?.parents.cpu !== undefined;
-  const script = enterScript(group?.procsFiles ?? [], limits, !cpuCounted);
+  const script = enterScript(group?.procsFiles ?? [], limits, !cpuCounted, shell.bash);
   let closed = false;
   return {
     home: homeInside ?? home,
@@ -122,7 +126,11 @@ export async function openJail(settings: SandboxSettings, spec: JailSpec): Promi
         network === 'proxy-only'
           ? bridged(process.execPath, spec.proxy!.port, PROXY_SOCKET_INSIDE, spec.interactive === true, cmd.file, cmd.args)
           : [cmd.file, ...cmd.args];
-      return { file: '/bin/sh', args: ['-c', script, 'sh', settings.bwrap, ...args, ...inner], env: { ...cmd.env, HOME: homeInside ?? home, TMPDIR: '/tmp' } };
+      return {
+        file: shell.file,
+        args: [...shell.flags, '-c', script, 'sh', settings.bwrap, ...args, ...inner],
+        env: { ...cmd.env, HOME: homeInside ?? home, TMPDIR: '/tmp' },
+      };
     },
     async close(exit) {
       if (closed) return reason;

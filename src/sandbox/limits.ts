@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { PolarError } from '../core/errors.js';
 import { newId } from '../core/ids.js';
+import { closeFdsScript } from './fds.js';
 import type { SandboxLimits } from './types.js';
 
 /**
@@ -143,18 +144,25 @@ export function createGroup(limits: SandboxLimits, cg: CgroupSupport | null = cg
   };
 }
 
-/** `ulimit -f` for a cap in bytes (POSIX counts 512-byte blocks; soft and hard both). */
-export function fileSizeUlimit(bytes: number): string {
-  return `ulimit -f ${Math.max(1, Math.floor(bytes / 512))}`;
+/**
+ * `ulimit -f` for a cap in bytes (soft and hard both). POSIX counts 512-byte blocks; bash outside
+ * its POSIX mode counts 1024-byte ones, so the enter script run by bash passes `block` 1024.
+ */
+export function fileSizeUlimit(bytes: number, block: 512 | 1024 = 512): string {
+  return `ulimit -f ${Math.max(1, Math.floor(bytes / block))}`;
 }
 
-/** The `sh` line that enters the group and sets the rlimits, then becomes `"$@"`. */
-export function enterScript(procsFiles: readonly string[], limits: SandboxLimits, cpuByRlimit: boolean): string {
+/**
+ * The shell line that closes every inherited descriptor above 2 (fds.ts; `bash` says whether it
+ * runs in bash, which can close those above 9), enters the group and sets the rlimits, then
+ * becomes `"$@"` (bwrap).
+ */
+export function enterScript(procsFiles: readonly string[], limits: SandboxLimits, cpuByRlimit: boolean, bash: boolean): string {
   const parts = procsFiles.map((f) => `echo $$ > ${shellWord(f)}`);
-  if (limits.maxFileSizeBytes > 0) parts.push(fileSizeUlimit(limits.maxFileSizeBytes));
+  if (limits.maxFileSizeBytes > 0) parts.push(fileSizeUlimit(limits.maxFileSizeBytes, bash ? 1024 : 512));
   if (cpuByRlimit && limits.maxCpuSeconds > 0) parts.push(`ulimit -t ${limits.maxCpuSeconds}`);
   parts.push('exec "$@"');
-  return parts.join(' && ');
+  return `${closeFdsScript(bash)}; ${parts.join(' && ')}`;
 }
 
 /** The reason for an exit status that says a per-process limit killed the command (128 + SIGXFSZ/SIGXCPU). */
