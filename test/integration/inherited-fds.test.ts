@@ -1,10 +1,12 @@
-import { spawn, type StdioOptions } from 'node:child_process';
+import { execFileSync, spawn, type StdioOptions } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { findBwrap } from '../../src/sandbox/index.js';
+import { execArgs, removeArgs, runArgs } from '../../src/rollout/harbor/container-args.js';
+import { workingEngines } from '../../src/rollout/harbor/environment.js';
+import { DEFAULT_LIMITS, findBwrap } from '../../src/sandbox/index.js';
 
 /**
  * Issue 31, the inherited descriptor: polar started with a host folder open on fd 20 (`exec
@@ -73,5 +75,64 @@ describe.skipIf(!bwrap)('descriptors polar inherited (skipped: bubblewrap is not
     expect(r.stdout).not.toMatch(/HOST-SECRET|READ-THROUGH|WROTE-THROUGH|WROTE-PIPE/);
     expect(fs.readdirSync(hostDir)).toEqual(['secret.txt']);
     expect(piped).toBe('');
+  });
+});
+
+/**
+ * A container sample's commands are started by the engine, not by a shell polar spawned: podman
+ * passes a descriptor on only with --preserve-fds (conmon starts the container's processes), docker's
+ * CLI only asks its daemon. polar's own `run` and `exec` lines, spawned with the same fd 20, must
+ * leave nothing of it in the container: no process there holds a descriptor 20.
+ */
+const IMAGE = 'docker.io/library/debian:12-slim';
+const engine = workingEngines()[0] ?? null;
+const imageHere = engine !== null && spawnOk(engine, ['image', 'inspect', IMAGE]);
+
+function spawnOk(file: string, args: string[]): boolean {
+  try {
+    execFileSync(file, args, { stdio: 'ignore', timeout: 60_000 });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe.skipIf(!imageHere)(`descriptors polar inherited, in a container (skipped: no container engine with ${IMAGE} here)`, () => {
+  it("reach no process of the sample's container, started or exec'd", async () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-inherited-fds-ctr-'));
+    const folder = fs.openSync(root, 'r');
+    const name = `polar-fds-${process.pid}`;
+    const withFd = async (args: string[]) => {
+      const stdio: StdioOptions = ['ignore', 'pipe', 'pipe'];
+      for (let fd = 3; fd <= 20; fd++) stdio.push('ignore');
+      stdio[20] = folder;
+      const child = spawn(engine!, args, { stdio });
+      let out = '';
+      child.stdout!.on('data', (d: Buffer) => (out += d.toString('utf8')));
+      child.stderr!.on('data', (d: Buffer) => (out += d.toString('utf8')));
+      const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+      return { code, out };
+    };
+    try {
+      const limits = { ...DEFAULT_LIMITS, maxMemoryBytes: 0 };
+      const started = await withFd(runArgs({ name, image: IMAGE, workdir: '/', network: 'none', mounts: [], limits, cpus: null }));
+      expect(started.code, started.out).toBe(0);
+      const probe = 'echo holders:; ls -d /proc/[0-9]*/fd/20 2>/dev/null; echo own:; ls /proc/self/fd';
+      const r = await withFd(execArgs({ name, workdir: '/', envNames: [], interactive: false }, ['sh', '-c', probe]));
+      expect(r.code, r.out).toBe(0);
+      const [, holders, own] = /holders:\n([^]*)own:\n([^]*)$/.exec(r.out) ?? [];
+      expect(holders!.trim()).toBe('');
+      // sh's listing itself opens one more (3), as on the host.
+      expect(
+        own!
+          .trim()
+          .split(/\s+/)
+          .filter((fd) => fd !== '3'),
+      ).toEqual(['0', '1', '2']);
+    } finally {
+      fs.closeSync(folder);
+      spawnOk(engine!, removeArgs(name));
+      fs.rmSync(root, { recursive: true, force: true });
+    }
   });
 });
