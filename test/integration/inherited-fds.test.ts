@@ -120,7 +120,7 @@ describe.skipIf(!imageHere)(`descriptors polar inherited, in a container (skippe
       const probe = 'echo holders:; ls -d /proc/[0-9]*/fd/20 2>/dev/null; echo own:; ls /proc/self/fd';
       const r = await withFd(execArgs({ name, workdir: '/', envNames: [], interactive: false }, ['sh', '-c', probe]));
       expect(r.code, r.out).toBe(0);
-      const [, holders, own] = /holders:\n([^]*)own:\n([^]*)$/.exec(r.out) ?? [];
+      const [, holders, own] = /holders:\n([\s\S]*)own:\n([\s\S]*)$/.exec(r.out) ?? [];
       expect(holders!.trim()).toBe('');
       // sh's listing itself opens one more (3), as on the host.
       expect(
