@@ -76,6 +76,12 @@ export interface RolloutSummary {
   tasks: number;
   samplesPerTask: number;
   outcomes: Record<SampleOutcome | 'interrupted' | 'unfinished', number>;
+  /**
+   * Samples that scored 0 because their verifier did not end on its own terms (killed, timed out,
+   * no reward file): the agent's code could have caused it, so they are not `error` (which is
+   * polar's or the machine's failure) and stay in their group. Each has its evaluator's `forfeit`.
+   */
+  forfeited: number;
   meanReward: number | null;
   /** Offline SFT generation: accepted / attempted (samples that ended with a reward). */
   accepted: number;

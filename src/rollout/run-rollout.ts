@@ -297,6 +297,7 @@ export function summarize(
     tasks: byTask.size,
     samplesPerTask: row.samplesPerTask,
     outcomes,
+    forfeited: samples.filter((s) => typeof s.evaluator?.forfeit === 'string').length,
     meanReward: rewards.length > 0 ? rewards.reduce((a, b) => a + b, 0) / rewards.length : null,
     accepted: samples.filter((s) => s.accepted).length,
     attempted: rewards.length,

@@ -12,16 +12,16 @@ import { sessionTraces, usableCalls, emptyStats } from '../trajectory/reconstruc
 import { prefixMerging } from '../trajectory/strategies/prefix-merging.js';
 import type { AcceptFacts } from './accept.js';
 import type { RolloutConfig, RolloutEvent } from './config.js';
-import { evaluate } from './evaluate.js';
+import { evaluate } from './evaluators/registry.js';
 import type { RolloutTask } from './task-file.js';
-import { evaluatorSandbox, harnessNetwork, rolloutInsidePaths, setupSandbox, verifierNetwork } from './sandboxing.js';
-import { agentMounts, isBuiltinAgent, runBuiltinAgent } from './harbor/trial.js';
-import type { SampleContainer } from './harbor/container.js';
-import { containerStartingState, copyWorkdirOut, openTaskContainer, runContainerAgent } from './harbor/container-trial.js';
-import { nodePrefix } from './harbor/container.js';
+import { harnessNetwork, rolloutInsidePaths, verifierNetwork } from './sandboxing.js';
+import { isBuiltinAgent, runBuiltinAgent } from './agents/builtin.js';
+import type { EnvironmentDeps } from './environments/deps.js';
+import { openEnvironment } from './environments/registry.js';
+import type { SampleEnvironment } from './environments/types.js';
 import { localStateDir } from '../store/postgres/url.js';
 import { StageError } from './stage-error.js';
-import { captureDiff, prepareWorkspace, removeWorkspace, workspaceDir, type PreparedWorkspace } from './workspace.js';
+import { removeWorkspace, workspaceDir, type PreparedWorkspace } from './workspace.js';
 
 /** What every stage shares: no globals; a rollout builds one and passes it in. */
 export interface StageContext {
@@ -65,8 +65,8 @@ export interface Prepared {
   deadline: number;
   startedAt: number;
   timing: Record<string, number>;
-  /** A Harbor task run with `--environment docker|podman`: the sample's container, every stage runs in it. */
-  container?: SampleContainer;
+  /** Where the sample lives from INIT to its verdict (environments/: the host sandbox or a container). */
+  environment: SampleEnvironment;
 }
 
 /** A sample past RUNNING: how its harness run ended. */
@@ -78,8 +78,9 @@ export interface Ran extends Prepared {
 const toolEnv = () => baseEnvironment();
 
 /**
- * INIT: a new attempt (a session id), the budget starts, the workspace is prepared. Returns null when
- * the sample ended here (its outcome recorded) or was already done.
+ * INIT: a new attempt (a session id), the budget starts, the sample's environment opens and its
+ * workspace is prepared. Returns null when the sample ended here (its outcome recorded) or was
+ * already done.
  */
 export async function initStage(ctx: StageContext, sample: SampleRow): Promise<Prepared | null> {
   const task = ctx.tasks.get(sample.taskId)!;
@@ -90,34 +91,23 @@ export async function initStage(ctx: StageContext, sample: SampleRow): Promise<P
   const startedAt = Date.now();
   const deadline = startedAt + (task.timeout ?? ctx.config.timeoutSec) * 1000;
   const dir = workspaceDir(ctx.config.outDir, task.id, sample.sampleIndex, attempt);
-  let container: SampleContainer | null = null;
+  let environment: SampleEnvironment | null = null;
   try {
-    const boxed = ctx.sandbox.kind !== 'none';
-    // A container sample's starting state is its image's WORKDIR, copied out for the baseline.
-    container = await sampleContainer(ctx, task, sample, sessionId);
-    const fromContainer = container;
-    const workspace = await prepareWorkspace(
-      task,
-      dir,
-      deadline,
-      toolEnv(),
-      boxed ? setupSandbox(ctx.sandbox, task, insideFor(ctx)?.workspace ?? null) : undefined,
-      boxed ? evaluatorSandbox(ctx.sandbox, null, insideFor(ctx)?.workspace ?? null) : undefined,
-      fromContainer ? (dest) => containerStartingState(fromContainer, dest) : undefined,
-    );
+    environment = openEnvironment(ctx.config.environment, environmentDeps(ctx), { task, sampleId: sample.id, sessionId, dir });
+    const workspace = await environment.prepare(deadline);
     const timing = { init_ms: Date.now() - startedAt };
     await ctx.ledger.stage(sample.id, 'ready', timing);
     ctx.emit({ type: 'stage', sampleId: sample.id, taskId: sample.taskId, stage: 'ready' });
-    return { sample, task, sessionId, workspace, deadline, startedAt, timing, ...(container ? { container } : {}) };
+    return { sample, task, sessionId, workspace, deadline, startedAt, timing, environment };
   } catch (err) {
-    await container?.remove();
+    await environment?.dispose(false);
     await removeWorkspace(dir);
     await finish(ctx, sample, stageFailure(err, 'init', startedAt));
     return null;
   }
 }
 
-/** RUNNING: the harness through the rollout's proxy, in the sandbox, for what is left of the budget. */
+/** RUNNING: the harness through the rollout's proxy, in the sample's environment, for what is left of the budget. */
 export async function runStage(ctx: StageContext, p: Prepared): Promise<Ran | null> {
   const readyMs = Date.now() - p.startedAt - (p.timing.init_ms ?? 0);
   if (ctx.stopping()) {
@@ -132,8 +122,6 @@ export async function runStage(ctx: StageContext, p: Prepared): Promise<Ran | nu
   const started = Date.now();
   if (!ctx.harness) return runBuiltin(ctx, p, timing, left, started);
   try {
-    const harbor = p.task.harbor ? agentMounts(p.task.harbor, p.workspace.dir) : null;
-    const fixed = insideFor(ctx);
     const result = await runHarness({
       harness: ctx.harness,
       ...(ctx.config.harnessBin ? { harnessBin: ctx.config.harnessBin } : {}),
@@ -156,9 +144,7 @@ export async function runStage(ctx: StageContext, p: Prepared): Promise<Ran | nu
         network: harnessNetwork(ctx.sandbox, p.task),
         ...(ctx.proxySocket ? { proxySocket: ctx.proxySocket } : {}),
         // One workspace and home path for every sample of a task: the first prompt names them.
-        ...(fixed ? { cwdInside: fixed.workspace, homeInside: fixed.home } : {}),
-        ...(harbor ?? {}),
-        ...(p.container ? { container: (port: number) => p.container!.jail(port, p.task.harbor?.agentUser) } : {}),
+        ...p.environment.harnessPlacement(),
       },
       sessionMetadata: { rollout_id: ctx.rolloutId, task_id: p.task.id, group_id: p.sample.groupId, sample_index: p.sample.sampleIndex },
     });
@@ -188,36 +174,37 @@ export async function runStage(ctx: StageContext, p: Prepared): Promise<Ran | nu
   }
 }
 
-/** POSTRUN: the agent's diff, the evaluator, the reward (once), the group's statistics, cleanup. */
+/**
+ * POSTRUN: the environment collects the agent's work (every process of the sample dead, its diff
+ * taken), the evaluator scores it in a place the agent never had, the reward is recorded once with
+ * the group's statistics, then cleanup.
+ */
 export async function postStage(ctx: StageContext, r: Ran): Promise<void> {
   await ctx.ledger.stage(r.sample.id, 'post');
   ctx.emit({ type: 'stage', sampleId: r.sample.id, taskId: r.sample.taskId, stage: 'post' });
   const started = Date.now();
   let diff: string | null = null;
   try {
-    const inside = insideFor(ctx)?.workspace ?? null;
-    const noNetwork = ctx.sandbox.kind === 'none' ? null : evaluatorSandbox(ctx.sandbox, null, inside);
-    // In a container the agent's edits are in the container's WORKDIR: copied out over the baseline first.
-    if (r.container) {
-      // Nothing the agent left running may touch its workspace or the verifier's files from here on.
-      await r.container.killStrays();
-      await copyWorkdirOut(r.container, r.workspace.dir);
-    }
-    diff = await captureDiff(r.workspace, toolEnv(), noNetwork ?? undefined);
+    diff = await r.environment.collect();
+    const traces = traceCount(ctx.store, r.sessionId);
     const evaluation = await evaluate({
       task: r.task,
       workspace: r.workspace,
       diff: diff ?? '',
       sessionStatus: r.sessionStatus,
       sessionId: r.sessionId,
-      traceCount: traceCount(ctx.store, r.sessionId),
-      env: { ...toolEnv(), ...(ctx.tasksDir ? { POLAR_TASKS_DIR: ctx.tasksDir } : {}) },
-      // The task file's folder (hidden checkers) appears here only, after the agent has ended.
-      sandbox: ctx.sandbox.kind === 'none' ? null : evaluatorSandbox(ctx.sandbox, ctx.tasksDir, inside),
-      workspaceInside: inside,
-      setupSandbox: ctx.sandbox.kind === 'none' ? null : setupSandbox(ctx.sandbox, r.task, inside),
-      gitSandbox: noNetwork,
-      harbor: { settings: ctx.sandbox, network: verifierNetwork(ctx.sandbox, r.task), ...(r.container ? { container: r.container } : {}) },
+      traceCount: traces,
+      env: {
+        ...toolEnv(),
+        POLAR_TASK_ID: r.task.id,
+        POLAR_SESSION_ID: r.sessionId,
+        POLAR_TRACE_COUNT: String(traces),
+        ...(ctx.tasksDir ? { POLAR_TASKS_DIR: ctx.tasksDir } : {}),
+      },
+      verification: r.environment.verification,
+      verifierNetwork: verifierNetwork(ctx.sandbox, r.task),
+      // The task file's folder (hidden checkers) appears to evaluators only, after the agent has ended.
+      tasksDir: ctx.tasksDir,
       scratch: path.join(ctx.config.outDir, 'scratch'),
       secrets: ctx.secrets,
     });
@@ -239,25 +226,16 @@ export async function postStage(ctx: StageContext, r: Ran): Promise<void> {
 }
 
 /**
- * RUNNING for Harbor's built-in agents: the oracle runs solution/solve.sh in the agent's sandbox, nop
- * does nothing; no model, no session calls. Their network is the harness's (the task's, else the
- * rollout's --network), with no way out at all in place of the proxy: they have no use for it.
+ * RUNNING for the built-in agents (`oracle`, `nop`): no model, no session calls. Their network is
+ * the harness's (the task's, else the rollout's --network), with no way out at all in place of the
+ * proxy: they have no use for it.
  */
 async function runBuiltin(ctx: StageContext, p: Prepared, timing: Record<string, number>, left: number, started: number): Promise<Ran | null> {
   const agent = ctx.config.harness;
   try {
-    if (!p.task.harbor || !isBuiltinAgent(agent))
-      throw new StageError('run', `--harness ${agent} runs Harbor tasks only (a task folder with solution/ and tests/)`);
-    const r = p.container
-      ? await runContainerAgent(agent, p.task.harbor, p.container, toolEnv(), left)
-      : await runBuiltinAgent(
-          agent,
-          p.task.harbor,
-          p.workspace.dir,
-          { settings: ctx.sandbox, env: toolEnv(), secrets: ctx.secrets },
-          harnessNetwork(ctx.sandbox, p.task) === 'host' ? 'host' : 'none',
-          left,
-        );
+    if (!isBuiltinAgent(agent)) throw new StageError('run', `--harness ${agent} is not a built-in agent`);
+    const network = harnessNetwork(ctx.sandbox, p.task) === 'host' ? 'host' : 'none';
+    const r = await runBuiltinAgent(agent, p.task, p.environment, toolEnv(), network, left);
     const runTiming = { ...timing, run_ms: Date.now() - started };
     if (r.limit) {
       await finish(ctx, p.sample, stageFailure(new StageError('run', r.limit), 'run', p.startedAt, runTiming));
@@ -305,8 +283,7 @@ async function interrupt(ctx: StageContext, p: Prepared): Promise<void> {
 }
 
 async function cleanup(ctx: StageContext, p: Prepared): Promise<void> {
-  await p.container?.remove();
-  if (!ctx.config.keepWorkspaces) await removeWorkspace(p.workspace.dir);
+  await p.environment.dispose(ctx.config.keepWorkspaces === true);
 }
 
 /**
@@ -322,27 +299,22 @@ function insideFor(ctx: StageContext): InsidePaths | null {
 }
 const insideByContext = new WeakMap<StageContext, InsidePaths | null>();
 
-/**
- * With `--environment docker|podman`, a Harbor task's sample gets its own container from the task's
- * image. The harness's private home (where runHarness puts it for this session) is mounted at the
- * fixed home path its env names, a harness binary or Node runtime given by path at its own.
- */
-async function sampleContainer(ctx: StageContext, task: RolloutTask, sample: SampleRow, sessionId: string): Promise<SampleContainer | null> {
-  const engine = ctx.config.environment;
-  if (!task.harbor || (engine !== 'docker' && engine !== 'podman')) return null;
-  const home = path.join(localStateDir(ctx.dbPath), '.polar', 'runs', sessionId, 'home');
-  const homeInside = insideFor(ctx)?.home ?? home;
-  return openTaskContainer({
-    engine,
-    task,
-    sampleId: sample.id,
-    limits: ctx.sandbox.limits,
-    proxySocket: ctx.proxySocket,
-    writable: ctx.harness ? [{ source: home, dest: homeInside }] : [],
-    readOnly: [
-      ...(ctx.config.harnessBin ? [path.resolve(ctx.config.harnessBin)] : []),
-      ...(ctx.config.nodeBin ? [nodePrefix(path.resolve(ctx.config.nodeBin))] : []),
-    ],
-    onNotice: ctx.onNotice,
-  });
+/** What every sample's environment shares: worked out once per context. */
+function environmentDeps(ctx: StageContext): EnvironmentDeps {
+  if (!depsByContext.has(ctx)) {
+    depsByContext.set(ctx, {
+      sandbox: ctx.sandbox,
+      inside: insideFor(ctx),
+      tasksDir: ctx.tasksDir,
+      proxySocket: ctx.proxySocket,
+      stateDir: localStateDir(ctx.dbPath),
+      modelHarness: ctx.harness !== null,
+      harnessBin: ctx.config.harnessBin ?? null,
+      nodeBin: ctx.config.nodeBin ?? null,
+      scratch: path.join(ctx.config.outDir, 'scratch'),
+      onNotice: ctx.onNotice,
+    });
+  }
+  return depsByContext.get(ctx)!;
 }
+const depsByContext = new WeakMap<StageContext, EnvironmentDeps>();

@@ -13,7 +13,8 @@ import type { HarborTrial } from './harbor/types.js';
  *  "workspace": {"dir": PATH} | {"git": URL_OR_PATH, "commit": SHA} | {"empty": true},
  *  "setup": [commands run in the workspace at INIT],
  *  "evaluator": {"type": "command", "command": CMD, "timeout": S}
- *             | {"type": "tests", "fail_to_pass": [CMD…], "pass_to_pass": [CMD…], "timeout": S}
+ *             | {"type": "tests", "fail_to_pass": [CMD…], "pass_to_pass": [CMD…], "timeout": S,
+ *                "test_files": [PATH_OR_GLOB…] (reset to the task's version before the tests run)}
  *             | {"type": "session-completed"},
  *  "timeout": S, "metadata": {…},
  *  "network": "host" (the harness gets the machine's network instead of the proxy alone),
@@ -23,7 +24,14 @@ export type TaskWorkspace = { dir: string } | { git: string; commit: string } | 
 
 export type TaskEvaluator =
   | { type: 'command'; command: string; timeout: number }
-  | { type: 'tests'; fail_to_pass: string[]; pass_to_pass: string[]; timeout: number }
+  | {
+      type: 'tests';
+      fail_to_pass: string[];
+      pass_to_pass: string[];
+      timeout: number;
+      /** Paths or globs reset to the task's version before the tests run (evaluators/test-files.ts); absent: the usual places. */
+      test_files?: string[];
+    }
   | { type: 'session-completed' }
   /** A Harbor task's tests/test.sh, run after the agent with its reward files read (rollout/harbor/). */
   | { type: 'harbor'; timeout: number };
@@ -206,8 +214,13 @@ function validateEvaluator(value: unknown, at: At): TaskEvaluator | null {
       const p2p = (value.pass_to_pass ?? []) as string[];
       if (Array.isArray(f2p) && Array.isArray(p2p) && f2p.length + p2p.length === 0)
         at('evaluator', 'a tests evaluator needs at least one fail_to_pass or pass_to_pass command');
-      return positive(timeout) && Array.isArray(f2p) && Array.isArray(p2p)
-        ? { type: 'tests', fail_to_pass: f2p, pass_to_pass: p2p, timeout: timeout as number }
+      const files = value.test_files;
+      const filesOk =
+        files === undefined ||
+        (Array.isArray(files) && files.every((f) => typeof f === 'string' && f.trim() !== '' && !f.startsWith('/') && !f.split('/').includes('..')));
+      if (!filesOk) at('evaluator.test_files', 'a list of workspace-relative paths or globs (no leading / or ..); [] resets none');
+      return positive(timeout) && Array.isArray(f2p) && Array.isArray(p2p) && filesOk
+        ? { type: 'tests', fail_to_pass: f2p, pass_to_pass: p2p, timeout: timeout as number, ...(files !== undefined ? { test_files: files as string[] } : {}) }
         : null;
     }
     case 'session-completed':

@@ -231,11 +231,13 @@ describe.skipIf(noSandbox !== null)(`Harbor tasks on the host environment${noSan
         relativeTests: false,
         markers: [],
       });
-      // The verifier saw /tests (its output lists the marker) and wrote no reward: the sample is an
-      // error with the verifier's output, not the 1 the agent planted.
-      expect(sample!.status).toBe('error');
-      expect(sample!.reward).toBeNull();
-      expect(sample!.error).toMatch(/wrote no reward[\s\S]*polar-hidden-marker-tests\.txt/);
+      // The verifier saw /tests (its output lists the marker) and wrote no reward: the sample scores
+      // 0 with the reason and the verifier's output, not the 1 the agent planted (and not `error`,
+      // which would drop it out of its group).
+      expect(sample!.status).toBe('completed');
+      expect(sample!.reward).toBe(0);
+      expect(sample!.evaluator?.forfeit).toMatch(/wrote no reward/);
+      expect(String(sample!.evaluator?.output)).toMatch(/polar-hidden-marker-tests\.txt/);
     } finally {
       await mock.close();
     }

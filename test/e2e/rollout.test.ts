@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { baseEnvironment } from '../../src/harness/env.js';
 import { startMockServer, type MockServer } from '../../src/mock-server/server.js';
 import { mockTasksFrom } from '../../src/mock-server/tasks.js';
-import { evaluate } from '../../src/rollout/evaluate.js';
+import { scoreOnHost } from '../support/score.js';
 import { readTaskFile } from '../../src/rollout/task-file.js';
 import { applyDiff, prepareWorkspace, removeWorkspace } from '../../src/rollout/workspace.js';
 import { Store } from '../../src/store/store.js';
@@ -92,19 +92,7 @@ describe.each([
       const env = baseEnvironment();
       const ws = await prepareWorkspace(task, path.join(dir, `again-${harness}-${s.taskId}-${s.sampleIndex}`), Date.now() + 60_000, env);
       await applyDiff(ws, s.diff ?? '', env);
-      const again = await evaluate({
-        task,
-        workspace: ws,
-        diff: s.diff ?? '',
-        sessionStatus: 'completed',
-        sessionId: s.sessionId!,
-        traceCount: 1,
-        env: { ...env, POLAR_TASKS_DIR: path.dirname(TASKS) },
-        sandbox: null,
-        setupSandbox: null,
-        scratch: dir,
-        secrets: [],
-      });
+      const again = await scoreOnHost(task, ws, s.diff ?? '', { env, tasksDir: path.dirname(TASKS), scratch: dir, sessionId: s.sessionId! });
       await removeWorkspace(ws.dir);
       expect(again.reward, `${s.id}`).toBe(s.reward);
       expect(s.accepted).toBe(s.reward! >= 1);

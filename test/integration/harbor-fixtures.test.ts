@@ -2,7 +2,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildStartingState, runVerifier } from '../../src/rollout/harbor/trial.js';
+import { buildStartingState } from '../../src/rollout/harbor/trial.js';
+import { scoreOnHost } from '../support/score.js';
 import { removeWorkspace } from '../../src/rollout/workspace.js';
 import { loadTasks } from '../../src/rollout/load-tasks.js';
 import { baseEnvironment } from '../../src/harness/env.js';
@@ -59,22 +60,26 @@ const cases: { task: string; file: string; self: string; right: string; rightRew
 
 describe.skipIf(problem !== null)(`Harbor fixture verifiers against self-scoring code${problem ? ` (skipped: ${problem})` : ''}`, () => {
   const settings = (): SandboxSettings => ({ kind: 'bwrap', bwrap: bwrap!, network: 'proxy-only', limits: DEFAULT_LIMITS, extraReadOnly: [] });
-  it.each(cases)('$task: a module that writes its own reward on import scores 0; a right one scores', async ({ task, file, self, right, rightReward }) => {
-    const trial = tasks.get(task)!.harbor!;
-    for (const [name, code, want] of [
-      ['self', self, 0],
-      ['right', right, rightReward],
-    ] as const) {
-      const ws = path.join(dir, `${task}-${name}`);
-      await buildStartingState(trial, ws);
-      fs.writeFileSync(path.join(ws, file), code);
-      try {
-        const out = await runVerifier(trial, ws, { settings: settings(), env: baseEnvironment(), secrets: [] }, 'none');
-        expect(out.reward, `${task} ${name}: ${String(out.record.output)}`).toBe(want);
-        expect(out.record.reward_file).toBe('reward.txt');
-      } finally {
-        await removeWorkspace(ws);
+  it.each(cases)(
+    '$task: a module that writes its own reward on import scores 0; a right one scores',
+    async ({ task: taskId, file, self, right, rightReward }) => {
+      const trial = tasks.get(taskId)!.harbor!;
+      for (const [name, code, want] of [
+        ['self', self, 0],
+        ['right', right, rightReward],
+      ] as const) {
+        const ws = path.join(dir, `${taskId}-${name}`);
+        await buildStartingState(trial, ws);
+        fs.writeFileSync(path.join(ws, file), code);
+        try {
+          const task = tasks.get(taskId)!;
+          const out = await scoreOnHost(task, { dir: ws, baseline: '' }, '', { env: baseEnvironment(), scratch: dir, sandbox: settings() });
+          expect(out.reward, `${taskId} ${name}: ${String(out.record.output)} ${String(out.record.forfeit ?? '')}`).toBe(want);
+          expect(out.record.reward_file).toBe('reward.txt');
+        } finally {
+          await removeWorkspace(ws);
+        }
       }
-    }
-  });
+    },
+  );
 });

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { Store } from '../../src/store/store.js';
 import { nodeAgentHarness, POLAR_BIN, polarCli } from '../support/polar-cli.js';
-import { countedEvaluator, startRolloutBench, type RolloutBench } from '../support/agent-rollout.js';
+import { startRolloutBench, type RolloutBench } from '../support/agent-rollout.js';
 import { startReferenceUpstream } from '../support/reference-upstream/index.js';
 
 /**
@@ -93,13 +93,18 @@ describe('a group with a sample that ended error', () => {
   let rolloutId: string;
   let code: number;
   beforeAll(async () => {
-    // Rewards 1, 0, then an evaluator that crashes, by the order in which the evaluator runs (one at a time).
+    // Rewards 1, 0, then an evaluation polar cannot make, by the order in which the evaluator runs
+    // (one at a time): the `tests` evaluator's fresh copy of the workspace, whose setup fails the
+    // third time it runs there. That is the task's (or the machine's) failure, so the sample ends
+    // error; a verifier killed after the agent ran would score 0 instead.
     const counter = path.join(bench.dir, 'mixed-counter');
+    const setupCounter = path.join(bench.dir, 'mixed-setup-counter');
     const tasks = bench.taskFile('mixed.jsonl', [
       {
         id: 'mix',
         prompt: 'calls=1',
-        evaluator: countedEvaluator(counter, '[ "$n" -lt 2 ] || kill -SEGV $$; echo $((1 - n))'),
+        setup: [`case "$PWD" in */scratch/eval-*) n=$(cat ${setupCounter} 2>/dev/null || echo 0); echo $((n+1)) > ${setupCounter}; [ "$n" -lt 2 ];; esac`],
+        evaluator: { type: 'tests', pass_to_pass: [`n=$(cat ${counter} 2>/dev/null || echo 0); echo $((n+1)) > ${counter}; [ "$n" -eq 0 ]`] },
       },
     ]);
     db = path.join(bench.dir, 'mixed.db');
@@ -160,9 +165,29 @@ describe('a group with a sample that ended error', () => {
   }, 120_000);
 });
 
+describe('an evaluator killed after the agent ran', () => {
+  it('scores 0 with the reason and stays in its group (not error), counted as forfeited', async () => {
+    // The agent's code, run by the checker, could have killed it: that may neither earn the reward
+    // file it left nor drop the sample out of its group as `error`.
+    const tasks = bench.taskFile('killed.jsonl', [{ id: 'crash', prompt: 'calls=1', evaluator: { type: 'command', command: 'echo 1; kill -SEGV $$' } }]);
+    const db = path.join(bench.dir, 'killed.db');
+    const r = await polar([...bench.args(tasks, db, ['--samples', '2']), '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    const summary = JSON.parse(r.stdout) as { outcomes: Record<string, number>; forfeited: number; groups: { rewards: (number | null)[] }[] };
+    expect(summary.outcomes).toMatchObject({ completed: 2, error: 0 });
+    expect(summary.forfeited).toBe(2);
+    expect(summary.groups[0]!.rewards).toEqual([0, 0]);
+    const store = Store.open(db, { readonly: true });
+    const [sample] = store.rollouts.samples(store.rollouts.list()[0]!.id);
+    store.close();
+    expect(sample!.evaluator?.forfeit).toMatch(/the evaluator command (was killed by SIGSEGV|exited 139: killed by SIGSEGV)/);
+  }, 120_000);
+});
+
 describe('a rollout whose every sample ended error', () => {
   it('exits 3 and says so, in the summary and in --json', async () => {
-    const tasks = bench.taskFile('all-error.jsonl', [{ id: 'crash', prompt: 'calls=1', evaluator: { type: 'command', command: 'kill -SEGV $$' } }]);
+    // A setup command that fails: the task's (or the machine's) fault, before any agent ran.
+    const tasks = bench.taskFile('all-error.jsonl', [{ id: 'crash', prompt: 'calls=1', setup: ['exit 3'], evaluator: { type: 'session-completed' } }]);
     const db = path.join(bench.dir, 'all-error.db');
     const r = await polar(bench.args(tasks, db, ['--samples', '2']));
     expect(r.code, r.stderr).toBe(3);

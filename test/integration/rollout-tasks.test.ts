@@ -4,9 +4,9 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { baseEnvironment } from '../../src/harness/env.js';
 import { runShell } from '../../src/core/process/shell.js';
-import { evaluate } from '../../src/rollout/evaluate.js';
 import { readTaskFile } from '../../src/rollout/task-file.js';
 import { captureDiff, prepareWorkspace, removeWorkspace } from '../../src/rollout/workspace.js';
+import { scoreOnHost } from '../support/score.js';
 
 /**
  * The fixture task set is real: for every task, its workspace is prepared as a rollout would (copy,
@@ -38,19 +38,7 @@ describe('fixture tasks', () => {
       }
       const diff = await captureDiff(ws, env);
       expect(diff).toMatch(/^diff --git/m);
-      const result = await evaluate({
-        task,
-        workspace: ws,
-        diff,
-        sessionStatus: 'completed',
-        sessionId: `ses-${which}`,
-        traceCount: 1,
-        env: { ...env, POLAR_TASKS_DIR: path.dirname(TASKS) },
-        sandbox: null,
-        setupSandbox: null,
-        scratch,
-        secrets: [],
-      });
+      const result = await scoreOnHost(task, ws, diff, { env, tasksDir: path.dirname(TASKS), scratch, sessionId: `ses-${which}` });
       rewards[which] = result.reward;
       await removeWorkspace(ws.dir);
     }

@@ -195,25 +195,27 @@ describe('polar rollout', () => {
     expect(JSON.parse(partial.stdout.trim())).toMatchObject({ partial: true, status: 'timeout', reward: 0 });
   });
 
-  it('an evaluator that crashes or times out ends its sample as error with the reason; the group still completes', async () => {
+  it('an evaluator that crashes or times out scores 0 with the reason (the agent could have caused it); its samples stay in their groups', async () => {
     const tasks = bench.taskFile('broken.jsonl', [
-      { id: 'crash', prompt: 'calls=1', evaluator: { type: 'command', command: 'kill -SEGV $$' } },
-      { id: 'slow', prompt: 'calls=1', evaluator: { type: 'command', command: 'sleep 20', timeout: 1 } },
+      { id: 'crash', prompt: 'calls=1', evaluator: { type: 'command', command: 'echo 1; kill -SEGV $$' } },
+      { id: 'slow', prompt: 'calls=1', evaluator: { type: 'command', command: 'echo 1; sleep 20', timeout: 1 } },
     ]);
     const db = path.join(bench.dir, 'broken.db');
     const r = await polar([...bench.args(tasks, db, ['--samples', '2']), '--json']);
     const summary = JSON.parse(r.stdout);
-    expect(summary.outcomes).toMatchObject({ error: 4, completed: 0 });
+    expect(summary.outcomes).toMatchObject({ error: 0, completed: 4 });
+    expect(summary.forfeited).toBe(4);
     const store = open(db);
     try {
       const samples = store.rollouts.samples(summary.rolloutId);
       for (const s of samples) {
-        expect(s).toMatchObject({ status: 'error', errorStage: 'post', reward: null });
-        expect(s.error).toMatch(s.taskId === 'crash' ? /killed by SIGSEGV/ : /timed out after 1 s/);
+        // The "1" each printed first is not read: a run cut short says nothing in the agent's favour.
+        expect(s).toMatchObject({ status: 'completed', reward: 0, error: null });
+        expect(s.evaluator?.forfeit).toMatch(s.taskId === 'crash' ? /killed by SIGSEGV/ : /timed out after 1 s/);
       }
       expect(store.rollouts.groups(summary.rolloutId).map((g) => [g.taskId, g.samples, g.rewarded])).toEqual([
-        ['crash', 2, 0],
-        ['slow', 2, 0],
+        ['crash', 2, 2],
+        ['slow', 2, 2],
       ]);
     } finally {
       store.close();

@@ -2,21 +2,17 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { PROXY_SOCKET_INSIDE } from '../../sandbox/args.js';
 import type { SandboxLimits } from '../../sandbox/index.js';
-import { scrubSecrets } from '../../store/redact.js';
 import type { RolloutTask } from '../task-file.js';
 import { StageError } from '../stage-error.js';
 import type { Engine } from './container-args.js';
 import { ensureImage, runtimeMounts, type SampleContainer, startSampleContainer } from './container.js';
-import { type BuiltinAgent, logsDir, readRewards, resolveEnv, type VerifierOutcome } from './trial.js';
-import type { HarborTrial } from './types.js';
+import { logsDir } from './trial.js';
 
 /**
  * Harbor's trial in the task's own container (trial/single_step.py: the agent, then the verifier,
  * in one environment): the same steps as trial.ts on the host, through `<engine> exec` and `cp`.
  * tests/ is copied in only after the agent ended; /logs/verifier is copied out and read on the host.
  */
-
-const OUTPUT_KEPT = 8 * 1024;
 
 /**
  * INIT: the task's image (built once per content) and the sample's container. The internet is the
@@ -138,80 +134,4 @@ export async function copyWorkdirOut(container: SampleContainer, dest: string): 
 export async function containerStartingState(container: SampleContainer, dest: string): Promise<void> {
   await copyWorkdirOut(container, dest);
   for (const d of ['agent', 'verifier']) await fs.mkdir(path.join(logsDir(dest), d), { recursive: true });
-}
-
-/** The oracle in the container: solution/ copied to /solution, solve.sh under the agent's timeout. */
-export async function runContainerAgent(
-  agent: BuiltinAgent,
-  trial: HarborTrial,
-  container: SampleContainer,
-  env: Record<string, string>,
-  timeoutMs: number,
-): Promise<{ status: 'completed' | 'failed' | 'timeout'; exitCode: number | null; limit: string | null }> {
-  if (agent === 'nop') return { status: 'completed', exitCode: 0, limit: null };
-  if (!trial.solutionDir) throw new StageError('run', `task ${trial.name} has no solution/ for the oracle`);
-  await container.copyIn(trial.solutionDir, '/solution').catch((err: Error) => {
-    throw new StageError('run', err.message);
-  });
-  const r = await container.shell(
-    'bash /solution/solve.sh > /logs/agent/oracle.txt 2>&1',
-    { ...env, DEBIAN_FRONTEND: 'noninteractive', ...resolveEnv(trial.solutionEnv, 'run') },
-    timeoutMs,
-    trial.agentUser,
-  );
-  if (r.code === null && !r.timedOut) throw new StageError('run', `the oracle could not start: ${r.stderr.trim()}`);
-  const limit = r.code === 137 && !r.timedOut ? 'killed (exit 137: the memory limit, or the container was stopped)' : null;
-  return { status: r.timedOut ? 'timeout' : r.code === 0 ? 'completed' : 'failed', exitCode: r.code, limit };
-}
-
-/**
- * POSTRUN in the container: a fresh /logs/verifier, tests/ copied to /tests only now, `bash
- * /tests/test.sh` under [verifier].timeout_sec, then /logs/verifier copied out beside the workspace
- * and read as on the host (trial.ts readRewards: regular files only, never a link).
- */
-export async function runContainerVerifier(
-  trial: HarborTrial,
-  container: SampleContainer,
-  workspace: string,
-  env: Record<string, string>,
-  secrets: readonly string[],
-): Promise<VerifierOutcome> {
-  const asPost = (err: Error) => {
-    throw err instanceof StageError ? err : new StageError('post', err.message);
-  };
-  const owner = trial.verifierUser !== undefined ? ` && chown ${trial.verifierUser} /logs/verifier` : '';
-  const reset = await container.shell(`rm -rf /logs/verifier /tests && mkdir -p /logs/verifier${owner}`, {}, 60_000);
-  if (reset.code !== 0) throw new StageError('post', `could not reset /logs/verifier in the container: ${reset.stderr.trim()}`);
-  await container.copyIn(trial.testsDir, '/tests').catch(asPost);
-  const taskEnv = resolveEnv(trial.verifierEnv, 'post');
-  const timeoutSec = trial.verifierTimeoutSec;
-  const r = await container.shell('bash /tests/test.sh', { ...env, ...taskEnv }, timeoutSec * 1000, trial.verifierUser);
-  const fromHost = Object.entries(taskEnv)
-    .filter(([k, v]) => v !== trial.verifierEnv[k])
-    .map(([, v]) => v);
-  const raw = scrubSecrets(`${r.stdout}${r.stderr ? `\n[stderr]\n${r.stderr}` : ''}`, [...secrets, ...fromHost]);
-  const output = raw.length > OUTPUT_KEPT ? `…${raw.slice(raw.length - OUTPUT_KEPT)}` : raw;
-  const fail = (what: string, timedOut = false) => new StageError('post', `${what}${output.trim() ? `; its output:\n${output.trim()}` : ''}`, timedOut);
-  if (r.timedOut) throw fail(`the verifier (tests/test.sh) timed out after ${timeoutSec} s`, true);
-  if (r.code === null) throw fail('the verifier could not start');
-  if (r.code === 137) throw fail('the verifier (tests/test.sh) was killed (exit 137: the memory limit)');
-  const verifierDir = path.join(logsDir(workspace), 'verifier');
-  await fs.rm(verifierDir, { recursive: true, force: true });
-  await container.copyOut('/logs/verifier', verifierDir).catch(asPost);
-  const rewards = await readRewards(verifierDir).catch((err: Error) => {
-    throw fail(err.message);
-  });
-  return {
-    reward: rewards.reward,
-    rewards: rewards.all,
-    record: {
-      type: 'harbor',
-      task: trial.name,
-      environment: container.engine,
-      exit_code: r.code,
-      rewards: rewards.all,
-      reward_file: rewards.file,
-      output,
-    },
-  };
 }

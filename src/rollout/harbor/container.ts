@@ -77,8 +77,15 @@ const builds = new Map<string, Promise<string>>();
  * `image inspect` finding it skips the build, so a later run, or another process, reuses it).
  */
 export function ensureImage(engine: Engine, trial: HarborTrial, onNotice: (line: string) => void): Promise<string> {
-  const context = path.join(trial.dir, 'environment');
-  const tag = imageTag(trial.name, contextHash(context));
+  return ensureContextImage(engine, trial.name, path.join(trial.dir, 'environment'), onNotice);
+}
+
+/**
+ * An image built from a build context (its Dockerfile) once per content: the task's environment/,
+ * or tests/ for Harbor's separate verifier (`polar-harbor/<task>-verifier:<hash>`).
+ */
+export function ensureContextImage(engine: Engine, name: string, context: string, onNotice: (line: string) => void): Promise<string> {
+  const tag = imageTag(name, contextHash(context));
   const key = `${engine}\0${tag}`;
   let build = builds.get(key);
   if (!build) {
@@ -124,6 +131,13 @@ export function nodePrefix(nodeBin: string): string {
   const node = fs.realpathSync(nodeBin);
   const prefix = path.dirname(path.dirname(node));
   return ['/', '/usr', '/usr/local', '/bin', '/opt'].includes(prefix) ? node : prefix;
+}
+
+/** An image's WORKDIR (`/` when it sets none, or the engine cannot say). */
+export async function imageWorkdir(engine: Engine, image: string): Promise<string> {
+  const r = await runEngine(engine, ['image', 'inspect', '--format', '{{.Config.WorkingDir}}', image]);
+  const dir = r.code === 0 ? r.stdout.trim() : '';
+  return dir.startsWith('/') ? dir : '/';
 }
 
 /** Prints every pid in the container but 1 and its own. */
@@ -185,6 +199,10 @@ export interface SampleContainer {
   killStrays(): Promise<number>;
   copyIn(hostDir: string, dest: string): Promise<void>;
   copyOut(src: string, hostDir: string): Promise<void>;
+  /** `<engine> cp` of one path, file or folder, to a host path that does not exist yet; false when SRC does not exist inside. */
+  copyPathOut(src: string, hostPath: string): Promise<boolean>;
+  /** `<engine> cp` of a host file or folder to DEST inside, which must not exist (its parent must). */
+  copyPathIn(hostPath: string, dest: string): Promise<void>;
   remove(): Promise<void>;
 }
 
@@ -260,6 +278,16 @@ function runningContainer(spec: SampleContainerSpec, name: string, keep: readonl
       await fs.promises.mkdir(hostDir, { recursive: true });
       const r = await runEngine(engine, copyOutArgs(name, src, hostDir));
       if (r.code !== 0) throw fail(`cp out of ${src}`, r);
+    },
+    async copyPathOut(src, hostPath) {
+      const r = await runEngine(engine, ['cp', `${name}:${src}`, hostPath]);
+      if (r.code === 0) return true;
+      if (/no such file|could not find|not found/i.test(r.stderr)) return false;
+      throw fail(`cp out of ${src}`, r);
+    },
+    async copyPathIn(hostPath, dest) {
+      const r = await runEngine(engine, ['cp', hostPath, `${name}:${dest}`]);
+      if (r.code !== 0) throw fail(`cp into ${dest}`, r);
     },
     async remove() {
       await runEngine(engine, removeArgs(name));

@@ -1,0 +1,230 @@
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { baseEnvironment } from '../../harness/env.js';
+import { StageError } from '../stage-error.js';
+import type { Engine } from '../harbor/container-args.js';
+import { ensureContextImage, ensureImage, imageWorkdir, nodePrefix, type SampleContainer, startSampleContainer } from '../harbor/container.js';
+import { carriedPaths } from '../harbor/verifier-config.js';
+import { carryArtifactsIn, copyArtifactsOut } from './artifacts.js';
+import { copyWorkdirOut, containerStartingState, openTaskContainer, withTaskMemory } from '../harbor/container-trial.js';
+import { agentMounts, logsDir } from '../harbor/trial.js';
+import { evaluatorSandbox, setupSandbox } from '../sandboxing.js';
+import { applyDiff, captureDiff, prepareWorkspace, removeWorkspace, type PreparedWorkspace } from '../workspace.js';
+import type { EnvironmentDeps, SampleSpec } from './deps.js';
+import type { SampleEnvironment, VerifierCommand, VerifierRun } from './types.js';
+
+/**
+ * A Harbor task in its own image, through a container engine (`--environment docker|podman`). The
+ * agent works in the sample's container; after it, the task's collect hooks run, everything left
+ * running there is killed, its WORKDIR and /logs/agent (and a separate verifier's artifacts) are
+ * copied out, and the container is removed. The verifier then runs in a container the agent never
+ * had: Harbor's separate verifier image where the task asks for one (`[verifier] environment_mode =
+ * "separate"`: only the artifacts cross), else a fresh container of the task's image with the
+ * agent's WORKDIR and /logs/agent carried in. That is polar's default where Harbor's is the agent's
+ * own container: there the agent (often root) could replace what test.sh runs (/usr/bin/bash, the
+ * Python it imports) or leave a process that rewrites the reward. In a fresh container whatever it
+ * did to the system is gone; only its files in WORKDIR reach the verifier, which is what a task
+ * grades. A task that grades state outside WORKDIR (an installed package, a service's config)
+ * names it as an artifact in separate mode.
+ */
+export function containerEnvironment(engine: Engine) {
+  return (deps: EnvironmentDeps, spec: SampleSpec): SampleEnvironment => {
+    const { task, dir, sampleId, sessionId } = spec;
+    const trial = task.harbor;
+    if (!trial) throw new StageError('init', `--environment ${engine} runs Harbor task folders; task ${task.id} is a JSONL task (use --environment host)`);
+    const boxed = deps.sandbox.kind !== 'none';
+    const gitSandbox = boxed ? evaluatorSandbox(deps.sandbox, null, deps.inside?.workspace ?? null) : undefined;
+    const setup = boxed ? setupSandbox(deps.sandbox, task, deps.inside?.workspace ?? null) : undefined;
+    let agent: SampleContainer | null = null;
+    let workspace: PreparedWorkspace | null = null;
+    const live = (): SampleContainer => {
+      if (!agent) throw new StageError('run', "the sample's container is gone");
+      return agent;
+    };
+
+    const separate = trial.verifierMode === 'separate' ? trial.separateVerifier : undefined;
+    // Harbor's artifacts, copied out of the agent's container at collect (separate mode only).
+    let artifacts: Record<string, string> = {};
+
+    /** A container the agent never had: Harbor's separate verifier image, else a fresh one of the task's. */
+    async function verifierBox(network: 'host' | 'none'): Promise<SampleContainer> {
+      const asPost = (err: Error) => {
+        throw err instanceof StageError ? new StageError('post', err.message) : err;
+      };
+      const image = separate
+        ? (separate.image ?? (await ensureContextImage(engine, `${trial!.name}-verifier`, separate.context, deps.onNotice).catch(asPost)))
+        : await ensureImage(engine, trial!, deps.onNotice).catch(asPost);
+      const workdir = separate ? (separate.workdir ?? (await imageWorkdir(engine, image))) : trial!.workdir;
+      const memory = separate ? separate.memoryBytes : trial!.memoryBytes;
+      return startSampleContainer({
+        engine,
+        sampleId: `${sampleId}-verify`,
+        image,
+        trial: { ...trial!, workdir },
+        internet: network === 'host',
+        limits: withTaskMemory(deps.sandbox.limits, memory),
+        cpus: (separate ? separate.cpus : trial!.cpus) ?? null,
+        proxySocket: null,
+      }).catch((err: Error) => {
+        throw new StageError('post', `could not start the verifier's container: ${err.message}`);
+      });
+    }
+
+    async function run(cmd: VerifierCommand): Promise<VerifierRun> {
+      const box = await verifierBox(cmd.network);
+      const rewardDir = cmd.rewardDir ? await fs.mkdtemp(path.join(await scratch(deps), 'verifier-')) : null;
+      try {
+        if (separate) await carrySeparate(box);
+        else await carryIn(box, cmd);
+        const r = await box.shell(cmd.command, cmd.env, cmd.timeoutMs, cmd.user);
+        // Everything the verifier started (a loop that would rewrite reward.txt) dies before its files are read.
+        await box.killStrays();
+        if (rewardDir) await box.copyOut('/logs/verifier', rewardDir);
+        return {
+          exitCode: r.code,
+          signal: null,
+          timedOut: r.timedOut,
+          failedToStart: r.code === null && !r.timedOut ? r.stderr.trim() || `${engine} exec failed` : null,
+          limit: null,
+          stdout: r.stdout,
+          stderr: r.stderr,
+          rewardDir,
+        };
+      } catch (err) {
+        if (rewardDir) await fs.rm(rewardDir, { recursive: true, force: true });
+        throw err instanceof StageError ? err : new StageError('post', (err as Error).message);
+      } finally {
+        await box.remove();
+      }
+    }
+
+    /**
+     * Harbor's separate verifier (trial/trial.py:463-592): /tests is the image's own (nothing
+     * uploaded, verifier.py:132-139), /logs/verifier empty, and only the artifacts cross, each at its
+     * source path.
+     */
+    async function carrySeparate(box: SampleContainer): Promise<void> {
+      const owner = trial!.verifierUser !== undefined ? ' && chown -- "$1" /logs/verifier' : '';
+      const made = await box.shell(`rm -rf /logs/verifier && mkdir -p /logs/verifier${owner}`, {}, 60_000, '0', [trial!.verifierUser ?? '']);
+      if (made.code !== 0) throw new StageError('post', `could not make /logs/verifier in the verifier's container: ${made.stderr.trim()}`);
+      await carryArtifactsIn(box, artifacts);
+    }
+
+    /** The agent's WORKDIR (and /logs/agent) into a fresh container, /logs/verifier empty, tests/ at /tests. */
+    async function carryIn(box: SampleContainer, cmd: VerifierCommand): Promise<void> {
+      const root = (command: string, args: string[] = []) => box.shell(command, {}, 120_000, '0', args);
+      const cleared = await root('find "$1" -mindepth 1 -maxdepth 1 -exec rm -rf {} + && mkdir -p /logs/agent /logs/verifier', [box.workdir]);
+      if (cleared.code !== 0) throw new StageError('post', `could not clear ${box.workdir} in the verifier's container: ${cleared.stderr.trim()}`);
+      await box.copyIn(cmd.workspace, box.workdir);
+      await box.copyIn(path.join(logsDir(cmd.workspace), 'agent'), '/logs/agent');
+      for (const m of cmd.readOnly) await box.copyIn(m.source, m.dest);
+      // The files were the agent's: its user's again, as they were in its container.
+      const owners = [
+        ...(trial!.agentUser !== undefined ? ['chown -R -- "$2" "$1" /logs/agent'] : []),
+        ...(trial!.verifierUser !== undefined ? ['chown -- "$3" /logs/verifier'] : []),
+      ];
+      if (owners.length > 0) {
+        const owned = await root(owners.join(' && '), [box.workdir, trial!.agentUser ?? '', trial!.verifierUser ?? '']);
+        if (owned.code !== 0) throw new StageError('post', `could not hand the workspace to its user in the verifier's container: ${owned.stderr.trim()}`);
+      }
+    }
+
+    return {
+      kind: engine,
+      async prepare(deadline) {
+        const home = path.join(deps.stateDir, '.polar', 'runs', sessionId, 'home');
+        agent = await openTaskContainer({
+          engine,
+          task,
+          sampleId,
+          limits: deps.sandbox.limits,
+          proxySocket: deps.proxySocket,
+          writable: deps.modelHarness ? [{ source: home, dest: deps.inside?.home ?? home }] : [],
+          readOnly: [...(deps.harnessBin ? [path.resolve(deps.harnessBin)] : []), ...(deps.nodeBin ? [nodePrefix(path.resolve(deps.nodeBin))] : [])],
+          onNotice: deps.onNotice,
+        });
+        const box = agent;
+        // The starting state is the image's WORKDIR, copied out for the baseline.
+        workspace = await prepareWorkspace(task, dir, deadline, baseEnvironment(), setup, gitSandbox, (dest) => containerStartingState(box, dest));
+        await baselineInto(box, dir, trial.agentUser);
+        return workspace;
+      },
+      harnessPlacement() {
+        const fixed = deps.inside;
+        const box = live();
+        return {
+          ...(fixed ? { cwdInside: fixed.workspace, homeInside: fixed.home } : {}),
+          ...agentMounts(trial, dir),
+          container: (port: number) => box.jail(port, trial.agentUser),
+        };
+      },
+      async runAgentCommand(command, opts) {
+        const box = live();
+        for (const m of opts.readOnly) {
+          await box.copyIn(m.source, m.dest).catch((err: Error) => {
+            throw new StageError('run', err.message);
+          });
+        }
+        const r = await box.shell(command, opts.env, opts.timeoutMs, trial.agentUser);
+        if (r.code === null && !r.timedOut) throw new StageError('run', `the agent's command could not start: ${r.stderr.trim()}`);
+        const limit = r.code === 137 && !r.timedOut ? 'killed (exit 137: the memory limit, or the container was stopped)' : null;
+        return { status: r.timedOut ? 'timeout' : r.code === 0 ? 'completed' : 'failed', exitCode: r.code, limit };
+      },
+      async collect() {
+        const box = live();
+        // Harbor's collect hooks run in the agent's container after it (best-effort, trial.py:788-818).
+        for (const hook of trial.collect) await box.shell(hook.command, {}, hook.timeoutSec * 1000, hook.user ?? trial.agentUser);
+        // Nothing the agent (or a hook) left running may touch its files from here on.
+        await box.killStrays();
+        await copyWorkdirOut(box, dir);
+        if (separate) artifacts = await copyArtifactsOut(box, carriedPaths(trial), `${dir}-artifacts`);
+        const agentLogs = path.join(logsDir(dir), 'agent');
+        await fs.rm(agentLogs, { recursive: true, force: true });
+        await box.copyOut('/logs/agent', agentLogs);
+        // The agent's container is done: the verifier gets one it never had.
+        await box.remove();
+        agent = null;
+        if (!workspace) throw new StageError('post', 'the workspace was never prepared');
+        return captureDiff(workspace, baseEnvironment(), gitSandbox);
+      },
+      verification: {
+        environment: engine,
+        place: separate ? "Harbor's separate verifier image" : "a fresh container of the task's image",
+        workspaceInside: () => trial.workdir,
+        run,
+        freshWorkspace: async () => {
+          throw new StageError('post', `a tests evaluator runs JSONL tasks on the host; --environment ${engine} runs Harbor tasks`);
+        },
+        applyDiff: (ws, diff, env) => applyDiff(ws, diff, env, gitSandbox),
+      },
+      async dispose(keep) {
+        await agent?.remove();
+        agent = null;
+        await fs.rm(`${dir}-artifacts`, { recursive: true, force: true });
+        if (!keep) await removeWorkspace(dir);
+      },
+    };
+  };
+}
+
+async function scratch(deps: EnvironmentDeps): Promise<string> {
+  await fs.mkdir(deps.scratch, { recursive: true, mode: 0o700 });
+  return deps.scratch;
+}
+
+/**
+ * The agent's WORKDIR gets polar's baseline repository (one commit) in place of the image's .git:
+ * an image of a SWE-style task carries its repository's history, the fix among its later commits,
+ * and the agent would read it there while polar's host copy was clean. As on the host, the agent
+ * sees one commit, the same for every sample.
+ */
+async function baselineInto(box: SampleContainer, dir: string, user: string | undefined): Promise<void> {
+  const git = `${box.workdir.replace(/\/+$/, '')}/.git`;
+  const cleared = await box.shell('rm -rf -- "$1"', {}, 60_000, '0', [git]);
+  if (cleared.code !== 0) throw new StageError('init', `could not remove the image's ${git}: ${cleared.stderr.trim()}`);
+  await box.copyPathIn(path.join(dir, '.git'), git);
+  if (user !== undefined) {
+    const owned = await box.shell('chown -R -- "$2" "$1"', {}, 60_000, '0', [git, user]);
+    if (owned.code !== 0) throw new StageError('init', `could not hand ${git} to ${user}: ${owned.stderr.trim()}`);
+  }
+}

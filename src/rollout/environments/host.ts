@@ -1,0 +1,114 @@
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { runShell } from '../../core/process/shell.js';
+import type { HarnessCommand } from '../../harness/types.js';
+import { baseEnvironment } from '../../harness/env.js';
+import { openJail, type Bind } from '../../sandbox/index.js';
+import { StageError } from '../stage-error.js';
+import { agentMounts, logsDir } from '../harbor/trial.js';
+import { evaluatorSandbox, setupSandbox } from '../sandboxing.js';
+import { applyDiff, captureDiff, prepareWorkspace, removeWorkspace, type PreparedWorkspace } from '../workspace.js';
+import type { EnvironmentDeps, SampleSpec } from './deps.js';
+import type { SampleEnvironment, VerifierCommand, VerifierRun } from './types.js';
+
+/**
+ * The host environment: every command of the sample in its own bubblewrap sandbox (or none with
+ * `--sandbox none`, JSONL tasks only) over the host's read-only system folders, so no command of
+ * the agent can change what a later one runs. Each command's processes are dead when it returns
+ * (its cgroup, and bwrap's PID namespace, whose init takes them all with it).
+ */
+export function hostEnvironment(deps: EnvironmentDeps, spec: SampleSpec): SampleEnvironment {
+  const { task, dir } = spec;
+  const boxed = deps.sandbox.kind !== 'none';
+  const trial = task.harbor;
+  // The workspace as every sandboxed command sees it: a Harbor task's WORKDIR, else the fixed path.
+  const inside = trial ? trial.workdir : (deps.inside?.workspace ?? null);
+  const gitSandbox = boxed ? evaluatorSandbox(deps.sandbox, null, deps.inside?.workspace ?? null) : undefined;
+  const setup = boxed ? setupSandbox(deps.sandbox, task, deps.inside?.workspace ?? null) : undefined;
+  let workspace: PreparedWorkspace | null = null;
+
+  async function run(cmd: VerifierCommand): Promise<VerifierRun> {
+    if (!boxed && cmd.rewardDir)
+      throw new StageError('post', "a Harbor task's verifier needs the sandbox for its paths (/app, /tests, /logs); this process runs with --sandbox none");
+    const rewardDir = cmd.rewardDir ? await fs.mkdtemp(path.join(await scratch(deps), 'verifier-')) : null;
+    const binds: Bind[] = [
+      // Harbor's /logs: the agent's logs as it left them, and a /logs/verifier polar made empty.
+      ...(cmd.rewardDir && trial ? [{ source: logsDir(cmd.workspace), dest: '/logs', readOnly: false }] : []),
+      ...(rewardDir ? [{ source: rewardDir, dest: '/logs/verifier', readOnly: false }] : []),
+      ...cmd.readOnly.map((m) => ({ source: m.source, dest: m.dest, readOnly: true })),
+    ];
+    const jail = await openJail(deps.sandbox, { cwd: cmd.workspace, network: cmd.network, ...(inside ? { cwdInside: inside } : {}), binds }).catch(
+      async (err: Error) => {
+        if (rewardDir) await fs.rm(rewardDir, { recursive: true, force: true });
+        throw new StageError('post', `${cmd.what}: the sandbox would not open: ${err.message}`);
+      },
+    );
+    const r = await runShell(cmd.command, { cwd: cmd.workspace, env: cmd.env, timeoutMs: cmd.timeoutMs, wrap: (c: HarnessCommand) => jail.wrap(c) });
+    // Closing the jail ends everything the command started before a reward file is read.
+    const limit = await jail.close({ exitCode: r.exitCode, signal: r.signal });
+    return {
+      exitCode: r.exitCode,
+      signal: r.signal,
+      timedOut: r.timedOut,
+      failedToStart: r.failedToStart ?? null,
+      limit,
+      stdout: r.stdout,
+      stderr: r.stderr,
+      rewardDir,
+    };
+  }
+
+  return {
+    kind: 'host',
+    async prepare(deadline) {
+      workspace = await prepareWorkspace(task, dir, deadline, baseEnvironment(), setup, gitSandbox);
+      return workspace;
+    },
+    harnessPlacement() {
+      const fixed = deps.inside;
+      return {
+        ...(fixed ? { cwdInside: fixed.workspace, homeInside: fixed.home } : {}),
+        ...(trial ? agentMounts(trial, dir) : {}),
+      };
+    },
+    async runAgentCommand(command, opts) {
+      if (!boxed)
+        throw new StageError('run', "a built-in agent needs the sandbox for the task's paths (/app, /solution, /logs); this process runs with --sandbox none");
+      const jail = await openJail(deps.sandbox, {
+        cwd: dir,
+        network: opts.network,
+        ...(inside ? { cwdInside: inside } : {}),
+        binds: [...(trial ? agentMounts(trial, dir).binds : []), ...opts.readOnly.map((m) => ({ ...m, readOnly: true }))],
+      });
+      const r = await runShell(command, { cwd: dir, env: opts.env, timeoutMs: opts.timeoutMs, wrap: (c: HarnessCommand) => jail.wrap(c) });
+      const limit = await jail.close({ exitCode: r.exitCode, signal: r.signal });
+      if (r.failedToStart) throw new StageError('run', `the agent's command could not start: ${r.failedToStart}`);
+      return { status: r.timedOut ? 'timeout' : r.exitCode === 0 ? 'completed' : 'failed', exitCode: r.exitCode, limit };
+    },
+    async collect() {
+      // Every command of the agent ran in a jail that was closed when it ended: nothing of it runs.
+      return captureDiff(prepared(workspace), baseEnvironment(), gitSandbox);
+    },
+    verification: {
+      environment: 'host',
+      place: boxed ? 'a fresh host sandbox' : 'the host (no sandbox)',
+      workspaceInside: (hostDir) => (boxed && inside ? inside : hostDir),
+      run,
+      freshWorkspace: (dest, deadline, env) => prepareWorkspace(task, dest, deadline, env, setup, gitSandbox),
+      applyDiff: (ws, diff, env) => applyDiff(ws, diff, env, gitSandbox),
+    },
+    async dispose(keep) {
+      if (!keep) await removeWorkspace(dir);
+    },
+  };
+}
+
+function prepared(ws: PreparedWorkspace | null): PreparedWorkspace {
+  if (!ws) throw new StageError('post', 'the workspace was never prepared');
+  return ws;
+}
+
+async function scratch(deps: EnvironmentDeps): Promise<string> {
+  await fs.mkdir(deps.scratch, { recursive: true, mode: 0o700 });
+  return deps.scratch;
+}
