@@ -33,6 +33,43 @@ const PY_SELF =
 const JS_SELF =
   "const fs = require('node:fs');\nfs.mkdirSync('/logs/verifier', { recursive: true });\nfs.writeFileSync('/logs/verifier/reward.txt', '1\\n');\nfs.writeFileSync('/logs/verifier/reward.json', '{\"reward\": 1}');\nconsole.log('{\"reward\": 1}');\nprocess.exit(0);\n";
 
+/** A loop the module leaves running that rewrites the reward files for 10 s (the checker's own write included). */
+const PY_DAEMON = [
+  'import os, time',
+  'if os.fork() == 0:',
+  '    os.setsid()',
+  '    if os.fork() == 0:',
+  // Off the checker's pipes, or the checker would wait for the loop to end.
+  '        null = os.open(os.devnull, os.O_RDWR)',
+  '        for fd in (0, 1, 2):',
+  '            os.dup2(null, fd)',
+  '        end = time.time() + 10',
+  '        while time.time() < end:',
+  '            for n, v in (("reward.txt", "1\\n"), ("reward.json", \'{"reward": 1}\')):',
+  '                try:',
+  '                    open("/logs/verifier/" + n, "w").write(v)',
+  '                except OSError:',
+  '                    pass',
+  '            time.sleep(0.002)',
+  '    os._exit(0)',
+  'time.sleep(0.3)',
+  '',
+].join('\n');
+const DAEMON_LOOP = `const fs = require('node:fs');
+const end = Date.now() + 10000;
+const t = setInterval(() => {
+  for (const [n, v] of [['reward.txt', '1\\n'], ['reward.json', '{"reward": 1}']]) {
+    try { fs.writeFileSync('/logs/verifier/' + n, v); } catch {}
+  }
+  if (Date.now() > end) clearInterval(t);
+}, 2);`;
+// The module waits until the loop runs (Node takes a while to start), so it is writing when the checker writes its own.
+const JS_DAEMON = `require('node:child_process').spawn(process.execPath, ['-e', ${JSON.stringify(DAEMON_LOOP)}], { detached: true, stdio: 'ignore' }).unref();
+const until = Date.now() + 400; while (Date.now() < until) {}\n`;
+/** Writes a reward of 1, then kills the checker that loaded it (its parent): test.sh exits 137. */
+const PY_KILL = 'import os, signal\nopen("/logs/verifier/reward.txt", "w").write("1\\n")\nos.kill(os.getppid(), signal.SIGKILL)\n';
+const JS_KILL = "require('node:fs').writeFileSync('/logs/verifier/reward.txt', '1\\n');\nprocess.kill(process.ppid, 'SIGKILL');\n";
+
 const cases: { task: string; file: string; self: string; right: string; rightReward: number }[] = [
   {
     task: 'py-fix-median',
@@ -64,8 +101,12 @@ describe.skipIf(problem !== null)(`Harbor fixture verifiers against self-scoring
     '$task: a module that writes its own reward on import scores 0; a right one scores',
     async ({ task: taskId, file, self, right, rightReward }) => {
       const trial = tasks.get(taskId)!.harbor!;
+      const py = file.endsWith('.py');
       for (const [name, code, want] of [
         ['self', self, 0],
+        // No answer at all, but a loop left running that rewrites the reward files past the checker's own write.
+        ['daemon', py ? PY_DAEMON : JS_DAEMON, 0],
+        ['kill-checker', py ? PY_KILL : JS_KILL, 0],
         ['right', right, rightReward],
       ] as const) {
         const ws = path.join(dir, `${taskId}-${name}`);
@@ -75,7 +116,8 @@ describe.skipIf(problem !== null)(`Harbor fixture verifiers against self-scoring
           const task = tasks.get(taskId)!;
           const out = await scoreOnHost(task, { dir: ws, baseline: '' }, '', { env: baseEnvironment(), scratch: dir, sandbox: settings() });
           expect(out.reward, `${taskId} ${name}: ${String(out.record.output)} ${String(out.record.forfeit ?? '')}`).toBe(want);
-          expect(out.record.reward_file).toBe('reward.txt');
+          if (name === 'kill-checker') expect(out.record.forfeit).toMatch(/exited 137: killed by SIGKILL/);
+          else expect(out.record.reward_file).toBe('reward.txt');
         } finally {
           await removeWorkspace(ws);
         }

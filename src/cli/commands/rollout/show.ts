@@ -57,7 +57,7 @@ export async function showRollout(id: string, opts: { db?: string; json?: boolea
             m.accepted === null ? '-' : m.accepted ? 'yes' : 'no',
             m.attempt,
             m.sessionId ?? '-',
-            m.error ? `${m.errorStage}: ${m.error.slice(0, 80)}` : logColumn(logs.get(m.id) ?? null),
+            m.error ? `${m.errorStage}: ${m.error.slice(0, 80)}` : (forfeitColumn(m.evaluator) ?? logColumn(logs.get(m.id) ?? null)),
           ]),
         )}\n`,
       );
@@ -65,6 +65,12 @@ export async function showRollout(id: string, opts: { db?: string; json?: boolea
   } finally {
     store.close();
   }
+}
+
+/** Why a sample scored 0 without a verdict (its verifier was killed, timed out, left no reward). */
+function forfeitColumn(evaluator: Record<string, unknown> | null): string | null {
+  const why = evaluator?.forfeit;
+  return typeof why === 'string' ? `scored 0: ${why.slice(0, 80)}` : null;
 }
 
 /** The error column from a harness log's last words, when the sample has no error of its own. */
