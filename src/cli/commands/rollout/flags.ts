@@ -1,9 +1,10 @@
 import path from 'node:path';
-import { Option, type Command } from 'commander';
+import { InvalidArgumentError, Option, type Command } from 'commander';
 import { PolarError } from '../../../core/errors.js';
 import { HARNESS_NAMES } from '../../../harness/registry.js';
 import type { RolloutConfig } from '../../../rollout/config.js';
 import { BUILTIN_AGENTS, harborPreflight, isBuiltinAgent } from '../../../rollout/harbor/trial.js';
+import { FORGERY_NAMES } from '../../../rollout/forgeries/index.js';
 import type { HarborEnvironment } from '../../../rollout/harbor/environment.js';
 import { loadTasks } from '../../../rollout/load-tasks.js';
 import type { RolloutOverrides } from '../../../rollout/resume-config.js';
@@ -65,15 +66,27 @@ export function givenOn(command: Command): Given {
   };
 }
 
+/** A harness, a built-in agent, or `forge:<name>` of a forgery polar knows; the 14 forgers are listed only when one is mistyped. */
+function harnessArg(value: string): string {
+  if ((HARNESS_NAMES as readonly string[]).includes(value) || isBuiltinAgent(value)) return value;
+  const err = new InvalidArgumentError(
+    value.startsWith('forge:')
+      ? `--harness ${value}: no such forgery; known: ${FORGERY_NAMES.map((n) => `forge:${n}`).join(', ')}`
+      : `--harness must be one of ${[...HARNESS_NAMES, ...BUILTIN_AGENTS].join(', ')} or forge:<name>, got ${JSON.stringify(value)}`,
+  );
+  err.exitCode = 2;
+  throw err;
+}
+
 /** The `rollout` command's options, in help order. */
 export function addRolloutFlags(rollout: Command): Command {
   rollout
     .option('--tasks <path>', 'the task file (JSONL; see "Task file" below), or a Harbor task folder or a folder of them')
     .addOption(
-      new Option('--harness <name>', 'the harness every session runs; oracle (solution/solve.sh) and nop (nothing) for Harbor tasks, without a model').choices([
-        ...HARNESS_NAMES,
-        ...BUILTIN_AGENTS,
-      ]),
+      new Option(
+        '--harness <name>',
+        `the harness every session runs; oracle (solution/solve.sh), nop (nothing) and forge:<name> (a scripted forgery, see polar tasks check) for Harbor tasks, without a model (choices: ${[...HARNESS_NAMES, ...BUILTIN_AGENTS, 'forge:<name>'].map((n) => JSON.stringify(n)).join(', ')})`,
+      ).argParser(harnessArg),
     )
     .option('--upstream <url>', 'inference server base URL');
   addUpstreamOptions(rollout)
