@@ -76,7 +76,7 @@ export function containerEnvironment(engine: Engine) {
       try {
         if (separate) await carrySeparate(box);
         else await carryIn(box, cmd);
-        const r = await box.shell(cmd.command, cmd.env, cmd.timeoutMs, cmd.user);
+        const r = await box.shell(STOP_WHEN_DONE, cmd.env, cmd.timeoutMs, cmd.user, [cmd.command]);
         // Everything the verifier started (a loop that would rewrite reward.txt) dies before its files are read.
         await box.killStrays();
         if (rewardDir) await box.copyOut('/logs/verifier', rewardDir);
@@ -206,6 +206,18 @@ export function containerEnvironment(engine: Engine) {
     };
   };
 }
+
+/**
+ * The verifier's command, then at once, in the same exec, every other process it may signal is
+ * stopped (kill(-1) spares only init and the caller), with its exit status kept. killStrays after
+ * the exec is a second engine call, a tenth of a second or more later: a loop the agent's program
+ * detached under test.sh, waiting for it to end, rewrote reward.txt in that gap and scored 1
+ * (red-team-container.test.ts). Stopped here, it cannot write or fork; killStrays then kills it.
+ * What is left is the instant between test.sh's end and this kill, as on the host between test.sh's
+ * end and bwrap's PID namespace going; code running as test.sh's own user during it is the task's
+ * exposure (README, threat model: rewards).
+ */
+const STOP_WHEN_DONE = 'bash -c "$1"; rc=$?; kill -STOP -1 2>/dev/null; exit $rc';
 
 async function scratch(deps: EnvironmentDeps): Promise<string> {
   await fs.mkdir(deps.scratch, { recursive: true, mode: 0o700 });

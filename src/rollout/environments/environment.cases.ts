@@ -1,0 +1,137 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { baseEnvironment } from '../../harness/env.js';
+import { DEFAULT_LIMITS, type SandboxSettings } from '../../sandbox/index.js';
+import { loadTasks } from '../load-tasks.js';
+import { rolloutInsidePaths } from '../sandboxing.js';
+import type { RolloutTask } from '../task-file.js';
+import type { EnvironmentDeps, SampleSpec } from './deps.js';
+import type { SampleEnvironment } from './types.js';
+
+/**
+ * One suite every SampleEnvironment passes (host.test.ts, container.test.ts call it), as Hono runs
+ * one router suite against each router: the contract is the same whatever runs the sample. A
+ * Harbor task from debian:12-slim (the image CI makes offline), with a file in WORKDIR.
+ */
+export function describeEnvironment(
+  name: string,
+  opts: { skip: string | null; bwrap: string | null; open: (deps: EnvironmentDeps, spec: SampleSpec) => SampleEnvironment },
+): void {
+  describe.skipIf(opts.skip !== null)(`the ${name} environment${opts.skip ? ` (skipped: ${opts.skip})` : ''}`, () => {
+    let dir: string;
+    let task: RolloutTask;
+    let n = 0;
+    beforeAll(() => {
+      dir = fs.mkdtempSync(path.join(os.tmpdir(), `polar-env-${name}-`));
+      const t = path.join(dir, 'suite', 'env-task');
+      fs.mkdirSync(path.join(t, 'environment', 'app'), { recursive: true });
+      fs.mkdirSync(path.join(t, 'tests'), { recursive: true });
+      fs.writeFileSync(path.join(t, 'task.toml'), 'version = "1.0"\n[verifier]\ntimeout_sec = 60.0\n[agent]\ntimeout_sec = 60.0\n');
+      fs.writeFileSync(path.join(t, 'instruction.md'), 'Change hello.txt.\n');
+      fs.writeFileSync(path.join(t, 'environment', 'Dockerfile'), 'FROM debian:12-slim\nWORKDIR /app\nCOPY app/ /app/\n');
+      fs.writeFileSync(path.join(t, 'environment', 'app', 'hello.txt'), 'hello\n');
+      fs.writeFileSync(path.join(t, 'tests', 'test.sh'), '#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n');
+      task = loadTasks(path.join(dir, 'suite'))[0]!;
+    });
+    afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+    const settings = (): SandboxSettings => ({ kind: 'bwrap', bwrap: opts.bwrap!, network: 'proxy-only', limits: DEFAULT_LIMITS, extraReadOnly: [] });
+    const open = (): SampleEnvironment => {
+      const sandbox = settings();
+      const deps: EnvironmentDeps = {
+        sandbox,
+        inside: rolloutInsidePaths(sandbox, { tasksDir: null }),
+        tasksDir: null,
+        proxySocket: null,
+        stateDir: dir,
+        modelHarness: false,
+        harnessBin: null,
+        nodeBin: null,
+        scratch: path.join(dir, 'scratch'),
+        onNotice: () => undefined,
+      };
+      n++;
+      return opts.open(deps, { task, sampleId: `env-${name}-${process.pid}-${n}`, sessionId: `ses_env${n}`, dir: path.join(dir, 'ws', String(n)) });
+    };
+    const agent = (env: SampleEnvironment, command: string) =>
+      env.runAgentCommand(command, { env: baseEnvironment(), timeoutMs: 60_000, readOnly: [], network: 'none' });
+
+    it('prepare: the starting state, with one baseline commit and nothing of the image’s history', async () => {
+      const env = open();
+      try {
+        const ws = await env.prepare(Date.now() + 120_000);
+        expect(fs.readFileSync(path.join(ws.dir, 'hello.txt'), 'utf8')).toBe('hello\n');
+        const log = execFileSync('git', ['-C', ws.dir, 'log', '--all', '--format=%H'], { encoding: 'utf8' }).trim().split('\n');
+        expect(log).toEqual([ws.baseline]);
+      } finally {
+        await env.dispose(false);
+      }
+    }, 180_000);
+
+    it('collect: the agent’s changes as a diff, and nothing it left running writes afterwards', async () => {
+      const env = open();
+      try {
+        const ws = await env.prepare(Date.now() + 120_000);
+        const end = await agent(env, "echo changed > hello.txt; (setsid sh -c 'sleep 1; echo late > late.txt' > /dev/null 2>&1 &); true");
+        expect(end.status).toBe('completed');
+        const diff = await env.collect();
+        expect(diff).toMatch(/\+changed/);
+        expect(diff).not.toMatch(/late/);
+        await new Promise((r) => setTimeout(r, 1500));
+        expect(fs.existsSync(path.join(ws.dir, 'late.txt'))).toBe(false);
+      } finally {
+        await env.dispose(false);
+      }
+    }, 180_000);
+
+    it('verification: the agent’s files, not its system changes; /logs/verifier empty; read after the verifier’s tree is dead', async () => {
+      const env = open();
+      try {
+        await env.prepare(Date.now() + 120_000);
+        // The agent plants a reward and, where it can (a container's root), a file in a system folder.
+        await agent(env, 'echo changed > hello.txt; echo 1 > /logs/verifier/reward.txt 2>/dev/null; echo x > /usr/bin/polar-planted 2>/dev/null; true');
+        await env.collect();
+        const run = await env.verification.run({
+          command: [
+            'ls -A /logs/verifier > /tmp/listing',
+            'wc -l < /tmp/listing > /logs/verifier/count',
+            'cat hello.txt > /logs/verifier/seen',
+            '[ -e /usr/bin/polar-planted ] && echo present > /logs/verifier/system || echo absent > /logs/verifier/system',
+            '[ -f /tests/test.sh ] && echo yes > /logs/verifier/tests',
+            `(setsid sh -c 'sleep 0.5; echo 1 > /logs/verifier/late' > /dev/null 2>&1 &)`,
+            'echo 0.5 > /logs/verifier/reward.txt',
+          ].join('; '),
+          what: 'the verifier',
+          workspace: path.join(dir, 'ws', String(n)),
+          env: baseEnvironment(),
+          timeoutMs: 60_000,
+          readOnly: [{ source: task.harbor!.testsDir, dest: '/tests' }],
+          rewardDir: true,
+          network: 'none',
+        });
+        expect(run.exitCode, run.stderr).toBe(0);
+        const read = (f: string) => fs.readFileSync(path.join(run.rewardDir!, f), 'utf8').trim();
+        expect(read('count')).toBe('0');
+        expect(read('seen')).toBe('changed');
+        expect(read('system')).toBe('absent');
+        expect(read('tests')).toBe('yes');
+        await new Promise((r) => setTimeout(r, 1000));
+        expect(fs.existsSync(path.join(run.rewardDir!, 'late'))).toBe(false);
+        expect(read('reward.txt')).toBe('0.5');
+        fs.rmSync(run.rewardDir!, { recursive: true, force: true });
+      } finally {
+        await env.dispose(false);
+      }
+    }, 240_000);
+
+    it('dispose: the workspace is gone unless kept', async () => {
+      const env = open();
+      const ws = await env.prepare(Date.now() + 120_000);
+      await env.dispose(false);
+      expect(fs.existsSync(ws.dir)).toBe(false);
+    }, 180_000);
+  });
+}
