@@ -209,15 +209,16 @@ export function containerEnvironment(engine: Engine) {
 
 /**
  * The verifier's command, then at once, in the same exec, every other process it may signal is
- * stopped (kill(-1) spares only init and the caller), with its exit status kept. killStrays after
- * the exec is a second engine call, a tenth of a second or more later: a loop the agent's program
- * detached under test.sh, waiting for it to end, rewrote reward.txt in that gap and scored 1
- * (red-team-container.test.ts). Stopped here, it cannot write or fork; killStrays then kills it.
- * What is left is the instant between test.sh's end and this kill, as on the host between test.sh's
- * end and bwrap's PID namespace going; code running as test.sh's own user during it is the task's
- * exposure (README, threat model: rewards).
+ * stopped (one kill(-1), which spares only init and the caller), its exit status kept. killStrays
+ * after the exec is a second engine call, a tenth of a second or more later: a loop the agent's
+ * program detached under test.sh, waiting for it to end, rewrote reward.txt in that gap and scored 1
+ * (red-team-container.test.ts). Stopped here, it cannot write or fork; killStrays then kills it. The
+ * processes that ran before the command (the keep-alive) go on, or removing the container would wait
+ * out the engine's stop timeout. What is left is the instant between test.sh's end and this kill, as
+ * on the host between test.sh's end and bwrap's PID namespace going: code the task runs as its own
+ * user is the task's exposure (README, threat model: rewards).
  */
-const STOP_WHEN_DONE = 'bash -c "$1"; rc=$?; kill -STOP -1 2>/dev/null; exit $rc';
+const STOP_WHEN_DONE = 'before=$(cd /proc && echo [0-9]*); bash -c "$1"; rc=$?; kill -STOP -1 2>/dev/null; kill -CONT $before 2>/dev/null; exit $rc';
 
 async function scratch(deps: EnvironmentDeps): Promise<string> {
   await fs.mkdir(deps.scratch, { recursive: true, mode: 0o700 });

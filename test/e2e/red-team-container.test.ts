@@ -1,0 +1,90 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { workingEngines } from '../../src/rollout/harbor/environment.js';
+import type { SampleRow } from '../../src/store/rollouts.js';
+import { bwrapProblem, findBwrap } from '../../src/sandbox/index.js';
+import { polarCli } from '../support/polar-cli.js';
+import { explain, type RolloutSummary, samplesByTask, shellDataset } from '../support/red-team/tasks.js';
+
+/**
+ * The red-team suite in a container (issue 31, the forgeries 4 and 5): a Harbor task in its own
+ * image, the agent root there. The oracle runs each task's solve.sh in the agent's place, and each
+ * forgery is a solve.sh (test/support/red-team/tasks.ts): one replaces /usr/bin/bash with a fake
+ * that writes reward 1 for /tests/test.sh, one leaves a program that test.sh runs, which detaches a
+ * loop that waits for test.sh to end and then rewrites reward.txt. Both must score 0, completed,
+ * beside an honest sample that keeps its 1. The host runs the same tasks in red-team.test.ts.
+ * Skipped, saying why, where no engine answers `info`; images are local only (debian:12-slim, as
+ * harbor-container.test.ts).
+ */
+const engine = workingEngines()[0] ?? null;
+const bwrap = findBwrap();
+const skip =
+  engine === null
+    ? 'no container engine works here (`docker info` and `podman info` fail)'
+    : bwrap === null
+      ? 'bubblewrap is not installed'
+      : bwrapProblem(bwrap);
+
+let dir: string;
+let samples: Map<string, SampleRow>;
+
+describe.skipIf(skip !== null)(`red team in a container${skip ? ` (skipped: ${skip})` : ` (${engine})`}`, () => {
+  beforeAll(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-red-team-ctr-'));
+    const ds = path.join(dir, 'ds');
+    shellDataset(ds);
+    const db = path.join(dir, 'polar.db');
+    const r = await polarCli(
+      [
+        'rollout',
+        '--tasks',
+        ds,
+        '--harness',
+        'oracle',
+        '--samples',
+        '1',
+        '--concurrency',
+        '2',
+        '--environment',
+        engine!,
+        '--db',
+        db,
+        '--out',
+        path.join(dir, 'out'),
+        '--json',
+      ],
+      { timeout: 280_000 },
+    );
+    expect(r.code, r.stderr).toBe(0);
+    samples = samplesByTask(db, (JSON.parse(r.stdout) as RolloutSummary).rolloutId);
+  }, 300_000);
+
+  afterAll(() => {
+    if (dir) fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('the honest sample keeps its reward', () => {
+    const s = samples.get('honest');
+    expect(s?.status, explain(s)).toBe('completed');
+    expect(s!.reward, explain(s)).toBe(1);
+  });
+
+  it('4. a /usr/bin/bash the agent replaced as root does not run the verifier: reward 0', () => {
+    const s = samples.get('fake-bash');
+    expect(s?.status, explain(s)).toBe('completed');
+    expect(s!.reward, explain(s)).toBe(0);
+    // The replacement took in the agent's container: the verifier's fresh one never had it.
+    expect(s!.diff).toContain('+replaced /usr/bin/bash');
+    expect(String(s!.evaluator?.output), explain(s)).toContain('test.sh wrote 0');
+  });
+
+  it("5. a loop the agent's program detaches during verification cannot rewrite reward.txt after test.sh: reward 0", () => {
+    const s = samples.get('verify-daemon');
+    expect(s?.status, explain(s)).toBe('completed');
+    expect(s!.reward, explain(s)).toBe(0);
+    expect(String(s!.evaluator?.output), explain(s)).toContain('program: a loop waits for test.sh');
+    expect(String(s!.evaluator?.output), explain(s)).toContain('test.sh wrote 0');
+  });
+});
