@@ -37,6 +37,43 @@ export async function carryArtifactsIn(box: SampleContainer, copies: Readonly<Re
   }
 }
 
+/**
+ * The host environment's artifacts for a separate verifier: each path the task carries that lies
+ * under WORKDIR (from the collected workspace) or is /logs/artifacts (from the sample's /logs),
+ * copied into a fresh folder tree of the same shape, links and devices dropped. Other absolute paths
+ * lived in the agent sandbox's private folders, gone with it: they are listed as not carried.
+ */
+export async function hostArtifacts(
+  carried: readonly HarborArtifact[],
+  from: { workdir: string; workspace: string; logs: string },
+  into: { workspace: string; logs: string },
+): Promise<string[]> {
+  const lost: string[] = [];
+  let budget = ARTIFACTS_MAX_BYTES;
+  await fs.mkdir(into.workspace, { recursive: true, mode: 0o700 });
+  await fs.mkdir(into.logs, { recursive: true, mode: 0o700 });
+  for (const a of carried) {
+    const src = a.source.replace(/\/+$/, '');
+    const under = (root: string) => (src === root ? '' : src.startsWith(`${root}/`) ? src.slice(root.length + 1) : null);
+    const inWork = under(from.workdir.replace(/\/+$/, ''));
+    const inLogs = under('/logs');
+    const pair = inWork !== null ? [from.workspace, into.workspace, inWork] : inLogs !== null ? [from.logs, into.logs, inLogs] : null;
+    if (!pair) {
+      lost.push(a.source);
+      continue;
+    }
+    const [fromRoot, toRoot, rel] = pair as [string, string, string];
+    const origin = path.join(fromRoot, rel);
+    if (!(await fs.lstat(origin).catch(() => null))) continue;
+    const dest = path.join(toRoot, rel);
+    await fs.mkdir(path.dirname(dest), { recursive: true });
+    await fs.cp(origin, dest, { recursive: true, verbatimSymlinks: true, force: true });
+    budget = await keepPlain(dest, dest, a.exclude, budget);
+    if (budget < 0) throw new StageError('post', `the agent's artifacts exceed ${ARTIFACTS_MAX_BYTES} bytes (${a.source})`);
+  }
+  return lost;
+}
+
 /** Removes what is not a regular file or folder (and what `exclude` names); returns the budget left. */
 async function keepPlain(root: string, p: string, exclude: readonly string[], budget: number): Promise<number> {
   const st = await fs.lstat(p);

@@ -8,6 +8,8 @@ import { StageError } from '../stage-error.js';
 import { agentMounts, logsDir } from '../harbor/trial.js';
 import { evaluatorSandbox, setupSandbox } from '../sandboxing.js';
 import { applyDiff, captureDiff, prepareWorkspace, removeWorkspace, type PreparedWorkspace } from '../workspace.js';
+import { carriedPaths } from '../harbor/verifier-config.js';
+import { hostArtifacts } from './artifacts.js';
 import type { EnvironmentDeps, SampleSpec } from './deps.js';
 import type { SampleEnvironment, VerifierCommand, VerifierRun } from './types.js';
 
@@ -26,24 +28,29 @@ export function hostEnvironment(deps: EnvironmentDeps, spec: SampleSpec): Sample
   const gitSandbox = boxed ? evaluatorSandbox(deps.sandbox, null, deps.inside?.workspace ?? null) : undefined;
   const setup = boxed ? setupSandbox(deps.sandbox, task, deps.inside?.workspace ?? null) : undefined;
   let workspace: PreparedWorkspace | null = null;
+  // Harbor's separate verifier on the host: a fresh WORKDIR and /logs holding only the artifacts.
+  const separate = trial?.verifierMode === 'separate' ? trial.separateVerifier : undefined;
+  const carried = { workspace: `${dir}-verify`, logs: `${dir}-verify-logs` };
 
   async function run(cmd: VerifierCommand): Promise<VerifierRun> {
     if (!boxed && cmd.rewardDir)
       throw new StageError('post', "a Harbor task's verifier needs the sandbox for its paths (/app, /tests, /logs); this process runs with --sandbox none");
     const rewardDir = cmd.rewardDir ? await fs.mkdtemp(path.join(await scratch(deps), 'verifier-')) : null;
+    // A separate verifier sees the carried artifacts in place of the agent's WORKDIR and /logs.
+    const apart = separate && cmd.rewardDir;
+    const cwd = apart ? carried.workspace : cmd.workspace;
     const binds: Bind[] = [
       // Harbor's /logs: the agent's logs as it left them, and a /logs/verifier polar made empty.
-      ...(cmd.rewardDir && trial ? [{ source: logsDir(cmd.workspace), dest: '/logs', readOnly: false }] : []),
+      ...(cmd.rewardDir && trial ? [{ source: apart ? carried.logs : logsDir(cmd.workspace), dest: '/logs', readOnly: false }] : []),
       ...(rewardDir ? [{ source: rewardDir, dest: '/logs/verifier', readOnly: false }] : []),
       ...cmd.readOnly.map((m) => ({ source: m.source, dest: m.dest, readOnly: true })),
     ];
-    const jail = await openJail(deps.sandbox, { cwd: cmd.workspace, network: cmd.network, ...(inside ? { cwdInside: inside } : {}), binds }).catch(
-      async (err: Error) => {
-        if (rewardDir) await fs.rm(rewardDir, { recursive: true, force: true });
-        throw new StageError('post', `${cmd.what}: the sandbox would not open: ${err.message}`);
-      },
-    );
-    const r = await runShell(cmd.command, { cwd: cmd.workspace, env: cmd.env, timeoutMs: cmd.timeoutMs, wrap: (c: HarnessCommand) => jail.wrap(c) });
+    const at = apart ? (separate.workdir ?? inside) : inside;
+    const jail = await openJail(deps.sandbox, { cwd, network: cmd.network, ...(at ? { cwdInside: at } : {}), binds }).catch(async (err: Error) => {
+      if (rewardDir) await fs.rm(rewardDir, { recursive: true, force: true });
+      throw new StageError('post', `${cmd.what}: the sandbox would not open: ${err.message}`);
+    });
+    const r = await runShell(cmd.command, { cwd, env: cmd.env, timeoutMs: cmd.timeoutMs, wrap: (c: HarnessCommand) => jail.wrap(c) });
     // Closing the jail ends everything the command started before a reward file is read.
     const limit = await jail.close({ exitCode: r.exitCode, signal: r.signal });
     return {
@@ -87,17 +94,27 @@ export function hostEnvironment(deps: EnvironmentDeps, spec: SampleSpec): Sample
     },
     async collect() {
       // Every command of the agent ran in a jail that was closed when it ended: nothing of it runs.
-      return captureDiff(prepared(workspace), baseEnvironment(), gitSandbox);
+      const diff = await captureDiff(prepared(workspace), baseEnvironment(), gitSandbox);
+      if (separate && trial) {
+        const lost = await hostArtifacts(carriedPaths(trial), { workdir: trial.workdir, workspace: dir, logs: logsDir(dir) }, carried);
+        if (lost.length > 0)
+          deps.onNotice(
+            `notice: task ${task.id}: the host environment keeps no files outside ${trial.workdir} and /logs after the agent, so these artifacts do not reach its verifier: ${lost.join(', ')}`,
+          );
+      }
+      return diff;
     },
     verification: {
       environment: 'host',
-      place: boxed ? 'a fresh host sandbox' : 'the host (no sandbox)',
+      place: !boxed ? 'the host (no sandbox)' : separate ? "a fresh host sandbox holding only the task's artifacts" : 'a fresh host sandbox',
       workspaceInside: (hostDir) => (boxed && inside ? inside : hostDir),
       run,
       freshWorkspace: (dest, deadline, env) => prepareWorkspace(task, dest, deadline, env, setup, gitSandbox),
       applyDiff: (ws, diff, env) => applyDiff(ws, diff, env, gitSandbox),
     },
     async dispose(keep) {
+      await fs.rm(carried.workspace, { recursive: true, force: true });
+      await fs.rm(carried.logs, { recursive: true, force: true });
       if (!keep) await removeWorkspace(dir);
     },
   };

@@ -90,6 +90,10 @@ export function hostNotices(tasks: readonly RolloutTask[]): string[] {
     const h = t.harbor;
     if (!h) continue;
     const runs = h.skipped;
+    if (h.verifierMode === 'separate')
+      out.push(
+        `notice: task ${t.id}: its separate verifier runs in polar's sandbox with this machine's tools, not ${h.separateVerifier?.image ?? "tests/Dockerfile's image"}; only its artifacts under ${h.workdir} and /logs reach it`,
+      );
     if (!h.baseImage && runs.length === 0) continue;
     out.push(
       `notice: task ${t.id}: the host environment does not reproduce ${h.baseImage ? `the base image ${h.baseImage}` : 'the image'}${runs.length > 0 ? ` or these Dockerfile steps:\n  ${runs.map((r) => r.slice(0, 200)).join('\n  ')}` : ''}\n  (the workspace at ${h.workdir} holds the files it copies from environment/; the tools come from this machine)`,
