@@ -169,23 +169,28 @@ async function freshBaseline(dir: string, env: Record<string, string>, left: () 
     forced = present.filter((f): f is string => f !== null);
   }
   await fs.rm(dotGit, { recursive: true, force: true });
-  await git(['init', '--quiet'], dir, env, left(), 'init', { wrap });
-  await git(['add', '--all', '--', '.', ...excludes()], dir, env, left(), 'stage the baseline', { wrap });
-  if (forced.length > 0) {
-    const list = path.join(dotGit, 'polar-forced');
-    await fs.writeFile(list, forced.join('\0'));
-    try {
-      const add = ['--literal-pathspecs', 'add', '--force', '--pathspec-from-file=.git/polar-forced', '--pathspec-file-nul'];
-      await git(add, dir, env, left(), 'stage the tracked ignored files', { wrap });
-    } finally {
-      await fs.rm(list, { force: true });
-    }
+  const init = ['init', '--quiet'];
+  const add = ['add', '--all', '--', '.', ...excludes()];
+  const commit = ['commit', '--quiet', '--allow-empty', '--no-verify', '-m', 'polar baseline'];
+  const head = ['rev-parse', 'HEAD'];
+  if (forced.length === 0) {
+    // One command line for the four steps: in the sandbox each command is a sandbox start.
+    const out = await gitSteps([init, add, commit, head], dir, env, left(), 'commit the baseline', { wrap, commitEnv: BASELINE_COMMIT_ENV });
+    return out.trim();
   }
-  await git(['commit', '--quiet', '--allow-empty', '--no-verify', '-m', 'polar baseline'], dir, env, left(), 'commit the baseline', {
-    wrap,
-    commitEnv: BASELINE_COMMIT_ENV,
-  });
-  return (await git(['rev-parse', 'HEAD'], dir, env, left(), 'read the baseline', { wrap })).trim();
+  await git(init, dir, env, left(), 'init', { wrap });
+  await git(add, dir, env, left(), 'stage the baseline', { wrap });
+  // Files the old repository tracked although ignored: the agent gets them as the task had them.
+  const list = path.join(dotGit, 'polar-forced');
+  await fs.writeFile(list, forced.join('\0'));
+  try {
+    const addForced = ['--literal-pathspecs', 'add', '--force', '--pathspec-from-file=.git/polar-forced', '--pathspec-file-nul'];
+    await git(addForced, dir, env, left(), 'stage the tracked ignored files', { wrap });
+  } finally {
+    await fs.rm(list, { force: true });
+  }
+  await git(commit, dir, env, left(), 'commit the baseline', { wrap, commitEnv: BASELINE_COMMIT_ENV });
+  return (await git(head, dir, env, left(), 'read the baseline', { wrap })).trim();
 }
 
 /**
@@ -197,10 +202,11 @@ export async function captureDiff(ws: PreparedWorkspace, env: Record<string, str
   const jail = sandbox ? await sandbox(ws.dir) : null;
   const wrap = jail ? (c: HarnessCommand) => jail.wrap(c) : undefined;
   try {
-    await git(['add', '--all', '--', '.', ...excludes()], ws.dir, env, 60_000, 'stage the changes', { stage: 'post', wrap });
+    const add = ['add', '--all', '--', '.', ...excludes()];
     // git's own patch: no external diff or textconv driver the agent's .git/config names.
     const diff = ['diff', '--cached', '--binary', '--no-ext-diff', '--no-textconv', ws.baseline, '--', '.', ...excludes()];
-    return await git(diff, ws.dir, env, 60_000, 'diff', { stage: 'post', wrap });
+    // One command line for both: `git add` prints nothing, so the output is the patch.
+    return await gitSteps([add, diff], ws.dir, env, 60_000, 'diff the changes', { stage: 'post', wrap });
   } finally {
     await jail?.close();
   }
@@ -251,9 +257,33 @@ interface GitOptions {
 }
 
 async function git(args: string[], cwd: string, env: Record<string, string>, timeoutMs: number, what: string, opts: GitOptions = {}): Promise<string> {
+  return runGit({ file: 'git', args: [...GIT, ...args] }, cwd, env, timeoutMs, what, opts);
+}
+
+/**
+ * Several git commands as one command line (`git … && git …`), the output of them all: one sandbox
+ * start instead of one per step (each costs a bwrap start, tens of milliseconds under load).
+ */
+async function gitSteps(steps: string[][], cwd: string, env: Record<string, string>, timeoutMs: number, what: string, opts: GitOptions = {}): Promise<string> {
+  const line = steps.map((s) => ['git', ...GIT, ...s].map(shellQuote).join(' ')).join(' && ');
+  return runGit({ file: '/bin/sh', args: ['-c', line] }, cwd, env, timeoutMs, what, opts);
+}
+
+function shellQuote(word: string): string {
+  return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
+}
+
+async function runGit(
+  command: { file: string; args: string[] },
+  cwd: string,
+  env: Record<string, string>,
+  timeoutMs: number,
+  what: string,
+  opts: GitOptions,
+): Promise<string> {
   const { stage = 'init', wrap, userConfig = false, commitEnv = {} } = opts;
   const own = userConfig ? env : Object.fromEntries(Object.entries(env).filter(([name]) => !name.startsWith('GIT_')));
-  const plain: HarnessCommand = { file: 'git', args: [...GIT, ...args], env: { ...own, ...GIT_ENV, ...(userConfig ? {} : NEUTRAL_ENV), ...commitEnv } };
+  const plain: HarnessCommand = { ...command, env: { ...own, ...GIT_ENV, ...(userConfig ? {} : NEUTRAL_ENV), ...commitEnv } };
   const cmd = wrap ? wrap(plain) : plain;
   const r = await runCommand(cmd.file, cmd.args, { cwd, env: cmd.env, timeoutMs });
   if (r.failed || r.exitCode !== 0) throw new StageError(stage, `git could not ${what}: ${r.failed ?? `exit ${r.exitCode}`}${lastLines(r.output)}`);
