@@ -116,6 +116,12 @@ describe.skipIf(skip !== null)(`red team on the host${skip ? ` (skipped: ${skip}
     harborCopy(ds, 'js-fix-slugify', 'js-self-error', 'FORGE self-error');
     harborCopy(ds, 'py-fix-median', 'py-honest', 'SOLVE py-fix-median');
     harborCopy(ds, 'py-fix-median', 'py-kill-checker', 'FORGE kill-checker-py');
+    // The checker made non-dumpable first thing, as the README's threat model asks of a checker that
+    // runs the agent's code as its own user: its child may no longer open /proc/PPID/mem.
+    harborCopy(ds, 'py-fix-median', 'py-mem-patch', 'FORGE mem-patch-py');
+    const check = path.join(ds, 'py-mem-patch/tests/check.py');
+    const nonDumpable = 'import ctypes\nctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0\n';
+    fs.writeFileSync(check, fs.readFileSync(check, 'utf8').replace(/^import /m, `${nonDumpable}import `));
     // The shell tasks of the container suite, here with the oracle running each forgery.
     const shellDs = path.join(dir, 'shell');
     shellDataset(shellDs);
@@ -231,6 +237,13 @@ describe.skipIf(skip !== null)(`red team on the host${skip ? ` (skipped: ${skip}
     expect(report.wrote).toBe(false);
     expect(fs.readdirSync(hostFolder)).toEqual(['secret.txt']);
     expect(fdOutput).not.toContain('HOST-SECRET');
+  });
+
+  it("a checker's child rewriting the checker's memory through /proc/PPID/mem is refused once the checker is non-dumpable", () => {
+    const s = harbor.get('py-mem-patch');
+    expect(s?.status, explain(s)).toBe('completed');
+    expect(s!.reward, explain(s)).toBe(0);
+    expect(String(s!.evaluator?.output), explain(s)).toContain('refused: PermissionError');
   });
 
   it("7. the operator's git filter named by the task's .gitattributes never runs on the agent's diff", () => {

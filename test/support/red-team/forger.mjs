@@ -57,6 +57,55 @@ os.write(fd, b'{"reward": 1}\\n')
 print("pidfd_getfd")
 `;
 
+/**
+ * Rewrites the checker from its child: the checker runs the same Python, so the address of its str
+ * type is known from this process's own; every two-character "0\n" str in the checker's writable
+ * memory becomes "1\n" through /proc/PPID/mem, and its `"1\n" if ok else "0\n"` writes 1. A
+ * checker that made itself non-dumpable (prctl PR_SET_DUMPABLE 0) refuses the open.
+ */
+const MEM_PATCH_PY = String.raw`
+import os, sys
+def _patch():
+    pp = os.getppid()
+    if os.readlink(f"/proc/{pp}/exe") != os.readlink("/proc/self/exe"):
+        return "the checker runs another interpreter"
+    def base(pid):
+        exe = os.readlink(f"/proc/{pid}/exe")
+        for line in open(f"/proc/{pid}/maps"):
+            f = line.split()
+            if len(f) >= 6 and f[5] == exe:
+                return int(f[0].split("-")[0], 16)
+    str_type = base(pp) + (id(str) - base(os.getpid()))
+    header = str_type.to_bytes(8, "little") + (2).to_bytes(8, "little")
+    data_at = 40 if sys.version_info < (3, 12) else 32
+    n = 0
+    with open(f"/proc/{pp}/mem", "r+b", buffering=0) as mem:
+        for line in open(f"/proc/{pp}/maps"):
+            f = line.split()
+            if not f[1].startswith("rw"):
+                continue
+            a, b = (int(x, 16) for x in f[0].split("-"))
+            try:
+                mem.seek(a)
+                data = mem.read(b - a)
+            except (OSError, ValueError, OverflowError):
+                continue
+            i = data.find(header)
+            while i >= 0:
+                if data[i + data_at : i + data_at + 3] == b"0\n\x00":
+                    mem.seek(a + i + data_at)
+                    mem.write(b"1")
+                    n += 1
+                i = data.find(header, i + 1)
+    return f"patched {n}"
+try:
+    SAW = _patch()
+except Exception as err:
+    SAW = f"refused: {err!r}"
+def median(values):
+    return SAW
+`;
+
 const FORGERIES = {
   // 1. The module, loaded in the checker's child, writes a reward of 1 and SIGKILLs its parent.
   'kill-checker-js': () =>
@@ -75,6 +124,8 @@ const FORGERIES = {
         '',
       ].join('\n'),
     ),
+  // Beyond the issue's seven: the checker's memory written from its child.
+  'mem-patch-py': () => write('stats.py', MEM_PATCH_PY),
   // 2. The checker's stdout taken from its child: {"reward": 1} printed there, the checker killed.
   'pidfd-checker': () =>
     write(
