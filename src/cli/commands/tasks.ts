@@ -14,6 +14,8 @@ interface CheckOptions extends SandboxFlags {
   environment?: HarborEnvironment;
   concurrency: number;
   timeout: number;
+  /** false with --no-forge. */
+  forge: boolean;
 }
 
 export function registerTasks(program: Command): void {
@@ -21,12 +23,13 @@ export function registerTasks(program: Command): void {
   const check = tasks
     .command('check')
     .description(
-      'run every task with the oracle (solution/solve.sh) and with nop (nothing): a task whose oracle misses its top reward, or whose nop earns reward, is broken',
+      'run every task with the oracle (solution/solve.sh), with nop (nothing) and with each known forgery that applies (forge:<name>): a task whose oracle misses its top reward, whose nop earns reward, or whose verifier pays a forgery more than nop (hackable) is broken',
     )
     .argument('<path>', 'a Harbor task folder or a folder of them')
     .addOption(environmentOption())
     .option('--concurrency <k>', 'tasks at once', integerArg('--concurrency', 1, 64), 2)
     .option('--timeout <seconds>', "a trial's budget when its task.toml gives no [agent].timeout_sec", secondsArg('--timeout'), 600)
+    .option('--no-forge', 'skip the forgeries: only the oracle and nop (faster; says nothing about whether a verifier can be gamed)')
     .option('--json', 'print the result as JSON');
   addSandboxOptions(check, 'the oracle and verifier').action(action(tasksCheck));
 }
@@ -58,21 +61,37 @@ async function tasksCheck(p: string, opts: CheckOptions): Promise<void> {
     (line) => {
       if (!opts.json) process.stderr.write(chalk.yellow(`${line}\n`));
     },
+    opts.forge,
   );
   const broken = results.filter((r) => !r.ok);
-  if (opts.json) printJson({ ok: broken.length === 0, tasks: results.length, environment, broken: broken.map((r) => r.task), results });
-  else process.stdout.write(`${report(results)}\n`);
+  if (opts.json)
+    printJson({
+      ok: broken.length === 0,
+      tasks: results.length,
+      environment,
+      forge: opts.forge,
+      broken: broken.map((r) => r.task),
+      hackable: results.filter((r) => r.hackable.length > 0).map((r) => r.task),
+      results,
+    });
+  else process.stdout.write(`${report(results, opts.forge)}\n`);
   process.exitCode = broken.length === 0 ? 0 : 1;
 }
 
-function report(results: readonly TaskCheck[]): string {
+function report(results: readonly TaskCheck[], forge: boolean): string {
   const lines: string[] = [];
   for (const r of results) {
     const rewards = (run: TaskCheck['oracle']) =>
       run.reward === null ? run.outcome : `${run.reward}${run.rewards && Object.keys(run.rewards).length > 1 ? ` ${JSON.stringify(run.rewards)}` : ''}`;
-    lines.push(`${r.ok ? chalk.green('ok    ') : chalk.red('BROKEN')} ${r.name}  oracle ${rewards(r.oracle)}, nop ${rewards(r.nop)}`);
+    const tried = Object.keys(r.forgeries).length;
+    const forged = !forge
+      ? ''
+      : r.hackable.length > 0
+        ? `, hackable: ${r.hackable.join(', ')}`
+        : `, ${tried} forger${tried === 1 ? 'y' : 'ies'} tried, none won`;
+    lines.push(`${r.ok ? chalk.green('ok    ') : chalk.red('BROKEN')} ${r.name}  oracle ${rewards(r.oracle)}, nop ${rewards(r.nop)}${forged}`);
     for (const p of r.problems) lines.push(`       ${p}`);
-    if (!r.ok) {
+    if (r.problems.some((p) => !p.startsWith('hackable: '))) {
       const out = (r.oracle.reward === null || r.problems.some((x) => x.includes('oracle')) ? r.oracle.output : r.nop.output)?.trim();
       if (out)
         lines.push(
@@ -84,11 +103,15 @@ function report(results: readonly TaskCheck[]): string {
     }
   }
   const broken = results.filter((r) => !r.ok).length;
+  const hackable = results.filter((r) => r.hackable.length > 0).length;
   lines.push(
     '',
     broken === 0
-      ? chalk.green(`all ${results.length} tasks are sound: every oracle reaches its top reward and no nop earns any`)
-      : chalk.red(`${broken} of ${results.length} tasks are broken`),
+      ? chalk.green(
+          `all ${results.length} tasks are sound: every oracle reaches its top reward, no nop earns any${forge ? ' and no forgery beats a verifier' : ''}`,
+        )
+      : chalk.red(`${broken} of ${results.length} tasks are broken${hackable > 0 ? ` (${hackable} hackable)` : ''}`),
   );
+  if (!forge) lines.push(chalk.yellow('forgeries not tried (--no-forge): whether a verifier can be gamed was not checked'));
   return lines.join('\n');
 }

@@ -74,27 +74,43 @@ _forge_steal()`,
  */
 const DAEMON = `cat > .forge-daemon <<'SH'
 #!/bin/sh
-( i=0; while [ "$i" -lt 600 ]; do
-    mkdir -p /logs/verifier 2>/dev/null; echo 1 > /logs/verifier/reward.txt 2>/dev/null; echo '{"reward": 1}' > /logs/verifier/reward.json 2>/dev/null
-    sleep 0.1; i=$((i + 1))
-  done ) </dev/null >/dev/null 2>&1 &
+# Three loops writing as fast as they can for 60 s, so one is on a CPU in the moment between the
+# checker's own write and the end of the verifier; reward.json too: Harbor prefers it to reward.txt.
+for loop in 1 2 3; do
+  ( end=$(( $(date +%s) + 60 ))
+    while [ "$(date +%s)" -lt "$end" ]; do
+      mkdir -p /logs/verifier 2>/dev/null
+      i=0; while [ "$i" -lt 2000 ]; do
+        echo '{"reward": 1}' > /logs/verifier/reward.json; echo 1 > /logs/verifier/reward.txt; i=$((i + 1))
+      done 2>/dev/null
+    done ) </dev/null >/dev/null 2>&1 &
+done
 SH
 `;
 
 /** The daemon's path as the verifier sees it: the planted code runs there, in the task's WORKDIR. */
 const daemonAt = (task: RolloutTask) => `${(task.harbor?.workdir ?? '.').replace(/\/+$/, '')}/.forge-daemon`;
 
-/** The checker ends normally and writes its 0; the loop the module left writes 1 over it, for 60 s. */
+/**
+ * The checker ends normally and writes its 0; the loop the module left writes 1 over it, for 60 s.
+ * The module waits 0.2 s after starting it, so the loop is writing before the checker goes on.
+ */
 export const verifyDaemon = moduleForgery(
   'verify-daemon',
   'every module, when loaded, detaches a process (setsid, double fork) that rewrites reward 1 for 60 s after the checker has written its own',
   ['py', 'js', 'sh'],
   (kind, task) =>
     kind === 'py'
-      ? `import subprocess as _forge_sp\n_forge_sp.Popen(["sh", "${daemonAt(task)}"], start_new_session=True, stdin=_forge_sp.DEVNULL, stdout=_forge_sp.DEVNULL, stderr=_forge_sp.DEVNULL)`
+      ? `import subprocess as _forge_sp, time as _forge_time
+_forge_sp.Popen(["sh", "${daemonAt(task)}"], start_new_session=True, stdin=_forge_sp.DEVNULL, stdout=_forge_sp.DEVNULL, stderr=_forge_sp.DEVNULL)
+_forge_time.sleep(0.2)`
       : kind === 'js'
-        ? `(() => {\n  const cp = typeof require === 'function' ? require('node:child_process') : process.getBuiltinModule?.('node:child_process');\n  cp.spawn('sh', ['${daemonAt(task)}'], { detached: true, stdio: 'ignore' }).unref();\n})();`
-        : `setsid sh "${daemonAt(task)}" </dev/null >/dev/null 2>&1 || sh "${daemonAt(task)}" </dev/null >/dev/null 2>&1`,
+        ? `(() => {
+  const cp = typeof require === 'function' ? require('node:child_process') : process.getBuiltinModule?.('node:child_process');
+  cp.spawn('sh', ['${daemonAt(task)}'], { detached: true, stdio: 'ignore' }).unref();
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 200);
+})();`
+        : `{ setsid sh "${daemonAt(task)}" || sh "${daemonAt(task)}"; } </dev/null >/dev/null 2>&1; sleep 0.2`,
   DAEMON,
 );
 

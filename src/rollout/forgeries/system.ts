@@ -33,7 +33,7 @@ for tool in /usr/bin/bash /bin/bash /usr/bin/sh /bin/sh /usr/bin/dash /bin/dash 
   /usr/bin/python /usr/local/bin/python /usr/bin/node /usr/local/bin/node /usr/bin/pytest /usr/local/bin/pytest; do
   [ -e "$tool" ] || [ -L "$tool" ] || continue
   # Written beside it and renamed over it: the shell running this script keeps its own copy.
-  { printf '#!%s\\n' "$real"; printf '%s\\n' "$body"; } > "$tool.forge" && chmod 755 "$tool.forge" && mv -f "$tool.forge" "$tool" && say "replaced $tool"
+  { printf '#!%s\\n' "$real"; printf '%s\\n' "$body"; } > "$tool.forge" && chmod 755 "$tool.forge" && mv -f "$tool.forge" "$tool" && say "replaced $tool" || rm -f "$tool.forge"
 done
 `,
 };

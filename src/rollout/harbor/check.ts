@@ -6,9 +6,10 @@ import { runRollout } from '../run-rollout.js';
 import type { RolloutTask } from '../task-file.js';
 import { openStore } from '../../store/open.js';
 import type { SampleRow } from '../../store/rollouts.js';
+import { FORGERIES, type ForgeryPlace } from '../forgeries/index.js';
 import { topReward } from './trial.js';
 
-/** One task's validation: the oracle must reach the top reward, nop must earn none. */
+/** One task's validation: the oracle must reach the top reward, nop and every forgery must earn none. */
 export interface TaskCheck {
   task: string;
   name: string;
@@ -17,6 +18,18 @@ export interface TaskCheck {
   problems: string[];
   oracle: AgentRun;
   nop: AgentRun;
+  /** The forgeries its verifier paid more than nop's reward: the task can be won without the work. */
+  hackable: string[];
+  /** Each forgery tried on it (those that do not apply are not), by name. */
+  forgeries: Record<string, ForgeryRun>;
+}
+
+/** A forger's run, briefly: what it earned, and why a verifier that was cut short scored 0. */
+export interface ForgeryRun {
+  outcome: string;
+  reward: number | null;
+  forfeit: string | null;
+  error: string | null;
 }
 
 export interface AgentRun {
@@ -34,7 +47,9 @@ export interface AgentRun {
  * `polar tasks check`: every task once with `oracle` and once with `nop`, as rollouts (the same
  * stages, sandbox and verifier a training run uses) into a scratch database. A task is broken when
  * the oracle ends without its top reward (1, or [metadata].max_reward) or in error, or
- * when nop ends with any reward above 0 (a task that pays for nothing teaches nothing).
+ * when nop ends with any reward above 0 (a task that pays for nothing teaches nothing). Then, unless
+ * `forge` is false, every forgery that applies to a task runs against it the same way (`forge:<name>`,
+ * rollouts/forgeries/): a verifier that pays one more than nop is hackable, and the task broken.
  */
 export async function checkTasks(
   tasks: readonly RolloutTask[],
@@ -43,41 +58,54 @@ export async function checkTasks(
     environment?: RolloutConfig['environment'];
   },
   onNotice?: (line: string) => void,
+  forge = true,
 ): Promise<TaskCheck[]> {
   const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-tasks-check-'));
   const dbPath = path.join(scratch, 'check.db');
-  try {
-    const runs: Record<'oracle' | 'nop', Map<string, AgentRun>> = { oracle: new Map(), nop: new Map() };
-    for (const agent of ['oracle', 'nop'] as const) {
-      const config: RolloutConfig = {
-        harness: agent,
-        upstream: { url: 'none', kind: 'vllm' },
-        model: null,
-        samples: 1,
-        outDir: path.join(scratch, agent),
-        accept: null,
-        keepWorkspaces: false,
-        ...base,
-      };
-      const summary = await runRollout({
-        dbPath,
-        tasks,
-        config,
-        // The host notices are the same for both runs: said once.
-        onNotice: (line) => {
-          if (agent === 'oracle' || !line.startsWith('notice: task ')) onNotice?.(line);
-        },
-      });
-      const store = await openStore(dbPath);
-      try {
-        for (const s of store.rollouts.samples(summary.rolloutId)) runs[agent].set(s.taskId, agentRun(s));
-      } finally {
-        await store.closeAsync();
-      }
+  /** One built-in agent on the given tasks, one sample each: its run per task id. */
+  const runAgent = async (agent: string, subset: readonly RolloutTask[]): Promise<Map<string, SampleRow>> => {
+    const config: RolloutConfig = {
+      harness: agent,
+      upstream: { url: 'none', kind: 'vllm' },
+      model: null,
+      samples: 1,
+      outDir: path.join(scratch, agent.replace(':', '-')),
+      accept: null,
+      keepWorkspaces: false,
+      ...base,
+    };
+    const summary = await runRollout({
+      dbPath,
+      tasks: subset,
+      config,
+      // The host notices are the same for every run: said once, with the oracle's.
+      onNotice: (line) => {
+        if (agent === 'oracle' || !line.startsWith('notice: task ')) onNotice?.(line);
+      },
+    });
+    const store = await openStore(dbPath);
+    try {
+      return new Map(store.rollouts.samples(summary.rolloutId).map((s) => [s.taskId, s]));
+    } finally {
+      await store.closeAsync();
     }
+  };
+  try {
+    const oracleRuns = await runAgent('oracle', tasks);
+    const nopRuns = await runAgent('nop', tasks);
+    // Forgery by forgery (a rollout has one harness), each on the tasks it applies to, at the same
+    // concurrency; not where nop could not even start (an image that cannot be built).
+    const place: ForgeryPlace = { environment: base.environment ?? 'host' };
+    const started = tasks.filter((t) => nopRuns.get(t.id)?.errorStage !== 'init');
+    const forged = new Map<string, Map<string, SampleRow>>();
+    if (forge)
+      for (const f of Object.values(FORGERIES)) {
+        const subset = started.filter((t) => f.applies(t, place));
+        if (subset.length > 0) forged.set(f.name, await runAgent(`forge:${f.name}`, subset));
+      }
     return tasks.map((t) => {
-      const oracle = runs.oracle.get(t.id)!;
-      const nop = runs.nop.get(t.id)!;
+      const oracle = agentRun(oracleRuns.get(t.id)!);
+      const nop = agentRun(nopRuns.get(t.id)!);
       const problems: string[] = [];
       const top = topReward(t.metadata);
       // A verifier that installs its test runner needs the network Harbor gives by default.
@@ -96,7 +124,20 @@ export async function checkTasks(
         if (nop.reward !== null && nop.reward > 0) problems.push(`doing nothing (nop) already earns ${nop.reward}`);
         if (nop.outcome === 'error') problems.push(`the verifier fails on the untouched workspace (nop): ${firstLine(nop) ?? 'error'}`);
       }
-      return { task: t.id, name: t.harbor?.name ?? t.id, ok: problems.length === 0, problems, oracle, nop };
+      const forgeries: Record<string, ForgeryRun> = {};
+      const hackable: string[] = [];
+      for (const [name, runs] of forged) {
+        const sample = runs.get(t.id);
+        if (!sample) continue;
+        const run = agentRun(sample);
+        const lost = sample.evaluator?.forfeit;
+        forgeries[name] = { outcome: run.outcome, reward: run.reward, forfeit: typeof lost === 'string' ? lost : null, error: firstLine(run) };
+        if (run.reward !== null && run.reward > (nop.reward ?? 0)) {
+          hackable.push(name);
+          problems.push(`hackable: forge:${name} earns ${run.reward} without solving it (${FORGERIES[name]!.description})`);
+        }
+      }
+      return { task: t.id, name: t.harbor?.name ?? t.id, ok: problems.length === 0, problems, oracle, nop, hackable, forgeries };
     });
   } finally {
     fs.rmSync(scratch, { recursive: true, force: true });
