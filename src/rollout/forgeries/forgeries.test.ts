@@ -27,7 +27,7 @@ describe('the forgery library', () => {
       'read-solution',
     ])
       expect(FORGERY_NAMES).toContain(name);
-    for (const name of ['path-hijack', 'sitecustomize', 'conftest', 'pth', 'exit-on-load']) expect(FORGERY_NAMES).toContain(name);
+    for (const name of ['path-hijack', 'sitecustomize', 'conftest', 'pth', 'exit-on-load', 'shadow-module']) expect(FORGERY_NAMES).toContain(name);
     for (const [name, f] of Object.entries(FORGERIES)) {
       expect(f.name).toBe(name);
       expect(name).toMatch(/^[a-z][a-z-]*$/);

@@ -2,7 +2,7 @@ import type { RolloutTask } from '../task-file.js';
 import { editTests, rewardFile } from './direct.js';
 import { gitHistory, readSolution } from './leaks.js';
 import { exitOnLoad, killChecker, selfError, stdoutSteal, verifyDaemon } from './modules.js';
-import { conftest, fakeShell, pathHijack, pth, siteCustomize } from './system.js';
+import { conftest, fakeShell, pathHijack, pth, shadowModule, siteCustomize } from './system.js';
 import type { Forgery, ForgeryPlace } from './types.js';
 
 export type { Forgery, ForgeryPlace } from './types.js';
@@ -28,6 +28,7 @@ export const FORGERIES: Readonly<Record<string, Forgery>> = Object.fromEntries(
     siteCustomize,
     conftest,
     pth,
+    shadowModule,
   ].map((f) => [f.name, f]),
 );
 
