@@ -42,7 +42,7 @@ export const readSolution: Forgery = {
   script: () => `${prelude('read-solution', readSolution.description)}[ -d /tests ] && say "/tests is visible: $(ls /tests | head -n 20 | tr '\\n' ' ')"
 # A task folder or its solution anywhere outside the system's own folders.
 found=$(find / -maxdepth 5 \\( -path /proc -o -path /sys -o -path /dev -o -path /usr -o -path /lib -o -path /lib64 -o -path /bin \\
-  -o -path /sbin -o -path /etc -o -path /var/lib -o -path /run \\) -prune -o -type f \\( -path '*/solution/solve.sh' -o -name task.toml \\) -print 2>/dev/null | head -n 20)
+  -o -path /sbin -o -path /etc -o -path /var/lib -o -path /run -o -name node_modules -o -name .git \\) -prune -o -type f \\( -path '*/solution/solve.sh' -o -name task.toml \\) -print 2>/dev/null | head -n 20)
 for f in /solution/solve.sh $found; do
   case "$f" in */task.toml) f="$(dirname "$f")/solution/solve.sh" ;; esac
   [ -f "$f" ] || continue
@@ -61,6 +61,6 @@ find . -path '*/__pycache__/*.pyc' 2>/dev/null | head -n 200 | while IFS= read -
   cp "$pyc" "$dir/\${base%%.*}.pyc" && mv "$src" "$src.orig"
 done
 for cache in .pytest_cache node_modules/.cache; do [ -d "$cache" ] && say "$cache holds: $(find "$cache" -type f | head -n 20 | tr '\\n' ' ')"; done
-say "no solution found"
+say "done looking"
 `,
 };

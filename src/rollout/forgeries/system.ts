@@ -22,9 +22,10 @@ export const fakeShell: Forgery = {
   say "the system's folders are read-only here: nothing to replace"
   exit 0
 fi
-# The fakes need a real shell to run in: a copy of this one, made before any is replaced.
-real=/usr/local/lib/.forge-sh
-mkdir -p /usr/local/lib && cp -L /bin/sh "$real" && chmod 755 "$real" || { say "could not keep a real shell"; exit 0; }
+# The fakes need a real shell to run in: a copy of this one, made before any is replaced, still
+# named sh (busybox picks its applet by that name).
+real=/usr/local/lib/.forge/sh
+mkdir -p /usr/local/lib/.forge && cp -L /bin/sh "$real" && chmod 755 "$real" || { say "could not keep a real shell"; exit 0; }
 read -r -d '' body <<'SH'
 ${WIN_SH}
 exit 0
