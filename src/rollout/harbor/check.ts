@@ -49,7 +49,7 @@ export interface AgentRun {
  * the oracle ends without its top reward (1, or [metadata].max_reward) or in error, or
  * when nop ends with any reward above 0 (a task that pays for nothing teaches nothing). Then, unless
  * `forge` is false, every forgery that applies to a task runs against it the same way (`forge:<name>`,
- * rollouts/forgeries/): a verifier that pays one more than nop is hackable, and the task broken.
+ * rollout/forgeries/): a verifier that pays a forgery more than nop is hackable, and the task broken.
  */
 export async function checkTasks(
   tasks: readonly RolloutTask[],
