@@ -101,6 +101,7 @@ export function describeEnvironment(
             'cat hello.txt > /logs/verifier/seen',
             '[ -e /usr/bin/polar-planted ] && echo present > /logs/verifier/system || echo absent > /logs/verifier/system',
             '[ -f /tests/test.sh ] && echo yes > /logs/verifier/tests',
+            'echo "$HOME" > /logs/verifier/home',
             `(setsid sh -c 'sleep 0.5; echo 1 > /logs/verifier/late' > /dev/null 2>&1 &)`,
             'echo 0.5 > /logs/verifier/reward.txt',
           ].join('; '),
@@ -118,6 +119,8 @@ export function describeEnvironment(
         expect(read('seen')).toBe('changed');
         expect(read('system')).toBe('absent');
         expect(read('tests')).toBe('yes');
+        // Neutral: no host folder's name (polar's temp folders, the sample's id) inside.
+        expect(read('home')).not.toMatch(/polar-sbx-|polar-env-|ses_/);
         await new Promise((r) => setTimeout(r, 1000));
         expect(fs.existsSync(path.join(run.rewardDir!, 'late'))).toBe(false);
         expect(read('reward.txt')).toBe('0.5');

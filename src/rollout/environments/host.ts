@@ -28,6 +28,8 @@ export function hostEnvironment(deps: EnvironmentDeps, spec: SampleSpec): Sample
   const gitSandbox = boxed ? evaluatorSandbox(deps.sandbox, null, deps.inside?.workspace ?? null) : undefined;
   const setup = boxed ? setupSandbox(deps.sandbox, task, deps.inside?.workspace ?? null) : undefined;
   let workspace: PreparedWorkspace | null = null;
+  // Every command's private home at the fixed path too: no host path (a temp folder's name) inside.
+  const home = deps.inside ? { homeInside: deps.inside.home } : {};
   // Harbor's separate verifier on the host: a fresh WORKDIR and /logs holding only the artifacts.
   const separate = trial?.verifierMode === 'separate' ? trial.separateVerifier : undefined;
   const carried = { workspace: `${dir}-verify`, logs: `${dir}-verify-logs` };
@@ -46,7 +48,7 @@ export function hostEnvironment(deps: EnvironmentDeps, spec: SampleSpec): Sample
       ...cmd.readOnly.map((m) => ({ source: m.source, dest: m.dest, readOnly: true })),
     ];
     const at = apart ? (separate.workdir ?? inside) : inside;
-    const jail = await openJail(deps.sandbox, { cwd, network: cmd.network, ...(at ? { cwdInside: at } : {}), binds }).catch(async (err: Error) => {
+    const jail = await openJail(deps.sandbox, { cwd, network: cmd.network, ...(at ? { cwdInside: at } : {}), ...home, binds }).catch(async (err: Error) => {
       if (rewardDir) await fs.rm(rewardDir, { recursive: true, force: true });
       throw new StageError('post', `${cmd.what}: the sandbox would not open: ${err.message}`);
     });
@@ -85,6 +87,7 @@ export function hostEnvironment(deps: EnvironmentDeps, spec: SampleSpec): Sample
         cwd: dir,
         network: opts.network,
         ...(inside ? { cwdInside: inside } : {}),
+        ...home,
         binds: [...(trial ? agentMounts(trial, dir).binds : []), ...opts.readOnly.map((m) => ({ ...m, readOnly: true }))],
       });
       const r = await runShell(command, { cwd: dir, env: opts.env, timeoutMs: opts.timeoutMs, wrap: (c: HarnessCommand) => jail.wrap(c) });
