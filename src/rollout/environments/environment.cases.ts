@@ -38,23 +38,14 @@ export function describeEnvironment(
     });
     afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-    const settings = (): SandboxSettings => ({ kind: 'bwrap', bwrap: opts.bwrap!, network: 'proxy-only', limits: DEFAULT_LIMITS, extraReadOnly: [] });
     const open = (): SampleEnvironment => {
-      const sandbox = settings();
-      const deps: EnvironmentDeps = {
-        sandbox,
-        inside: rolloutInsidePaths(sandbox, { tasksDir: null }),
-        tasksDir: null,
-        proxySocket: null,
-        stateDir: dir,
-        modelHarness: false,
-        harnessBin: null,
-        nodeBin: null,
-        scratch: path.join(dir, 'scratch'),
-        onNotice: () => undefined,
-      };
       n++;
-      return opts.open(deps, { task, sampleId: `env-${name}-${process.pid}-${n}`, sessionId: `ses_env${n}`, dir: path.join(dir, 'ws', String(n)) });
+      return opts.open(suiteDeps(opts.bwrap!, dir), {
+        task,
+        sampleId: `env-${name}-${process.pid}-${n}`,
+        sessionId: `ses_env${n}`,
+        dir: path.join(dir, 'ws', String(n)),
+      });
     };
     const agent = (env: SampleEnvironment, command: string) =>
       env.runAgentCommand(command, { env: baseEnvironment(), timeoutMs: 60_000, readOnly: [], network: 'none' });
@@ -176,22 +167,12 @@ export function describeSeparateVerifier(
         );
         const task = loadTasks(path.join(dir, 'suite'))[0]!;
         expect(task.harbor!.verifierMode).toBe('separate');
-        const sandbox: SandboxSettings = { kind: 'bwrap', bwrap: opts.bwrap!, network: 'proxy-only', limits: DEFAULT_LIMITS, extraReadOnly: [] };
-        const env = opts.open(
-          {
-            sandbox,
-            inside: rolloutInsidePaths(sandbox, { tasksDir: null }),
-            tasksDir: null,
-            proxySocket: null,
-            stateDir: dir,
-            modelHarness: false,
-            harnessBin: null,
-            nodeBin: null,
-            scratch: path.join(dir, 'scratch'),
-            onNotice: () => undefined,
-          },
-          { task, sampleId: `env-separate-${name}-${process.pid}`, sessionId: 'ses_sep', dir: path.join(dir, 'ws') },
-        );
+        const env = opts.open(suiteDeps(opts.bwrap!, dir), {
+          task,
+          sampleId: `env-separate-${name}-${process.pid}`,
+          sessionId: 'ses_sep',
+          dir: path.join(dir, 'ws'),
+        });
         try {
           await env.prepare(Date.now() + 120_000);
           await env.runAgentCommand('echo 42 > /app/out.txt; mkdir /app/more; echo ok > /app/more/ok.txt; ln -s /etc/shadow /app/more/link', {
@@ -226,4 +207,21 @@ export function describeSeparateVerifier(
       }
     }, 300_000);
   });
+}
+
+/** A rollout's shared facts as an environment needs them: bwrap, the fixed paths, no proxy (built-in agents). */
+function suiteDeps(bwrap: string, dir: string): EnvironmentDeps {
+  const sandbox: SandboxSettings = { kind: 'bwrap', bwrap, network: 'proxy-only', limits: DEFAULT_LIMITS, extraReadOnly: [] };
+  return {
+    sandbox,
+    inside: rolloutInsidePaths(sandbox, { tasksDir: null }),
+    tasksDir: null,
+    proxySocket: null,
+    stateDir: dir,
+    modelHarness: false,
+    harnessBin: null,
+    nodeBin: null,
+    scratch: path.join(dir, 'scratch'),
+    onNotice: () => undefined,
+  };
 }
