@@ -46,9 +46,16 @@ export function harnessNetwork(settings: SandboxSettings, task: RolloutTask): Ne
  * workspace path, `workspace`): what setup writes with its own path in it (a virtualenv's scripts)
  * still works for the agent, and reads the same in every sample.
  */
-export function setupSandbox(settings: SandboxSettings, task: RolloutTask, workspace: string | null): (cwd: string) => Promise<Jail> {
-  const cwdInside = task.harbor ? undefined : (workspace ?? undefined);
-  return (cwd) => openJail(settings, { cwd, network: task.setup_network === 'none' ? 'none' : 'host', ...(cwdInside ? { cwdInside } : {}) });
+export function setupSandbox(settings: SandboxSettings, task: RolloutTask, inside: InsidePaths | null): (cwd: string) => Promise<Jail> {
+  const cwdInside = task.harbor ? undefined : (inside?.workspace ?? undefined);
+  return (cwd) =>
+    openJail(settings, {
+      cwd,
+      network: task.setup_network === 'none' ? 'none' : 'host',
+      ...(cwdInside ? { cwdInside } : {}),
+      // The private home at the fixed path too: what setup writes there names no host folder.
+      ...(inside ? { homeInside: inside.home } : {}),
+    });
 }
 
 /**
@@ -56,8 +63,14 @@ export function setupSandbox(settings: SandboxSettings, task: RolloutTask, works
  * too: what the agent built there with its path in it (an editable install, a virtualenv) still
  * resolves when the evaluator runs it.
  */
-export function evaluatorSandbox(settings: SandboxSettings, tasksDir: string | null, workspace: string | null): (cwd: string) => Promise<Jail> {
-  return (cwd) => openJail(settings, { cwd, network: 'none', readOnly: tasksDir ? [tasksDir] : [], ...(workspace ? { cwdInside: workspace } : {}) });
+export function evaluatorSandbox(settings: SandboxSettings, tasksDir: string | null, inside: InsidePaths | null): (cwd: string) => Promise<Jail> {
+  return (cwd) =>
+    openJail(settings, {
+      cwd,
+      network: 'none',
+      readOnly: tasksDir ? [tasksDir] : [],
+      ...(inside ? { cwdInside: inside.workspace, homeInside: inside.home } : {}),
+    });
 }
 
 /** What a rollout mounts into its sandboxes besides the host view. */

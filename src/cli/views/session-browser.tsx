@@ -395,7 +395,14 @@ function rolloutLine(model: SessionModel): string | null {
 }
 
 function rewardText(reward: number | null, advantage: number | null): string {
-  return `${reward === null ? '' : `  reward ${reward}`}${advantage === null ? '' : `  adv ${advantage >= 0 ? '+' : ''}${advantage.toFixed(3)}`}`;
+  return `${reward === null ? '' : `  reward ${reward}`}${
+    advantage === null
+      ? ''
+      : `  adv ${advantage
+          .toFixed(3)
+          .replace(/^-(0\.0+)$/, '$1')
+          .replace(/^(?!-)/, '+')}`
+  }`;
 }
 
 function allCallsByAgent(model: SessionModel): InspectCall[] {

@@ -43,7 +43,7 @@ export function summaryText(s: RolloutSummary, dbPath: string): string {
   const db = dbPath === defaultDbPath() ? '' : ` --db ${displayDb(dbPath)}`;
   const lines = [
     `${chalk.bold('rollout')} ${s.rolloutId} ${s.status === 'completed' ? chalk.green(s.status) : chalk.yellow(s.status)}: ${s.harness}, ${count(s.tasks, 'task')} × ${count(s.samplesPerTask, 'sample')}`,
-    `  outcomes: ${o.completed} completed, ${o.failed} failed, ${o.timeout} timeout, ${o.error} error${o.interrupted + o.unfinished > 0 ? `, ${o.interrupted + o.unfinished} not finished` : ''}${s.forfeited > 0 ? `; ${s.forfeited} scored 0 because their verifier was cut short or left no reward (see rollout show)` : ''}`,
+    `  outcomes: ${o.completed} completed, ${o.failed} failed, ${o.timeout} timeout, ${o.error} error${o.interrupted + o.unfinished > 0 ? `, ${o.interrupted + o.unfinished} not finished` : ''}${s.forfeited > 0 ? `; ${s.forfeited} scored 0 because their verifier was cut short or left no reward it could use (see rollout show)` : ''}`,
     `  mean reward ${fmt(s.meanReward)} · accepted ${s.accepted}/${s.attempted} · ${throughput(s)}`,
     ...(allErrored(s)
       ? [
@@ -97,5 +97,9 @@ function groupTable(s: RolloutSummary): string {
 }
 
 export function fmt(n: number | null, digits = 3): string {
-  return n === null ? '-' : Number.isInteger(n) ? String(n) : n.toFixed(digits);
+  if (n === null) return '-';
+  if (Number.isInteger(n)) return String(n);
+  // A float's rounding noise (an advantage of -1e-17) would print as "-0.00".
+  const text = n.toFixed(digits);
+  return /^-0\.?0*$/.test(text) ? text.slice(1) : text;
 }
