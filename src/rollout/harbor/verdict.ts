@@ -1,0 +1,169 @@
+import type { RolloutTask } from '../task-file.js';
+import { NO_NETWORK_HINT } from './network-hint.js';
+import { topReward } from './trial.js';
+
+/**
+ * A task's verdict in `polar tasks check`. `broken` only where the evidence says the task is wrong
+ * (its oracle ran and missed its top reward, nop earned, a forgery won); `unverifiable` where this
+ * machine could not tell (no image, no network, a start that failed for the machine's reason, a
+ * Harbor feature this environment does not run), each with its reason and the way out. (`invalid`,
+ * a task that does not load, is decided before anything runs: load.ts.)
+ */
+export type Verdict = 'valid' | 'broken' | 'unverifiable';
+
+/** One built-in agent's sample, as far as the verdict needs it. */
+export interface RunEvidence {
+  outcome: string;
+  reward: number | null;
+  error: string | null;
+  /** init: before the agent ran; run: the agent; post: the verifier. */
+  errorStage: string | null;
+  /** Why the verifier's run scored 0 without a verdict (killed, timed out, no reward). */
+  forfeit: string | null;
+  output: string | null;
+  /** The tails of what the verifier wrote under /logs/verifier (evaluators/verifier-files.ts). */
+  verifierFiles: Record<string, string> | null;
+  /** The verifier's metrics, when it reported several and none is the reward without --reward-key. */
+  needsRewardKey: string[] | null;
+}
+
+export interface VerdictContext {
+  environment: 'host' | 'docker' | 'podman';
+  /** The verifier's network in this run (rollout/sandboxing.ts verifierNetwork). */
+  verifierNetwork: 'host' | 'none';
+}
+
+export interface TaskVerdict {
+  verdict: Verdict;
+  /** What is wrong with the task (broken). */
+  problems: string[];
+  /** Why it could not be checked here, each with the way out. */
+  unverifiable: string[];
+}
+
+/**
+ * The prefix a Harbor feature this environment cannot run says itself with (a StageError's message
+ * from the environment), so that the task is `unverifiable` here rather than `broken`:
+ * `${what}: ${UNSUPPORTED_HERE} (${way out})`.
+ */
+export const UNSUPPORTED_HERE = 'not supported on this environment';
+
+/** A failure caused by the machine, not the task: say it with the way out. */
+const NETWORK =
+  /temporary failure in name resolution|name or service not known|could not resolve host|temporary failure resolving|getaddrinfo|EAI_AGAIN|ENOTFOUND|network is unreachable|no route to host|failed to establish a new connection|NewConnectionError|dial tcp|no such host|are you offline|dns error|ConnectTimeout|Could not fetch URL/i;
+/** An executable, or a Python tool module run with -m, that this machine does not have. */
+const MISSING_TOOL = /(command not found|^\S*sh: \d+: \S+: not found$|python[\d.]*: No module named \S+)/m;
+const PULL =
+  /pull|pinging container registry|initializing source|failed to resolve (source metadata|reference)|manifest unknown|requested access to the resource is denied|no such host|dial tcp|TLS handshake timeout|i\/o timeout/i;
+
+/** The verdict on one task from its oracle's and nop's runs and the forgeries that won (check.ts). */
+export function judgeTask(task: RolloutTask, oracle: RunEvidence, nop: RunEvidence, ctx: VerdictContext): TaskVerdict {
+  const problems: string[] = [];
+  const unverifiable: string[] = [];
+  const say = (r: Reason | null) => {
+    if (r) (r.task ? problems : unverifiable).push(r.text);
+  };
+  const oStart = oracle.errorStage === 'init' ? startFailure(oracle.error, task) : null;
+  const nStart = nop.errorStage === 'init' ? startFailure(nop.error, task) : null;
+  if (oStart && nStart && oStart.text === nStart.text) say({ ...oStart, text: `neither the oracle nor nop could start: ${oStart.text}` });
+  else {
+    if (oStart) say({ ...oStart, text: `the oracle could not start: ${oStart.text}` });
+    if (nStart) say({ ...nStart, text: `nop could not start: ${nStart.text}` });
+  }
+  // Several metrics and no "reward": Harbor's own shape (each key a metric); the rollout must be told which is the reward.
+  const metrics = (!oStart ? oracle.needsRewardKey : null) ?? (!nStart ? nop.needsRewardKey : null);
+  if (metrics)
+    say({
+      task: false,
+      text: `its verifier reports several metrics (${metrics.join(', ')}) and no "reward": pass --reward-key NAME to say which is the reward`,
+    });
+  else if (!oStart) say(oracleReason(task, oracle, ctx));
+  if (!nStart) {
+    if (nop.reward !== null && nop.reward > 0) problems.push(`doing nothing (nop) already earns ${nop.reward}`);
+    else if (nop.outcome === 'error')
+      say({ task: false, text: `the verifier could not run on the untouched workspace (nop): ${firstLine(nop.error) ?? 'error'}` });
+  }
+  return { verdict: problems.length > 0 ? 'broken' : unverifiable.length > 0 ? 'unverifiable' : 'valid', problems, unverifiable };
+}
+
+interface Reason {
+  /** The task's own fault (broken), not the machine's (unverifiable). */
+  task: boolean;
+  text: string;
+}
+
+/** Why a run ended before its agent started (stage init). */
+function startFailure(error: string | null, task: RolloutTask): Reason {
+  const line = firstLine(error) ?? 'no error recorded';
+  const build = /\b(docker|podman) build of .* failed \(exit [^)]*\):\s*(.*)$/.exec(line);
+  if (build) {
+    const engine = build[1]!;
+    const cause = build[2]!.replace(/\s*\(--environment host runs[^)]*\)\s*$/, '');
+    if (PULL.test(cause)) {
+      const image = /docker:\/\/([^\s:]+(?::[\w.-]+)?)/.exec(cause)?.[1] ?? task.harbor?.baseImage ?? 'its base image';
+      return {
+        task: false,
+        text: `no network to pull ${image} (${engine}: ${cause}); \`${engine} pull ${image}\` where its registry answers (or \`${engine} load\` a saved copy), or --environment host`,
+      };
+    }
+    return {
+      task: false,
+      text: `its image does not build here (${engine}: ${cause}); build it where its RUN steps have what they need (a download needs the network), or --environment host`,
+    };
+  }
+  if (line.includes(UNSUPPORTED_HERE)) return { task: false, text: line };
+  // A Harbor feature only the task's container runs (a healthcheck, the image's ENTRYPOINT): features.ts hostRefusal.
+  if (/needs a container engine/.test(line)) return { task: false, text: `${line} (${UNSUPPORTED_HERE})` };
+  // The task names a user its own image does not have: nothing this machine can change.
+  if (/is not a user in the image/.test(line)) return { task: true, text: line };
+  if (/budget ran out while preparing the workspace/.test(line))
+    return { task: false, text: `${line} (an image build counts against it here); run it again once the image is built and cached, or raise --timeout` };
+  if (/the host environment copies only/.test(line))
+    return { task: false, text: `${line}; --environment podman or docker builds the image instead (${UNSUPPORTED_HERE})` };
+  return { task: false, text: `${line} (this machine's reason, not the task's)` };
+}
+
+/** Whether the oracle's run shows the task wrong, the machine short of something, or neither. */
+function oracleReason(task: RolloutTask, oracle: RunEvidence, ctx: VerdictContext): Reason | null {
+  const top = topReward(task.metadata);
+  if (oracle.outcome === 'error' && oracle.errorStage === 'post')
+    return { task: false, text: `the verifier could not run here: ${firstLine(oracle.error) ?? 'error'}` };
+  if (oracle.outcome === 'error' && /has no solution\/ for the oracle/.test(oracle.error ?? ''))
+    return { task: false, text: `${firstLine(oracle.error)}: the oracle cannot run (add solution/solve.sh to check the task)` };
+  const missed = oracle.outcome !== 'error' && oracle.reward !== null && oracle.reward < top;
+  if (!missed && oracle.outcome !== 'error' && oracle.reward !== null) return null;
+  const evidence = [oracle.output ?? '', ...Object.values(oracle.verifierFiles ?? {})].join('\n');
+  const offline = ctx.verifierNetwork === 'none' && task.harbor?.verifierNetwork === null;
+  const net = matchedLine(evidence, NETWORK);
+  const timedOut = oracle.forfeit !== null && /timed out/.test(oracle.forfeit);
+  if (offline && (net || timedOut))
+    return {
+      task: false,
+      text: `its verifier needs the network (${net ? `"${net}"` : oracle.forfeit}): ${NO_NETWORK_HINT}`,
+    };
+  if (net && ctx.verifierNetwork === 'host')
+    return { task: false, text: `its verifier could not reach the network from this machine ("${net}"); run it where the internet is reachable` };
+  const tool = ctx.environment === 'host' ? matchedLine(evidence, MISSING_TOOL) : null;
+  if (tool)
+    return {
+      task: false,
+      text: `its verifier lacks a tool on this machine ("${tool}"): the host environment runs with this machine's tools, not ${task.harbor?.baseImage ?? 'the image'}'s (${UNSUPPORTED_HERE}); --environment podman or docker builds the image`,
+    };
+  const hint = offline ? ` (${NO_NETWORK_HINT})` : '';
+  if (oracle.outcome === 'error' || oracle.reward === null)
+    return { task: true, text: `the oracle ended in ${oracle.outcome}${oracle.error ? `: ${firstLine(oracle.error)}` : ''}${hint}` };
+  const why = oracle.forfeit ? ` (scored 0: ${oracle.forfeit})` : '';
+  return { task: true, text: `the oracle (solution/solve.sh) earned ${oracle.reward}, not the top reward ${top}${why}${hint}` };
+}
+
+function firstLine(text: string | null): string | null {
+  return text?.split('\n')[0] ?? null;
+}
+
+/** The last line of text that matches, trimmed and bounded: the evidence quoted. */
+function matchedLine(text: string, re: RegExp): string | null {
+  const lines = text.split('\n').filter((l) => re.test(l));
+  const last = lines.at(-1)?.trim();
+  if (!last) return null;
+  return last.length > 160 ? `${last.slice(0, 159)}…` : last;
+}
