@@ -45,13 +45,22 @@ function readMemory(environment: Record<string, unknown>, table: string, at: Rep
   return mb === undefined ? undefined : mb * 1024 * 1024;
 }
 
-/** An environment table's container settings (config.py:324-380): workdir, cpus, memory, docker_image. */
+/** Harbor's [environment].build_timeout_sec default (config.py:325: `build_timeout_sec: float = 600.0`). */
+export const DEFAULT_BUILD_TIMEOUT_SEC = 600;
+
+/** An environment table's container settings (config.py:324-380): workdir, cpus, memory, docker_image, build_timeout_sec. */
 export interface EnvironmentFields {
   /** `workdir`, which wins over the Dockerfile's WORKDIR. */
   workdirSetting: string | null;
   cpus: number | undefined;
   memoryBytes: number | undefined;
   dockerImage: string | null;
+  /**
+   * `build_timeout_sec` (Harbor's default 600, config.py:325): how long the image build may take.
+   * Harbor waits that long for the environment's start, build included, apart from the agent's
+   * timeout (trial/trial.py:925-929, :990-999); so does polar, before the sample's budget starts.
+   */
+  buildTimeoutSec: number;
 }
 
 /** [environment] (or [verifier.environment], same schema): its container settings. */
@@ -71,7 +80,8 @@ export function readEnvironmentTable(environment: Record<string, unknown>, at: R
     if (typeof environment.docker_image !== 'string' || environment.docker_image.trim() === '') at('task.toml', `${table}.docker_image`, 'an image name');
     else dockerImage = environment.docker_image;
   }
-  return { workdirSetting, cpus, memoryBytes: readMemory(environment, table, at), dockerImage };
+  const buildTimeoutSec = seconds(environment.build_timeout_sec, `${table}.build_timeout_sec`, at) ?? DEFAULT_BUILD_TIMEOUT_SEC;
+  return { workdirSetting, cpus, memoryBytes: readMemory(environment, table, at), dockerImage, buildTimeoutSec };
 }
 
 export function seconds(v: unknown, field: string, at: Report): number | null {
