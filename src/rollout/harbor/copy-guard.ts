@@ -81,7 +81,7 @@ export function destEscape(root: string, dest: string): string | null {
  * (paths relative to environment/), skipping what .dockerignore leaves out (`kept`). Links to
  * folders are not entered: they are copied as links.
  */
-export function folderEscapes(context: string, dir: string, kept: (abs: string) => boolean): string[] {
+export function folderEscapes(context: string, dir: string, kept: (abs: string, isDir: boolean) => boolean): string[] {
   const out: string[] = [];
   const walk = (d: string) => {
     let entries: fs.Dirent[];
@@ -92,7 +92,7 @@ export function folderEscapes(context: string, dir: string, kept: (abs: string) 
     }
     for (const e of entries) {
       const abs = path.join(d, e.name);
-      if (!kept(abs)) continue;
+      if (!kept(abs, e.isDirectory())) continue;
       if (e.isSymbolicLink()) {
         const why = linkEscape(context, abs);
         if (why) out.push(`${path.relative(context, abs)} ${why}`);

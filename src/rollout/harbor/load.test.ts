@@ -6,7 +6,6 @@ import { dockerIgnored, readDockerfile } from './dockerfile.js';
 import { readHarborTasks } from './load.js';
 import { carriedPaths } from './verifier-config.js';
 import { buildStartingState, resolveEnv } from './trial.js';
-import { readRewards } from '../evaluators/harbor-rewards.js';
 import { loadTasks } from '../load-tasks.js';
 import { harnessNetwork, verifierNetwork } from '../sandboxing.js';
 import { DEFAULT_LIMITS, type SandboxSettings } from '../../sandbox/index.js';
@@ -179,46 +178,8 @@ describe('Harbor task folders', () => {
       [['data'], '/srv/data', false],
       [['tool'], '/usr/local/bin/tool', false],
     ]);
-    expect(plan.skipped[0]).toBe('RUN apt-get update  && apt-get install -y jq');
+    expect(plan.skipped[0]).toBe('RUN apt-get update && apt-get install -y jq');
     expect(plan.skipped[1]).toMatch(/--from=build.*another stage/);
-  });
-});
-
-describe('Harbor reward files', () => {
-  const dir = (files: Record<string, string>) => {
-    const d = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-reward-'));
-    for (const [f, t] of Object.entries(files)) fs.writeFileSync(path.join(d, f), t);
-    return d;
-  };
-  it('reward.txt is one number; reward.json wins and keeps its named rewards', async () => {
-    expect(await readRewards(dir({ 'reward.txt': '0.25\n' }))).toEqual({ reward: 0.25, all: { reward: 0.25 }, file: 'reward.txt' });
-    expect(await readRewards(dir({ 'reward.json': '{"reward": 0.5, "style": 1, "note": "text is dropped"}', 'reward.txt': '0' }))).toEqual({
-      reward: 0.5,
-      all: { reward: 0.5, style: 1 },
-      file: 'reward.json',
-    });
-    // No "reward" key: reward.txt gives it; a single named number is the reward.
-    expect((await readRewards(dir({ 'reward.json': '{"acc": 0.75}', 'reward.txt': '1' }))).all).toEqual({ acc: 0.75, reward: 1 });
-    expect((await readRewards(dir({ 'reward.json': '{"acc": 0.75}' }))).reward).toBe(0.75);
-  });
-  it('a missing or malformed reward file is an error that says which', async () => {
-    await expect(readRewards(dir({}))).rejects.toThrow(/neither \/logs\/verifier\/reward\.txt nor/);
-    await expect(readRewards(dir({ 'reward.txt': 'passed' }))).rejects.toThrow(/reward\.txt is not one number/);
-    await expect(readRewards(dir({ 'reward.txt': '' }))).rejects.toThrow(/reward\.txt is not one number/);
-    await expect(readRewards(dir({ 'reward.json': '{"reward": ' }))).rejects.toThrow(/reward\.json is not JSON/);
-    await expect(readRewards(dir({ 'reward.json': '{"a": 1, "b": 0}' }))).rejects.toThrow(/no "reward" field among a, b/);
-  });
-});
-
-describe('Harbor reward files the verifier could have tampered with', () => {
-  it('a reward file that is a symlink (to a host file) is refused, not read', async () => {
-    const d = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-reward-'));
-    const secret = path.join(d, 'secret');
-    fs.writeFileSync(secret, 'host secret\n');
-    fs.symlinkSync(secret, path.join(d, 'reward.txt'));
-    const err = await readRewards(d).catch((e: Error) => e);
-    expect(String(err)).toMatch(/reward\.txt is not a regular file/);
-    expect(String(err)).not.toMatch(/host secret/);
   });
 });
 
