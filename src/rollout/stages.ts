@@ -13,6 +13,8 @@ import { prefixMerging } from '../trajectory/strategies/prefix-merging.js';
 import type { AcceptFacts } from './accept.js';
 import type { RolloutConfig, RolloutEvent } from './config.js';
 import { evaluate } from './evaluators/registry.js';
+import type { Evaluation } from './evaluators/types.js';
+import { finishSteps, runSteps, type StepOps, type StepsSoFar } from './step-stages.js';
 import type { RolloutTask } from './task-file.js';
 import { harnessNetwork, rolloutInsidePaths, verifierNetwork } from './sandboxing.js';
 import { isBuiltinAgent, runBuiltinAgent } from './agents/builtin.js';
@@ -73,6 +75,8 @@ export interface Prepared {
 export interface Ran extends Prepared {
   sessionStatus: 'completed' | 'failed' | 'timeout';
   exitCode: number | null;
+  /** A multi-step task's steps verified during RUNNING (all but the last), and why the rest were not run. */
+  steps?: StepsSoFar;
 }
 
 const toolEnv = () => baseEnvironment();
@@ -88,14 +92,21 @@ export async function initStage(ctx: StageContext, sample: SampleRow): Promise<P
   const attempt = await ctx.ledger.start(sample, sessionId);
   if (attempt === null) return null;
   ctx.emit({ type: 'stage', sampleId: sample.id, taskId: sample.taskId, stage: 'init' });
-  const startedAt = Date.now();
-  const deadline = startedAt + (task.timeout ?? ctx.config.timeoutSec) * 1000;
+  let startedAt = Date.now();
   const dir = workspaceDir(ctx.config.outDir, task.id, sample.sampleIndex, attempt);
   let environment: SampleEnvironment | null = null;
   try {
     environment = openEnvironment(ctx.config.environment, environmentDeps(ctx), { task, sampleId: sample.id, sessionId, dir });
+    // The task's image is built (once, under its own build_timeout_sec) before the budget starts:
+    // a first sample that waited out the build had that much less time than the next (Harbor too
+    // times the environment's start apart from the agent, trial/trial.py:990-999).
+    const provisionStart = Date.now();
+    await environment.provision?.();
+    const provisionMs = Date.now() - provisionStart;
+    startedAt = Date.now();
+    const deadline = startedAt + (task.timeout ?? ctx.config.timeoutSec) * 1000;
     const workspace = await environment.prepare(deadline);
-    const timing = { init_ms: Date.now() - startedAt };
+    const timing = { init_ms: Date.now() - startedAt, ...(environment.provision ? { provision_ms: provisionMs } : {}) };
     await ctx.ledger.stage(sample.id, 'ready', timing);
     ctx.emit({ type: 'stage', sampleId: sample.id, taskId: sample.taskId, stage: 'ready' });
     return { sample, task, sessionId, workspace, deadline, startedAt, timing, environment };
@@ -119,14 +130,23 @@ export async function runStage(ctx: StageContext, p: Prepared): Promise<Ran | nu
   const left = p.deadline - Date.now();
   const timing = { ...p.timing, ready_ms: readyMs };
   if (left <= 0) return { ...p, timing, sessionStatus: 'timeout', exitCode: null };
+  if (p.task.harbor?.steps) return runSteps(ctx, p, timing, stepOps);
+  return runAgent(ctx, p, p.task, timing, left);
+}
+
+/**
+ * The agent once, for `left` ms: the harness with `task`'s prompt (a multi-step task's step: its
+ * instruction), or a built-in agent. null: the sample ended here (its outcome recorded).
+ */
+async function runAgent(ctx: StageContext, p: Prepared, task: RolloutTask, timing: Record<string, number>, left: number): Promise<Ran | null> {
   const started = Date.now();
-  if (!ctx.harness) return runBuiltin(ctx, p, timing, left, started);
+  if (!ctx.harness) return runBuiltin(ctx, p, task, timing, left, started);
   try {
     const result = await runHarness({
       harness: ctx.harness,
       ...(ctx.config.harnessBin ? { harnessBin: ctx.config.harnessBin } : {}),
       ...(ctx.config.nodeBin ? { nodeBin: ctx.config.nodeBin } : {}),
-      prompt: p.task.prompt,
+      prompt: task.prompt,
       cwd: p.workspace.dir,
       dbPath: ctx.dbPath,
       store: ctx.store,
@@ -149,7 +169,7 @@ export async function runStage(ctx: StageContext, p: Prepared): Promise<Ran | nu
       sessionMetadata: { rollout_id: ctx.rolloutId, task_id: p.task.id, group_id: p.sample.groupId, sample_index: p.sample.sampleIndex },
     });
     ctx.harnessVersion ??= result.harnessVersion;
-    const runTiming = { ...timing, run_ms: Date.now() - started };
+    const runTiming = { ...timing, run_ms: (timing.run_ms ?? 0) + Date.now() - started };
     if (result.limit) {
       // A cap the agent hit (fork bomb, memory hog, huge file): this sample ends, nothing else does.
       await finish(ctx, p.sample, stageFailure(new StageError('run', result.limit), 'run', p.startedAt, runTiming));
@@ -186,28 +206,7 @@ export async function postStage(ctx: StageContext, r: Ran): Promise<void> {
   let diff: string | null = null;
   try {
     diff = await r.environment.collect();
-    const traces = traceCount(ctx.store, r.sessionId);
-    const evaluation = await evaluate({
-      task: r.task,
-      workspace: r.workspace,
-      diff: diff ?? '',
-      sessionStatus: r.sessionStatus,
-      sessionId: r.sessionId,
-      traceCount: traces,
-      env: {
-        ...toolEnv(),
-        POLAR_TASK_ID: r.task.id,
-        POLAR_SESSION_ID: r.sessionId,
-        POLAR_TRACE_COUNT: String(traces),
-        ...(ctx.tasksDir ? { POLAR_TASKS_DIR: ctx.tasksDir } : {}),
-      },
-      verification: r.environment.verification,
-      verifierNetwork: verifierNetwork(ctx.sandbox, r.task),
-      // The task file's folder (hidden checkers) appears to evaluators only, after the agent has ended.
-      tasksDir: ctx.tasksDir,
-      scratch: path.join(ctx.config.outDir, 'scratch'),
-      secrets: ctx.secrets,
-    });
+    const evaluation = r.steps ? await finishSteps(ctx, r, diff, stepOps) : await evaluateWith(ctx, r, r.task, diff);
     const accepted = ctx.accept ? ctx.accept({ reward: evaluation.reward, status: r.sessionStatus }) : null;
     await finish(ctx, r.sample, {
       status: r.sessionStatus,
@@ -225,18 +224,63 @@ export async function postStage(ctx: StageContext, r: Ran): Promise<void> {
   }
 }
 
+/** The evaluator on the collected work, `task` being the sample's (or one step's of a multi-step task). */
+async function evaluateWith(ctx: StageContext, r: Ran, task: RolloutTask, diff: string): Promise<Evaluation> {
+  const traces = traceCount(ctx.store, r.sessionId);
+  return evaluate({
+    task,
+    workspace: r.workspace,
+    diff,
+    sessionStatus: r.sessionStatus,
+    sessionId: r.sessionId,
+    traceCount: traces,
+    env: {
+      ...toolEnv(),
+      POLAR_TASK_ID: r.task.id,
+      POLAR_SESSION_ID: r.sessionId,
+      POLAR_TRACE_COUNT: String(traces),
+      ...(ctx.tasksDir ? { POLAR_TASKS_DIR: ctx.tasksDir } : {}),
+    },
+    verification: r.environment.verification,
+    verifierNetwork: verifierNetwork(ctx.sandbox, r.task),
+    rewardKey: ctx.config.rewardKey ?? null,
+    // The task file's folder (hidden checkers) appears to evaluators only, after the agent has ended.
+    tasksDir: ctx.tasksDir,
+    scratch: path.join(ctx.config.outDir, 'scratch'),
+    secrets: ctx.secrets,
+  });
+}
+
+/** What a multi-step sample's steps need of the stages (step-stages.ts). */
+const stepOps: StepOps = {
+  runAgent,
+  evaluate: evaluateWith,
+  fail: async (ctx, p, err, timing) => {
+    await finish(ctx, p.sample, stageFailure(err, 'post', p.startedAt, timing));
+    await cleanup(ctx, p);
+  },
+  interrupt,
+};
+
 /**
  * RUNNING for the built-in agents (`oracle`, `nop`): no model, no session calls. Their network is
  * the harness's (the task's, else the rollout's --network), with no way out at all in place of the
  * proxy: they have no use for it.
  */
-async function runBuiltin(ctx: StageContext, p: Prepared, timing: Record<string, number>, left: number, started: number): Promise<Ran | null> {
+async function runBuiltin(
+  ctx: StageContext,
+  p: Prepared,
+  task: RolloutTask,
+  timing: Record<string, number>,
+  left: number,
+  started: number,
+): Promise<Ran | null> {
   const agent = ctx.config.harness;
   try {
     if (!isBuiltinAgent(agent)) throw new StageError('run', `--harness ${agent} is not a built-in agent`);
     const network = harnessNetwork(ctx.sandbox, p.task) === 'host' ? 'host' : 'none';
-    const r = await runBuiltinAgent(agent, p.task, p.environment, toolEnv(), network, left);
-    const runTiming = { ...timing, run_ms: Date.now() - started };
+    const r = await runBuiltinAgent(agent, task, p.environment, toolEnv(), network, left);
+    const runTiming = { ...timing, run_ms: (timing.run_ms ?? 0) + Date.now() - started };
     if (r.limit) {
       await finish(ctx, p.sample, stageFailure(new StageError('run', r.limit), 'run', p.startedAt, runTiming));
       await cleanup(ctx, p);

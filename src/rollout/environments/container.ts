@@ -4,6 +4,7 @@ import { baseEnvironment } from '../../harness/env.js';
 import { StageError } from '../stage-error.js';
 import type { Engine } from '../harbor/container-args.js';
 import { ensureContextImage, ensureImage, imageWorkdir, nodePrefix, type SampleContainer, startSampleContainer } from '../harbor/container.js';
+import { runHealthcheck } from '../harbor/healthcheck.js';
 import { carriedPaths } from '../harbor/verifier-config.js';
 import { carryArtifactsIn, copyArtifactsOut } from './artifacts.js';
 import { copyWorkdirOut, containerStartingState, openTaskContainer, withTaskMemory } from '../harbor/container-trial.js';
@@ -33,8 +34,8 @@ export function containerEnvironment(engine: Engine) {
     const trial = task.harbor;
     if (!trial) throw new StageError('init', `--environment ${engine} runs Harbor task folders; task ${task.id} is a JSONL task (use --environment host)`);
     const boxed = deps.sandbox.kind !== 'none';
-    const gitSandbox = boxed ? evaluatorSandbox(deps.sandbox, null, deps.inside?.workspace ?? null) : undefined;
-    const setup = boxed ? setupSandbox(deps.sandbox, task, deps.inside?.workspace ?? null) : undefined;
+    const gitSandbox = boxed ? evaluatorSandbox(deps.sandbox, null, deps.inside) : undefined;
+    const setup = boxed ? setupSandbox(deps.sandbox, task, deps.inside) : undefined;
     let agent: SampleContainer | null = null;
     let workspace: PreparedWorkspace | null = null;
     const live = (): SampleContainer => {
@@ -52,7 +53,8 @@ export function containerEnvironment(engine: Engine) {
         throw err instanceof StageError ? new StageError('post', err.message) : err;
       };
       const image = separate
-        ? (separate.image ?? (await ensureContextImage(engine, `${trial!.name}-verifier`, separate.context, deps.onNotice).catch(asPost)))
+        ? (separate.image ??
+          (await ensureContextImage(engine, `${trial!.name}-verifier`, separate.context, deps.onNotice, separate.buildTimeoutSec).catch(asPost)))
         : await ensureImage(engine, trial!, deps.onNotice).catch(asPost);
       const workdir = separate ? (separate.workdir ?? (await imageWorkdir(engine, image))) : trial!.workdir;
       const memory = separate ? separate.memoryBytes : trial!.memoryBytes;
@@ -65,6 +67,11 @@ export function containerEnvironment(engine: Engine) {
         limits: withTaskMemory(deps.sandbox.limits, memory),
         cpus: (separate ? separate.cpus : trial!.cpus) ?? null,
         proxySocket: null,
+        // --sandbox-ro: every sandbox sees them, the verifier's as on the host (sandbox/jail.ts).
+        mounts: deps.sandbox.extraReadOnly.map((p) => ({ source: p, dest: p, readOnly: true })),
+        // A fresh container of the task's image starts its services again: the verifier waits for
+        // them as the agent did. Harbor's separate verifier environment gets no healthcheck (trial.py:532-569).
+        ...(!separate && trial!.healthcheck ? { healthcheck: trial!.healthcheck } : {}),
       }).catch((err: Error) => {
         throw new StageError('post', `could not start the verifier's container: ${err.message}`);
       });
@@ -129,8 +136,29 @@ export function containerEnvironment(engine: Engine) {
       }
     }
 
+    /**
+     * After the agent (or a step of it): Harbor's collect hooks in its container (best-effort,
+     * trial.py:788-818), then nothing it (or a hook) left running may touch its files; its WORKDIR
+     * and /logs/agent copied out. The processes the container started with (the image's services) stay.
+     */
+    async function stopAndCopyOut(box: SampleContainer): Promise<void> {
+      for (const hook of trial!.collect) await box.shell(hook.command, {}, hook.timeoutSec * 1000, hook.user ?? trial!.agentUser);
+      await box.killStrays();
+      await copyWorkdirOut(box, dir);
+      const agentLogs = path.join(logsDir(dir), 'agent');
+      await fs.rm(agentLogs, { recursive: true, force: true });
+      await box.copyOut('/logs/agent', agentLogs);
+    }
+
     return {
       kind: engine,
+      // The task's image (and a separate verifier's), built once per process before any sample's
+      // budget starts, each under its environment's build_timeout_sec.
+      async provision() {
+        await ensureImage(engine, trial, deps.onNotice);
+        if (separate && separate.image === null)
+          await ensureContextImage(engine, `${trial.name}-verifier`, separate.context, deps.onNotice, separate.buildTimeoutSec);
+      },
       async prepare(deadline) {
         const home = path.join(deps.stateDir, '.polar', 'runs', sessionId, 'home');
         agent = await openTaskContainer({
@@ -140,7 +168,12 @@ export function containerEnvironment(engine: Engine) {
           limits: deps.sandbox.limits,
           proxySocket: deps.proxySocket,
           writable: deps.modelHarness ? [{ source: home, dest: deps.inside?.home ?? home }] : [],
-          readOnly: [...(deps.harnessBin ? [path.resolve(deps.harnessBin)] : []), ...(deps.nodeBin ? [nodePrefix(path.resolve(deps.nodeBin))] : [])],
+          // --sandbox-ro (a custom harness's script, a toolchain) at their own paths, as in the host sandbox.
+          readOnly: [
+            ...(deps.harnessBin ? [path.resolve(deps.harnessBin)] : []),
+            ...(deps.nodeBin ? [nodePrefix(path.resolve(deps.nodeBin))] : []),
+            ...deps.sandbox.extraReadOnly,
+          ],
           onNotice: deps.onNotice,
         });
         const box = agent;
@@ -170,17 +203,36 @@ export function containerEnvironment(engine: Engine) {
         const limit = r.code === 137 && !r.timedOut ? 'killed (exit 137: the memory limit, or the container was stopped)' : null;
         return { status: r.timedOut ? 'timeout' : r.code === 0 ? 'completed' : 'failed', exitCode: r.code, limit };
       },
+      async checkpoint() {
+        // A step's end: its work copied out for its verifier (a fresh container, as after collect),
+        // and the agent's container kept, with the image's services, for the next step.
+        await stopAndCopyOut(live());
+        if (!workspace) throw new StageError('post', 'the workspace was never prepared');
+        return captureDiff(workspace, baseEnvironment(), gitSandbox);
+      },
+      async addWorkspaceFiles(hostDir) {
+        const box = live();
+        // What the agent left where a step's file or folder goes (a link, a file for a folder) is
+        // removed first, parents before children, so the copy lands in place and through no link.
+        const clear = await box.shell(CLEAR_FOR_COPY, {}, 60_000, '0', [box.workdir, ...(await entriesOf(hostDir))]);
+        if (clear.code !== 0) throw new StageError('run', `could not make room for the step's files in ${box.workdir}: ${clear.stderr.trim()}`);
+        await box.copyIn(hostDir, box.workdir);
+        if (trial.agentUser !== undefined) {
+          const owned = await box.shell('chown -R -- "$2" "$1"', {}, 60_000, '0', [box.workdir, trial.agentUser]);
+          if (owned.code !== 0) throw new StageError('run', `could not hand the step's files to ${trial.agentUser}: ${owned.stderr.trim()}`);
+        }
+      },
+      healthcheck(hc) {
+        const box = live();
+        return runHealthcheck(hc, async (timeoutMs) => {
+          const r = await box.shell(hc.command, {}, timeoutMs, trial.agentUser);
+          return r.code === 0 ? { ok: true } : { ok: false, why: r.timedOut ? `timed out after ${hc.timeoutSec} s` : `exit ${r.code}` };
+        });
+      },
       async collect() {
         const box = live();
-        // Harbor's collect hooks run in the agent's container after it (best-effort, trial.py:788-818).
-        for (const hook of trial.collect) await box.shell(hook.command, {}, hook.timeoutSec * 1000, hook.user ?? trial.agentUser);
-        // Nothing the agent (or a hook) left running may touch its files from here on.
-        await box.killStrays();
-        await copyWorkdirOut(box, dir);
+        await stopAndCopyOut(box);
         if (separate) artifacts = await copyArtifactsOut(box, carriedPaths(trial), `${dir}-artifacts`);
-        const agentLogs = path.join(logsDir(dir), 'agent');
-        await fs.rm(agentLogs, { recursive: true, force: true });
-        await box.copyOut('/logs/agent', agentLogs);
         // The agent's container is done: the verifier gets one it never had.
         await box.remove();
         agent = null;
@@ -219,6 +271,21 @@ export function containerEnvironment(engine: Engine) {
  * user is the task's exposure (README, threat model: rewards).
  */
 const STOP_WHEN_DONE = 'before=$(cd /proc && echo [0-9]*); bash -c "$1"; rc=$?; kill -STOP -1 2>/dev/null; kill -CONT $before 2>/dev/null; exit $rc';
+
+/** For each `d:REL` / `f:REL` after the workdir ($1): a link there, or an entry of the other kind, is removed. */
+const CLEAR_FOR_COPY =
+  'w=$1; shift; for e in "$@"; do k=${e%%:*}; p="$w/${e#*:}"; if [ -L "$p" ]; then rm -f -- "$p"; elif [ "$k" = d ] && [ -e "$p" ] && [ ! -d "$p" ]; then rm -f -- "$p"; elif [ "$k" = f ] && [ -d "$p" ]; then rm -rf -- "$p"; fi; done';
+
+/** A host folder's entries, parents before children, as `d:REL` or `f:REL`. */
+async function entriesOf(root: string, rel = ''): Promise<string[]> {
+  const out: string[] = [];
+  for (const e of await fs.readdir(path.join(root, rel), { withFileTypes: true })) {
+    const r = rel ? `${rel}/${e.name}` : e.name;
+    if (e.isDirectory()) out.push(`d:${r}`, ...(await entriesOf(root, r)));
+    else out.push(`f:${r}`);
+  }
+  return out;
+}
 
 async function scratch(deps: EnvironmentDeps): Promise<string> {
   await fs.mkdir(deps.scratch, { recursive: true, mode: 0o700 });

@@ -78,6 +78,50 @@ export function describeEnvironment(
       }
     }, 180_000);
 
+    it('checkpoint: between the steps of a multi-step task, the work so far as a diff; what the agent left running is gone; the next step goes on in the same place', async () => {
+      const env = open();
+      try {
+        const ws = await env.prepare(Date.now() + 120_000);
+        await agent(env, "echo step1 > hello.txt; (setsid sh -c 'sleep 1; echo late > late.txt' > /dev/null 2>&1 &); true");
+        expect(await env.checkpoint()).toMatch(/\+step1/);
+        await new Promise((r) => setTimeout(r, 1500));
+        // The second step sees the first's files, in the same environment (a container is not replaced).
+        const second = await agent(env, 'cat hello.txt > seen.txt; if [ -e late.txt ]; then echo yes > late-seen.txt; fi; echo step2 >> hello.txt');
+        expect(second.status).toBe('completed');
+        const diff = await env.collect();
+        expect(diff).toMatch(/\+step1/);
+        expect(diff).toMatch(/\+step2/);
+        expect(fs.readFileSync(path.join(ws.dir, 'seen.txt'), 'utf8')).toBe('step1\n');
+        expect(diff).not.toMatch(/late/);
+      } finally {
+        await env.dispose(false);
+      }
+    }, 180_000);
+
+    it('addWorkspaceFiles: a step’s files land in the workspace as the agent’s; a link the agent planted where one goes is replaced, never written through', async () => {
+      const env = open();
+      const outside = path.join(dir, `outside-${n}.txt`);
+      fs.writeFileSync(outside, 'host file\n');
+      const files = fs.mkdtempSync(path.join(dir, 'step-files-'));
+      fs.mkdirSync(path.join(files, 'sub'));
+      fs.writeFileSync(path.join(files, 'notes.txt'), 'from the step\n');
+      fs.writeFileSync(path.join(files, 'sub', 'deep.txt'), 'deep\n');
+      try {
+        const ws = await env.prepare(Date.now() + 120_000);
+        await agent(env, `ln -s ${outside} notes.txt; ln -s ${path.dirname(outside)} sub; true`);
+        await env.checkpoint();
+        await env.addWorkspaceFiles(files);
+        const seen = await agent(env, 'cat notes.txt sub/deep.txt > both.txt');
+        expect(seen.status).toBe('completed');
+        await env.collect();
+        expect(fs.readFileSync(path.join(ws.dir, 'both.txt'), 'utf8')).toBe('from the step\ndeep\n');
+        expect(fs.readFileSync(outside, 'utf8')).toBe('host file\n');
+        expect(fs.existsSync(path.join(path.dirname(outside), 'deep.txt'))).toBe(false);
+      } finally {
+        await env.dispose(false);
+      }
+    }, 180_000);
+
     it('verification: the agent’s files, not its system changes; /logs/verifier empty; read after the verifier’s tree is dead', async () => {
       const env = open();
       try {

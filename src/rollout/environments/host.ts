@@ -10,6 +10,7 @@ import { evaluatorSandbox, setupSandbox } from '../sandboxing.js';
 import { applyDiff, captureDiff, prepareWorkspace, removeWorkspace, type PreparedWorkspace } from '../workspace.js';
 import { carriedPaths } from '../harbor/verifier-config.js';
 import { hostArtifacts } from './artifacts.js';
+import { hostRefusal } from '../harbor/features.js';
 import type { EnvironmentDeps, SampleSpec } from './deps.js';
 import type { SampleEnvironment, VerifierCommand, VerifierRun } from './types.js';
 
@@ -25,8 +26,8 @@ export function hostEnvironment(deps: EnvironmentDeps, spec: SampleSpec): Sample
   const trial = task.harbor;
   // The workspace as every sandboxed command sees it: a Harbor task's WORKDIR, else the fixed path.
   const inside = trial ? trial.workdir : (deps.inside?.workspace ?? null);
-  const gitSandbox = boxed ? evaluatorSandbox(deps.sandbox, null, deps.inside?.workspace ?? null) : undefined;
-  const setup = boxed ? setupSandbox(deps.sandbox, task, deps.inside?.workspace ?? null) : undefined;
+  const gitSandbox = boxed ? evaluatorSandbox(deps.sandbox, null, deps.inside) : undefined;
+  const setup = boxed ? setupSandbox(deps.sandbox, task, deps.inside) : undefined;
   let workspace: PreparedWorkspace | null = null;
   // Every command's private home at the fixed path too: no host path (a temp folder's name) inside.
   const home = deps.inside ? { homeInside: deps.inside.home } : {};
@@ -70,6 +71,9 @@ export function hostEnvironment(deps: EnvironmentDeps, spec: SampleSpec): Sample
   return {
     kind: 'host',
     async prepare(deadline) {
+      // A task that needs its image's processes (a service, a healthcheck) is refused here, by name, with the way out.
+      const refused = trial ? hostRefusal(trial) : null;
+      if (refused) throw new StageError('init', refused);
       workspace = await prepareWorkspace(task, dir, deadline, baseEnvironment(), setup, gitSandbox);
       return workspace;
     },
@@ -95,6 +99,13 @@ export function hostEnvironment(deps: EnvironmentDeps, spec: SampleSpec): Sample
       if (r.failedToStart) throw new StageError('run', `the agent's command could not start: ${r.failedToStart}`);
       return { status: r.timedOut ? 'timeout' : r.exitCode === 0 ? 'completed' : 'failed', exitCode: r.exitCode, limit };
     },
+    // Every command of the agent ran in a jail that was closed when it ended: nothing of it runs,
+    // and the next step starts from the same workspace folder.
+    checkpoint: () => captureDiff(prepared(workspace), baseEnvironment(), gitSandbox),
+    // The workspace folder is what every sandbox of the sample mounts: the files go there, never through a link in it.
+    addWorkspaceFiles: (hostDir) => addFilesTo(prepared(workspace).dir, hostDir),
+    // No service of the task's image runs here (a task with a healthcheck is refused at prepare).
+    healthcheck: async () => (trial ? hostRefusal(trial) : null) ?? 'the host environment runs no healthcheck: --environment podman',
     async collect() {
       // Every command of the agent ran in a jail that was closed when it ended: nothing of it runs.
       const diff = await captureDiff(prepared(workspace), baseEnvironment(), gitSandbox);
@@ -121,6 +132,31 @@ export function hostEnvironment(deps: EnvironmentDeps, spec: SampleSpec): Sample
       if (!keep) await removeWorkspace(dir);
     },
   };
+}
+
+/**
+ * A host folder's contents copied into the workspace, entry by entry. The workspace is the agent's:
+ * a link it planted where a file or folder goes is replaced, never written through (it could lead
+ * to any host folder polar may write).
+ */
+async function addFilesTo(dest: string, hostDir: string): Promise<void> {
+  for (const e of await fs.readdir(hostDir, { withFileTypes: true })) {
+    const from = path.join(hostDir, e.name);
+    const to = path.join(dest, e.name);
+    const there = await fs.lstat(to).catch(() => null);
+    if (e.isDirectory()) {
+      if (there && !there.isDirectory()) await fs.rm(to, { recursive: true, force: true });
+      if (!there?.isDirectory()) await fs.mkdir(to);
+      await addFilesTo(to, from);
+      continue;
+    }
+    if (there) await fs.rm(to, { recursive: true, force: true });
+    if (e.isSymbolicLink()) await fs.symlink(await fs.readlink(from), to);
+    else if (e.isFile()) {
+      await fs.copyFile(from, to, fs.constants.COPYFILE_EXCL);
+      await fs.chmod(to, (await fs.stat(from)).mode & 0o777);
+    }
+  }
 }
 
 function prepared(ws: PreparedWorkspace | null): PreparedWorkspace {

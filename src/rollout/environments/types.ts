@@ -1,5 +1,6 @@
 import type { Bind } from '../../sandbox/index.js';
 import type { Jail } from '../../sandbox/index.js';
+import type { HarborHealthcheck } from '../harbor/types.js';
 import type { PreparedWorkspace } from '../workspace.js';
 
 /**
@@ -10,6 +11,12 @@ import type { PreparedWorkspace } from '../workspace.js';
  */
 export interface SampleEnvironment {
   readonly kind: string;
+  /**
+   * Before INIT's budget starts: what the environment needs once per task, not per sample (a
+   * container image's build, under the task's build_timeout_sec as Harbor gives it apart from the
+   * agent's timeout). Shared by the task's samples; its failure is theirs, not retried per sample.
+   */
+  provision?(): Promise<void>;
   /** INIT: the starting state in the host folder the sample's diff is taken from, setup, the baseline commit. */
   prepare(deadline: number): Promise<PreparedWorkspace>;
   /** RUNNING: where runHarness puts the harness (runHarness's `sandbox` fields besides settings and network). */
@@ -25,6 +32,23 @@ export interface SampleEnvironment {
    * Nothing the agent left can run from here on.
    */
   collect(): Promise<string>;
+  /**
+   * Between the steps of a multi-step task: as collect (everything the agent left running is dead,
+   * its files are on the host, the diff against the baseline is taken), but the environment stays
+   * for the next step, which Harbor runs in the same one (trial/multi_step.py:36-59). The step's
+   * verifier then runs through `verification` as after collect.
+   */
+  checkpoint(): Promise<string>;
+  /**
+   * Before a step of a multi-step task: a host folder's files put into the workspace as the agent's
+   * own (steps/<name>/workdir/, which Harbor uploads into the workdir, multi_step.py:513-522).
+   */
+  addWorkspaceFiles(hostDir: string): Promise<void>;
+  /**
+   * A healthcheck in the agent's environment now (a step's, multi_step.py:550-562, as the agent's
+   * user): null once it passes, else why not. An environment without the task's image says it cannot.
+   */
+  healthcheck(hc: HarborHealthcheck): Promise<string | null>;
   /** Where the evaluator's commands run: a place whose system files the agent never had. */
   readonly verification: Verification;
   /** Removes what the sample made (its container; its workspace unless kept). */

@@ -87,7 +87,6 @@ describe('engine argv', () => {
     const args = runArgs({
       name: 'polar-s1',
       image: 'polar-harbor/t:1',
-      workdir: '/app',
       network: 'none',
       mounts: [
         { source: '/opt/node', dest: '/opt/node', readOnly: true },
@@ -98,7 +97,10 @@ describe('engine argv', () => {
     });
     // A fixed hostname, as bwrap's: the engine's default (the container id) differs per sample, and
     // a harness may put it in the first prompt that NeMo-RL groups samples by.
-    expect(args.slice(0, 10)).toEqual(['run', '-d', '--rm', '--init', '--name', 'polar-s1', '--hostname', 'polar-sandbox', '--workdir', '/app']);
+    expect(args.slice(0, 8)).toEqual(['run', '-d', '--rm', '--init', '--name', 'polar-s1', '--hostname', 'polar-sandbox']);
+    // No --workdir: podman 4.3 will not start a container whose --workdir the image lacks; the
+    // workspace folder is made after the start and every exec names it.
+    expect(args).not.toContain('--workdir');
     const flagValue = (flag: string) => args[args.indexOf(flag) + 1];
     expect(flagValue('--network')).toBe('none');
     expect(flagValue('--pids-limit')).toBe('512');
@@ -107,14 +109,15 @@ describe('engine argv', () => {
     expect(args).not.toContain('--ulimit');
     expect(flagValue('--cpus')).toBe('2');
     expect(args.filter((_, i) => args[i - 1] === '-v')).toEqual(['/opt/node:/opt/node:ro', '/tmp/px/proxy.sock:/run/polar/proxy.sock']);
-    expect(args.slice(-3)).toEqual(['polar-harbor/t:1', 'sleep', 'infinity']);
+    // Harbor's keep-alive as the CMD, never --entrypoint: the image's ENTRYPOINT (its services) runs.
+    expect(args.slice(-4)).toEqual(['polar-harbor/t:1', 'sh', '-c', 'sleep infinity']);
+    expect(args).not.toContain('--entrypoint');
   });
 
   it('leaves the default network, and caps of 0, alone', () => {
     const args = runArgs({
       name: 'n',
       image: 'i',
-      workdir: '/w',
       network: 'default',
       mounts: [],
       limits: { maxProcs: 0, maxMemoryBytes: 0, maxFileSizeBytes: 0, maxCpuSeconds: 0 },

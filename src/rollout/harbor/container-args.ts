@@ -69,10 +69,18 @@ export function buildArgs(tag: string, contextDir: string): string[] {
   return ['build', '-t', tag, '-f', path.join(contextDir, 'Dockerfile'), contextDir];
 }
 
+/**
+ * The sample's container. No `--workdir`: podman 4.3 refuses to start a container whose `--workdir`
+ * is missing from the image ("workdir /app does not exist"), which is Harbor's own hello-world
+ * (`WORKDIR /app` that no later step fills) and any image without a WORKDIR, where polar puts the
+ * workspace at /app. Harbor starts it with none either (docker-compose-build.yaml:1-6: the image's
+ * own WORKDIR and `sh -c "sleep infinity"`; its execs pass `-w` only, docker.py:695-705); polar
+ * makes its workspace folder as root right after the start (startSampleContainer) and every exec
+ * passes `-w` (execArgs).
+ */
 export interface RunSpec {
   name: string;
   image: string;
-  workdir: string;
   /** `none`: the container's own network namespace with only lo (the bridge is its way to the proxy). */
   network: 'none' | 'default';
   mounts: readonly Mount[];
@@ -92,7 +100,7 @@ export interface RunSpec {
 export function runArgs(spec: RunSpec): string[] {
   // A fixed hostname, as bwrap's: the engine's default is the container id, new for every sample,
   // and a harness may put the hostname in its first prompt (one GRPO group needs one prompt).
-  const args = ['run', '-d', '--rm', '--init', '--name', spec.name, '--hostname', 'polar-sandbox', '--workdir', spec.workdir];
+  const args = ['run', '-d', '--rm', '--init', '--name', spec.name, '--hostname', 'polar-sandbox'];
   if (spec.network === 'none') args.push('--network', 'none');
   args.push('--security-opt', 'no-new-privileges');
   const l = spec.limits;
@@ -100,7 +108,9 @@ export function runArgs(spec: RunSpec): string[] {
   if (l.maxMemoryBytes > 0) args.push('--memory', `${l.maxMemoryBytes}b`);
   if (spec.cpus !== null && spec.cpus > 0) args.push('--cpus', String(spec.cpus));
   for (const m of spec.mounts) args.push('-v', volume(m));
-  args.push(spec.image, 'sleep', 'infinity');
+  // Harbor's keep-alive exactly (docker-compose-build.yaml:6): it replaces the image's CMD only, so
+  // the image's ENTRYPOINT runs with it as its arguments and starts the task's services.
+  args.push(spec.image, 'sh', '-c', 'sleep infinity');
   return args;
 }
 

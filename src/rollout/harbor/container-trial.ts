@@ -43,6 +43,7 @@ export async function openTaskContainer(opts: {
     cpus: trial.cpus ?? null,
     proxySocket: opts.proxySocket,
     mounts: [...opts.writable.map((w) => ({ ...w, readOnly: false })), ...opts.readOnly.map((p) => ({ source: p, dest: p, readOnly: true }))],
+    ...(trial.healthcheck ? { healthcheck: trial.healthcheck } : {}),
   });
   // /logs/agent is the agent's to write: its user's when task.toml names one.
   const owner = trial.agentUser !== undefined ? ` && chown ${trial.agentUser} /logs/agent` : '';

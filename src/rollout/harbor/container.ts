@@ -21,7 +21,9 @@ import {
   removeArgs,
   runArgs,
 } from './container-args.js';
-import type { HarborTrial } from './types.js';
+import { DEFAULT_BUILD_TIMEOUT_SEC } from './toml-fields.js';
+import { runHealthcheck } from './healthcheck.js';
+import type { HarborHealthcheck, HarborTrial } from './types.js';
 
 /**
  * A Harbor task's trial in its own image, through a container engine's CLI (argv from
@@ -39,7 +41,20 @@ export interface EngineResult {
 const OUTPUT_KEPT = 8 * 1024;
 
 /** Runs `<engine> args…` and collects its output (the tail, bounded). */
-export function runEngine(engine: Engine, args: readonly string[], opts: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<EngineResult> {
+export function runEngine(
+  engine: Engine,
+  args: readonly string[],
+  opts: {
+    env?: NodeJS.ProcessEnv;
+    timeoutMs?: number;
+    /**
+     * At the timeout, the client's descendants are killed and the client gets SIGTERM, then
+     * SIGKILL only this long after: a `podman build` killed, or sent SIGTERM, leaves its RUN step
+     * running (runc starts it in a session of its own, under the client's process tree).
+     */
+    termGraceMs?: number;
+  } = {},
+): Promise<EngineResult> {
   return new Promise((resolve) => {
     const child = spawn(engine, args, { env: opts.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
@@ -52,12 +67,26 @@ export function runEngine(engine: Engine, args: readonly string[], opts: { env?:
     child.stderr.on('data', (d: Buffer) => {
       stderr = keep(stderr, d);
     });
+    let grace: NodeJS.Timeout | undefined;
     const timer = opts.timeoutMs
       ? setTimeout(() => {
           timedOut = true;
-          child.kill('SIGKILL');
+          if (opts.termGraceMs === undefined) child.kill('SIGKILL');
+          else {
+            const tree = child.pid === undefined ? [] : descendants(child.pid);
+            child.kill('SIGTERM');
+            for (const pid of tree) {
+              try {
+                process.kill(pid, 'SIGKILL');
+              } catch {
+                // Gone already.
+              }
+            }
+            grace = setTimeout(() => child.kill('SIGKILL'), opts.termGraceMs);
+          }
         }, opts.timeoutMs)
       : undefined;
+    child.on('close', () => clearTimeout(grace));
     child.on('error', (err) => {
       if (timer) clearTimeout(timer);
       resolve({ code: null, stdout, stderr: `${stderr}${err.message}`, timedOut });
@@ -69,33 +98,78 @@ export function runEngine(engine: Engine, args: readonly string[], opts: { env?:
   });
 }
 
-// One build per image tag per process: the samples of a task wait on the same build.
+/** Every process below `root` (by /proc's parent links), deepest last; empty where /proc cannot be read. */
+export function descendants(root: number): number[] {
+  const parent = new Map<number, number[]>();
+  let entries: string[] = [];
+  try {
+    entries = fs.readdirSync('/proc').filter((e) => /^\d+$/.test(e));
+  } catch {
+    return [];
+  }
+  for (const e of entries) {
+    try {
+      // /proc/PID/stat: "pid (comm) state ppid …"; comm may hold spaces and parentheses.
+      const stat = fs.readFileSync(`/proc/${e}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      parent.set(ppid, [...(parent.get(ppid) ?? []), Number(e)]);
+    } catch {
+      // It ended while we read.
+    }
+  }
+  const out: number[] = [];
+  let next = [root];
+  while (next.length > 0) {
+    next = next.flatMap((p) => parent.get(p) ?? []);
+    out.push(...next);
+  }
+  return out;
+}
+
+// One build attempt per image tag per process: the samples of a task wait on the same build, and a
+// build that failed is that task's answer for every later sample too (trying it again per sample
+// doubled the time a broken Dockerfile cost and printed its failure twice).
 const builds = new Map<string, Promise<string>>();
+const ONCE = 'polar tries each image once per process: start it again once the cause is fixed.';
 
 /**
  * The task's image, built from environment/ once per content (tagged `polar-harbor/<task>:<hash>`;
- * `image inspect` finding it skips the build, so a later run, or another process, reuses it).
+ * `image inspect` finding it skips the build, so a later run, or another process, reuses it), under
+ * task.toml's [environment].build_timeout_sec.
  */
 export function ensureImage(engine: Engine, trial: HarborTrial, onNotice: (line: string) => void): Promise<string> {
-  return ensureContextImage(engine, trial.name, path.join(trial.dir, 'environment'), onNotice);
+  return ensureContextImage(engine, trial.name, path.join(trial.dir, 'environment'), onNotice, trial.buildTimeoutSec);
 }
 
 /**
  * An image built from a build context (its Dockerfile) once per content: the task's environment/,
- * or tests/ for Harbor's separate verifier (`polar-harbor/<task>-verifier:<hash>`).
+ * or tests/ for Harbor's separate verifier (`polar-harbor/<task>-verifier:<hash>`). The build gets
+ * `buildTimeoutSec` (Harbor's build_timeout_sec, default 600: config.py:325, applied to the
+ * environment's start apart from the agent's timeout, trial/trial.py:925-929 and :990-999).
  */
-export function ensureContextImage(engine: Engine, name: string, context: string, onNotice: (line: string) => void): Promise<string> {
+export function ensureContextImage(
+  engine: Engine,
+  name: string,
+  context: string,
+  onNotice: (line: string) => void,
+  buildTimeoutSec: number = DEFAULT_BUILD_TIMEOUT_SEC,
+): Promise<string> {
   const tag = imageTag(name, contextHash(context));
   const key = `${engine}\0${tag}`;
   let build = builds.get(key);
   if (!build) {
     build = (async () => {
       if ((await runEngine(engine, inspectImageArgs(tag))).code === 0) return tag;
-      onNotice(`building ${tag} from ${context} with ${engine}`);
-      const r = await runEngine(engine, buildArgs(tag, context));
+      onNotice(`building ${tag} from ${context} with ${engine} (build_timeout_sec ${buildTimeoutSec})`);
+      const r = await runEngine(engine, buildArgs(tag, context), { timeoutMs: buildTimeoutSec * 1000, termGraceMs: 10_000 });
+      const output = (r.stdout + r.stderr).trim();
+      if (r.timedOut)
+        throw new StageError(
+          'init',
+          `${engine} build of ${context} did not finish within build_timeout_sec = ${buildTimeoutSec} s (task.toml [environment]): raise it there, or build the image once beforehand with \`${engine} build -t ${tag} ${context}\` (polar reuses an image with that tag). ${ONCE}\n${output}`,
+        );
       if (r.code !== 0) {
         // The engine says why last (a base image it cannot pull, a failing RUN): that goes first.
-        const output = (r.stdout + r.stderr).trim();
         const cause =
           output
             .split('\n')
@@ -103,13 +177,13 @@ export function ensureContextImage(engine: Engine, name: string, context: string
             .pop() ?? '';
         throw new StageError(
           'init',
-          `${engine} build of ${context} failed (exit ${r.code}): ${cause} (--environment host runs the task in polar's sandbox without its image)\n${output}`,
+          `${engine} build of ${context} failed (exit ${r.code}): ${cause} (--environment host runs the task in polar's sandbox without its image). ${ONCE}\n${output}`,
         );
       }
       return tag;
     })();
-    // A failed build is tried again by the next sample rather than remembered.
-    build.catch(() => builds.delete(key));
+    // Every sample awaits it; this only keeps a failure no sample is waiting on yet from counting as unhandled.
+    build.catch(() => {});
     builds.set(key, build);
   }
   return build;
@@ -155,12 +229,17 @@ export function killStraysScript(keep: readonly string[]): string {
   ].join('\n');
 }
 
-/** The pids besides init in a container that has just started (its keep-alive), or why not. */
-async function ownProcesses(engine: Engine, name: string): Promise<string[] | string> {
+/**
+ * Makes the workspace folder as root (the image may lack it: a WORKDIR no later step fills is not
+ * in podman 4.3's image, and an image without one gets polar's /app), then returns the pids besides
+ * init in the container that has just started (its keep-alive), or why not.
+ */
+async function ownProcesses(engine: Engine, name: string, workdir: string): Promise<string[] | string> {
+  const script = `mkdir -p -- "$1" || { echo "could not make the workspace folder $1 as root" >&2; exit 1; }; ${LIST_OTHERS}`;
   for (let i = 0; i < 50; i++) {
     if (i > 0) await new Promise((r) => setTimeout(r, 100));
-    const r = await runEngine(engine, execArgs({ name, workdir: '/', envNames: [], interactive: false }, ['sh', '-c', LIST_OTHERS]));
-    if (r.code !== 0) return r.stderr.trim();
+    const r = await runEngine(engine, execArgs({ name, workdir: '/', envNames: [], interactive: false, user: '0' }, ['sh', '-c', script, 'sh', workdir]));
+    if (r.code !== 0) return r.stderr.trim() || `exit ${r.code}`;
     const pids = r.stdout.split(/\s+/).filter((p) => /^\d+$/.test(p));
     if (pids.length > 0) return pids;
   }
@@ -180,6 +259,8 @@ export interface SampleContainerSpec {
   proxySocket: string | null;
   /** More host paths at their own paths (the harness's private home). */
   mounts?: readonly Mount[];
+  /** task.toml's [environment.healthcheck]: run until it passes before the container is handed over. */
+  healthcheck?: HarborHealthcheck;
 }
 
 /** One sample's long-lived container: started at INIT, every stage `exec`s in it, removed at the end. */
@@ -215,31 +296,67 @@ export async function startSampleContainer(spec: SampleContainerSpec): Promise<S
     ...(spec.proxySocket ? [{ source: spec.proxySocket, dest: PROXY_SOCKET_INSIDE, readOnly: false }] : []),
     ...(spec.mounts ?? []),
   ];
-  const started = await runEngine(
-    engine,
-    runArgs({
-      name,
-      image: spec.image,
-      workdir: spec.trial.workdir,
-      network: spec.internet ? 'default' : 'none',
-      mounts,
-      limits: spec.limits,
-      cpus: spec.cpus,
-    }),
-  );
-  if (started.code !== 0)
-    throw new StageError(
-      'init',
-      `${engine} run ${spec.image} failed (exit ${started.code}): ${started.stderr.trim()}. \`${engine} info\` works here but it cannot start this container: fix the engine (\`${engine} run --rm ${spec.image} true\` shows the same), or pass --environment host`,
-    );
-  // The container's own processes, read before anything of the task's runs: its init (1) and the
-  // keep-alive (`sleep infinity`, whose pid depends on the engine's init). Only these outlive a stage.
-  const keep = await ownProcesses(engine, name);
+  const args = runArgs({
+    name,
+    image: spec.image,
+    network: spec.internet ? 'default' : 'none',
+    mounts,
+    limits: spec.limits,
+    cpus: spec.cpus,
+  });
+  const started = await runEngine(engine, args);
+  if (started.code !== 0) {
+    await runEngine(engine, removeArgs(name));
+    throw new StageError('init', cannotStart(engine, spec.image, args, started.stderr.trim()));
+  }
+  const unhealthy = spec.healthcheck ? await healthcheckFails(engine, name, spec.healthcheck) : null;
+  if (unhealthy) {
+    await runEngine(engine, removeArgs(name));
+    throw new StageError('init', unhealthy);
+  }
+  // The container's own processes, read before anything of the task's runs (after its healthcheck
+  // passed, so the services it waited for are among them): its init (1), the image's ENTRYPOINT and
+  // what it started, and the keep-alive (`sleep infinity`). Only these outlive a stage.
+  const keep = await ownProcesses(engine, name, spec.trial.workdir);
   if (typeof keep === 'string') {
     await runEngine(engine, removeArgs(name));
-    throw new StageError('init', `could not list the processes in ${spec.image}'s container (it needs sh and /proc): ${keep}`);
+    throw new StageError(
+      'init',
+      `${spec.image}'s container started but polar could not prepare it: ${keep}. polar needs sh and /proc in the image and makes the workspace folder ${spec.trial.workdir} as root: check with \`${engine} run --rm --user 0 ${spec.image} sh -c 'mkdir -p ${spec.trial.workdir} && ls /proc'\`, or pass --environment host`,
+    );
   }
   return runningContainer(spec, name, keep);
+}
+
+/**
+ * Why a container did not start, and what to try: the engine's own message first, then the command
+ * polar ran (its flags are polar's: caps, mounts, network), then a plain start of the same image, which
+ * tells an image or engine that cannot start anything from a flag of polar's this engine refuses.
+ */
+export function cannotStart(engine: Engine, image: string, args: readonly string[], reason: string): string {
+  return [
+    `${engine} could not start the sample's container from ${image}: ${reason || '(no message)'}.`,
+    `polar ran: ${engine} ${args.join(' ')}.`,
+    `Try \`${engine} run --rm ${image} true\`: if that fails too, the image or ${engine} itself cannot start containers here (fix that, or pass --environment host);`,
+    `if it works, one of polar's flags above is what ${engine} refuses (--max-memory 0 and --max-procs 0 drop polar's caps; the mounts are polar's runtime and --sandbox-ro paths).`,
+  ].join(' ');
+}
+
+/**
+ * Harbor's healthcheck (environments/base.py:1154-1206) in the started container, as the image's
+ * user, before anything of the task's runs: null once it passes, else why not (the sample ends in
+ * error at INIT, as Harbor's trial ends without a reward, trial.py:321-326).
+ */
+async function healthcheckFails(engine: Engine, name: string, hc: HarborHealthcheck): Promise<string | null> {
+  const failed = await runHealthcheck(hc, async (timeoutMs) => {
+    const r = await runEngine(engine, execArgs({ name, workdir: '/', envNames: [], interactive: false }, ['sh', '-c', hc.command]), { timeoutMs });
+    if (r.code === 0) return { ok: true };
+    return { ok: false, why: r.timedOut ? `timed out after ${hc.timeoutSec} s` : `exit ${r.code}${r.stderr.trim() ? `: ${r.stderr.trim().slice(-200)}` : ''}` };
+  });
+  return (
+    failed &&
+    `${failed} (task.toml [environment.healthcheck]: the image must start what it checks, from its ENTRYPOINT; \`${engine} run\` the task's image to see why it does not come up)`
+  );
 }
 
 /** The started container's handle; `keep` are the processes killStrays leaves alone. */

@@ -5,7 +5,10 @@ import { isRecord } from '../../core/chat.js';
 import { PolarError } from '../../core/errors.js';
 import type { RolloutTask } from '../task-file.js';
 import { folderEscapes, sourceEscape, within } from './copy-guard.js';
-import { dockerIgnored, readDockerfile, type DockerCopy } from './dockerfile.js';
+import { readDockerfile, type DockerCopy } from './dockerfile.js';
+import { contextGlob, dockerIgnored, hasWildcard, ignoreProblem, readDockerignore } from './dockerignore.js';
+import { readTaskFeatures } from './features.js';
+import { hasSteps, readSteps, type StepDefaults } from './steps.js';
 import { network, readEnvironmentTable, type Report, seconds, stageUser, stringMap } from './toml-fields.js';
 import type { HarborTrial } from './types.js';
 import { readVerifierSetup, type VerifierSetup } from './verifier-config.js';
@@ -18,6 +21,8 @@ import { readVerifierSetup, type VerifierSetup } from './verifier-config.js';
 const DEFAULT_VERIFIER_TIMEOUT = 600;
 export const DEFAULT_WORKDIR = '/app';
 const ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+/** [task].name: Harbor's ORG_NAME_PATTERN (constants.py:23), plus its "no '..'" (config.py:220). */
+const ORG_NAME = /^[a-zA-Z0-9][a-zA-Z0-9._-]*\/[a-zA-Z0-9][a-zA-Z0-9._-]*$/;
 // Harbor's top-level task.toml tables and keys (config.py:698-723); anything else is a typo.
 const TOP_KEYS = new Set([
   'version',
@@ -43,14 +48,32 @@ export function isHarborPath(p: string): boolean {
   }
 }
 
+/** A task folder polar cannot load, with every reason (file and field), as its folder names it. */
+export interface InvalidHarborTask {
+  /** The folder's name (a task's id). */
+  id: string;
+  dir: string;
+  problems: string[];
+}
+
+/** A suite as loaded task by task: the tasks that load, and the ones that do not with their reasons. */
+export interface HarborSuite {
+  tasks: RolloutTask[];
+  invalid: InvalidHarborTask[];
+  /** PATH is one task folder (it holds task.toml), not a folder of them. */
+  single: boolean;
+}
+
 /**
- * A Harbor task folder (it holds task.toml) or a dataset (its sub-folders that hold one), as
- * polar tasks. Every problem of every task is reported at once, with its file and field, before
- * anything starts; a task polar cannot run on the host (multi-step, no Dockerfile) is one of them.
+ * A Harbor task folder (it holds task.toml) or a dataset (its sub-folders that hold one), task by
+ * task: one task's problems (each with its file and field) make that task invalid, not the suite,
+ * as Harbor loads each task of a dataset on its own. A task polar cannot run (multi-step, no
+ * Dockerfile) is invalid with its reason. Throws only when PATH holds no task at all.
  */
-export function readHarborTasks(root: string): RolloutTask[] {
+export function readHarborSuite(root: string): HarborSuite {
   const abs = path.resolve(root);
-  const dirs = fs.existsSync(path.join(abs, 'task.toml'))
+  const single = fs.existsSync(path.join(abs, 'task.toml'));
+  const dirs = single
     ? [abs]
     : fs
         .readdirSync(abs, { withFileTypes: true })
@@ -59,28 +82,40 @@ export function readHarborTasks(root: string): RolloutTask[] {
         .sort();
   if (dirs.length === 0)
     throw new PolarError('POLAR_USAGE', `${root} is neither a Harbor task (no task.toml) nor a folder of them (no sub-folder holds a task.toml)`);
-  const problems: string[] = [];
-  const tasks: RolloutTask[] = [];
+  const suite: HarborSuite = { tasks: [], invalid: [], single };
   const seen = new Map<string, string>();
   for (const dir of dirs) {
+    const problems: string[] = [];
     const task = readHarborTask(dir, (file, field, what) =>
       problems.push(`${path.relative(process.cwd(), path.join(dir, file)) || file}${field ? `, field "${field}"` : ''}: ${what}`),
     );
-    if (!task) continue;
-    const first = seen.get(task.id);
-    if (first) problems.push(`${path.relative(process.cwd(), dir)}: task id ${JSON.stringify(task.id)} is also ${first}'s`);
-    else seen.set(task.id, dir);
-    tasks.push(task);
+    const first = task ? seen.get(task.id) : undefined;
+    if (first) problems.push(`${path.relative(process.cwd(), dir)}: task id ${JSON.stringify(task!.id)} is also ${first}'s`);
+    if (task && problems.length === 0) {
+      seen.set(task.id, dir);
+      suite.tasks.push(task);
+    } else suite.invalid.push({ id: path.basename(dir), dir, problems });
   }
-  if (problems.length > 0) {
-    const shown = problems.slice(0, 30);
-    if (problems.length > shown.length) shown.push(`… and ${problems.length - shown.length} more`);
-    throw new PolarError(
-      'POLAR_USAGE',
-      `the Harbor tasks have ${problems.length} problem${problems.length === 1 ? '' : 's'}; nothing was started:\n  ${shown.join('\n  ')}`,
-    );
-  }
-  return tasks;
+  return suite;
+}
+
+/** Every problem of every invalid task, as one usage error says them: "N problems; nothing was started:" and the list (bounded). */
+export function invalidTasksText(invalid: readonly InvalidHarborTask[]): string {
+  const problems = invalid.flatMap((t) => t.problems);
+  const shown = problems.slice(0, 30);
+  if (problems.length > shown.length) shown.push(`… and ${problems.length - shown.length} more`);
+  return `${problems.length} problem${problems.length === 1 ? '' : 's'}; nothing was started:\n  ${shown.join('\n  ')}`;
+}
+
+/**
+ * Every task of a Harbor folder or none: a usage error listing every problem of every task when
+ * one is invalid. (`polar rollout --tasks` and `polar tasks check` take the valid tasks of a suite
+ * instead: rollout/load-tasks.ts, readHarborSuite.)
+ */
+export function readHarborTasks(root: string): RolloutTask[] {
+  const suite = readHarborSuite(root);
+  if (suite.invalid.length > 0) throw new PolarError('POLAR_USAGE', `the Harbor tasks have ${invalidTasksText(suite.invalid)}`);
+  return suite.tasks;
 }
 
 /** One task folder as a polar task, or null once every problem it has is reported. */
@@ -95,8 +130,12 @@ function readHarborTask(dir: string, report: Report): RolloutTask | null {
   const settings = readTaskSettings(files.config, dir, at);
   const context = path.join(dir, 'environment');
   const start = readStartingState(context, settings, at);
+  const features = readTaskFeatures(files.config, dir, at);
+  const multi = readSteps(files.config, dir, stepDefaults(settings, files.solutionDir), at, stripCanary);
   if (bad || files.instruction === null) return null;
-  return toRolloutTask(files.instruction, settings, {
+  // A multi-step task's prompt and first budget are its first step's (the later ones: stages.ts).
+  const first = multi.steps?.[0];
+  const task = toRolloutTask(first ? first.instruction : files.instruction, settings, {
     dir,
     name: settings.name,
     schemaVersion: settings.schemaVersion,
@@ -114,13 +153,22 @@ function readHarborTask(dir: string, report: Report): RolloutTask | null {
     verifierNetwork: settings.verifierNetwork,
     ...(settings.cpus !== undefined ? { cpus: settings.cpus } : {}),
     ...(settings.memoryBytes !== undefined ? { memoryBytes: settings.memoryBytes } : {}),
+    buildTimeoutSec: settings.buildTimeoutSec,
     ...(settings.agentUser !== undefined ? { agentUser: settings.agentUser } : {}),
     ...(settings.verifierUser !== undefined ? { verifierUser: settings.verifierUser } : {}),
     verifierMode: settings.verifier.verifierMode,
     ...(settings.verifier.separateVerifier ? { separateVerifier: settings.verifier.separateVerifier } : {}),
     artifacts: settings.verifier.artifacts,
     collect: settings.verifier.collect,
+    ...features,
+    ...multi,
   });
+  return first ? { ...task, timeout: first.agentTimeoutSec } : task;
+}
+
+function stepDefaults(settings: TaskSettings, solutionDir: string | null): StepDefaults {
+  const { agentTimeout, verifierTimeout, verifierEnv } = settings;
+  return { agentTimeoutSec: agentTimeout, verifierTimeoutSec: verifierTimeout, verifierEnv, solutionDir, verifierMode: settings.verifier.verifierMode };
 }
 
 interface TaskFiles {
@@ -133,13 +181,16 @@ interface TaskFiles {
 /** The folder's own files: task.toml, instruction.md, tests/test.sh and an optional solution/. */
 function readTaskFiles(dir: string, at: Report): TaskFiles {
   const config = readToml(path.join(dir, 'task.toml'), at);
+  const solution = isDir(path.join(dir, 'solution')) ? path.join(dir, 'solution') : null;
+  // A multi-step task has its instructions and tests under steps/<name>/ (Harbor's
+  // has_configured_steps, models/task/paths.py:191-197; task.py:73-74): steps.ts reads them.
+  if (hasSteps(config)) return { config, instruction: '', testsDir: path.join(dir, 'tests'), solutionDir: solution };
   const instruction = readText(path.join(dir, 'instruction.md'));
   if (instruction === null) at('instruction.md', null, 'missing: what the agent is told');
   else if (stripCanary(instruction).trim() === '') at('instruction.md', null, 'empty');
   const testsDir = path.join(dir, 'tests');
   if (!isFile(path.join(testsDir, 'test.sh'))) at('tests/test.sh', null, 'missing: the verifier (Harbor runs `bash /tests/test.sh`)');
-  const solutionDir = isDir(path.join(dir, 'solution')) ? path.join(dir, 'solution') : null;
-  return { config, instruction, testsDir, solutionDir };
+  return { config, instruction, testsDir, solutionDir: solution };
 }
 
 interface TaskSettings {
@@ -158,6 +209,8 @@ interface TaskSettings {
   cpus: number | undefined;
   memoryBytes: number | undefined;
   dockerImage: string | null;
+  /** [environment].build_timeout_sec (Harbor's default 600). */
+  buildTimeoutSec: number;
   agentUser: string | undefined;
   verifierUser: string | undefined;
   /** Where the verifier runs and what reaches it from the agent's environment. */
@@ -169,7 +222,6 @@ function readTaskSettings(config: Record<string, unknown>, dir: string, at: Repo
   for (const key of Object.keys(config)) if (!TOP_KEYS.has(key)) at('task.toml', key, `unknown key; task.toml has ${[...TOP_KEYS].join(', ')}`);
   const schemaVersion = config.schema_version ?? config.version ?? '1.0';
   if (typeof schemaVersion !== 'string') at('task.toml', 'schema_version', 'a string such as "1.0" or "1.1"');
-  if (config.steps !== undefined) at('task.toml', 'steps', 'multi-step tasks are not supported by polar yet');
   const table = (key: string): Record<string, unknown> => {
     const v = config[key];
     if (v === undefined) return {};
@@ -187,8 +239,12 @@ function readTaskSettings(config: Record<string, unknown>, dir: string, at: Repo
   const solution = table('solution');
   let name = path.basename(dir);
   if (taskTable.name !== undefined) {
-    if (typeof taskTable.name !== 'string' || !/^[A-Za-z0-9][\w.-]*\/[A-Za-z0-9][\w.-]*$/.test(taskTable.name))
-      at('task.toml', 'task.name', 'an "org/name" string');
+    if (typeof taskTable.name !== 'string' || !ORG_NAME.test(taskTable.name) || taskTable.name.includes('..'))
+      at(
+        'task.toml',
+        'task.name',
+        `${JSON.stringify(taskTable.name)} is not "org/name": Harbor's own validator rejects it too (letters, digits, . _ - on each side of one "/", no "..": PackageInfo.validate_name_format, models/task/config.py:216-224, ORG_NAME_PATTERN in constants.py:23)`,
+      );
     else name = taskTable.name;
   }
   const id = path.basename(dir);
@@ -237,10 +293,9 @@ function readStartingState(context: string, settings: TaskSettings, at: Report):
   const { workdirSetting, dockerImage } = settings;
   const dockerfile = readText(path.join(context, 'Dockerfile'));
   const state: StartingState = { workdir: workdirSetting ?? DEFAULT_WORKDIR, copies: [], ignore: [], baseImage: dockerImage, skipped: [] };
-  state.ignore = (readText(path.join(context, '.dockerignore')) ?? '')
-    .split('\n')
-    .map((l) => l.trim())
-    .filter((l) => l !== '' && !l.startsWith('#'));
+  state.ignore = readDockerignore(readText(path.join(context, '.dockerignore')) ?? '');
+  const badIgnore = ignoreProblem(state.ignore);
+  if (badIgnore) at('environment/.dockerignore', null, badIgnore);
   if (dockerfile === null) {
     if (!dockerImage)
       at(
@@ -274,9 +329,9 @@ function addCopy(context: string, c: DockerCopy, state: StartingState, at: Repor
   }
   const line = `line ${c.line}`;
   // The host copies with polar's own file access: a link out of environment/ would bring a host file.
-  const kept = (abs: string) => {
+  const kept = (abs: string, isDir: boolean) => {
     const rel = path.relative(context, abs).split(path.sep).join('/');
-    return rel === '' || !dockerIgnored(rel, state.ignore);
+    return rel === '' || !dockerIgnored(rel, state.ignore, isDir);
   };
   for (const src of c.sources) {
     const from = path.resolve(context, src);
@@ -284,7 +339,7 @@ function addCopy(context: string, c: DockerCopy, state: StartingState, at: Repor
       at('environment/Dockerfile', line, `${src} is outside the build context`);
       continue;
     }
-    const matches = src.includes('*') ? glob(context, src) : fs.existsSync(from) || isLink(from) ? [from] : [];
+    const matches = hasWildcard(src) ? contextGlob(context, src) : fs.existsSync(from) || isLink(from) ? [from] : [];
     if (matches.length === 0) at('environment/Dockerfile', line, `${src}: no such file in environment/`);
     for (const m of matches) {
       const outside = sourceEscape(context, m);
@@ -293,11 +348,11 @@ function addCopy(context: string, c: DockerCopy, state: StartingState, at: Repor
         continue;
       }
       const isFolder = isDir(m);
-      if (isFolder && kept(m))
+      if (isFolder && kept(m, true))
         for (const why of folderEscapes(context, m, kept))
           at('environment/Dockerfile', line, `${why}: the host environment copies only what lies inside environment/ (make it a relative link inside it)`);
       // A folder's contents go into the destination; a file goes to it, or into it when it is a folder.
-      const to = isFolder ? inside : c.destIsDir || src.includes('*') ? path.posix.join(inside, path.basename(m)) : inside;
+      const to = isFolder ? inside : c.destIsDir || hasWildcard(src) ? path.posix.join(inside, path.basename(m)) : inside;
       if (!isFolder && to === '') at('environment/Dockerfile', line, `copies the file ${src} onto ${workdir} itself`);
       else state.copies.push({ from: m, to, dir: isFolder });
     }
@@ -340,27 +395,6 @@ export function stripCanary(text: string): string {
   while (i < lines.length && /^(<!--.*canary.*-->|#.*canary.*)$/i.test(lines[i]!.trim())) i++;
   while (i < lines.length && lines[i]!.trim() === '') i++;
   return lines.slice(i).join('\n');
-}
-
-/** A `*` in the last segment of a COPY source. */
-function glob(context: string, pattern: string): string[] {
-  const dir = path.resolve(context, path.posix.dirname(pattern));
-  const re = new RegExp(
-    `^${path.posix
-      .basename(pattern)
-      .replace(/[.+^${}()|[\]\\]/g, '\\$&')
-      .replace(/\*/g, '.*')
-      .replace(/\?/g, '.')}$`,
-  );
-  try {
-    return fs
-      .readdirSync(dir)
-      .filter((n) => re.test(n))
-      .sort()
-      .map((n) => path.join(dir, n));
-  } catch {
-    return [];
-  }
 }
 
 function readText(file: string): string | null {

@@ -5,8 +5,9 @@ import { PolarError } from '../../core/errors.js';
 import { StageError } from '../stage-error.js';
 import type { RolloutTask } from '../task-file.js';
 import { destEscape, linkEscape, sourceEscape } from './copy-guard.js';
-import { dockerIgnored } from './dockerfile.js';
+import { dockerIgnored } from './dockerignore.js';
 import type { HarborTrial } from './types.js';
+import { hostRefusal, hostUserNotice } from './features.js';
 
 export { BUILTIN_AGENTS, isBuiltinAgent, type BuiltinAgent } from '../agents/builtin.js';
 export { resolveEnv } from './env.js';
@@ -33,17 +34,18 @@ export async function buildStartingState(trial: HarborTrial, dest: string): Prom
   await fs.mkdir(dest, { recursive: true });
   const context = path.join(trial.dir, 'environment');
   const ignore = trial.ignore ?? [];
-  const kept = (src: string) => {
+  const kept = (src: string, isDir: boolean) => {
     const rel = path.relative(context, src).split(path.sep).join('/');
-    return rel === '' || !dockerIgnored(rel, ignore);
+    return rel === '' || !dockerIgnored(rel, ignore, isDir);
   };
   const refuse = (what: string) => {
     throw new StageError('init', `task ${trial.name}: ${what}; the host environment copies only what lies inside environment/ into the workspace`);
   };
   // Every entry a copy carries: left out by .dockerignore, or refused when it is a link to outside.
   const filter = async (src: string): Promise<boolean> => {
-    if (!kept(src)) return false;
-    if ((await fs.lstat(src)).isSymbolicLink()) {
+    const st = await fs.lstat(src);
+    if (!kept(src, st.isDirectory())) return false;
+    if (st.isSymbolicLink()) {
       const why = linkEscape(context, src);
       if (why) refuse(`environment/${path.relative(context, src)} ${why}`);
     }
@@ -51,7 +53,7 @@ export async function buildStartingState(trial: HarborTrial, dest: string): Prom
   };
   for (const c of trial.copies) {
     const to = path.join(dest, c.to);
-    if (!kept(c.from)) continue;
+    if (!kept(c.from, c.dir)) continue;
     const source = sourceEscape(context, c.from);
     if (source) refuse(`environment/${path.relative(context, c.from)} ${source}`);
     const target = destEscape(dest, to);
@@ -90,6 +92,10 @@ export function hostNotices(tasks: readonly RolloutTask[]): string[] {
     const h = t.harbor;
     if (!h) continue;
     const runs = h.skipped;
+    const refused = hostRefusal(h);
+    if (refused) out.push(`notice: ${refused}; its samples end in error here`);
+    const users = hostUserNotice(h);
+    if (users) out.push(`notice: task ${t.id}: ${users}`);
     if (h.verifierMode === 'separate')
       out.push(
         `notice: task ${t.id}: its separate verifier runs in polar's sandbox with this machine's tools, not ${h.separateVerifier?.image ?? "tests/Dockerfile's image"}; only its artifacts under ${h.workdir} and /logs reach it`,

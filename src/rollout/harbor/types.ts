@@ -41,6 +41,11 @@ export interface HarborTrial {
   /** [environment].cpus: the container's `--cpus` (the host environment has no such cap). */
   cpus?: number;
   /**
+   * [environment].build_timeout_sec (Harbor's default 600, config.py:325): the image build's own
+   * limit, before and apart from the agent's budget (absent: 600).
+   */
+  buildTimeoutSec?: number;
+  /**
    * [environment].memory_mb (or the deprecated `memory = "2G"`, config.py:419-435): the container's
    * memory cap, in bytes, under polar's own `--max-memory` where that is lower.
    */
@@ -60,6 +65,57 @@ export interface HarborTrial {
   artifacts: HarborArtifact[];
   /** [[verifier.collect]]: commands run in the agent's environment after it, before artifacts are copied out. */
   collect: HarborCollect[];
+  /** [environment.healthcheck]: run until it passes once the task's container starts, before the agent (features.ts). */
+  healthcheck?: HarborHealthcheck;
+  /** The Dockerfile's ENTRYPOINT (its last stage): the image's own processes (services), which only a container runs. */
+  entrypoint?: string;
+  /** [[steps]]: a multi-step task (steps.ts); the task's prompt is the first step's instruction. */
+  steps?: HarborStep[];
+  /** multi_step_reward_strategy (config.py:691-721): how the steps' rewards make the sample's; `mean` when unset. */
+  rewardStrategy?: 'mean' | 'final';
+}
+
+/**
+ * One of a multi-step task's steps (StepConfig, config.py:662-689; layout paths.py:140-189), run in
+ * order in one environment (trial/multi_step.py:36-59): the agent gets only its instruction, then
+ * its verifier runs.
+ */
+export interface HarborStep {
+  name: string;
+  /** steps/<name>/instruction.md, canary lines stripped (task.py:188-192). */
+  instruction: string;
+  /** steps/<name>/tests/, copied over tests/ at /tests (verifier.py:150-164); null: tests/ alone. */
+  testsDir: string | null;
+  /** steps/<name>/solution/ for the oracle, else the task's solution/ (agents/oracle.py:52-74). */
+  solutionDir: string | null;
+  /** [steps.agent].timeout_sec, else the task's [agent] one (multi_step.py:581-595); null: the rollout's. */
+  agentTimeoutSec: number | null;
+  /** [steps.verifier].timeout_sec, else the task's (multi_step.py:597-607). */
+  verifierTimeoutSec: number;
+  /** The task's [verifier].env with the step's over it (verifier.py:195-199). */
+  verifierEnv: Record<string, string>;
+  /** min_reward: below it (a missing metric is -inf) the remaining steps are not run (multi_step.py:180-210, :248-263). */
+  minReward: Record<string, number> | null;
+  /** steps/<name>/workdir/: put into the workdir before the step, then its setup.sh run there (multi_step.py:513-548). */
+  workdirDir: string | null;
+  /** The step's healthcheck, after its setup and before its agent, besides the task's (config.py:675-682, multi_step.py:550-562). */
+  healthcheck?: HarborHealthcheck;
+}
+
+/**
+ * [environment.healthcheck] (Harbor's HealthcheckConfig, models/task/config.py:250-278), run as
+ * environments/base.py:1154-1206 does: `command` until it exits 0; failures within `startPeriodSec`
+ * of the first attempt do not count (retried every `startIntervalSec`); after it, `retries`
+ * consecutive failures (each `intervalSec` apart) fail the environment.
+ */
+export interface HarborHealthcheck {
+  command: string;
+  /** Defaults: 5, 30, 0, 5 seconds and 3 retries (config.py:258-278). */
+  intervalSec: number;
+  timeoutSec: number;
+  startPeriodSec: number;
+  startIntervalSec: number;
+  retries: number;
 }
 
 /**
@@ -86,6 +142,8 @@ export interface SeparateVerifier {
   network: 'public' | 'none' | null;
   cpus?: number;
   memoryBytes?: number;
+  /** The verifier environment's build_timeout_sec (absent: 600). */
+  buildTimeoutSec?: number;
 }
 
 /** One `artifacts` entry (config.py:542-625): a path in the agent's environment, carried to the verifier at the same path. */
