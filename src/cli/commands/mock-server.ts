@@ -74,7 +74,7 @@ required_prefix_token_ids) has its exact tokens spliced into the next prompt.`,
 async function serve(opts: MockServerOptions): Promise<void> {
   const { port } = opts;
   const nemoRl = opts.nemoRl ? { temperature: opts.nemoRlTemperature, topP: opts.nemoRlTopP } : undefined;
-  const tasks = opts.tasks ? mockTasksFrom(loadTasks(opts.tasks)) : [];
+  const tasks = opts.tasks ? mockTasksFrom(loadTasks(opts.tasks, (line) => process.stderr.write(chalk.yellow(`${line}\n`)))) : [];
   const server = await startMockServer({
     host: opts.host,
     port,
