@@ -5,6 +5,7 @@ import { summarize } from '../../../rollout/run-rollout.js';
 import { openStore } from '../../../store/open.js';
 import { defaultDbPath } from '../../../store/store.js';
 import { sampleLogTail } from '../../log-tail.js';
+import { verifierFilesLines } from '../../../rollout/evaluators/verifier-files.js';
 import { printJson, table } from '../../output.js';
 import { fmt, summaryText } from './summary.js';
 
@@ -61,6 +62,7 @@ export async function showRollout(id: string, opts: { db?: string; json?: boolea
           ]),
         )}\n`,
       );
+      for (const m of members) for (const line of verifierReasons(m.sampleIndex, m.evaluator)) process.stdout.write(`${line}\n`);
     }
   } finally {
     store.close();
@@ -71,6 +73,21 @@ export async function showRollout(id: string, opts: { db?: string; json?: boolea
 function forfeitColumn(evaluator: Record<string, unknown> | null): string | null {
   const why = evaluator?.forfeit;
   return typeof why === 'string' ? `scored 0: ${why.slice(0, 80)}` : null;
+}
+
+/**
+ * Under a sample that earned 0 or was forfeited: the tail of the files its Harbor verifier wrote
+ * under /logs/verifier (test-stdout.txt, where test.sh's own output goes in Harbor) and the
+ * network hint, where the evaluator recorded them (evaluators/harbor.ts).
+ */
+function verifierReasons(index: number, evaluator: Record<string, unknown> | null): string[] {
+  const files = evaluator?.verifier_files;
+  const hint = evaluator?.network_hint;
+  const lines = verifierFilesLines(typeof files === 'object' && files !== null ? (files as Record<string, string>) : null, 5).map((l) =>
+    chalk.dim(`  #${index} ${l}`),
+  );
+  if (typeof hint === 'string') lines.push(chalk.yellow(`  #${index} ${hint}`));
+  return lines;
 }
 
 /** The error column from a harness log's last words, when the sample has no error of its own. */
