@@ -115,7 +115,7 @@ describe.skipIf(!imageHere)(`descriptors polar inherited, in a container (skippe
     };
     try {
       const limits = { ...DEFAULT_LIMITS, maxMemoryBytes: 0 };
-      const started = await withFd(runArgs({ name, image: IMAGE, workdir: '/', network: 'none', mounts: [], limits, cpus: null }));
+      const started = await withFd(runArgs({ name, image: IMAGE, network: 'none', mounts: [], limits, cpus: null }));
       expect(started.code, started.out).toBe(0);
       const probe = 'echo holders:; ls -d /proc/[0-9]*/fd/20 2>/dev/null; echo own:; ls /proc/self/fd';
       const r = await withFd(execArgs({ name, workdir: '/', envNames: [], interactive: false }, ['sh', '-c', probe]));

@@ -90,6 +90,7 @@ function readSeparate(
     network: phaseNetwork ?? fields.network,
     ...(fields.cpus !== undefined ? { cpus: fields.cpus } : {}),
     ...(fields.memoryBytes !== undefined ? { memoryBytes: fields.memoryBytes } : {}),
+    buildTimeoutSec: fields.buildTimeoutSec,
   };
 }
 
