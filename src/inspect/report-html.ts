@@ -61,19 +61,25 @@ function taskName(samples: readonly SampleRow[], groupId: string, taskId: string
   return typeof name === 'string' && name !== taskId ? ` <span class="task-name">${esc(name)}</span>` : '';
 }
 
-/** The mean of each named reward a Harbor verifier gave across a group (reward.json's fields). */
-function namedRewards(samples: readonly SampleRow[]): string {
-  const sums = new Map<string, { total: number; n: number }>();
-  for (const s of samples) {
-    const rewards = s.evaluator?.rewards;
-    if (typeof rewards !== 'object' || rewards === null) continue;
-    for (const [k, v] of Object.entries(rewards as Record<string, unknown>)) {
-      if (k === 'reward' || typeof v !== 'number') continue;
-      const e = sums.get(k) ?? { total: 0, n: 0 };
-      sums.set(k, { total: e.total + v, n: e.n + 1 });
-    }
-  }
-  return [...sums].map(([k, { total, n }]) => `${k} ${num(total / n)}`).join(' · ');
+/**
+ * The mean of each metric a Harbor verifier reported (reward.json's fields) over a group's scored
+ * samples, one without the metric counting 0 as in Harbor's mean (metrics/base.py:30-35): a sample
+ * whose verifier was cut short scored 0 on every metric, not none.
+ */
+export function namedRewards(samples: readonly Pick<SampleRow, 'reward' | 'evaluator'>[]): string {
+  const scored = samples.filter((s) => s.reward !== null);
+  const metrics = (s: Pick<SampleRow, 'evaluator'>): Record<string, unknown> =>
+    typeof s.evaluator?.rewards === 'object' && s.evaluator.rewards !== null ? (s.evaluator.rewards as Record<string, unknown>) : {};
+  const keys = [...new Set(scored.flatMap((s) => Object.keys(metrics(s))))].filter((k) => k !== 'reward');
+  return keys
+    .map((k) => {
+      const total = scored.reduce((a, s) => {
+        const v = metrics(s)[k];
+        return a + (typeof v === 'number' ? v : 0);
+      }, 0);
+      return `${k} ${num(total / scored.length)}`;
+    })
+    .join(' · ');
 }
 
 function rolloutSection(data: ReportData): string {

@@ -43,6 +43,8 @@ export interface RolloutConfig {
   limits?: SandboxLimits;
   /** Extra read-only paths in every sandbox (`--sandbox-ro`). */
   sandboxReadOnly?: string[];
+  /** Which metric of a Harbor verifier's reward.json is the reward (`--reward-key`); absent: `reward`, else the only one (harbor-rewards.ts). */
+  rewardKey?: string;
   /** Where Harbor tasks run: `host` (the sandbox; absent in older rollouts) or their own image with this engine. */
   environment?: 'host' | 'docker' | 'podman';
 }
@@ -78,7 +80,8 @@ export interface RolloutSummary {
   outcomes: Record<SampleOutcome | 'interrupted' | 'unfinished', number>;
   /**
    * Samples that scored 0 because their verifier did not end on its own terms (killed, timed out,
-   * no reward file): the agent's code could have caused it, so they are not `error` (which is
+   * no reward file) or left no reward to use (several metrics and no --reward-key, or not the one
+   * it names): the agent's code could have caused it, so they are not `error` (which is
    * polar's or the machine's failure) and stay in their group. Each has its evaluator's `forfeit`.
    */
   forfeited: number;

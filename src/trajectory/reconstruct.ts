@@ -125,13 +125,14 @@ export function sessionTraces(
 
 /**
  * What a Harbor task's verifier said beyond the one reward, for the exports: the task's name and
- * task.toml [metadata], and every named reward of reward.json (evaluate.ts keeps them in the
- * sample's evaluator record).
+ * task.toml [metadata], every metric of reward.json, and the one its reward is (the harbor
+ * evaluator keeps them in the sample's evaluator record).
  */
 function taskFields(sample: SampleRow | undefined): Record<string, unknown> {
   const ev = sample?.evaluator;
   if (ev?.type !== 'harbor') return {};
-  return { task_name: ev.task ?? null, task_metadata: ev.metadata ?? {}, rewards: ev.rewards ?? {} };
+  // reward_key: which metric the trace's reward is (harbor-rewards.ts chooseReward); null when none was.
+  return { task_name: ev.task ?? null, task_metadata: ev.metadata ?? {}, rewards: ev.rewards ?? {}, reward_key: ev.reward_key ?? null };
 }
 
 /**

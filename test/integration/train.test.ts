@@ -79,7 +79,20 @@ describe('polar train grpo --dry-run', () => {
     const runDir = path.join(dir, 'dry');
     const { stdout, stderr } = await run(
       process.execPath,
-      [...grpoArgs(runDir, ['--dry-run', '--steps', '5', '--set', 'loss_fn.reference_policy_kl_penalty=0.001', '--lora', '--thinking', 'off'])],
+      [
+        ...grpoArgs(runDir, [
+          '--dry-run',
+          '--steps',
+          '5',
+          '--set',
+          'loss_fn.reference_policy_kl_penalty=0.001',
+          '--lora',
+          '--thinking',
+          'off',
+          '--reward-key',
+          'correctness',
+        ]),
+      ],
       { env: { ...process.env, NO_COLOR: '1', PATH: '/usr/bin:/bin' } },
     );
     // No GPU, no uv here: warnings, not failures.
@@ -139,6 +152,8 @@ describe('polar train grpo --dry-run', () => {
     expect(app).toContain('"--temperature","1","--top-p","1"');
     // And to the chat template's thinking switch train grpo was given (the session's own is replaced).
     expect(app).toContain('"--thinking","off"');
+    // Which metric of a Harbor verifier's reward.json is the reward: the agent scores by the one train was given.
+    expect(app).toContain('"--reward-key","correctness"');
     // Pinned to loopback: NeMo-RL's default_host (the node's IP) would otherwise put /run on the network.
     expect(parseYaml(fs.readFileSync(paths[1]!, 'utf8'))).toEqual({
       polar_agent: { responses_api_agents: { polar_agent: { entrypoint: 'app.py', host: '127.0.0.1' } } },

@@ -17,7 +17,15 @@ export function scoreOnHost(
   task: RolloutTask,
   workspace: PreparedWorkspace,
   diff: string,
-  opts: { scratch: string; env: Record<string, string>; tasksDir?: string | null; sandbox?: SandboxSettings; sessionId?: string; traceCount?: number },
+  opts: {
+    scratch: string;
+    env: Record<string, string>;
+    tasksDir?: string | null;
+    sandbox?: SandboxSettings;
+    sessionId?: string;
+    traceCount?: number;
+    rewardKey?: string | null;
+  },
 ): Promise<Evaluation> {
   const deps: EnvironmentDeps = {
     sandbox: opts.sandbox ?? UNSANDBOXED,
@@ -43,6 +51,7 @@ export function scoreOnHost(
     env: { ...opts.env, POLAR_TASK_ID: task.id, POLAR_SESSION_ID: sessionId, ...(opts.tasksDir ? { POLAR_TASKS_DIR: opts.tasksDir } : {}) },
     verification: environment.verification,
     verifierNetwork: 'none',
+    rewardKey: opts.rewardKey ?? null,
     tasksDir: opts.tasksDir ?? null,
     scratch: opts.scratch,
     secrets: [],

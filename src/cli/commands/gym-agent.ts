@@ -24,6 +24,7 @@ import { action } from '../output.js';
 import { count } from '../plural.js';
 import { environmentNotice, type HarborEnvironment } from '../../rollout/harbor/environment.js';
 import { environmentOption, harborEnvironment } from '../environment-option.js';
+import { rewardKeyArg } from './rollout/flags.js';
 
 interface GymAgentCommandOptions extends SandboxFlags {
   harness: string;
@@ -54,6 +55,7 @@ interface GymAgentCommandOptions extends SandboxFlags {
   maxFailedShare: number;
   failureWindow: number;
   environment?: HarborEnvironment;
+  rewardKey?: string;
   json?: boolean;
 }
 
@@ -68,6 +70,7 @@ export function registerGymAgent(program: Command): void {
     .option('--host <host>', 'address to bind; non-loopback needs --auth-token', '127.0.0.1')
     .option('--tasks <path>', 'the rollout task file (JSONL), or a Harbor task folder or a folder of them: /run rows name one of its tasks by "task_id"')
     .addOption(environmentOption())
+    .option('--reward-key <name>', "the metric of a Harbor verifier's reward.json that is the reward, as polar rollout --reward-key", rewardKeyArg)
     .option('--allow-inline-tasks', 'also run rows that define their task inline ("task"); they come from the network, so they run only sandboxed')
     .option(
       '--auth-token <token>',
@@ -128,7 +131,7 @@ async function serve(opts: GymAgentCommandOptions): Promise<void> {
   const sandbox = sandboxKind(opts);
   for (const line of sandboxNotices({ kind: sandbox, bwrap: '', network: opts.network ?? 'proxy-only', limits: limitsFrom(opts), extraReadOnly: [] }))
     process.stderr.write(chalk.yellow(`notice: ${line}\n`));
-  const tasks = opts.tasks ? loadTasks(opts.tasks) : null;
+  const tasks = opts.tasks ? loadTasks(opts.tasks, (line) => process.stderr.write(chalk.yellow(`${line}\n`))) : null;
   for (const line of harborPreflight(tasks ?? [], sandbox)) process.stderr.write(chalk.yellow(`${line}\n`));
   const environment = harborEnvironment(opts.environment, tasks?.some((t) => t.harbor) === true);
   const chosen = environmentNotice(opts.environment, environment);
@@ -171,6 +174,7 @@ async function serve(opts: GymAgentCommandOptions): Promise<void> {
     limits: limitsFrom(opts),
     ...(opts.sandboxRo?.length ? { sandboxReadOnly: readOnlyFrom(opts) } : {}),
     environment,
+    ...(opts.rewardKey !== undefined ? { rewardKey: opts.rewardKey } : {}),
     outDir: opts.out ?? defaultAgentOutDir(),
     ...(tasks ? { tasks: { file: opts.tasks!, tasks } } : {}),
     allowInlineTasks: opts.allowInlineTasks === true,

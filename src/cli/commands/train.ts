@@ -30,6 +30,7 @@ import { checkNemoRlCheckout } from '../../train/nemo-rl/check-command.js';
 import { agentBin } from '../../train/agent-bin.js';
 import type { HarborEnvironment } from '../../rollout/harbor/environment.js';
 import { environmentOption, harborEnvironment } from '../environment-option.js';
+import { rewardKeyArg } from './rollout/flags.js';
 import { thinkingOption } from '../upstream-options.js';
 import type { ThinkingSetting } from '../../upstream/sampling-policy.js';
 
@@ -62,6 +63,7 @@ interface GrpoFlags extends CommonFlags {
   sandbox?: 'bwrap' | 'none';
   allowUnsandboxed?: boolean;
   environment?: HarborEnvironment;
+  rewardKey?: string;
   agentConcurrency: number;
   command?: string;
   harnessBin?: string;
@@ -104,6 +106,7 @@ export function registerTrain(program: Command): void {
         "run with --sandbox none anyway: only for a harness whose first prompt names no path (the preflight still compares two samples' first prompts)",
       )
       .addOption(environmentOption())
+      .option('--reward-key <name>', "the metric of a Harbor verifier's reward.json that is the reward, as polar rollout --reward-key", rewardKeyArg)
       .option('--agent-concurrency <k>', 'harness sessions the agent runs at once', integerArg('--agent-concurrency', 1, 1024), 4)
       .option('--command <template>', 'for --harness custom')
       .option('--harness-bin <path>', 'the harness executable')
@@ -174,7 +177,7 @@ function common(command: Command): Command {
 }
 
 async function grpo(opts: GrpoFlags, command: Command): Promise<void> {
-  const tasks = loadTasks(opts.tasks);
+  const tasks = loadTasks(opts.tasks, (line) => process.stderr.write(chalk.yellow(`${line}\n`)));
   const runDir = path.resolve(opts.runDir ?? path.join('polar-train', `grpo-${newId('run').slice(4)}`));
   const db = opts.db ?? defaultDbPath();
   const dbPath = isPostgresUrl(db) ? db : path.resolve(db);
@@ -204,6 +207,7 @@ async function grpo(opts: GrpoFlags, command: Command): Promise<void> {
       '--sandbox',
       sandbox,
       ...(tasks.some((t) => t.harbor) ? ['--environment', environment] : []),
+      ...(opts.rewardKey !== undefined ? ['--reward-key', opts.rewardKey] : []),
       '--concurrency',
       String(opts.agentConcurrency),
       '--out',

@@ -2,12 +2,22 @@ import { constants as fsConstants } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 
+/** A verifier's reward file, read: every numeric field of it (Harbor's metrics) and which file it was. */
+export interface VerifierRewards {
+  /** Each metric, as Harbor keeps them (verifier.py:102-108: numbers only, booleans not). */
+  all: Record<string, number>;
+  file: 'reward.json' | 'reward.txt';
+}
+
 /**
  * Reads a Harbor verifier's reward file as Harbor does: reward.json preferred (verifier.py:263-266;
  * its numeric fields, :102-108, with reward.txt as the `reward` when it lacks one, :121-129), else
- * reward.txt (one number, :67-80). Throws a plain Error saying what is wrong.
+ * reward.txt (one number, :67-80). Every numeric field is a metric: Harbor keeps them all and
+ * averages each across trials (metrics/base.py:14-35), so a reward.json need not have `reward`.
+ * Throws a plain Error saying what is wrong with the file; which metric is the sample's reward is
+ * chooseReward's.
  */
-export async function readRewards(verifierDir: string): Promise<{ reward: number; all: Record<string, number>; file: string }> {
+export async function readRewards(verifierDir: string): Promise<VerifierRewards> {
   const json = await readIf(path.join(verifierDir, 'reward.json'));
   const text = await readIf(path.join(verifierDir, 'reward.txt'));
   if (json === null && text === null) throw new Error('the verifier wrote no reward: neither /logs/verifier/reward.txt nor /logs/verifier/reward.json');
@@ -16,28 +26,59 @@ export async function readRewards(verifierDir: string): Promise<{ reward: number
     if (!Number.isFinite(n)) throw new Error(`/logs/verifier/reward.txt is not one number: ${JSON.stringify(text!.slice(0, 100))}`);
     return n;
   };
-  if (json !== null) {
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(json);
-    } catch {
-      throw new Error(`/logs/verifier/reward.json is not JSON: ${JSON.stringify(json.slice(0, 100))}`);
-    }
-    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
-      throw new Error('/logs/verifier/reward.json must be an object ({"reward": x, …})');
-    const all: Record<string, number> = {};
-    for (const [k, v] of Object.entries(parsed)) if (typeof v === 'number' && Number.isFinite(v)) all[k] = v;
-    if (all.reward === undefined && text !== null) all.reward = fromText();
-    const keys = Object.keys(all);
-    const reward = all.reward ?? (keys.length === 1 ? all[keys[0]!] : undefined);
-    if (reward === undefined)
-      throw new Error(
-        `/logs/verifier/reward.json has ${keys.length === 0 ? 'no numeric field' : `no "reward" field among ${keys.join(', ')}`}: polar needs one number for the sample`,
-      );
-    return { reward, all, file: 'reward.json' };
+  if (json === null) return { all: { reward: fromText() }, file: 'reward.txt' };
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(json);
+  } catch {
+    throw new Error(`/logs/verifier/reward.json is not JSON: ${JSON.stringify(json.slice(0, 100))}`);
   }
-  const reward = fromText();
-  return { reward, all: { reward }, file: 'reward.txt' };
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+    throw new Error('/logs/verifier/reward.json must be an object ({"reward": x, …} or named metrics)');
+  // fromEntries defines own fields: a metric named __proto__ stays a metric, not a prototype.
+  const all: Record<string, number> = Object.fromEntries(Object.entries(parsed).filter(([, v]) => typeof v === 'number' && Number.isFinite(v)));
+  // Harbor falls back to reward.txt only when it parses (:121-129); a bad one is then no reward here.
+  if (!Object.hasOwn(all, 'reward') && text !== null) {
+    const n = text.trim() === '' ? NaN : Number(text.trim());
+    if (Number.isFinite(n)) all.reward = n;
+  }
+  return { all, file: 'reward.json' };
+}
+
+/** The sample's reward and the metric it is; or why there is none, and whether --reward-key would say. */
+export type RewardChoice = { reward: number; key: string } | { problem: string; needsKey: string[] | null };
+
+/**
+ * Which of a verifier's metrics is the sample's one reward (the number its advantages come from).
+ * Harbor itself never picks one: it aggregates each metric apart (metrics/base.py:30-35), and its
+ * tools read `reward` (e.g. trial/multi_step.py:254-258). So, in order:
+ * 1. `--reward-key NAME`: the metric NAME. A file whose only metric is `reward` (reward.txt, or a
+ *    plain {"reward": x}) gives that, so one flag serves a suite mixing plain and multi-metric tasks;
+ *    any other file without NAME did not report what the rollout scores: no reward (a forfeit, as a
+ *    missing reward is: the agent's code ran under the verifier, so it must not be a way out).
+ * 2. `reward` (reward.txt fills it in for a reward.json without one).
+ * 3. The only metric, when there is one.
+ * 4. Several metrics and no `reward`: no reward, and `needsKey` lists them (the task's shape, not
+ *    the agent's doing: `polar tasks check` reports such a task as needing --reward-key).
+ */
+export function chooseReward(all: Record<string, number>, rewardKey: string | null): RewardChoice {
+  const keys = Object.keys(all);
+  const has = (k: string) => Object.hasOwn(all, k);
+  if (rewardKey !== null) {
+    if (has(rewardKey)) return { reward: all[rewardKey]!, key: rewardKey };
+    if (keys.length === 1 && keys[0] === 'reward') return { reward: all.reward!, key: 'reward' };
+    return {
+      problem: `the verifier reported ${keys.length === 0 ? 'no metric' : `the metrics ${keys.join(', ')}`} but not ${rewardKey}, which --reward-key names as the reward`,
+      needsKey: null,
+    };
+  }
+  if (has('reward')) return { reward: all.reward!, key: 'reward' };
+  if (keys.length === 1) return { reward: all[keys[0]!]!, key: keys[0]! };
+  if (keys.length === 0) return { problem: '/logs/verifier/reward.json has no numeric field', needsKey: null };
+  return {
+    problem: `/logs/verifier/reward.json has several metrics (${keys.join(', ')}) and no "reward": pass --reward-key NAME to say which is the sample's reward`,
+    needsKey: keys,
+  };
 }
 
 /**

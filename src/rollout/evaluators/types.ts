@@ -27,6 +27,8 @@ export interface EvaluationInput {
   env: Record<string, string>;
   /** Where the evaluator's commands run (the sample's environment made it after the agent's processes died). */
   verification: Verification;
+  /** Which of a Harbor verifier's metrics is the sample's reward (`--reward-key`; null: chooseReward's rule). */
+  rewardKey: string | null;
   /** A Harbor verifier's network: the task's where task.toml says, else none unless the rollout runs with --network host. */
   verifierNetwork: 'host' | 'none';
   /** The task file's folder (hidden checkers), shown read-only to evaluators only; null: none. */

@@ -166,12 +166,14 @@ async function contextFor(w: Worker, job: SampleJob): Promise<{ ctx: StageContex
 
 /**
  * What a sample takes from its rollout's stored configuration rather than this machine's: its
- * acceptance rule, its budget and its group size. Everything else (harness, upstream, sandbox, where Harbor tasks run) is
+ * acceptance rule, its budget, its group size and which metric is its reward. Everything else (harness, upstream, sandbox, where Harbor tasks run) is
  * the worker's own.
  */
-export function storedSettings(rollout: RolloutRow, local: RolloutConfig): Pick<RolloutConfig, 'accept' | 'timeoutSec' | 'samples'> {
+export function storedSettings(rollout: RolloutRow, local: RolloutConfig): Pick<RolloutConfig, 'accept' | 'timeoutSec' | 'samples' | 'rewardKey'> {
   const c = rollout.config;
   return {
+    // Which metric is the reward: what the rollout's groups are scored by (--reward-key), on every worker alike.
+    rewardKey: typeof c.rewardKey === 'string' ? c.rewardKey : undefined,
     accept: typeof c.accept === 'string' ? c.accept : null,
     timeoutSec: typeof c.timeoutSec === 'number' ? c.timeoutSec : local.timeoutSec,
     samples: typeof c.samples === 'number' ? c.samples : rollout.samplesPerTask,

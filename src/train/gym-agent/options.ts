@@ -41,6 +41,8 @@ export interface GymAgentOptions {
   sandboxReadOnly?: string[];
   /** Where Harbor tasks' trials run: a container engine, or host (the default) in the sandbox. */
   environment?: 'host' | 'docker' | 'podman';
+  /** Which metric of a Harbor verifier's reward.json is the reward (`--reward-key`; harbor-rewards.ts). */
+  rewardKey?: string;
   outDir: string;
   /** The tasks `/run` rows may name (`task_id`), from `--tasks FILE`. */
   tasks?: { file: string; tasks: readonly RolloutTask[] };
@@ -104,5 +106,6 @@ export function rolloutConfig(options: GymAgentOptions): RolloutConfig {
     ...(options.limits ? { limits: options.limits } : {}),
     ...(options.sandboxReadOnly?.length ? { sandboxReadOnly: options.sandboxReadOnly } : {}),
     ...(options.environment && options.environment !== 'host' ? { environment: options.environment } : {}),
+    ...(options.rewardKey !== undefined ? { rewardKey: options.rewardKey } : {}),
   };
 }

@@ -50,6 +50,7 @@ const CONFIG_FLAGS = [
   ['--max-file-size', '100m'],
   ['--max-cpu-seconds', '60'],
   ['--environment', 'podman'],
+  ['--reward-key', 'correctness'],
 ].flat();
 
 /** The rollout's options that set no config field: where it runs, its queue's settings, output. */
@@ -115,6 +116,7 @@ describe('rollout flags → config: one mapping for a new run, a queued run and 
       limits: { maxProcs: 64, maxMemoryBytes: 2 * 1024 ** 3, maxFileSizeBytes: 100 * 1024 ** 2, maxCpuSeconds: 60 },
       sandboxReadOnly: [readOnly],
       environment: 'podman',
+      rewardKey: 'correctness',
     });
     expect(Object.keys(config)).toEqual([
       'harness',
@@ -136,6 +138,7 @@ describe('rollout flags → config: one mapping for a new run, a queued run and 
       'limits',
       'sandboxReadOnly',
       'environment',
+      'rewardKey',
     ]);
     expect(Object.keys(config.upstream)).toEqual(['url', 'kind', 'tokenizer', 'toolParser', 'temperature', 'topP', 'thinking']);
   });
@@ -154,7 +157,7 @@ describe('rollout flags → config: one mapping for a new run, a queued run and 
     // What a resume keeps whatever the command line says: what the group's samples are, and where
     // the interrupted run left its workspaces.
     const kept = Object.keys(local).filter((key) => !(key in overrides));
-    expect(kept).toEqual(['harness', 'command', 'samples', 'timeoutSec', 'outDir', 'accept', 'environment']);
+    expect(kept).toEqual(['harness', 'command', 'samples', 'timeoutSec', 'outDir', 'accept', 'environment', 'rewardKey']);
   });
 
   it('a resume with one sandbox or sampling flag overrides that field alone (the stored rest stays)', () => {
@@ -174,6 +177,11 @@ describe('rollout flags → config: one mapping for a new run, a queued run and 
     expect(config).toMatchObject({ upstream: { url: 'http://gpu:8000', kind: 'vllm' }, model: null, concurrency: 2, initWorkers: 2, postWorkers: 2 });
     expect(config).toMatchObject({ timeoutSec: 600, outDir: '', accept: null, keepWorkspaces: false, sandbox: 'bwrap' });
     // Absent rather than undefined: the stored JSON of older rollouts had no such keys.
-    for (const key of ['command', 'harnessBin', 'nodeBin', 'network', 'sandboxReadOnly', 'environment']) expect(config, key).not.toHaveProperty(key);
+    for (const key of ['command', 'harnessBin', 'nodeBin', 'network', 'sandboxReadOnly', 'environment', 'rewardKey'])
+      expect(config, key).not.toHaveProperty(key);
+  });
+
+  it('--reward-key needs a name', () => {
+    expect(() => parse(['--tasks', HARBOR_TASK, '--reward-key', ' '])).toThrow(/--reward-key needs the name of a metric/);
   });
 });

@@ -1,4 +1,5 @@
 import path from 'node:path';
+import chalk from 'chalk';
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { PolarError } from '../../../core/errors.js';
 import { HARNESS_NAMES } from '../../../harness/registry.js';
@@ -40,6 +41,7 @@ export interface RolloutOptions extends UpstreamFlags, SandboxFlags {
   node?: string;
   json?: boolean;
   environment?: HarborEnvironment;
+  rewardKey?: string;
   queue?: string;
   wait?: boolean;
   retries: number;
@@ -78,6 +80,16 @@ function harnessArg(value: string): string {
   throw err;
 }
 
+/** A metric's name as a reward.json field: any non-empty text (Harbor's keys are JSON strings, verifier.py:102-108). */
+export function rewardKeyArg(value: string): string {
+  if (value.trim() === '') {
+    const err = new InvalidArgumentError("--reward-key needs the name of a metric in the verifier's reward.json");
+    err.exitCode = 2;
+    throw err;
+  }
+  return value;
+}
+
 /** The `rollout` command's options, in help order. */
 export function addRolloutFlags(rollout: Command): Command {
   rollout
@@ -99,6 +111,11 @@ export function addRolloutFlags(rollout: Command): Command {
     .option('--db <file|url>', 'SQLite file, or postgres://… for a shared store (default: $POLAR_DB, else ./polar.db)')
     .option('--out <dir>', 'where workspaces and evaluators work (default: a new temporary folder)')
     .option('--accept <expr>', "mark accepted samples, e.g. 'reward>=1' (offline SFT generation; export --accepted)")
+    .option(
+      '--reward-key <name>',
+      'the metric of a Harbor verifier\'s reward.json that is the reward, when it has several (default: "reward", else its only one)',
+      rewardKeyArg,
+    )
     .option('--resume <rollout>', 'run only the samples of this rollout that did not end (after a crash or Ctrl-C)')
     .option('--keep-workspaces', 'keep each workspace after evaluation (default: removed; --resume also removes those an interrupted run left)');
   return addSandboxOptions(rollout)
@@ -163,6 +180,7 @@ export function flagFields(opts: RunFlags, sandbox: 'bwrap' | 'none', given: Giv
     sandboxReadOnly: opts.sandboxRo?.length ? readOnlyFrom(opts) : undefined,
     // The one asked for: a new run stores the engine chosen from it (newArgs), a resume the stored one.
     environment: opts.environment,
+    rewardKey: opts.rewardKey,
   };
 }
 
@@ -193,6 +211,8 @@ export const ON_RESUME: Readonly<Record<ConfigField, 'override' | 'stored'>> = {
   limits: 'override',
   sandboxReadOnly: 'override',
   environment: 'stored',
+  // Which metric is the reward is what the group's rewards mean: the samples that ended scored by it.
+  rewardKey: 'stored',
 };
 
 /** A new rollout's value for each field whose flag was not given (undefined: left out), in stored order. */
@@ -218,6 +238,7 @@ function newRunDefaults(opts: RunFlags, sandbox: 'bwrap' | 'none', environment: 
     sandboxReadOnly: undefined,
     // `host` is stored as no field at all, as rollouts from before containers have it.
     environment: environment !== 'host' ? environment : undefined,
+    rewardKey: undefined,
   };
 }
 
@@ -233,7 +254,8 @@ export function newArgs(opts: RunFlags, sandbox: 'bwrap' | 'none'): { tasks: Ret
     .filter(([, v]) => v === undefined)
     .map(([f]) => f);
   if (missing.length > 0) throw new PolarError('POLAR_USAGE', `a new rollout needs ${missing.join(', ')} (or --resume ROLLOUT to continue one)`);
-  const tasks = loadTasks(opts.tasks!);
+  // A Harbor dataset's invalid tasks are skipped, each said; the rest run.
+  const tasks = loadTasks(opts.tasks!, (line) => process.stderr.write(chalk.yellow(`${line}\n`)));
   if (builtin && tasks.some((t) => !t.harbor))
     throw new PolarError('POLAR_USAGE', `--harness ${opts.harness} runs Harbor tasks (folders with solution/ and tests/), not a JSONL task file`);
   const environment = harborEnvironment(

@@ -9,10 +9,12 @@ Task file: JSONL, one task per line:
    | {"type": "tests", "fail_to_pass": [...], "pass_to_pass": [...]} | {"type": "session-completed"},
    "timeout": SECONDS, "metadata": {...}, "network": "host", "setup_network": "host" | "none"}
 Harbor tasks: --tasks a task folder (instruction.md, task.toml, environment/, tests/, solution/) or
-a folder of them. On the host environment the workspace is the Dockerfile's COPY'd files at its
+a folder of them (a task that does not load is skipped with a notice giving its reasons; refused
+only when none loads; polar tasks check gives each task its verdict). On the host environment the workspace is the Dockerfile's COPY'd files at its
 WORKDIR (/app) with /logs beside it; RUN steps and the base image are not reproduced (listed once per
 task); tests/ appears at /tests only for the verifier, after the agent; reward.txt / reward.json give
-the reward (named rewards kept). --harness oracle / nop run solution/solve.sh / nothing, no model.
+the reward (every metric kept): the metric --reward-key names, else "reward", else the only one
+(several and none named: 0, with the reason; polar tasks check says so). --harness oracle / nop run solution/solve.sh / nothing, no model.
 --environment docker|podman (the default where \`<engine> info\` works): environment/ is built once per content
 (polar-harbor/<task>:<hash>), each sample runs in its own container of it (the harness's Node and
 CLI mounted read-only, the proxy through a bridge, --network none unless task.toml allows the
