@@ -85,5 +85,7 @@ describe.skipIf(noSandbox !== null)(`a reward.json of metrics only${noSandbox ? 
       needs_reward_key: ['correctness', 'style'],
       forfeit: expect.stringMatching(/several metrics \(correctness, style\) and no "reward": pass --reward-key NAME/),
     });
+    // The task's shape, which the verifier's lack of network does not explain: no network hint.
+    expect(sample.evaluator).not.toHaveProperty('network_hint');
   });
 });

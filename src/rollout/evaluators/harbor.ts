@@ -38,7 +38,9 @@ interface Seen {
 function explained(evaluation: Evaluation, files: Record<string, string>, input: EvaluationInput): Evaluation {
   const lost = typeof evaluation.record.forfeit === 'string' ? evaluation.record.forfeit : null;
   if (lost === null && evaluation.reward > 0) return evaluation;
-  const hint = input.task.harbor ? networkHint(input.task.harbor, input.verifierNetwork, { reward: evaluation.reward, forfeit: lost }) : null;
+  // A reward.json with several metrics and none named is the task's shape, not anything the network did.
+  const shaped = evaluation.record.needs_reward_key !== undefined;
+  const hint = input.task.harbor && !shaped ? networkHint(input.task.harbor, input.verifierNetwork, { reward: evaluation.reward, forfeit: lost }) : null;
   return {
     ...evaluation,
     record: { ...evaluation.record, ...(Object.keys(files).length > 0 ? { verifier_files: files } : {}), ...(hint ? { network_hint: hint } : {}) },
