@@ -43,6 +43,30 @@ describe.skipIf(!podman)(`Harbor features in podman${podman ? '' : ' (skipped: `
     expect(code).toBe(0);
   }, 300_000);
 
+  it('a healthcheck that never passes ends the sample in error before the agent, with the reason (no reward of 0)', async () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-e2e-unhealthy-'));
+    try {
+      const task = path.join(root, 'healthcheck-service');
+      fs.cpSync(path.join(FIXTURES, 'healthcheck-service'), task, { recursive: true });
+      const toml = fs.readFileSync(path.join(task, 'task.toml'), 'utf8');
+      fs.writeFileSync(
+        path.join(task, 'task.toml'),
+        toml
+          .replace('command = "test -s /run/svc/answer"', 'command = "test -e /run/svc/never"')
+          .replace('start_period_sec = 30', 'start_period_sec = 0')
+          .replace('retries = 3', 'retries = 2'),
+      );
+      const { check, stderr } = await tasksCheck(task, 'podman');
+      const [r] = check.results;
+      for (const run of [r!.oracle, r!.nop]) {
+        expect(run.reward, stderr).toBeNull();
+        expect(run.error).toMatch(/healthcheck failed after 2 consecutive tries \(exit 1\): test -e \/run\/svc\/never/);
+      }
+    } finally {
+      fs.rmSync(root, { recursive: true, force: true });
+    }
+  }, 300_000);
+
   it("a multi-step task runs its steps in order in one container, each verified: oracle 1 (step 2 appends to step 1's file), nop 0", async () => {
     const { code, check, stderr } = await tasksCheck('multi-step', 'podman');
     const [r] = check.results;
