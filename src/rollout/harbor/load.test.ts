@@ -328,6 +328,8 @@ describe("Harbor's separate verifier environment in task.toml", () => {
       workdir: '/srv',
       network: 'none',
       memoryBytes: 512 * 1024 ** 2,
+      // Inherited with the rest of [environment]: Harbor's default, config.py:325.
+      buildTimeoutSec: 600,
     });
     expect(t.shared).toMatchObject({ verifierMode: 'shared', artifacts: [], collect: [] });
     expect(t.shared).not.toHaveProperty('separateVerifier');
