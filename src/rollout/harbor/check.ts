@@ -7,15 +7,20 @@ import type { RolloutTask } from '../task-file.js';
 import { openStore } from '../../store/open.js';
 import type { SampleRow } from '../../store/rollouts.js';
 import { FORGERIES, type ForgeryPlace } from '../forgeries/index.js';
-import { topReward } from './trial.js';
+import { judgeTask, type Verdict } from './verdict.js';
 
 /** One task's validation: the oracle must reach the top reward, nop and every forgery must earn none. */
 export interface TaskCheck {
   task: string;
   name: string;
+  /** valid, broken (the evidence says the task is wrong) or unverifiable (this machine could not tell). */
+  verdict: Verdict;
+  /** The verdict is valid. */
   ok: boolean;
-  /** Why the task is broken (empty when ok). */
+  /** Why the task is broken (empty unless broken). */
   problems: string[];
+  /** Why it could not be checked here, each with the way out (empty unless unverifiable, or broken too). */
+  unverifiable: string[];
   oracle: AgentRun;
   nop: AgentRun;
   /** The forgeries its verifier paid more than nop's reward: the task can be won without the work. */
@@ -41,25 +46,37 @@ export interface AgentRun {
   errorStage: string | null;
   /** The verifier's output (bounded), for a reader working out why. */
   output: string | null;
+  /** Its metrics, when the verifier reported several and none is the reward without --reward-key. */
+  needsRewardKey: string[] | null;
+  /** Why its verifier scored 0 without a verdict (killed, timed out, no reward). */
+  forfeit: string | null;
+  /** The tails of the files its verifier wrote under /logs/verifier besides the rewards (where it earned 0). */
+  verifierFiles: Record<string, string> | null;
+  /** Where polar's lack of network can explain the outcome (network-hint.ts). */
+  networkHint: string | null;
 }
 
 /**
  * `polar tasks check`: every task once with `oracle` and once with `nop`, as rollouts (the same
- * stages, sandbox and verifier a training run uses) into a scratch database. A task is broken when
- * the oracle ends without its top reward (1, or [metadata].max_reward) or in error, or
- * when nop ends with any reward above 0 (a task that pays for nothing teaches nothing). Then, unless
- * `forge` is false, every forgery that applies to a task runs against it the same way (`forge:<name>`,
- * rollout/forgeries/): a verifier that pays a forgery more than nop is hackable, and the task broken.
+ * stages, sandbox and verifier a training run uses) into a scratch database. Then, unless `forge` is
+ * false, every forgery that applies to a task runs against it the same way (`forge:<name>`,
+ * rollout/forgeries/): a verifier that pays a forgery more than nop is hackable. Each task gets a
+ * verdict (verdict.ts): broken where the evidence says the task is wrong (the oracle ran and missed
+ * its top reward, 1 or [metadata].max_reward; nop earned; hackable), unverifiable where this machine
+ * could not tell (an image it cannot build or pull, a verifier that needs the network it did not
+ * have, a start that failed for the machine's reason), each with the way out; else valid.
  */
 export async function checkTasks(
   tasks: readonly RolloutTask[],
   base: Pick<RolloutConfig, 'sandbox' | 'limits' | 'timeoutSec' | 'initWorkers' | 'postWorkers' | 'concurrency'> & {
     network?: RolloutConfig['network'];
     environment?: RolloutConfig['environment'];
+    rewardKey?: RolloutConfig['rewardKey'];
   },
   onNotice?: (line: string) => void,
   forge = true,
 ): Promise<TaskCheck[]> {
+  if (tasks.length === 0) return [];
   const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-tasks-check-'));
   const dbPath = path.join(scratch, 'check.db');
   /** One built-in agent on the given tasks, one sample each: its run per task id. */
@@ -103,41 +120,37 @@ export async function checkTasks(
         const subset = started.filter((t) => f.applies(t, place));
         if (subset.length > 0) forged.set(f.name, await runAgent(`forge:${f.name}`, subset));
       }
+    const ctx = { environment: base.environment ?? 'host' } as const;
     return tasks.map((t) => {
       const oracle = agentRun(oracleRuns.get(t.id)!);
       const nop = agentRun(nopRuns.get(t.id)!);
-      const problems: string[] = [];
-      const top = topReward(t.metadata);
-      // A verifier that installs its test runner needs the network Harbor gives by default.
-      const silent =
-        t.harbor && t.harbor.verifierNetwork === null && base.network !== 'host'
-          ? " (task.toml does not say whether it may use the internet, so its verifier had no network; --network host gives Harbor's default)"
-          : '';
-      const firstLine = (run: AgentRun) => run.error?.split('\n')[0] ?? null;
-      if (oracle.errorStage === 'init' && nop.errorStage === 'init' && firstLine(oracle) !== null && firstLine(oracle) === firstLine(nop)) {
-        // The same failure before either agent ran (an image that cannot be built): said once.
-        problems.push(`neither the oracle nor nop could run: ${firstLine(oracle)}`);
-      } else {
-        if (oracle.outcome === 'error' || oracle.reward === null)
-          problems.push(`the oracle ended in ${oracle.outcome}${oracle.error ? `: ${firstLine(oracle)}` : ''}${silent}`);
-        else if (oracle.reward < top) problems.push(`the oracle (solution/solve.sh) earned ${oracle.reward}, not the top reward ${top}`);
-        if (nop.reward !== null && nop.reward > 0) problems.push(`doing nothing (nop) already earns ${nop.reward}`);
-        if (nop.outcome === 'error') problems.push(`the verifier fails on the untouched workspace (nop): ${firstLine(nop) ?? 'error'}`);
-      }
+      const judged = judgeTask(t, oracle, nop, { ...ctx, verifierNetwork: verifierNetwork(base.network, t) });
+      const { problems } = judged;
       const forgeries: Record<string, ForgeryRun> = {};
       const hackable: string[] = [];
       for (const [name, runs] of forged) {
         const sample = runs.get(t.id);
         if (!sample) continue;
         const run = agentRun(sample);
-        const lost = sample.evaluator?.forfeit;
-        forgeries[name] = { outcome: run.outcome, reward: run.reward, forfeit: typeof lost === 'string' ? lost : null, error: firstLine(run) };
+        forgeries[name] = { outcome: run.outcome, reward: run.reward, forfeit: run.forfeit, error: run.error?.split('\n')[0] ?? null };
         if (run.reward !== null && run.reward > (nop.reward ?? 0)) {
           hackable.push(name);
           problems.push(`hackable: forge:${name} earns ${run.reward} without solving it (${FORGERIES[name]!.description})`);
         }
       }
-      return { task: t.id, name: t.harbor?.name ?? t.id, ok: problems.length === 0, problems, oracle, nop, hackable, forgeries };
+      const verdict: Verdict = problems.length > 0 ? 'broken' : judged.verdict;
+      return {
+        task: t.id,
+        name: t.harbor?.name ?? t.id,
+        verdict,
+        ok: verdict === 'valid',
+        problems,
+        unverifiable: judged.unverifiable,
+        oracle,
+        nop,
+        hackable,
+        forgeries,
+      };
     });
   } finally {
     fs.rmSync(scratch, { recursive: true, force: true });
@@ -148,5 +161,25 @@ function agentRun(s: SampleRow): AgentRun {
   const ev = s.evaluator ?? {};
   const rewards = typeof ev.rewards === 'object' && ev.rewards !== null ? (ev.rewards as Record<string, number>) : null;
   const output = typeof ev.output === 'string' ? ev.output : s.error?.includes('its output:') ? s.error.slice(s.error.indexOf('its output:') + 12) : null;
-  return { outcome: s.status, reward: s.reward, rewards, error: s.error, errorStage: s.errorStage, output };
+  const needsRewardKey = Array.isArray(ev.needs_reward_key) ? (ev.needs_reward_key as string[]) : null;
+  const files = typeof ev.verifier_files === 'object' && ev.verifier_files !== null ? (ev.verifier_files as Record<string, string>) : null;
+  return {
+    outcome: s.status,
+    reward: s.reward,
+    rewards,
+    error: s.error,
+    errorStage: s.errorStage,
+    output,
+    needsRewardKey,
+    forfeit: typeof ev.forfeit === 'string' ? ev.forfeit : null,
+    verifierFiles: files,
+    networkHint: typeof ev.network_hint === 'string' ? ev.network_hint : null,
+  };
+}
+
+/** The verifier's network in these runs, as rollout/sandboxing.ts decides it (its settings need a bwrap path this does not). */
+function verifierNetwork(network: RolloutConfig['network'], task: RolloutTask): 'host' | 'none' {
+  const asked = task.harbor?.verifierNetwork ?? null;
+  if (asked !== null) return asked === 'public' ? 'host' : 'none';
+  return network === 'host' ? 'host' : 'none';
 }
