@@ -108,6 +108,17 @@ describe('a task verdict: broken only where the evidence says the task is wrong'
       error: 'task t needs a container engine: --environment podman (or docker). The host environment cannot run [environment.healthcheck]',
     });
     expect(judgeTask(task(), feature, feature, host).unverifiable[0]).toMatch(/needs a container engine.*not supported on this environment/);
+    // An error while the oracle ran (not solve.sh failing, which the verifier grades): the machine's.
+    const env = run({
+      outcome: 'error',
+      reward: null,
+      errorStage: 'run',
+      error: "task.toml sets SOLVER_KEY from $SOLVER_KEY, which is not set in polar's environment",
+    });
+    expect(judgeTask(task(), env, run(), host)).toMatchObject({
+      verdict: 'unverifiable',
+      unverifiable: [expect.stringMatching(/^the oracle could not run here: task.toml sets SOLVER_KEY/)],
+    });
     // The task names a user its own image does not have: the task's fault.
     const user = run({ outcome: 'error', reward: null, errorStage: 'init', error: "task.toml's agent.user bob is not a user in the image: no such user" });
     expect(judgeTask(task(), user, user, podman).verdict).toBe('broken');

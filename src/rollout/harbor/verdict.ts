@@ -130,6 +130,10 @@ function oracleReason(task: RolloutTask, oracle: RunEvidence, ctx: VerdictContex
     return { task: false, text: `the verifier could not run here: ${firstLine(oracle.error) ?? 'error'}` };
   if (oracle.outcome === 'error' && /has no solution\/ for the oracle/.test(oracle.error ?? ''))
     return { task: false, text: `${firstLine(oracle.error)}: the oracle cannot run (add solution/solve.sh to check the task)` };
+  // solve.sh failing is not an error (the verifier grades what it left): an error while the oracle
+  // ran is polar's or the engine's (an exec that failed, a [solution].env variable not set here).
+  if (oracle.outcome === 'error' && oracle.errorStage === 'run')
+    return { task: false, text: `the oracle could not run here: ${firstLine(oracle.error) ?? 'error'}` };
   const missed = oracle.outcome !== 'error' && oracle.reward !== null && oracle.reward < top;
   if (!missed && oracle.outcome !== 'error' && oracle.reward !== null) return null;
   const evidence = [oracle.output ?? '', ...Object.values(oracle.verifierFiles ?? {})].join('\n');
