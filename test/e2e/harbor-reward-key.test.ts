@@ -11,8 +11,8 @@ import { BIN } from './support.js';
 /**
  * A Harbor task whose verifier writes metrics only (no "reward"), as Harbor's rewardkit does
  * (packages/rewardkit/src/rewardkit/runner.py:345-354): the metrics are kept, the reward is the one
- * `--reward-key` names, and without it the sample scores 0 with a forfeit that says to pass it
- * (issue 32, 4). On the host environment (bubblewrap).
+ * `--reward-key` names, and without it the sample scores 0 with a forfeit that says to pass it and
+ * `polar tasks check` says so for the task (issue 32, 4). On the host environment (bubblewrap).
  */
 const run = promisify(execFile);
 const bwrap = findBwrap();
@@ -87,5 +87,24 @@ describe.skipIf(noSandbox !== null)(`a reward.json of metrics only${noSandbox ? 
     });
     // The task's shape, which the verifier's lack of network does not explain: no network hint.
     expect(sample.evaluator).not.toHaveProperty('network_hint');
+  });
+
+  it('polar tasks check says the task needs --reward-key (unverifiable here, not broken), and checks it with one', async () => {
+    const without = await polar(['tasks', 'check', task, '--environment', 'host', '--no-forge', '--json']);
+    type Run = { reward: number; needsRewardKey: string[] | null; networkHint: string | null };
+    const out = JSON.parse(without.stdout) as {
+      unverifiable: string[];
+      results: { verdict: string; problems: string[]; unverifiable: string[]; oracle: Run }[];
+    };
+    expect(out.unverifiable, without.stderr).toEqual(['metrics-only']);
+    expect(out.results[0]!.verdict).toBe('unverifiable');
+    expect(out.results[0]!.problems).toEqual([]);
+    expect(out.results[0]!.unverifiable).toEqual([expect.stringMatching(/several metrics \(correctness, style\) and no "reward": pass --reward-key NAME/)]);
+    expect(out.results[0]!.oracle.needsRewardKey).toEqual(['correctness', 'style']);
+    // The verifier's network explains nothing here: no hint.
+    expect(out.results[0]!.oracle.networkHint).toBeNull();
+    const keyed = await polar(['tasks', 'check', task, '--environment', 'host', '--no-forge', '--reward-key', 'correctness', '--json']);
+    expect(keyed.code, keyed.stdout + keyed.stderr).toBe(0);
+    expect(JSON.parse(keyed.stdout)).toMatchObject({ valid: ['metrics-only'], results: [{ verdict: 'valid', oracle: { reward: 1 }, nop: { reward: 0 } }] });
   });
 });
