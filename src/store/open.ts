@@ -1,11 +1,8 @@
 import { Store } from './store.js';
-import type { OpenDbOptions } from './db.js';
+import type { OpenStoreOptions } from './open-options.js';
 import { isPostgresUrl } from './postgres/url.js';
 
-export interface OpenStoreOptions extends OpenDbOptions {
-  /** Where a shared store reports that PostgreSQL went away or came back. */
-  onNotice?: (line: string) => void;
-}
+export type { OpenStoreOptions } from './open-options.js';
 
 /**
  * Opens the database a user named with `--db`: a SQLite file, or a shared PostgreSQL store

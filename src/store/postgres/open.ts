@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import type { OpenStoreOptions } from '../open.js';
+import type { OpenStoreOptions } from '../open-options.js';
 import { Store } from '../store.js';
 import { Postgres } from './client.js';
 import { journalPath, mirrorPath, prepareJournal } from './journal.js';
