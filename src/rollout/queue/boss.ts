@@ -1,5 +1,5 @@
-import { createHash } from 'node:crypto';
 import { PgBoss } from 'pg-boss';
+import { v5 as uuidv5 } from 'uuid';
 import { connectionUrl } from '../../store/postgres/password.js';
 
 /**
@@ -21,10 +21,16 @@ export function queueName(harness: string): string {
   return `polar-samples-${harness}`;
 }
 
-/** A sample's job id: the same sample always gets the same job, so enqueueing twice queues it once. */
+/**
+ * A sample's job id: the same sample always gets the same job, so enqueueing twice queues it once.
+ * A v5 UUID (the `uuid` package) of SHA-1 over `polar-sample:<sample id>`. v5 hashes the namespace's
+ * 16 bytes followed by the name, so the first 16 bytes of that string serve as the namespace and the
+ * rest as the name: the ids stay those polar stored in pg-boss queues before it used the library
+ * (boss.test.ts). A sample id (`<rollout>:<task>:<index>`) has at least 3 bytes, enough for 16.
+ */
 export function jobId(sampleId: string): string {
-  const h = createHash('sha1').update(`polar-sample:${sampleId}`).digest('hex');
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-${((parseInt(h.slice(16, 18), 16) & 0x3f) | 0x80).toString(16)}${h.slice(18, 20)}-${h.slice(20, 32)}`;
+  const bytes = Buffer.from(`polar-sample:${sampleId}`, 'utf8');
+  return uuidv5(bytes.subarray(16), bytes.subarray(0, 16));
 }
 
 /** How often pg-boss looks for expired leases and refreshes its counts (s); `POLAR_QUEUE_SUPERVISE_S`. */
