@@ -395,6 +395,7 @@ function answerFault(state: MockState, fault: FaultMode | undefined, route: Rout
   }
   if (fault === 'stall') return true; // never answers
   if (fault === 'bad-json') {
+    // Not sendJson on purpose: this fault sends a truncated body that is not JSON.
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end(route === 'generate' ? '{"text": "broken", "meta_info": {' : '{"id": "chatcmpl-broken", "choices": [');
     return true;

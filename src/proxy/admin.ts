@@ -3,7 +3,7 @@ import { PolarError } from '../core/errors.js';
 import { readBody } from '../core/http/body.js';
 import { tokenPresented } from '../core/http/guard.js';
 import type { PauseGate } from './pause.js';
-import { sendJson } from './reply.js';
+import { sendJson } from '../core/http/send.js';
 
 /** The proxy state a trainer drives between steps. */
 export interface AdminState {
@@ -38,19 +38,19 @@ export async function handleAdmin(
   switch (action) {
     case 'status':
       req.resume();
-      sendJson(res, 200, JSON.stringify(status()));
+      sendJson(res, 200, status());
       return;
     case 'resume':
       req.resume();
       state.gate.resume();
-      sendJson(res, 200, JSON.stringify(status()));
+      sendJson(res, 200, status());
       return;
     case 'pause': {
       const body = await jsonBody(req);
       const seconds = typeof body.drain_timeout_seconds === 'number' && body.drain_timeout_seconds >= 0 ? body.drain_timeout_seconds : 300;
       state.gate.pause();
       const drained = await state.gate.drained(seconds * 1000);
-      sendJson(res, 200, JSON.stringify({ ...status(), drained }));
+      sendJson(res, 200, { ...status(), drained });
       return;
     }
     case 'policy-version': {
@@ -60,7 +60,7 @@ export async function handleAdmin(
         throw new PolarError('POLAR_BAD_REQUEST', 'send {"version": V}: the policy version (a string or number) that serves calls from now on', 400);
       }
       state.policyVersion = String(version);
-      sendJson(res, 200, JSON.stringify(status()));
+      sendJson(res, 200, status());
     }
   }
 }

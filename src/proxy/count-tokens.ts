@@ -4,7 +4,8 @@ import { estimatePromptTokens } from '../providers/normalize.js';
 import type { Upstream } from '../upstream/types.js';
 import { parseJsonBody, readBody } from '../core/http/body.js';
 import { renderError, sendError } from './render-error.js';
-import { sendJson, toPolarError } from './reply.js';
+import { sendJson } from '../core/http/send.js';
+import { toPolarError } from './reply.js';
 
 /**
  * Anthropic `count_tokens` and Gemini `countTokens`, answered here: the request is decoded like a
@@ -28,7 +29,7 @@ export async function handleCountTokens(
       count = null; // the estimate below is still a useful answer
     }
     count ??= estimatePromptTokens(canonical.body.messages, canonical.body.tools);
-    sendJson(res, 200, JSON.stringify(shape.reply(count)));
+    sendJson(res, 200, shape.reply(count));
   } catch (err) {
     sendError(res, renderError(opts.codec, toPolarError(err)));
   }

@@ -13,7 +13,8 @@ import type { CallRecord } from './call-record.js';
 import { assistantMessageOf } from './assistant-message.js';
 import { KeepAlive } from './keepalive.js';
 import { renderError, sendError } from './render-error.js';
-import { sendJson, toPolarError } from './reply.js';
+import { sendJsonText } from '../core/http/send.js';
+import { toPolarError } from './reply.js';
 import { SseWriter } from './sse-writer.js';
 import { StreamCollector } from './stream-collector.js';
 import { parseAsBytes, prepareFromBytes, realize, requestFacts, type RequestFacts } from './wire-body.js';
@@ -189,7 +190,7 @@ async function completeCall({ res, call, ctx, request, upstreamReq, signal }: Ca
     tokens,
     assistantMessage: reply,
   });
-  sendJson(res, 200, text);
+  sendJsonText(res, 200, text);
   return { tokens, reply };
 }
 

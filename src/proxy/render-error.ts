@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { PolarError } from '../core/errors.js';
 import type { ProviderCodec } from '../providers/types.js';
-import { sendJson } from './reply.js';
+import { sendJsonText } from '../core/http/send.js';
 
 /** An error reply before any bytes went out, in the caller's provider shape, serialised once. */
 export interface RenderedError {
@@ -20,5 +20,5 @@ export function renderError(codec: ProviderCodec, err: PolarError): RenderedErro
 }
 
 export function sendError(res: ServerResponse, rendered: RenderedError, headers: Record<string, string> = {}): void {
-  sendJson(res, rendered.status, rendered.text, headers);
+  sendJsonText(res, rendered.status, rendered.text, headers);
 }

@@ -1,8 +1,5 @@
 import { PolarError } from '../core/errors.js';
 
-/** The proxy's replies are serialized already (codecs render them): the shared sender of text that is JSON. */
-export { sendJsonText as sendJson } from '../core/http/send.js';
-
 /** Anything thrown inside a call, as a PolarError; an aborted call is always reported as such. */
 export function toPolarError(err: unknown, signal?: AbortSignal): PolarError {
   if (signal?.aborted) return new PolarError('POLAR_CLIENT_ABORTED', 'harness disconnected', 499, { cause: err });

@@ -24,7 +24,8 @@ import { PauseGate } from './pause.js';
 import { lookupResponse, safeParse } from './recorded-response.js';
 import { effectivePolicy, type SamplingPolicy } from '../upstream/sampling-policy.js';
 import { renderError, sendError } from './render-error.js';
-import { sendJson, toPolarError } from './reply.js';
+import { sendJson } from '../core/http/send.js';
+import { toPolarError } from './reply.js';
 import { detectProvider, matchRoute, SUPPORTED_ROUTES, type Route } from './route.js';
 
 export interface ProxyOptions {
@@ -235,7 +236,7 @@ async function dispatch(ctx: ProxyContext, route: Route, req: IncomingMessage, r
   // Routes that are not model calls: answered before the caller is identified, never recorded.
   if (route.kind === 'health') {
     req.resume();
-    sendJson(res, 200, JSON.stringify({ ok: true, inFlight: ctx.inFlight }));
+    sendJson(res, 200, { ok: true, inFlight: ctx.inFlight });
     return;
   }
   if (route.kind === 'probe') {
@@ -250,7 +251,7 @@ async function dispatch(ctx: ProxyContext, route: Route, req: IncomingMessage, r
   switch (route.kind) {
     case 'models':
       req.resume();
-      sendJson(res, 200, JSON.stringify(modelList(ctx.options.servedModel, route.flavor)));
+      sendJson(res, 200, modelList(ctx.options.servedModel, route.flavor));
       return;
     case 'count-tokens':
       await handleCountTokens(req, res, {
