@@ -7,7 +7,9 @@ import { isRecord } from '../core/chat.js';
  * `http://127.0.0.1:PORT/s/<session>/v1` sends `/s/<session>/v1/messages`: the prefix names the
  * session and the rest is the provider path. Detection goes by path first (a known endpoint, also
  * under an extra prefix such as `/openai/v1/chat/completions`), then, for a POST to any other
- * path, by headers and body shape (see `detectProvider`).
+ * path, by headers and body shape (see `detectProvider`). This, not the shared core/http/router.ts (which
+ * mock-server, replay and gym-agent use), is what the proxy routes with: a method + path-pattern
+ * table cannot say "this suffix under any prefix" or "this body's shape".
  */
 export type Route =
   | { kind: 'model-call'; provider: ProviderName; apiPath: string; pathSession: string | null; stream?: boolean }

@@ -1,6 +1,9 @@
 /**
- * The routing every polar HTTP server shares (the capture proxy's session paths, mock-server,
- * `replay --serve`, `gym-agent`): a method and a path pattern name a handler. A pattern is exact
+ * The routing polar's fixed-API HTTP servers share (mock-server, `replay --serve`, `gym-agent`): a
+ * method and a path pattern name a handler. The capture proxy does not route through it: its own
+ * classifier (src/proxy/route.ts `matchRoute`) names the API by a path's suffix under any prefix, by
+ * Google's `:method` segment, and for a POST to an unknown path by the body's shape, none of which a
+ * method + pattern table says (bench/RESULTS.md, "HTTP routing layer: the choice"). A pattern is exact
  * segments, `:name` segments (one non-empty segment, percent-decoded, into `params.name`), and an
  * optional last `*` (the rest of the path, from its `/`, into `params['*']`). An exact path is one
  * map lookup; patterns live in a tree of segments, where an exact segment wins over a `:param`, and
