@@ -3,6 +3,7 @@ import path from 'node:path';
 import { isRecord } from '../core/chat.js';
 import { PolarError } from '../core/errors.js';
 import type { HarborTrial } from './harbor/types.js';
+import { isDir } from '../core/fs-kind.js';
 
 /**
  * The rollout task file: JSONL, one task per line (blank lines and lines starting with `#` are
@@ -233,12 +234,4 @@ function validateEvaluator(value: unknown, at: At): TaskEvaluator | null {
 
 function positive(v: unknown): boolean {
   return typeof v === 'number' && Number.isFinite(v) && v > 0;
-}
-
-function isDir(p: string): boolean {
-  try {
-    return fs.statSync(p).isDirectory();
-  } catch {
-    return false;
-  }
 }

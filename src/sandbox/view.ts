@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { isDir } from '../core/fs-kind.js';
 
 /**
  * The host's part of a sandbox's file system, the same for every command of a process: read once
@@ -206,14 +207,6 @@ function readLink(p: string): string | null {
     return fs.readlinkSync(p);
   } catch {
     return null;
-  }
-}
-
-function isDir(p: string): boolean {
-  try {
-    return fs.statSync(p).isDirectory();
-  } catch {
-    return false;
   }
 }
 

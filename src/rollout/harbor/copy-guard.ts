@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { isLink } from '../../core/fs-kind.js';
 
 /**
  * The host environment's COPY reads from the task's environment/ and writes into the sample's
@@ -101,14 +102,6 @@ export function folderEscapes(context: string, dir: string, kept: (abs: string, 
   };
   walk(dir);
   return out;
-}
-
-function isLink(p: string): boolean {
-  try {
-    return fs.lstatSync(p).isSymbolicLink();
-  } catch {
-    return false;
-  }
 }
 
 function linkTarget(p: string): string {

@@ -12,6 +12,7 @@ import { hasSteps, readSteps, type StepDefaults } from './steps.js';
 import { network, readEnvironmentTable, type Report, seconds, stageUser, stringMap } from './toml-fields.js';
 import type { HarborTrial } from './types.js';
 import { readVerifierSetup, type VerifierSetup } from './verifier-config.js';
+import { isDir, isFile, isLink } from '../../core/fs-kind.js';
 
 /**
  * Harbor's defaults (config.py:465 verifier timeout) and the usual image working directory. Line
@@ -405,34 +406,10 @@ function readText(file: string): string | null {
   }
 }
 
-function isFile(p: string): boolean {
-  try {
-    return fs.statSync(p).isFile();
-  } catch {
-    return false;
-  }
-}
-
-function isLink(p: string): boolean {
-  try {
-    return fs.lstatSync(p).isSymbolicLink();
-  } catch {
-    return false;
-  }
-}
-
 function realOrNull(p: string): string | null {
   try {
     return fs.realpathSync(p);
   } catch {
     return null;
-  }
-}
-
-function isDir(p: string): boolean {
-  try {
-    return fs.statSync(p).isDirectory();
-  } catch {
-    return false;
   }
 }

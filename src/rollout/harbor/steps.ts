@@ -4,6 +4,7 @@ import { isRecord } from '../../core/chat.js';
 import { readHealthcheck } from './features.js';
 import { seconds, stringMap, type Report } from './toml-fields.js';
 import type { HarborStep, HarborTrial } from './types.js';
+import { isDir, isFile } from '../../core/fs-kind.js';
 
 /**
  * A multi-step task's [[steps]] (models/task/config.py:662-722) and their folders
@@ -127,20 +128,4 @@ function readMinReward(v: unknown, field: string, at: Report): Record<string, nu
   if (isRecord(v) && Object.values(v).every((x) => typeof x === 'number' && Number.isFinite(x))) return v as Record<string, number>;
   at('task.toml', field, 'a number (the least `reward`) or a table of them by metric');
   return null;
-}
-
-function isDir(p: string): boolean {
-  try {
-    return fs.statSync(p).isDirectory();
-  } catch {
-    return false;
-  }
-}
-
-function isFile(p: string): boolean {
-  try {
-    return fs.statSync(p).isFile();
-  } catch {
-    return false;
-  }
 }
