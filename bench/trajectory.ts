@@ -3,12 +3,22 @@
  * prompts grow as real agent sessions do (each call's prompt = the previous prompt + its answer +
  * new context), reconstructed and verified with each strategy in a fresh process, so each row's
  * peak RSS is its own. Tokens are counted in per-request form (every call's prompt + sampled ids),
- * the work a strategy has to read.
+ * the work a strategy has to read. Each row runs twice: in-process (`library`: the generator alone,
+ * nothing written) and as a user runs it (`cli`: `polar reconstruct --out /dev/null` and
+ * `polar verify-faithfulness`, wall time including Node's start-up and the JSONL written).
  *
- *   npx tsx bench/trajectory.ts            (1,000 sessions, ~86 M tokens; appends to bench/RESULTS.md)
- *   npx tsx bench/trajectory.ts --quick    (100 sessions)
+ *   npx tsx bench/trajectory.ts                    (1,000 sessions, ~86 M tokens)
+ *   npx tsx bench/trajectory.ts --quick            (100 sessions)
+ *   npx tsx bench/trajectory.ts --sessions 100,1000 --baseline /tmp/traj-before --rounds 3
+ *
+ * `--sessions` runs each size in turn (linearity: tokens/s should not fall as the store grows).
+ * `--baseline DIR`: an earlier checkout, built (its bin/polar.js and dist/ for the cli rows; its
+ * bench/trajectory.ts --child for the library rows), run beside this one row by row, turn about, so
+ * "before" and "after" come from one run under the same load. `--rounds N`: each measurement N
+ * times, the fastest kept (the machine is shared; the fastest is the least disturbed). `--write`
+ * replaces the section in bench/RESULTS.md.
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -91,51 +101,112 @@ if (args[0] === '--child') {
   process.exit(0);
 }
 
-const quick = args.includes('--quick');
-const sessions = quick ? 100 : 1000;
-const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-bench-traj-'));
-const db = path.join(dir, 'synthetic.db');
-const genStart = performance.now();
-generate(db, sessions);
-process.stderr.write(
-  `generated ${sessions} sessions × ${CALLS} calls in ${((performance.now() - genStart) / 1000).toFixed(1)} s (${(fs.statSync(db).size / 2 ** 20).toFixed(0)} MiB)\n`,
-);
-const rows: string[] = [];
-for (const strategy of ['per-request', 'prefix-merging']) {
-  for (const what of ['reconstruct', 'verify'] as const) {
-    const out = execFileSync(process.execPath, [...process.execArgv, import.meta.filename, '--child', db, strategy, what], {
-      encoding: 'utf8',
-      maxBuffer: 1 << 20,
-    });
-    const r = JSON.parse(out) as Record<string, number>;
-    if (r.violations! > 0) throw new Error(`${strategy} ${what}: ${r.violations} violations on a synthetic database`);
-    const mtoks = r.tokens! / 1e6;
-    rows.push(
-      `| ${strategy} | ${what} | ${mtoks.toFixed(1)} M | ${r.seconds!.toFixed(2)} s | **${(mtoks / r.seconds!).toFixed(1)} M tokens/s** | ${r.traces} | ${r.maxRssMiB!.toFixed(0)} MiB |`,
-    );
-    process.stderr.write(`${rows.at(-1)}\n`);
-  }
+function flag(name: string): string | undefined {
+  const at = args.indexOf(name);
+  return at >= 0 ? args[at + 1] : undefined;
 }
-fs.rmSync(dir, { recursive: true, force: true });
+const quick = args.includes('--quick');
+const sizes = (flag('--sessions') ?? (quick ? '100' : '1000')).split(',').map(Number);
+const ROUNDS = Number(flag('--rounds') ?? 1);
+const BASELINE = flag('--baseline') ? path.resolve(flag('--baseline')!) : null;
+const HERE = path.resolve(import.meta.dirname, '..');
+const builds: { name: string; root: string }[] = [...(BASELINE ? [{ name: 'before', root: BASELINE }] : []), { name: BASELINE ? 'after' : 'this', root: HERE }];
+
+interface Run {
+  seconds: number;
+  traces?: number;
+  maxRssMiB?: number;
+}
+
+/** The library row: the build's own bench in --child mode, in a fresh process. */
+function libraryRun(root: string, db: string, strategy: string, what: 'reconstruct' | 'verify'): Run & { tokens: number } {
+  const out = execFileSync(process.execPath, [...process.execArgv, path.join(root, 'bench/trajectory.ts'), '--child', db, strategy, what], {
+    encoding: 'utf8',
+    maxBuffer: 1 << 20,
+  });
+  const r = JSON.parse(out) as Record<string, number>;
+  if (r.violations! > 0) throw new Error(`${root} ${strategy} ${what}: ${r.violations} violations on a synthetic database`);
+  return { tokens: r.tokens!, seconds: r.seconds!, traces: r.traces!, maxRssMiB: r.maxRssMiB! };
+}
+
+/** The cli row: bin/polar.js as a user runs it, timed from spawn to exit. */
+function cliRun(root: string, db: string, strategy: string, what: 'reconstruct' | 'verify'): Run {
+  const argv =
+    what === 'reconstruct'
+      ? ['reconstruct', '--db', db, '--strategy', strategy, '--out', '/dev/null']
+      : ['verify-faithfulness', '--db', db, '--strategy', strategy];
+  const start = performance.now();
+  const r = spawnSync(process.execPath, [path.join(root, 'bin/polar.js'), ...argv], { encoding: 'utf8', maxBuffer: 1 << 24 });
+  const seconds = (performance.now() - start) / 1000;
+  if (r.status !== 0) throw new Error(`${root} polar ${argv.join(' ')} exited ${r.status}: ${r.stderr}`);
+  return { seconds };
+}
+
+const rows: string[] = [];
+const rate = (tokens: number, r: Run) => tokens / 1e6 / r.seconds;
+for (const sessions of sizes) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-bench-traj-'));
+  const db = path.join(dir, 'synthetic.db');
+  const genStart = performance.now();
+  generate(db, sessions);
+  process.stderr.write(
+    `generated ${sessions} sessions × ${CALLS} calls in ${((performance.now() - genStart) / 1000).toFixed(1)} s (${(fs.statSync(db).size / 2 ** 20).toFixed(0)} MiB)\n`,
+  );
+  const store = Store.open(db, { readonly: true });
+  const tokens = tokensOf(store);
+  store.close();
+  for (const strategy of ['per-request', 'prefix-merging']) {
+    for (const what of ['reconstruct', 'verify'] as const) {
+      for (const mode of ['library', 'cli'] as const) {
+        // Builds in turns within a round, so a burst of load falls on both.
+        const best = new Map<string, Run>();
+        for (let round = 0; round < ROUNDS; round++) {
+          for (const b of builds) {
+            const r = mode === 'library' ? libraryRun(b.root, db, strategy, what) : cliRun(b.root, db, strategy, what);
+            const kept = best.get(b.name);
+            if (!kept || r.seconds < kept.seconds) best.set(b.name, r);
+          }
+        }
+        const cells = builds.map((b) => {
+          const r = best.get(b.name)!;
+          return `${r.seconds.toFixed(2)} s · **${rate(tokens, r).toFixed(1)}**${r.maxRssMiB ? ` · ${r.maxRssMiB.toFixed(0)} MiB` : ''}`;
+        });
+        const speedup = BASELINE ? ` | ${(best.get('before')!.seconds / best.get('after')!.seconds).toFixed(1)}×` : '';
+        rows.push(`| ${sessions} | ${strategy} | ${what} | ${mode} | ${(tokens / 1e6).toFixed(1)} M | ${cells.join(' | ')}${speedup} |`);
+        process.stderr.write(`${rows.at(-1)}\n`);
+      }
+    }
+  }
+  fs.rmSync(dir, { recursive: true, force: true });
+}
+const load = os
+  .loadavg()
+  .map((l) => l.toFixed(2))
+  .join(' ');
+const header = builds.map((b) => `${b.name}: time · M tokens/s · peak RSS`).join(' | ');
 const report = `
 ## Trajectories: reconstruct and verify
 
-\`npx tsx bench/trajectory.ts\`: a synthetic database of ${sessions} sessions × ${CALLS} calls whose prompts grow as agent
-sessions do (each prompt = the previous prompt + its ${SAMPLED} sampled ids + ${CONTEXT} new context tokens; ${BASE}-token
-first prompt), read from SQLite and reconstructed (and, for verify, reconstructed and checked token by token
-against the recordings) in a fresh process per row. Tokens are per-request form (every call's prompt +
-sampled ids). Machine: ${os.cpus()[0]?.model ?? 'unknown'}, ${os.cpus().length} cores, Node ${process.version}, ${new Date().toISOString().slice(0, 10)}${quick ? ' (--quick)' : ''}.
+\`npx tsx bench/trajectory.ts ${args.filter((a) => a !== '--write').join(' ')}\`: synthetic databases of ${sizes.join(' and ')} sessions × ${CALLS} calls whose
+prompts grow as agent sessions do (each prompt = the previous prompt + its ${SAMPLED} sampled ids + ${CONTEXT} new context tokens; ${BASE}-token
+first prompt), stored as polar stores them (each prompt a delta against the call before), read from SQLite and
+reconstructed (and, for verify, reconstructed and checked token by token against the recordings and their
+capture digests) in a fresh process per measurement. \`library\`: the generator alone, in-process; \`cli\`:
+\`polar reconstruct --out /dev/null\` / \`polar verify-faithfulness\`, wall time from spawn to exit (Node's
+start-up and, for reconstruct, the JSONL included). Tokens are per-request form (every call's prompt + sampled
+ids). Fastest of ${ROUNDS}${BASELINE ? `, builds in turns (before: ${path.basename(BASELINE)})` : ''}. Machine: ${os.cpus()[0]?.model ?? 'unknown'}, ${os.cpus().length} cores, Node ${process.version}, ${new Date().toISOString().slice(0, 10)}, 1/5/15-min load ${load} at the end.
 
-| strategy | work | tokens | time | throughput | traces | peak RSS |
-|---|---|---:|---:|---:|---:|---:|
+| sessions | strategy | work | path | tokens | ${header}${BASELINE ? ' | speed-up' : ''} |
+|---:|---|---|---|---:|${builds.map(() => '---:|').join('')}${BASELINE ? '---:|' : ''}
 ${rows.join('\n')}
 
-Target: ≥ 20 M tokens/s for prefix-merging, memory flat in the number of sessions (one session in memory at a time).
+Target: ≥ 20 M tokens/s on 1,000 sessions, the same rate at 100 (linear in tokens), memory flat in the number of sessions (one session in memory at a time).
 `;
 process.stdout.write(report);
-if (!quick) {
+if (args.includes('--write')) {
   const file = path.resolve(import.meta.dirname, 'RESULTS.md');
   const current = fs.readFileSync(file, 'utf8');
   const at = current.indexOf('\n## Trajectories: reconstruct and verify');
-  fs.writeFileSync(file, (at >= 0 ? current.slice(0, at) : `${current.trimEnd()}\n`) + report);
+  const next = at >= 0 ? current.indexOf('\n## ', at + 1) : -1;
+  fs.writeFileSync(file, (at >= 0 ? current.slice(0, at) : `${current.trimEnd()}\n`) + report + (next >= 0 ? current.slice(next) : ''));
 }
