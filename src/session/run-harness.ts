@@ -2,7 +2,7 @@ import { PolarError } from '../core/errors.js';
 import { newId } from '../core/ids.js';
 import { type HarnessExit, runHarnessProcess } from '../core/process/harness-process.js';
 import type { RunningProxy } from '../proxy/server.js';
-import { tokenizerField } from '../proxy/server.js';
+import { tokenizerField } from '../proxy/session-row.js';
 import { masterKeyFile, readMaster, SessionKeys } from '../proxy/session-keys.js';
 import { checkWorkdir, type Jail, privateSocketPath } from '../sandbox/index.js';
 import { openStore } from '../store/open.js';
