@@ -23,7 +23,8 @@ import { initStage, postStage, runStage, type Prepared, type Ran, type StageCont
 import { removeWorkspace, workspaceDir } from './workspace.js';
 import { groupFirstPrompts } from './group-first-prompts.js';
 import type { RolloutTask } from './task-file.js';
-import { harborPreflight, isBuiltinAgent } from './harbor/trial.js';
+import { isBuiltinAgent } from './agents/builtin.js';
+import { harborPreflight } from './harbor/trial.js';
 
 export interface RolloutRun {
   dbPath: string;

@@ -2,19 +2,15 @@ import path from 'node:path';
 import { newId } from '../core/ids.js';
 import { baseEnvironment } from '../harness/env.js';
 import { runHarness } from '../session/run-harness.js';
-import type { InsidePaths, SandboxSettings } from '../sandbox/index.js';
-import type { SessionKeys } from '../proxy/session-keys.js';
-import type { Harness } from '../harness/types.js';
+import type { InsidePaths } from '../sandbox/index.js';
 import type { SampleEnd, SampleRow } from '../store/rollouts.js';
-import type { SampleLedger } from './ledger.js';
 import type { Store } from '../store/store.js';
 import { sessionTraces, usableCalls, emptyStats } from '../trajectory/reconstruct.js';
 import { prefixMerging } from '../trajectory/strategies/prefix-merging.js';
-import type { AcceptFacts } from './accept.js';
-import type { RolloutConfig, RolloutEvent } from './config.js';
 import { evaluate } from './evaluators/registry.js';
 import type { Evaluation } from './evaluators/types.js';
-import { finishSteps, runSteps, type StepOps, type StepsSoFar } from './step-stages.js';
+import { finishSteps, runSteps, type StepOps } from './step-stages.js';
+import type { Prepared, Ran, StageContext } from './stage-types.js';
 import type { RolloutTask } from './task-file.js';
 import { harnessNetwork, rolloutInsidePaths, verifierNetwork } from './sandboxing.js';
 import { isBuiltinAgent, runBuiltinAgent } from './agents/builtin.js';
@@ -23,61 +19,10 @@ import { openEnvironment } from './environments/registry.js';
 import type { SampleEnvironment } from './environments/types.js';
 import { localStateDir } from '../store/postgres/url.js';
 import { StageError } from './stage-error.js';
-import { removeWorkspace, workspaceDir, type PreparedWorkspace } from './workspace.js';
+import { removeWorkspace, workspaceDir } from './workspace.js';
 
-/** What every stage shares: no globals; a rollout builds one and passes it in. */
-export interface StageContext {
-  rolloutId: string;
-  /** Where the session's calls are captured (and read back for the evaluator). */
-  store: Store;
-  /** Where samples move through their stages and end. */
-  ledger: SampleLedger;
-  dbPath: string;
-  config: RolloutConfig;
-  tasks: ReadonlyMap<string, RolloutTask>;
-  /** null for the built-in agents (`oracle`, `nop`), which run without a model. */
-  harness: Harness | null;
-  proxyUrl: string;
-  /** Mints each session's key for the proxy at `proxyUrl`, which accepts a session's calls only with it. */
-  sessionKeys: SessionKeys;
-  model: string;
-  contextWindow: number | null;
-  accept: ((facts: AcceptFacts) => boolean) | null;
-  /** How every command of a sample is isolated (sandboxing.ts says which network each gets). */
-  sandbox: SandboxSettings;
-  /** The proxy's Unix socket, for proxy-only sandboxes (null with `--sandbox none`). */
-  proxySocket: string | null;
-  secrets: readonly string[];
-  /** The task file's folder, for evaluators' own files (`$POLAR_TASKS_DIR`). */
-  tasksDir: string | null;
-  emit: (event: RolloutEvent) => void;
-  onNotice: (line: string) => void;
-  /** Set on Ctrl-C: no new work starts; what runs is recorded as interrupted. */
-  stopping: () => boolean;
-  /** The harness's version, learned from the first session (undefined until then). */
-  harnessVersion?: string | null;
-}
-
-/** A sample past INIT: its prepared workspace and its budget. */
-export interface Prepared {
-  sample: SampleRow;
-  task: RolloutTask;
-  sessionId: string;
-  workspace: PreparedWorkspace;
-  deadline: number;
-  startedAt: number;
-  timing: Record<string, number>;
-  /** Where the sample lives from INIT to its verdict (environments/: the host sandbox or a container). */
-  environment: SampleEnvironment;
-}
-
-/** A sample past RUNNING: how its harness run ended. */
-export interface Ran extends Prepared {
-  sessionStatus: 'completed' | 'failed' | 'timeout';
-  exitCode: number | null;
-  /** A multi-step task's steps verified during RUNNING (all but the last), and why the rest were not run. */
-  steps?: StepsSoFar;
-}
+// The stages' shared shapes live in stage-types.ts, which step-stages.ts imports without this file.
+export type { Prepared, Ran, StageContext } from './stage-types.js';
 
 const toolEnv = () => baseEnvironment();
 

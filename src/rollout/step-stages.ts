@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { Evaluation } from './evaluators/types.js';
 import { combinedEvaluation, mergeStepTests, type StepOutcome, stepTask, stopAfter } from './harbor/multi-step.js';
 import type { HarborStep } from './harbor/types.js';
-import type { Prepared, Ran, StageContext } from './stages.js';
+import type { Prepared, Ran, StageContext } from './stage-types.js';
 import type { RolloutTask } from './task-file.js';
 import { baseEnvironment } from '../harness/env.js';
 import { harnessNetwork } from './sandboxing.js';
@@ -18,12 +18,6 @@ import { StageError } from './stage-error.js';
  * from the steps' (multi-step.ts). The harness's runs share the sample's session: each step's
  * calls are its traces.
  */
-
-/** The steps verified during RUNNING, and why the rest were not run (null: all ran). */
-export interface StepsSoFar {
-  done: StepOutcome[];
-  stopped: string | null;
-}
 
 /** What the stages lend the steps: the agent once, the evaluator once, a failure recorded. */
 export interface StepOps {

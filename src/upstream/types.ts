@@ -1,5 +1,5 @@
 import type { CanonicalRequest, ChatCompletion, ChatCompletionChunk, ChatMessage } from '../core/chat.js';
-import type { ThinkingSetting } from './sampling-policy.js';
+import type { ThinkingSetting } from './thinking.js';
 import type { CapturedTokens, TokenDelta } from '../core/tokens.js';
 
 export type UpstreamKind = 'vllm' | 'openai' | 'vllm-tito' | 'sglang-tito' | 'nemo-rl';

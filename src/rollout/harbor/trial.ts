@@ -9,7 +9,6 @@ import { dockerIgnored } from './dockerignore.js';
 import type { HarborTrial } from './types.js';
 import { hostRefusal, hostUserNotice } from './features.js';
 
-export { BUILTIN_AGENTS, isBuiltinAgent, type BuiltinAgent } from '../agents/builtin.js';
 export { resolveEnv } from './env.js';
 
 /**

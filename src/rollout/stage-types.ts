@@ -1,0 +1,78 @@
+import type { SandboxSettings } from '../sandbox/index.js';
+import type { SessionKeys } from '../proxy/session-keys.js';
+import type { Harness } from '../harness/types.js';
+import type { SampleRow } from '../store/rollouts.js';
+import type { Store } from '../store/store.js';
+import type { AcceptFacts } from './accept.js';
+import type { RolloutConfig, RolloutEvent } from './config.js';
+import type { SampleEnvironment } from './environments/types.js';
+import type { StepOutcome } from './harbor/multi-step.js';
+import type { SampleLedger } from './ledger.js';
+import type { RolloutTask } from './task-file.js';
+import type { PreparedWorkspace } from './workspace.js';
+
+/**
+ * The shapes the rollout stages share: the context a rollout builds once and a sample as it moves
+ * past INIT and RUNNING. Apart from stages.ts so that step-stages.ts (a multi-step task's RUNNING,
+ * which stages.ts calls) can name them without importing the module that imports it.
+ */
+
+/** What every stage shares: no globals; a rollout builds one and passes it in. */
+export interface StageContext {
+  rolloutId: string;
+  /** Where the session's calls are captured (and read back for the evaluator). */
+  store: Store;
+  /** Where samples move through their stages and end. */
+  ledger: SampleLedger;
+  dbPath: string;
+  config: RolloutConfig;
+  tasks: ReadonlyMap<string, RolloutTask>;
+  /** null for the built-in agents (`oracle`, `nop`), which run without a model. */
+  harness: Harness | null;
+  proxyUrl: string;
+  /** Mints each session's key for the proxy at `proxyUrl`, which accepts a session's calls only with it. */
+  sessionKeys: SessionKeys;
+  model: string;
+  contextWindow: number | null;
+  accept: ((facts: AcceptFacts) => boolean) | null;
+  /** How every command of a sample is isolated (sandboxing.ts says which network each gets). */
+  sandbox: SandboxSettings;
+  /** The proxy's Unix socket, for proxy-only sandboxes (null with `--sandbox none`). */
+  proxySocket: string | null;
+  secrets: readonly string[];
+  /** The task file's folder, for evaluators' own files (`$POLAR_TASKS_DIR`). */
+  tasksDir: string | null;
+  emit: (event: RolloutEvent) => void;
+  onNotice: (line: string) => void;
+  /** Set on Ctrl-C: no new work starts; what runs is recorded as interrupted. */
+  stopping: () => boolean;
+  /** The harness's version, learned from the first session (undefined until then). */
+  harnessVersion?: string | null;
+}
+
+/** A sample past INIT: its prepared workspace and its budget. */
+export interface Prepared {
+  sample: SampleRow;
+  task: RolloutTask;
+  sessionId: string;
+  workspace: PreparedWorkspace;
+  deadline: number;
+  startedAt: number;
+  timing: Record<string, number>;
+  /** Where the sample lives from INIT to its verdict (environments/: the host sandbox or a container). */
+  environment: SampleEnvironment;
+}
+
+/** A sample past RUNNING: how its harness run ended. */
+export interface Ran extends Prepared {
+  sessionStatus: 'completed' | 'failed' | 'timeout';
+  exitCode: number | null;
+  /** A multi-step task's steps verified during RUNNING (all but the last), and why the rest were not run. */
+  steps?: StepsSoFar;
+}
+
+/** The steps verified during RUNNING, and why the rest were not run (null: all ran). */
+export interface StepsSoFar {
+  done: StepOutcome[];
+  stopped: string | null;
+}
