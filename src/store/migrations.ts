@@ -5,7 +5,9 @@ import { storeAsDeltas } from './migrate-deltas.js';
 /**
  * Numbered schema migrations. `PRAGMA user_version` holds the number of the last one applied;
  * an upgrade runs them all in one transaction (db.ts migrate). Append only: never edit a migration that has shipped.
- * Times are milliseconds since the Unix epoch (UTC).
+ * Times are milliseconds since the Unix epoch (UTC). A change to a table the shared store holds
+ * (postgres/tables.ts) needs its twin in postgres/schema.ts: test/integration/postgres-schema.test.ts
+ * compares the two live schemas column by column.
  */
 /** A step: SQL, or a function for what SQL cannot do (it runs inside the upgrade's transaction). */
 export type Migration = string | ((db: Db) => void);

@@ -15,6 +15,10 @@ import type { Postgres } from './client.js';
  * - `_xid`: the transaction that last wrote the row (set by a trigger), so a reader's local mirror
  *   pulls exactly what changed since its last pull (mirror.ts).
  *
+ * Both schemas are append-only histories, so neither is generated from the other: a migration added
+ * on one side needs its twin here, and test/integration/postgres-schema.test.ts compares the two
+ * live schemas column by column (name, type class, nullability, default, CHECK values).
+ *
  * Numbered like the SQLite migrations, append only; `polar_meta.schema_version` holds the last one
  * applied, and every step runs in one transaction under an advisory lock so two processes opening a
  * new database at once cannot both apply it.
