@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { meaningfulTail, readLogTail } from './log-tail.js';
+import { removeTree } from '../../test/support/remove-tree.js';
 
 describe('meaningfulTail', () => {
   it("finds the cause in a Node crash, past its stack, its error object and Node's footer", () => {
@@ -48,7 +49,7 @@ describe('readLogTail', () => {
       expect(meaningfulTail(tail)).toEqual(['bwrap: execvp claude: No such file or directory']);
       expect(readLogTail(path.join(dir, 'missing.log'))).toBeNull();
     } finally {
-      fs.rmSync(dir, { recursive: true, force: true });
+      removeTree(dir);
     }
   });
 });

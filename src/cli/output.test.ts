@@ -8,6 +8,7 @@ import type { CallSummary } from '../proxy/call-record.js';
 import { nextCommands } from './commands/demo.js';
 import { exitCodeFor, invokedAs } from './output.js';
 import { RunStatusLine } from './status-line.js';
+import { removeTree } from '../../test/support/remove-tree.js';
 
 describe('CLI output', () => {
   it('commands printed for pasting say `npx polar` when polar ran under npx', () => {
@@ -58,7 +59,7 @@ describe('CLI output', () => {
       expect(invokedAs(npx, { packageRoot: checkout, cwd: project })).toBe(`node ${path.join(checkout, 'bin', 'polar.js')}`);
       expect(invokedAs({}, { packageRoot: checkout, cwd: elsewhere })).toBe('polar');
     } finally {
-      fs.rmSync(tmp, { recursive: true, force: true });
+      removeTree(tmp);
     }
   });
 

@@ -4,9 +4,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { writePrivateFile } from './private-file.js';
+import { removeTree } from '../../test/support/remove-tree.js';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-private-file-'));
-afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+afterAll(() => removeTree(dir));
 
 describe('writePrivateFile', () => {
   it('narrows a file that already existed to 0600', () => {

@@ -15,10 +15,11 @@ import { pi } from './pi.js';
 import { qwenCode } from './qwen-code.js';
 import { HARNESS_NAMES, getHarness } from './registry.js';
 import type { Harness, HarnessContext } from './types.js';
+import { removeTree } from '../../test/support/remove-tree.js';
 
 const dirs: string[] = [];
 afterEach(() => {
-  for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
+  for (const d of dirs.splice(0)) removeTree(d);
 });
 
 function makeCtx(overrides: Partial<HarnessContext> = {}): HarnessContext {

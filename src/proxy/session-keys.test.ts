@@ -5,10 +5,11 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { isValidSessionName } from '../core/ids.js';
 import { identifyCaller } from './identity.js';
 import { forgedSessionKey, loadOrCreateMaster, masterKeyFile, parseSessionKey, readMaster, SessionKeys } from './session-keys.js';
+import { removeTree } from '../../test/support/remove-tree.js';
 
 const dirs: string[] = [];
 afterEach(() => {
-  for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
+  for (const d of dirs.splice(0)) removeTree(d);
 });
 
 describe('session keys', () => {

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_LIMITS } from './types.js';
 import { checkInheritedFds, closeFdsScript, enterShell, inheritableFds } from './fds.js';
 import { enterScript } from './limits.js';
+import { removeTree } from '../../test/support/remove-tree.js';
 
 /**
  * The enter script's first words close what polar inherited. Run here with real bash and dash and
@@ -32,7 +33,7 @@ beforeAll(() => {
 afterAll(() => {
   fs.closeSync(folder);
   fs.closeSync(file);
-  fs.rmSync(dir, { recursive: true, force: true });
+  removeTree(dir);
 });
 
 /** stdio with `folder` at 20 and `file` at 5 in the child. */

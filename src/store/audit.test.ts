@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { migrateTo } from './db.js';
 import { MIGRATIONS } from './migrations.js';
 import { Store } from './store.js';
+import { removeTree } from '../../test/support/remove-tree.js';
 
 const dirs: string[] = [];
 const stores: Store[] = [];
@@ -18,7 +19,7 @@ function tempDb(): string {
 
 afterEach(() => {
   for (const s of stores.splice(0)) s.close();
-  for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
+  for (const d of dirs.splice(0)) removeTree(d);
 });
 
 const entry = (at: number, claimedSession: string | null, reason = 'bad-secret') => ({

@@ -10,6 +10,7 @@ import { OwnersTable } from './owners.js';
 import { SessionsTable } from './sessions.js';
 import { RequestsTable, type RequestStart } from './requests.js';
 import { Store } from './store.js';
+import { removeTree } from '../../test/support/remove-tree.js';
 
 const dirs: string[] = [];
 const stores: Store[] = [];
@@ -28,7 +29,7 @@ function open(file: string): Store {
 
 afterEach(() => {
   for (const s of stores.splice(0)) s.close();
-  for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
+  for (const d of dirs.splice(0)) removeTree(d);
 });
 
 function start(sessionId: string, id: string): RequestStart {

@@ -5,10 +5,11 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { GroupStatsFn } from './rollouts.js';
 import { Store } from './store.js';
 import { recentSessions } from './train-runs.js';
+import { removeTree } from '../../test/support/remove-tree.js';
 
 const dirs: string[] = [];
 afterEach(() => {
-  for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
+  for (const d of dirs.splice(0)) removeTree(d);
 });
 
 function tempDb(): string {

@@ -3,12 +3,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentBin } from './agent-bin.js';
+import { removeTree } from '../../test/support/remove-tree.js';
 
 let dir: string;
 beforeAll(() => {
   dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'polar-agent-bin-')));
 });
-afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+afterAll(() => removeTree(dir));
 
 describe('agentBin', () => {
   it("names this package's launcher, which exists", () => {

@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { qwen3ModelDir } from '../core/bundled-tokenizer.js';
 import { budgetProblem, chooseTokenizer, DEFAULT_SESSION_TOKENS, longestTaskPrompt, neededSeqLen, splitProblem, type FirstPrompt } from './first-prompt.js';
 import { firstDifference } from './prompt-diff.js';
+import { removeTree } from '../../test/support/remove-tree.js';
 
 const measured: FirstPrompt = {
   harness: 'claude-code',
@@ -56,7 +57,7 @@ describe('the context budget', () => {
       fs.writeFileSync(path.join(dir, 'chat_template.jinja'), '{{ messages }}');
       expect(chooseTokenizer(dir).id).not.toBe(before);
     } finally {
-      fs.rmSync(dir, { recursive: true, force: true });
+      removeTree(dir);
     }
   });
 

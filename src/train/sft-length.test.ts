@@ -5,11 +5,12 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { qwen3ModelDir } from '../core/bundled-tokenizer.js';
 import { BUNDLED_QWEN3, loadChatTemplate } from '../upstream/tito/chat-template.js';
 import { droppedExamples, exampleTokens, sftExampleLengths, sftLengthProblem, sftNeededSeqLen } from './sft-length.js';
+import { removeTree } from '../../test/support/remove-tree.js';
 
 const qwen3 = loadChatTemplate(BUNDLED_QWEN3, qwen3ModelDir);
 const render = { addBos: true, addEos: true, addGenerationPrompt: false };
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-sft-length-'));
-afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
+afterAll(() => removeTree(tmp));
 
 describe('SFT example length, as NeMo-RL counts it (real Qwen3 template)', () => {
   it('sums the tokens each prefix render adds, from the first character that differs (llm_message_utils.py:546-640)', () => {

@@ -5,10 +5,11 @@ import { afterEach, describe, expect, it } from 'vitest';
 // Event files written as the NeMo-RL stand-in writes them (NeMo-RL's TensorboardLogger format): one writer for both.
 import { fileVersionEvent, scalarEvent } from '../../test/support/tensorboard-events.mjs';
 import { parseEvents, stepAdvantages, TensorboardScalars } from './tensorboard.js';
+import { removeTree } from '../../test/support/remove-tree.js';
 
 let dir: string | null = null;
 afterEach(() => {
-  if (dir) fs.rmSync(dir, { recursive: true, force: true });
+  if (dir) removeTree(dir);
   dir = null;
 });
 

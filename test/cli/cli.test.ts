@@ -5,6 +5,8 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Store } from '../../src/store/store.js';
+import { patient } from '../support/patience.js';
+import { removeTree } from '../support/remove-tree.js';
 
 const run = promisify(execFile);
 const BIN = path.resolve(__dirname, '../../bin/polar.js');
@@ -51,7 +53,7 @@ beforeAll(() => {
   store.close();
 });
 
-afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+afterAll(() => removeTree(dir));
 
 describe('polar CLI', () => {
   it('--version prints the package version', async () => {
@@ -98,32 +100,36 @@ describe('polar CLI', () => {
     });
   });
 
-  it('an unknown command is an error, even with --help after it (no top-level help, exit 2)', async () => {
-    for (const args of [['no-such-command', '--help'], ['no-such-command'], ['sesions']]) {
-      const r = await polar(args);
-      expect(r.code, args.join(' ')).toBe(2);
-      expect(r.stdout).not.toMatch(/Usage: polar/);
-      expect(r.stderr).toMatch(new RegExp(`unknown command '${args[0]}'`));
-    }
-    expect((await polar(['sesions'])).stderr).toMatch(/did you mean sessions/);
-    const helpTypo = await polar(['help', 'sesions']);
-    expect(helpTypo.code).toBe(2);
-    expect(helpTypo.stderr).toMatch(/unknown command 'sesions' \(did you mean sessions\?\)/);
-    expect((await polar(['sessions', '--help'])).code).toBe(0);
-    // One level down too: a subcommand typo is not the parent's help.
-    const cases = [
-      ['train', 'nope', '--help'],
-      ['rollout', 'stauts', '--help'],
-      ['db', 'copi'],
-    ];
-    const [help, ...results] = await Promise.all([polar(['rollout', 'status', '--help']), ...cases.map((args) => polar(args))]);
-    cases.forEach((args, i) => {
-      expect(results[i]!.code, args.join(' ')).toBe(2);
-      expect(results[i]!.stderr).toMatch(new RegExp(`unknown command '${args[0]} ${args[1]}'`));
-    });
-    expect(help!.code).toBe(0);
-    // Each case is a fresh CLI process: slow on 2 busy cores.
-  }, 90_000);
+  it(
+    'an unknown command is an error, even with --help after it (no top-level help, exit 2)',
+    async () => {
+      for (const args of [['no-such-command', '--help'], ['no-such-command'], ['sesions']]) {
+        const r = await polar(args);
+        expect(r.code, args.join(' ')).toBe(2);
+        expect(r.stdout).not.toMatch(/Usage: polar/);
+        expect(r.stderr).toMatch(new RegExp(`unknown command '${args[0]}'`));
+      }
+      expect((await polar(['sesions'])).stderr).toMatch(/did you mean sessions/);
+      const helpTypo = await polar(['help', 'sesions']);
+      expect(helpTypo.code).toBe(2);
+      expect(helpTypo.stderr).toMatch(/unknown command 'sesions' \(did you mean sessions\?\)/);
+      expect((await polar(['sessions', '--help'])).code).toBe(0);
+      // One level down too: a subcommand typo is not the parent's help.
+      const cases = [
+        ['train', 'nope', '--help'],
+        ['rollout', 'stauts', '--help'],
+        ['db', 'copi'],
+      ];
+      const [help, ...results] = await Promise.all([polar(['rollout', 'status', '--help']), ...cases.map((args) => polar(args))]);
+      cases.forEach((args, i) => {
+        expect(results[i]!.code, args.join(' ')).toBe(2);
+        expect(results[i]!.stderr).toMatch(new RegExp(`unknown command '${args[0]} ${args[1]}'`));
+      });
+      expect(help!.code).toBe(0);
+      // Each case is a fresh CLI process: slow on 2 busy cores.
+    },
+    patient(90_000),
+  );
 
   it('reconstruct writes trajectory JSONL and a summary; --stats-json has the numbers', async () => {
     const out = path.join(dir, 'traces.jsonl');
@@ -157,27 +163,31 @@ describe('polar CLI', () => {
     expect(bad.stderr).toMatch(/choose one of: per-request, prefix-merging/);
   });
 
-  it('a reader that closes the pipe early (`| head`) ends polar quietly with 0', async () => {
-    // Many sessions, so that `sessions` writes more than a pipe holds: a write is refused mid-table.
-    const many = path.join(dir, 'many.db');
-    const store = Store.open(many);
-    for (let i = 0; i < 2000; i += 1) store.sessions.ensure(`ses-${String(i).padStart(5, '0')}-with-a-long-name-to-fill-the-pipe`, { harness: 'custom' });
-    store.close();
-    for (const args of [
-      ['run', '--help'],
-      ['sessions', '--db', many],
-      ['sessions', '--db', many, '--json'],
-    ]) {
-      const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1' } });
-      // Closed before the child has started: its first write meets a pipe with no reader.
-      child.stdout.destroy();
-      let stderr = '';
-      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-      const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
-      expect(stderr, args.join(' ')).toBe('');
-      expect(code, args.join(' ')).toBe(0);
-    }
-  }, 60_000);
+  it(
+    'a reader that closes the pipe early (`| head`) ends polar quietly with 0',
+    async () => {
+      // Many sessions, so that `sessions` writes more than a pipe holds: a write is refused mid-table.
+      const many = path.join(dir, 'many.db');
+      const store = Store.open(many);
+      for (let i = 0; i < 2000; i += 1) store.sessions.ensure(`ses-${String(i).padStart(5, '0')}-with-a-long-name-to-fill-the-pipe`, { harness: 'custom' });
+      store.close();
+      for (const args of [
+        ['run', '--help'],
+        ['sessions', '--db', many],
+        ['sessions', '--db', many, '--json'],
+      ]) {
+        const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1' } });
+        // Closed before the child has started: its first write meets a pipe with no reader.
+        child.stdout.destroy();
+        let stderr = '';
+        child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+        const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+        expect(stderr, args.join(' ')).toBe('');
+        expect(code, args.join(' ')).toBe(0);
+      }
+    },
+    patient(60_000),
+  );
 
   it('proxy refuses a non-loopback host without --auth-token', async () => {
     const r = await polar(['proxy', '--upstream', 'http://127.0.0.1:1', '--model', 'm', '--host', '0.0.0.0', '--db', path.join(dir, 'x.db')]);

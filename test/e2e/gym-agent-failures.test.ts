@@ -9,6 +9,8 @@ import { gymRunResult } from '../../src/train/gym-agent/result.js';
 import { batchAdvantages, gymResultSample } from '../../src/train/nemo-rl/advantages.js';
 import { nodeAgentHarness } from '../support/polar-cli.js';
 import { gymAgentArgs, startPolarServer } from './support.js';
+import { patient } from '../support/patience.js';
+import { removeTree } from '../support/remove-tree.js';
 
 /**
  * How `polar gym-agent` fails, against the mock in NeMo-RL mode with a small real agent (the custom
@@ -59,7 +61,7 @@ await r.json();
 afterAll(async () => {
   for (const c of children) c.kill('SIGTERM');
   await mock?.close();
-  fs.rmSync(dir, { recursive: true, force: true });
+  removeTree(dir);
 });
 
 async function startAgent(name: string, extra: string[]): Promise<{ url: string; db: string; stderr: () => string }> {
@@ -91,9 +93,9 @@ describe('polar gym-agent failure semantics', () => {
     // A window too wide to trip here: these rows test retries and masks.
     // --context-window as polar train grpo passes it (NeMo-RL's server lists no models to learn it from).
     agent = await startAgent('retries', ['--infra-retries', '2', '--failure-window', '100', '--context-window', '16384']);
-  }, 120_000);
+  }, patient(120_000));
 
-  it('runs a row again when its setup fails, and answers the attempt that worked', { timeout: 120_000 }, async () => {
+  it('runs a row again when its setup fails, and answers the attempt that worked', { timeout: patient(120_000) }, async () => {
     const { status, json } = await post(agent.url, row('flaky'));
     expect(status).toBe(200);
     expect(json.instance_config, json.polar_mask_reason).toBeUndefined();
@@ -113,7 +115,7 @@ describe('polar gym-agent failure semantics', () => {
     expect(agent.stderr()).toMatch(/task flaky: attempt 1 of 3 failed \(the workspace or its setup failed/);
   });
 
-  it('masks a row whose setup fails every time, after the retries, saying why', { timeout: 120_000 }, async () => {
+  it('masks a row whose setup fails every time, after the retries, saying why', { timeout: patient(120_000) }, async () => {
     const { status, json } = await post(agent.url, row('broken'));
     expect(status).toBe(200);
     expect(json.instance_config).toEqual({ mask_sample: true });
@@ -123,7 +125,7 @@ describe('polar gym-agent failure semantics', () => {
   });
 
   it("caps every call's max_tokens at the row's max_output_tokens (the harness asked for 32,000); without one, the context window still applies", {
-    timeout: 120_000,
+    timeout: patient(120_000),
   }, async () => {
     const capped = await post(agent.url, row('good', 64));
     const free = await post(agent.url, row('good'));
@@ -139,7 +141,7 @@ describe('polar gym-agent failure semantics', () => {
     }
   });
 
-  it('masks a sample whose calls came back without logprobs, instead of training on zeros', { timeout: 120_000 }, async () => {
+  it('masks a sample whose calls came back without logprobs, instead of training on zeros', { timeout: patient(120_000) }, async () => {
     const { json } = await post(agent.url, row('good'));
     expect(json.instance_config).toBeUndefined();
     // The same recorded session, its call's logprobs gone (a server that returned ids but none).
@@ -156,7 +158,7 @@ describe('polar gym-agent failure semantics', () => {
   });
 
   it('answers a sample whose evaluator timed out with reward 0 in its group: the agent could have caused it, so it is not masked', {
-    timeout: 120_000,
+    timeout: patient(120_000),
   }, async () => {
     // One task's group of 3, posted at once as NeMo-RL posts a step's rows: its evaluator scores two
     // samples 0 and 1 and times out on the third. The agent's code runs under an evaluator, so a
@@ -195,7 +197,7 @@ describe('polar gym-agent failure semantics', () => {
 });
 
 describe('polar gym-agent stops NeMo-RL when too many rows fail outside the policy', () => {
-  it('answers 400 with what to fix once more than --max-failed-share of the window failed, and every row after', { timeout: 120_000 }, async () => {
+  it('answers 400 with what to fix once more than --max-failed-share of the window failed, and every row after', { timeout: patient(120_000) }, async () => {
     const agent = await startAgent('trip', ['--infra-retries', '0', '--failure-window', '2', '--max-failed-share', '0.5']);
     // One step's rows, posted at once: both fail their setup.
     const answers = await Promise.all([0, 1].map((i) => post(agent.url, { ...row('broken'), _rowidx: i })));

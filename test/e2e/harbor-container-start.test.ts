@@ -7,6 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Store } from '../../src/store/store.js';
 import { dockerApi } from '../support/docker-api.js';
 import { polarE2e } from './support.js';
+import { patient } from '../support/patience.js';
+import { removeTree } from '../support/remove-tree.js';
 
 /**
  * Containers that start (issue 32, 3), under podman and under docker, where no docker daemon runs,
@@ -24,7 +26,7 @@ import { polarE2e } from './support.js';
  */
 const answers = (bin: string, args: string[]): boolean => {
   try {
-    execFileSync(bin, args, { stdio: 'ignore', timeout: 30_000 });
+    execFileSync(bin, args, { stdio: 'ignore', timeout: patient(30_000) });
     return true;
   } catch {
     return false;
@@ -45,7 +47,7 @@ const built: { engine: string; repo: string }[] = [];
 beforeAll(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-e2e-ctr-start-'));
   if (docker.skip === null) engineEnv.docker = await docker.start();
-}, 60_000);
+}, patient(60_000));
 
 afterAll(() => {
   for (const { engine, repo } of built) {
@@ -60,7 +62,7 @@ afterAll(() => {
     }
   }
   docker.stop();
-  fs.rmSync(dir, { recursive: true, force: true });
+  removeTree(dir);
 });
 
 interface TaskSpec {
@@ -117,78 +119,90 @@ const rewards = (s: Summary) => Object.fromEntries(s.groups.map((g) => [g.taskId
 
 for (const { engine, skip } of ENGINES) {
   describe.skipIf(skip !== null)(`containers that start under ${engine}${skip ? ` (skipped: ${skip})` : ''}`, () => {
-    it("Harbor's hello-world shape, an image without WORKDIR, and --sandbox-ro: the oracle earns 1, nop 0", async () => {
-      const ds = path.join(dir, `${engine}-hello`);
-      // Harbor's examples/tasks/hello-world/environment/Dockerfile, on the local base.
-      writeTask(ds, 'hello-world', { dockerfile: 'FROM debian:12-slim\n\nWORKDIR /app\n', ...HELLO });
-      writeTask(ds, 'no-workdir', { dockerfile: 'FROM debian:12-slim\n', ...HELLO });
-      // A --sandbox-ro folder (a custom harness's toolchain): at its own path, and read-only.
-      const tool = path.join(dir, `${engine}-tool`);
-      fs.mkdirSync(tool);
-      fs.writeFileSync(path.join(tool, 'greeting.txt'), 'Hello, world!\n');
-      writeTask(ds, 'sandbox-ro', {
-        dockerfile: 'FROM debian:12-slim\nWORKDIR /app\n',
-        solve: `cat '${tool}/greeting.txt' > hello.txt; if touch '${tool}/written' 2>/dev/null; then echo yes > wrote.txt; fi`,
-        check: `${HELLO.check} && [ ! -e /app/wrote.txt ]`,
-      });
-      const oracle = await rollout(engine, ds, 'oracle', ['--sandbox-ro', tool]);
-      expect(rewards(oracle.summary), oracle.stderr).toEqual({ 'hello-world': [1], 'no-workdir': [1], 'sandbox-ro': [1] });
-      expect(fs.existsSync(path.join(tool, 'written'))).toBe(false);
-      const nop = await rollout(engine, ds, 'nop', ['--sandbox-ro', tool]);
-      expect(rewards(nop.summary), nop.stderr).toEqual({ 'hello-world': [0], 'no-workdir': [0], 'sandbox-ro': [0] });
-      expect(nop.summary.outcomes.completed).toBe(3);
-    }, 300_000);
-
-    it("an image build longer than the agent's timeout leaves the agent its whole budget", async () => {
-      const ds = path.join(dir, `${engine}-slow`);
-      // A nonce in the RUN step: neither a cached image nor a cached layer skips the build.
-      const nonce = randomBytes(8).toString('hex');
-      writeTask(ds, 'slow-build', {
-        dockerfile: `FROM debian:12-slim\nRUN sleep 24 && echo ${nonce} > /nonce\nWORKDIR /app\n`,
-        agentTimeoutSec: 20,
-        buildTimeoutSec: 300,
-        ...HELLO,
-      });
-      built.push({ engine, repo: 'polar-harbor/polar-test-slow-build' });
-      const oracle = await rollout(engine, ds, 'oracle');
-      expect(rewards(oracle.summary), oracle.stderr).toEqual({ 'slow-build': [1] });
-      expect(oracle.summary.outcomes.completed).toBe(1);
-    }, 300_000);
-
-    it('a build past build_timeout_sec ends the sample with what to do, and stops what the build ran', async () => {
-      const ds = path.join(dir, `${engine}-too-slow`);
-      const nonce = randomBytes(8).toString('hex');
-      writeTask(ds, 'too-slow', { dockerfile: `FROM debian:12-slim\nRUN sleep 30 && echo ${nonce}\n`, buildTimeoutSec: 3, ...HELLO });
-      built.push({ engine, repo: 'polar-harbor/polar-test-too-slow' });
-      const db = path.join(dir, `${engine}-too-slow.db`);
-      const r = await polarE2e(
-        ['rollout', '--tasks', ds, '--harness', 'oracle', '--samples', '2', '--concurrency', '1', '--environment', engine, '--db', db, '--json'],
-        engineEnv[engine],
-      );
-      const summary = JSON.parse(r.stdout) as Summary & { rolloutId: string };
-      expect(summary.outcomes.error, r.stderr).toBe(2);
-      // One attempt for both samples, each ended with the reason and the way out.
-      expect(r.stderr.match(/building polar-harbor\/polar-test-too-slow/g), r.stderr).toHaveLength(1);
-      const store = Store.open(db, { readonly: true });
-      const errors = store.rollouts.samples(summary.rolloutId).map((s) => s.error);
-      store.close();
-      expect(errors).toHaveLength(2);
-      for (const e of errors) expect(e).toMatch(/did not finish within build_timeout_sec = 3 s \(task\.toml \[environment\]\): raise it there/);
-      // podman: the RUN step's `sleep 30` does not outlive the build (runc runs it in a session of
-      // its own: the client killed, or sent SIGTERM, left it running; polar kills the client's
-      // process tree). Waited for, with a generous safety net. docker builds in its daemon, which
-      // decides (podman's Docker API runs the build to its end).
-      if (engine !== 'podman') return;
-      const running = () =>
-        fs.readdirSync('/proc').some((p) => {
-          try {
-            return /^\d+$/.test(p) && fs.readFileSync(`/proc/${p}/cmdline`, 'utf8').includes(nonce);
-          } catch {
-            return false;
-          }
+    it(
+      "Harbor's hello-world shape, an image without WORKDIR, and --sandbox-ro: the oracle earns 1, nop 0",
+      async () => {
+        const ds = path.join(dir, `${engine}-hello`);
+        // Harbor's examples/tasks/hello-world/environment/Dockerfile, on the local base.
+        writeTask(ds, 'hello-world', { dockerfile: 'FROM debian:12-slim\n\nWORKDIR /app\n', ...HELLO });
+        writeTask(ds, 'no-workdir', { dockerfile: 'FROM debian:12-slim\n', ...HELLO });
+        // A --sandbox-ro folder (a custom harness's toolchain): at its own path, and read-only.
+        const tool = path.join(dir, `${engine}-tool`);
+        fs.mkdirSync(tool);
+        fs.writeFileSync(path.join(tool, 'greeting.txt'), 'Hello, world!\n');
+        writeTask(ds, 'sandbox-ro', {
+          dockerfile: 'FROM debian:12-slim\nWORKDIR /app\n',
+          solve: `cat '${tool}/greeting.txt' > hello.txt; if touch '${tool}/written' 2>/dev/null; then echo yes > wrote.txt; fi`,
+          check: `${HELLO.check} && [ ! -e /app/wrote.txt ]`,
         });
-      for (let i = 0; i < 600 && running(); i++) await new Promise((res) => setTimeout(res, 100));
-      expect(running()).toBe(false);
-    }, 300_000);
+        const oracle = await rollout(engine, ds, 'oracle', ['--sandbox-ro', tool]);
+        expect(rewards(oracle.summary), oracle.stderr).toEqual({ 'hello-world': [1], 'no-workdir': [1], 'sandbox-ro': [1] });
+        expect(fs.existsSync(path.join(tool, 'written'))).toBe(false);
+        const nop = await rollout(engine, ds, 'nop', ['--sandbox-ro', tool]);
+        expect(rewards(nop.summary), nop.stderr).toEqual({ 'hello-world': [0], 'no-workdir': [0], 'sandbox-ro': [0] });
+        expect(nop.summary.outcomes.completed).toBe(3);
+      },
+      patient(300_000),
+    );
+
+    it(
+      "an image build longer than the agent's timeout leaves the agent its whole budget",
+      async () => {
+        const ds = path.join(dir, `${engine}-slow`);
+        // A nonce in the RUN step: neither a cached image nor a cached layer skips the build.
+        const nonce = randomBytes(8).toString('hex');
+        writeTask(ds, 'slow-build', {
+          dockerfile: `FROM debian:12-slim\nRUN sleep 24 && echo ${nonce} > /nonce\nWORKDIR /app\n`,
+          agentTimeoutSec: 20,
+          buildTimeoutSec: 300,
+          ...HELLO,
+        });
+        built.push({ engine, repo: 'polar-harbor/polar-test-slow-build' });
+        const oracle = await rollout(engine, ds, 'oracle');
+        expect(rewards(oracle.summary), oracle.stderr).toEqual({ 'slow-build': [1] });
+        expect(oracle.summary.outcomes.completed).toBe(1);
+      },
+      patient(300_000),
+    );
+
+    it(
+      'a build past build_timeout_sec ends the sample with what to do, and stops what the build ran',
+      async () => {
+        const ds = path.join(dir, `${engine}-too-slow`);
+        const nonce = randomBytes(8).toString('hex');
+        writeTask(ds, 'too-slow', { dockerfile: `FROM debian:12-slim\nRUN sleep 30 && echo ${nonce}\n`, buildTimeoutSec: 3, ...HELLO });
+        built.push({ engine, repo: 'polar-harbor/polar-test-too-slow' });
+        const db = path.join(dir, `${engine}-too-slow.db`);
+        const r = await polarE2e(
+          ['rollout', '--tasks', ds, '--harness', 'oracle', '--samples', '2', '--concurrency', '1', '--environment', engine, '--db', db, '--json'],
+          engineEnv[engine],
+        );
+        const summary = JSON.parse(r.stdout) as Summary & { rolloutId: string };
+        expect(summary.outcomes.error, r.stderr).toBe(2);
+        // One attempt for both samples, each ended with the reason and the way out.
+        expect(r.stderr.match(/building polar-harbor\/polar-test-too-slow/g), r.stderr).toHaveLength(1);
+        const store = Store.open(db, { readonly: true });
+        const errors = store.rollouts.samples(summary.rolloutId).map((s) => s.error);
+        store.close();
+        expect(errors).toHaveLength(2);
+        for (const e of errors) expect(e).toMatch(/did not finish within build_timeout_sec = 3 s \(task\.toml \[environment\]\): raise it there/);
+        // podman: the RUN step's `sleep 30` does not outlive the build (runc runs it in a session of
+        // its own: the client killed, or sent SIGTERM, left it running; polar kills the client's
+        // process tree). Waited for, with a generous safety net. docker builds in its daemon, which
+        // decides (podman's Docker API runs the build to its end).
+        if (engine !== 'podman') return;
+        const running = () =>
+          fs.readdirSync('/proc').some((p) => {
+            try {
+              return /^\d+$/.test(p) && fs.readFileSync(`/proc/${p}/cmdline`, 'utf8').includes(nonce);
+            } catch {
+              return false;
+            }
+          });
+        for (let i = 0; i < 600 && running(); i++) await new Promise((res) => setTimeout(res, 100));
+        expect(running()).toBe(false);
+      },
+      patient(300_000),
+    );
   });
 }

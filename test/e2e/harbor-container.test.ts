@@ -14,6 +14,8 @@ import { gymRows } from '../../src/train/gym-agent/wiring.js';
 import { writeFixtureCheckout } from '../support/nemo-rl-checkout.js';
 import { startTestPostgres } from '../support/postgres.js';
 import { expectSessionCapturedExactly, harnessRolloutArgs, polarE2e, postGymRuns, startPolarServer } from './support.js';
+import { patient } from '../support/patience.js';
+import { removeTree } from '../support/remove-tree.js';
 
 /**
  * A Harbor task in its own image (`--environment docker|podman`, issue 26). Skipped, saying why,
@@ -41,7 +43,7 @@ beforeAll(() => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-e2e-harbor-ctr-'));
 });
 afterAll(() => {
-  fs.rmSync(dir, { recursive: true, force: true });
+  removeTree(dir);
 });
 
 const polar = (args: string[]) => polarE2e(args);
@@ -93,214 +95,260 @@ function writeTask(ds: string): void {
 }
 
 describe.skipIf(skip !== null)(`Harbor tasks in their own image${skip ? ` (skipped: ${skip})` : ` (${engine})`}`, () => {
-  it('the oracle earns the reward only the image can give, tests/ stays hidden, nop earns nothing, and the image is built once', async () => {
-    const ds = path.join(dir, 'ds');
-    writeTask(ds);
-    const rollout = (agent: string, db: string) =>
-      polar(['rollout', '--tasks', ds, '--harness', agent, '--samples', '1', '--environment', engine!, '--db', path.join(dir, db), '--json']);
-    const first = await rollout('oracle', 'oracle.db');
-    expect(first.code, first.stderr).toBe(0);
-    expect(JSON.parse(first.stdout).groups[0].rewards).toEqual([1]);
-    const nop = await rollout('nop', 'nop.db');
-    expect(nop.code, nop.stderr).toBe(0);
-    expect(JSON.parse(nop.stdout).groups[0].rewards).toEqual([0]);
-    // The same content is the same tag: no second build.
-    expect(nop.stderr).not.toMatch(/building polar-harbor\//);
-    // None of these two rollouts' containers is left (others' suites may run theirs meanwhile).
-    for (const r of [first, nop]) {
-      const id = String(JSON.parse(r.stdout).rolloutId).replace(/[^a-zA-Z0-9_.-]+/g, '-');
-      const left = await run(engine!, ['ps', '-aq', '--filter', `name=polar-${id}`]);
-      expect(left.stdout.trim()).toBe('');
-    }
-  }, 300_000);
+  it(
+    'the oracle earns the reward only the image can give, tests/ stays hidden, nop earns nothing, and the image is built once',
+    async () => {
+      const ds = path.join(dir, 'ds');
+      writeTask(ds);
+      const rollout = (agent: string, db: string) =>
+        polar(['rollout', '--tasks', ds, '--harness', agent, '--samples', '1', '--environment', engine!, '--db', path.join(dir, db), '--json']);
+      const first = await rollout('oracle', 'oracle.db');
+      expect(first.code, first.stderr).toBe(0);
+      expect(JSON.parse(first.stdout).groups[0].rewards).toEqual([1]);
+      const nop = await rollout('nop', 'nop.db');
+      expect(nop.code, nop.stderr).toBe(0);
+      expect(JSON.parse(nop.stdout).groups[0].rewards).toEqual([0]);
+      // The same content is the same tag: no second build.
+      expect(nop.stderr).not.toMatch(/building polar-harbor\//);
+      // None of these two rollouts' containers is left (others' suites may run theirs meanwhile).
+      for (const r of [first, nop]) {
+        const id = String(JSON.parse(r.stdout).rolloutId).replace(/[^a-zA-Z0-9_.-]+/g, '-');
+        const left = await run(engine!, ['ps', '-aq', '--filter', `name=polar-${id}`]);
+        expect(left.stdout.trim()).toBe('');
+      }
+    },
+    patient(300_000),
+  );
 
-  it('a process the agent leaves running cannot rewrite the reward or the answer while the verifier runs', async () => {
-    const ds = path.join(dir, 'planted');
-    writeTask(ds);
-    const task = path.join(ds, 'in-image');
-    // The wrong answer, and a loop in the background that waits for the verifier, then keeps writing
-    // the right answer and a reward of 1.
-    fs.writeFileSync(
-      path.join(task, 'solution', 'solve.sh'),
-      [
-        `setsid sh -c 'until [ -e /tests/test.sh ]; do sleep 0.02; done; while :; do mkdir -p /logs/verifier; echo "{\\"reward\\": 1}" > /logs/verifier/reward.json; echo built-in-image > /app/answer.txt; sleep 0.02; done' > /dev/null 2>&1 < /dev/null &`,
-        'echo nope > /app/answer.txt',
-        '',
-      ].join('\n'),
-    );
-    // test.sh waits a moment, so the loop has time to act on an unprotected run.
-    fs.writeFileSync(path.join(task, 'tests', 'test.sh'), `sleep 0.5; ${fs.readFileSync(path.join(task, 'tests', 'test.sh'), 'utf8')}`);
-    const r = await polar(
-      harnessRolloutArgs({ tasks: ds, harness: 'oracle', samples: 1, db: path.join(dir, 'planted.db'), extra: ['--environment', engine!] }),
-    );
-    expect(r.code, r.stderr).toBe(0);
-    expect(JSON.parse(r.stdout).groups[0].rewards).toEqual([0]);
-  }, 300_000);
+  it(
+    'a process the agent leaves running cannot rewrite the reward or the answer while the verifier runs',
+    async () => {
+      const ds = path.join(dir, 'planted');
+      writeTask(ds);
+      const task = path.join(ds, 'in-image');
+      // The wrong answer, and a loop in the background that waits for the verifier, then keeps writing
+      // the right answer and a reward of 1.
+      fs.writeFileSync(
+        path.join(task, 'solution', 'solve.sh'),
+        [
+          `setsid sh -c 'until [ -e /tests/test.sh ]; do sleep 0.02; done; while :; do mkdir -p /logs/verifier; echo "{\\"reward\\": 1}" > /logs/verifier/reward.json; echo built-in-image > /app/answer.txt; sleep 0.02; done' > /dev/null 2>&1 < /dev/null &`,
+          'echo nope > /app/answer.txt',
+          '',
+        ].join('\n'),
+      );
+      // test.sh waits a moment, so the loop has time to act on an unprotected run.
+      fs.writeFileSync(path.join(task, 'tests', 'test.sh'), `sleep 0.5; ${fs.readFileSync(path.join(task, 'tests', 'test.sh'), 'utf8')}`);
+      const r = await polar(
+        harnessRolloutArgs({ tasks: ds, harness: 'oracle', samples: 1, db: path.join(dir, 'planted.db'), extra: ['--environment', engine!] }),
+      );
+      expect(r.code, r.stderr).toBe(0);
+      expect(JSON.parse(r.stdout).groups[0].rewards).toEqual([0]);
+    },
+    patient(300_000),
+  );
 
   for (const harness of ['claude-code', 'codex']) {
-    it(`${harness} works inside the task's container against the mock model: a right and a wrong run, every call captured exactly`, async () => {
+    it(
+      `${harness} works inside the task's container against the mock model: a right and a wrong run, every call captured exactly`,
+      async () => {
+        const ds = path.join(dir, 'ds');
+        if (!fs.existsSync(ds)) writeTask(ds);
+        const mock = await startMockServer({ tasks: mockTasksFrom(loadTasks(ds)), seed: 1 });
+        try {
+          const db = path.join(dir, `${harness}.db`);
+          const summary = await mockRollout(ds, harness, mock, db);
+          expect(summary.outcomes.completed).toBe(2);
+          expect([...summary.groups[0]!.rewards].sort()).toEqual([0, 1]);
+          const store = Store.open(db, { readonly: true });
+          const samples = store.rollouts.samples(summary.rolloutId);
+          const sessions = samples.map((s) => s.sessionId!);
+          store.close();
+          // The diff is the agent's work in the container's WORKDIR: the image's own files (COPY and
+          // RUN) are the baseline, not changes.
+          const right = samples.find((s) => s.reward === 1)!;
+          const wrong = samples.find((s) => s.reward === 0)!;
+          expect(right.diff).toMatch(/\+\+\+ b\/answer\.txt[\s\S]*\n\+built-in-image\n/);
+          expect(wrong.diff).toMatch(/\+\+\+ b\/answer\.txt[\s\S]*\n\+nope\n/);
+          for (const s of samples) expect(s.diff).not.toMatch(/start\.txt|generated\.txt|\.claude|\.codex/);
+          for (const session of sessions) expect(expectSessionCapturedExactly(db, session, mock)).toBeGreaterThan(0);
+        } finally {
+          await mock.close();
+        }
+      },
+      patient(300_000),
+    );
+  }
+
+  it(
+    'polar gym-agent runs a Harbor row in its container: the reward from test.sh, the calls captured',
+    async () => {
       const ds = path.join(dir, 'ds');
       if (!fs.existsSync(ds)) writeTask(ds);
-      const mock = await startMockServer({ tasks: mockTasksFrom(loadTasks(ds)), seed: 1 });
+      const tasks = loadTasks(ds);
+      const mock = await startMockServer({ tasks: mockTasksFrom(tasks), seed: 1, nemoRl: { temperature: 1, topP: 1 } });
+      const db = path.join(dir, 'gym.db');
+      const children: ChildProcess[] = [];
       try {
-        const db = path.join(dir, `${harness}.db`);
-        const summary = await mockRollout(ds, harness, mock, db);
-        expect(summary.outcomes.completed).toBe(2);
-        expect([...summary.groups[0]!.rewards].sort()).toEqual([0, 1]);
+        const args = ['gym-agent', '--harness', 'claude-code', '--upstream', `${mock.url}/v1`, '--model', mock.model, '--db', db, '--tasks', ds];
+        const { json, stderr } = await startPolarServer([...args, '--out', path.join(dir, 'gym-out'), '--json'], children);
+        // No --environment: the engine that works here is the default, and the agent says so.
+        expect(stderr()).toMatch(new RegExp(`Harbor tasks run in their own images with ${engine}`));
+        const { results } = await postGymRuns(String(json.url), gymRows(tasks), 2);
+        expect(results.map((r) => r.reward).sort(), results.map((r) => r.polar_mask_reason).join('; ')).toEqual([0, 1]);
         const store = Store.open(db, { readonly: true });
-        const samples = store.rollouts.samples(summary.rolloutId);
-        const sessions = samples.map((s) => s.sessionId!);
-        store.close();
-        // The diff is the agent's work in the container's WORKDIR: the image's own files (COPY and
-        // RUN) are the baseline, not changes.
-        const right = samples.find((s) => s.reward === 1)!;
-        const wrong = samples.find((s) => s.reward === 0)!;
-        expect(right.diff).toMatch(/\+\+\+ b\/answer\.txt[\s\S]*\n\+built-in-image\n/);
-        expect(wrong.diff).toMatch(/\+\+\+ b\/answer\.txt[\s\S]*\n\+nope\n/);
-        for (const s of samples) expect(s.diff).not.toMatch(/start\.txt|generated\.txt|\.claude|\.codex/);
-        for (const session of sessions) expect(expectSessionCapturedExactly(db, session, mock)).toBeGreaterThan(0);
+        try {
+          for (const r of results)
+            expect(store.rollouts.sampleForSession(r.polar_session_id)!.evaluator).toMatchObject({ type: 'harbor', environment: engine });
+        } finally {
+          store.close();
+        }
+        for (const r of results) expect(expectSessionCapturedExactly(db, r.polar_session_id, mock)).toBeGreaterThan(0);
+      } finally {
+        for (const c of children) c.kill('SIGTERM');
+        await mock.close();
+      }
+    },
+    patient(300_000),
+  );
+
+  it(
+    'polar train grpo with Harbor tasks starts its Gym agent in the same environment (here the engine)',
+    async () => {
+      const ds = path.join(dir, 'ds');
+      if (!fs.existsSync(ds)) writeTask(ds);
+      const checkout = writeFixtureCheckout(path.join(dir, 'RL'));
+      const runDir = path.join(dir, 'train-dry');
+      const args = ['train', 'grpo', '--dry-run', '--nemo-rl', checkout, '--model', 'Qwen/Qwen3-0.6B', '--tasks', ds, '--harness', 'claude-code'];
+      const r = await polar([...args, '--prompts-per-step', '1', '--run-dir', runDir]);
+      expect(r.code, r.stderr).toBe(0);
+      const app = fs.readFileSync(path.join(runDir, 'gym/responses_api_agents/polar_agent/app.py'), 'utf8');
+      expect(app).toContain(`"--environment","${engine}"`);
+      const host = await polar([...args, '--prompts-per-step', '1', '--environment', 'host', '--run-dir', `${runDir}-host`]);
+      expect(host.code, host.stderr).toBe(0);
+      expect(fs.readFileSync(path.join(`${runDir}-host`, 'gym/responses_api_agents/polar_agent/app.py'), 'utf8')).toContain('"--environment","host"');
+    },
+    patient(120_000),
+  );
+
+  it(
+    'a queued rollout: a worker runs the Harbor task in its container, the reward from test.sh',
+    async () => {
+      const ds = path.join(dir, 'ds');
+      if (!fs.existsSync(ds)) writeTask(ds);
+      const [pg, mock] = await Promise.all([startTestPostgres(), startMockServer({ seed: 1 })]);
+      try {
+        const url = await pg.database('queue');
+        // A harness with no model: it does the task's work itself, inside the container.
+        const harness = ['--harness', 'custom', '--command', 'sh -c "cat /built.txt > answer.txt"', '--upstream', mock.url];
+        const waiting = polar(['rollout', '--queue', url, '--tasks', ds, ...harness, '--samples', '2', '--wait', '--json']);
+        const worker = await polar(['worker', '--queue', url, ...harness, '--idle-exit', '5', '--out', path.join(dir, 'worker-out')]);
+        expect(worker.code, worker.stderr).toBe(0);
+        expect(worker.stderr).toMatch(new RegExp(`Harbor tasks run in their own images with ${engine}`));
+        const done = await waiting;
+        expect(done.code, done.stderr).toBe(0);
+        expect(JSON.parse(done.stdout)).toMatchObject({ status: 'completed', outcomes: { completed: 2 }, groups: [{ rewards: [1, 1] }] });
+      } finally {
+        await mock.close();
+        await pg.close();
+      }
+    },
+    patient(240_000),
+  );
+
+  it(
+    "task.toml's [agent]/[verifier].user and [environment].memory_mb hold in the container",
+    async () => {
+      const task = path.join(dir, 'as-user', 'as-user');
+      for (const d of ['environment', 'tests', 'solution']) fs.mkdirSync(path.join(task, d), { recursive: true });
+      fs.writeFileSync(
+        path.join(task, 'task.toml'),
+        [
+          'version = "1.0"',
+          '[metadata.mock]',
+          `correct = ["id -un > /app/agent-user && (cat /sys/fs/cgroup/memory.max 2>/dev/null || cat /sys/fs/cgroup/memory/memory.limit_in_bytes) > /app/mem"]`,
+          'wrong = ["echo root > /app/agent-user && echo 0 > /app/mem"]',
+          '[agent]',
+          'user = "nobody"',
+          '[verifier]',
+          'user = "nobody"',
+          '[environment]',
+          'memory_mb = 300',
+          'allow_internet = false',
+          '',
+        ].join('\n'),
+      );
+      fs.writeFileSync(path.join(task, 'instruction.md'), 'Say who you are.\n');
+      fs.writeFileSync(path.join(task, 'environment', 'Dockerfile'), 'FROM debian:12-slim\nWORKDIR /app\nRUN chown nobody /app\n');
+      fs.writeFileSync(
+        path.join(task, 'solution', 'solve.sh'),
+        'id -un > /app/agent-user\n(cat /sys/fs/cgroup/memory.max 2>/dev/null || cat /sys/fs/cgroup/memory/memory.limit_in_bytes) > /app/mem\n',
+      );
+      fs.writeFileSync(
+        path.join(task, 'tests', 'test.sh'),
+        [
+          'r=0; [ "$(cat /app/agent-user)" = nobody ] && [ "$(id -un)" = nobody ] && r=1',
+          'echo "{\\"reward\\": $r, \\"mem_mb\\": $(( $(cat /app/mem) / 1048576 ))}" > /logs/verifier/reward.json',
+          '',
+        ].join('\n'),
+      );
+      const db = path.join(dir, 'as-user.db');
+      const r = await polar([
+        'rollout',
+        '--tasks',
+        path.dirname(task),
+        '--harness',
+        'oracle',
+        '--samples',
+        '1',
+        '--environment',
+        engine!,
+        '--db',
+        db,
+        '--json',
+      ]);
+      expect(r.code, r.stderr).toBe(0);
+      const summary = JSON.parse(r.stdout);
+      const store = Store.open(db, { readonly: true });
+      const [sample] = store.rollouts.samples(summary.rolloutId);
+      store.close();
+      expect(sample!.error).toBeNull();
+      expect(sample!.evaluator).toMatchObject({ rewards: { reward: 1, mem_mb: 300 } });
+      // Claude Code as that user too: its private home and the proxy's socket are reachable to it.
+      const mock = await startMockServer({ tasks: mockTasksFrom(loadTasks(path.dirname(task))), seed: 1 });
+      try {
+        const cdb = path.join(dir, 'as-user-claude.db');
+        const c = await mockRollout(path.dirname(task), 'claude-code', mock, cdb);
+        expect([...c.groups[0]!.rewards].sort()).toEqual([0, 1]);
       } finally {
         await mock.close();
       }
-    }, 300_000);
-  }
+    },
+    patient(300_000),
+  );
 
-  it('polar gym-agent runs a Harbor row in its container: the reward from test.sh, the calls captured', async () => {
-    const ds = path.join(dir, 'ds');
-    if (!fs.existsSync(ds)) writeTask(ds);
-    const tasks = loadTasks(ds);
-    const mock = await startMockServer({ tasks: mockTasksFrom(tasks), seed: 1, nemoRl: { temperature: 1, topP: 1 } });
-    const db = path.join(dir, 'gym.db');
-    const children: ChildProcess[] = [];
-    try {
-      const args = ['gym-agent', '--harness', 'claude-code', '--upstream', `${mock.url}/v1`, '--model', mock.model, '--db', db, '--tasks', ds];
-      const { json, stderr } = await startPolarServer([...args, '--out', path.join(dir, 'gym-out'), '--json'], children);
-      // No --environment: the engine that works here is the default, and the agent says so.
-      expect(stderr()).toMatch(new RegExp(`Harbor tasks run in their own images with ${engine}`));
-      const { results } = await postGymRuns(String(json.url), gymRows(tasks), 2);
-      expect(results.map((r) => r.reward).sort(), results.map((r) => r.polar_mask_reason).join('; ')).toEqual([0, 1]);
-      const store = Store.open(db, { readonly: true });
-      try {
-        for (const r of results) expect(store.rollouts.sampleForSession(r.polar_session_id)!.evaluator).toMatchObject({ type: 'harbor', environment: engine });
-      } finally {
-        store.close();
-      }
-      for (const r of results) expect(expectSessionCapturedExactly(db, r.polar_session_id, mock)).toBeGreaterThan(0);
-    } finally {
-      for (const c of children) c.kill('SIGTERM');
-      await mock.close();
-    }
-  }, 300_000);
-
-  it('polar train grpo with Harbor tasks starts its Gym agent in the same environment (here the engine)', async () => {
-    const ds = path.join(dir, 'ds');
-    if (!fs.existsSync(ds)) writeTask(ds);
-    const checkout = writeFixtureCheckout(path.join(dir, 'RL'));
-    const runDir = path.join(dir, 'train-dry');
-    const args = ['train', 'grpo', '--dry-run', '--nemo-rl', checkout, '--model', 'Qwen/Qwen3-0.6B', '--tasks', ds, '--harness', 'claude-code'];
-    const r = await polar([...args, '--prompts-per-step', '1', '--run-dir', runDir]);
-    expect(r.code, r.stderr).toBe(0);
-    const app = fs.readFileSync(path.join(runDir, 'gym/responses_api_agents/polar_agent/app.py'), 'utf8');
-    expect(app).toContain(`"--environment","${engine}"`);
-    const host = await polar([...args, '--prompts-per-step', '1', '--environment', 'host', '--run-dir', `${runDir}-host`]);
-    expect(host.code, host.stderr).toBe(0);
-    expect(fs.readFileSync(path.join(`${runDir}-host`, 'gym/responses_api_agents/polar_agent/app.py'), 'utf8')).toContain('"--environment","host"');
-  }, 120_000);
-
-  it('a queued rollout: a worker runs the Harbor task in its container, the reward from test.sh', async () => {
-    const ds = path.join(dir, 'ds');
-    if (!fs.existsSync(ds)) writeTask(ds);
-    const [pg, mock] = await Promise.all([startTestPostgres(), startMockServer({ seed: 1 })]);
-    try {
-      const url = await pg.database('queue');
-      // A harness with no model: it does the task's work itself, inside the container.
-      const harness = ['--harness', 'custom', '--command', 'sh -c "cat /built.txt > answer.txt"', '--upstream', mock.url];
-      const waiting = polar(['rollout', '--queue', url, '--tasks', ds, ...harness, '--samples', '2', '--wait', '--json']);
-      const worker = await polar(['worker', '--queue', url, ...harness, '--idle-exit', '5', '--out', path.join(dir, 'worker-out')]);
-      expect(worker.code, worker.stderr).toBe(0);
-      expect(worker.stderr).toMatch(new RegExp(`Harbor tasks run in their own images with ${engine}`));
-      const done = await waiting;
-      expect(done.code, done.stderr).toBe(0);
-      expect(JSON.parse(done.stdout)).toMatchObject({ status: 'completed', outcomes: { completed: 2 }, groups: [{ rewards: [1, 1] }] });
-    } finally {
-      await mock.close();
-      await pg.close();
-    }
-  }, 240_000);
-
-  it("task.toml's [agent]/[verifier].user and [environment].memory_mb hold in the container", async () => {
-    const task = path.join(dir, 'as-user', 'as-user');
-    for (const d of ['environment', 'tests', 'solution']) fs.mkdirSync(path.join(task, d), { recursive: true });
-    fs.writeFileSync(
-      path.join(task, 'task.toml'),
-      [
-        'version = "1.0"',
-        '[metadata.mock]',
-        `correct = ["id -un > /app/agent-user && (cat /sys/fs/cgroup/memory.max 2>/dev/null || cat /sys/fs/cgroup/memory/memory.limit_in_bytes) > /app/mem"]`,
-        'wrong = ["echo root > /app/agent-user && echo 0 > /app/mem"]',
-        '[agent]',
-        'user = "nobody"',
-        '[verifier]',
-        'user = "nobody"',
-        '[environment]',
-        'memory_mb = 300',
-        'allow_internet = false',
-        '',
-      ].join('\n'),
-    );
-    fs.writeFileSync(path.join(task, 'instruction.md'), 'Say who you are.\n');
-    fs.writeFileSync(path.join(task, 'environment', 'Dockerfile'), 'FROM debian:12-slim\nWORKDIR /app\nRUN chown nobody /app\n');
-    fs.writeFileSync(
-      path.join(task, 'solution', 'solve.sh'),
-      'id -un > /app/agent-user\n(cat /sys/fs/cgroup/memory.max 2>/dev/null || cat /sys/fs/cgroup/memory/memory.limit_in_bytes) > /app/mem\n',
-    );
-    fs.writeFileSync(
-      path.join(task, 'tests', 'test.sh'),
-      [
-        'r=0; [ "$(cat /app/agent-user)" = nobody ] && [ "$(id -un)" = nobody ] && r=1',
-        'echo "{\\"reward\\": $r, \\"mem_mb\\": $(( $(cat /app/mem) / 1048576 ))}" > /logs/verifier/reward.json',
-        '',
-      ].join('\n'),
-    );
-    const db = path.join(dir, 'as-user.db');
-    const r = await polar(['rollout', '--tasks', path.dirname(task), '--harness', 'oracle', '--samples', '1', '--environment', engine!, '--db', db, '--json']);
-    expect(r.code, r.stderr).toBe(0);
-    const summary = JSON.parse(r.stdout);
-    const store = Store.open(db, { readonly: true });
-    const [sample] = store.rollouts.samples(summary.rolloutId);
-    store.close();
-    expect(sample!.error).toBeNull();
-    expect(sample!.evaluator).toMatchObject({ rewards: { reward: 1, mem_mb: 300 } });
-    // Claude Code as that user too: its private home and the proxy's socket are reachable to it.
-    const mock = await startMockServer({ tasks: mockTasksFrom(loadTasks(path.dirname(task))), seed: 1 });
-    try {
-      const cdb = path.join(dir, 'as-user-claude.db');
-      const c = await mockRollout(path.dirname(task), 'claude-code', mock, cdb);
-      expect([...c.groups[0]!.rewards].sort()).toEqual([0, 1]);
-    } finally {
-      await mock.close();
-    }
-  }, 300_000);
-
-  it('polar tasks check runs oracle and nop in the task images (the default where an engine works)', async () => {
-    const ds = path.join(dir, 'ds');
-    if (!fs.existsSync(ds)) writeTask(ds);
-    const r = await polar(['tasks', 'check', ds, '--json']);
-    expect(r.code, r.stderr).toBe(0);
-    // The oracle's 1 needs the image's RUN step: it ran in the image.
-    expect(JSON.parse(r.stdout)).toMatchObject({ ok: true, environment: engine, results: [{ oracle: { reward: 1 }, nop: { reward: 0 } }] });
-    // An image that cannot be built: one problem, the engine's reason first, and the way out.
-    const unbuildable = path.join(dir, 'unbuildable');
-    writeTask(unbuildable);
-    fs.writeFileSync(path.join(unbuildable, 'in-image', 'environment', 'Dockerfile'), 'FROM localhost/polar-no-such-image:1\nWORKDIR /app\n');
-    // An image this machine cannot build says nothing about the task: unverifiable here (exit 0; --strict: 1).
-    const bad = await polar(['tasks', 'check', unbuildable, '--json']);
-    expect(bad.code).toBe(0);
-    const [result] = JSON.parse(bad.stdout).results;
-    expect(result.verdict).toBe('unverifiable');
-    expect(result.problems).toEqual([]);
-    expect(result.unverifiable).toHaveLength(1);
-    expect(result.unverifiable[0]).toMatch(/polar-no-such-image/);
-    expect((await polar(['tasks', 'check', unbuildable, '--json', '--strict'])).code).toBe(1);
-  }, 300_000);
+  it(
+    'polar tasks check runs oracle and nop in the task images (the default where an engine works)',
+    async () => {
+      const ds = path.join(dir, 'ds');
+      if (!fs.existsSync(ds)) writeTask(ds);
+      const r = await polar(['tasks', 'check', ds, '--json']);
+      expect(r.code, r.stderr).toBe(0);
+      // The oracle's 1 needs the image's RUN step: it ran in the image.
+      expect(JSON.parse(r.stdout)).toMatchObject({ ok: true, environment: engine, results: [{ oracle: { reward: 1 }, nop: { reward: 0 } }] });
+      // An image that cannot be built: one problem, the engine's reason first, and the way out.
+      const unbuildable = path.join(dir, 'unbuildable');
+      writeTask(unbuildable);
+      fs.writeFileSync(path.join(unbuildable, 'in-image', 'environment', 'Dockerfile'), 'FROM localhost/polar-no-such-image:1\nWORKDIR /app\n');
+      // An image this machine cannot build says nothing about the task: unverifiable here (exit 0; --strict: 1).
+      const bad = await polar(['tasks', 'check', unbuildable, '--json']);
+      expect(bad.code).toBe(0);
+      const [result] = JSON.parse(bad.stdout).results;
+      expect(result.verdict).toBe('unverifiable');
+      expect(result.problems).toEqual([]);
+      expect(result.unverifiable).toHaveLength(1);
+      expect(result.unverifiable[0]).toMatch(/polar-no-such-image/);
+      expect((await polar(['tasks', 'check', unbuildable, '--json', '--strict'])).code).toBe(1);
+    },
+    patient(300_000),
+  );
 });

@@ -4,6 +4,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { workingEngines } from '../../src/rollout/harbor/environment.js';
 import { polarE2e } from './support.js';
+import { patient } from '../support/patience.js';
+import { removeTree } from '../support/remove-tree.js';
 
 /**
  * Two of issue 32's task shapes through `polar tasks check --environment podman`, built on the local
@@ -45,23 +47,27 @@ beforeAll(() => {
     'solution/solve.sh': '#!/bin/bash\necho ok > /app/out.txt\n',
   });
 });
-afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+afterAll(() => removeTree(dir));
 
 interface Check {
   results: { task: string; verdict: string; oracle: { reward: number | null } | null; nop: { reward: number | null } | null }[];
 }
 
 describe.skipIf(!podman)(`issue 32's task shapes in podman${podman ? '' : ' (skipped: `podman info` fails here)'}`, () => {
-  it('a separate-verifier task and a metrics-only reward.json task are valid: oracle at the top reward, nop 0', async () => {
-    const r = await polarE2e(['tasks', 'check', path.join(dir, 'suite'), '--environment', 'podman', '--no-forge', '--reward-key', 'accuracy', '--json']);
-    const check = JSON.parse(r.stdout) as Check;
-    const by = new Map(check.results.map((t) => [t.task, t]));
-    for (const name of ['separate', 'metrics']) {
-      const t = by.get(name);
-      expect(t?.verdict, `${name}: ${r.stderr}\n${r.stdout}`).toBe('valid');
-      expect(t?.oracle?.reward).toBe(1);
-      expect(t?.nop?.reward).toBe(0);
-    }
-    expect(r.code).toBe(0);
-  }, 300_000);
+  it(
+    'a separate-verifier task and a metrics-only reward.json task are valid: oracle at the top reward, nop 0',
+    async () => {
+      const r = await polarE2e(['tasks', 'check', path.join(dir, 'suite'), '--environment', 'podman', '--no-forge', '--reward-key', 'accuracy', '--json']);
+      const check = JSON.parse(r.stdout) as Check;
+      const by = new Map(check.results.map((t) => [t.task, t]));
+      for (const name of ['separate', 'metrics']) {
+        const t = by.get(name);
+        expect(t?.verdict, `${name}: ${r.stderr}\n${r.stdout}`).toBe('valid');
+        expect(t?.oracle?.reward).toBe(1);
+        expect(t?.nop?.reward).toBe(0);
+      }
+      expect(r.code).toBe(0);
+    },
+    patient(300_000),
+  );
 });

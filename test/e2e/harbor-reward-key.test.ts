@@ -7,6 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bwrapProblem, findBwrap } from '../../src/sandbox/index.js';
 import { Store } from '../../src/store/store.js';
 import { BIN } from './support.js';
+import { patient } from '../support/patience.js';
+import { removeTree } from '../support/remove-tree.js';
 
 /**
  * A Harbor task whose verifier writes metrics only (no "reward"), as Harbor's rewardkit does
@@ -38,11 +40,11 @@ beforeAll(() => {
     fs.writeFileSync(path.join(task, file), text, { mode: 0o755 });
   }
 });
-afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+afterAll(() => removeTree(dir));
 
 async function polar(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await run(process.execPath, [BIN, ...args], { env: { ...process.env, NO_COLOR: '1' }, timeout: 240_000 });
+    const { stdout, stderr } = await run(process.execPath, [BIN, ...args], { env: { ...process.env, NO_COLOR: '1' }, timeout: patient(240_000) });
     return { code: 0, stdout, stderr };
   } catch (err) {
     const e = err as { code: number; stdout: string; stderr: string };

@@ -12,6 +12,8 @@ import { bwrapProblem, findBwrap } from '../../src/sandbox/index.js';
 import { Store } from '../../src/store/store.js';
 import { gymRows } from '../../src/train/gym-agent/wiring.js';
 import { BIN, expectSessionCapturedExactly, postGymRuns, startPolarServer } from './support.js';
+import { patient } from '../support/patience.js';
+import { removeTree } from '../support/remove-tree.js';
 
 /**
  * Harbor task folders end to end (issue 26), on the host environment (`--environment host`: the
@@ -32,10 +34,10 @@ beforeAll(() => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-e2e-harbor-'));
 });
 afterAll(() => {
-  fs.rmSync(dir, { recursive: true, force: true });
+  removeTree(dir);
 });
 
-async function polar(args: string[], timeout = 280_000): Promise<{ code: number; stdout: string; stderr: string }> {
+async function polar(args: string[], timeout = patient(280_000)): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
     const { stdout, stderr } = await run(process.execPath, [BIN, ...args], { env: { ...process.env, NO_COLOR: '1' }, timeout, maxBuffer: 64 * 1024 * 1024 });
     return { code: 0, stdout, stderr };
@@ -61,7 +63,7 @@ describe.skipIf(noSandbox !== null)(`Harbor tasks on the host environment${noSan
       const r = await hostRollout(['--tasks', FIXTURES, '--harness', 'claude-code', '--upstream', mock.url, '--samples', '2', '--db', db(), '--json']);
       stderr = r.stderr;
       summary = JSON.parse(r.stdout);
-    }, 300_000);
+    }, patient(300_000));
     afterAll(async () => {
       await mock?.close();
     });
@@ -125,123 +127,135 @@ describe.skipIf(noSandbox !== null)(`Harbor tasks on the host environment${noSan
     });
   });
 
-  it('codex runs the same suite: every sample completes, every group has a right and a wrong run', async () => {
-    const tasks = loadTasks(FIXTURES);
-    const mock = await startMockServer({ tasks: mockTasksFrom(tasks), seed: 5 });
-    try {
-      const db = path.join(dir, 'codex.db');
-      const r = await hostRollout(['--tasks', FIXTURES, '--harness', 'codex', '--upstream', mock.url, '--samples', '2', '--db', db, '--json']);
-      const summary = JSON.parse(r.stdout) as {
-        status: string;
-        rolloutId: string;
-        outcomes: Record<string, number>;
-        groups: { taskId: string; rewards: number[] }[];
-      };
-      expect(summary.status, r.stderr).toBe('completed');
-      expect(summary.outcomes.completed).toBe(tasks.length * 2);
-      for (const g of summary.groups) expect(new Set(g.rewards).size, `${g.taskId}: ${g.rewards}`).toBe(2);
-      const store = Store.open(db, { readonly: true });
-      const rows = store.rollouts.samples(summary.rolloutId);
-      store.close();
-      for (const s of rows) expect(expectSessionCapturedExactly(db, s.sessionId!, mock)).toBeGreaterThanOrEqual(2);
-    } finally {
-      await mock.close();
-    }
-  }, 300_000);
-
-  it('polar gym-agent --tasks fixtures/harbor: /run rows name Harbor tasks by id; rewards come from their test.sh', async () => {
-    const tasks = loadTasks(FIXTURES).filter((t) => ['partial-credit', 'csv-to-json'].includes(t.id));
-    const mock = await startMockServer({ tasks: mockTasksFrom(tasks), seed: 5, nemoRl: { temperature: 1, topP: 1 } });
-    const db = path.join(dir, 'gym.db');
-    const children: ChildProcess[] = [];
-    try {
-      const args = ['gym-agent', '--harness', 'claude-code', '--upstream', `${mock.url}/v1`, '--model', mock.model, '--db', db, '--tasks', FIXTURES];
-      const { json, stderr } = await startPolarServer([...args, '--environment', 'host', '--out', path.join(dir, 'gym-out'), '--json'], children);
-      const { rows, results } = await postGymRuns(String(json.url), gymRows(tasks), 2);
-      const store = Store.open(db, { readonly: true });
+  it(
+    'codex runs the same suite: every sample completes, every group has a right and a wrong run',
+    async () => {
+      const tasks = loadTasks(FIXTURES);
+      const mock = await startMockServer({ tasks: mockTasksFrom(tasks), seed: 5 });
       try {
-        results.forEach((r, i) => {
-          expect(r.instance_config, r.polar_mask_reason).toBeUndefined();
-          const sample = store.rollouts.sampleForSession(r.polar_session_id)!;
-          expect(sample.taskId).toBe(rows[i]!.task_id);
-          expect(sample.evaluator!.type).toBe('harbor');
-          expect(r.reward).toBe(sample.reward);
-        });
-      } finally {
+        const db = path.join(dir, 'codex.db');
+        const r = await hostRollout(['--tasks', FIXTURES, '--harness', 'codex', '--upstream', mock.url, '--samples', '2', '--db', db, '--json']);
+        const summary = JSON.parse(r.stdout) as {
+          status: string;
+          rolloutId: string;
+          outcomes: Record<string, number>;
+          groups: { taskId: string; rewards: number[] }[];
+        };
+        expect(summary.status, r.stderr).toBe('completed');
+        expect(summary.outcomes.completed).toBe(tasks.length * 2);
+        for (const g of summary.groups) expect(new Set(g.rewards).size, `${g.taskId}: ${g.rewards}`).toBe(2);
+        const store = Store.open(db, { readonly: true });
+        const rows = store.rollouts.samples(summary.rolloutId);
         store.close();
+        for (const s of rows) expect(expectSessionCapturedExactly(db, s.sessionId!, mock)).toBeGreaterThanOrEqual(2);
+      } finally {
+        await mock.close();
       }
-      for (let g = 0; g < results.length; g += 2) expect(new Set([results[g]!.reward, results[g + 1]!.reward]).size).toBe(2);
-      expect(stderr()).toMatch(/task partial-credit: the host environment does not reproduce the base image python:3\.12-slim/);
-    } finally {
-      for (const c of children) c.kill('SIGTERM');
-      await mock.close();
-    }
-  }, 300_000);
+    },
+    patient(300_000),
+  );
 
-  it('the agent finds neither the tests nor the solution, and a reward it plants does not count', async () => {
-    const ds = path.join(dir, 'probe-ds');
-    const task = path.join(ds, 'probe');
-    for (const d of ['environment', 'tests', 'solution']) fs.mkdirSync(path.join(task, d), { recursive: true });
-    fs.writeFileSync(path.join(task, 'task.toml'), 'version = "1.0"\n[verifier]\ntimeout_sec = 30.0\n[agent]\ntimeout_sec = 180.0\n');
-    fs.writeFileSync(path.join(task, 'instruction.md'), `PROBE ${task}\n`);
-    fs.writeFileSync(path.join(task, 'environment', 'Dockerfile'), 'FROM ubuntu:24.04\nWORKDIR /app\nCOPY start.txt .\n');
-    fs.writeFileSync(path.join(task, 'environment', 'start.txt'), 'start\n');
-    fs.writeFileSync(path.join(task, 'tests', 'polar-hidden-marker-tests.txt'), 'x\n');
-    fs.writeFileSync(path.join(task, 'solution', 'polar-hidden-marker-solution.txt'), 'x\n');
-    fs.writeFileSync(path.join(task, 'solution', 'solve.sh'), 'touch /app/solved\n');
-    // Writes a reward only when the task is solved: the agent's planted one must not stand in for it.
-    fs.writeFileSync(path.join(task, 'tests', 'test.sh'), 'ls /tests\nif [ -f /app/solved ]; then echo 1 > /logs/verifier/reward.txt; fi\n');
-    const mock = await startMockServer({ seed: 1 });
-    try {
-      const db = path.join(dir, 'probe.db');
-      const r = await hostRollout([
-        '--tasks',
-        ds,
-        '--harness',
-        'custom',
-        '--command',
-        `${process.execPath} ${path.join(PROBE, 'agent.mjs')} {prompt}`,
-        '--sandbox-ro',
-        PROBE,
-        '--upstream',
-        mock.url,
-        '--samples',
-        '1',
-        '--db',
-        db,
-        '--json',
-      ]);
-      const summary = JSON.parse(r.stdout);
-      const store = Store.open(db, { readonly: true });
-      const [sample] = store.rollouts.samples(summary.rolloutId);
-      store.close();
-      const added = (sample!.diff ?? '')
-        .split('\n')
-        .filter((l) => l.startsWith('+') && !l.startsWith('+++'))
-        .map((l) => l.slice(1))
-        .join('\n');
-      const probe = JSON.parse(added);
-      expect(probe).toEqual({
-        cwd: '/app',
-        tests: false,
-        solution: false,
-        logs: true,
-        hostTaskDir: false,
-        hostTests: false,
-        relativeTests: false,
-        markers: [],
-      });
-      // The verifier saw /tests (its output lists the marker) and wrote no reward: the sample scores
-      // 0 with the reason and the verifier's output, not the 1 the agent planted (and not `error`,
-      // which would drop it out of its group).
-      expect(sample!.status).toBe('completed');
-      expect(sample!.reward).toBe(0);
-      expect(sample!.evaluator?.forfeit).toMatch(/wrote no reward/);
-      expect(String(sample!.evaluator?.output)).toMatch(/polar-hidden-marker-tests\.txt/);
-    } finally {
-      await mock.close();
-    }
-  }, 300_000);
+  it(
+    'polar gym-agent --tasks fixtures/harbor: /run rows name Harbor tasks by id; rewards come from their test.sh',
+    async () => {
+      const tasks = loadTasks(FIXTURES).filter((t) => ['partial-credit', 'csv-to-json'].includes(t.id));
+      const mock = await startMockServer({ tasks: mockTasksFrom(tasks), seed: 5, nemoRl: { temperature: 1, topP: 1 } });
+      const db = path.join(dir, 'gym.db');
+      const children: ChildProcess[] = [];
+      try {
+        const args = ['gym-agent', '--harness', 'claude-code', '--upstream', `${mock.url}/v1`, '--model', mock.model, '--db', db, '--tasks', FIXTURES];
+        const { json, stderr } = await startPolarServer([...args, '--environment', 'host', '--out', path.join(dir, 'gym-out'), '--json'], children);
+        const { rows, results } = await postGymRuns(String(json.url), gymRows(tasks), 2);
+        const store = Store.open(db, { readonly: true });
+        try {
+          results.forEach((r, i) => {
+            expect(r.instance_config, r.polar_mask_reason).toBeUndefined();
+            const sample = store.rollouts.sampleForSession(r.polar_session_id)!;
+            expect(sample.taskId).toBe(rows[i]!.task_id);
+            expect(sample.evaluator!.type).toBe('harbor');
+            expect(r.reward).toBe(sample.reward);
+          });
+        } finally {
+          store.close();
+        }
+        for (let g = 0; g < results.length; g += 2) expect(new Set([results[g]!.reward, results[g + 1]!.reward]).size).toBe(2);
+        expect(stderr()).toMatch(/task partial-credit: the host environment does not reproduce the base image python:3\.12-slim/);
+      } finally {
+        for (const c of children) c.kill('SIGTERM');
+        await mock.close();
+      }
+    },
+    patient(300_000),
+  );
+
+  it(
+    'the agent finds neither the tests nor the solution, and a reward it plants does not count',
+    async () => {
+      const ds = path.join(dir, 'probe-ds');
+      const task = path.join(ds, 'probe');
+      for (const d of ['environment', 'tests', 'solution']) fs.mkdirSync(path.join(task, d), { recursive: true });
+      fs.writeFileSync(path.join(task, 'task.toml'), 'version = "1.0"\n[verifier]\ntimeout_sec = 30.0\n[agent]\ntimeout_sec = 180.0\n');
+      fs.writeFileSync(path.join(task, 'instruction.md'), `PROBE ${task}\n`);
+      fs.writeFileSync(path.join(task, 'environment', 'Dockerfile'), 'FROM ubuntu:24.04\nWORKDIR /app\nCOPY start.txt .\n');
+      fs.writeFileSync(path.join(task, 'environment', 'start.txt'), 'start\n');
+      fs.writeFileSync(path.join(task, 'tests', 'polar-hidden-marker-tests.txt'), 'x\n');
+      fs.writeFileSync(path.join(task, 'solution', 'polar-hidden-marker-solution.txt'), 'x\n');
+      fs.writeFileSync(path.join(task, 'solution', 'solve.sh'), 'touch /app/solved\n');
+      // Writes a reward only when the task is solved: the agent's planted one must not stand in for it.
+      fs.writeFileSync(path.join(task, 'tests', 'test.sh'), 'ls /tests\nif [ -f /app/solved ]; then echo 1 > /logs/verifier/reward.txt; fi\n');
+      const mock = await startMockServer({ seed: 1 });
+      try {
+        const db = path.join(dir, 'probe.db');
+        const r = await hostRollout([
+          '--tasks',
+          ds,
+          '--harness',
+          'custom',
+          '--command',
+          `${process.execPath} ${path.join(PROBE, 'agent.mjs')} {prompt}`,
+          '--sandbox-ro',
+          PROBE,
+          '--upstream',
+          mock.url,
+          '--samples',
+          '1',
+          '--db',
+          db,
+          '--json',
+        ]);
+        const summary = JSON.parse(r.stdout);
+        const store = Store.open(db, { readonly: true });
+        const [sample] = store.rollouts.samples(summary.rolloutId);
+        store.close();
+        const added = (sample!.diff ?? '')
+          .split('\n')
+          .filter((l) => l.startsWith('+') && !l.startsWith('+++'))
+          .map((l) => l.slice(1))
+          .join('\n');
+        const probe = JSON.parse(added);
+        expect(probe).toEqual({
+          cwd: '/app',
+          tests: false,
+          solution: false,
+          logs: true,
+          hostTaskDir: false,
+          hostTests: false,
+          relativeTests: false,
+          markers: [],
+        });
+        // The verifier saw /tests (its output lists the marker) and wrote no reward: the sample scores
+        // 0 with the reason and the verifier's output, not the 1 the agent planted (and not `error`,
+        // which would drop it out of its group).
+        expect(sample!.status).toBe('completed');
+        expect(sample!.reward).toBe(0);
+        expect(sample!.evaluator?.forfeit).toMatch(/wrote no reward/);
+        expect(String(sample!.evaluator?.output)).toMatch(/polar-hidden-marker-tests\.txt/);
+      } finally {
+        await mock.close();
+      }
+    },
+    patient(300_000),
+  );
 
   it("a clean filter in a task's own .git/config never runs on the host when polar commits the starting state", async () => {
     const task = path.join(dir, 'filter-ds', 'filtered');
@@ -274,20 +288,24 @@ describe.skipIf(noSandbox !== null)(`Harbor tasks on the host environment${noSan
     expect(fs.existsSync(db)).toBe(false);
   });
 
-  it('polar tasks check flags the fixture whose oracle is wrong, with the verifier output, and passes the rest', async () => {
-    const r = await polar(['tasks', 'check', FIXTURES, '--environment', 'host', '--json']);
-    expect(r.code, r.stderr).toBe(1);
-    const out = JSON.parse(r.stdout) as {
-      ok: boolean;
-      broken: string[];
-      results: { task: string; problems: string[]; oracle: { reward: number; rewards: Record<string, number>; output: string }; nop: { reward: number } }[];
-    };
-    expect(out.ok).toBe(false);
-    expect(out.broken).toEqual(['broken-oracle']);
-    const broken = out.results.find((x) => x.task === 'broken-oracle')!;
-    expect(broken.problems[0]).toMatch(/the oracle \(solution\/solve\.sh\) earned 0, not the top reward 1/);
-    expect(broken.oracle.output).toMatch(/answer\.txt holds: 43/);
-    for (const x of out.results) expect(x.nop.reward, x.task).toBe(0);
-    expect(out.results.find((x) => x.task === 'csv-to-json')!.oracle.rewards).toEqual({ valid_json: 1, rows: 1, types: 1, reward: 1 });
-  }, 300_000);
+  it(
+    'polar tasks check flags the fixture whose oracle is wrong, with the verifier output, and passes the rest',
+    async () => {
+      const r = await polar(['tasks', 'check', FIXTURES, '--environment', 'host', '--json']);
+      expect(r.code, r.stderr).toBe(1);
+      const out = JSON.parse(r.stdout) as {
+        ok: boolean;
+        broken: string[];
+        results: { task: string; problems: string[]; oracle: { reward: number; rewards: Record<string, number>; output: string }; nop: { reward: number } }[];
+      };
+      expect(out.ok).toBe(false);
+      expect(out.broken).toEqual(['broken-oracle']);
+      const broken = out.results.find((x) => x.task === 'broken-oracle')!;
+      expect(broken.problems[0]).toMatch(/the oracle \(solution\/solve\.sh\) earned 0, not the top reward 1/);
+      expect(broken.oracle.output).toMatch(/answer\.txt holds: 43/);
+      for (const x of out.results) expect(x.nop.reward, x.task).toBe(0);
+      expect(out.results.find((x) => x.task === 'csv-to-json')!.oracle.rewards).toEqual({ valid_json: 1, rows: 1, types: 1, reward: 1 });
+    },
+    patient(300_000),
+  );
 });

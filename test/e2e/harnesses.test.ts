@@ -5,6 +5,7 @@ import { startMockServer, type MockServer } from '../../src/mock-server/server.j
 import { DEMO_CONTENT, DEMO_FILE } from '../../src/mock-server/script.js';
 import { Store } from '../../src/store/store.js';
 import { expectSessionCapturedExactly, HARNESSES, nodeFor, polarRun, taskRunArgs, workspace } from './support.js';
+import { patient } from '../support/patience.js';
 
 /**
  * The real harness CLIs (devDependencies), each run by `polar run` against the mock server: the
@@ -23,7 +24,7 @@ describe.each(HARNESSES)('polar run --harness $name', (harness) => {
   const { name } = harness;
   const { node, skip } = nodeFor(harness);
 
-  it.skipIf(skip)('completes the scripted task with its own shell tool, every call captured exactly', { timeout: 300_000 }, async () => {
+  it.skipIf(skip)('completes the scripted task with its own shell tool, every call captured exactly', { timeout: patient(300_000) }, async () => {
     const w = workspace();
     try {
       const session = `e2e-${name}`;

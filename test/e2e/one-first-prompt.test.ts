@@ -7,6 +7,8 @@ import { sampleFirstPrompt } from '../../src/rollout/first-prompts.js';
 import { findBwrap } from '../../src/sandbox/index.js';
 import { Store } from '../../src/store/store.js';
 import { HARNESSES, harnessRolloutArgs, nodeFor, polarE2e } from './support.js';
+import { patient } from '../support/patience.js';
+import { removeTree } from '../support/remove-tree.js';
 
 /**
  * Issue 30: NeMo-RL groups GRPO samples by the token ids of each sample's first prompt, so every
@@ -32,7 +34,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await mock?.close();
-  fs.rmSync(dir, { recursive: true, force: true });
+  removeTree(dir);
 });
 
 /** The first-prompt ids (the call NeMo-RL groups by, rollout/first-prompts.ts) of each sample's session. */
@@ -58,7 +60,7 @@ async function firstPrompts(harness: string, sandbox: 'bwrap' | 'none', node: st
 describe.each(HARNESSES)('polar rollout --harness $name: one task × 2 samples', (h) => {
   const { node, skip } = nodeFor(h);
 
-  it.skipIf(skip || !bwrap)('in the bwrap sandbox, both samples send byte-identical first-prompt token ids', { timeout: 300_000 }, async () => {
+  it.skipIf(skip || !bwrap)('in the bwrap sandbox, both samples send byte-identical first-prompt token ids', { timeout: patient(300_000) }, async () => {
     const [a, b] = await firstPrompts(h.name, 'bwrap', node);
     expect(a!.length).toBeGreaterThan(100);
     expect(b).toEqual(a);
@@ -66,7 +68,7 @@ describe.each(HARNESSES)('polar rollout --harness $name: one task × 2 samples',
 
   it.skipIf(skip)(
     "with --sandbox none, each sees its own folders and the first prompts differ (what every rollout's groups looked like)",
-    { timeout: 300_000 },
+    { timeout: patient(300_000) },
     async () => {
       const [a, b] = await firstPrompts(h.name, 'none', node);
       expect(b).not.toEqual(a);

@@ -7,6 +7,8 @@ import type { SampleRow } from '../../src/store/rollouts.js';
 import { bwrapProblem, findBwrap } from '../../src/sandbox/index.js';
 import { polarCli } from '../support/polar-cli.js';
 import { explain, type RolloutSummary, samplesByTask, shellDataset } from '../support/red-team/tasks.js';
+import { patient } from '../support/patience.js';
+import { removeTree } from '../support/remove-tree.js';
 
 /**
  * The red-team suite in a container (issue 31, the forgeries 4 and 5): a Harbor task in its own
@@ -55,14 +57,14 @@ describe.skipIf(skip !== null)(`red team in a container${skip ? ` (skipped: ${sk
         path.join(dir, 'out'),
         '--json',
       ],
-      { timeout: 280_000 },
+      { timeout: patient(280_000) },
     );
     expect(r.code, r.stderr).toBe(0);
     samples = samplesByTask(db, (JSON.parse(r.stdout) as RolloutSummary).rolloutId);
-  }, 300_000);
+  }, patient(300_000));
 
   afterAll(() => {
-    if (dir) fs.rmSync(dir, { recursive: true, force: true });
+    if (dir) removeTree(dir);
   });
 
   it('the honest sample keeps its reward', () => {

@@ -5,6 +5,7 @@ import { startMockServer, type MockServer } from '../../src/mock-server/server.j
 import { Store } from '../../src/store/store.js';
 import { polarCli } from '../support/polar-cli.js';
 import { polarRun, taskRunArgs, workspace, type Workspace } from './support.js';
+import { patient } from '../support/patience.js';
 
 /**
  * Cassette replay with the real harness CLIs: a session recorded against the mock model is replayed
@@ -23,7 +24,7 @@ afterAll(async () => {
 async function replay(db: string, session: string, harness: string): Promise<{ code: number; result: Record<string, any> }> {
   const r = await polarCli(['replay', session, '--harness', harness, '--db', db, '--json'], {
     env: process.env,
-    timeout: 280_000,
+    timeout: patient(280_000),
     maxBuffer: 64 * 1024 * 1024,
   });
   return { code: r.code, result: JSON.parse(r.stdout) };
@@ -36,10 +37,10 @@ describe.each(['claude-code', 'codex', 'gemini-cli'])('polar replay --harness %s
     w = workspace();
     const r = await polarRun(taskRunArgs(harness, ['--upstream', mock.url], w, session));
     expect(r.code, r.stderr.slice(-2000)).toBe(0);
-  }, 300_000);
+  }, patient(300_000));
   afterAll(() => w?.cleanup());
 
-  it('reproduces every recorded call with no model, token for token', { timeout: 300_000 }, async () => {
+  it('reproduces every recorded call with no model, token for token', { timeout: patient(300_000) }, async () => {
     const before = mock.requestCount();
     const { code, result } = await replay(w.db, session, harness);
     expect(result.divergence).toBeNull();
@@ -68,7 +69,7 @@ describe.each(['claude-code', 'codex', 'gemini-cli'])('polar replay --harness %s
     }
   });
 
-  it('a recording edited afterwards diverges at the call that echoes the edit, and the harness is told why', { timeout: 300_000 }, async () => {
+  it('a recording edited afterwards diverges at the call that echoes the edit, and the harness is told why', { timeout: patient(300_000) }, async () => {
     const edited = path.join(w.dir, 'edited.db');
     fs.copyFileSync(w.db, edited);
     const store = Store.open(edited);

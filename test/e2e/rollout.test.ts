@@ -13,6 +13,8 @@ import { applyDiff, prepareWorkspace, removeWorkspace } from '../../src/rollout/
 import { Store } from '../../src/store/store.js';
 import { countColour, dumpDom, findChromium, screenshot } from '../support/chromium.js';
 import { BIN, expectSessionCapturedExactly } from './support.js';
+import { patient } from '../support/patience.js';
+import { removeTree } from '../support/remove-tree.js';
 
 /**
  * Real harness CLIs through `polar rollout` on the fixture tasks against the mock model, whose
@@ -34,7 +36,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await mock?.close();
-  fs.rmSync(dir, { recursive: true, force: true });
+  removeTree(dir);
 });
 
 describe.each([
@@ -66,12 +68,12 @@ describe.each([
       ],
       {
         env: { ...process.env, NO_COLOR: '1' },
-        timeout: 280_000,
+        timeout: patient(280_000),
         maxBuffer: 64 * 1024 * 1024,
       },
     );
     summary = JSON.parse(stdout);
-  }, 300_000);
+  }, patient(300_000));
 
   it('every sample completes, every group has mixed rewards, and advantages sum to zero per group', () => {
     expect(summary.status).toBe('completed');
@@ -83,22 +85,26 @@ describe.each([
     }
   });
 
-  it('each reward is what the evaluator gives the captured diff on a fresh copy; each call is captured exactly', async () => {
-    const store = Store.open(db(), { readonly: true });
-    const rows = store.rollouts.samples(summary.rolloutId);
-    store.close();
-    for (const s of rows) {
-      const task = tasks.find((t) => t.id === s.taskId)!;
-      const env = baseEnvironment();
-      const ws = await prepareWorkspace(task, path.join(dir, `again-${harness}-${s.taskId}-${s.sampleIndex}`), Date.now() + 60_000, env);
-      await applyDiff(ws, s.diff ?? '', env);
-      const again = await scoreOnHost(task, ws, s.diff ?? '', { env, tasksDir: path.dirname(TASKS), scratch: dir, sessionId: s.sessionId! });
-      await removeWorkspace(ws.dir);
-      expect(again.reward, `${s.id}`).toBe(s.reward);
-      expect(s.accepted).toBe(s.reward! >= 1);
-      expect(expectSessionCapturedExactly(db(), s.sessionId!, mock)).toBeGreaterThanOrEqual(2);
-    }
-  }, 120_000);
+  it(
+    'each reward is what the evaluator gives the captured diff on a fresh copy; each call is captured exactly',
+    async () => {
+      const store = Store.open(db(), { readonly: true });
+      const rows = store.rollouts.samples(summary.rolloutId);
+      store.close();
+      for (const s of rows) {
+        const task = tasks.find((t) => t.id === s.taskId)!;
+        const env = baseEnvironment();
+        const ws = await prepareWorkspace(task, path.join(dir, `again-${harness}-${s.taskId}-${s.sampleIndex}`), Date.now() + patient(60_000), env);
+        await applyDiff(ws, s.diff ?? '', env);
+        const again = await scoreOnHost(task, ws, s.diff ?? '', { env, tasksDir: path.dirname(TASKS), scratch: dir, sessionId: s.sessionId! });
+        await removeWorkspace(ws.dir);
+        expect(again.reward, `${s.id}`).toBe(s.reward);
+        expect(s.accepted).toBe(s.reward! >= 1);
+        expect(expectSessionCapturedExactly(db(), s.sessionId!, mock)).toBeGreaterThanOrEqual(2);
+      }
+    },
+    patient(120_000),
+  );
 
   it('exports carry reward, advantage, group, task and rollout; --accepted keeps only accepted samples', async () => {
     const { stdout } = await run(process.execPath, [BIN, 'export', '--db', db(), '--rollout', summary.rolloutId], { maxBuffer: 512 * 1024 * 1024 });
@@ -157,6 +163,6 @@ describe.each([
       const png = await screenshot(chromium!, file, path.join(dir, `rollout-${harness}.png`), 1280, 1600);
       expect(countColour(png, '#ffffff')).toBeLessThan(png.width * png.height * 0.98);
     },
-    120_000,
+    patient(120_000),
   );
 });

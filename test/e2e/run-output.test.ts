@@ -4,6 +4,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startMockServer, type MockServer } from '../../src/mock-server/server.js';
 import { Store } from '../../src/store/store.js';
 import { polarRun, TASK, workspace } from './support.js';
+import { patient } from '../support/patience.js';
 
 /**
  * What `polar run` shows while a harness works: one readable line per model call on stdout, not the
@@ -18,7 +19,7 @@ afterAll(async () => {
   await mock?.close();
 });
 
-it('polar run --harness claude-code prints a line per captured call; the raw stream is only in the log', { timeout: 300_000 }, async () => {
+it('polar run --harness claude-code prints a line per captured call; the raw stream is only in the log', { timeout: patient(300_000) }, async () => {
   const w = workspace();
   try {
     const session = 'readable-run';

@@ -8,6 +8,7 @@ import { readMaster } from '../../src/proxy/session-keys.js';
 import { Store } from '../../src/store/store.js';
 import { startReferenceUpstream, type ReferenceUpstream } from '../support/reference-upstream/index.js';
 import { BIN, customRunArgs, polarRun, spawnPolar, workspace, type Workspace } from './support.js';
+import { patient } from '../support/patience.js';
 
 /**
  * `polar proxy --session-keys` as a user starts it, and `polar run --proxy` on the same machine and
@@ -41,7 +42,7 @@ beforeAll(async () => {
   const info = JSON.parse(first) as { url: string; sessionKeys: boolean };
   expect(info.sessionKeys).toBe(true);
   url = info.url;
-}, 60_000);
+}, patient(60_000));
 
 afterAll(async () => {
   if (proxy && proxy.exitCode === null) {

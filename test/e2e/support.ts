@@ -9,6 +9,8 @@ import { float64Bits } from '../support/bits.js';
 import { POLAR_BIN as BIN, polarCli } from '../support/polar-cli.js';
 import type { MockServer } from '../../src/mock-server/server.js';
 import { DEMO_FILE } from '../../src/mock-server/script.js';
+import { patient } from '../support/patience.js';
+import { removeTree } from '../support/remove-tree.js';
 
 export { POLAR_BIN as BIN } from '../support/polar-cli.js';
 
@@ -25,21 +27,25 @@ export function workspace(): Workspace {
   fs.mkdirSync(ws);
   fs.writeFileSync(path.join(ws, 'README.md'), '# e2e\n');
   fs.writeFileSync(path.join(ws, 'main.py'), 'print("hi")\n');
-  return { dir, ws, db: path.join(dir, 'polar.db'), cleanup: () => fs.rmSync(dir, { recursive: true, force: true }) };
+  return { dir, ws, db: path.join(dir, 'polar.db'), cleanup: () => removeTree(dir) };
 }
 
 /**
  * `polar ARGS` as a user types it, with room for a real harness (280 s, 64 MiB of output by
  * default); resolves with the exit code and output.
  */
-export async function polarE2e(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 280_000): Promise<{ code: number; stdout: string; stderr: string }> {
+export async function polarE2e(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+  timeoutMs = patient(280_000),
+): Promise<{ code: number; stdout: string; stderr: string }> {
   const r = await polarCli(args, { env: { ...process.env, NO_COLOR: '1', ...env }, timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024 });
   // A run that did not exit by itself (killed, or never started) reads as a failure, status 1.
   return { code: typeof r.code === 'number' ? r.code : 1, stdout: r.stdout ?? '', stderr: r.stderr ?? '' };
 }
 
 /** `polar run …` as a user types it; resolves with the exit code and output. */
-export function polarRun(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 280_000): Promise<{ code: number; stdout: string; stderr: string }> {
+export function polarRun(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = patient(280_000)): Promise<{ code: number; stdout: string; stderr: string }> {
   return polarE2e(['run', ...args], env, timeoutMs);
 }
 

@@ -6,6 +6,8 @@ import { baseEnvironment } from '../../src/harness/env.js';
 import type { RolloutTask } from '../../src/rollout/task-file.js';
 import { applyDiff, captureDiff, prepareWorkspace, type OpenSandbox } from '../../src/rollout/workspace.js';
 import { DEFAULT_LIMITS, findBwrap, openJail } from '../../src/sandbox/index.js';
+import { patient } from '../support/patience.js';
+import { removeTree } from '../support/remove-tree.js';
 
 /**
  * Issue 31: polar's `git apply` of the agent's diff (the `tests` evaluator's fresh copy) ran on the
@@ -37,7 +39,7 @@ beforeAll(() => {
   evil = path.join(dir, 'evil.sh');
   fs.writeFileSync(evil, `#!/bin/sh\necho "$1" >> ${marker}\ncat\n`, { mode: 0o755 });
 });
-afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+afterAll(() => removeTree(dir));
 
 /** The caller's environment with git's configuration pointed at the filter, one way per case. */
 const CASES: [string, (home: string) => Record<string, string>][] = [
@@ -88,7 +90,7 @@ async function agentDiff(name: string, env: Record<string, string>, sandbox?: Op
   // The task repo names the filter for every file (as a benchmark repo can, with LFS say).
   fs.writeFileSync(path.join(src, '.gitattributes'), '* filter=evil diff=evil\n');
   const t = task({ dir: src });
-  const deadline = () => Date.now() + 60_000;
+  const deadline = () => Date.now() + patient(60_000);
   const agent = await prepareWorkspace(t, path.join(dir, `${name}-agent`), deadline(), env, undefined, sandbox);
   step('prepare');
   fs.writeFileSync(path.join(agent.dir, 'a.txt'), 'fixed by the agent\n');

@@ -6,6 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { baseEnvironment } from '../../src/harness/env.js';
 import type { RolloutTask } from '../../src/rollout/task-file.js';
 import { prepareWorkspace } from '../../src/rollout/workspace.js';
+import { patient } from '../support/patience.js';
+import { removeTree } from '../support/remove-tree.js';
 
 /**
  * Two samples of a task get the same baseline commit: Claude Code's first prompt lists the recent
@@ -36,7 +38,7 @@ beforeAll(() => {
   git('add', '.');
   git('commit', '--quiet', '-m', 'one');
 });
-afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+afterAll(() => removeTree(dir));
 
 describe('the baseline commit', () => {
   it.each([
@@ -45,8 +47,8 @@ describe('the baseline commit', () => {
     ['a git clone', () => task({ git: path.join(dir, 'repo'), commit: 'HEAD' })],
   ])('of %s is the same commit in two samples prepared at different times', async (name, make) => {
     const t = make();
-    const first = await prepareWorkspace(t, path.join(dir, `${name}-0`), Date.now() + 60_000, baseEnvironment());
-    const second = await prepareWorkspace(t, path.join(dir, `${name}-1`), Date.now() + 60_000, baseEnvironment());
+    const first = await prepareWorkspace(t, path.join(dir, `${name}-0`), Date.now() + patient(60_000), baseEnvironment());
+    const second = await prepareWorkspace(t, path.join(dir, `${name}-1`), Date.now() + patient(60_000), baseEnvironment());
     expect(second.baseline).toBe(first.baseline);
     // Both commits carry the fixed author and committer, dated 2000-01-01, not the clock: a date taken
     // from the clock shows here at once, without waiting for the second to change between samples.

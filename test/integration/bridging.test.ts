@@ -13,6 +13,7 @@ import { float64Bits } from '../support/bits.js';
 import { loadQwen3 } from '../support/reference-upstream/index.js';
 import { REPLAY_PROVIDERS, REPLAY_TURNS, replayScript, replaySession, type ReplayProvider } from '../support/replay.js';
 import { startTestProxy, type TestProxy } from '../support/start-proxy.js';
+import { patient } from '../support/patience.js';
 
 /**
  * Bridging, proven on real harness recordings replayed through the proxy (see test/support/replay.ts):
@@ -75,7 +76,7 @@ describe.each(CASES)('bridging a replayed $harness session through $kind', ({ pr
   beforeAll(async () => {
     served = await replay(provider, 'vllm');
     tito = await replay(provider, kind);
-  }, 60_000);
+  }, patient(60_000));
   afterAll(async () => {
     for (const r of [served, tito]) {
       await r?.proxy.close();

@@ -11,6 +11,8 @@ import { findChromium, visit } from '../support/chromium.js';
 import { mockGymAgentOptions } from '../support/gym-agent-options.js';
 import { startTestProxy, type TestProxy } from '../support/start-proxy.js';
 import { startWebAttacker, type Attempt, type Seen } from '../support/web-attacker.js';
+import { patient } from '../support/patience.js';
+import { removeTree } from '../support/remove-tree.js';
 
 /**
  * Closed doors, in a real browser (Debian's headless Chromium, as the report tests use): a hostile
@@ -34,7 +36,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await mock?.close();
   await vllm?.close();
-  fs.rmSync(dir, { recursive: true, force: true });
+  removeTree(dir);
 });
 
 /** Runs the page: cross-origin from 127.0.0.1:<any>, or rebound onto `victimPort`. */
@@ -63,20 +65,24 @@ const post = (name: string, url: string, body: unknown, init: Attempt['init'] = 
 describe.skipIf(!chromium)(
   `a web page against polar (headless Chromium${chromium ? '' : ': skipped, no Chromium here (apt-get install chromium, or set POLAR_CHROMIUM)'})`,
   () => {
-    it('control: a rebound page reads whatever a server without checks answers (the harness is not vacuous)', async () => {
-      const open = http.createServer((req, res) => {
-        req.resume();
-        res.writeHead(200, { 'content-type': 'text/plain' }).end(`recorded secret for Host ${req.headers.host}`);
-      });
-      await new Promise<void>((resolve) => open.listen(0, '127.0.0.1', () => resolve()));
-      const port = (open.address() as { port: number }).port;
-      try {
-        const seen = await attack('rebinding', port, [{ name: 'read', url: '/v1/models', init: {} }]);
-        expect(seen).toEqual([expect.objectContaining({ name: 'read', status: 200, body: `recorded secret for Host attacker.test:${port}` })]);
-      } finally {
-        await new Promise<void>((resolve) => open.close(() => resolve()));
-      }
-    }, 120_000);
+    it(
+      'control: a rebound page reads whatever a server without checks answers (the harness is not vacuous)',
+      async () => {
+        const open = http.createServer((req, res) => {
+          req.resume();
+          res.writeHead(200, { 'content-type': 'text/plain' }).end(`recorded secret for Host ${req.headers.host}`);
+        });
+        await new Promise<void>((resolve) => open.listen(0, '127.0.0.1', () => resolve()));
+        const port = (open.address() as { port: number }).port;
+        try {
+          const seen = await attack('rebinding', port, [{ name: 'read', url: '/v1/models', init: {} }]);
+          expect(seen).toEqual([expect.objectContaining({ name: 'read', status: 200, body: `recorded secret for Host attacker.test:${port}` })]);
+        } finally {
+          await new Promise<void>((resolve) => open.close(() => resolve()));
+        }
+      },
+      patient(120_000),
+    );
 
     describe('polar gym-agent /run', () => {
       let agent: RunningGymAgent;
@@ -138,7 +144,7 @@ describe.skipIf(!chromium)(
           expect(refused.length).toBeGreaterThanOrEqual(3);
           ranNothing();
         },
-        120_000,
+        patient(120_000),
       );
 
       it.skipIf(!chromium)(
@@ -158,7 +164,7 @@ describe.skipIf(!chromium)(
           }
           ranNothing();
         },
-        120_000,
+        patient(120_000),
       );
     });
 
@@ -202,7 +208,7 @@ describe.skipIf(!chromium)(
           // Nothing was served from the tape: the cassette matched no call.
           expect(cassette.matched()).toBe(0);
         },
-        120_000,
+        patient(120_000),
       );
     });
 
@@ -234,7 +240,7 @@ describe.skipIf(!chromium)(
           expect(t.proxy.admin.policyVersion).toBe('v0');
           expect(t.proxy.admin.gate.isPaused).toBe(false);
         },
-        120_000,
+        patient(120_000),
       );
     });
   },

@@ -11,6 +11,7 @@ import { Store } from '../../src/store/store.js';
 import { startGymAgent, type GymAgentOptions, type RunningGymAgent } from '../../src/train/gym-agent/agent.js';
 import { mockGymAgentOptions } from '../support/gym-agent-options.js';
 import { startTestProxy, type TestProxy } from '../support/start-proxy.js';
+import { removeTree } from '../support/remove-tree.js';
 
 /**
  * Closed doors (issue 24): every HTTP server polar starts refuses what a web page or a stranger
@@ -50,7 +51,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await agent?.close();
   await mock?.close();
-  fs.rmSync(dir, { recursive: true, force: true });
+  removeTree(dir);
 });
 
 interface Answer {

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Store } from '../../src/store/store.js';
 import { startReferenceUpstream, type ReferenceUpstream } from '../support/reference-upstream/index.js';
 import { float64Bits } from '../support/bits.js';
+import { removeTree } from '../support/remove-tree.js';
 
 const BIN = path.resolve(__dirname, '../../bin/polar.js');
 
@@ -21,7 +22,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await upstream?.close();
-  fs.rmSync(dir, { recursive: true, force: true });
+  removeTree(dir);
 });
 
 /** Runs the built CLI as a child process and resolves with its --json startup line. */

@@ -8,6 +8,8 @@ import { pgpassLookup, readPasswordFile, withoutPassword } from '../../src/store
 import { trainGrpoArgs, writeBareCheckout, writeTaskFile } from '../support/nemo-rl-train.js';
 import { POLAR_BIN as BIN, polarCli } from '../support/polar-cli.js';
 import { startTestPostgres, type TestPostgres } from '../support/postgres.js';
+import { patient } from '../support/patience.js';
+import { removeTree } from '../support/remove-tree.js';
 
 /**
  * A PostgreSQL password never needs the command line, and never reaches a child's argv: PGPASSWORD,
@@ -26,10 +28,10 @@ beforeAll(async () => {
   url = await server.database('pwtest');
   bare = withoutPassword(url);
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-pw-'));
-}, 120_000);
+}, patient(120_000));
 afterAll(async () => {
   await server?.close();
-  fs.rmSync(dir, { recursive: true, force: true });
+  removeTree(dir);
 });
 
 /** `polar db migrate` with `env` in place of the user's PG* variables and home. */

@@ -11,6 +11,8 @@ import { openaiFormatProblems } from '../support/openai-format.js';
 import { nodeAgentHarness, polarCli } from '../support/polar-cli.js';
 import { echoScript, startReferenceUpstream, type ReferenceUpstream } from '../support/reference-upstream/index.js';
 import { startTestProxy, type TestProxy } from '../support/start-proxy.js';
+import { patient } from '../support/patience.js';
+import { removeTree } from '../support/remove-tree.js';
 
 /**
  * Issue 25, exports a consumer takes as they are. `--format sft` lines are what NeMo-RL's
@@ -21,7 +23,7 @@ import { startTestProxy, type TestProxy } from '../support/start-proxy.js';
  * sample, keyed by task and rollout index, each session counted once. Side calls and sessions
  * recorded by `polar replay` are left out and counted unless asked for.
  */
-const polar = (args: string[]) => polarCli(args, { timeout: 120_000, maxBuffer: 256 * 1024 * 1024 });
+const polar = (args: string[]) => polarCli(args, { timeout: patient(120_000), maxBuffer: 256 * 1024 * 1024 });
 
 const lines = (stdout: string): Record<string, any>[] =>
   stdout
@@ -42,7 +44,7 @@ describe('export --format sft: what NeMo-RL openai_format reads, nothing else', 
     viaNemo = await startTestProxy(nemo.url, { upstreamKind: 'nemo-rl' });
     await converse(viaNemo, 'sft-nemo', 'main', 3);
     await recordMixedSession(viaVllm, reference, 'sft-vllm');
-  }, 60_000);
+  }, patient(60_000));
   afterAll(async () => {
     await viaNemo?.close();
     await viaVllm?.close();
@@ -191,10 +193,10 @@ describe('export --format nemo-gym: Gym rollouts.jsonl rows, one per sample; sid
     const summary = JSON.parse(r.stdout);
     expect(summary).toMatchObject({ ok: true, outcomes: { completed: 6, error: 0 } });
     rolloutId = summary.rolloutId;
-  }, 180_000);
+  }, patient(180_000));
   afterAll(async () => {
     await reference?.close();
-    if (dir) fs.rmSync(dir, { recursive: true, force: true });
+    if (dir) removeTree(dir);
   });
 
   it('one Gym-valid row per merged sample, keyed by task and rollout index, with task and group ids; a consumer counts each session once', async () => {

@@ -8,6 +8,8 @@ import { agentRolloutArgs } from '../support/agent-rollout.js';
 import { makeTrainBench, trainEnv, trainGrpoArgs, writeTaskFile } from '../support/nemo-rl-train.js';
 import { nodeAgentHarness, POLAR_BIN, polarCli } from '../support/polar-cli.js';
 import { startReferenceUpstream, type ReferenceUpstream } from '../support/reference-upstream/index.js';
+import { patient } from '../support/patience.js';
+import { removeTree } from '../support/remove-tree.js';
 
 /**
  * Issue 30: NeMo-RL groups GRPO samples by the token ids of each sample's first prompt, so a group
@@ -59,7 +61,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await upstream?.close();
-  fs.rmSync(dir, { recursive: true, force: true });
+  removeTree(dir);
 });
 
 async function rollout(agent: string, db: string, json: boolean) {
@@ -69,27 +71,35 @@ async function rollout(agent: string, db: string, json: boolean) {
 }
 
 describe('polar rollout: do the samples of a group share one first prompt?', () => {
-  it('one first prompt for the group: checked and said to be one group', async () => {
-    const r = await rollout(groupAgent('same-rollout', false), path.join(dir, 'same.db'), true);
-    const summary = JSON.parse(r.stdout);
-    expect(summary.firstPromptSplits).toEqual([]);
-    expect(summary.groups[0].firstPrompt).toMatchObject({ status: 'same', checked: 4, distinct: 1, prompt: [0, 0, 0, 0] });
-    expect([...summary.groups[0].rewards].sort()).toEqual([0, 0, 1, 1]);
-  }, 120_000);
+  it(
+    'one first prompt for the group: checked and said to be one group',
+    async () => {
+      const r = await rollout(groupAgent('same-rollout', false), path.join(dir, 'same.db'), true);
+      const summary = JSON.parse(r.stdout);
+      expect(summary.firstPromptSplits).toEqual([]);
+      expect(summary.groups[0].firstPrompt).toMatchObject({ status: 'same', checked: 4, distinct: 1, prompt: [0, 0, 0, 0] });
+      expect([...summary.groups[0].rewards].sort()).toEqual([0, 0, 1, 1]);
+    },
+    patient(120_000),
+  );
 
-  it('a first request that carries something of its own run: the split is in --json and said loudly at the end', async () => {
-    const agent = groupAgent('split-rollout', true);
-    const r = await rollout(agent, path.join(dir, 'split.db'), true);
-    const summary = JSON.parse(r.stdout);
-    expect(summary.firstPromptSplits).toEqual(['t']);
-    expect(summary.groups[0].firstPrompt).toMatchObject({ status: 'split', checked: 4, distinct: 4, prompt: [0, 1, 2, 3] });
-    const show = await polarCli(['rollout', 'show', summary.rolloutId, '--db', path.join(dir, 'split.db')], { env: { ...process.env, NO_COLOR: '1' } });
-    expect(show.stdout).toMatch(/FIRST PROMPT SPLIT: 4 first prompts \(by sample: 0 1 2 3\)/);
-    const text = await rollout(agent, path.join(dir, 'split-text.db'), false);
-    expect(text.stdout).toMatch(
-      /FIRST PROMPT SPLIT: task t: its samples have 4 different first prompts .*NeMo-RL groups GRPO samples by first-prompt token ids/,
-    );
-  }, 120_000);
+  it(
+    'a first request that carries something of its own run: the split is in --json and said loudly at the end',
+    async () => {
+      const agent = groupAgent('split-rollout', true);
+      const r = await rollout(agent, path.join(dir, 'split.db'), true);
+      const summary = JSON.parse(r.stdout);
+      expect(summary.firstPromptSplits).toEqual(['t']);
+      expect(summary.groups[0].firstPrompt).toMatchObject({ status: 'split', checked: 4, distinct: 4, prompt: [0, 1, 2, 3] });
+      const show = await polarCli(['rollout', 'show', summary.rolloutId, '--db', path.join(dir, 'split.db')], { env: { ...process.env, NO_COLOR: '1' } });
+      expect(show.stdout).toMatch(/FIRST PROMPT SPLIT: 4 first prompts \(by sample: 0 1 2 3\)/);
+      const text = await rollout(agent, path.join(dir, 'split-text.db'), false);
+      expect(text.stdout).toMatch(
+        /FIRST PROMPT SPLIT: task t: its samples have 4 different first prompts .*NeMo-RL groups GRPO samples by first-prompt token ids/,
+      );
+    },
+    patient(120_000),
+  );
 });
 
 describe('polar train grpo: NeMo-RL advantages of a gym-agent group of 4', () => {
@@ -106,7 +116,7 @@ describe('polar train grpo: NeMo-RL advantages of a gym-agent group of 4', () =>
     });
     const r = await run(process.execPath, [POLAR_BIN, ...args], {
       env: trainEnv(fakeBin),
-      timeout: 120_000,
+      timeout: patient(120_000),
     }).catch((err: { stdout: string; stderr: string }) => {
       const log = path.join(runDir, 'train.log');
       throw new Error(`polar train failed:\n${err.stdout}\n${err.stderr}\n${fs.existsSync(log) ? fs.readFileSync(log, 'utf8').slice(-3000) : ''}`);
@@ -130,27 +140,35 @@ describe('polar train grpo: NeMo-RL advantages of a gym-agent group of 4', () =>
     };
   };
 
-  it('one first prompt, rewards 0,1,0,1: one group, non-zero advantages (±1.1547 by NeMo-RL’s leave-one-out rule) and a non-zero loss', async () => {
-    const { result, metrics, advantages, logged, log, tensorboard } = await train('train-same', false);
-    expect(result).toMatchObject({ ok: true, steps: 1, zeroAdvantageSteps: [] });
-    const [step] = metrics;
-    expect(step.reward).toBe(0.5);
-    expect(step.loss).toBeGreaterThan(0);
-    // Each sample: (r − mean of the other three) / (their std + 1e-6), = ±(2/3)/√(1/3).
-    expect(advantages.get(1).max).toBeCloseTo(1.1547, 4);
-    expect(advantages.get(1).min).toBeCloseTo(-1.1547, 4);
-    expect(logged[0]).toMatchObject({ 'train/polar_agent/polar_first_prompt_split/max': 0, 'train/polar_agent/polar_first_prompt_unchecked/max': 0 });
-    expect(log).not.toMatch(/FIRST PROMPT SPLIT/);
-    expect(tensorboard.get(1)!.max).toBeCloseTo(1.1547, 4);
-  }, 150_000);
+  it(
+    'one first prompt, rewards 0,1,0,1: one group, non-zero advantages (±1.1547 by NeMo-RL’s leave-one-out rule) and a non-zero loss',
+    async () => {
+      const { result, metrics, advantages, logged, log, tensorboard } = await train('train-same', false);
+      expect(result).toMatchObject({ ok: true, steps: 1, zeroAdvantageSteps: [] });
+      const [step] = metrics;
+      expect(step.reward).toBe(0.5);
+      expect(step.loss).toBeGreaterThan(0);
+      // Each sample: (r − mean of the other three) / (their std + 1e-6), = ±(2/3)/√(1/3).
+      expect(advantages.get(1).max).toBeCloseTo(1.1547, 4);
+      expect(advantages.get(1).min).toBeCloseTo(-1.1547, 4);
+      expect(logged[0]).toMatchObject({ 'train/polar_agent/polar_first_prompt_split/max': 0, 'train/polar_agent/polar_first_prompt_unchecked/max': 0 });
+      expect(log).not.toMatch(/FIRST PROMPT SPLIT/);
+      expect(tensorboard.get(1)!.max).toBeCloseTo(1.1547, 4);
+    },
+    patient(150_000),
+  );
 
-  it('first prompts that differ within the group: the gym agent flags it (metric and log), every advantage is 0, polar train says so', async () => {
-    const { result, metrics, advantages, logged, log, tensorboard } = await train('train-split', true);
-    expect(result).toMatchObject({ ok: true, steps: 1, zeroAdvantageSteps: [1] });
-    expect(metrics[0]).toMatchObject({ step: 1, reward: 0.5, loss: 0 });
-    expect(advantages.get(1)).toEqual({ mean: 0, min: 0, max: 0 });
-    expect(logged[0]['train/polar_agent/polar_first_prompt_split/max']).toBe(1);
-    expect(log).toMatch(/polar gym-agent: FIRST PROMPT SPLIT: task t: its samples have \d different first prompts/);
-    expect([...tensorboard]).toEqual([[1, { mean: 0, min: 0, max: 0 }]]);
-  }, 150_000);
+  it(
+    'first prompts that differ within the group: the gym agent flags it (metric and log), every advantage is 0, polar train says so',
+    async () => {
+      const { result, metrics, advantages, logged, log, tensorboard } = await train('train-split', true);
+      expect(result).toMatchObject({ ok: true, steps: 1, zeroAdvantageSteps: [1] });
+      expect(metrics[0]).toMatchObject({ step: 1, reward: 0.5, loss: 0 });
+      expect(advantages.get(1)).toEqual({ mean: 0, min: 0, max: 0 });
+      expect(logged[0]['train/polar_agent/polar_first_prompt_split/max']).toBe(1);
+      expect(log).toMatch(/polar gym-agent: FIRST PROMPT SPLIT: task t: its samples have \d different first prompts/);
+      expect([...tensorboard]).toEqual([[1, { mean: 0, min: 0, max: 0 }]]);
+    },
+    patient(150_000),
+  );
 });

@@ -4,6 +4,7 @@ import { createCustomHarness, shellQuote } from '../../src/harness/custom.js';
 import { findBwrap } from '../../src/sandbox/index.js';
 import { probeFirstPrompts } from '../../src/train/first-prompt-probe.js';
 import { BUNDLED_QWEN3, loadChatTemplate } from '../../src/upstream/tito/chat-template.js';
+import { patient } from '../support/patience.js';
 
 /**
  * The first-prompt probe (train grpo's preflight) runs a harness's first call as two samples of one
@@ -19,14 +20,18 @@ const harness = createCustomHarness(`${shellQuote(process.execPath)} --input-typ
 const template = loadChatTemplate(BUNDLED_QWEN3, qwen3ModelDir);
 
 describe('the first-prompt probe', () => {
-  it.skipIf(!findBwrap())('in the bwrap sandbox: two samples of a harness that names its cwd and home render one prompt', { timeout: 120_000 }, async () => {
-    const r = await probeFirstPrompts(harness, '/bin/sh', template, { prompt: 'go', sandbox: 'bwrap' });
-    expect(r.difference).toBeNull();
-    expect(r.tools).toBe(1);
-    expect(r.mockTokens).toBe(r.tokens);
-  });
+  it.skipIf(!findBwrap())(
+    'in the bwrap sandbox: two samples of a harness that names its cwd and home render one prompt',
+    { timeout: patient(120_000) },
+    async () => {
+      const r = await probeFirstPrompts(harness, '/bin/sh', template, { prompt: 'go', sandbox: 'bwrap' });
+      expect(r.difference).toBeNull();
+      expect(r.tools).toBe(1);
+      expect(r.mockTokens).toBe(r.tokens);
+    },
+  );
 
-  it('without the sandbox: the same harness names each sample its own folders, and the probe shows where', { timeout: 120_000 }, async () => {
+  it('without the sandbox: the same harness names each sample its own folders, and the probe shows where', { timeout: patient(120_000) }, async () => {
     const r = await probeFirstPrompts(harness, '/bin/sh', template, { prompt: 'go', sandbox: 'none' });
     expect(r.difference).toMatch(/^--- sample 1 \(its own workspace and session\)\n\+\+\+ sample 2\n@@ line \d+ @@\n/);
     expect(r.difference).toMatch(/^-cwd \S+\/sample-0\/workspace home \S+\/\.polar\/runs\/ses_\w+\/home$/m);

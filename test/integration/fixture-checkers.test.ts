@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { removeTree } from '../support/remove-tree.js';
 
 /**
  * The fixture's hidden checker scores the agent's code; under RL the agent writes that code to
@@ -11,7 +12,7 @@ import { afterEach, describe, expect, it } from 'vitest';
  */
 const CHECKER = path.resolve(__dirname, '../../fixtures/tasks/checks/slugify-check.cjs');
 let dir: string;
-afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
+afterEach(() => removeTree(dir));
 
 function score(source: string): { reward: number } {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-checker-'));

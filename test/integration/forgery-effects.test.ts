@@ -8,6 +8,8 @@ import { baseEnvironment } from '../../src/harness/env.js';
 import { FORGERIES } from '../../src/rollout/forgeries/index.js';
 import type { RolloutTask } from '../../src/rollout/task-file.js';
 import { bwrapProblem, DEFAULT_LIMITS, findBwrap, openJail, type SandboxSettings } from '../../src/sandbox/index.js';
+import { patient } from '../support/patience.js';
+import { removeTree } from '../support/remove-tree.js';
 
 /**
  * Each forgery does what it says, so a `tasks check` where none wins means the verifier held, not
@@ -36,7 +38,7 @@ const hasPytest = (() => {
 })();
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-forgery-effects-'));
-afterAll(() => fs.rmSync(root, { recursive: true, force: true }));
+afterAll(() => removeTree(root));
 let ws: string;
 let logs: string;
 let home: string;
@@ -75,7 +77,7 @@ async function inside(command: string, opts: { solution?: boolean } = {}) {
     network: 'none',
     binds: [{ source: logs, dest: '/logs', readOnly: false }, ...(opts.solution ? [{ source: solution, dest: '/solution', readOnly: true }] : [])],
   });
-  const r = await runShell(command, { cwd: ws, env: baseEnvironment(), timeoutMs: 60_000, wrap: (c) => jail.wrap(c) });
+  const r = await runShell(command, { cwd: ws, env: baseEnvironment(), timeoutMs: patient(60_000), wrap: (c) => jail.wrap(c) });
   await jail.close({ exitCode: r.exitCode, signal: r.signal });
   return r;
 }
@@ -87,7 +89,7 @@ async function forge(name: string, opts: { solution?: boolean } = {}) {
   const r = await inside(`bash <<'FORGE_SCRIPT'\n${script}\nFORGE_SCRIPT`, opts);
   expect(r.exitCode, r.stdout + r.stderr).toBe(0);
   // Whatever the forger wrote there itself is not what the checker's turn is judged by.
-  fs.rmSync(path.join(logs, 'verifier'), { recursive: true, force: true });
+  removeTree(path.join(logs, 'verifier'));
   fs.mkdirSync(path.join(logs, 'verifier'));
   return r.stdout;
 }
@@ -218,7 +220,7 @@ describe.skipIf(problem !== null)(`forgeries do what they say${problem ? ` (skip
       ['sitecustomize', 'PYTHONNOUSERSITE=1 PYTHONPATH=/app python3 -c "print(\'checker ran\')"'],
       ['pth', 'python3 -c "print(\'checker ran\')"'],
     ] as const) {
-      fs.rmSync(home, { recursive: true, force: true });
+      removeTree(home);
       fs.mkdirSync(home);
       await forge(name);
       const r = await inside(checker);

@@ -8,6 +8,7 @@ import { removeWorkspace } from '../../src/rollout/workspace.js';
 import { loadTasks } from '../../src/rollout/load-tasks.js';
 import { baseEnvironment } from '../../src/harness/env.js';
 import { bwrapProblem, DEFAULT_LIMITS, findBwrap, type SandboxSettings } from '../../src/sandbox/index.js';
+import { removeTree } from '../support/remove-tree.js';
 
 /**
  * The Harbor fixtures' verifiers against code an agent under RL could write: the agent's module
@@ -25,7 +26,7 @@ beforeAll(() => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-harbor-fixtures-'));
 });
 afterAll(() => {
-  fs.rmSync(dir, { recursive: true, force: true });
+  removeTree(dir);
 });
 
 const PY_SELF =

@@ -7,6 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execArgs, removeArgs, runArgs } from '../../src/rollout/harbor/container-args.js';
 import { workingEngines } from '../../src/rollout/harbor/environment.js';
 import { DEFAULT_LIMITS, findBwrap } from '../../src/sandbox/index.js';
+import { patient } from '../support/patience.js';
+import { removeTree } from '../support/remove-tree.js';
 
 /**
  * Issue 31, the inherited descriptor: polar started with a host folder open on fd 20 (`exec
@@ -32,7 +34,7 @@ describe.skipIf(!bwrap)('descriptors polar inherited (skipped: bubblewrap is not
     fs.mkdirSync(workspace);
     fs.writeFileSync(path.join(hostDir, 'secret.txt'), 'HOST-SECRET\n');
   });
-  afterAll(() => fs.rmSync(root, { recursive: true, force: true }));
+  afterAll(() => removeTree(root));
 
   it('a folder on fd 20 and a pipe on fd 21 of the launcher are out of reach of a sandboxed command', async () => {
     const attack = [
@@ -90,7 +92,7 @@ const imageHere = engine !== null && spawnOk(engine, ['image', 'inspect', IMAGE]
 
 function spawnOk(file: string, args: string[]): boolean {
   try {
-    execFileSync(file, args, { stdio: 'ignore', timeout: 60_000 });
+    execFileSync(file, args, { stdio: 'ignore', timeout: patient(60_000) });
     return true;
   } catch {
     return false;
@@ -132,7 +134,7 @@ describe.skipIf(!imageHere)(`descriptors polar inherited, in a container (skippe
     } finally {
       fs.closeSync(folder);
       spawnOk(engine!, removeArgs(name));
-      fs.rmSync(root, { recursive: true, force: true });
+      removeTree(root);
     }
   });
 });

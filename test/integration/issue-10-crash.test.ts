@@ -8,6 +8,8 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Store } from '../../src/store/store.js';
 import { startReferenceUpstream, type ReferenceUpstream } from '../support/reference-upstream/index.js';
+import { patient } from '../support/patience.js';
+import { removeTree } from '../support/remove-tree.js';
 
 /**
  * Issue 10, defect 4: after `kill -9`, rows stayed `in_progress` and sessions `active` forever.
@@ -30,7 +32,7 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
   await upstream?.close();
-  fs.rmSync(dir, { recursive: true, force: true });
+  removeTree(dir);
 });
 
 async function spawnProxy(db: string, session: string): Promise<{ child: ChildProcess; baseUrl: string }> {
@@ -74,56 +76,60 @@ async function startStream(baseUrl: string, tokens: number): Promise<{ rest: Pro
 }
 
 describe('crash reconciliation', () => {
-  it("a killed proxy's call and session read interrupted with their tokens so far; a live proxy sharing the database is untouched", async () => {
-    const db = path.join(dir, 'shared.db');
-    const killed = await spawnProxy(db, 'ses-killed');
-    const live = await spawnProxy(db, 'ses-live');
+  it(
+    "a killed proxy's call and session read interrupted with their tokens so far; a live proxy sharing the database is untouched",
+    async () => {
+      const db = path.join(dir, 'shared.db');
+      const killed = await spawnProxy(db, 'ses-killed');
+      const live = await spawnProxy(db, 'ses-live');
 
-    // 20 tokens at 80 ms each: well past the 1 s checkpoint.
-    await startStream(killed.baseUrl, 20);
-    const liveCall = await startStream(live.baseUrl, 2);
-    killed.child.kill('SIGKILL');
-    await new Promise((resolve) => killed.child.once('exit', resolve));
+      // 20 tokens at 80 ms each: well past the 1 s checkpoint.
+      await startStream(killed.baseUrl, 20);
+      const liveCall = await startStream(live.baseUrl, 2);
+      killed.child.kill('SIGKILL');
+      await new Promise((resolve) => killed.child.once('exit', resolve));
 
-    // A reading command reconciles: it sees the dead owner's rows as interrupted.
-    const { stdout } = await execp(process.execPath, [BIN, 'sessions', '--db', db, '--json']);
-    const sessions = JSON.parse(stdout).sessions as { id: string; status: string }[];
-    expect(sessions.find((s) => s.id === 'ses-killed')?.status).toBe('interrupted');
-    expect(sessions.find((s) => s.id === 'ses-live')?.status).toBe('active');
+      // A reading command reconciles: it sees the dead owner's rows as interrupted.
+      const { stdout } = await execp(process.execPath, [BIN, 'sessions', '--db', db, '--json']);
+      const sessions = JSON.parse(stdout).sessions as { id: string; status: string }[];
+      expect(sessions.find((s) => s.id === 'ses-killed')?.status).toBe('interrupted');
+      expect(sessions.find((s) => s.id === 'ses-live')?.status).toBe('active');
 
-    const store = Store.open(db, { readonly: true });
-    try {
-      const [interrupted] = store.requests.list('ses-killed');
-      const row = store.requests.get(interrupted!.id)!;
-      expect(row.status).toBe('interrupted');
-      expect(row.errorCode).toBe('POLAR_INTERRUPTED');
-      // The tokens that had arrived: the prompt whole, a prefix of what was being sampled.
-      const sampled = upstream.calls[0]!.reply;
-      expect(row.promptIds).toEqual(upstream.calls[0]!.promptIds);
-      expect(row.sampledIds!.length).toBeGreaterThan(0);
-      expect(row.sampledIds!.length).toBeLessThan(sampled.ids.length);
-      expect(row.sampledIds).toEqual(sampled.ids.slice(0, row.sampledIds!.length));
-      expect(row.logprobs).toEqual(sampled.logprobs.slice(0, row.sampledIds!.length));
-      expect(row.reply).toContain('data: ');
-      // The live proxy's call, mid-stream right now, is untouched.
-      expect(store.requests.list('ses-live')[0]!.status).toBe('in_progress');
-    } finally {
-      store.close();
-    }
+      const store = Store.open(db, { readonly: true });
+      try {
+        const [interrupted] = store.requests.list('ses-killed');
+        const row = store.requests.get(interrupted!.id)!;
+        expect(row.status).toBe('interrupted');
+        expect(row.errorCode).toBe('POLAR_INTERRUPTED');
+        // The tokens that had arrived: the prompt whole, a prefix of what was being sampled.
+        const sampled = upstream.calls[0]!.reply;
+        expect(row.promptIds).toEqual(upstream.calls[0]!.promptIds);
+        expect(row.sampledIds!.length).toBeGreaterThan(0);
+        expect(row.sampledIds!.length).toBeLessThan(sampled.ids.length);
+        expect(row.sampledIds).toEqual(sampled.ids.slice(0, row.sampledIds!.length));
+        expect(row.logprobs).toEqual(sampled.logprobs.slice(0, row.sampledIds!.length));
+        expect(row.reply).toContain('data: ');
+        // The live proxy's call, mid-stream right now, is untouched.
+        expect(store.requests.list('ses-live')[0]!.status).toBe('in_progress');
+      } finally {
+        store.close();
+      }
 
-    const text = await liveCall.rest;
-    expect(text.length).toBeGreaterThan(0);
-    live.child.kill('SIGTERM');
-    await new Promise((resolve) => live.child.once('exit', resolve));
-    const after = Store.open(db, { readonly: true });
-    try {
-      expect(after.requests.list('ses-live')[0]!.status).toBe('ok');
-      expect(after.sessions.get('ses-live')!.status).toBe('completed');
-      expect(after.sessions.get('ses-killed')!.status).toBe('interrupted');
-      // Interrupted calls count as failed, never as in progress, and are never trained on.
-      expect(after.sessions.summary('ses-killed')).toMatchObject({ requests: 1, failed: 1 });
-    } finally {
-      after.close();
-    }
-  }, 60_000);
+      const text = await liveCall.rest;
+      expect(text.length).toBeGreaterThan(0);
+      live.child.kill('SIGTERM');
+      await new Promise((resolve) => live.child.once('exit', resolve));
+      const after = Store.open(db, { readonly: true });
+      try {
+        expect(after.requests.list('ses-live')[0]!.status).toBe('ok');
+        expect(after.sessions.get('ses-live')!.status).toBe('completed');
+        expect(after.sessions.get('ses-killed')!.status).toBe('interrupted');
+        // Interrupted calls count as failed, never as in progress, and are never trained on.
+        expect(after.sessions.summary('ses-killed')).toMatchObject({ requests: 1, failed: 1 });
+      } finally {
+        after.close();
+      }
+    },
+    patient(60_000),
+  );
 });

@@ -6,6 +6,7 @@ import { openaiFormatProblems } from '../support/openai-format.js';
 import { polarExportSession } from '../support/polar-cli.js';
 import { REPLAY_PROVIDERS, replayScript, replaySession } from '../support/replay.js';
 import { startTestProxy, type TestProxy } from '../support/start-proxy.js';
+import { patient } from '../support/patience.js';
 
 /**
  * Issue 10, defects 1–3: on a database recorded with a token-in upstream (the upstream request
@@ -29,7 +30,7 @@ describe.each(REPLAY_PROVIDERS.filter((p) => p.harness === 'claude-code' || p.ha
       t = await startTestProxy(mock.url, { upstreamKind: 'vllm-tito', upstreamOptions: { tokenizer: BUNDLED_QWEN3 } });
       await replaySession(provider, t.proxy.url, session);
       await replaySession(provider, t.proxy.url, merged, 4);
-    }, 60_000);
+    }, patient(60_000));
     afterAll(async () => {
       await t?.close();
       await mock?.close();

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Store } from '../../src/store/store.js';
 import { startReferenceUpstream, type ReferenceUpstream } from '../support/reference-upstream/index.js';
 import { startTestProxy } from '../support/start-proxy.js';
+import { removeTree } from '../support/remove-tree.js';
 
 const BIN = path.resolve(__dirname, '../../bin/polar.js');
 let upstream: ReferenceUpstream;
@@ -20,7 +21,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await upstream?.close();
-  fs.rmSync(dir, { recursive: true, force: true });
+  removeTree(dir);
 });
 
 describe('polar proxy process lifecycle', () => {

@@ -9,6 +9,8 @@ import { toYaml, type Yaml } from '../../src/train/yaml.js';
 import { writeFixtureCheckout } from '../support/nemo-rl-checkout.js';
 import { smallGrpoConfig, smallSftConfig, withoutKey } from '../support/nemo-rl-config.js';
 import { polarCli } from '../support/polar-cli.js';
+import { patient } from '../support/patience.js';
+import { removeTree } from '../support/remove-tree.js';
 
 /**
  * The NeMo-RL stand-in (test/support/fake-nemo-rl/launcher.mjs) fails on the keys and asserts the
@@ -33,7 +35,7 @@ beforeAll(() => {
     })}\n`,
   );
 });
-afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+afterAll(() => removeTree(dir));
 
 // Paths the stand-in can read: its checkout, and files in this test's folder.
 const grpo = () =>
@@ -51,14 +53,16 @@ const sft = () => smallSftConfig({ nemoRl: checkout, runDir: path.join(dir, 'run
 async function launch(script: string, config: Yaml, name: string): Promise<{ code: number; stdout: string }> {
   const file = path.join(dir, `${name}.yaml`);
   fs.writeFileSync(file, toYaml(config));
-  return run(process.execPath, [LAUNCHER, script, '--config', file], { cwd: checkout, timeout: 30_000 }).then(
+  return run(process.execPath, [LAUNCHER, script, '--config', file], { cwd: checkout, timeout: patient(30_000) }).then(
     (r) => ({ code: 0, stdout: r.stdout }),
     (e: { code: number; stdout: string }) => ({ code: e.code, stdout: e.stdout }),
   );
 }
 
 describe('the NeMo-RL stand-in on the keys issue 30 added to the pinned list', () => {
-  it('crashes as NeMo-RL would on a data.train entry without dataset_name or data_path, a wrong processor, max_val_samples', { timeout: 60_000 }, async () => {
+  it('crashes as NeMo-RL would on a data.train entry without dataset_name or data_path, a wrong processor, max_val_samples', {
+    timeout: patient(60_000),
+  }, async () => {
     const grpoScript = 'examples/nemo_gym/run_grpo_nemo_gym.py';
     const sftScript = 'examples/run_sft.py';
     // As written by polar, the SFT config runs (one example, a batch of 32: NeMo-RL trains zero steps and ends).
@@ -116,7 +120,7 @@ describe('the NeMo-RL stand-in on the keys issue 30 added to the pinned list', (
 });
 
 describe('polar train check-nemo-rl on a checkout that reads a key the pinned list does not know', () => {
-  it('warns with the new read and where it is (exit 0: a person reads it)', { timeout: 60_000 }, async () => {
+  it('warns with the new read and where it is (exit 0: a person reads it)', { timeout: patient(60_000) }, async () => {
     const newer = writeFixtureCheckout(path.join(dir, 'RL-newer'));
     fs.appendFileSync(path.join(newer, 'examples/run_sft.py'), 'x = config["sft"]["brand_new_knob"]\n');
     const r = await polarCli(['train', 'check-nemo-rl', newer], { env: { ...process.env, NO_COLOR: '1' } });

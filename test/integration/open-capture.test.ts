@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Capture, openCapture } from '../../src/capture/open.js';
 import { Store } from '../../src/store/store.js';
 import { MAX_MODEL_LEN, type ReferenceUpstream, startReferenceUpstream } from '../support/reference-upstream/index.js';
+import { removeTree } from '../support/remove-tree.js';
 
 /**
  * openCapture: the one place polar run, rollout workers, gym-agent and polar proxy make the upstream,
@@ -24,7 +25,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await store?.closeAsync();
   await upstream?.close();
-  fs.rmSync(dir, { recursive: true, force: true });
+  removeTree(dir);
 });
 
 const open = (options: Partial<Parameters<typeof openCapture>[0]> = {}) =>

@@ -9,6 +9,8 @@ import type { SampleRow } from '../../src/store/rollouts.js';
 import { bwrapProblem, findBwrap } from '../../src/sandbox/index.js';
 import { POLAR_BIN } from '../support/polar-cli.js';
 import { explain, forgerRolloutArgs, harborCopy, type RolloutSummary, samplesByTask, shellDataset } from '../support/red-team/tasks.js';
+import { patient } from '../support/patience.js';
+import { removeTree } from '../support/remove-tree.js';
 
 /**
  * The red-team suite on the host (issue 31): the forgeries that earned reward 1 without solving the
@@ -160,11 +162,11 @@ describe.skipIf(skip !== null)(`red team on the host${skip ? ` (skipped: ${skip}
       home,
     );
     shell = samplesByTask(path.join(dir, 'shell.db'), c.summary.rolloutId);
-  }, 400_000);
+  }, patient(400_000));
 
   afterAll(async () => {
     await mock?.close();
-    if (dir) fs.rmSync(dir, { recursive: true, force: true });
+    if (dir) removeTree(dir);
   });
 
   /** Scored 0, completed (not error), and the reason is the checker's death. */
@@ -258,44 +260,48 @@ describe.skipIf(skip !== null)(`red team on the host${skip ? ` (skipped: ${skip}
     forfeited(harbor.get('js-self-error'), /killed by SIGKILL|exited 137/);
   });
 
-  it('7. a symlinked folder in environment/ is refused at load with a reason; nothing of the host reaches a workspace', async () => {
-    const ds = path.join(dir, 'symlink');
-    harborCopy(ds, 'js-fix-slugify', 'linked', 'SOLVE js-fix-slugify');
-    const env = path.join(ds, 'linked/environment');
-    fs.symlinkSync(hostFolder, path.join(env, 'data'));
-    fs.appendFileSync(path.join(env, 'Dockerfile'), 'COPY data/ ./data/\n');
-    const out = path.join(dir, 'out-symlink');
-    const r = await run(
-      process.execPath,
-      [
-        POLAR_BIN,
-        'rollout',
-        '--tasks',
-        ds,
-        '--harness',
-        'oracle',
-        '--samples',
-        '1',
-        '--sandbox',
-        'bwrap',
-        '--environment',
-        'host',
-        '--db',
-        path.join(dir, 'symlink.db'),
-        '--out',
-        out,
-        '--keep-workspaces',
-      ],
-      {
-        env: { ...process.env, NO_COLOR: '1' },
-      },
-    ).then(
-      () => ({ code: 0, stderr: '' }),
-      (e: { code: number; stderr: string }) => e,
-    );
-    expect(r.code).not.toBe(0);
-    expect(r.stderr).toMatch(/Dockerfile[\s\S]*(link|outside)/i);
-    const written = fs.existsSync(out) ? fs.readdirSync(out, { recursive: true }).map(String) : [];
-    expect(written.filter((f) => f.includes('secret'))).toEqual([]);
-  }, 60_000);
+  it(
+    '7. a symlinked folder in environment/ is refused at load with a reason; nothing of the host reaches a workspace',
+    async () => {
+      const ds = path.join(dir, 'symlink');
+      harborCopy(ds, 'js-fix-slugify', 'linked', 'SOLVE js-fix-slugify');
+      const env = path.join(ds, 'linked/environment');
+      fs.symlinkSync(hostFolder, path.join(env, 'data'));
+      fs.appendFileSync(path.join(env, 'Dockerfile'), 'COPY data/ ./data/\n');
+      const out = path.join(dir, 'out-symlink');
+      const r = await run(
+        process.execPath,
+        [
+          POLAR_BIN,
+          'rollout',
+          '--tasks',
+          ds,
+          '--harness',
+          'oracle',
+          '--samples',
+          '1',
+          '--sandbox',
+          'bwrap',
+          '--environment',
+          'host',
+          '--db',
+          path.join(dir, 'symlink.db'),
+          '--out',
+          out,
+          '--keep-workspaces',
+        ],
+        {
+          env: { ...process.env, NO_COLOR: '1' },
+        },
+      ).then(
+        () => ({ code: 0, stderr: '' }),
+        (e: { code: number; stderr: string }) => e,
+      );
+      expect(r.code).not.toBe(0);
+      expect(r.stderr).toMatch(/Dockerfile[\s\S]*(link|outside)/i);
+      const written = fs.existsSync(out) ? fs.readdirSync(out, { recursive: true }).map(String) : [];
+      expect(written.filter((f) => f.includes('secret'))).toEqual([]);
+    },
+    patient(60_000),
+  );
 });

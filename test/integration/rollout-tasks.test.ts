@@ -7,6 +7,8 @@ import { runShell } from '../../src/core/process/shell.js';
 import { readTaskFile } from '../../src/rollout/task-file.js';
 import { captureDiff, prepareWorkspace, removeWorkspace } from '../../src/rollout/workspace.js';
 import { scoreOnHost } from '../support/score.js';
+import { patient } from '../support/patience.js';
+import { removeTree } from '../support/remove-tree.js';
 
 /**
  * The fixture task set is real: for every task, its workspace is prepared as a rollout would (copy,
@@ -16,7 +18,7 @@ import { scoreOnHost } from '../support/score.js';
 const TASKS = path.resolve(__dirname, '../../fixtures/tasks/tasks.jsonl');
 const tasks = readTaskFile(TASKS);
 const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-fixture-tasks-'));
-afterAll(() => fs.rmSync(scratch, { recursive: true, force: true }));
+afterAll(() => removeTree(scratch));
 
 describe('fixture tasks', () => {
   it('there are at least six, in JavaScript and Python, of every workspace and evaluator kind', () => {
@@ -31,9 +33,9 @@ describe('fixture tasks', () => {
     const rewards: Record<string, number> = {};
     for (const which of ['correct', 'wrong'] as const) {
       const env = baseEnvironment();
-      const ws = await prepareWorkspace(task, path.join(scratch, `${task.id}-${which}`), Date.now() + 60_000, env);
+      const ws = await prepareWorkspace(task, path.join(scratch, `${task.id}-${which}`), Date.now() + patient(60_000), env);
       for (const command of (task.metadata.mock as Record<string, string[]>)[which]!) {
-        const r = await runShell(command, { cwd: ws.dir, env, timeoutMs: 30_000 });
+        const r = await runShell(command, { cwd: ws.dir, env, timeoutMs: patient(30_000) });
         expect(r.exitCode, `${which}: ${command}\n${r.stderr}`).toBe(0);
       }
       const diff = await captureDiff(ws, env);

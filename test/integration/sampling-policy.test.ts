@@ -9,6 +9,8 @@ import { echoScript, startReferenceUpstream, type ReferenceUpstream } from '../s
 import { agentRolloutArgs, writeRolloutTasks } from '../support/agent-rollout.js';
 import { SAMPLING_ATTACK } from '../support/sampling-attack.js';
 import { startTestProxy } from '../support/start-proxy.js';
+import { patient } from '../support/patience.js';
+import { removeTree } from '../support/remove-tree.js';
 
 /**
  * Sampling belongs to the trainer (issue 30, 3). The agent under training holds its session key, so
@@ -53,7 +55,7 @@ beforeAll(() => {
   fs.writeFileSync(agent, AGENT);
   writeRolloutTasks(path.join(dir, 'tasks.jsonl'), [{ id: 't', prompt: 'choose my own tokens', evaluator: { type: 'command', command: 'echo 1' } }]);
 });
-afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+afterAll(() => removeTree(dir));
 
 /** One `polar rollout` of the task with `script` as the agent, sampled at 0.6 / 0.95; returns its stderr. */
 async function rollout(upstream: ReferenceUpstream, db: string, extra: string[], script = agent): Promise<string> {
@@ -69,7 +71,7 @@ async function rollout(upstream: ReferenceUpstream, db: string, extra: string[],
     '0.95',
     ...extra,
   ]);
-  const r = await polarCli(args, { timeout: 120_000 });
+  const r = await polarCli(args, { timeout: patient(120_000) });
   expect(r.code, r.stderr).toBe(0);
   return r.stderr;
 }
@@ -272,7 +274,7 @@ describe('pass-through (polar run / proxy) calls that choose their own sampling 
       await t.upstream.close();
       t.store.close();
       if (fs.existsSync(t.dbPath)) fs.copyFileSync(t.dbPath, db);
-      fs.rmSync(t.dir, { recursive: true, force: true });
+      removeTree(t.dir);
     }
   });
   afterAll(async () => upstream?.close());

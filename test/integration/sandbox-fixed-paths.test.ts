@@ -4,6 +4,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runShell } from '../../src/core/process/shell.js';
 import { DEFAULT_LIMITS, findBwrap, openJail, sandboxInsidePaths, type SandboxSettings } from '../../src/sandbox/index.js';
+import { patient } from '../support/patience.js';
+import { removeTree } from '../support/remove-tree.js';
 
 /**
  * Two samples' sandboxes under real bubblewrap, as a rollout opens them: each sample's workspace and
@@ -20,7 +22,7 @@ describe.skipIf(!bwrap)('fixed workspace and home paths in bubblewrap (skipped: 
   beforeAll(() => {
     root = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-fixed-paths-'));
   });
-  afterAll(() => fs.rmSync(root, { recursive: true, force: true }));
+  afterAll(() => removeTree(root));
 
   async function sample(i: number): Promise<{ out: string; ws: string; home: string }> {
     const ws = path.join(root, 'workspaces', `t-${i}-a1`);
@@ -32,7 +34,7 @@ describe.skipIf(!bwrap)('fixed workspace and home paths in bubblewrap (skipped: 
     const r = await runShell('pwd; echo "$HOME"; hostname; ls -A; echo sample > "$HOME/mark"; echo edit >> README.md; ls -A "$HOME"', {
       cwd: ws,
       env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
-      timeoutMs: 20_000,
+      timeoutMs: patient(20_000),
       wrap: (c) => jail.wrap(c),
     });
     await jail.close({ exitCode: r.exitCode, signal: r.signal });

@@ -10,6 +10,8 @@ import { findBwrap, sandboxInsidePaths } from '../../src/sandbox/index.js';
 import { cgroupSupport } from '../../src/sandbox/limits.js';
 import { Store } from '../../src/store/store.js';
 import { writeRolloutTasks } from '../support/agent-rollout.js';
+import { patient } from '../support/patience.js';
+import { removeTree } from '../support/remove-tree.js';
 
 /**
  * The sandbox as a rollout wires it, through the CLI: each stage gets its own view (setup and agent
@@ -36,7 +38,7 @@ describe.skipIf(!bwrap)('rollout in the bwrap sandbox (skipped: bubblewrap is no
   afterAll(async () => {
     await mock?.close();
     other?.close();
-    fs.rmSync(dir, { recursive: true, force: true });
+    removeTree(dir);
   });
 
   /** A task file in its own folder (beside a hidden checker), and a rollout of it with a shell-script harness. */
@@ -72,7 +74,7 @@ describe.skipIf(!bwrap)('rollout in the bwrap sandbox (skipped: bubblewrap is no
       '--json',
       ...extra,
     ];
-    const r = await run(process.execPath, args, { env: { ...process.env, NO_COLOR: '1' }, timeout: 120_000 }).catch((err: { stdout: string }) => err);
+    const r = await run(process.execPath, args, { env: { ...process.env, NO_COLOR: '1' }, timeout: patient(120_000) }).catch((err: { stdout: string }) => err);
     return { summary: JSON.parse(r.stdout), store: Store.open(db) };
   }
 

@@ -8,6 +8,8 @@ import { runShell, type ShellResult } from '../../src/core/process/shell.js';
 import { DEFAULT_LIMITS, findBwrap, openJail, privateSocketPath, type JailSpec, type SandboxLimits, type SandboxSettings } from '../../src/sandbox/index.js';
 import { cgroupSupport } from '../../src/sandbox/limits.js';
 import { startTestProxy, type TestProxy } from '../support/start-proxy.js';
+import { patient } from '../support/patience.js';
+import { removeTree } from '../support/remove-tree.js';
 
 /**
  * The sandbox against real bubblewrap: what a command inside can and cannot reach. Each test runs
@@ -50,7 +52,7 @@ describe.skipIf(!bwrap)('bwrap sandbox (skipped: bubblewrap is not installed; ap
     const r = await runShell(command, {
       cwd: workspace,
       env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
-      timeoutMs: opts.timeoutMs ?? 20_000,
+      timeoutMs: opts.timeoutMs ?? patient(20_000),
       wrap: (c) => jail.wrap(c),
     });
     const limit = await jail.close({ exitCode: r.exitCode, signal: r.signal });
@@ -82,7 +84,7 @@ describe.skipIf(!bwrap)('bwrap sandbox (skipped: bubblewrap is not installed; ap
     await socket?.remove();
     await mock?.close();
     other?.close();
-    fs.rmSync(root, { recursive: true, force: true });
+    removeTree(root);
   });
 
   it('shows the workspace and the toolchain, not the host: no tasks dir, database, sibling, home or /root', async () => {

@@ -7,6 +7,7 @@ import { startCassette, type Cassette } from '../../src/replay/cassette.js';
 import { readTaskFile } from '../../src/rollout/task-file.js';
 import { startGymAgent, type RunningGymAgent } from '../../src/train/gym-agent/agent.js';
 import { startTestProxy, type TestProxy } from '../support/start-proxy.js';
+import { removeTree } from '../support/remove-tree.js';
 
 /**
  * What each of polar's four HTTP servers answers to a path it does not serve or a method a path does
@@ -60,7 +61,7 @@ afterAll(async () => {
   await t?.close();
   await nemo?.close();
   await vllm?.close();
-  fs.rmSync(dir, { recursive: true, force: true });
+  removeTree(dir);
 });
 
 describe('mock-server', () => {

@@ -7,6 +7,8 @@ import { FORGERY_NAMES } from '../../src/rollout/forgeries/index.js';
 import { workingEngines } from '../../src/rollout/harbor/environment.js';
 import { bwrapProblem, findBwrap } from '../../src/sandbox/index.js';
 import { polarCli } from '../support/polar-cli.js';
+import { patient } from '../support/patience.js';
+import { removeTree } from '../support/remove-tree.js';
 
 /**
  * `polar tasks check` with its forger (issue 31, 5): beside the oracle and nop, every forgery of
@@ -47,9 +49,9 @@ let dir: string;
 beforeAll(() => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-forge-check-'));
 });
-afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+afterAll(() => removeTree(dir));
 
-const polar = (args: string[], timeout = 280_000) => polarCli(args, { env: { ...process.env, NO_COLOR: '1' }, timeout, maxBuffer: 64 * 1024 * 1024 });
+const polar = (args: string[], timeout = patient(280_000)) => polarCli(args, { env: { ...process.env, NO_COLOR: '1' }, timeout, maxBuffer: 64 * 1024 * 1024 });
 
 /** One dataset folder holding the given task folders (tasks check takes one path). */
 function dataset(name: string, taskDirs: string[]): string {
@@ -73,7 +75,7 @@ describe.skipIf(noSandbox !== null)(`polar tasks check with forgeries on the hos
     const r = await polar(['tasks', 'check', dataset('host', [...taskDirs(FIXTURES), ...taskDirs(HACKABLE)]), '--environment', 'host', '--json']);
     expect(r.code, r.stderr).toBe(1);
     out = JSON.parse(r.stdout) as CheckJson;
-  }, 300_000);
+  }, patient(300_000));
 
   it('flags each hackable fixture with the forgery that beat it, and no sound fixture', () => {
     expect(out.forge).toBe(true);
@@ -123,36 +125,44 @@ describe.skipIf(noSandbox !== null)(`polar tasks check with forgeries on the hos
     for (const r of out.results) expect(Object.keys(r.forgeries)).not.toContain('fake-shell');
   });
 
-  it('--no-forge runs only the oracle and nop, and says so', async () => {
-    const r = await polar(['tasks', 'check', HACKABLE, '--environment', 'host', '--no-forge']);
-    expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout).toMatch(/all 4 tasks are sound/);
-    expect(r.stdout).toMatch(/forgeries not tried \(--no-forge\)/);
-    expect(r.stdout).not.toMatch(/hackable/);
-  }, 120_000);
+  it(
+    '--no-forge runs only the oracle and nop, and says so',
+    async () => {
+      const r = await polar(['tasks', 'check', HACKABLE, '--environment', 'host', '--no-forge']);
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout).toMatch(/all 4 tasks are sound/);
+      expect(r.stdout).toMatch(/forgeries not tried \(--no-forge\)/);
+      expect(r.stdout).not.toMatch(/hackable/);
+    },
+    patient(120_000),
+  );
 
-  it('polar rollout --harness forge:<name> runs one forger; an unknown one is refused with the list', async () => {
-    const db = path.join(dir, 'forge.db');
-    const r = await polar([
-      'rollout',
-      '--tasks',
-      path.join(HACKABLE, 'js-status-ignored'),
-      '--harness',
-      'forge:kill-checker',
-      '--samples',
-      '1',
-      '--environment',
-      'host',
-      '--db',
-      db,
-      '--json',
-    ]);
-    expect(r.code, r.stderr).toBe(0);
-    expect((JSON.parse(r.stdout) as { groups: { rewards: number[] }[] }).groups[0]!.rewards).toEqual([1]);
-    const bad = await polar(['rollout', '--tasks', HACKABLE, '--harness', 'forge:nope', '--samples', '1', '--db', db]);
-    expect(bad.code).toBe(2);
-    expect(bad.stderr).toContain(`known: ${FORGERY_NAMES.map((n) => `forge:${n}`).join(', ')}`);
-  }, 120_000);
+  it(
+    'polar rollout --harness forge:<name> runs one forger; an unknown one is refused with the list',
+    async () => {
+      const db = path.join(dir, 'forge.db');
+      const r = await polar([
+        'rollout',
+        '--tasks',
+        path.join(HACKABLE, 'js-status-ignored'),
+        '--harness',
+        'forge:kill-checker',
+        '--samples',
+        '1',
+        '--environment',
+        'host',
+        '--db',
+        db,
+        '--json',
+      ]);
+      expect(r.code, r.stderr).toBe(0);
+      expect((JSON.parse(r.stdout) as { groups: { rewards: number[] }[] }).groups[0]!.rewards).toEqual([1]);
+      const bad = await polar(['rollout', '--tasks', HACKABLE, '--harness', 'forge:nope', '--samples', '1', '--db', db]);
+      expect(bad.code).toBe(2);
+      expect(bad.stderr).toContain(`known: ${FORGERY_NAMES.map((n) => `forge:${n}`).join(', ')}`);
+    },
+    patient(120_000),
+  );
 });
 
 describe('fixture py-fix-median', () => {
@@ -186,49 +196,53 @@ function writeAnswerTask(ds: string): void {
 
 const noPodman = engine === null ? 'podman does not work here (`podman info` fails)' : noSandbox;
 describe.skipIf(noPodman !== null)(`polar tasks check with forgeries in podman${noPodman ? ` (skipped: ${noPodman})` : ''}`, () => {
-  it('flags the shell task that trusts its workspace and passes the sound one: a forger that replaced bash as root scores 0 there', async () => {
-    const ds = dataset('podman', [path.join(HACKABLE, 'sh-trusts-workspace')]);
-    writeAnswerTask(ds);
-    const r = await polar(['tasks', 'check', ds, '--environment', 'podman', '--json'], 560_000);
-    expect(r.code, r.stderr).toBe(1);
-    const out = JSON.parse(r.stdout) as CheckJson;
-    expect(out.hackable).toEqual(['sh-trusts-workspace']);
-    const hackable = out.results.find((x) => x.task === 'sh-trusts-workspace')!;
-    expect(hackable.hackable).toEqual(expect.arrayContaining(BEATEN_BY['sh-trusts-workspace']!));
-    const sound = out.results.find((x) => x.task === 'answer-file')!;
-    expect(sound.ok, sound.problems.join('\n')).toBe(true);
-    expect(Object.keys(sound.forgeries)).toContain('fake-shell');
-    for (const r of out.results) {
-      expect(r.forgeries['fake-shell'], r.task).toMatchObject({ outcome: 'completed', reward: 0 });
-      for (const name of ['reward-file', 'git-history', 'read-solution', 'path-hijack'])
-        expect(r.forgeries[name], `${name} on ${r.task}`).toMatchObject({ reward: 0 });
-    }
-    // The forger did replace the shells in its own container: the verifier's fresh one never ran them.
-    const db = path.join(dir, 'fake-shell.db');
-    const outDir = path.join(dir, 'fake-shell-out');
-    const one = await polar(
-      [
-        'rollout',
-        '--tasks',
-        path.join(ds, 'answer-file'),
-        '--harness',
-        'forge:fake-shell',
-        '--samples',
-        '1',
-        '--environment',
-        'podman',
-        '--db',
-        db,
-        '--out',
-        outDir,
-        '--keep-workspaces',
-        '--json',
-      ],
-      240_000,
-    );
-    expect(one.code, one.stderr).toBe(0);
-    expect((JSON.parse(one.stdout) as { groups: { rewards: number[] }[] }).groups[0]!.rewards).toEqual([0]);
-    const logs = fs.readdirSync(path.join(outDir, 'workspaces')).find((d) => d.endsWith('-logs'))!;
-    expect(fs.readFileSync(path.join(outDir, 'workspaces', logs, 'agent', 'forge.txt'), 'utf8')).toMatch(/replaced \/usr\/bin\/bash/);
-  }, 600_000);
+  it(
+    'flags the shell task that trusts its workspace and passes the sound one: a forger that replaced bash as root scores 0 there',
+    async () => {
+      const ds = dataset('podman', [path.join(HACKABLE, 'sh-trusts-workspace')]);
+      writeAnswerTask(ds);
+      const r = await polar(['tasks', 'check', ds, '--environment', 'podman', '--json'], patient(560_000));
+      expect(r.code, r.stderr).toBe(1);
+      const out = JSON.parse(r.stdout) as CheckJson;
+      expect(out.hackable).toEqual(['sh-trusts-workspace']);
+      const hackable = out.results.find((x) => x.task === 'sh-trusts-workspace')!;
+      expect(hackable.hackable).toEqual(expect.arrayContaining(BEATEN_BY['sh-trusts-workspace']!));
+      const sound = out.results.find((x) => x.task === 'answer-file')!;
+      expect(sound.ok, sound.problems.join('\n')).toBe(true);
+      expect(Object.keys(sound.forgeries)).toContain('fake-shell');
+      for (const r of out.results) {
+        expect(r.forgeries['fake-shell'], r.task).toMatchObject({ outcome: 'completed', reward: 0 });
+        for (const name of ['reward-file', 'git-history', 'read-solution', 'path-hijack'])
+          expect(r.forgeries[name], `${name} on ${r.task}`).toMatchObject({ reward: 0 });
+      }
+      // The forger did replace the shells in its own container: the verifier's fresh one never ran them.
+      const db = path.join(dir, 'fake-shell.db');
+      const outDir = path.join(dir, 'fake-shell-out');
+      const one = await polar(
+        [
+          'rollout',
+          '--tasks',
+          path.join(ds, 'answer-file'),
+          '--harness',
+          'forge:fake-shell',
+          '--samples',
+          '1',
+          '--environment',
+          'podman',
+          '--db',
+          db,
+          '--out',
+          outDir,
+          '--keep-workspaces',
+          '--json',
+        ],
+        patient(240_000),
+      );
+      expect(one.code, one.stderr).toBe(0);
+      expect((JSON.parse(one.stdout) as { groups: { rewards: number[] }[] }).groups[0]!.rewards).toEqual([0]);
+      const logs = fs.readdirSync(path.join(outDir, 'workspaces')).find((d) => d.endsWith('-logs'))!;
+      expect(fs.readFileSync(path.join(outDir, 'workspaces', logs, 'agent', 'forge.txt'), 'utf8')).toMatch(/replaced \/usr\/bin\/bash/);
+    },
+    patient(600_000),
+  );
 });

@@ -4,6 +4,8 @@ import path from 'node:path';
 import pg from 'pg';
 import { afterEach, expect, it } from 'vitest';
 import { startTestPostgres } from '../support/postgres.js';
+import { patient } from '../support/patience.js';
+import { removeTree } from '../support/remove-tree.js';
 
 /**
  * The suite's PostgreSQL starts where a new user's checkout is: as root in a mode-700 home, whose
@@ -17,7 +19,7 @@ const savedTmp = process.env.TMPDIR;
 afterEach(() => {
   process.env.TMPDIR = savedTmp;
   if (savedTmp === undefined) delete process.env.TMPDIR;
-  for (const d of made.splice(0)) fs.rmSync(d, { recursive: true, force: true });
+  for (const d of made.splice(0)) removeTree(d);
 });
 
 function dir(prefix: string, mode: number): string {
@@ -48,7 +50,7 @@ it.skipIf(!isRoot)(
       await server.close();
     }
   },
-  120_000,
+  patient(120_000),
 );
 
 /** A `native` folder whose programs are shell scripts, reachable by every user. */
@@ -74,7 +76,7 @@ it('a failing initdb fails the start at once with its output, and leaves no fold
     'exit 1',
   );
   const tmp = privateTmp();
-  const err = await startTestPostgres({ nativeDir: native, startTimeoutMs: 600_000 }).then(
+  const err = await startTestPostgres({ nativeDir: native, startTimeoutMs: patient(600_000) }).then(
     () => null,
     (e: Error) => e,
   );
@@ -88,7 +90,7 @@ it('a server that exits before it accepts connections fails the start at once wi
     'echo "FATAL:  could not access the server configuration file" >&2; exit 1',
   );
   const tmp = privateTmp();
-  const err = await startTestPostgres({ nativeDir: native, startTimeoutMs: 600_000 }).then(
+  const err = await startTestPostgres({ nativeDir: native, startTimeoutMs: patient(600_000) }).then(
     () => null,
     (e: Error) => e,
   );

@@ -3,6 +3,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeTrainBench, trainEnv, trainGrpoArgs, writeAnswerOneTasks, writeOneCallAgent } from '../support/nemo-rl-train.js';
 import { nodeAgentHarness, polarCli } from '../support/polar-cli.js';
+import { patient } from '../support/patience.js';
+import { removeTree } from '../support/remove-tree.js';
 
 /**
  * `polar train grpo` on a node where bubblewrap is installed but cannot make a sandbox (unprivileged
@@ -29,7 +31,7 @@ beforeAll(() => {
   agent = writeOneCallAgent(path.join(dir, 'agent.mjs'), "'1\\n'");
   tasks = writeAnswerOneTasks(path.join(dir, 'tasks.jsonl'));
 });
-afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+afterAll(() => removeTree(dir));
 
 // The shared line runs without a sandbox; these runs choose theirs (--allow-unsandboxed stays, as there).
 const args = (runDir: string, sandbox: string[]) =>
@@ -44,11 +46,13 @@ const args = (runDir: string, sandbox: string[]) =>
   });
 
 describe('polar train grpo with a bubblewrap that cannot make a sandbox', () => {
-  it('refuses before starting NeMo-RL, with bwrap’s reason and the way out (bwrap chosen by default, or asked for)', { timeout: 120_000 }, async () => {
+  it('refuses before starting NeMo-RL, with bwrap’s reason and the way out (bwrap chosen by default, or asked for)', {
+    timeout: patient(120_000),
+  }, async () => {
     const env = trainEnv(fakeBin, { POLAR_STATE_DIR: path.join(dir, 'state') });
     for (const sandbox of [[], ['--sandbox', 'bwrap']]) {
       const runDir = path.join(dir, `run${sandbox.length}`);
-      const outcome = await polarCli(args(runDir, sandbox), { env, timeout: 100_000 });
+      const outcome = await polarCli(args(runDir, sandbox), { env, timeout: patient(100_000) });
       expect(outcome.code).toBe(2);
       expect(outcome.stderr).toMatch(/cannot start grpo:/);
       expect(outcome.stderr).toMatch(/bubblewrap \(.*bwrap\) cannot make a sandbox on this machine: bwrap: No permissions to creating new namespace/);

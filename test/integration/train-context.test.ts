@@ -7,6 +7,8 @@ import { getKey } from '../../src/train/nemo-rl/config.js';
 import { parseYaml } from '../../src/train/yaml.js';
 import { trainGrpoArgs, writeBareCheckout, writeTaskFile } from '../support/nemo-rl-train.js';
 import { polarCli } from '../support/polar-cli.js';
+import { patient } from '../support/patience.js';
+import { removeTree } from '../support/remove-tree.js';
 
 /**
  * The context budget of `polar train grpo`: preflight runs the real harness (Claude Code, a
@@ -31,7 +33,7 @@ beforeAll(() => {
   // …and an empty Hugging Face cache, so a hub id is counted with the bundled Qwen3 tokenizer.
   env = { ...process.env, NO_COLOR: '1', POLAR_STATE_DIR: path.join(dir, 'state'), HF_HUB_CACHE: path.join(dir, 'hub'), PATH: `/usr/bin:/bin` };
 });
-afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+afterAll(() => removeTree(dir));
 
 interface DryRun {
   ok: boolean;
@@ -53,14 +55,14 @@ async function dryRun(name: string, extra: string[], model = 'Qwen/Qwen3-0.6B'):
     db: path.join(dir, `${name}.db`),
     extra: ['--dry-run', '--json', ...extra],
   });
-  const r = await polarCli(args, { env, timeout: 120_000 });
+  const r = await polarCli(args, { env, timeout: patient(120_000) });
   if (r.code !== 0 && !r.stdout) throw new Error(`polar train failed without output: ${r.stderr}`);
   return { code: r.code, result: JSON.parse(r.stdout) as DryRun };
 }
 
 describe('polar train grpo: the context budget', () => {
   it('refuses Claude Code with --max-seq-len 8192, naming its measured first prompt and a size that fits; that size passes, from the cache', {
-    timeout: 240_000,
+    timeout: patient(240_000),
   }, async () => {
     const small = await dryRun('cc-8192', ['--max-seq-len', '8192']);
     expect(small.code).toBe(2);
@@ -94,7 +96,9 @@ describe('polar train grpo: the context budget', () => {
     expect(set.result.errors.join('\n')).toMatch(/--max-seq-len 8192 is too small/);
   });
 
-  it('left at its default, the sequence length grows to fit; a local model folder is counted with its own template', { timeout: 240_000 }, async () => {
+  it('left at its default, the sequence length grows to fit; a local model folder is counted with its own template', {
+    timeout: patient(240_000),
+  }, async () => {
     const auto = await dryRun('cc-default', []);
     expect(auto.result.errors).toEqual([]);
     const config = parseYaml(fs.readFileSync(path.join(dir, 'cc-default', 'grpo.yaml'), 'utf8'));

@@ -3,6 +3,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeTrainBench, trainEnv, trainGrpoArgs, writeAnswerOneTasks, writeOneCallAgent } from '../support/nemo-rl-train.js';
 import { nodeAgentHarness, polarCli } from '../support/polar-cli.js';
+import { patient } from '../support/patience.js';
+import { removeTree } from '../support/remove-tree.js';
 
 /**
  * `polar train grpo` against the stand-in NeMo-RL (test/support/fake-nemo-rl) when every sample
@@ -22,10 +24,10 @@ beforeAll(() => {
   // A data folder that is not there: every sample's setup fails, every time.
   tasks = writeAnswerOneTasks(path.join(dir, 'tasks.jsonl'), { setup: [`cp -r ${path.join(dir, 'no-such-data')} .`] });
 });
-afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+afterAll(() => removeTree(dir));
 
 describe('polar train grpo when every sample fails outside the policy', () => {
-  it('the agent retries, then stops NeMo-RL at the first step with what to fix, instead of training on masks', { timeout: 180_000 }, async () => {
+  it('the agent retries, then stops NeMo-RL at the first step with what to fix, instead of training on masks', { timeout: patient(180_000) }, async () => {
     const runDir = path.join(dir, 'run');
     const args = trainGrpoArgs({
       checkout,
@@ -37,7 +39,7 @@ describe('polar train grpo when every sample fails outside the policy', () => {
       extra: ['--steps', '2', '--infra-retries', '1', '--json'],
     });
     const env = trainEnv(fakeBin, { POLAR_STATE_DIR: path.join(dir, 'state') });
-    const outcome = await polarCli(args, { env, timeout: 150_000 });
+    const outcome = await polarCli(args, { env, timeout: patient(150_000) });
     expect(outcome.code).toBe(1);
     const result = JSON.parse(outcome.stdout) as { ok: boolean; steps: number };
     expect(result).toMatchObject({ ok: false, steps: 0 });

@@ -3,6 +3,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeTrainBench, trainEnv } from '../support/nemo-rl-train.js';
 import { polarCli } from '../support/polar-cli.js';
+import { patient } from '../support/patience.js';
+import { removeTree } from '../support/remove-tree.js';
 
 /**
  * `--gpus` on a node with more GPUs than the run uses: the default stays 1 (a small batch cannot be
@@ -31,7 +33,7 @@ beforeAll(() => {
   data = path.join(dir, 'sft.jsonl');
   fs.writeFileSync(data, `${Array.from({ length: 8 }, () => JSON.stringify(row)).join('\n')}\n`);
 });
-afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+afterAll(() => removeTree(dir));
 
 const dryRun = async (runDir: string, extra: string[], env: Record<string, string> = {}) => {
   const { CUDA_VISIBLE_DEVICES: _ignored, ...base } = process.env;
@@ -59,7 +61,7 @@ const dryRun = async (runDir: string, extra: string[], env: Record<string, strin
 };
 
 describe('polar train --gpus on a node with more GPUs', () => {
-  it('says how many GPUs the run leaves idle, and trains on the devices CUDA_VISIBLE_DEVICES gives', { timeout: 60_000 }, async () => {
+  it('says how many GPUs the run leaves idle, and trains on the devices CUDA_VISIBLE_DEVICES gives', { timeout: patient(60_000) }, async () => {
     const one = await dryRun(path.join(dir, 'one'), []);
     expect(one.ok).toBe(true);
     expect(one.command).toContain('CUDA_VISIBLE_DEVICES=0 ');

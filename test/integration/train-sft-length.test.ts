@@ -5,6 +5,8 @@ import { getKey } from '../../src/train/nemo-rl/config.js';
 import { parseYaml } from '../../src/train/yaml.js';
 import { makeTrainBench, trainEnv } from '../support/nemo-rl-train.js';
 import { polarCli } from '../support/polar-cli.js';
+import { patient } from '../support/patience.js';
+import { removeTree } from '../support/remove-tree.js';
 
 /**
  * `polar train sft` sizes every example with the model's chat template before NeMo-RL sees it:
@@ -30,18 +32,18 @@ beforeAll(() => {
   // A short example, and one longer than the default 16384 tokens.
   fs.writeFileSync(data, `${row('say done')}\n${row('word '.repeat(17_000))}\n`);
 });
-afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+afterAll(() => removeTree(dir));
 
 const env = () => trainEnv(fakeBin, { HF_HOME: path.join(dir, 'hf'), POLAR_STATE_DIR: path.join(dir, 'state') });
 const sft = (runDir: string, ...extra: string[]) =>
   polarCli(['train', 'sft', '--nemo-rl', checkout, '--model', 'Qwen/Qwen3-0.6B', '--data', data, '--run-dir', runDir, ...extra], {
     env: env(),
-    timeout: 120_000,
+    timeout: patient(120_000),
   });
 
 describe('polar train sft: examples sized against --max-seq-len', () => {
   it('a --max-seq-len the user chose that an example does not fit: refused before NeMo-RL starts, naming the example and the length', {
-    timeout: 150_000,
+    timeout: patient(150_000),
   }, async () => {
     const dry = await sft(path.join(dir, 'dry'), '--max-seq-len', '16384', '--dry-run', '--json');
     const out = JSON.parse(dry.stdout) as { ok: boolean; errors: string[] };
@@ -58,7 +60,7 @@ describe('polar train sft: examples sized against --max-seq-len', () => {
     expect(fs.existsSync(path.join(runDir, 'train.log'))).toBe(false);
   });
 
-  it('left at its default, the sequence length grows to hold the longest example, said in a warning', { timeout: 150_000 }, async () => {
+  it('left at its default, the sequence length grows to hold the longest example, said in a warning', { timeout: patient(150_000) }, async () => {
     const runDir = path.join(dir, 'raised');
     const dry = await sft(runDir, '--dry-run', '--json');
     const out = JSON.parse(dry.stdout) as { ok: boolean; errors: string[]; warnings: string[] };

@@ -13,6 +13,7 @@ import type { Trajectory } from '../../src/trajectory/types.js';
 import { verifySessions } from '../../src/trajectory/verify-sessions.js';
 import { startReferenceUpstream, type ReferenceUpstream } from '../support/reference-upstream/index.js';
 import { startTestProxy } from '../support/start-proxy.js';
+import { removeTree } from '../support/remove-tree.js';
 
 const run = promisify(execFile);
 const BIN = path.resolve(__dirname, '../../bin/polar.js');
@@ -78,7 +79,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await upstream?.close();
-  fs.rmSync(dir, { recursive: true, force: true });
+  removeTree(dir);
 });
 
 function tracesOf(file: string, strategy = 'prefix-merging'): Trajectory[] {

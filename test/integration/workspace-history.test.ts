@@ -6,6 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { baseEnvironment } from '../../src/harness/env.js';
 import type { RolloutTask } from '../../src/rollout/task-file.js';
 import { prepareWorkspace, type PreparedWorkspace } from '../../src/rollout/workspace.js';
+import { patient } from '../support/patience.js';
+import { removeTree } from '../support/remove-tree.js';
 
 /**
  * Issue 31: the agent's workspace git history holds only polar's baseline. A `git` workspace was a
@@ -68,7 +70,7 @@ beforeAll(() => {
   repo = path.join(dir, 'repo');
   ({ first, fix } = sourceRepo(repo));
 });
-afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+afterAll(() => removeTree(dir));
 
 /** Everything a policy could ask git or read in .git, checked for the source's history. */
 function expectOnlyBaseline(ws: PreparedWorkspace): void {
@@ -102,7 +104,7 @@ function expectOnlyBaseline(ws: PreparedWorkspace): void {
 
 describe("the agent's workspace history", () => {
   it('of a git clone at an earlier commit holds only the baseline: no later commit, branch, tag, reflog or pack', async () => {
-    const ws = await prepareWorkspace(task({ git: repo, commit: first }), path.join(dir, 'clone'), Date.now() + 60_000, baseEnvironment());
+    const ws = await prepareWorkspace(task({ git: repo, commit: first }), path.join(dir, 'clone'), Date.now() + patient(60_000), baseEnvironment());
     expectOnlyBaseline(ws);
   });
 
@@ -110,11 +112,11 @@ describe("the agent's workspace history", () => {
     const folder = path.join(dir, 'folder');
     const own = sourceRepo(folder, true);
     git(folder, 'checkout', '--quiet', own.first);
-    const ws = await prepareWorkspace(task({ dir: folder }), path.join(dir, 'from-folder'), Date.now() + 60_000, baseEnvironment());
+    const ws = await prepareWorkspace(task({ dir: folder }), path.join(dir, 'from-folder'), Date.now() + patient(60_000), baseEnvironment());
     expectOnlyBaseline(ws);
     for (const hash of [own.first, own.fix]) expect(() => execFileSync('git', ['cat-file', '-e', hash], { cwd: ws.dir, stdio: 'ignore' })).toThrow();
     // The same files as the clone's at its task commit, from another history: the same baseline.
-    const fromClone = await prepareWorkspace(task({ git: repo, commit: first }), path.join(dir, 'clone-2'), Date.now() + 60_000, baseEnvironment());
+    const fromClone = await prepareWorkspace(task({ git: repo, commit: first }), path.join(dir, 'clone-2'), Date.now() + patient(60_000), baseEnvironment());
     expect(own.first).not.toBe(first);
     expect(ws.baseline).toBe(fromClone.baseline);
   });
@@ -125,7 +127,7 @@ describe("the agent's workspace history", () => {
       // The commit first: kept.log stays in the old index, missing on disk.
       setup: [`git -c user.name=s -c user.email=s@s commit --quiet --allow-empty -m "setup: ${SECRET}"`, 'rm kept.log'],
     };
-    const ws = await prepareWorkspace(t, path.join(dir, 'setup-removed'), Date.now() + 60_000, baseEnvironment());
+    const ws = await prepareWorkspace(t, path.join(dir, 'setup-removed'), Date.now() + patient(60_000), baseEnvironment());
     expect(git(ws.dir, 'ls-files').trim().split('\n').sort()).toEqual(['.gitignore', 'a.txt']);
     expect(git(ws.dir, 'log', '--all', '--format=%H %s').trim()).toBe(`${ws.baseline} polar baseline`);
   });
@@ -136,7 +138,7 @@ describe("the agent's workspace history", () => {
     fs.writeFileSync(path.join(folder, 'a.txt'), 'bug\n');
     fs.symlinkSync(path.join(repo, '.git'), path.join(folder, '.git'));
     const before = git(repo, 'rev-parse', '--all');
-    const ws = await prepareWorkspace(task({ dir: folder }), path.join(dir, 'from-linked'), Date.now() + 60_000, baseEnvironment());
+    const ws = await prepareWorkspace(task({ dir: folder }), path.join(dir, 'from-linked'), Date.now() + patient(60_000), baseEnvironment());
     expect(fs.lstatSync(path.join(ws.dir, '.git')).isDirectory()).toBe(true);
     expect(git(ws.dir, 'log', '--all', '--format=%H').trim()).toBe(ws.baseline);
     expect(git(repo, 'rev-parse', '--all')).toBe(before);

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startReferenceUpstream, type ReferenceUpstream } from '../support/reference-upstream/index.js';
 import { startTestProxy, type TestProxy } from '../support/start-proxy.js';
+import { patient } from '../support/patience.js';
 
 /**
  * A wrong-typed field is the caller's mistake: every API answers it 400 in its own error shape,
@@ -158,19 +159,23 @@ describe.each(Object.entries(APIS))('%s: wrong-typed fields', (_name, api) => {
     expect((await post(api.path, api.body)).status).toBe(200);
   });
 
-  it('every field replaced by a value of another type: 200 or 4xx in the API shape, never 5xx', async () => {
-    const failures: string[] = [];
-    for (const route of [api.path, ...(api.countPath ? [api.countPath] : [])]) {
-      for (const at of paths(api.body)) {
-        for (const value of WRONG) {
-          const res = await post(route, replaced(api.body, at, value));
-          const ok = res.status === 200 || (res.status >= 400 && res.status < 500 && api.isError(res.json));
-          if (!ok) failures.push(`${route} ${at.join('.')} = ${JSON.stringify(value)}: ${res.status} ${JSON.stringify(res.json).slice(0, 200)}`);
+  it(
+    'every field replaced by a value of another type: 200 or 4xx in the API shape, never 5xx',
+    async () => {
+      const failures: string[] = [];
+      for (const route of [api.path, ...(api.countPath ? [api.countPath] : [])]) {
+        for (const at of paths(api.body)) {
+          for (const value of WRONG) {
+            const res = await post(route, replaced(api.body, at, value));
+            const ok = res.status === 200 || (res.status >= 400 && res.status < 500 && api.isError(res.json));
+            if (!ok) failures.push(`${route} ${at.join('.')} = ${JSON.stringify(value)}: ${res.status} ${JSON.stringify(res.json).slice(0, 200)}`);
+          }
         }
       }
-    }
-    expect(failures).toEqual([]);
-  }, 120_000);
+      expect(failures).toEqual([]);
+    },
+    patient(120_000),
+  );
 });
 
 describe('the reported cases name the field', () => {

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { nodeAgentHarness } from './polar-cli.js';
 import { startReferenceUpstream, type ReferenceUpstream } from './reference-upstream/index.js';
 import { ROLLOUT_AGENT } from './rollout-agent.js';
+import { removeTree } from './remove-tree.js';
 
 /**
  * `polar rollout` of a small Node agent (the custom harness) as the rollout tests run it: the task
@@ -92,7 +93,7 @@ export async function startRolloutBench(prefix: string): Promise<RolloutBench> {
     args: (tasks, db, extra = [], url = upstream.url) => agentRolloutArgs({ tasks, agent, upstream: url, db, dir }, extra),
     close: async () => {
       await upstream.close();
-      fs.rmSync(dir, { recursive: true, force: true });
+      removeTree(dir);
     },
   };
 }

@@ -4,6 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import zlib from 'node:zlib';
+import { patient } from './patience.js';
+import { removeTree } from './remove-tree.js';
 
 const run = promisify(execFile);
 
@@ -33,10 +35,10 @@ function flags(profile: string): string[] {
 export async function dumpDom(chromium: string, file: string): Promise<string> {
   const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-chromium-'));
   try {
-    const { stdout } = await run(chromium, [...flags(profile), '--dump-dom', `file://${file}`], { timeout: 60_000, maxBuffer: 256 * 1024 * 1024 });
+    const { stdout } = await run(chromium, [...flags(profile), '--dump-dom', `file://${file}`], { timeout: patient(60_000), maxBuffer: 256 * 1024 * 1024 });
     return stdout;
   } finally {
-    fs.rmSync(profile, { recursive: true, force: true });
+    removeTree(profile);
   }
 }
 
@@ -44,10 +46,10 @@ export async function dumpDom(chromium: string, file: string): Promise<string> {
 export async function screenshot(chromium: string, file: string, out: string, width = 1280, height = 2400): Promise<Png> {
   const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-chromium-'));
   try {
-    await run(chromium, [...flags(profile), `--window-size=${width},${height}`, `--screenshot=${out}`, `file://${file}`], { timeout: 60_000 });
+    await run(chromium, [...flags(profile), `--window-size=${width},${height}`, `--screenshot=${out}`, `file://${file}`], { timeout: patient(60_000) });
     return decodePng(fs.readFileSync(out));
   } finally {
-    fs.rmSync(profile, { recursive: true, force: true });
+    removeTree(profile);
   }
 }
 
@@ -130,15 +132,15 @@ export function countColour(png: Png, hex: string, tolerance = 3): number {
  * (or `budgetMs` of virtual time has passed), then dumps the DOM. `extra` adds flags, e.g.
  * `--host-resolver-rules=MAP attacker.test 127.0.0.2` for a host name that resolves where a test says.
  */
-export async function visit(chromium: string, url: string, extra: readonly string[] = [], budgetMs = 20_000): Promise<string> {
+export async function visit(chromium: string, url: string, extra: readonly string[] = [], budgetMs = patient(20_000)): Promise<string> {
   const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-chromium-'));
   try {
     const { stdout } = await run(chromium, [...flags(profile), ...extra, `--virtual-time-budget=${budgetMs}`, '--dump-dom', url], {
-      timeout: 90_000,
+      timeout: patient(90_000),
       maxBuffer: 64 * 1024 * 1024,
     });
     return stdout;
   } finally {
-    fs.rmSync(profile, { recursive: true, force: true });
+    removeTree(profile);
   }
 }

@@ -2,6 +2,8 @@ import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { patient } from './patience.js';
+import { removeTree } from './remove-tree.js';
 
 /**
  * docker for the container suites where no docker daemon runs: podman's Docker-compatible API
@@ -17,7 +19,7 @@ export interface DockerApi {
 
 const answers = (bin: string, args: string[], env: NodeJS.ProcessEnv = process.env): boolean => {
   try {
-    execFileSync(bin, args, { stdio: 'ignore', timeout: 30_000, env });
+    execFileSync(bin, args, { stdio: 'ignore', timeout: patient(30_000), env });
     return true;
   } catch {
     return false;
@@ -46,7 +48,7 @@ export function dockerApi(): DockerApi {
     stop() {
       service?.kill('SIGTERM');
       service = null;
-      if (dir) fs.rmSync(dir, { recursive: true, force: true });
+      if (dir) removeTree(dir);
       dir = null;
     },
   };

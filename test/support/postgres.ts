@@ -4,6 +4,8 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+import { patient } from './patience.js';
+import { removeTree } from './remove-tree.js';
 
 export interface TestPostgres {
   /** postgres://… for a database of its own (one per call of `database`). */
@@ -76,7 +78,7 @@ function reachableNativeDir(nativeDir: string, user: { uid: number; gid: number 
     try {
       fs.renameSync(staging, shared);
     } catch {
-      fs.rmSync(staging, { recursive: true, force: true });
+      removeTree(staging);
     }
   }
   if (spawnSync(path.join(shared, 'bin', 'initdb'), ['--version'], { ...user, stdio: 'ignore' }).status !== 0) {
@@ -114,7 +116,7 @@ export async function startTestPostgres(options: TestPostgresOptions = {}): Prom
   const port = await freePort();
   const base = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-pg-'));
   const dataDir = path.join(base, 'data');
-  const timeoutMs = options.startTimeoutMs ?? 60_000;
+  const timeoutMs = options.startTimeoutMs ?? patient(60_000);
   let server: ChildProcess | null = null;
 
   const start = () =>
@@ -184,7 +186,7 @@ export async function startTestPostgres(options: TestPostgresOptions = {}): Prom
     await start();
   } catch (err) {
     await stop();
-    fs.rmSync(base, { recursive: true, force: true });
+    removeTree(base);
     throw new Error(`embedded PostgreSQL did not start: ${(err as Error).message}`);
   }
   const url = (name: string) => `postgres://postgres:${PASSWORD}@127.0.0.1:${port}/${name}`;
@@ -203,7 +205,7 @@ export async function startTestPostgres(options: TestPostgresOptions = {}): Prom
     start,
     async close() {
       await stop().catch(() => undefined);
-      fs.rmSync(base, { recursive: true, force: true });
+      removeTree(base);
     },
   };
 }

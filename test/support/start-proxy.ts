@@ -5,6 +5,7 @@ import { startProxy, type ProxyOptions, type RunningProxy } from '../../src/prox
 import { Store } from '../../src/store/store.js';
 import { createUpstream, type UpstreamOptions } from '../../src/upstream/create.js';
 import type { Upstream } from '../../src/upstream/types.js';
+import { removeTree } from './remove-tree.js';
 
 export interface TestProxy {
   proxy: RunningProxy;
@@ -53,7 +54,7 @@ export async function startTestProxy(
       await proxy.close(1000);
       await upstream.close();
       store.close();
-      fs.rmSync(dir, { recursive: true, force: true });
+      removeTree(dir);
     },
   };
 }

@@ -2,6 +2,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { removeTree } from './remove-tree.js';
 
 /**
  * A real small file system for the disk tests: a tmpfs of `sizeKiB` mounted on a fresh folder.
@@ -61,7 +62,7 @@ export function mountTmpfs(sizeKiB: number): Tmpfs {
     },
     unmount() {
       spawnSync('umount', ['-l', dir]);
-      fs.rmSync(dir, { recursive: true, force: true });
+      removeTree(dir);
     },
   };
 }

@@ -18,6 +18,10 @@ const STREAMS = [
   'data: {"a":1}\r\n\r\ndata:{"b":"café 日本語 🚀"}\r\rdata: [DONE]\r\n\r\n',
   '\uFEFFdata: first\n\n',
   ': keep-alive\nevent: message\nid: 7\nretry: 10\ndata: one\ndata:  two\ndata\n\n',
+  // fields that only start like `data`, and `data` with nothing after it
+  'datum: x\ndata2: y\ndat: z\nDATA: w\ndata:\n\ndata\n\ndata:no-space\n\n',
+  // LF-only lines, then a CR ending further on (the reader checks each read for CRs once)
+  'data: a\n\ndata: b\n\ndata: c\r\n\r\n',
   'data: {"x":"a:b"}\n\n: comment only\n\nevent: ping\n\ndata: tail without blank line',
   `data: {"prompt_token_ids":[${Array.from({ length: 5000 }, (_, i) => i * 7).join(',')}]}\n\ndata: {"z":"é"}\n\n`,
 ];

@@ -4,6 +4,7 @@ import { dockerApi } from '../../../test/support/docker-api.js';
 import { bwrapProblem, findBwrap } from '../../sandbox/index.js';
 import { containerEnvironment } from './container.js';
 import { describeEnvironment, describeSeparateVerifier } from './environment.cases.js';
+import { patient } from '../../../test/support/patience.js';
 
 /**
  * The SampleEnvironment suite through docker's CLI: against a docker daemon where one answers, else
@@ -16,7 +17,7 @@ const bwrap = findBwrap();
 const hasImage = () =>
   ['docker', 'podman'].some((bin) => {
     try {
-      execFileSync(bin, ['image', 'inspect', 'debian:12-slim'], { stdio: 'ignore', timeout: 30_000 });
+      execFileSync(bin, ['image', 'inspect', 'debian:12-slim'], { stdio: 'ignore', timeout: patient(30_000) });
       return true;
     } catch {
       return false;
@@ -29,7 +30,7 @@ beforeAll(async () => {
   if (skip !== null) return;
   saved = process.env.DOCKER_HOST;
   Object.assign(process.env, await api.start());
-}, 60_000);
+}, patient(60_000));
 afterAll(() => {
   if (saved === undefined) delete process.env.DOCKER_HOST;
   else process.env.DOCKER_HOST = saved;

@@ -3,10 +3,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { chooseReward, readRewards } from './harbor-rewards.js';
+import { removeTree } from '../../../test/support/remove-tree.js';
 
 const made: string[] = [];
 afterAll(() => {
-  for (const d of made) fs.rmSync(d, { recursive: true, force: true });
+  for (const d of made) removeTree(d);
 });
 
 /** A /logs/verifier as a verifier left it. */

@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { verifierFiles, verifierFilesLines } from './verifier-files.js';
+import { removeTree } from '../../../test/support/remove-tree.js';
 
 const dirs: string[] = [];
 function folder(files: Record<string, string | Buffer>): string {
@@ -15,7 +16,7 @@ function folder(files: Record<string, string | Buffer>): string {
   return d;
 }
 afterEach(() => {
-  for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
+  for (const d of dirs.splice(0)) removeTree(d);
 });
 
 describe("a Harbor verifier's own files under /logs/verifier", () => {

@@ -6,12 +6,13 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { readHarborTasks } from '../harbor/load.js';
 import type { RolloutTask } from '../task-file.js';
 import { FORGERIES, FORGERY_NAMES, forgeriesFor } from './index.js';
+import { removeTree } from '../../../test/support/remove-tree.js';
 
 const FIXTURES = path.resolve(__dirname, '../../../fixtures/harbor');
 const tasks = readHarborTasks(FIXTURES);
 const task = (id: string) => tasks.find((t) => t.id === id)!;
 const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-forgeries-'));
-afterAll(() => fs.rmSync(scratch, { recursive: true, force: true }));
+afterAll(() => removeTree(scratch));
 
 describe('the forgery library', () => {
   it('has the forgeries of issue 31 and the hijacks, each named once with a one-line description', () => {

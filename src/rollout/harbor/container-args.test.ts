@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DEFAULT_LIMITS } from '../../sandbox/index.js';
+import { removeTree } from '../../../test/support/remove-tree.js';
 import {
   buildArgs,
   containerName,
@@ -19,7 +20,7 @@ import {
 
 const made: string[] = [];
 afterEach(() => {
-  for (const d of made.splice(0)) fs.rmSync(d, { recursive: true, force: true });
+  for (const d of made.splice(0)) removeTree(d);
 });
 
 function context(files: Record<string, string>): string {

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_LIMITS } from '../../sandbox/index.js';
 import { ensureContextImage, startSampleContainer } from './container.js';
 import type { HarborTrial } from './types.js';
+import { removeTree } from '../../../test/support/remove-tree.js';
 
 /**
  * The image build, against a stand-in engine (a `podman` script first on PATH that logs its argv):
@@ -44,7 +45,7 @@ beforeAll(() => {
 });
 afterAll(() => {
   process.env.PATH = savedPath;
-  fs.rmSync(dir, { recursive: true, force: true });
+  removeTree(dir);
 });
 
 function context(name: string, behaviour: string): string {

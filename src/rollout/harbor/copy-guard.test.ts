@@ -4,6 +4,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { readHarborTasks } from './load.js';
 import { buildStartingState } from './trial.js';
+import { removeTree } from '../../../test/support/remove-tree.js';
 
 /**
  * The host environment's COPY against a task folder whose environment/ holds symlinks: a host file
@@ -22,7 +23,7 @@ beforeEach(() => {
   fs.writeFileSync(path.join(host, 'dir', 'secret.txt'), SECRET);
 });
 afterEach(() => {
-  fs.rmSync(root, { recursive: true, force: true });
+  removeTree(root);
 });
 
 /** A task under root/tasks/<name>; `links` are [path in environment/, target as written]. */

@@ -5,10 +5,11 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { contextGlob, dockerIgnored, ignoreProblem, readDockerignore } from './dockerignore.js';
 import { readHarborTasks } from './load.js';
 import { buildStartingState } from './trial.js';
+import { removeTree } from '../../../test/support/remove-tree.js';
 
 const made: string[] = [];
 afterAll(() => {
-  for (const d of made) fs.rmSync(d, { recursive: true, force: true });
+  for (const d of made) removeTree(d);
 });
 
 function folder(files: Record<string, string>): string {

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadTasks } from '../load-tasks.js';
 import { readHarborSuite } from './load.js';
+import { removeTree } from '../../../test/support/remove-tree.js';
 
 const roots: string[] = [];
 function dataset(tasks: Record<string, Record<string, string>>): string {
@@ -17,7 +18,7 @@ function dataset(tasks: Record<string, Record<string, string>>): string {
   return root;
 }
 afterEach(() => {
-  for (const r of roots.splice(0)) fs.rmSync(r, { recursive: true, force: true });
+  for (const r of roots.splice(0)) removeTree(r);
 });
 
 const task = (toml: string) => ({

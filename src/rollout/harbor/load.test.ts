@@ -9,6 +9,7 @@ import { buildStartingState, resolveEnv } from './trial.js';
 import { loadTasks } from '../load-tasks.js';
 import { harnessNetwork, verifierNetwork } from '../sandboxing.js';
 import { DEFAULT_LIMITS, type SandboxSettings } from '../../sandbox/index.js';
+import { removeTree } from '../../../test/support/remove-tree.js';
 
 const FIXTURES = path.resolve(import.meta.dirname, '..', '..', '..', 'fixtures', 'harbor');
 
@@ -85,7 +86,7 @@ describe('Harbor task folders', () => {
     expect(read.both!.memoryBytes).toBe(512 * 1024 ** 2);
     expect(read.none).not.toHaveProperty('memoryBytes');
     expect(read.none).not.toHaveProperty('agentUser');
-    fs.rmSync(root, { recursive: true, force: true });
+    removeTree(root);
     const bad = dataset({
       conflict: task('[environment]\nmemory = "1G"\nmemory_mb = 512\n'),
       size: task('[environment]\nmemory = "lots"\n'),
@@ -102,7 +103,7 @@ describe('Harbor task folders', () => {
     expect(message).toMatch(/environment\.memory.*a size such as "2G"/);
     expect(message).toMatch(/environment\.memory_mb.*a positive whole number/);
     expect(message).toMatch(/agent\.user.*a user name or a uid/);
-    fs.rmSync(bad, { recursive: true, force: true });
+    removeTree(bad);
   });
 
   it("reads [environment].cpus for a container's --cpus, and refuses one that is not a positive number", () => {
@@ -114,10 +115,10 @@ describe('Harbor task folders', () => {
     });
     const root = dataset({ two: task('2'), half: task('0.5') });
     expect(Object.fromEntries(readHarborTasks(root).map((t) => [t.id, t.harbor!.cpus]))).toEqual({ half: 0.5, two: 2 });
-    fs.rmSync(root, { recursive: true, force: true });
+    removeTree(root);
     const bad = dataset({ zero: task('0') });
     expect(() => readHarborTasks(bad)).toThrow(/environment\.cpus.*a positive number/);
-    fs.rmSync(bad, { recursive: true, force: true });
+    removeTree(bad);
   });
 
   it('reports every problem of every task at once, with file and field, before anything starts', () => {
@@ -340,7 +341,7 @@ describe("Harbor's separate verifier environment in task.toml", () => {
     expect(carriedPaths({ artifacts: [{ source: '/logs/artifacts/', destination: null, exclude: ['big'] }] })).toEqual([
       { source: '/logs/artifacts/', destination: null, exclude: ['big'] },
     ]);
-    fs.rmSync(root, { recursive: true, force: true });
+    removeTree(root);
   });
 
   it('refuses malformed values with the file and the key, as Harbor would (or what polar cannot run)', () => {
@@ -392,6 +393,6 @@ describe("Harbor's separate verifier environment in task.toml", () => {
     ]) {
       expect(message).toMatch(want);
     }
-    fs.rmSync(root, { recursive: true, force: true });
+    removeTree(root);
   });
 });

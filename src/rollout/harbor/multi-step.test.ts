@@ -6,6 +6,7 @@ import type { Evaluation } from '../evaluators/types.js';
 import type { RolloutTask } from '../task-file.js';
 import { combinedEvaluation, combineStepMetrics, mergeStepTests, type StepOutcome, stepTask, stopAfter } from './multi-step.js';
 import type { HarborStep, HarborTrial } from './types.js';
+import { removeTree } from '../../../test/support/remove-tree.js';
 
 const scored = (name: string, rewards: Record<string, number>): StepOutcome => ({
   name,
@@ -88,7 +89,7 @@ describe("a step's /tests (verifier.py:150-164)", () => {
       expect(fs.readFileSync(path.join(merged.dir, 'lib.sh'), 'utf8')).toBe('lib');
       expect(await mergeStepTests(trial, step({ testsDir: null }), path.join(root, 'scratch'))).toEqual({ dir: shared, made: false });
     } finally {
-      fs.rmSync(root, { recursive: true, force: true });
+      removeTree(root);
     }
   });
 });

@@ -4,11 +4,12 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { hostRefusal } from './features.js';
 import { readHarborSuite, readHarborTasks } from './load.js';
+import { removeTree } from '../../../test/support/remove-tree.js';
 
 const FIXTURES = path.resolve(import.meta.dirname, '../../../fixtures/harbor-features');
 const made: string[] = [];
 afterAll(() => {
-  for (const d of made) fs.rmSync(d, { recursive: true, force: true });
+  for (const d of made) removeTree(d);
 });
 
 /** A copy of the multi-step fixture with these files written over it (null removes one). */
@@ -18,7 +19,7 @@ function variant(files: Record<string, string | null>): string {
   const dir = path.join(root, 'multi-step');
   fs.cpSync(path.join(FIXTURES, 'multi-step'), dir, { recursive: true });
   for (const [file, text] of Object.entries(files)) {
-    if (text === null) fs.rmSync(path.join(dir, file), { recursive: true, force: true });
+    if (text === null) removeTree(path.join(dir, file));
     else {
       fs.mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
       fs.writeFileSync(path.join(dir, file), text);

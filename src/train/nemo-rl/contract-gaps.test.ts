@@ -9,6 +9,7 @@ import { applySet } from './config.js';
 import { failedAsserts, loadContract, mergeOntoBaseKeys, missingKeys, valuesAt } from './contract.js';
 import { scanConfigReads } from './scan-reads.js';
 import type { Yaml } from '../yaml.js';
+import { removeTree } from '../../../test/support/remove-tree.js';
 
 /**
  * What `train check-nemo-rl` (and train's preflight) missed before issue 30: the per-dataset keys
@@ -94,7 +95,7 @@ describe('planted removals, on the config merged with the base keys', () => {
 
 describe('check-nemo-rl on a checkout: the planted removals are errors, and a read new upstream is one to review', () => {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-nemo-rl-gaps-'));
-  afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
+  afterAll(() => removeTree(tmp));
 
   it('reports the failed assert and the missing per-dataset key as errors (they were not reported)', () => {
     const rl = writeFixtureCheckout(path.join(tmp, 'pinned'));

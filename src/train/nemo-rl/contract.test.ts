@@ -6,6 +6,7 @@ import { writeFixtureCheckout } from '../../../test/support/nemo-rl-checkout.js'
 import { smallGrpoConfig, smallSftConfig, withoutKey } from '../../../test/support/nemo-rl-config.js';
 import { checkCheckout, describeReport, headCommit } from './check-checkout.js';
 import { failedAsserts, loadContract, mergeOntoBaseKeys, missingKeys, requiredKeys } from './contract.js';
+import { removeTree } from '../../../test/support/remove-tree.js';
 
 const contract = loadContract();
 const grpo = (nemoRl = '/rl') => smallGrpoConfig({ nemoRl, lora: true });
@@ -54,7 +55,7 @@ describe("polar's config merged onto the base config by NeMo-RL's rule", () => {
 
 describe('--check-nemo-rl: a checkout read against the pinned list', () => {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-nemo-rl-check-'));
-  afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
+  afterAll(() => removeTree(tmp));
 
   it('a checkout as pinned: every file there, every pinned line still reads its key, nothing missing', () => {
     const rl = writeFixtureCheckout(path.join(tmp, 'pinned'));

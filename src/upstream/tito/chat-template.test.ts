@@ -5,9 +5,10 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createUpstream } from '../create.js';
 import { qwen3ModelDir } from '../../core/bundled-tokenizer.js';
 import { BUNDLED_QWEN3, detectToolFormat, loadChatTemplate } from './chat-template.js';
+import { removeTree } from '../../../test/support/remove-tree.js';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-template-'));
-afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+afterAll(() => removeTree(dir));
 
 /** A model folder with the bundled Qwen3 files, optionally a chat_template.jinja replacing the config's. */
 function modelFolder(name: string, jinja?: string): string {

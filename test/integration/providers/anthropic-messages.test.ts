@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectExactCapture, lastCall } from '../../support/capture.js';
 import { loadQwen3, startReferenceUpstream, type ReferenceUpstream } from '../../support/reference-upstream/index.js';
 import { startTestProxy, type TestProxy } from '../../support/start-proxy.js';
+import { patient } from '../../support/patience.js';
 
 const TOOLS: Anthropic.Tool[] = [
   {
@@ -45,7 +46,7 @@ describe('Anthropic Messages through polar (official @anthropic-ai/sdk)', () => 
         ],
         messages: [{ role: 'user', content: 'Say hello.' }],
       },
-      { timeout: 60_000 },
+      { timeout: patient(60_000) },
     ); // the SDK insists on one for a non-streaming 64k-token call
     expect(msg.type).toBe('message');
     expect(msg.model).toBe('claude-opus-4-8');

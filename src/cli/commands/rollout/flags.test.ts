@@ -7,6 +7,7 @@ import type { HarborEnvironment } from '../../../rollout/harbor/environment.js';
 import { DEFAULT_LIMITS } from '../../../sandbox/index.js';
 import { sandboxKind } from '../../sandbox-options.js';
 import { addRolloutFlags, givenOn, newArgs, queuedArgs, type RolloutOptions, resumeArgs } from './flags.js';
+import { removeTree } from '../../../../test/support/remove-tree.js';
 
 // The engine probe (`podman info`) is the machine's business; this file tests the mapping of
 // --environment, so every asked engine "works" and a run without Harbor tasks stays on the host.
@@ -18,7 +19,7 @@ vi.mock('../../environment-option.js', async (importOriginal) => ({
 const HARBOR_TASK = path.resolve(import.meta.dirname, '..', '..', '..', '..', 'fixtures', 'harbor', 'js-fix-slugify');
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-rollout-flags-'));
 const readOnly = fs.mkdtempSync(path.join(tmp, 'ro-'));
-afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
+afterAll(() => removeTree(tmp));
 
 /** Every flag that sets a config field, each given a value other than its default. */
 const CONFIG_FLAGS = [

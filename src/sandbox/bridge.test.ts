@@ -1,0 +1,172 @@
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runShell } from '../core/process/shell.js';
+import { findForwarder } from './bridge.js';
+import { findBwrap } from './find.js';
+import { openJail } from './jail.js';
+import { privateSocketPath } from './socket.js';
+import { DEFAULT_LIMITS, type ForwarderKind } from './types.js';
+
+/**
+ * The proxy-only bridge against real bubblewrap, with each forwarder (bridge.ts): it relays both
+ * ways as bytes come, refuses what it cannot serve, passes the command's exit on, stays up through
+ * the signals a terminal sends, and is gone with the sample. A stand-in proxy on a Unix socket
+ * answers; the command inside talks to it at 127.0.0.1:PORT.
+ */
+const bwrap = findBwrap();
+const kinds: ForwarderKind[] = findForwarder().kind === 'perl' ? ['perl', 'node'] : ['node'];
+const PORT = 4318;
+
+describe.skipIf(!bwrap).each(kinds)('the %s bridge (skipped without bubblewrap)', (kind) => {
+  let root: string;
+  let socket: Awaited<ReturnType<typeof privateSocketPath>>;
+  let proxy: http.Server;
+  // The streaming test's first reply, held open until the command says it has read its first part.
+  let held: http.ServerResponse | null = null;
+
+  beforeAll(async () => {
+    root = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-bridge-test-'));
+    socket = await privateSocketPath();
+    proxy = http.createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const body = Buffer.concat(chunks);
+        if (req.url === '/echo') {
+          // Both directions with a body larger than any one read: its hash back, and its bytes.
+          res.setHeader('x-sha', createHash('sha256').update(body).digest('hex'));
+          res.end(body);
+        } else if (req.url === '/stream') {
+          res.writeHead(200, { 'content-type': 'text/event-stream' });
+          res.write('data: first\n\n');
+          held = res;
+        } else if (req.url === '/ack') {
+          // Only a forwarder that passed the first part on while the reply was still open gets here.
+          held?.end('data: last\n\n');
+          res.end('acked');
+        } else res.end(`${req.method} ${req.url}`);
+      });
+    });
+    await new Promise<void>((resolve) => proxy.listen(socket.path, resolve));
+  });
+
+  afterAll(async () => {
+    held?.destroy();
+    await new Promise<void>((resolve) => proxy.close(() => resolve()));
+    await socket.remove();
+    fs.rmSync(root, { recursive: true, force: true });
+  });
+
+  async function inside(command: string, port = PORT) {
+    const jail = await openJail(
+      { kind: 'bwrap', bwrap: bwrap!, network: 'proxy-only', limits: DEFAULT_LIMITS, extraReadOnly: [], forwarder: kind },
+      { cwd: root, network: 'proxy-only', proxy: { port, socket: socket.path } },
+    );
+    const r = await runShell(command, { cwd: root, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, timeoutMs: 60_000, wrap: (c) => jail.wrap(c) });
+    await jail.close({ exitCode: r.exitCode, signal: r.signal });
+    return r;
+  }
+
+  it('relays a 3 MB body each way, byte for byte', async () => {
+    const file = path.join(root, 'body.bin');
+    const body = Buffer.alloc(3 * 1024 * 1024);
+    for (let i = 0; i < body.length; i++) body[i] = (i * 7919) % 251;
+    fs.writeFileSync(file, body);
+    const sha = createHash('sha256').update(body).digest('hex');
+    const r = await inside(
+      `curl -sS -D - --data-binary @body.bin -o back.bin http://127.0.0.1:${PORT}/echo && sha256sum back.bin`,
+    );
+    expect(r.exitCode).toBe(0);
+    expect(r.stdout.toLowerCase()).toContain(`x-sha: ${sha}`);
+    expect(r.stdout).toContain(`${sha}  back.bin`);
+  });
+
+  it('passes a streamed reply on as it comes, before the reply ends', async () => {
+    // The proxy finishes /stream only after /ack: a forwarder that waited for the whole reply would
+    // never pass "first" on, and the command would wait until the test's safety timeout.
+    const r = await inside(
+      `curl -sN http://127.0.0.1:${PORT}/stream | while read -r line; do echo "got $line"; case $line in *first*) curl -s http://127.0.0.1:${PORT}/ack; echo ;; *last*) break ;; esac; done`,
+    );
+    expect(r.stdout).toContain('got data: first');
+    expect(r.stdout).toContain('acked');
+    expect(r.stdout).toContain('got data: last');
+  });
+
+  it('reaches only the proxy: another loopback port is refused', async () => {
+    const r = await inside(`curl -s -m 5 http://127.0.0.1:${PORT}/ping; echo; curl -sS -m 5 http://127.0.0.1:${PORT + 1}/ 2>&1 || echo REFUSED`);
+    expect(r.stdout).toContain('GET /ping');
+    expect(r.stdout).toMatch(/Connection refused|Couldn't connect/);
+    expect(r.stdout).toContain('REFUSED');
+  });
+
+  it("ends with the command's own exit: a code, a signal as 128 + its number, 127 for a command not found", async () => {
+    expect((await inside('exit 3')).exitCode).toBe(3);
+    expect((await inside('kill -TERM $$')).exitCode).toBe(128 + 15);
+    const missing = await runMissing();
+    expect(missing.exitCode).toBe(127);
+    expect(missing.stderr).toContain('no-such-command-here');
+  });
+
+  async function runMissing() {
+    const jail = await openJail(
+      { kind: 'bwrap', bwrap: bwrap!, network: 'proxy-only', limits: DEFAULT_LIMITS, extraReadOnly: [], forwarder: kind },
+      { cwd: root, network: 'proxy-only', proxy: { port: PORT, socket: socket.path } },
+    );
+    const r = await runShell('', {
+      cwd: root,
+      env: { PATH: '/usr/bin:/bin' },
+      timeoutMs: 60_000,
+      wrap: (c) => jail.wrap({ ...c, file: 'no-such-command-here', args: [] }),
+    });
+    await jail.close();
+    return r;
+  }
+
+  it('says so and exits 125 when it cannot listen (a port below 1024, with every capability dropped)', async () => {
+    const r = await inside('echo RAN', 80);
+    expect(r.exitCode).toBe(125);
+    expect(r.stderr).toContain('polar sandbox bridge: cannot listen on 127.0.0.1:80');
+    expect(r.stdout).not.toContain('RAN');
+  });
+
+  it("stays up through the command's own process-group signals (a Ctrl-C, kill 0)", async () => {
+    const r = await inside(`trap '' INT HUP QUIT; kill -INT 0; kill -HUP 0; kill -QUIT 0; curl -s -m 5 http://127.0.0.1:${PORT}/after`);
+    expect(r.stdout).toContain('GET /after');
+  });
+
+  it('hands the command no descriptor of its own and is no child of it, and is gone with the sample', async () => {
+    const marker = `polar-bridge-marker-${process.pid}-${kind}`;
+    const r = await inside(
+      `: ${marker}; ls -l /proc/$$/fd | grep -v ' [012] -> ' | grep -c socket: ; ps -o args= --ppid $$ > kids; echo children: $(cat kids); ps -eo args= | grep -c '^[^ ]*${kind} .*${marker}'`,
+    );
+    const [sockets, children, forwarders] = r.stdout.trim().split('\n');
+    // Above stdio (which execa makes socket pairs): the listening socket stays with the forwarder.
+    expect(sockets).toBe('0');
+    expect(children).toMatch(/^children: ps -o args= --ppid \d+$/);
+    // While the command ran, its forwarder (whose argv carries the command's) was there.
+    expect(forwarders).toBe('1');
+    const left = fs
+      .readdirSync('/proc')
+      .filter((p) => /^\d+$/.test(p))
+      .filter((p) => {
+        try {
+          return fs.readFileSync(`/proc/${p}/cmdline`, 'utf8').includes(marker);
+        } catch {
+          return false;
+        }
+      });
+    expect(left).toEqual([]);
+  });
+});
+
+describe('findForwarder', () => {
+  it('gives Node when asked, and Perl only at a system path', () => {
+    expect(findForwarder('node')).toEqual({ kind: 'node', program: process.execPath });
+    const found = findForwarder();
+    if (found.kind === 'perl') expect(['/usr/bin/perl', '/bin/perl']).toContain(found.program);
+  });
+});
