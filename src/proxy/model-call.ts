@@ -220,7 +220,7 @@ async function streamCall({ res, call, ctx, request, upstreamReq, signal }: Call
   };
   try {
     await relayChunks(chunks, relay);
-    relay.out.uncork();
+    relay.out.flush();
     const closing = translator.end(relay.reader.counts()).map(formatSseEvent).join('');
     const outcome = commitStream(relay, closing);
     keepAlive.stop();
@@ -251,7 +251,7 @@ async function relayChunks(chunks: AsyncIterable<UpstreamChunk>, { call, transla
     await out.write(translator.push(step));
     if (Date.now() - checkpointed >= CHECKPOINT_EVERY_MS) {
       checkpointed = Date.now();
-      out.uncork();
+      out.flush();
       call.checkpoint(collected.tokensSoFar(), out.text());
     }
   }
@@ -278,6 +278,8 @@ function commitStream({ call, collected, out }: Relay, closing: string): CallOut
 /** A stream that failed after its headers: the harness gets an in-stream error (unless it left), the call what arrived. */
 function failStream(res: ServerResponse, { call, translator, collected, out }: Relay, error: PolarError): void {
   const aborted = error.code === 'POLAR_CLIENT_ABORTED';
+  // What was translated before the failure goes out first, as the record says it was sent.
+  if (!res.writableEnded) out.flush();
   let tail = '';
   if (!aborted && !res.writableEnded) {
     tail = translator.error(error);

@@ -6,38 +6,55 @@ import { formatSseEvent } from '../core/sse/write.js';
 /**
  * A streamed reply's events on their way to the harness, and their text as sent (the reply the
  * call records). Events translated in one turn (an upstream read often carries many) leave in one
- * socket write: the socket is corked at the first and uncorked once the turn's microtasks are done,
- * or by `uncork()` before the database is written (a checkpoint, the final commit), so that what is
- * translated goes out first.
+ * `res.write`, made once the turn's microtasks are done, or by `flush()` before the database is
+ * written (a checkpoint, the final commit), so that what is translated goes out first. One write a
+ * turn, not one an event: in chunked encoding each `res.write` adds a size line and two buffers to
+ * the socket's writev, and a 300-token reply from a server that streams one token an event arrives
+ * in bursts of tens of events.
  */
 export class SseWriter {
   private readonly sent: string[] = [];
-  private corked = false;
+  /** Text translated this turn, not yet handed to the response. */
+  private readonly pending: string[] = [];
+  private scheduled = false;
+  /** Set while the response's buffer is full: the next write waits for `drain` (or the harness leaving). */
+  private blocked: Promise<void> | null = null;
 
   constructor(
     private readonly res: ServerResponse,
-    /** Called on every write that sends something (the keep-alive timer restarts). */
+    /** Called on every flush that sends something (the keep-alive timer restarts). */
     private readonly onSend: () => void,
   ) {}
 
   /** Resolves once the socket takes more; rejects with POLAR_CLIENT_ABORTED if the harness left. */
   async write(events: SseEvent[]): Promise<void> {
-    if (events.length === 0) return;
-    const text = events.length === 1 ? formatSseEvent(events[0]!) : events.map(formatSseEvent).join('');
-    this.sent.push(text);
-    this.onSend();
-    if (!this.corked) {
-      this.corked = true;
-      this.res.cork();
-      process.nextTick(this.uncork);
+    if (events.length > 0) {
+      const text = events.length === 1 ? formatSseEvent(events[0]!) : events.map(formatSseEvent).join('');
+      this.sent.push(text);
+      this.pending.push(text);
+      if (!this.scheduled) {
+        this.scheduled = true;
+        process.nextTick(this.flush);
+      }
     }
-    if (!this.res.write(text)) await drained(this.res);
+    if (this.blocked) await this.blocked;
   }
 
-  readonly uncork = (): void => {
-    if (!this.corked) return;
-    this.corked = false;
-    this.res.uncork();
+  /** Hands this turn's text to the response in one write. */
+  readonly flush = (): void => {
+    this.scheduled = false;
+    if (this.pending.length === 0) return;
+    const text = this.pending.length === 1 ? this.pending[0]! : this.pending.join('');
+    this.pending.length = 0;
+    this.onSend();
+    if (!this.res.write(text) && !this.blocked) {
+      const blocked = drained(this.res).finally(() => {
+        if (this.blocked === blocked) this.blocked = null;
+      });
+      // Awaited by the next write; a harness that left with no write pending is the caller's close handler's to see.
+      blocked.catch(() => {});
+      this.blocked = blocked;
+    }
   };
 
   /** Everything written so far. */

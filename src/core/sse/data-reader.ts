@@ -4,7 +4,7 @@ const LF = 0x0a;
 const CR = 0x0d;
 const COLON = 0x3a;
 const SPACE = 0x20;
-const DATA = Buffer.from('data');
+const [D, A, T] = [0x64, 0x61, 0x74];
 const NEWLINE = Buffer.from('\n');
 const BOM = Buffer.from([0xef, 0xbb, 0xbf]);
 const DONE = Buffer.from('[DONE]');
@@ -41,8 +41,10 @@ export class SseDataReader {
     let start = 0;
     if (this.lastWasCR && bytes[0] === LF) start = 1;
     this.lastWasCR = false;
+    // Servers end lines with LF: one search over the read spares a CR search per line.
+    const anyCR = bytes.indexOf(CR, start) >= 0;
     for (;;) {
-      const end = lineEnd(bytes, start);
+      const end = anyCR ? lineEnd(bytes, start) : bytes.indexOf(LF, start);
       if (end < 0) break;
       this.line(this.takeLine(bytes.subarray(start, end)), events);
       start = end + 1;
@@ -88,11 +90,12 @@ export class SseDataReader {
       }
       return;
     }
-    const colon = line.indexOf(COLON);
-    const field = colon < 0 ? line : line.subarray(0, colon);
-    if (!field.equals(DATA)) return; // comments (empty field), event, id, retry and unknown fields
-    let value = colon < 0 ? line.subarray(line.length) : line.subarray(colon + 1);
-    if (value[0] === SPACE) value = value.subarray(1);
+    // The field must be exactly `data` (compared in place: no view per line); comments (an empty
+    // field), event, id, retry and unknown fields are skipped.
+    if (line.length < 4 || line[0] !== D || line[1] !== A || line[2] !== T || line[3] !== A) return;
+    if (line.length > 4 && line[4] !== COLON) return;
+    const from = line.length === 4 ? 4 : line[5] === SPACE ? 6 : 5;
+    const value = line.subarray(from);
     if (this.data.length > 0) this.data.push(NEWLINE);
     this.data.push(value);
     this.dataBytes += value.length + 1;

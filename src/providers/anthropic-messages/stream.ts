@@ -97,7 +97,7 @@ class AnthropicStream implements StreamTranslator {
       out.push(event('content_block_start', { index: open.index, content_block: { type: 'thinking', thinking: '', signature: '' } }));
     }
     open.text += text;
-    out.push(event('content_block_delta', { index: open.index, delta: { type: 'thinking_delta', thinking: text } }));
+    out.push(deltaEvent(open.index, 'thinking_delta', 'thinking', text));
   }
 
   private text(out: SseEvent[], text: string): void {
@@ -107,7 +107,7 @@ class AnthropicStream implements StreamTranslator {
       open = this.open = { kind: 'text', index: this.nextIndex++ };
       out.push(event('content_block_start', { index: open.index, content_block: { type: 'text', text: '' } }));
     }
-    out.push(event('content_block_delta', { index: open.index, delta: { type: 'text_delta', text } }));
+    out.push(deltaEvent(open.index, 'text_delta', 'text', text));
   }
 
   private toolStart(out: SseEvent[], e: { index: number; id: string; name: string }): void {
@@ -136,4 +136,16 @@ class AnthropicStream implements StreamTranslator {
 
 function event(type: string, data: Record<string, unknown>): SseEvent {
   return { event: type, data: JSON.stringify({ type, ...data }) };
+}
+
+/**
+ * A text or thinking delta, the event sent once per token: written as text, the same bytes
+ * `event('content_block_delta', { index, delta: { type, [field]: text } })` gives, without building
+ * and walking three objects a token.
+ */
+function deltaEvent(index: number, type: 'text_delta' | 'thinking_delta', field: 'text' | 'thinking', text: string): SseEvent {
+  return {
+    event: 'content_block_delta',
+    data: `{"type":"content_block_delta","index":${index},"delta":{"type":"${type}","${field}":${JSON.stringify(text)}}}`,
+  };
 }

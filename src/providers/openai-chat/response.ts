@@ -26,10 +26,13 @@ export function encodeChatChunk(
 ): ChatCompletionChunk | null {
   // The usage-only chunk exists because polar asked for it; a harness that did not may index choices[0].
   if (chunk.choices.length === 0 && !req.client.includeUsage) return null;
-  const out: ChatCompletionChunk = { ...chunk, model: req.requestedModel || chunk.model };
-  if (!req.client.includeUsage) delete out.usage;
+  // Fields are left out by rest-spreading rather than deleted: a `delete` turns the copy into a
+  // dictionary-mode object, which JSON.stringify then serialises on its slow path (every chunk).
+  const { usage, ...rest } = chunk;
+  const out: ChatCompletionChunk = { ...(req.client.includeUsage ? chunk : rest), model: req.requestedModel || chunk.model };
   out.choices = chunk.choices.map((choice) => {
-    const c = { ...choice };
+    const { logprobs, ...withoutLogprobs } = choice;
+    const c: typeof choice = req.client.logprobs ? { ...choice } : withoutLogprobs;
     // A tool call the server sent without an id gets the one polar recorded for it.
     if (toolIds && choice.index === 0 && c.delta?.tool_calls) {
       c.delta = {
@@ -37,7 +40,6 @@ export function encodeChatChunk(
         tool_calls: c.delta.tool_calls.map((t, i) => (t.id ? t : { ...t, id: toolIds.get(typeof t.index === 'number' ? t.index : i) ?? t.id })),
       };
     }
-    if (!req.client.logprobs) delete c.logprobs;
     if (req.client.tokenIds && choice.index === 0 && tokens?.sampledIds) c.token_ids = tokens.sampledIds;
     return c;
   });
