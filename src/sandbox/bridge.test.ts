@@ -77,9 +77,7 @@ describe.skipIf(!bwrap).each(kinds)('the %s bridge (skipped without bubblewrap)'
     for (let i = 0; i < body.length; i++) body[i] = (i * 7919) % 251;
     fs.writeFileSync(file, body);
     const sha = createHash('sha256').update(body).digest('hex');
-    const r = await inside(
-      `curl -sS -D - --data-binary @body.bin -o back.bin http://127.0.0.1:${PORT}/echo && sha256sum back.bin`,
-    );
+    const r = await inside(`curl -sS -D - --data-binary @body.bin -o back.bin http://127.0.0.1:${PORT}/echo && sha256sum back.bin`);
     expect(r.exitCode).toBe(0);
     expect(r.stdout.toLowerCase()).toContain(`x-sha: ${sha}`);
     expect(r.stdout).toContain(`${sha}  back.bin`);

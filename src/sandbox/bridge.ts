@@ -1,9 +1,50 @@
+import { spawnSync } from 'node:child_process';
+import { PERL_BRIDGE_SOURCE, PERL_PROBE_SOURCE } from './bridge-perl.js';
+import type { ForwarderKind } from './types.js';
+
 /**
- * The forwarder that runs first inside a `proxy-only` sandbox, on the Node runtime polar runs on:
- * it listens on 127.0.0.1:<the proxy's port> in the sandbox's own network namespace and pipes every
- * connection to the proxy's Unix socket, then starts the real command and ends as it ends (the
- * same exit code; a signal as 128 + its number, as a shell reports it). So the harness's base URL
- * keeps its usual `http://127.0.0.1:PORT/s/<session>/v1` form and nothing else is reachable.
+ * The forwarder that runs first inside a `proxy-only` sandbox: it listens on 127.0.0.1:<the proxy's
+ * port> in the sandbox's own network namespace and pipes every connection to the proxy's Unix
+ * socket, then the real command runs, and the sandbox ends as it ends (the same exit code; a signal
+ * as 128 + its number, as a shell reports it). So the harness's base URL keeps its usual
+ * `http://127.0.0.1:PORT/s/<session>/v1` form and nothing else is reachable.
+ *
+ * Two programs do it: Perl (bridge-perl.ts) where the host has it, since a Node start-up was most
+ * of a proxy-only sample's start-up (issue 33), else Node, on the runtime polar runs on.
+ */
+export interface Forwarder {
+  kind: ForwarderKind;
+  /** The interpreter, at a path the sandbox's view shows (/usr, /bin, or Node's own prefix). */
+  program: string;
+}
+
+let perl: string | null | undefined;
+
+/**
+ * The forwarder for this process: Perl at a system path (never PATH's, which is the user's) when
+ * the probe (bridge-perl.ts: Linux's socket numbers work) runs there, looked for once; else Node. `prefer: 'node'` forces Node (the
+ * start-up bench compares the two; a host whose Perl misbehaves can be told apart in tests).
+ */
+export function findForwarder(prefer?: ForwarderKind): Forwarder {
+  const node: Forwarder = { kind: 'node', program: process.execPath };
+  if (prefer === 'node') return node;
+  if (perl === undefined) {
+    perl = null;
+    for (const file of ['/usr/bin/perl', '/bin/perl']) {
+      const r = spawnSync(file, ['-T', '-e', PERL_PROBE_SOURCE], { stdio: 'ignore', env: {}, timeout: 10_000 });
+      if (r.status === 0) {
+        perl = file;
+        break;
+      }
+    }
+  }
+  return perl ? { kind: 'perl', program: perl } : node;
+}
+
+/**
+ * The Node forwarder. It listens, then starts the command as its child and forwards the signals a
+ * terminal or polar sends (SIGINT only when not interactive: at a terminal the command already
+ * gets it, and decides what it means).
  *
  * Run as `node -e BRIDGE_SOURCE -- PORT SOCKET INTERACTIVE FILE ARGS…`: no file to ship into the
  * sandbox, and nothing to start but Node itself. Plain CommonJS so `-e` runs it as is.
@@ -25,10 +66,15 @@ server.on('error', (err) => {
   process.exit(125);
 });
 server.listen(Number(port), '127.0.0.1', () => {
-  const child = spawn(file, args, { stdio: 'inherit' });
+  // The handlers go in before the spawn: a command that signals its process group at once
+  // (kill 0) would otherwise end the bridge before they were there (it did, 7 times in 30).
+  // One that comes before the command has started ends the bridge, as it would have.
+  let child = null;
+  const early = (s) => process.exit(128 + constants.signals[s]);
   // Interactive: the terminal already sends Ctrl-C to the command, which decides what it means.
-  process.on('SIGINT', () => { if (interactive !== '1') child.kill('SIGINT'); });
-  for (const s of ['SIGTERM', 'SIGHUP', 'SIGQUIT']) process.on(s, () => child.kill(s));
+  process.on('SIGINT', () => { if (!child) early('SIGINT'); else if (interactive !== '1') child.kill('SIGINT'); });
+  for (const s of ['SIGTERM', 'SIGHUP', 'SIGQUIT']) process.on(s, () => (child ? child.kill(s) : early(s)));
+  child = spawn(file, args, { stdio: 'inherit' });
   child.on('error', (err) => {
     process.stderr.write('polar sandbox: cannot start ' + file + ': ' + err.message + '\n');
     process.exit(127);
@@ -37,7 +83,16 @@ server.listen(Number(port), '127.0.0.1', () => {
 });
 `;
 
-/** The argv that runs `file args` behind the bridge. */
+/** The argv that runs `file args` behind the bridge, with `forwarder`. */
+export function bridgeArgv(forwarder: Forwarder, port: number, socketInside: string, interactive: boolean, file: string, args: readonly string[]): string[] {
+  if (forwarder.kind === 'perl') return [forwarder.program, '-T', '-e', PERL_BRIDGE_SOURCE, '--', String(port), socketInside, file, ...args];
+  return bridged(forwarder.program, port, socketInside, interactive, file, args);
+}
+
+/**
+ * The argv that runs `file args` behind the Node forwarder: a container's (harbor/container.ts),
+ * whose image need not have Perl, mounts the Node runtime polar runs on.
+ */
 export function bridged(nodePath: string, port: number, socketInside: string, interactive: boolean, file: string, args: readonly string[]): string[] {
   return [nodePath, '-e', BRIDGE_SOURCE, '--', String(port), socketInside, interactive ? '1' : '0', file, ...args];
 }

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { PolarError } from '../core/errors.js';
 import type { CommandLine } from '../core/process/command-line.js';
 import { bwrapArgs, PROXY_SOCKET_INSIDE, type Bind } from './args.js';
-import { bridged } from './bridge.js';
+import { bridgeArgv, findForwarder } from './bridge.js';
 import { checkInheritedFds, enterShell } from './fds.js';
 import { cgroupSupport, createGroup, enterScript, rlimitReason, formatBytes, type SampleGroup } from './limits.js';
 import type { NetworkMode, SandboxSettings } from './types.js';
@@ -118,14 +118,14 @@ export async function openJail(settings: SandboxSettings, spec: JailSpec): Promi
   });
   const cpuCounted = group !== null && cgroupSupport()?.parents.cpu !== undefined;
   const script = enterScript(group?.procsFiles ?? [], limits, !cpuCounted, shell.bash);
+  const forwarder = network === 'proxy-only' ? findForwarder(settings.forwarder) : null;
   let closed = false;
   return {
     home: homeInside ?? home,
     wrap(cmd) {
-      const inner =
-        network === 'proxy-only'
-          ? bridged(process.execPath, spec.proxy!.port, PROXY_SOCKET_INSIDE, spec.interactive === true, cmd.file, cmd.args)
-          : [cmd.file, ...cmd.args];
+      const inner = forwarder
+        ? bridgeArgv(forwarder, spec.proxy!.port, PROXY_SOCKET_INSIDE, spec.interactive === true, cmd.file, cmd.args)
+        : [cmd.file, ...cmd.args];
       return {
         file: shell.file,
         args: [...shell.flags, '-c', script, 'sh', settings.bwrap, ...args, ...inner],

@@ -8,6 +8,9 @@ export type SandboxKind = 'bwrap' | 'none';
  */
 export type NetworkMode = 'proxy-only' | 'host' | 'none';
 
+/** The program behind a `proxy-only` sandbox's bridge (bridge.ts). */
+export type ForwarderKind = 'perl' | 'node';
+
 /** Per-sample caps. 0 means no cap. */
 export interface SandboxLimits {
   /** Processes and threads at once (cgroup pids.max). */
@@ -30,6 +33,11 @@ export interface SandboxSettings {
   limits: SandboxLimits;
   /** Paths mounted read-only besides the minimal view (a custom harness's script, `--sandbox-ro`). */
   extraReadOnly: readonly string[];
+  /**
+   * The program that forwards the proxy's port in a `proxy-only` sandbox (bridge.ts): left out, Perl
+   * where the host has it, else Node; `node` forces Node (the start-up bench compares the two).
+   */
+  forwarder?: ForwarderKind;
 }
 
 export const DEFAULT_LIMITS: SandboxLimits = {
