@@ -3,6 +3,7 @@ import type { Db } from './db.js';
 import { tokenDigest } from '../core/token-digest.js';
 import { ChainReader, RecentCalls, type BodyKind, type CallKey, type HeldBody } from './call-chains.js';
 import type { BodyText } from './delta.js';
+import { float64View, resolvePrompts } from './delta-read.js';
 import { packFloat64, packUint32, unpackFloat64, unpackUint32 } from '../core/token-packing.js';
 import type { SamplingRecord } from '../upstream/sampling-policy.js';
 
@@ -353,17 +354,20 @@ export class RequestsTable {
 
   /** A session's calls with their token data, in sequence order; the tool count is read in SQLite. */
   tokens(sessionId: string): CallTokenRow[] {
-    // Each row's whole sequence, for the rows after it that are stored against it.
-    const sequences = new Map<string, readonly number[]>();
-    return (this.tokensStmt.all(sessionId) as RawTokenRow[]).map((r) => {
-      const promptIds = this.chains.prompt(unpackUint32(r.prompt_ids), r.prompt_base, r.prompt_base_len, sequences);
-      const sampledIds = unpackUint32(r.sampled_ids);
-      sequences.set(r.id, [...(promptIds ?? []), ...(sampledIds ?? [])]);
-      return this.tokenRow(r, promptIds, sampledIds);
-    });
+    return this.tokenViews(sessionId).map((r) => ({ ...r, promptIds: numbers(r.promptIds), sampledIds: numbers(r.sampledIds), logprobs: numbers(r.logprobs) }));
   }
 
-  private tokenRow(r: RawTokenRow, promptIds: number[] | null, sampledIds: number[] | null): CallTokenRow {
+  /**
+   * tokens() with ids and logprobs as typed arrays, for readers of every call (reconstruct, verify):
+   * each chain of deltas materialised once and the stored BLOBs viewed in place (delta-read.ts).
+   */
+  tokenViews(sessionId: string): CallTokenViews[] {
+    const raw = this.tokensStmt.all(sessionId) as RawTokenRow[];
+    const ids = resolvePrompts(raw, (id) => Uint32Array.from(this.chains.sequence(id)));
+    return raw.map((r, i) => this.tokenRow(r, ids[i]!.promptIds, ids[i]!.sampledIds));
+  }
+
+  private tokenRow(r: RawTokenRow, promptIds: Uint32Array | null, sampledIds: Uint32Array | null): CallTokenViews {
     return {
       id: r.id,
       agentId: r.agent_id,
@@ -372,7 +376,7 @@ export class RequestsTable {
       tokenSource: r.token_source,
       promptIds,
       sampledIds,
-      logprobs: unpackFloat64(r.logprobs),
+      logprobs: float64View(r.logprobs),
       tokenDigest: r.token_digest,
       finishReason: r.finish_reason,
       usage: r.usage ? (JSON.parse(r.usage) as CallTokenRow['usage']) : null,
@@ -426,6 +430,20 @@ export interface CallTokenRow {
   policyVersion: string | null;
   /** What the call was sampled with (null or absent for calls recorded before migration 11). */
   sampling?: SamplingRecord | null;
+}
+
+/** CallTokenRow with its ids and logprobs as typed arrays (tokenViews). */
+export type CallTokenViews = Omit<CallTokenRow, 'promptIds' | 'sampledIds' | 'logprobs'> & {
+  promptIds: Uint32Array | null;
+  sampledIds: Uint32Array | null;
+  logprobs: Float64Array | null;
+};
+
+function numbers(values: Uint32Array | Float64Array | null): number[] | null {
+  if (!values) return null;
+  const out = new Array<number>(values.length);
+  for (let i = 0; i < values.length; i++) out[i] = values[i]!;
+  return out;
 }
 
 interface RawTokenRow {

@@ -1,7 +1,9 @@
+import type { TokenIds } from '../core/tokens.js';
+import { commonIdPrefix, idArray } from './ids.js';
 import type { BreakClass, TokenText } from './types.js';
 
 /** Length of the common prefix of two id sequences. */
-export function commonPrefix(a: readonly number[], b: readonly number[]): number {
+export function commonPrefix(a: ArrayLike<number>, b: ArrayLike<number>): number {
   const n = Math.min(a.length, b.length);
   let i = 0;
   while (i < n && a[i] === b[i]) i++;
@@ -15,17 +17,12 @@ export function commonPrefix(a: readonly number[], b: readonly number[]): number
  * `prompt` from the same start up to where the two agree again on what follows is not known, so
  * the next `window` tokens are compared, which covers the answer and its end-of-turn markup.
  */
-export function classifyBreak(
-  trace: readonly number[],
-  previousPromptLength: number,
-  prompt: readonly number[],
-  text?: TokenText,
-): { class: BreakClass; position: number } {
-  const position = commonPrefix(trace, prompt);
+export function classifyBreak(trace: TokenIds, previousPromptLength: number, prompt: TokenIds, text?: TokenText): { class: BreakClass; position: number } {
+  const position = commonIdPrefix(trace, prompt);
   if (position < previousPromptLength) return { class: 'rewrite', position };
   if (!text) return { class: 'other', position };
-  const sampled = trace.slice(previousPromptLength);
-  const rendered = prompt.slice(previousPromptLength, previousPromptLength + sampled.length + 16);
+  const sampled = idArray(trace.slice(previousPromptLength));
+  const rendered = idArray(prompt.slice(previousPromptLength, previousPromptLength + sampled.length + 16));
   const specials = (ids: readonly number[]) => ids.filter((id) => text.isSpecial(id));
   const sampledText = text.decode(sampled.filter((id) => !text.isSpecial(id)));
   const renderedText = text.decode(rendered.filter((id) => !text.isSpecial(id)));

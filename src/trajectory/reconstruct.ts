@@ -1,9 +1,10 @@
-import type { CallTokenRow } from '../store/requests.js';
+import type { CallTokenRow, CallTokenViews } from '../store/requests.js';
 import type { SampleRow } from '../store/rollouts.js';
 import type { SessionRow } from '../store/sessions.js';
 import type { Store } from '../store/store.js';
 import { offPolicyReason } from '../upstream/sampling-policy.js';
 import { runSampling, type OnPolicyOptions } from './on-policy.js';
+import { idArray } from './ids.js';
 import type { Break, BreakClass, CallTokens, Strategy, TokenText, Trajectory } from './types.js';
 
 export interface ReconstructOptions {
@@ -56,7 +57,7 @@ export function* reconstruct(
   for (const summary of store.sessions.list()) {
     if (wanted && !wanted.has(summary.id)) continue;
     stats.sessions++;
-    const rows = store.requests.tokens(summary.id);
+    const rows = store.requests.tokenViews(summary.id);
     const calls = usableCalls(rows, options.includeSideCalls === true, stats, {
       includeOffPolicy: options.includeOffPolicy === true,
       run: runSampling(store, summary.id),
@@ -159,7 +160,7 @@ export function decodedAt(b: Break, calls: readonly CallTokens[], text: TokenTex
   const current = calls.find((c) => c.requestId === b.requestId);
   if (!previous || !current) return {};
   const had = [...previous.promptIds, ...previous.sampledIds];
-  return { expected: text.decode(had.slice(b.position, b.position + 24)), found: text.decode(current.promptIds.slice(b.position, b.position + 24)) };
+  return { expected: text.decode(had.slice(b.position, b.position + 24)), found: text.decode(idArray(current.promptIds.slice(b.position, b.position + 24))) };
 }
 
 export function emptyStats(strategy: string): ReconstructStats {
@@ -181,7 +182,7 @@ export function emptyStats(strategy: string): ReconstructStats {
 }
 
 /** Bridged / full-render counts of the usable calls, and the bridged calls not merged onto their parent. */
-function countPrompts(rows: readonly CallTokenRow[], calls: readonly CallTokens[], traces: readonly Trajectory[], out: ReconstructStats['prompts']): void {
+function countPrompts(rows: readonly TokenRow[], calls: readonly CallTokens[], traces: readonly Trajectory[], out: ReconstructStats['prompts']): void {
   const used = new Set(calls.map((c) => c.requestId));
   const traceOf = new Map<string, number>();
   traces.forEach((t, i) => t.request_ids.forEach((id) => traceOf.set(id, i)));
@@ -199,19 +200,29 @@ function countPrompts(rows: readonly CallTokenRow[], calls: readonly CallTokens[
   }
 }
 
+/** A session's call as read with its token data: JS arrays (requests.tokens) or typed views (requests.tokenViews). */
+export type TokenRow = CallTokenRow | CallTokenViews;
+
+/** A usable call, its ids and logprobs held as its row holds them. */
+export type UsableCall<R extends TokenRow> = CallTokens & {
+  promptIds: NonNullable<R['promptIds']>;
+  sampledIds: NonNullable<R['sampledIds']>;
+  logprobs: R['logprobs'];
+};
+
 /**
  * The calls a trainer may learn from: successful, with the server's ids, and (unless asked) not
  * side traffic — a call that offered no tools while its agent's other calls did (titles, summaries).
  */
-export function usableCalls(
-  rows: readonly CallTokenRow[],
+export function usableCalls<R extends TokenRow>(
+  rows: readonly R[],
   includeSideCalls: boolean,
   stats: Pick<ReconstructStats, 'calls' | 'used' | 'excluded' | 'tokensPerRequest'>,
   sampling: OnPolicyOptions = {},
-): CallTokens[] {
+): UsableCall<R>[] {
   stats.calls += rows.length;
   const agentsWithTools = new Set(rows.filter((r) => r.toolCount > 0).map((r) => r.agentId));
-  const calls: CallTokens[] = [];
+  const calls: UsableCall<R>[] = [];
   for (const r of rows) {
     const reason =
       r.status !== 'ok'
@@ -231,9 +242,9 @@ export function usableCalls(
       requestId: r.id,
       agentId: r.agentId,
       seq: r.seq,
-      promptIds: r.promptIds!,
-      sampledIds: r.sampledIds!,
-      logprobs: r.logprobs,
+      promptIds: r.promptIds! as NonNullable<R['promptIds']>,
+      sampledIds: r.sampledIds! as NonNullable<R['sampledIds']>,
+      logprobs: r.logprobs as R['logprobs'],
       finishReason: r.finishReason,
       policyVersion: r.policyVersion,
     });
@@ -247,7 +258,7 @@ export function usableCalls(
  * null. Its tokens still reach later calls' prompts as context; only its own sampled ids are not
  * trained on. `--include-off-policy` keeps it.
  */
-function offPolicyExclusion(r: CallTokenRow, sampling: OnPolicyOptions): string | null {
+function offPolicyExclusion(r: TokenRow, sampling: OnPolicyOptions): string | null {
   if (sampling.includeOffPolicy) return null;
   const why = offPolicyReason(r.sampling ?? null, sampling.run);
   return why ? `${OFF_POLICY_PREFIX}: ${why} (--include-off-policy keeps it)` : null;

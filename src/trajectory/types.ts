@@ -1,3 +1,6 @@
+import type { TokenIds } from '../core/tokens.js';
+import type { Logprobs } from './ids.js';
+
 /**
  * The trajectory record: one trace per line of JSONL, the contract every exporter and checker
  * uses. `loss_mask` and `response_logprobs` run parallel to `response_ids`: mask 1 marks a token the
@@ -32,14 +35,18 @@ export interface Trajectory {
   metadata: Record<string, unknown>;
 }
 
-/** One recorded call, as the strategies see it: only calls whose ids the server returned. */
+/**
+ * One recorded call, as the strategies see it: only calls whose ids the server returned. Ids and
+ * logprobs are typed arrays when read from the store (views of its columns, store/delta-read.ts),
+ * JS arrays elsewhere; strategies must not change them.
+ */
 export interface CallTokens {
   requestId: string;
   agentId: string;
   seq: number;
-  promptIds: readonly number[];
-  sampledIds: readonly number[];
-  logprobs: readonly number[] | null;
+  promptIds: TokenIds;
+  sampledIds: TokenIds;
+  logprobs: Logprobs | null;
   finishReason: string | null;
   /** The policy version that served the call, when the trainer announced one. */
   policyVersion?: string | null;

@@ -4,6 +4,7 @@ import type { Store } from '../store/store.js';
 import { callConversation, isConversation } from './conversation.js';
 import { offPolicyReason } from '../upstream/sampling-policy.js';
 import { runSampling } from './on-policy.js';
+import { idArray } from './ids.js';
 import { emptyStats, sessionTraces, usableCalls } from './reconstruct.js';
 import type { Strategy, TokenText, Trajectory } from './types.js';
 import { verifyCall, verifyCallText, verifyCoverage, verifyDigest, verifyTrace, type CallText, type RecordedCall, type Violation } from './verify.js';
@@ -47,7 +48,7 @@ export function* verifySessions(
   for (const session of store.sessions.list()) {
     if (wanted && !wanted.has(session.id)) continue;
     summary.sessions++;
-    const rows = store.requests.tokens(session.id);
+    const rows = store.requests.tokenViews(session.id);
     const run = runSampling(store, session.id);
     const usable = usableCalls(rows, options.includeSideCalls === true, emptyStats(options.strategy.name), {
       includeOffPolicy: options.includeOffPolicy === true,
@@ -96,8 +97,8 @@ export function* verifySessions(
             session.id,
             {
               requestId: call.requestId,
-              promptIds: call.promptIds,
-              sampledIds: call.sampledIds,
+              promptIds: idArray(call.promptIds),
+              sampledIds: idArray(call.sampledIds),
               assistantMessage: row.assistantMessage as CallText['assistantMessage'],
               messages: messagesOf(row),
             },

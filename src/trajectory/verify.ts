@@ -1,4 +1,6 @@
-import { digestOfTokens } from '../core/token-digest.js';
+import { digestOfTokens, tokenDigest } from '../core/token-digest.js';
+import type { TokenIds } from '../core/tokens.js';
+import type { Logprobs } from './ids.js';
 import type { TokenText, Trajectory } from './types.js';
 
 /** One broken promise, named precisely enough to find: the session, the call or trace, the position. */
@@ -15,9 +17,9 @@ export interface Violation {
 export interface RecordedCall {
   requestId: string;
   tokenSource: string;
-  promptIds: readonly number[] | null;
-  sampledIds: readonly number[] | null;
-  logprobs: readonly number[] | null;
+  promptIds: TokenIds | null;
+  sampledIds: TokenIds | null;
+  logprobs: Logprobs | null;
   usage: { prompt_tokens?: number; completion_tokens?: number } | null;
   /** The digest taken when the call was captured; undefined where the caller does not check it. */
   tokenDigest?: string | null;
@@ -41,7 +43,7 @@ export function verifyDigest(session: string, call: RecordedCall): Violation[] {
         message: 'the call has token data but no capture digest, so nothing proves it is what the upstream sent',
       },
     ];
-  const now = digestOfTokens(call);
+  const now = digestOf(call);
   return now === call.tokenDigest
     ? []
     : [
@@ -66,9 +68,12 @@ export function verifyCall(session: string, call: RecordedCall): Violation[] {
   }
   if (!call.logprobs) at('logprobs', 'the call has no logprobs');
   else if (call.logprobs.length !== call.sampledIds.length) at('logprobs', `${call.sampledIds.length} sampled ids but ${call.logprobs.length} logprobs`);
-  call.logprobs?.forEach((lp, i) => {
-    if (!Number.isFinite(lp) || lp > 0) at('logprobs', `logprob ${lp} is not a finite value <= 0`, i);
-  });
+  const lps = call.logprobs;
+  if (lps)
+    for (let i = 0; i < lps.length; i++) {
+      const lp = lps[i]!;
+      if (!Number.isFinite(lp) || lp > 0) at('logprobs', `logprob ${lp} is not a finite value <= 0`, i);
+    }
   if (call.usage?.prompt_tokens !== undefined && call.usage.prompt_tokens !== call.promptIds.length) {
     at('usage', `usage.prompt_tokens ${call.usage.prompt_tokens} but ${call.promptIds.length} prompt ids`);
   }
@@ -146,15 +151,19 @@ export function verifyTrace(trace: Trajectory, calls: ReadonlyMap<string, Record
   if (trace.loss_mask.length !== n) at('shape', `${n} response ids but ${trace.loss_mask.length} mask entries`);
   if (trace.response_logprobs && trace.response_logprobs.length !== n) at('shape', `${n} response ids but ${trace.response_logprobs.length} logprobs`);
   if (v.length > 0) return v;
-  trace.loss_mask.forEach((m, i) => {
-    if (m === 0 && trace.response_logprobs && trace.response_logprobs[i] !== 0)
-      at('mask', `context token carries logprob ${trace.response_logprobs[i]}`, { position: i });
-  });
+  const lps = trace.response_logprobs;
+  if (lps)
+    for (let i = 0; i < n; i++) {
+      if (trace.loss_mask[i] === 0 && lps[i] !== 0) at('mask', `context token carries logprob ${lps[i]}`, { position: i });
+    }
   const first = calls.get(trace.request_ids[0] ?? '');
-  if (first?.promptIds && !same(trace.prompt_ids, first.promptIds))
+  // Where the trace's prompt first differs from the first call's (-1: nowhere); the first call's
+  // context check below is the same comparison, so it is made once.
+  const firstPrompt = first?.promptIds ? contextDifference(trace, 0, first.promptIds) : -1;
+  if (firstPrompt >= 0)
     at('prompt', "prompt_ids differ from the first call's recorded prompt ids", {
-      requestId: first.requestId,
-      position: firstDifference(trace.prompt_ids, first.promptIds),
+      requestId: first!.requestId,
+      position: firstPrompt,
     });
   let pos = 0;
   for (const [k, id] of trace.request_ids.entries()) {
@@ -166,17 +175,19 @@ export function verifyTrace(trace: Trajectory, calls: ReadonlyMap<string, Record
     // Context before this call's run: mask-0 tokens (none before the first call's run).
     const runStart = k === 0 ? 0 : nextSampled(trace.loss_mask, pos);
     if (!options.allowRerender) {
-      const differs = contextDifference(trace, runStart, call.promptIds);
+      const differs = k === 0 && call === first ? firstPrompt : contextDifference(trace, runStart, call.promptIds);
       if (differs >= 0) at('context', "the tokens before this call's sampled ids are not the prompt it recorded", { requestId: id, position: differs });
     }
-    for (let i = 0; i < call.sampledIds.length; i++) {
+    const sampled = call.sampledIds;
+    const recordedLps = call.logprobs;
+    for (let i = 0; i < sampled.length; i++) {
       const p = runStart + i;
-      if (p >= n || trace.loss_mask[p] !== 1 || trace.response_ids[p] !== call.sampledIds[i]) {
-        at('sampled', `position ${p} should be sampled id ${call.sampledIds[i]} (mask 1) of this call`, { requestId: id, position: p });
+      if (p >= n || trace.loss_mask[p] !== 1 || trace.response_ids[p] !== sampled[i]) {
+        at('sampled', `position ${p} should be sampled id ${sampled[i]} (mask 1) of this call`, { requestId: id, position: p });
         return v;
       }
-      if (trace.response_logprobs && call.logprobs && !sameBits(trace.response_logprobs[p]!, call.logprobs[i]!)) {
-        at('logprob', `logprob ${trace.response_logprobs[p]} is not the recorded ${call.logprobs[i]}`, { requestId: id, position: p });
+      if (lps && recordedLps && !sameBits(lps[p]!, recordedLps[i]!)) {
+        at('logprob', `logprob ${lps[p]} is not the recorded ${recordedLps[i]}`, { requestId: id, position: p });
       }
     }
     pos = runStart + call.sampledIds.length;
@@ -204,14 +215,16 @@ export function verifyCoverage(session: string, usable: readonly string[], trace
  * Where the trace's tokens before `runStart` (its prompt, then its response up to there) first
  * differ from `prompt`; -1 when they are the same. Compared in place: a merged trace is long.
  */
-function contextDifference(trace: Trajectory, runStart: number, prompt: readonly number[]): number {
+function contextDifference(trace: Trajectory, runStart: number, prompt: TokenIds): number {
   const head = trace.prompt_ids.length;
   const length = head + runStart;
   const n = Math.min(length, prompt.length);
-  for (let i = 0; i < n; i++) {
-    const token = i < head ? trace.prompt_ids[i] : trace.response_ids[i - head];
-    if (token !== prompt[i]) return i;
-  }
+  // Two plain loops (prompt, then responses): no branch per token on which array it is in.
+  const inPrompt = Math.min(n, head);
+  const ids = trace.prompt_ids;
+  for (let i = 0; i < inPrompt; i++) if (ids[i] !== prompt[i]) return i;
+  const responses = trace.response_ids;
+  for (let i = inPrompt; i < n; i++) if (responses[i - head] !== prompt[i]) return i;
   return length === prompt.length ? -1 : n;
 }
 
@@ -221,17 +234,28 @@ function nextSampled(mask: readonly (0 | 1)[], from: number): number {
   return i;
 }
 
-function same(a: readonly number[], b: readonly number[]): boolean {
-  return a.length === b.length && a.every((x, i) => x === b[i]);
-}
-
-function firstDifference(a: readonly number[], b: readonly number[]): number {
-  const n = Math.min(a.length, b.length);
-  for (let i = 0; i < n; i++) if (a[i] !== b[i]) return i;
-  return n;
-}
-
 /** Logprobs compare as float64 bits: a value rounded anywhere on the way is a violation. */
 function sameBits(a: number, b: number): boolean {
   return Object.is(a, b) || (Number.isNaN(a) && Number.isNaN(b));
+}
+
+/**
+ * The capture digest of a call's token data as stored: typed arrays are hashed as their own bytes
+ * (the little-endian layout the digest is defined on, token-packing.ts), JS arrays packed first.
+ */
+function digestOf(call: RecordedCall): string {
+  const { promptIds, sampledIds, logprobs } = call;
+  if (!LITTLE_ENDIAN || !isTyped(promptIds) || !isTyped(sampledIds) || !isTyped(logprobs))
+    return digestOfTokens({ promptIds, sampledIds, logprobs: logprobs && Array.from(logprobs) });
+  return tokenDigest(bytesOf(promptIds), bytesOf(sampledIds), bytesOf(logprobs));
+}
+
+const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
+
+function isTyped(a: TokenIds | Logprobs | null): a is Uint32Array | Float64Array | null {
+  return a === null || a instanceof Uint32Array || a instanceof Float64Array;
+}
+
+function bytesOf(a: Uint32Array | Float64Array | null): Uint8Array | null {
+  return a && new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
 }

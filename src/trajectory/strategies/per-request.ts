@@ -1,3 +1,4 @@
+import { idArray, logprobArray } from '../ids.js';
 import type { CallTokens, Strategy, StrategyResult } from '../types.js';
 
 /** One trace per call: the prompt it saw, the ids it sampled, every response token trainable. */
@@ -8,10 +9,11 @@ export const perRequest: Strategy = {
       traces: calls.map((c) => ({
         agent_id: c.agentId,
         request_ids: [c.requestId],
-        prompt_ids: [...c.promptIds],
-        response_ids: [...c.sampledIds],
-        loss_mask: c.sampledIds.map(() => 1 as const),
-        response_logprobs: c.logprobs && c.logprobs.length === c.sampledIds.length ? [...c.logprobs] : null,
+        // Copied into arrays of the trace's own: the call's may be views of the store's buffers.
+        prompt_ids: idArray(c.promptIds),
+        response_ids: idArray(c.sampledIds),
+        loss_mask: new Array<0 | 1>(c.sampledIds.length).fill(1),
+        response_logprobs: c.logprobs && c.logprobs.length === c.sampledIds.length ? logprobArray(c.logprobs) : null,
         finish_reason: c.finishReason,
         metadata: { calls: 1 },
       })),

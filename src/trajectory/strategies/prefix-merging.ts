@@ -1,19 +1,31 @@
-import { classifyBreak, commonPrefix } from '../breaks.js';
+import type { TokenIds } from '../../core/tokens.js';
+import { classifyBreak } from '../breaks.js';
+import { idArray, logprobArray, sameIds } from '../ids.js';
 import type { Break, CallTokens, Strategy, StrategyResult, TokenText } from '../types.js';
 
+/**
+ * One trace being built. Its tokens (first prompt, then every response and context token) are held
+ * in typed buffers that grow by appending, so checking that a call extends the chain is one native
+ * comparison of bytes and adding a call writes its new tokens only; the trace's JS arrays are made
+ * once, at the end.
+ */
 interface Chain {
   agentId: string;
   /** The last call's recorded prompt ids (what --allow-rerender matches against). */
-  tip: readonly number[];
+  tip: TokenIds;
   /** Whether the last call's sampled ids ended with the end-of-turn token. */
   endedWithEot: boolean;
   /** Boundaries joined on a re-render that differs from what was sampled (--allow-rerender). */
   drift: number;
   requestIds: string[];
-  promptIds: number[];
-  responseIds: number[];
-  mask: (0 | 1)[];
-  logprobs: number[] | null;
+  /** The first prompt, then the responses: `length` tokens used. */
+  ids: Uint32Array;
+  length: number;
+  promptLength: number;
+  /** Per response token (position - promptLength): 1 sampled, 0 context. */
+  mask: Uint8Array;
+  /** Per response token; null once a call came without a logprob for each sampled id. */
+  logprobs: Float64Array | null;
   finishReason: string | null;
   /** Where the last call's prompt ended in the chain's tokens (prompt + responses so far). */
   lastPromptEnd: number;
@@ -70,8 +82,7 @@ function merge(calls: readonly CallTokens[], text: TokenText | undefined, option
     if (rerendered && appendRerendered(rerendered, call, eot!)) continue;
     const latest = mine[mine.length - 1];
     if (latest) {
-      const tokens = [...latest.promptIds, ...latest.responseIds];
-      const { class: cls, position } = classifyBreak(tokens, latest.lastPromptEnd, call.promptIds, text);
+      const { class: cls, position } = classifyBreak(latest.ids.subarray(0, latest.length), latest.lastPromptEnd, call.promptIds, text);
       breaks.push({ requestId: call.requestId, seq: call.seq, agentId: call.agentId, previousRequestId: latest.lastRequestId, class: cls, position });
       latest.breaks++;
     }
@@ -81,10 +92,10 @@ function merge(calls: readonly CallTokens[], text: TokenText | undefined, option
     traces: chains.map((c) => ({
       agent_id: c.agentId,
       request_ids: c.requestIds,
-      prompt_ids: c.promptIds,
-      response_ids: c.responseIds,
-      loss_mask: c.mask,
-      response_logprobs: c.logprobs,
+      prompt_ids: idArray(c.ids.subarray(0, c.promptLength)),
+      response_ids: idArray(c.ids.subarray(c.promptLength, c.length)),
+      loss_mask: maskArray(c.mask.subarray(0, c.length - c.promptLength)),
+      response_logprobs: c.logprobs && logprobArray(c.logprobs.subarray(0, c.length - c.promptLength)),
       finish_reason: c.finishReason,
       metadata: { calls: c.requestIds.length, breaks_after: c.breaks, ...(options.allowRerender ? { allow_rerender: true, context_drift: c.drift } : {}) },
     })),
@@ -98,8 +109,8 @@ function endOfTurnId(calls: readonly CallTokens[]): number | null {
   return done ? done.sampledIds[done.sampledIds.length - 1]! : null;
 }
 
-function startsWith(prompt: readonly number[], head: readonly number[]): boolean {
-  return head.length > 0 && head.length <= prompt.length && commonPrefix(head, prompt) === head.length;
+function startsWith(prompt: TokenIds, head: TokenIds): boolean {
+  return head.length > 0 && head.length <= prompt.length && sameIds(head, 0, prompt, 0, head.length);
 }
 
 /**
@@ -111,63 +122,54 @@ function appendRerendered(chain: Chain, call: CallTokens, eot: number): boolean 
   const tail = call.promptIds.slice(chain.tip.length);
   const k = tail.indexOf(eot);
   if (k < 0) return false;
-  const interstitial = chain.endedWithEot ? tail.slice(k + 1) : tail.slice(k);
-  const lastSampledEnd = chain.endedWithEot ? chain.responseIds.length - 1 : chain.responseIds.length;
-  const rerender = tail.slice(0, k);
+  const responses = chain.length - chain.promptLength;
+  const lastSampledEnd = chain.endedWithEot ? responses - 1 : responses;
   // Drift: the re-rendered answer is not the ids the model sampled (the last call's mask-1 run).
   let runStart = lastSampledEnd;
   while (runStart > 0 && chain.mask[runStart - 1] === 1) runStart--;
-  const sampled = chain.responseIds.slice(runStart, lastSampledEnd);
-  if (rerender.length !== sampled.length || rerender.some((id, i) => id !== sampled[i])) chain.drift++;
-  for (const id of interstitial) {
-    chain.responseIds.push(id);
-    chain.mask.push(0);
-    chain.logprobs?.push(0);
-  }
-  chain.lastPromptEnd = chain.promptIds.length + chain.responseIds.length;
+  if (k !== lastSampledEnd - runStart || !sameIds(tail, 0, chain.ids, chain.promptLength + runStart, k)) chain.drift++;
+  // The interstitial after the re-rendered answer (from its end-of-turn token, or after it when the
+  // sampled ids already ended with one) is context.
+  pushContext(chain, call.promptIds, chain.tip.length + (chain.endedWithEot ? k + 1 : k));
+  chain.lastPromptEnd = chain.length;
   pushSampled(chain, call, eot);
   return true;
 }
 
 /** The number of tokens of `prompt` the chain accounts for, or -1 when the prompt does not extend it. */
-function coveredBy(chain: Chain, prompt: readonly number[]): number {
-  const length = chain.promptIds.length + chain.responseIds.length;
-  if (prompt.length < length) return -1;
-  const head = chain.promptIds.length;
-  if (commonPrefix(chain.promptIds, prompt) < head) return -1;
-  for (let i = 0; i < chain.responseIds.length; i++) if (prompt[head + i] !== chain.responseIds[i]) return -1;
-  return length;
+function coveredBy(chain: Chain, prompt: TokenIds): number {
+  if (prompt.length < chain.length) return -1;
+  return sameIds(chain.ids, 0, prompt, 0, chain.length) ? chain.length : -1;
 }
 
 /** Adds a call whose prompt extends the chain (`covered` = the chain's length, from coveredBy). */
 function append(chain: Chain, call: CallTokens, covered: number, eot: number | null): void {
   // Context between turns (the tool result, the next user message, the end-of-turn token a
   // length-cut turn lacked): tokens the model read but did not sample.
-  for (let i = covered; i < call.promptIds.length; i++) {
-    chain.responseIds.push(call.promptIds[i]!);
-    chain.mask.push(0);
-    chain.logprobs?.push(0);
-  }
-  chain.lastPromptEnd = chain.promptIds.length + chain.responseIds.length;
+  pushContext(chain, call.promptIds, covered);
+  chain.lastPromptEnd = chain.length;
   pushSampled(chain, call, eot);
 }
 
 function start(call: CallTokens, eot: number | null = null): Chain {
+  const n = call.promptIds.length + call.sampledIds.length;
   const chain: Chain = {
     agentId: call.agentId,
     tip: call.promptIds,
     endedWithEot: false,
     drift: 0,
     requestIds: [],
-    promptIds: [...call.promptIds],
-    responseIds: [],
-    mask: [],
-    logprobs: [],
+    ids: new Uint32Array(n + 16),
+    length: 0,
+    promptLength: call.promptIds.length,
+    mask: new Uint8Array(call.sampledIds.length + 16),
+    logprobs: new Float64Array(call.sampledIds.length + 16),
     finishReason: null,
     lastPromptEnd: call.promptIds.length,
     lastRequestId: call.requestId,
     breaks: 0,
   };
+  putIds(chain, call.promptIds, 0);
   pushSampled(chain, call, eot);
   return chain;
 }
@@ -180,9 +182,54 @@ function pushSampled(chain: Chain, call: CallTokens, eot: number | null): void {
   chain.finishReason = call.finishReason;
   const lps = call.logprobs && call.logprobs.length === call.sampledIds.length ? call.logprobs : null;
   if (!lps) chain.logprobs = null;
-  call.sampledIds.forEach((id, i) => {
-    chain.responseIds.push(id);
-    chain.mask.push(1);
-    chain.logprobs?.push(lps![i]!);
-  });
+  const at = chain.length - chain.promptLength;
+  putIds(chain, call.sampledIds, 0);
+  chain.mask.fill(1, at, at + call.sampledIds.length);
+  if (chain.logprobs && lps) for (let i = 0; i < lps.length; i++) chain.logprobs[at + i] = lps[i]!;
+}
+
+/** `prompt[from, end)` as context: mask 0, logprob 0. */
+function pushContext(chain: Chain, prompt: TokenIds, from: number): void {
+  const at = chain.length - chain.promptLength;
+  putIds(chain, prompt, from);
+  chain.mask.fill(0, at, at + prompt.length - from);
+  chain.logprobs?.fill(0, at, at + prompt.length - from);
+}
+
+/**
+ * Appends `src[from, end)` to the chain's tokens (the response buffers made to fit). Ids reach the
+ * store as uint32 (core/token-packing.ts); one that is not cannot be held here without changing it,
+ * so it is refused rather than written.
+ */
+function putIds(chain: Chain, src: TokenIds, from: number): void {
+  const n = src.length - from;
+  if (n <= 0) return;
+  const need = chain.length + n;
+  if (need > chain.ids.length) chain.ids = grown(chain.ids, need, chain.length);
+  const responses = need - chain.promptLength;
+  if (responses > chain.mask.length) {
+    chain.mask = grown(chain.mask, responses, chain.length - chain.promptLength);
+    if (chain.logprobs) chain.logprobs = grown(chain.logprobs, responses, chain.length - chain.promptLength);
+  }
+  if (src instanceof Uint32Array) chain.ids.set(src.subarray(from), chain.length);
+  else
+    for (let i = from; i < src.length; i++) {
+      const id = src[i]!;
+      if (!Number.isInteger(id) || id < 0 || id > 0xffffffff) throw new RangeError(`token id at position ${i} is not a uint32: ${id}`);
+      chain.ids[chain.length + i - from] = id;
+    }
+  chain.length = need;
+}
+
+/** A buffer of at least `need` (half as much again, so appends are amortised), holding `used` of the old one's values. */
+function grown<T extends Uint32Array | Uint8Array | Float64Array>(old: T, need: number, used: number): T {
+  const next = new (old.constructor as new (n: number) => T)(Math.ceil(need * 1.5) + 16);
+  next.set(old.subarray(0, used));
+  return next;
+}
+
+function maskArray(mask: Uint8Array): (0 | 1)[] {
+  const out = new Array<0 | 1>(mask.length);
+  for (let i = 0; i < mask.length; i++) out[i] = mask[i] as 0 | 1;
+  return out;
 }
