@@ -67,6 +67,7 @@ export class SessionsTable {
   private readonly getStmt;
   private readonly endStmt;
   private readonly listStmt;
+  private readonly rowsStmt;
   private readonly summaryStmt;
   private readonly metadataStmt;
   private readonly tokenizerStmt;
@@ -88,6 +89,7 @@ export class SessionsTable {
     this.getStmt = db.prepare('SELECT * FROM sessions WHERE id = ?');
     this.endStmt = db.prepare(`UPDATE sessions SET status = @status, ended_at = @endedAt WHERE id = @id AND status = 'active'`);
     this.listStmt = db.prepare(`${SUMMARY_SQL} GROUP BY s.id ORDER BY s.created_at, s.id`);
+    this.rowsStmt = db.prepare(`SELECT * FROM sessions ORDER BY created_at, id`);
     this.summaryStmt = db.prepare(`${SUMMARY_SQL} WHERE s.id = ? GROUP BY s.id`);
     this.metadataStmt = db.prepare(`UPDATE sessions SET metadata = json_patch(metadata, ?) WHERE id = ?`);
     this.tokenizerStmt = db.prepare(
@@ -148,6 +150,15 @@ export class SessionsTable {
 
   list(): SessionSummary[] {
     return (this.listStmt.all() as (RawSession & RawCounts)[]).map(toSummary);
+  }
+
+  /**
+   * Every session's own row, in list()'s order, without its counts: those are a pass over every
+   * call of the store, which readers that read the calls themselves (reconstruct, verify, export)
+   * need not make first.
+   */
+  rows(): SessionRow[] {
+    return (this.rowsStmt.all() as RawSession[]).map(toSession);
   }
 
   summary(id: string): SessionSummary | undefined {

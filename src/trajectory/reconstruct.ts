@@ -54,7 +54,7 @@ export function* reconstruct(
   stats: ReconstructStats = emptyStats(options.strategy.name),
 ): Generator<Trajectory, void> {
   const wanted = options.sessions ? new Set(options.sessions) : null;
-  for (const summary of store.sessions.list()) {
+  for (const summary of store.sessions.rows()) {
     if (wanted && !wanted.has(summary.id)) continue;
     stats.sessions++;
     const rows = store.requests.tokenViews(summary.id);

@@ -45,7 +45,7 @@ export function* verifySessions(
 ): Generator<Violation, void> {
   const wanted = options.sessions ? new Set(options.sessions) : null;
   const given = options.traces ? groupBySession(options.traces) : null;
-  for (const session of store.sessions.list()) {
+  for (const session of store.sessions.rows()) {
     if (wanted && !wanted.has(session.id)) continue;
     summary.sessions++;
     const rows = store.requests.tokenViews(session.id);

@@ -67,7 +67,7 @@ export function replaySplit(
   const wanted = sessions ? new Set(sessions) : null;
   const kept: string[] = [];
   const replays: { id: string; metadata: Record<string, unknown> }[] = [];
-  for (const s of store.sessions.list()) {
+  for (const s of store.sessions.rows()) {
     if (wanted && !wanted.has(s.id)) continue;
     if (!includeReplays && isReplaySession(s.metadata)) replays.push(s);
     else kept.push(s.id);
