@@ -18,7 +18,7 @@ import { DEFAULT_LIMITS, type ForwarderKind } from './types.js';
  * answers; the command inside talks to it at 127.0.0.1:PORT.
  */
 const bwrap = findBwrap();
-const kinds: ForwarderKind[] = findForwarder().kind === 'perl' ? ['perl', 'node'] : ['node'];
+const kinds: ForwarderKind[] = (await findForwarder()).kind === 'perl' ? ['perl', 'node'] : ['node'];
 const PORT = 4318;
 
 describe.skipIf(!bwrap).each(kinds)('the %s bridge (skipped without bubblewrap)', (kind) => {
@@ -162,9 +162,9 @@ describe.skipIf(!bwrap).each(kinds)('the %s bridge (skipped without bubblewrap)'
 });
 
 describe('findForwarder', () => {
-  it('gives Node when asked, and Perl only at a system path', () => {
-    expect(findForwarder('node')).toEqual({ kind: 'node', program: process.execPath });
-    const found = findForwarder();
+  it('gives Node when asked, and Perl only at a system path', async () => {
+    expect(await findForwarder('node')).toEqual({ kind: 'node', program: process.execPath });
+    const found = await findForwarder();
     if (found.kind === 'perl') expect(['/usr/bin/perl', '/bin/perl']).toContain(found.program);
   });
 });

@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { PERL_BRIDGE_SOURCE, PERL_PROBE_SOURCE } from './bridge-perl.js';
 import type { ForwarderKind } from './types.js';
 
@@ -18,27 +18,29 @@ export interface Forwarder {
   program: string;
 }
 
-let perl: string | null | undefined;
+let perl: Promise<string | null> | undefined;
 
 /**
- * The forwarder for this process: Perl at a system path (never PATH's, which is the user's) when
- * the probe (bridge-perl.ts: Linux's socket numbers work) runs there, looked for once; else Node. `prefer: 'node'` forces Node (the
- * start-up bench compares the two; a host whose Perl misbehaves can be told apart in tests).
+ * The forwarder for this process: Perl at a system path (never PATH's, which is the user's) where
+ * the probe runs (bridge-perl.ts: Linux's socket numbers work there), looked for once and without
+ * blocking; else Node. `prefer: 'node'` forces Node (the start-up bench compares the two).
  */
-export function findForwarder(prefer?: ForwarderKind): Forwarder {
+export async function findForwarder(prefer?: ForwarderKind): Promise<Forwarder> {
   const node: Forwarder = { kind: 'node', program: process.execPath };
   if (prefer === 'node') return node;
-  if (perl === undefined) {
-    perl = null;
-    for (const file of ['/usr/bin/perl', '/bin/perl']) {
-      const r = spawnSync(file, ['-T', '-e', PERL_PROBE_SOURCE], { stdio: 'ignore', env: {}, timeout: 10_000 });
-      if (r.status === 0) {
-        perl = file;
-        break;
-      }
-    }
+  perl ??= probePerl();
+  const found = await perl;
+  return found ? { kind: 'perl', program: found } : node;
+}
+
+async function probePerl(): Promise<string | null> {
+  for (const file of ['/usr/bin/perl', '/bin/perl']) {
+    const ok = await new Promise<boolean>((resolve) => {
+      execFile(file, ['-T', '-e', PERL_PROBE_SOURCE], { env: {}, timeout: 10_000 }, (err) => resolve(!err));
+    });
+    if (ok) return file;
   }
-  return perl ? { kind: 'perl', program: perl } : node;
+  return null;
 }
 
 /**

@@ -71,6 +71,7 @@ export async function openJail(settings: SandboxSettings, spec: JailSpec): Promi
   const shell = enterShell();
   checkInheritedFds(shell);
   if (spec.network === 'proxy-only' && !spec.proxy) throw new Error('a proxy-only sandbox needs the proxy port and socket');
+  const forwarder = spec.network === 'proxy-only' ? await findForwarder(settings.forwarder) : null;
   const started = Date.now();
   const own = await mkdtemp(path.join(os.tmpdir(), 'polar-sbx-'));
   const tmp = path.join(own, 'tmp');
@@ -118,7 +119,6 @@ export async function openJail(settings: SandboxSettings, spec: JailSpec): Promi
   });
   const cpuCounted = group !== null && cgroupSupport()?.parents.cpu !== undefined;
   const script = enterScript(group?.procsFiles ?? [], limits, !cpuCounted, shell.bash);
-  const forwarder = network === 'proxy-only' ? findForwarder(settings.forwarder) : null;
   let closed = false;
   return {
     home: homeInside ?? home,
