@@ -35,14 +35,15 @@ export function apiName(b: Body): string {
   );
 }
 
-/** A node process that prints its URL as one JSON line; `env` adds to this process's environment. */
-export async function spawnJsonLine(args: string[], env: Record<string, string> = {}): Promise<{ child: ChildProcess; url: string }> {
+/** A node process that prints its URL as one JSON line (`info`: the whole line); `env` adds to this process's environment. */
+export async function spawnJsonLine(args: string[], env: Record<string, string> = {}): Promise<{ child: ChildProcess; url: string; info: Json }> {
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'], cwd: ROOT, env: { ...process.env, ...env } });
   const line = await new Promise<string>((resolve, reject) => {
     readline.createInterface({ input: child.stdout! }).once('line', resolve);
     child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited ${code}`)));
   });
-  return { child, url: (JSON.parse(line) as { url: string }).url };
+  const info = JSON.parse(line) as Json;
+  return { child, url: info.url as string, info };
 }
 
 export async function startPolar(
@@ -85,13 +86,14 @@ export async function post(url: string, p: string, text: string): Promise<string
 /**
  * Grows each harness's real first request through polar until it is ~100 KB, then sends it once
  * more non-streaming and streaming; what polar recorded as sent upstream is the direct body.
+ * `harnesses` picks some of them (all when left out).
  */
-export async function buildBodies(upstream: string, dir: string): Promise<Body[]> {
+export async function buildBodies(upstream: string, dir: string, harnesses?: readonly string[]): Promise<Body[]> {
   const db = path.join(dir, 'bodies.db');
   const polar = await startPolar(path.join(ROOT, 'bin/polar.js'), upstream, db);
   const bodies: Body[] = [];
   try {
-    for (const provider of REPLAY_PROVIDERS) {
+    for (const provider of REPLAY_PROVIDERS.filter((p) => !harnesses || harnesses.includes(p.harness))) {
       const session = `body-${provider.harness}`;
       let body = provider.first();
       let reply: Json | null = null;
