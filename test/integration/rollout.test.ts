@@ -7,6 +7,9 @@ import { findBwrap } from '../../src/sandbox/index.js';
 import { Store } from '../../src/store/store.js';
 import { POLAR_BIN, polarCli } from '../support/polar-cli.js';
 import { countedEvaluator, startRolloutBench, type RolloutBench } from '../support/agent-rollout.js';
+import { patient, patientSeconds } from '../support/patience.js';
+import { removeTree } from '../support/remove-tree.js';
+import { waitUntil } from '../support/wait.js';
 
 /**
  * `polar rollout` with a small real agent (the custom harness) whose behaviour the task prompt
@@ -21,7 +24,7 @@ beforeAll(async () => {
 });
 afterAll(() => bench?.close());
 
-const polar = (args: string[]) => polarCli(args, { timeout: 120_000 });
+const polar = (args: string[]) => polarCli(args, { timeout: patient(120_000) });
 
 function open(db: string): Store {
   return Store.open(db, { readonly: true });
@@ -170,7 +173,12 @@ describe('polar rollout', () => {
   });
 
   it('a harness that hangs past its budget: its process tree ends, its calls are kept, its traces are partial', async () => {
-    const tasks = bench.taskFile('hang.jsonl', [{ id: 'hang', prompt: 'calls=1 sleep:63.5', timeout: 3, evaluator: { type: 'session-completed' } }]);
+    // The agent makes its call, then sleeps far past the budget and would touch `survived` if it
+    // woke: the budget (long enough for the call on a busy machine) is what ends it, never the sleep.
+    const survived = path.join(bench.dir, 'hang-survived');
+    const tasks = bench.taskFile('hang.jsonl', [
+      { id: 'hang', prompt: `calls=1 sleep:63.5 touch:${survived}`, timeout: patientSeconds(3), evaluator: { type: 'session-completed' } },
+    ]);
     const db = path.join(bench.dir, 'hang.db');
     const r = await polar([...bench.args(tasks, db, ['--samples', '1']), '--json']);
     const summary = JSON.parse(r.stdout);
@@ -184,10 +192,11 @@ describe('polar rollout', () => {
     } finally {
       store.close();
     }
-    // The tree is ended with SIGTERM, then SIGKILL after a grace period: gone within seconds, not 63.
+    // The tree is ended with SIGTERM, then SIGKILL after a grace period: once it is gone, the agent
+    // never woke from its sleep to touch the file (which a tree left running would, at 63.5 s).
     const alive = () => /sleep:63\.5/.test(execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }));
-    for (let i = 0; i < 100 && alive(); i++) await new Promise((r) => setTimeout(r, 100));
-    expect(alive()).toBe(false);
+    await waitUntil("the hung harness's process tree to end", () => !alive());
+    expect(fs.existsSync(survived)).toBe(false);
     const plain = await polar(['export', '--db', db, '--rollout', summary.rolloutId]);
     expect(plain.code).toBe(1);
     expect(plain.stderr).toMatch(/left out 1: partial: session timeout \(--include-partial keeps it\)/);
@@ -244,28 +253,28 @@ describe('polar rollout', () => {
     expect(fs.existsSync(db)).toBe(false);
   });
 
-  it('kill -9 mid-rollout, then --resume: every task ends with exactly N samples, and no sample is run or rewarded twice', async () => {
-    const tasks = bench.taskFile('crash.jsonl', [
-      { id: 't1', prompt: 'calls=1 sleep:0.4 write:answer.txt:1' },
-      { id: 't2', prompt: 'calls=1 sleep:0.4 write:answer.txt:0' },
-      { id: 't3', prompt: 'calls=1 sleep:0.4 write:answer.txt:0.5' },
-    ]);
-    const db = path.join(bench.dir, 'crash.db');
-    const child = spawn(process.execPath, [POLAR_BIN, ...bench.args(tasks, db, ['--samples', '4', '--concurrency', '2'])], { stdio: 'ignore' });
-    const exited = new Promise((resolve) => child.once('exit', resolve));
-    // Wait until some samples have ended, then kill it mid-flight (and if the wait fails, still kill
-    // it, so it does not write into the folder afterAll removes).
-    let before: { id: string; sessionId: string | null; reward: number | null; endedAt: number | null }[] = [];
-    try {
-      for (let i = 0; i < 300; i++) {
-        await new Promise((r) => setTimeout(r, 100));
-        if (!fs.existsSync(db)) continue;
+  it(
+    'kill -9 mid-rollout, then --resume: every task ends with exactly N samples, and no sample is run or rewarded twice',
+    async () => {
+      const tasks = bench.taskFile('crash.jsonl', [
+        { id: 't1', prompt: 'calls=1 sleep:0.4 write:answer.txt:1' },
+        { id: 't2', prompt: 'calls=1 sleep:0.4 write:answer.txt:0' },
+        { id: 't3', prompt: 'calls=1 sleep:0.4 write:answer.txt:0.5' },
+      ]);
+      const db = path.join(bench.dir, 'crash.db');
+      const child = spawn(process.execPath, [POLAR_BIN, ...bench.args(tasks, db, ['--samples', '4', '--concurrency', '2'])], { stdio: 'ignore' });
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      // Wait until some samples have ended, then kill it mid-flight (and if the wait fails, still kill
+      // it, so it does not write into the folder afterAll removes).
+      let before: { id: string; sessionId: string | null; reward: number | null; endedAt: number | null }[] = [];
+      const midFlight = (): boolean => {
+        if (!fs.existsSync(db)) return false;
         // The rollout creates the file before its schema: until then it is not a polar database yet.
         let store: Store;
         try {
           store = open(db);
         } catch (err) {
-          if (/not a polar database yet/.test(String(err))) continue;
+          if (/not a polar database yet/.test(String(err))) return false;
           throw err;
         }
         try {
@@ -276,56 +285,64 @@ describe('polar rollout', () => {
           // is marked running a moment before its session is made; killed in between, no session is
           // left to mark interrupted).
           const midRun = samples.some((s) => s.status === 'running' && s.sessionId !== null && store.sessions.get(s.sessionId)?.status === 'active');
-          if (ended.length >= 3 && midRun) {
-            child.kill('SIGKILL');
-            before = ended.map((s) => ({ id: s.id, sessionId: s.sessionId, reward: s.reward, endedAt: s.endedAt }));
-            break;
-          }
+          if (ended.length < 3 || !midRun) return false;
+          child.kill('SIGKILL');
+          before = ended.map((s) => ({ id: s.id, sessionId: s.sessionId, reward: s.reward, endedAt: s.endedAt }));
+          return true;
         } finally {
           store.close();
         }
+      };
+      try {
+        await waitUntil('three samples ended and one mid-run', midFlight, {
+          stopIf: () => (child.exitCode !== null ? `the rollout exited (${child.exitCode}) before that` : null),
+          timeoutMs: 90_000,
+          everyMs: 100,
+        });
+      } finally {
+        // If the wait failed, still kill it, so it does not write into the folder afterAll removes.
+        child.kill('SIGKILL');
       }
-    } finally {
-      child.kill('SIGKILL');
-    }
-    await exited;
-    expect(before.length).toBeGreaterThanOrEqual(3);
-    const listed = await polar(['rollouts', '--db', db, '--json']);
-    const [rollout] = JSON.parse(listed.stdout).rollouts;
-    expect(rollout.status).toBe('interrupted');
-    expect(rollout.outcomes.completed).toBeLessThan(12);
-    const endedBefore = rollout.outcomes.completed + rollout.outcomes.failed + rollout.outcomes.timeout + rollout.outcomes.error;
-    // kill -9 removed nothing: the attempts it cut short left their workspaces.
-    const workspaces = path.join(bench.dir, 'out-crash.db', 'workspaces');
-    expect(fs.readdirSync(workspaces).filter((d) => /-a1$/.test(d)).length).toBeGreaterThan(0);
+      await exited;
+      expect(before.length).toBeGreaterThanOrEqual(3);
+      const listed = await polar(['rollouts', '--db', db, '--json']);
+      const [rollout] = JSON.parse(listed.stdout).rollouts;
+      expect(rollout.status).toBe('interrupted');
+      expect(rollout.outcomes.completed).toBeLessThan(12);
+      const endedBefore = rollout.outcomes.completed + rollout.outcomes.failed + rollout.outcomes.timeout + rollout.outcomes.error;
+      // kill -9 removed nothing: the attempts it cut short left their workspaces.
+      const workspaces = path.join(bench.dir, 'out-crash.db', 'workspaces');
+      expect(fs.readdirSync(workspaces).filter((d) => /-a1$/.test(d)).length).toBeGreaterThan(0);
 
-    const resumed = await polar(['rollout', '--resume', rollout.rolloutId, '--db', db, '--json']);
-    expect(resumed.code, resumed.stderr).toBe(0);
-    const summary = JSON.parse(resumed.stdout);
-    expect(summary).toMatchObject({ status: 'completed', outcomes: { completed: 12 } });
-    // The resume's rate counts only what it ended, over its own time.
-    expect(summary.endedHere).toBe(12 - endedBefore);
-    expect(summary.sessionsPerMinute).toBeCloseTo((summary.endedHere / summary.durationMs) * 60_000, 6);
-    // Nothing is left of the cut-short attempts, nor of the resume's own (no --keep-workspaces).
-    // (A finished rollout also removes its output folders once they are empty.)
-    expect(fs.existsSync(workspaces) ? fs.readdirSync(workspaces) : []).toEqual([]);
-    const store = open(db);
-    try {
-      const samples = store.rollouts.samples(rollout.rolloutId);
-      expect(samples).toHaveLength(12);
-      for (const task of ['t1', 't2', 't3']) expect(samples.filter((s) => s.taskId === task && s.status === 'completed')).toHaveLength(4);
-      // Samples that had ended before the kill were not run again: same session, same reward, same end.
-      for (const b of before) expect(samples.find((s) => s.id === b.id)).toMatchObject({ sessionId: b.sessionId, reward: b.reward, endedAt: b.endedAt });
-      // The interrupted attempts' sessions are labelled; the samples that ran again have a new attempt.
-      const retried = samples.filter((s) => s.attempt > 1);
-      expect(retried.length).toBeGreaterThan(0);
-      expect(new Set(samples.map((s) => s.sessionId)).size).toBe(12);
-      expect(store.sessions.list().filter((s) => s.status === 'interrupted').length).toBeGreaterThan(0);
-      expect(store.rollouts.groups(rollout.rolloutId).map((g) => g.samples)).toEqual([4, 4, 4]);
-    } finally {
-      store.close();
-    }
-  }, 120_000);
+      const resumed = await polar(['rollout', '--resume', rollout.rolloutId, '--db', db, '--json']);
+      expect(resumed.code, resumed.stderr).toBe(0);
+      const summary = JSON.parse(resumed.stdout);
+      expect(summary).toMatchObject({ status: 'completed', outcomes: { completed: 12 } });
+      // The resume's rate counts only what it ended, over its own time.
+      expect(summary.endedHere).toBe(12 - endedBefore);
+      expect(summary.sessionsPerMinute).toBeCloseTo((summary.endedHere / summary.durationMs) * 60_000, 6);
+      // Nothing is left of the cut-short attempts, nor of the resume's own (no --keep-workspaces).
+      // (A finished rollout also removes its output folders once they are empty.)
+      expect(fs.existsSync(workspaces) ? fs.readdirSync(workspaces) : []).toEqual([]);
+      const store = open(db);
+      try {
+        const samples = store.rollouts.samples(rollout.rolloutId);
+        expect(samples).toHaveLength(12);
+        for (const task of ['t1', 't2', 't3']) expect(samples.filter((s) => s.taskId === task && s.status === 'completed')).toHaveLength(4);
+        // Samples that had ended before the kill were not run again: same session, same reward, same end.
+        for (const b of before) expect(samples.find((s) => s.id === b.id)).toMatchObject({ sessionId: b.sessionId, reward: b.reward, endedAt: b.endedAt });
+        // The interrupted attempts' sessions are labelled; the samples that ran again have a new attempt.
+        const retried = samples.filter((s) => s.attempt > 1);
+        expect(retried.length).toBeGreaterThan(0);
+        expect(new Set(samples.map((s) => s.sessionId)).size).toBe(12);
+        expect(store.sessions.list().filter((s) => s.status === 'interrupted').length).toBeGreaterThan(0);
+        expect(store.rollouts.groups(rollout.rolloutId).map((g) => g.samples)).toEqual([4, 4, 4]);
+      } finally {
+        store.close();
+      }
+    },
+    patient(120_000),
+  );
 
   it.skipIf(!findBwrap())('--sandbox bwrap: a command writing outside the workspace fails inside the sandbox and succeeds with none', async () => {
     // Outside /tmp, which the sandbox replaces with a private one; the custom harness's script is
@@ -366,7 +383,7 @@ describe('polar rollout', () => {
       expect(JSON.parse(open_.stdout).groups[0].rewards).toEqual([1]);
       expect(fs.existsSync(target)).toBe(true);
     } finally {
-      fs.rmSync(outside, { recursive: true, force: true });
+      removeTree(outside);
     }
   });
 
