@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { type ChildProcess, execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -13,6 +13,9 @@ import { readTaskFile } from '../../src/rollout/task-file.js';
 import { cgroupSupport } from '../../src/sandbox/limits.js';
 import { Store } from '../../src/store/store.js';
 import { nodeAgentHarness, POLAR_BIN } from '../support/polar-cli.js';
+import { endChild } from '../support/end-child.js';
+import { patient, patientSeconds } from '../support/patience.js';
+import { removeTree } from '../support/remove-tree.js';
 
 /**
  * The attack suite (issue 24): the agent under training is an adversary. A custom-harness agent
@@ -99,6 +102,8 @@ const reports: AttackReport[] = [];
 const daemonsAfterEnd: string[] = [];
 const evaluatorOutputs: string[] = [];
 let checkerBefore: string;
+/** The rollout now running, if any. */
+let rolloutChild: ChildProcess | undefined;
 
 /** The rollout's command line; limits and the agent's read-only folder where this polar has them. */
 function rolloutArgs(tasks: string, db: string, outDir: string): string[] {
@@ -131,7 +136,7 @@ async function rollout(name: string, tasks: string, upstream: string, dropSiblin
   // A file beside the database the agent must not read.
   fs.writeFileSync(path.join(path.dirname(db), 'canary.txt'), `${canary}\n`);
   const outDir = path.join(root, `out-${name}`);
-  const child = run(process.execPath, [...rolloutArgs(tasks, db, outDir), '--upstream', upstream], {
+  const running = run(process.execPath, [...rolloutArgs(tasks, db, outDir), '--upstream', upstream], {
     // The invoking user's home is a planted one: the real ~/.ssh is never touched. The operator's
     // secrets (polar's upstream key, the shell's tokens) carry the canary: none may reach the agent.
     env: {
@@ -143,9 +148,13 @@ async function rollout(name: string, tasks: string, upstream: string, dropSiblin
       AWS_SECRET_ACCESS_KEY: `${canary}-aws`,
       HF_TOKEN: `${canary}-hf`,
     },
-    timeout: 170_000,
+    timeout: patient(170_000),
     maxBuffer: 64 * 1024 * 1024,
-  }).then(
+  });
+  // Held until it exits, so afterAll can end it before removing the folder it writes in (a hook that
+  // timed out left it writing there: ENOTEMPTY).
+  rolloutChild = running.child;
+  const child = running.then(
     (r) => ({ code: 0, stdout: r.stdout, stderr: r.stderr }),
     (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, stdout: e.stdout, stderr: e.stderr }),
   );
@@ -367,18 +376,26 @@ describe.skipIf(!bwrap)(
         upstreamPort: 0,
         hostAddress,
         siblingDrop: 'sibling-session.txt',
+        // How long the attacker waits for that drop: an honest session must have completed first.
+        siblingWaitMs: patient(60_000),
         daemonMarker: marker,
         evilVersion: `evil-${marker}`,
       };
       const attackTasks: Record<string, unknown>[] = [
         // The evaluator runs the payload the agent leaves: code the agent wrote, run with the task's files in view.
-        { id: 'escape', prompt: '', workspace: { empty: true }, evaluator: { type: 'command', command: 'node payload.cjs', timeout: 30 }, timeout: 120 },
+        {
+          id: 'escape',
+          prompt: '',
+          workspace: { empty: true },
+          evaluator: { type: 'command', command: 'node payload.cjs', timeout: patientSeconds(30) },
+          timeout: patientSeconds(120),
+        },
         ...RESOURCE_ATTACKS.map((kind) => ({
           id: kind,
           prompt: `ATTACK ${kind} {}`,
           workspace: { empty: true },
           evaluator: { type: 'session-completed' },
-          timeout: 90,
+          timeout: patientSeconds(90),
         })),
       ];
       const mockB = await startMockServer({ tasks: mockTasksFrom(readTaskFile(baselineFile)), seed: 7 });
@@ -411,14 +428,15 @@ describe.skipIf(!bwrap)(
       // For reading what each attempt saw when a case fails: POLAR_ATTACK_DUMP=file npx vitest run …
       if (process.env.POLAR_ATTACK_DUMP)
         fs.writeFileSync(process.env.POLAR_ATTACK_DUMP, JSON.stringify({ root, reports, evaluatorOutputs, listenerSaw }, null, 1));
-    }, 200_000);
+    }, patient(200_000));
 
     afterAll(async () => {
       listener?.close();
+      await endChild(rolloutChild);
       // Whatever an escaped write left on the host outside our folder.
       for (const f of [`/tmp/escaped-${marker}`, `/var/tmp/escaped-${marker}`, `/tmp/escaped-${marker}.eval`, `/var/tmp/escaped-${marker}.eval`])
         fs.rmSync(f, { force: true });
-      if (root && !process.env.POLAR_ATTACK_DUMP) fs.rmSync(root, { recursive: true, force: true });
+      if (root && !process.env.POLAR_ATTACK_DUMP) removeTree(root);
     });
 
     it('every honest sample ends with its own reward: the same groups as the rollout without the attacker', () => {

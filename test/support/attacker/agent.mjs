@@ -436,7 +436,7 @@ async function escapeAll(p) {
   report.nestedUserns = { escaped: /^0\s+exit=0$/m.test(userns) || /exit=0$/.test(userns), output: userns.slice(-200) };
   // The test drops a sibling's session id here once one exists: the worst case, an id the attacker
   // learned somehow. Session ids are not secrets; only the per-session key may open a session.
-  const sibling = waitFor(path.join(process.cwd(), p.siblingDrop), 60_000);
+  const sibling = waitFor(path.join(process.cwd(), p.siblingDrop), p.siblingWaitMs ?? 60_000);
   report.masterKeys = masterKeys(p);
   const masters = report.masterKeys.reads.filter((r) => r.readable && r.path.endsWith('.master')).map((r) => fs.readFileSync(r.path, 'utf8').trim());
   const tokens = report.masterKeys.reads.filter((r) => r.readable && r.path.endsWith('admin-token')).map((r) => fs.readFileSync(r.path, 'utf8').trim());
