@@ -11,6 +11,9 @@ import { parseYaml } from '../../src/train/yaml.js';
 import { writeFixtureCheckout } from '../support/nemo-rl-checkout.js';
 import { makeTrainBench, trainEnv, trainGrpoArgs, writeOneCallAgent, writeTaskFile } from '../support/nemo-rl-train.js';
 import { nodeAgentHarness, POLAR_BIN as BIN } from '../support/polar-cli.js';
+import { patient, patientSeconds } from '../support/patience.js';
+import { removeTree } from '../support/remove-tree.js';
+import { waitUntil } from '../support/wait.js';
 
 /**
  * `polar train` against a stand-in NeMo-RL checkout (test/support/fake-nemo-rl: its launcher reads
@@ -47,11 +50,11 @@ beforeAll(() => {
       prompt: `answer with ${i % 2}`,
       workspace: { empty: true },
       evaluator: { type: 'command', command: 'cat answer.txt' },
-      timeout: 60,
+      timeout: patientSeconds(60),
     })),
   );
 });
-afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+afterAll(() => removeTree(dir));
 
 const grpoArgs = (runDir: string, extra: string[] = []): string[] => [
   BIN,
@@ -201,61 +204,65 @@ describe('polar train grpo --dry-run', () => {
     expect(getKey(config, 'sft.val_period')).toBe(0);
   });
 
-  it('refuses what cannot work, before anything slow: no checkout, a batch that splits groups, too few tasks', async () => {
-    const fail = async (args: string[]) =>
-      run(process.execPath, args, { env: { ...process.env, PATH: '/usr/bin:/bin' } }).then(
-        (r) => ({ code: 0, stderr: r.stderr }),
-        (e: { code: number; stderr: string }) => e,
+  it(
+    'refuses what cannot work, before anything slow: no checkout, a batch that splits groups, too few tasks',
+    async () => {
+      const fail = async (args: string[]) =>
+        run(process.execPath, args, { env: { ...process.env, PATH: '/usr/bin:/bin' } }).then(
+          (r) => ({ code: 0, stderr: r.stderr }),
+          (e: { code: number; stderr: string }) => e,
+        );
+      // A real run without a checkout is refused, and leaves no run directory behind.
+      const noCheckout = await fail([...grpoArgs(path.join(dir, 'x1'), []).map((a) => (a === checkout ? '/nonexistent/RL' : a))]);
+      expect(noCheckout.stderr).toMatch(/no NeMo-RL checkout at \/nonexistent\/RL: clone it with `git clone --recursive/);
+      expect(fs.existsSync(path.join(dir, 'x1'))).toBe(false);
+      // A dry run without one writes the run directory and says what it could not check.
+      const dryNoCheckout = await fail([...grpoArgs(path.join(dir, 'x0', 'run'), ['--dry-run']).map((a) => (a === checkout ? '/nonexistent/RL' : a))]);
+      expect(dryNoCheckout.code, dryNoCheckout.stderr).toBe(0);
+      expect(dryNoCheckout.stderr).toMatch(
+        /warning: no NeMo-RL checkout at \/nonexistent\/RL: the config is written but not merged with NeMo-RL's base config nor checked against it; clone it with `git clone --recursive/,
       );
-    // A real run without a checkout is refused, and leaves no run directory behind.
-    const noCheckout = await fail([...grpoArgs(path.join(dir, 'x1'), []).map((a) => (a === checkout ? '/nonexistent/RL' : a))]);
-    expect(noCheckout.stderr).toMatch(/no NeMo-RL checkout at \/nonexistent\/RL: clone it with `git clone --recursive/);
-    expect(fs.existsSync(path.join(dir, 'x1'))).toBe(false);
-    // A dry run without one writes the run directory and says what it could not check.
-    const dryNoCheckout = await fail([...grpoArgs(path.join(dir, 'x0', 'run'), ['--dry-run']).map((a) => (a === checkout ? '/nonexistent/RL' : a))]);
-    expect(dryNoCheckout.code, dryNoCheckout.stderr).toBe(0);
-    expect(dryNoCheckout.stderr).toMatch(
-      /warning: no NeMo-RL checkout at \/nonexistent\/RL: the config is written but not merged with NeMo-RL's base config nor checked against it; clone it with `git clone --recursive/,
-    );
-    expect(fs.existsSync(path.join(dir, 'x0', 'run', 'grpo.yaml'))).toBe(true);
-    // sft refused (no examples in the database, or no checkout) leaves nothing either, its parent folders included.
-    const emptyDb = path.join(dir, 'empty.db');
-    Store.open(emptyDb).close();
-    const noExamples = await fail(sftArgs('--db', emptyDb, '--run-dir', path.join(dir, 'sft-none', 'run')));
-    expect(noExamples.code).toBe(2);
-    expect(noExamples.stderr).toMatch(/no SFT examples in/);
-    const data = oneSftExample(path.join(dir, 'one.jsonl'));
-    const sftNoCheckout = await fail([
-      BIN,
-      'train',
-      'sft',
-      '--nemo-rl',
-      '/nonexistent/RL',
-      '--model',
-      'Qwen/Qwen3-0.6B',
-      '--data',
-      data,
-      '--run-dir',
-      path.join(dir, 'sft-refused', 'run'),
-    ]);
-    expect(sftNoCheckout.code).toBe(2);
-    expect(sftNoCheckout.stderr).toMatch(/cannot start sft:[\s\S]*no NeMo-RL checkout/);
-    expect(fs.existsSync(path.join(dir, 'sft-none'))).toBe(false);
-    expect(fs.existsSync(path.join(dir, 'sft-refused'))).toBe(false);
-    const split = await fail(grpoArgs(path.join(dir, 'x2'), ['--dry-run', '--set', 'policy.train_global_batch_size=3']));
-    expect(split.stderr).toMatch(/train_global_batch_size 3 is not a multiple of the group size 2/);
-    const few = await fail(grpoArgs(path.join(dir, 'x3'), ['--dry-run', '--prompts-per-step', '4']));
-    expect(few.stderr).toMatch(/the task file has 3 tasks but --prompts-per-step is 4/);
-    expect(noCheckout.code).toBe(2);
-    // A checkout whose base config lacks a key NeMo-RL reads unguarded: refused before anything starts.
-    const older = writeFixtureCheckout(path.join(dir, 'RL-older'), { omitKeys: ['policy.generation.max_new_tokens'] });
-    const lacking = await fail([...grpoArgs(path.join(dir, 'x4'), ['--dry-run']).map((a) => (a === checkout ? older : a))]);
-    expect(lacking.code).toBe(2);
-    expect(lacking.stderr).toMatch(
-      /error: the config merged onto .*RL-older's base config has no policy\.generation\.max_new_tokens, which NeMo-RL reads unguarded \(nemo_rl\/.*\): set it with --set policy\.generation\.max_new_tokens=/,
-    );
-    // Six polar processes in a row: on a busy 2-core machine that passes vitest's 30 s default.
-  }, 180_000);
+      expect(fs.existsSync(path.join(dir, 'x0', 'run', 'grpo.yaml'))).toBe(true);
+      // sft refused (no examples in the database, or no checkout) leaves nothing either, its parent folders included.
+      const emptyDb = path.join(dir, 'empty.db');
+      Store.open(emptyDb).close();
+      const noExamples = await fail(sftArgs('--db', emptyDb, '--run-dir', path.join(dir, 'sft-none', 'run')));
+      expect(noExamples.code).toBe(2);
+      expect(noExamples.stderr).toMatch(/no SFT examples in/);
+      const data = oneSftExample(path.join(dir, 'one.jsonl'));
+      const sftNoCheckout = await fail([
+        BIN,
+        'train',
+        'sft',
+        '--nemo-rl',
+        '/nonexistent/RL',
+        '--model',
+        'Qwen/Qwen3-0.6B',
+        '--data',
+        data,
+        '--run-dir',
+        path.join(dir, 'sft-refused', 'run'),
+      ]);
+      expect(sftNoCheckout.code).toBe(2);
+      expect(sftNoCheckout.stderr).toMatch(/cannot start sft:[\s\S]*no NeMo-RL checkout/);
+      expect(fs.existsSync(path.join(dir, 'sft-none'))).toBe(false);
+      expect(fs.existsSync(path.join(dir, 'sft-refused'))).toBe(false);
+      const split = await fail(grpoArgs(path.join(dir, 'x2'), ['--dry-run', '--set', 'policy.train_global_batch_size=3']));
+      expect(split.stderr).toMatch(/train_global_batch_size 3 is not a multiple of the group size 2/);
+      const few = await fail(grpoArgs(path.join(dir, 'x3'), ['--dry-run', '--prompts-per-step', '4']));
+      expect(few.stderr).toMatch(/the task file has 3 tasks but --prompts-per-step is 4/);
+      expect(noCheckout.code).toBe(2);
+      // A checkout whose base config lacks a key NeMo-RL reads unguarded: refused before anything starts.
+      const older = writeFixtureCheckout(path.join(dir, 'RL-older'), { omitKeys: ['policy.generation.max_new_tokens'] });
+      const lacking = await fail([...grpoArgs(path.join(dir, 'x4'), ['--dry-run']).map((a) => (a === checkout ? older : a))]);
+      expect(lacking.code).toBe(2);
+      expect(lacking.stderr).toMatch(
+        /error: the config merged onto .*RL-older's base config has no policy\.generation\.max_new_tokens, which NeMo-RL reads unguarded \(nemo_rl\/.*\): set it with --set policy\.generation\.max_new_tokens=/,
+      );
+      // Six polar processes in a row: on a busy 2-core machine that passes vitest's 30 s default.
+    },
+    patient(180_000),
+  );
 });
 
 describe('polar train check-nemo-rl', () => {
@@ -290,89 +297,109 @@ describe('polar train check-nemo-rl', () => {
 });
 
 describe('polar train grpo with a stand-in NeMo-RL', () => {
-  it('runs the launcher with the config, serves every /run through polar, records metrics and checkpoints', async () => {
-    const runDir = path.join(dir, 'full');
-    const { stdout } = await run(process.execPath, [...grpoArgs(runDir, ['--steps', '2', '--set', 'checkpointing.save_period=1', '--json'])], {
-      env: envWithFakes(),
-      timeout: 120_000,
-    });
-    // Each group's two samples get the same reward (tasks a and b answer 0 and 1 every time), so every
-    // advantage is 0: the stand-in's loss is 0 and polar train names the steps that trained nothing.
-    expect(JSON.parse(stdout)).toMatchObject({ ok: true, exitCode: 0, steps: 2, checkpoint: 2, zeroAdvantageSteps: [1, 2] });
-    const lines = fs
-      .readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8')
-      .trim()
-      .split('\n')
-      .map((l) => JSON.parse(l));
-    // A step's line comes from NeMo-RL's stdout; its advantages from the TensorBoard events, on a line of their own.
-    const metrics = lines.filter((m) => 'loss' in m);
-    const advantages = new Map(lines.filter((m) => !('loss' in m)).map((m) => [m.step, m.advantages]));
-    expect(metrics.map((m) => [m.step, m.maxSteps, m.loss, advantages.get(m.step)])).toEqual([
-      [1, 2, 0, { mean: 0, min: 0, max: 0 }],
-      [2, 2, 0, { mean: 0, min: 0, max: 0 }],
-    ]);
-    // Three tasks at two per step: one full batch per epoch, tasks a and b (rewards 0 and 1, two samples each).
-    expect(metrics.map((m) => m.reward)).toEqual([0.5, 0.5]);
-    // As NeMo-RL, the stand-in prints no advantages: the zero steps above came from its TensorBoard events.
-    expect(fs.readFileSync(path.join(runDir, 'train.log'), 'utf8')).toMatch(/SETUP COMPLETE/);
-    expect(fs.readFileSync(path.join(runDir, 'train.log'), 'utf8')).not.toMatch(/advantages\//);
-    const store = Store.open(path.join(runDir, 'polar.db'), { readonly: true });
-    try {
-      const [rollout] = store.rollouts.list();
-      expect(rollout!.config).toMatchObject({ source: 'gym-agent' });
-      const samples = store.rollouts.samples(rollout!.id);
-      expect(samples).toHaveLength(8);
-      expect(samples.every((s) => s.status === 'completed' && store.requests.list(s.sessionId!).length === 1)).toBe(true);
-    } finally {
-      store.close();
-    }
-  }, 150_000);
+  it(
+    'runs the launcher with the config, serves every /run through polar, records metrics and checkpoints',
+    async () => {
+      const runDir = path.join(dir, 'full');
+      const { stdout } = await run(process.execPath, [...grpoArgs(runDir, ['--steps', '2', '--set', 'checkpointing.save_period=1', '--json'])], {
+        env: envWithFakes(),
+        timeout: patient(120_000),
+      });
+      // Each group's two samples get the same reward (tasks a and b answer 0 and 1 every time), so every
+      // advantage is 0: the stand-in's loss is 0 and polar train names the steps that trained nothing.
+      expect(JSON.parse(stdout)).toMatchObject({ ok: true, exitCode: 0, steps: 2, checkpoint: 2, zeroAdvantageSteps: [1, 2] });
+      const lines = fs
+        .readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l));
+      // A step's line comes from NeMo-RL's stdout; its advantages from the TensorBoard events, on a line of their own.
+      const metrics = lines.filter((m) => 'loss' in m);
+      const advantages = new Map(lines.filter((m) => !('loss' in m)).map((m) => [m.step, m.advantages]));
+      expect(metrics.map((m) => [m.step, m.maxSteps, m.loss, advantages.get(m.step)])).toEqual([
+        [1, 2, 0, { mean: 0, min: 0, max: 0 }],
+        [2, 2, 0, { mean: 0, min: 0, max: 0 }],
+      ]);
+      // Three tasks at two per step: one full batch per epoch, tasks a and b (rewards 0 and 1, two samples each).
+      expect(metrics.map((m) => m.reward)).toEqual([0.5, 0.5]);
+      // As NeMo-RL, the stand-in prints no advantages: the zero steps above came from its TensorBoard events.
+      expect(fs.readFileSync(path.join(runDir, 'train.log'), 'utf8')).toMatch(/SETUP COMPLETE/);
+      expect(fs.readFileSync(path.join(runDir, 'train.log'), 'utf8')).not.toMatch(/advantages\//);
+      const store = Store.open(path.join(runDir, 'polar.db'), { readonly: true });
+      try {
+        const [rollout] = store.rollouts.list();
+        expect(rollout!.config).toMatchObject({ source: 'gym-agent' });
+        const samples = store.rollouts.samples(rollout!.id);
+        expect(samples).toHaveLength(8);
+        expect(samples.every((s) => s.status === 'completed' && store.requests.list(s.sessionId!).length === 1)).toBe(true);
+      } finally {
+        store.close();
+      }
+    },
+    patient(150_000),
+  );
 
-  it('Ctrl-C stops NeMo-RL (its whole process group); --resume continues from the newest checkpoint', async () => {
-    const runDir = path.join(dir, 'resume');
-    const child = spawn(process.execPath, grpoArgs(runDir, ['--steps', '3', '--set', 'checkpointing.save_period=1']), { env: envWithFakes(), stdio: 'ignore' });
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-    const metrics = path.join(runDir, 'metrics.jsonl');
-    for (let i = 0; i < 600 && !(fs.existsSync(metrics) && fs.readFileSync(metrics, 'utf8').includes('"step":1')); i++)
-      await new Promise((r) => setTimeout(r, 100));
-    child.kill('SIGINT');
-    expect(await exited).not.toBe(0);
-    expect(fs.existsSync(path.join(runDir, 'checkpoints', 'step_1'))).toBe(true);
-    expect(fs.existsSync(path.join(runDir, 'checkpoints', 'step_3'))).toBe(false);
-    expect(fs.readFileSync(path.join(runDir, 'train.log'), 'utf8')).toMatch(/Interrupted: stopping/);
-    // A fresh run in the same directory would silently resume: polar refuses it.
-    const fresh = await run(process.execPath, grpoArgs(runDir, ['--steps', '3']), { env: envWithFakes() }).catch((e: { stderr: string }) => e);
-    expect(fresh.stderr).toMatch(/already has checkpoints .*pass --resume/);
-    const { stdout } = await run(process.execPath, [...grpoArgs(runDir, ['--steps', '3', '--set', 'checkpointing.save_period=1', '--resume', '--json'])], {
-      env: envWithFakes(),
-      timeout: 120_000,
-    });
-    expect(JSON.parse(stdout)).toMatchObject({ ok: true, checkpoint: 3 });
-    expect(fs.readFileSync(path.join(runDir, 'train.log'), 'utf8')).toMatch(/Resuming from step [12]/);
-    const steps = fs
-      .readFileSync(metrics, 'utf8')
-      .trim()
-      .split('\n')
-      .map((l) => JSON.parse(l).step);
-    expect(steps.at(-1)).toBe(3);
-  }, 150_000);
+  it(
+    'Ctrl-C stops NeMo-RL (its whole process group); --resume continues from the newest checkpoint',
+    async () => {
+      const runDir = path.join(dir, 'resume');
+      const child = spawn(process.execPath, grpoArgs(runDir, ['--steps', '3', '--set', 'checkpointing.save_period=1']), {
+        env: envWithFakes(),
+        stdio: 'ignore',
+      });
+      const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+      const metrics = path.join(runDir, 'metrics.jsonl');
+      try {
+        await waitUntil('step 1 in metrics.jsonl', () => fs.existsSync(metrics) && fs.readFileSync(metrics, 'utf8').includes('"step":1'), {
+          stopIf: () => (child.exitCode !== null ? `train grpo exited (${child.exitCode}) before step 1` : null),
+          everyMs: 100,
+        });
+      } finally {
+        child.kill('SIGINT');
+      }
+      expect(await exited).not.toBe(0);
+      expect(fs.existsSync(path.join(runDir, 'checkpoints', 'step_1'))).toBe(true);
+      expect(fs.existsSync(path.join(runDir, 'checkpoints', 'step_3'))).toBe(false);
+      expect(fs.readFileSync(path.join(runDir, 'train.log'), 'utf8')).toMatch(/Interrupted: stopping/);
+      // A fresh run in the same directory would silently resume: polar refuses it.
+      const fresh = await run(process.execPath, grpoArgs(runDir, ['--steps', '3']), { env: envWithFakes() }).catch((e: { stderr: string }) => e);
+      expect(fresh.stderr).toMatch(/already has checkpoints .*pass --resume/);
+      const { stdout } = await run(process.execPath, [...grpoArgs(runDir, ['--steps', '3', '--set', 'checkpointing.save_period=1', '--resume', '--json'])], {
+        env: envWithFakes(),
+        timeout: patient(120_000),
+      });
+      expect(JSON.parse(stdout)).toMatchObject({ ok: true, checkpoint: 3 });
+      expect(fs.readFileSync(path.join(runDir, 'train.log'), 'utf8')).toMatch(/Resuming from step [12]/);
+      const steps = fs
+        .readFileSync(metrics, 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l).step);
+      expect(steps.at(-1)).toBe(3);
+    },
+    patient(150_000),
+  );
 
-  it('sft --db: exports the accepted samples of a rollout as openai_format and trains on them', async () => {
-    const runDir = path.join(dir, 'sft-run');
-    const db = path.join(dir, 'full', 'polar.db');
-    const { stdout } = await run(process.execPath, sftArgs('--db', db, '--min-reward', '1', '--steps', '2', '--run-dir', runDir, '--json'), {
-      env: envWithFakes(),
-      timeout: 120_000,
-    });
-    expect(JSON.parse(stdout)).toMatchObject({ ok: true, steps: 2 });
-    const examples = fs
-      .readFileSync(path.join(runDir, 'sft.jsonl'), 'utf8')
-      .trim()
-      .split('\n')
-      .map((l) => JSON.parse(l));
-    expect(examples.length).toBe(4); // task b's samples earned 1: two in each of the two steps
-    // Four examples: the batch is lowered from 32 to 4 (the stand-in, like NeMo-RL, drops an incomplete batch).
-    expect(getKey(parseYaml(fs.readFileSync(path.join(runDir, 'sft.yaml'), 'utf8')), 'policy.train_global_batch_size')).toBe(4);
-    for (const e of examples) expect(e.messages.at(-1).role).toBe('assistant');
-  }, 150_000);
+  it(
+    'sft --db: exports the accepted samples of a rollout as openai_format and trains on them',
+    async () => {
+      const runDir = path.join(dir, 'sft-run');
+      const db = path.join(dir, 'full', 'polar.db');
+      const { stdout } = await run(process.execPath, sftArgs('--db', db, '--min-reward', '1', '--steps', '2', '--run-dir', runDir, '--json'), {
+        env: envWithFakes(),
+        timeout: patient(120_000),
+      });
+      expect(JSON.parse(stdout)).toMatchObject({ ok: true, steps: 2 });
+      const examples = fs
+        .readFileSync(path.join(runDir, 'sft.jsonl'), 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l));
+      expect(examples.length).toBe(4); // task b's samples earned 1: two in each of the two steps
+      // Four examples: the batch is lowered from 32 to 4 (the stand-in, like NeMo-RL, drops an incomplete batch).
+      expect(getKey(parseYaml(fs.readFileSync(path.join(runDir, 'sft.yaml'), 'utf8')), 'policy.train_global_batch_size')).toBe(4);
+      for (const e of examples) expect(e.messages.at(-1).role).toBe('assistant');
+    },
+    patient(150_000),
+  );
 });

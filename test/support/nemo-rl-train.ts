@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { writeGpuStandIns } from './fake-nemo-rl/stand-ins.js';
 import { writeFixtureCheckout } from './nemo-rl-checkout.js';
+import { patientSeconds } from './patience.js';
 
 /**
  * The set-up the `polar train` tests share: a folder with the stand-in checkout and GPU stand-ins
@@ -39,7 +40,7 @@ export function writeTaskFile(file: string, tasks: Record<string, unknown>[]): s
 
 /**
  * Tasks `a` and `b`, "answer with 1" in an empty workspace, rewarded with answer.txt (what
- * writeOneCallAgent's agent writes with `"'1\\n'"`), a minute each; `extra` adds to every task.
+ * writeOneCallAgent's agent writes with `"'1\\n'"`), a minute each on an idle machine (scaled by POLAR_TEST_PATIENCE); `extra` adds to every task.
  */
 export function writeAnswerOneTasks(file: string, extra: Record<string, unknown> = {}): string {
   return writeTaskFile(
@@ -49,7 +50,7 @@ export function writeAnswerOneTasks(file: string, extra: Record<string, unknown>
       prompt: 'answer with 1',
       workspace: { empty: true },
       evaluator: { type: 'command', command: 'cat answer.txt' },
-      timeout: 60,
+      timeout: patientSeconds(60),
       ...extra,
     })),
   );

@@ -194,8 +194,10 @@ const agent = spawn('bash', ['-c', `cd ${agentDir} && python3 app.py`], {
 });
 children.push(agent);
 const agentUrl = `http://${host}:${port}`;
-for (let i = 0; ; i++) {
-  if (i > 300) fail('the agent never answered GET /');
+// Until it answers, or exits: no count of tries, so a busy machine is slow here, never failing (the
+// test's own timeout is the safety net).
+for (;;) {
+  if (agent.exitCode !== null || agent.signalCode !== null) fail(`the agent exited (${agent.exitCode ?? agent.signalCode}) before it answered GET /`);
   try {
     await fetch(`${agentUrl}/`);
     break;
