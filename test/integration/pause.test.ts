@@ -1,10 +1,11 @@
 import OpenAI from 'openai';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { emptyStats, reconstruct } from '../../src/trajectory/reconstruct.js';
 import { prefixMerging } from '../../src/trajectory/strategies/prefix-merging.js';
 import { BUNDLED_QWEN3 } from '../../src/upstream/tito/chat-template.js';
 import { startReferenceUpstream, type ReferenceUpstream } from '../support/reference-upstream/index.js';
 import { startTestProxy, type TestProxy } from '../support/start-proxy.js';
+import { waitUntil } from '../support/wait.js';
 
 /**
  * Pause/drain around weight updates (issue 12): a pause waits for in-flight calls to finish, new
@@ -59,12 +60,17 @@ describe('pause, drain and policy versions', () => {
 
     // While paused, the next turn waits: not even the upstream sees it.
     const before = upstream.requestCount();
+    // Seen arriving at the pause (a positive event), not given a pause of our own to not show up in:
+    // once it waits there, the upstream not having seen it means something.
+    const arrived = vi.spyOn(t.proxy.admin.gate, 'admit');
     messages.push({ role: 'assistant', content: reply.choices[0]!.message.content ?? '' }, { role: 'user', content: 'second turn' });
     const second = client.chat.completions.create({ model: 'm', messages }).then((r) => {
       order.push('second call done');
       return r;
     });
-    await new Promise((r) => setTimeout(r, 200));
+    await waitUntil('the second call to reach the pause', () => arrived.mock.calls.length === 1);
+    arrived.mockRestore();
+    expect(t.proxy.admin.gate.isPaused).toBe(true);
     expect(upstream.requestCount()).toBe(before);
     expect((await admin('policy-version', { version: 'v2' })).status).toBe(200);
     order.push('resumed');

@@ -7,6 +7,7 @@ import { loadTokenText } from '../../src/trajectory/tokenizer.js';
 import { recordMixedSession } from '../support/mixed-session.js';
 import { qwen3ModelDir, startReferenceUpstream, type ReferenceUpstream } from '../support/reference-upstream/index.js';
 import { startTestProxy, type TestProxy } from '../support/start-proxy.js';
+import { waitUntil } from '../support/wait.js';
 
 /**
  * The `polar show` browser over a real recording (11 calls: sub-agents, a compaction, a side call,
@@ -37,13 +38,16 @@ afterAll(async () => {
 
 type Rendered = ReturnType<typeof render>;
 
-/** Types keys one at a time, each time waiting until the frame has changed (or 1.5 s have passed: a key that changes nothing). */
+/**
+ * Types keys one at a time, each time waiting until the frame has changed: every key pressed here
+ * changes what is shown, so the next one never lands on a frame not yet drawn (on a busy machine a
+ * redraw can take longer than any fixed pause).
+ */
 async function press(ui: Rendered, ...keys: string[]): Promise<void> {
   for (const k of keys) {
     const before = ui.lastFrame();
     ui.stdin.write(k);
-    const until = Date.now() + 1500;
-    while (ui.lastFrame() === before && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
+    await waitUntil(`the browser to redraw after ${JSON.stringify(k)}`, () => ui.lastFrame() !== before, { everyMs: 10, timeoutMs: 5000 });
   }
 }
 
@@ -164,22 +168,19 @@ describe('polar show, the session browser', () => {
   });
 
   it('q quits: the browser stops answering keys', async () => {
+    // No pause proves a key did nothing: a second browser that has not quit gets the same keys just
+    // after, and once it has redrawn (a key that does move it), the quit one has handled its keys too
+    // (one process, one React scheduler: the keys are handled and drawn in the order they are typed).
     const ui = render(<SessionBrowser source={source} />);
-    const wait = () => new Promise((r) => setTimeout(r, 150));
+    const live = render(<SessionBrowser source={source} />);
     ui.stdin.write('q');
-    await wait();
+    await press(live, KEY.down);
     const after = ui.lastFrame();
     ui.stdin.write(KEY.down);
-    await wait();
     ui.stdin.write(KEY.enter);
-    await wait();
+    // Without q the same keys do move: the check below can fail.
+    await press(live, KEY.down, KEY.enter);
     expect(ui.lastFrame()).toBe(after);
-    // Without q the same keys do move: the check above can fail.
-    const live = render(<SessionBrowser source={source} />);
-    const before = live.lastFrame();
-    live.stdin.write(KEY.down);
-    await wait();
-    expect(live.lastFrame()).not.toBe(before);
     live.unmount();
     ui.unmount();
   });

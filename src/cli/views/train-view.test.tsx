@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { render } from 'ink-testing-library';
 import { describe, expect, it } from 'vitest';
+import { waitUntil } from '../../../test/support/wait.js';
 import { initialProgress, readLine } from '../../train/progress.js';
 import { TrainView } from './train-view.js';
 
@@ -28,7 +29,8 @@ describe('the polar train live view', () => {
         { sessionId: 'ses_2', taskId: 'py-fizzbuzz', reward: null, status: 'error' },
       ],
     });
-    await new Promise((r) => setTimeout(r, 50));
+    // Drawn on the next render, not at once: wait for the frame, never a fixed pause.
+    await waitUntil('the view to show step 2', () => /step 2\/10/.test(lastFrame() ?? ''), { everyMs: 10, timeoutMs: 5000 });
     const frame = lastFrame()!;
     expect(frame).toMatch(/step 2\/10 ██/);
     expect(frame).toMatch(/loss 0\.2500 {3}mean reward 0\.7500 {3}step time 12\.5 s {3}GPU 20\.0 GiB/);
@@ -39,7 +41,7 @@ describe('the polar train live view', () => {
     // The step's advantages as they arrive after its results (run-train.ts reads NeMo-RL's from TensorBoard): all 0 is said.
     progress.completed.at(-1)!.advantages = { mean: 0, min: 0, max: 0 };
     updates.emit('update', { progress, gpuMemoryMiB: [20480], sessions: [] });
-    await new Promise((r) => setTimeout(r, 50));
+    await waitUntil('the view to show the advantages', () => /advantages/.test(lastFrame() ?? ''), { everyMs: 10, timeoutMs: 5000 });
     expect(lastFrame()).toMatch(/advantages min 0 {2}max 0 {2}mean 0 {3}every advantage 0 in step 2: it did not train/);
   });
 });
