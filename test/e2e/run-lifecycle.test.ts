@@ -8,6 +8,8 @@ import { Store } from '../../src/store/store.js';
 import { startReferenceUpstream, type ReferenceUpstream } from '../support/reference-upstream/index.js';
 import { startTestProxy } from '../support/start-proxy.js';
 import { customRunArgs, expectSessionCapturedExactly, polarRun, spawnPolar, workspace, type Workspace } from './support.js';
+import { patientSeconds } from '../support/patience.js';
+import { waitUntil } from '../support/wait.js';
 
 /** A minimal real agent: N chat calls to the base URL polar gives every custom harness. */
 const AGENT = `
@@ -103,8 +105,9 @@ describe('polar run lifecycle', () => {
     const bg = path.join(w.ws, 'bg-finished');
     const r = await polarRun(
       local(`${process.execPath} ${agent} 1; (sleep 61.25 && touch ${bg}) & sleep 61.25 && touch ${fg}`, 'timeout-1', [
+        // Long enough for the agent's one call on a busy machine; far short of the sleeps.
         '--timeout',
-        '2',
+        String(patientSeconds(2)),
         '--sandbox-ro',
         agent,
       ]),
@@ -118,8 +121,10 @@ describe('polar run lifecycle', () => {
   it('Ctrl-C is forwarded: the harness stops, the session is aborted, polar exits', async () => {
     const child = spawnPolar(['run', ...local('sleep 62.25', 'sigint-1')]);
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-    for (let i = 0; i < 100 && !alive('sleep 62.25'); i++) await new Promise((r) => setTimeout(r, 100));
-    expect(alive('sleep 62.25')).toBe(true);
+    await waitUntil("the harness's sleep to start", () => alive('sleep 62.25'), {
+      stopIf: () => (child.exitCode !== null ? `polar run exited (${child.exitCode}) first` : null),
+      everyMs: 100,
+    });
     child.kill('SIGINT');
     expect(await exited).not.toBe(0);
     expect(session('sigint-1')).toMatchObject({ status: 'aborted' });

@@ -48,7 +48,8 @@ async function attack(mode: 'cross-origin' | 'rebinding', victimPort: number, at
   );
   try {
     const dom = await visit(chromium!, site.url, mode === 'rebinding' ? REBIND : []);
-    const seen = await Promise.race([site.report, new Promise<null>((resolve) => setTimeout(() => resolve(null), 5000))]);
+    // A safety net only: the page reports before Chromium exits, unless it never ran.
+    const seen = await Promise.race([site.report, new Promise<null>((resolve) => setTimeout(() => resolve(null), patient(5000)).unref())]);
     if (!seen) throw new Error(`the page never reported (Chromium left: ${dom.slice(0, 300)})`);
     return seen;
   } finally {

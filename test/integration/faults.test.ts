@@ -4,6 +4,8 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startReferenceUpstream, type ReferenceUpstream } from '../support/reference-upstream/index.js';
 import { startTestProxy, type TestProxy } from '../support/start-proxy.js';
+import { patient } from '../support/patience.js';
+import { waitUntil } from '../support/wait.js';
 
 let upstream: ReferenceUpstream;
 let t: TestProxy;
@@ -189,10 +191,10 @@ describe('harness disconnects', () => {
         });
         req.on('error', () => undefined);
         req.end(chatBody({ stream: true }));
-        setTimeout(() => reject(new Error('no data')), 5000).unref();
+        setTimeout(() => reject(new Error('no data')), patient(5000)).unref();
       });
       await gone; // the proxy aborted its upstream request
-      await waitFor(() => p.store.requests.list(p.session)[0]?.status === 'aborted');
+      await waitUntil('the row to be marked aborted', () => p.store.requests.list(p.session)[0]?.status === 'aborted', { everyMs: 10 });
       const row = p.store.requests.get(p.store.requests.list(p.session)[0]!.id)!;
       expect(row.errorCode).toBe('POLAR_CLIENT_ABORTED');
       expect(row.promptIds!.length).toBeGreaterThan(0);
@@ -212,14 +214,6 @@ async function freePort(): Promise<number> {
   const { port } = server.address() as net.AddressInfo;
   await new Promise<void>((resolve) => server.close(() => resolve()));
   return port;
-}
-
-async function waitFor(cond: () => boolean, timeoutMs = 5000): Promise<void> {
-  const start = Date.now();
-  while (!cond()) {
-    if (Date.now() - start > timeoutMs) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 10));
-  }
 }
 
 describe('a database that refuses the write', () => {

@@ -31,6 +31,7 @@ import { startTestPostgres, type TestPostgres } from '../support/postgres.js';
 import { startReferenceUpstream, type ReferenceUpstream } from '../support/reference-upstream/index.js';
 import { patient } from '../support/patience.js';
 import { removeTree } from '../support/remove-tree.js';
+import { waitUntil } from '../support/wait.js';
 
 /**
  * The shared PostgreSQL store and queue, against a real PostgreSQL server started here: the same
@@ -455,14 +456,17 @@ describe('queued rollout over three workers', () => {
       const pg = new Postgres(url);
       let killedSession: string | null = null;
       try {
-        for (let i = 0; i < 600 && !killedSession; i++) {
-          await new Promise((r) => setTimeout(r, 100));
-          const { rows } = await pg
-            .query(`SELECT session_id FROM requests WHERE status = 'ok' LIMIT 1`)
-            .catch(() => ({ rows: [] as Record<string, unknown>[] }));
-          if (rows[0]) killedSession = String(rows[0].session_id);
-        }
-        expect(killedSession).not.toBeNull();
+        await waitUntil(
+          'a call captured by the first worker',
+          async () => {
+            const { rows } = await pg
+              .query(`SELECT session_id FROM requests WHERE status = 'ok' LIMIT 1`)
+              .catch(() => ({ rows: [] as Record<string, unknown>[] }));
+            if (rows[0]) killedSession = String(rows[0].session_id);
+            return killedSession !== null;
+          },
+          { stopIf: () => (victim.exitCode !== null ? `the worker exited (${victim.exitCode}) first` : null), everyMs: 100 },
+        );
         victim.kill('SIGKILL');
         startWorker('one');
         startWorker('two');
@@ -483,11 +487,11 @@ describe('queued rollout over three workers', () => {
         expect(groups.map((g) => [g.task_id, g.samples, g.mean])).toEqual(Object.entries(rewards).map(([id, r]) => [id, 3, r]));
         // Nothing the killed worker captured is lost: its session's calls are in the shared store
         // (shipped by the workers that share its machine's journal), its session marked interrupted.
-        for (let i = 0; i < 100; i++) {
-          const { rows } = await pg.query(`SELECT status FROM sessions WHERE id = $1`, [killedSession]);
-          if (rows[0]?.status === 'interrupted') break;
-          await new Promise((r) => setTimeout(r, 200));
-        }
+        await waitUntil(
+          "the killed worker's session to be marked interrupted",
+          async () => (await pg.query(`SELECT status FROM sessions WHERE id = $1`, [killedSession])).rows[0]?.status === 'interrupted',
+          { everyMs: 200 },
+        ).catch(() => undefined); // the expect below says what it is instead
         expect((await pg.query(`SELECT status FROM sessions WHERE id = $1`, [killedSession])).rows[0]).toMatchObject({ status: 'interrupted' });
         expect(
           Number((await pg.query(`SELECT count(*) AS n FROM requests WHERE session_id = $1 AND status = 'ok'`, [killedSession])).rows[0]!.n),

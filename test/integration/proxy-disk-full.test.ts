@@ -10,6 +10,7 @@ import { createUpstream } from '../../src/upstream/create.js';
 import type { Upstream } from '../../src/upstream/types.js';
 import { startReferenceUpstream } from '../support/reference-upstream/index.js';
 import { mountable, mountTmpfs, type Tmpfs } from '../support/tmpfs.js';
+import { waitUntil } from '../support/wait.js';
 
 const BIN = path.resolve(__dirname, '../../bin/polar.js');
 
@@ -113,7 +114,7 @@ describe.skipIf(mountable !== null)('the proxy on a full disk', () => {
     const reply = post('/v1/messages', MESSAGES);
     const answer = await gate!.waiting();
     // The row is in the database (in_progress) while the upstream works.
-    for (let i = 0; i < 100 && store!.requests.list('disk').length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    await waitUntil('the in-progress row', () => store!.requests.list('disk').length > 0, { everyMs: 10 });
     const [row] = store!.requests.list('disk');
     expect(row).toMatchObject({ status: 'in_progress' });
     m!.fill();
@@ -138,7 +139,7 @@ describe.skipIf(mountable !== null)('the proxy on a full disk', () => {
     const file = await start();
     const reply = post('/v1/messages', MESSAGES);
     const answer = await gate!.waiting();
-    for (let i = 0; i < 100 && store!.requests.list('disk').length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    await waitUntil('the in-progress row', () => store!.requests.list('disk').length > 0, { everyMs: 10 });
     m!.fill();
     answer(400, TOO_LONG);
     expect((await reply).status).toBe(507);

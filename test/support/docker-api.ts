@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { patient } from './patience.js';
 import { removeTree } from './remove-tree.js';
+import { waitUntil } from './wait.js';
 
 /**
  * docker for the container suites where no docker daemon runs: podman's Docker-compatible API
@@ -41,8 +42,12 @@ export function dockerApi(): DockerApi {
       service = spawn('podman', ['system', 'service', '--time=0', host], { stdio: 'ignore' });
       const env = { ...process.env, DOCKER_HOST: host };
       // The service answers once its socket is up (a generous safety net, not a timing).
-      for (let i = 0; i < 300 && !answers('docker', ['info'], env); i++) await new Promise((r) => setTimeout(r, 100));
-      if (!answers('docker', ['info'], env)) throw new Error(`podman system service on ${host} did not answer \`docker info\``);
+      const svc = service;
+      await waitUntil(`podman system service on ${host} to answer \`docker info\``, () => answers('docker', ['info'], env), {
+        stopIf: () => (svc.exitCode !== null ? `podman system service exited (${svc.exitCode})` : null),
+        everyMs: 100,
+        timeoutMs: 30_000,
+      });
       return { DOCKER_HOST: host };
     },
     stop() {
