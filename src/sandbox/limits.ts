@@ -135,10 +135,16 @@ export function createGroup(limits: SandboxLimits, cg: CgroupSupport | null = cg
       for (const dir of unique) killProcs(dir);
     },
     async remove() {
-      for (let i = 0; i < 50; i++) {
+      // Waits from 1 ms up to 20 ms between tries, about a second in all as before: the last
+      // processes are usually dying already (bwrap reports the command's exit before its pid
+      // namespace's init has reaped the rest, a proxy-only sample's forwarder among them), and a
+      // first wait of 20 ms was most of such a sample's teardown.
+      for (let i = 0, waited = 0; waited <= 1000; i++) {
         for (const dir of unique) killProcs(dir);
         if (unique.every((dir) => rmdirQuiet(dir))) return;
-        await new Promise((r) => setTimeout(r, 20));
+        const ms = Math.min(20, 2 ** i);
+        await new Promise((r) => setTimeout(r, ms));
+        waited += ms;
       }
     },
   };
