@@ -9,7 +9,7 @@ import { gymRunResult } from '../../src/train/gym-agent/result.js';
 import { batchAdvantages, gymResultSample } from '../../src/train/nemo-rl/advantages.js';
 import { nodeAgentHarness } from '../support/polar-cli.js';
 import { gymAgentArgs, startPolarServer } from './support.js';
-import { patient } from '../support/patience.js';
+import { patient, patientSeconds } from '../support/patience.js';
 import { removeTree } from '../support/remove-tree.js';
 
 /**
@@ -40,7 +40,7 @@ await r.json();
   marker = path.join(dir, 'flaky-once');
   tasksFile = path.join(dir, 'tasks.jsonl');
   const task = (id: string, setup: string[] = [], evaluator: object = { type: 'command', command: 'cat answer.txt' }) =>
-    JSON.stringify({ id, prompt: 'answer with 1', workspace: { empty: true }, setup, evaluator, timeout: 60 });
+    JSON.stringify({ id, prompt: 'answer with 1', workspace: { empty: true }, setup, evaluator, timeout: patientSeconds(60) });
   // Its evaluator scores the first sample to reach it 0, the second 1, and hangs on every later one
   // until its timeout: a group with real mixed rewards and one sample that ends without a reward.
   const slots = path.join(dir, 'verdict-slots');

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startMockServer, type MockServer } from '../../src/mock-server/server.js';
 import { Store } from '../../src/store/store.js';
 import { polarRun, TASK, workspace } from './support.js';
-import { patient } from '../support/patience.js';
+import { patient, patientSeconds } from '../support/patience.js';
 
 /**
  * What `polar run` shows while a harness works: one readable line per model call on stdout, not the
@@ -24,7 +24,7 @@ it('polar run --harness claude-code prints a line per captured call; the raw str
   try {
     const session = 'readable-run';
     // As a user types it (no --json); the temporary paths hold no spaces.
-    const flags = `--harness claude-code --upstream ${mock.url} --cwd ${w.ws} --db ${w.db} --session ${session} --timeout 240`;
+    const flags = `--harness claude-code --upstream ${mock.url} --cwd ${w.ws} --db ${w.db} --session ${session} --timeout ${patientSeconds(240)}`;
     const r = await polarRun([...flags.split(' '), '--prompt', TASK]);
     const logFile = path.join(w.dir, '.polar', 'runs', session, 'harness.log');
     expect(r.code, `${r.stderr}\n${fs.existsSync(logFile) ? fs.readFileSync(logFile, 'utf8').slice(-3000) : ''}`).toBe(0);

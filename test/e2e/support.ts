@@ -9,7 +9,7 @@ import { float64Bits } from '../support/bits.js';
 import { POLAR_BIN as BIN, polarCli } from '../support/polar-cli.js';
 import type { MockServer } from '../../src/mock-server/server.js';
 import { DEMO_FILE } from '../../src/mock-server/script.js';
-import { patient } from '../support/patience.js';
+import { patient, patientSeconds } from '../support/patience.js';
 import { removeTree } from '../support/remove-tree.js';
 
 export { POLAR_BIN as BIN } from '../support/polar-cli.js';
@@ -183,10 +183,26 @@ export const TASK = `List the files in this directory with your shell tool, then
 
 /**
  * `polar run` options that give `harness` the scripted TASK in `w`'s workspace, recorded as
- * `session` (240 s at most, a JSON summary); `upstream` is `--upstream URL` and what goes with it.
+ * `session` (240 s at most on an idle machine, scaled by POLAR_TEST_PATIENCE; a JSON summary); `upstream` is `--upstream URL` and what goes with it.
  */
 export function taskRunArgs(harness: string, upstream: string[], w: Workspace, session: string, extra: string[] = []): string[] {
-  return ['--harness', harness, ...upstream, '--prompt', TASK, '--cwd', w.ws, '--db', w.db, '--session', session, '--timeout', '240', '--json', ...extra];
+  return [
+    '--harness',
+    harness,
+    ...upstream,
+    '--prompt',
+    TASK,
+    '--cwd',
+    w.ws,
+    '--db',
+    w.db,
+    '--session',
+    session,
+    '--timeout',
+    String(patientSeconds(240)),
+    '--json',
+    ...extra,
+  ];
 }
 
 /** Every harness polar drives, and the Node it needs. */

@@ -8,7 +8,7 @@ import { agentRolloutArgs } from '../support/agent-rollout.js';
 import { makeTrainBench, trainEnv, trainGrpoArgs, writeTaskFile } from '../support/nemo-rl-train.js';
 import { nodeAgentHarness, POLAR_BIN, polarCli } from '../support/polar-cli.js';
 import { startReferenceUpstream, type ReferenceUpstream } from '../support/reference-upstream/index.js';
-import { patient } from '../support/patience.js';
+import { patient, patientSeconds } from '../support/patience.js';
 import { removeTree } from '../support/remove-tree.js';
 
 /**
@@ -56,7 +56,7 @@ beforeAll(async () => {
   ({ dir, checkout, fakeBin } = makeTrainBench('polar-first-prompts-'));
   upstream = await startReferenceUpstream();
   tasks = writeTaskFile(path.join(dir, 'tasks.jsonl'), [
-    { id: 't', prompt: TASK_PROMPT, workspace: { empty: true }, evaluator: { type: 'command', command: 'cat answer.txt' }, timeout: 60 },
+    { id: 't', prompt: TASK_PROMPT, workspace: { empty: true }, evaluator: { type: 'command', command: 'cat answer.txt' }, timeout: patientSeconds(60) },
   ]);
 });
 afterAll(async () => {

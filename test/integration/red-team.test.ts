@@ -9,7 +9,7 @@ import type { SampleRow } from '../../src/store/rollouts.js';
 import { bwrapProblem, findBwrap } from '../../src/sandbox/index.js';
 import { POLAR_BIN } from '../support/polar-cli.js';
 import { explain, forgerRolloutArgs, harborCopy, type RolloutSummary, samplesByTask, shellDataset } from '../support/red-team/tasks.js';
-import { patient } from '../support/patience.js';
+import { patient, patientSeconds } from '../support/patience.js';
 import { removeTree } from '../support/remove-tree.js';
 
 /**
@@ -75,9 +75,9 @@ async function rollout(args: string[], home: string): Promise<{ summary: Rollout
 function jsonlTask(id: string, base: 'js-slugify' | 'js-sum', line: string, workspace = `repos/${base}`): Record<string, unknown> {
   const evaluator =
     base === 'js-slugify'
-      ? { type: 'command', command: 'node "$POLAR_TASKS_DIR/checks/slugify-check.cjs"', timeout: 30 }
-      : { type: 'tests', fail_to_pass: ['node test.js'], pass_to_pass: [], timeout: 60 };
-  return { id, prompt: `${line}\nDo the task in this folder.`, workspace: { dir: workspace }, evaluator, timeout: 120 };
+      ? { type: 'command', command: 'node "$POLAR_TASKS_DIR/checks/slugify-check.cjs"', timeout: patientSeconds(30) }
+      : { type: 'tests', fail_to_pass: ['node test.js'], pass_to_pass: [], timeout: patientSeconds(60) };
+  return { id, prompt: `${line}\nDo the task in this folder.`, workspace: { dir: workspace }, evaluator, timeout: patientSeconds(120) };
 }
 
 describe.skipIf(skip !== null)(`red team on the host${skip ? ` (skipped: ${skip})` : ''}`, () => {

@@ -10,7 +10,7 @@ import { findBwrap, sandboxInsidePaths } from '../../src/sandbox/index.js';
 import { cgroupSupport } from '../../src/sandbox/limits.js';
 import { Store } from '../../src/store/store.js';
 import { writeRolloutTasks } from '../support/agent-rollout.js';
-import { patient } from '../support/patience.js';
+import { patient, patientSeconds } from '../support/patience.js';
 import { removeTree } from '../support/remove-tree.js';
 
 /**
@@ -141,7 +141,7 @@ describe.skipIf(!bwrap)('rollout in the bwrap sandbox (skipped: bubblewrap is no
           // polar writes the harness log itself, outside RLIMIT_FSIZE: it stops at the cap.
           { id: 'flood', prompt: "head -c 20000000 /dev/zero | tr '\\0' a; echo 1 > answer.txt" },
         ],
-        ['--max-procs', '64', '--max-memory', '256m', '--max-file-size', '1m', '--concurrency', '5', '--timeout', '90'],
+        ['--max-procs', '64', '--max-memory', '256m', '--max-file-size', '1m', '--concurrency', '5', '--timeout', String(patientSeconds(90))],
       );
       try {
         const s = samplesByTask(store, summary.rolloutId);

@@ -1,6 +1,7 @@
 import type { MockServer } from '../../src/mock-server/server.js';
 import { readTaskFile } from '../../src/rollout/task-file.js';
 import type { GymAgentOptions } from '../../src/train/gym-agent/agent.js';
+import { patientSeconds } from './patience.js';
 
 export interface MockGymAgent {
   mock: MockServer;
@@ -27,7 +28,7 @@ export function mockGymAgentOptions(o: MockGymAgent, extra: Partial<GymAgentOpti
     upstreamKind: 'nemo-rl',
     model: o.mock.model,
     concurrency: 1,
-    timeoutSec: 60,
+    timeoutSec: patientSeconds(60),
     sandbox: 'none',
     outDir: o.outDir,
     tasks: { file: o.tasksFile, tasks: readTaskFile(o.tasksFile) },
