@@ -6,7 +6,8 @@ import { openStore } from '../../store/open.js';
 import { emptyStats, reconstruct, type ReconstructStats } from '../../trajectory/reconstruct.js';
 import { STRATEGIES, getStrategy } from '../../trajectory/registry.js';
 import { loadTokenText } from '../../trajectory/tokenizer.js';
-import { action, jsonLines } from '../output.js';
+import { traceLines } from '../../trajectory/jsonl.js';
+import { action } from '../output.js';
 import { count } from '../plural.js';
 import { INCLUDE_REPLAYS_HELP, replaysLeftOut, withoutReplays } from '../replay-sessions.js';
 import { selectedSessions } from './export.js';
@@ -55,7 +56,7 @@ async function run(opts: ReconstructCommandOptions): Promise<void> {
   const store = await openStore(opts.db ?? defaultDbPath(), { readonly: true });
   const strategy = getStrategy(opts.strategy, { allowRerender: opts.allowRerender === true });
   const stats = emptyStats(strategy.name);
-  const out = jsonLines(opts.out);
+  const out = traceLines(opts.out);
   let replays = 0;
   try {
     const text = opts.tokenizer ? loadTokenText(opts.tokenizer) : undefined;
