@@ -18,9 +18,13 @@
  *    the sandbox ends with the command's own exit status (a signal as 128 + its number), and when
  *    the namespace's pid 1 goes, the kernel kills the forwarder with everything else in it.
  *
- * The forwarder accepts each connection and forks a relay that copies bytes both ways between it and
- * the proxy's Unix socket as they come (select, no buffering beyond one read: SSE streams on), and
- * passes a half-close on. It reaches nothing but that socket, as the Node forwarder did.
+ * The forwarder accepts each connection and forks a relay for it: two processes, one per direction,
+ * each copying bytes as they come (no buffering beyond one read: SSE streams on) with blocking
+ * reads and writes, so a peer that does not read while it writes holds up only its own direction
+ * (one loop over both directions would stop reading the client while its reply could not be
+ * written, and a client that sends its whole body before reading would then wait forever). An end
+ * of input is passed on as a half-close; an error closes the connection both ways, which ends the
+ * other direction too. It reaches nothing but the proxy's socket, as the Node forwarder did.
  *
  * No module is loaded, not even strict or Socket (Socket pulls in Carp, Exporter and warnings: 12 ms
  * of a loaded machine's start-up), so the socket calls name Linux's numbers: AF_INET 2, AF_UNIX 1,
@@ -58,7 +62,8 @@ open STDERR, '>', '/dev/null';
 while (1) {
   accept(my $c, $l) or do { select(undef, undef, undef, 0.1); next };
   my $k = fork;
-  if (!$k) { relay($c) if defined $k; exit 0 }
+  if (!defined $k) { close $c; next }
+  if (!$k) { relay($c); exit 0 }
   close $c;
 }
 sub relay {
@@ -66,18 +71,17 @@ sub relay {
   close $l;
   my $u;
   socket($u, 1, 1, 0) && connect($u, pack('S a* x', 1, $path)) or return;
-  my @fh = ($c, $u);
-  my @open = (1, 1);
-  while ($open[0] || $open[1]) {
-    my $rin = '';
-    vec($rin, fileno $fh[$_], 1) = 1 for grep { $open[$_] } 0, 1;
-    select(my $rout = $rin, undef, undef, undef) > 0 or next;
-    for my $i (0, 1) {
-      next unless $open[$i] && vec($rout, fileno $fh[$i], 1);
-      my $n = sysread $fh[$i], my $buf, 65536;
-      return unless defined $n;
-      if ($n == 0) { $open[$i] = 0; shutdown $fh[1 - $i], 1; next }
-      for (my $o = 0; $o < $n;) { my $w = syswrite $fh[1 - $i], $buf, $n - $o, $o; return unless defined $w; $o += $w }
+  my $k = fork;
+  return unless defined $k;
+  my ($from, $to) = $k ? ($c, $u) : ($u, $c);
+  while (1) {
+    my $n = sysread $from, my $buf, 65536;
+    if (!defined $n) { shutdown $from, 2; shutdown $to, 2; return }
+    if ($n == 0) { shutdown $to, 1; return }
+    for (my $o = 0; $o < $n;) {
+      my $w = syswrite $to, $buf, $n - $o, $o;
+      if (!defined $w) { shutdown $from, 2; shutdown $to, 2; return }
+      $o += $w;
     }
   }
 }

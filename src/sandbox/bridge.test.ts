@@ -20,6 +20,8 @@ import { DEFAULT_LIMITS, type ForwarderKind } from './types.js';
 const bwrap = findBwrap();
 const kinds: ForwarderKind[] = (await findForwarder()).kind === 'perl' ? ['perl', 'node'] : ['node'];
 const PORT = 4318;
+/** Bytes each way in the full-duplex test: more than the loopback's socket buffers hold. */
+const BOTH = 24 * 1024 * 1024;
 
 describe.skipIf(!bwrap).each(kinds)('the %s bridge (skipped without bubblewrap)', (kind) => {
   let root: string;
@@ -32,6 +34,12 @@ describe.skipIf(!bwrap).each(kinds)('the %s bridge (skipped without bubblewrap)'
     root = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-bridge-test-'));
     socket = await privateSocketPath();
     proxy = http.createServer((req, res) => {
+      if (req.url === '/both') {
+        // The whole reply at once, before reading the request's body: a client that writes all of
+        // its body before it reads (as this test's does) needs each direction to flow on its own.
+        res.writeHead(200, { 'content-length': String(BOTH) });
+        res.end(Buffer.alloc(BOTH, 7));
+      }
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
@@ -40,6 +48,8 @@ describe.skipIf(!bwrap).each(kinds)('the %s bridge (skipped without bubblewrap)'
           // Both directions with a body larger than any one read: its hash back, and its bytes.
           res.setHeader('x-sha', createHash('sha256').update(body).digest('hex'));
           res.end(body);
+        } else if (req.url === '/both') {
+          // Answered while the request is still coming: the reply is not waited for below.
         } else if (req.url === '/stream') {
           res.writeHead(200, { 'content-type': 'text/event-stream' });
           res.write('data: first\n\n');
@@ -81,6 +91,21 @@ describe.skipIf(!bwrap).each(kinds)('the %s bridge (skipped without bubblewrap)'
     expect(r.exitCode).toBe(0);
     expect(r.stdout.toLowerCase()).toContain(`x-sha: ${sha}`);
     expect(r.stdout).toContain(`${sha}  back.bin`);
+  });
+
+  it('keeps each direction flowing on its own: a client that sends 24 MB before reading a 24 MB reply', async () => {
+    // bash's /dev/tcp: the whole request is written (blocking) before a byte of the reply is read,
+    // while the proxy answers at once; past the socket buffers, a forwarder that stops reading
+    // the client while the client's side is full would wait forever.
+    const r = await inside(
+      `exec 3<>/dev/tcp/127.0.0.1/${PORT} && { printf 'POST /both HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: ${BOTH}\\r\\nConnection: close\\r\\n\\r\\n'; head -c ${BOTH} /dev/zero; } >&3 && cat <&3 > reply.bin`,
+    );
+    expect(r.exitCode).toBe(0);
+    const reply = fs.readFileSync(path.join(root, 'reply.bin'));
+    const bodyAt = reply.indexOf('\r\n\r\n') + 4;
+    expect(reply.subarray(0, 15).toString()).toBe('HTTP/1.1 200 OK');
+    expect(reply.length - bodyAt).toBe(BOTH);
+    expect(reply.subarray(bodyAt).every((b) => b === 7)).toBe(true);
   });
 
   it('passes a streamed reply on as it comes, before the reply ends', async () => {
