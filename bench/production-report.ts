@@ -141,9 +141,11 @@ function targets(run: RunInfo): string[] {
     // A ratio over a polar figure at or below zero (noise at c=1) says nothing.
     const ccrCell = r.na.has('ccr')
       ? ['n/a', '–']
-      : added(polar) <= 0
-        ? ['n/a (polar ≤ 0)', '–']
-        : [f(ccr), Number.isNaN(ccr) ? '–' : mark(ccr >= TARGETS.ccrRatio)];
+      : !r.samples.has('ccr')
+        ? ['–', '–']
+        : added(polar) <= 0
+          ? ['n/a (polar ≤ 0)', '–']
+          : [f(ccr), Number.isNaN(ccr) ? '–' : mark(ccr >= TARGETS.ccrRatio)];
     lines.push(
       `| ${r.api} | ${r.stream ? `streamed, ${r.metric}` : r.metric} | ${f(cpuRatio)} | ${Number.isNaN(cpuRatio) ? '–' : mark(cpuRatio <= TARGETS.cpuRatio)} | ${f(over)} | ${Number.isNaN(over) ? '–' : mark(over <= TARGETS.addedOverRelayMs)} | ${ccrCell.join(' | ')} |`,
     );
