@@ -4,7 +4,7 @@
  * perl-base, which Debian and Ubuntu mark essential (and git's own scripts need it); where it is
  * missing or its probe fails, bridge.ts falls back to the Node forwarder.
  *
- * Run as `perl -T -e PERL_BRIDGE_SOURCE -- PORT SOCKET FILE ARGS…` inside the sandbox's network
+ * Run as `perl -e PERL_BRIDGE_SOURCE -- PORT SOCKET FILE ARGS…` inside the sandbox's network
  * namespace, as the process bwrap starts:
  *
  * 1. It listens on 127.0.0.1:PORT (or exits 125 saying why). From here on a connection to the port
@@ -31,16 +31,16 @@
  * SOCK_STREAM 1, and struct sockaddr_in / sockaddr_un packed by hand. findForwarder checks them on
  * this machine before choosing Perl.
  *
- * -T (taint mode) makes Perl ignore PERL5LIB and PERL5OPT from the command's environment, which
- * belong to the command (a user's local::lib, say) and could point at modules the sandbox does not
- * show; the argv and environment are then passed on unchanged (untainted as they are).
+ * It runs with the command's environment, as the Node forwarder does. Without modules, Perl reads
+ * nothing of it but PERL5OPT (switches, -M among them, applied before the script): a command whose
+ * environment sets it gets the Node forwarder (bridge.ts). Not taint mode (-T), which would ignore
+ * PERL5OPT: it refuses to exec at all when PATH holds `.` or a world-writable folder.
  */
 /** What findForwarder runs once: the socket calls above work here (an ephemeral port, no relay). */
 export const PERL_PROBE_SOURCE = "socket(L, 2, 1, 0) && bind(L, pack('S n C4 x8', 2, 0, 127, 0, 0, 1)) && listen(L, 1) && socket(U, 1, 1, 0) or exit 1; exit 0";
 
 export const PERL_BRIDGE_SOURCE = String.raw`
-my ($port, $path, @cmd) = map { /\A(.*)\z/s } @ARGV;
-$ENV{$_} = $ENV{$_} =~ /\A(.*)\z/s ? $1 : '' for keys %ENV;
+my ($port, $path, @cmd) = @ARGV;
 my $l;
 socket($l, 2, 1, 0) && bind($l, pack('S n C4 x8', 2, $port, 127, 0, 0, 1)) && listen($l, 4096)
   or do { print STDERR "polar sandbox bridge: cannot listen on 127.0.0.1:$port: $!\n"; exit 125 };

@@ -71,12 +71,12 @@ describe.skipIf(!bwrap).each(kinds)('the %s bridge (skipped without bubblewrap)'
     fs.rmSync(root, { recursive: true, force: true });
   });
 
-  async function inside(command: string, port = PORT) {
+  async function inside(command: string, port = PORT, env: Record<string, string> = {}) {
     const jail = await openJail(
       { kind: 'bwrap', bwrap: bwrap!, network: 'proxy-only', limits: DEFAULT_LIMITS, extraReadOnly: [], forwarder: kind },
       { cwd: root, network: 'proxy-only', proxy: { port, socket: socket.path } },
     );
-    const r = await runShell(command, { cwd: root, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, timeoutMs: 60_000, wrap: (c) => jail.wrap(c) });
+    const r = await runShell(command, { cwd: root, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env }, timeoutMs: 60_000, wrap: (c) => jail.wrap(c) });
     await jail.close({ exitCode: r.exitCode, signal: r.signal });
     return r;
   }
@@ -154,6 +154,18 @@ describe.skipIf(!bwrap).each(kinds)('the %s bridge (skipped without bubblewrap)'
     expect(r.exitCode).toBe(125);
     expect(r.stderr).toContain('polar sandbox bridge: cannot listen on 127.0.0.1:80');
     expect(r.stdout).not.toContain('RAN');
+  });
+
+  it("starts the command whatever its PATH and PERL5OPT hold ('.', a world-writable folder, a module the sandbox lacks)", async () => {
+    const open = path.join(root, 'open-bin');
+    fs.mkdirSync(open, { recursive: true });
+    fs.chmodSync(open, 0o777);
+    const r = await inside(`echo ran; curl -s -m 5 http://127.0.0.1:${PORT}/path`, PORT, {
+      PATH: `.:${open}:${process.env.PATH ?? '/usr/bin:/bin'}`,
+      PERL5OPT: '-Mno::such::module',
+    });
+    expect(r.stderr).toBe('');
+    expect(r.stdout).toBe('ran\nGET /path');
   });
 
   it("stays up through the command's own process-group signals (a Ctrl-C, kill 0)", async () => {

@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import type { CommandLine } from '../core/process/command-line.js';
 import { PERL_BRIDGE_SOURCE, PERL_PROBE_SOURCE } from './bridge-perl.js';
 import type { ForwarderKind } from './types.js';
 
@@ -36,7 +37,7 @@ export async function findForwarder(prefer?: ForwarderKind): Promise<Forwarder> 
 async function probePerl(): Promise<string | null> {
   for (const file of ['/usr/bin/perl', '/bin/perl']) {
     const ok = await new Promise<boolean>((resolve) => {
-      execFile(file, ['-T', '-e', PERL_PROBE_SOURCE], { env: {}, timeout: 10_000 }, (err) => resolve(!err));
+      execFile(file, ['-e', PERL_PROBE_SOURCE], { env: {}, timeout: 10_000 }, (err) => resolve(!err));
     });
     if (ok) return file;
   }
@@ -85,10 +86,14 @@ server.listen(Number(port), '127.0.0.1', () => {
 });
 `;
 
-/** The argv that runs `file args` behind the bridge, with `forwarder`. */
-export function bridgeArgv(forwarder: Forwarder, port: number, socketInside: string, interactive: boolean, file: string, args: readonly string[]): string[] {
-  if (forwarder.kind === 'perl') return [forwarder.program, '-T', '-e', PERL_BRIDGE_SOURCE, '--', String(port), socketInside, file, ...args];
-  return bridged(forwarder.program, port, socketInside, interactive, file, args);
+/**
+ * The argv that runs `cmd` behind the bridge, with `forwarder`; Node's where the command's environment
+ * sets PERL5OPT, whose switches (a -M of a module the sandbox does not show) Perl would apply first.
+ */
+export function bridgeArgv(forwarder: Forwarder, port: number, socketInside: string, interactive: boolean, cmd: CommandLine): string[] {
+  if (forwarder.kind === 'perl' && !cmd.env.PERL5OPT)
+    return [forwarder.program, '-e', PERL_BRIDGE_SOURCE, '--', String(port), socketInside, cmd.file, ...cmd.args];
+  return bridged(forwarder.kind === 'node' ? forwarder.program : process.execPath, port, socketInside, interactive, cmd.file, cmd.args);
 }
 
 /**

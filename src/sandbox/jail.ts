@@ -123,9 +123,7 @@ export async function openJail(settings: SandboxSettings, spec: JailSpec): Promi
   return {
     home: homeInside ?? home,
     wrap(cmd) {
-      const inner = forwarder
-        ? bridgeArgv(forwarder, spec.proxy!.port, PROXY_SOCKET_INSIDE, spec.interactive === true, cmd.file, cmd.args)
-        : [cmd.file, ...cmd.args];
+      const inner = forwarder ? bridgeArgv(forwarder, spec.proxy!.port, PROXY_SOCKET_INSIDE, spec.interactive === true, cmd) : [cmd.file, ...cmd.args];
       return {
         file: shell.file,
         args: [...shell.flags, '-c', script, 'sh', settings.bwrap, ...args, ...inner],
