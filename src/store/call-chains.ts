@@ -165,10 +165,13 @@ export class ChainReader {
     };
   }
 
-  /** The whole prompt ids of a row whose stored part is `stored` and whose reference is `base`/`baseLength`. */
-  prompt(stored: readonly number[] | null, base: string | null, baseLength: number | null, resolved?: ReadonlyMap<string, readonly number[]>): number[] | null {
+  /**
+   * The whole prompt ids of a row whose stored part is `stored` and whose reference is
+   * `base`/`baseLength`, one row at a time (a whole session is read by delta-read.ts).
+   */
+  prompt(stored: readonly number[] | null, base: string | null, baseLength: number | null): number[] | null {
     if (!base || baseLength === null) return stored ? [...stored] : null;
-    const head = resolved?.get(base) ?? this.sequence(base);
+    const head = this.sequence(base);
     if (head.length < baseLength) throw new RangeError(`call ${base} holds ${head.length} tokens, fewer than the ${baseLength} a later call takes from it`);
     return [...head.slice(0, baseLength), ...(stored ?? [])];
   }
