@@ -4,8 +4,8 @@
  * perl-base, which Debian and Ubuntu mark essential (and git's own scripts need it); where it is
  * missing or its probe fails, bridge.ts falls back to the Node forwarder.
  *
- * Run as `perl -e PERL_BRIDGE_SOURCE -- PORT SOCKET FILE ARGS…` inside the sandbox's network
- * namespace, as the process bwrap starts:
+ * Run as `perl -e PERL_BRIDGE_SOURCE -- PORT SOCKET QUIET FILE ARGS…` (bridge.ts bridgeCommand)
+ * inside the sandbox's network namespace, as the process bwrap starts:
  *
  * 1. It listens on 127.0.0.1:PORT (or exits 125 saying why). From here on a connection to the port
  *    waits in the kernel's backlog, so the command may connect the moment it starts.
@@ -40,7 +40,8 @@
 export const PERL_PROBE_SOURCE = "socket(L, 2, 1, 0) && bind(L, pack('S n C4 x8', 2, 0, 127, 0, 0, 1)) && listen(L, 1) && socket(U, 1, 1, 0) or exit 1; exit 0";
 
 export const PERL_BRIDGE_SOURCE = String.raw`
-my ($port, $path, @cmd) = @ARGV;
+my ($port, $path, $quiet, @cmd) = @ARGV;
+delete $ENV{PERL_BADLANG} if $quiet;
 my $l;
 socket($l, 2, 1, 0) && bind($l, pack('S n C4 x8', 2, $port, 127, 0, 0, 1)) && listen($l, 4096)
   or do { print STDERR "polar sandbox bridge: cannot listen on 127.0.0.1:$port: $!\n"; exit 125 };

@@ -168,6 +168,13 @@ describe.skipIf(!bwrap).each(kinds)('the %s bridge (skipped without bubblewrap)'
     expect(r.stdout).toBe('ran\nGET /path');
   });
 
+  it('adds nothing to stderr or the environment where the locale is missing', async () => {
+    const r = await inside('echo "badlang=${PERL_BADLANG-unset}"', PORT, { LC_ALL: 'xx_YY.UTF-8', LANG: 'xx_YY.UTF-8' });
+    expect(r.stdout).toBe('badlang=unset\n');
+    // bash itself names the locale it cannot set; nothing else may speak.
+    expect(r.stderr.split('\n').filter((l) => l && !l.includes('setlocale'))).toEqual([]);
+  });
+
   it("stays up through the command's own process-group signals (a Ctrl-C, kill 0)", async () => {
     const r = await inside(`trap '' INT HUP QUIT; kill -INT 0; kill -HUP 0; kill -QUIT 0; curl -s -m 5 http://127.0.0.1:${PORT}/after`);
     expect(r.stdout).toContain('GET /after');

@@ -87,13 +87,22 @@ server.listen(Number(port), '127.0.0.1', () => {
 `;
 
 /**
- * The argv that runs `cmd` behind the bridge, with `forwarder`; Node's where the command's environment
- * sets PERL5OPT, whose switches (a -M of a module the sandbox does not show) Perl would apply first.
+ * `cmd` behind the bridge, with `forwarder`; Node's where the command's environment sets PERL5OPT,
+ * whose switches (a -M of a module the sandbox does not show) Perl would apply first. Perl starts
+ * with PERL_BADLANG=0 unless the command's environment says otherwise (a LANG this machine has no
+ * locale for would make it print five lines of warning per sample) and drops it before the exec.
  */
-export function bridgeArgv(forwarder: Forwarder, port: number, socketInside: string, interactive: boolean, cmd: CommandLine): string[] {
-  if (forwarder.kind === 'perl' && !cmd.env.PERL5OPT)
-    return [forwarder.program, '-e', PERL_BRIDGE_SOURCE, '--', String(port), socketInside, cmd.file, ...cmd.args];
-  return bridged(forwarder.kind === 'node' ? forwarder.program : process.execPath, port, socketInside, interactive, cmd.file, cmd.args);
+export function bridgeCommand(forwarder: Forwarder, port: number, socketInside: string, interactive: boolean, cmd: CommandLine): CommandLine {
+  if (forwarder.kind === 'perl' && !cmd.env.PERL5OPT) {
+    const quiet = cmd.env.PERL_BADLANG === undefined;
+    return {
+      file: forwarder.program,
+      args: ['-e', PERL_BRIDGE_SOURCE, '--', String(port), socketInside, quiet ? '1' : '0', cmd.file, ...cmd.args],
+      env: quiet ? { ...cmd.env, PERL_BADLANG: '0' } : cmd.env,
+    };
+  }
+  const [file, ...args] = bridged(forwarder.kind === 'node' ? forwarder.program : process.execPath, port, socketInside, interactive, cmd.file, cmd.args);
+  return { file: file!, args, env: cmd.env };
 }
 
 /**

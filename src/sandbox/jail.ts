@@ -5,7 +5,7 @@ import path from 'node:path';
 import { PolarError } from '../core/errors.js';
 import type { CommandLine } from '../core/process/command-line.js';
 import { bwrapArgs, PROXY_SOCKET_INSIDE, type Bind } from './args.js';
-import { bridgeArgv, findForwarder } from './bridge.js';
+import { bridgeCommand, findForwarder } from './bridge.js';
 import { checkInheritedFds, enterShell } from './fds.js';
 import { cgroupSupport, createGroup, enterScript, rlimitReason, formatBytes, type SampleGroup } from './limits.js';
 import type { NetworkMode, SandboxSettings } from './types.js';
@@ -123,11 +123,11 @@ export async function openJail(settings: SandboxSettings, spec: JailSpec): Promi
   return {
     home: homeInside ?? home,
     wrap(cmd) {
-      const inner = forwarder ? bridgeArgv(forwarder, spec.proxy!.port, PROXY_SOCKET_INSIDE, spec.interactive === true, cmd) : [cmd.file, ...cmd.args];
+      const inner = forwarder ? bridgeCommand(forwarder, spec.proxy!.port, PROXY_SOCKET_INSIDE, spec.interactive === true, cmd) : cmd;
       return {
         file: shell.file,
-        args: [...shell.flags, '-c', script, 'sh', settings.bwrap, ...args, ...inner],
-        env: { ...cmd.env, HOME: homeInside ?? home, TMPDIR: '/tmp' },
+        args: [...shell.flags, '-c', script, 'sh', settings.bwrap, ...args, inner.file, ...inner.args],
+        env: { ...inner.env, HOME: homeInside ?? home, TMPDIR: '/tmp' },
       };
     },
     async close(exit) {
