@@ -104,6 +104,11 @@ const evaluatorOutputs: string[] = [];
 let checkerBefore: string;
 /** The rollout now running, if any. */
 let rolloutChild: ChildProcess | undefined;
+/**
+ * Set by afterAll: a beforeAll that timed out is not stopped by vitest, and went on to start the
+ * next rollout after afterAll had ended the last one (an orphan writing into a removed folder).
+ */
+let suiteEnding = false;
 
 /** The rollout's command line; limits and the agent's read-only folder where this polar has them. */
 function rolloutArgs(tasks: string, db: string, outDir: string): string[] {
@@ -131,6 +136,7 @@ function rolloutArgs(tasks: string, db: string, outDir: string): string[] {
  * somehow (ids are not secrets; only the per-session key may open a session).
  */
 async function rollout(name: string, tasks: string, upstream: string, dropSibling: boolean): Promise<Rollout> {
+  if (suiteEnding) throw new Error(`not starting rollout ${name}: the suite is ending (its setup ran past its timeout)`);
   const db = path.join(root, `db-${name}`, 'polar.db');
   fs.mkdirSync(path.dirname(db));
   // A file beside the database the agent must not read.
@@ -432,6 +438,7 @@ describe.skipIf(!bwrap)(
 
     afterAll(async () => {
       listener?.close();
+      suiteEnding = true;
       await endChild(rolloutChild);
       // Whatever an escaped write left on the host outside our folder.
       for (const f of [`/tmp/escaped-${marker}`, `/var/tmp/escaped-${marker}`, `/tmp/escaped-${marker}.eval`, `/var/tmp/escaped-${marker}.eval`])

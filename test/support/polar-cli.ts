@@ -1,6 +1,8 @@
-import { execFile } from 'node:child_process';
+import { type ChildProcess, execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { onTestFinished } from 'vitest';
+import { endChild } from './end-child.js';
 
 /** The built CLI (`npm run build` first: it runs dist/). */
 export const POLAR_BIN = path.resolve(__dirname, '../../bin/polar.js');
@@ -30,15 +32,30 @@ export interface PolarCliOptions {
 export async function polarCli(args: string[], opts: PolarCliOptions = {}): Promise<PolarCliResult> {
   try {
     // Unset options stay unset: execFile reads an undefined maxBuffer as no limit, not its default.
-    const { stdout, stderr } = await run(process.execPath, [POLAR_BIN, ...args], {
+    const running = run(process.execPath, [POLAR_BIN, ...args], {
       env: opts.env ?? { ...process.env, NO_COLOR: '1' },
       ...(opts.timeout === undefined ? {} : { timeout: opts.timeout }),
       ...(opts.maxBuffer === undefined ? {} : { maxBuffer: opts.maxBuffer }),
     });
+    endWithTest(running.child);
+    const { stdout, stderr } = await running;
     return { code: 0, stdout, stderr };
   } catch (err) {
     const e = err as { code: number; stdout: string; stderr: string };
     return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+/**
+ * A test that ends (passed, failed, or past its timeout: vitest does not stop its function) ends the
+ * polar it started and waits for it, so nothing writes into the folder the file's afterAll removes.
+ * Called from a hook there is no test to follow: the hook's own cleanup is in charge.
+ */
+function endWithTest(child: ChildProcess): void {
+  try {
+    onTestFinished(() => endChild(child));
+  } catch {
+    // not inside a test
   }
 }
 
