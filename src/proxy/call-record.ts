@@ -160,10 +160,10 @@ export class CallRecord {
    * Writes what a streaming call has received so far, so a crash keeps it (the row is marked
    * `interrupted` later). Best effort: a failed checkpoint never disturbs the reply.
    */
-  checkpoint(tokens: CapturedTokens, reply: string): void {
+  checkpoint(tokens: CapturedTokens, reply: BodyText): void {
     if (!this.begun || this.ended) return;
     try {
-      this.store.requests.checkpoint(this.start.id, tokens, this.scrub(reply) ?? '');
+      this.store.requests.checkpoint(this.start.id, tokens, this.scrubBody(reply) ?? '');
     } catch {
       // the final write reports store failures; a missed checkpoint only loses crash coverage
     }
@@ -181,7 +181,7 @@ export class CallRecord {
         this.start.id,
         {
           ...rest,
-          reply: this.scrub(end.reply),
+          reply: this.scrubBody(end.reply),
           // Serialised here so it is scrubbed like every other text: a reply may echo a key.
           assistantMessage: end.assistantMessage === undefined || end.assistantMessage === null ? null : this.scrub(JSON.stringify(end.assistantMessage)),
           error: this.scrub(end.error ?? null),

@@ -252,7 +252,7 @@ async function relayChunks(chunks: AsyncIterable<UpstreamChunk>, { call, transla
     if (Date.now() - checkpointed >= CHECKPOINT_EVERY_MS) {
       checkpointed = Date.now();
       out.flush();
-      call.checkpoint(collected.tokensSoFar(), out.text());
+      call.checkpoint(collected.tokensSoFar(), out.bytes());
     }
   }
 }
@@ -264,7 +264,7 @@ function commitStream({ call, collected, out }: Relay, closing: string): CallOut
   call.end({
     status: 'ok',
     httpStatus: 200,
-    reply: out.text() + closing,
+    reply: out.bytes(closing),
     finishReason: collected.finishReason,
     usage: collected.usage,
     usageCounts: reportedUsage(collected.usage),
@@ -287,7 +287,7 @@ function failStream(res: ServerResponse, { call, translator, collected, out }: R
   recordQuietly(call, {
     status: aborted ? 'aborted' : 'error',
     httpStatus: 200,
-    reply: out.text() + tail,
+    reply: out.bytes(tail),
     error: aborted ? 'harness disconnected mid-stream' : error.message,
     errorCode: error.code,
     finishReason: collected.finishReason,

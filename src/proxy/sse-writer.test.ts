@@ -8,8 +8,8 @@ import { SseWriter } from './sse-writer.js';
 function fakeResponse(accept = true) {
   const log: string[] = [];
   const res = Object.assign(new EventEmitter(), {
-    write: (text: string) => {
-      log.push(`write ${text.trim()}`);
+    write: (bytes: Buffer) => {
+      log.push(`write ${bytes.toString('utf8').trim()}`);
       return accept;
     },
   });
@@ -28,11 +28,21 @@ describe('SseWriter', () => {
     await new Promise((r) => process.nextTick(r));
     expect(log).toEqual(['write data: a\n\nevent: e\ndata: b\n\ndata: c']);
     expect(sends).toBe(1);
-    expect(out.text()).toBe('data: a\n\nevent: e\ndata: b\n\ndata: c\n\n');
+    expect(out.bytes().toString('utf8')).toBe('data: a\n\nevent: e\ndata: b\n\ndata: c\n\n');
     await out.write([{ data: 'd' }]);
     await new Promise((r) => process.nextTick(r));
     expect(log).toHaveLength(2);
     expect(sends).toBe(2);
+  });
+
+  it('keeps the bytes it wrote as the reply, with what is translated but not yet written and a tail after them', async () => {
+    const { res } = fakeResponse();
+    const out = new SseWriter(res, () => {});
+    await out.write([{ data: 'café 🚀' }]);
+    out.flush();
+    await out.write([{ data: 'b' }]);
+    expect(out.bytes('data: [DONE]\n\n')).toEqual(Buffer.from('data: café 🚀\n\ndata: b\n\ndata: [DONE]\n\n', 'utf8'));
+    expect(out.bytes().toString('utf8')).toBe('data: café 🚀\n\ndata: b\n\n');
   });
 
   it('writes at once when asked (before a database write), and what it wrote only once', async () => {

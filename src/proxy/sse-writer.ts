@@ -10,10 +10,14 @@ import { formatSseEvent } from '../core/sse/write.js';
  * written (a checkpoint, the final commit), so that what is translated goes out first. One write a
  * turn, not one an event: in chunked encoding each `res.write` adds a size line and two buffers to
  * the socket's writev, and a 300-token reply from a server that streams one token an event arrives
- * in bursts of tens of events.
+ * in bursts of tens of events. The text is encoded once, and those bytes are both written and
+ * kept as the record's reply: a string kept for the record would survive every young-generation
+ * collection of a long reply (copied each time, then promoted) and be encoded to UTF-8 a second
+ * time when the row is written.
  */
 export class SseWriter {
-  private readonly sent: string[] = [];
+  private readonly sent: Buffer[] = [];
+  private sentBytes = 0;
   /** Text translated this turn, not yet handed to the response. */
   private readonly pending: string[] = [];
   private scheduled = false;
@@ -30,7 +34,6 @@ export class SseWriter {
   async write(events: SseEvent[]): Promise<void> {
     if (events.length > 0) {
       const text = events.length === 1 ? formatSseEvent(events[0]!) : events.map(formatSseEvent).join('');
-      this.sent.push(text);
       this.pending.push(text);
       if (!this.scheduled) {
         this.scheduled = true;
@@ -44,10 +47,12 @@ export class SseWriter {
   readonly flush = (): void => {
     this.scheduled = false;
     if (this.pending.length === 0) return;
-    const text = this.pending.length === 1 ? this.pending[0]! : this.pending.join('');
+    const bytes = Buffer.from(this.pending.length === 1 ? this.pending[0]! : this.pending.join(''), 'utf8');
     this.pending.length = 0;
+    this.sent.push(bytes);
+    this.sentBytes += bytes.length;
     this.onSend();
-    if (!this.res.write(text) && !this.blocked) {
+    if (!this.res.write(bytes) && !this.blocked) {
       const blocked = drained(this.res).finally(() => {
         if (this.blocked === blocked) this.blocked = null;
       });
@@ -57,9 +62,14 @@ export class SseWriter {
     }
   };
 
-  /** Everything written so far. */
-  text(): string {
-    return this.sent.join('');
+  /**
+   * Everything written so far (and translated but not yet flushed: a stream that failed records
+   * all it translated, as it did when each event was written at once), then `tail` (the closing
+   * events, or an error). Writes nothing.
+   */
+  bytes(tail = ''): Buffer {
+    const rest = this.pending.length > 0 || tail ? Buffer.from(this.pending.join('') + tail, 'utf8') : null;
+    return Buffer.concat(rest ? [...this.sent, rest] : this.sent, this.sentBytes + (rest?.length ?? 0));
   }
 }
 

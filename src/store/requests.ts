@@ -47,7 +47,8 @@ export interface RequestEnd {
   endedAt: number;
   status: Exclude<RequestStatus, 'in_progress' | 'interrupted'>;
   httpStatus: number | null;
-  reply: string | null;
+  /** As sent: text, or its UTF-8 bytes (a streamed reply, kept as the bytes that went out), stored as TEXT either way. */
+  reply: BodyText | null;
   error?: string | null;
   errorCode?: string | null;
   finishReason?: string | null;
@@ -110,7 +111,7 @@ const END_COLUMNS = {
   ended_at: '@endedAt',
   status: '@status',
   http_status: '@httpStatus',
-  reply: '@reply',
+  reply: 'CAST(@reply AS TEXT)',
   error: '@error',
   error_code: '@errorCode',
   finish_reason: '@finishReason',
@@ -172,7 +173,7 @@ export class RequestsTable {
     this.checkpointStmt = db.prepare(
       `UPDATE requests SET token_source = @tokenSource, prompt_ids = @promptIds, prompt_base = @promptBase, prompt_base_len = @promptBaseLen,
                            sampled_ids = @sampledIds, logprobs = @logprobs, token_digest = @tokenDigest,
-                           prompt_token_count = @promptTokenCount, sampled_token_count = @sampledTokenCount, reply = @reply
+                           prompt_token_count = @promptTokenCount, sampled_token_count = @sampledTokenCount, reply = CAST(@reply AS TEXT)
         WHERE id = @id AND status = 'in_progress'`,
     );
     this.endStmt = db.prepare(
@@ -308,7 +309,7 @@ export class RequestsTable {
    * written while it is still in progress: if the process dies, the row keeps them and is later
    * marked `interrupted` (owners.ts). Never trainable, since the call did not finish.
    */
-  checkpoint(id: string, tokens: CapturedTokens, reply: string): void {
+  checkpoint(id: string, tokens: CapturedTokens, reply: BodyText): void {
     this.checkpointStmt.run({ id, reply, ...this.tokenColumns(id, tokens).columns });
   }
 
