@@ -9,6 +9,7 @@
  * argument still sees it in its own argv, so prefer the env variables below where the CLI reads them.
  * Not checked against any particular CLI.
  */
+import { shellQuote } from '../core/process/shell.js';
 import { PolarError } from '../core/errors.js';
 import { privateDirs } from './private-files.js';
 import type { Harness, HarnessCommand, HarnessContext } from './types.js';
@@ -21,11 +22,6 @@ const PLACEHOLDER = /\{([a-z_]+)\}/g;
 
 /** The env variable `{api_key}` expands from. */
 const KEY_VAR = 'POLAR_API_KEY';
-
-/** POSIX single quoting: nothing inside '…' is special, and a quote is closed, escaped, reopened. */
-export function shellQuote(value: string): string {
-  return `'${value.replace(/'/g, `'\\''`)}'`;
-}
 
 function isPlaceholder(name: string): name is Placeholder {
   return (CUSTOM_PLACEHOLDERS as readonly string[]).includes(name);

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { PolarError } from '../core/errors.js';
 import { newId } from '../core/ids.js';
+import { shellQuote } from '../core/process/shell.js';
 import { closeFdsScript } from './fds.js';
 import type { SandboxLimits } from './types.js';
 
@@ -164,7 +165,7 @@ export function fileSizeUlimit(bytes: number, block: 512 | 1024 = 512): string {
  * becomes `"$@"` (bwrap).
  */
 export function enterScript(procsFiles: readonly string[], limits: SandboxLimits, cpuByRlimit: boolean, bash: boolean): string {
-  const parts = procsFiles.map((f) => `echo $$ > ${shellWord(f)}`);
+  const parts = procsFiles.map((f) => `echo $$ > ${shellQuote(f)}`);
   if (limits.maxFileSizeBytes > 0) parts.push(fileSizeUlimit(limits.maxFileSizeBytes, bash ? 1024 : 512));
   if (cpuByRlimit && limits.maxCpuSeconds > 0) parts.push(`ulimit -t ${limits.maxCpuSeconds}`);
   parts.push('exec "$@"');
@@ -249,8 +250,4 @@ function writeIfThere(file: string, value: string): void {
   } catch {
     // an older kernel without the file
   }
-}
-
-function shellWord(s: string): string {
-  return `'${s.replace(/'/g, `'\\''`)}'`;
 }

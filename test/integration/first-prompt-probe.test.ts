@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { qwen3ModelDir } from '../../src/core/bundled-tokenizer.js';
-import { createCustomHarness, shellQuote } from '../../src/harness/custom.js';
+import { shellQuote } from '../../src/core/process/shell.js';
+import { createCustomHarness } from '../../src/harness/custom.js';
 import { findBwrap } from '../../src/sandbox/index.js';
 import { probeFirstPrompts } from '../../src/train/first-prompt-probe.js';
 import { BUNDLED_QWEN3, loadChatTemplate } from '../../src/upstream/tito/chat-template.js';

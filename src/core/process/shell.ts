@@ -14,6 +14,11 @@ export interface ShellResult {
 
 const OUTPUT_TAIL = 64 * 1024;
 
+/** POSIX single quoting: nothing inside '…' is special, and a quote is closed, escaped, reopened. */
+export function shellQuote(value: string): string {
+  return `'${value.replace(/'/g, `'\\''`)}'`;
+}
+
 /**
  * A task's shell command (setup, evaluator): `bash -c` in its own process group, so a timeout ends
  * everything it started; output kept as bounded tails. Never throws for the command's own failure.

@@ -1,6 +1,6 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { runShell } from '../../core/process/shell.js';
+import { runShell, shellQuote } from '../../core/process/shell.js';
 import type { HarnessCommand } from '../../harness/types.js';
 import { baseEnvironment } from '../../harness/env.js';
 import { openJail, type Bind } from '../../sandbox/index.js';
@@ -53,7 +53,12 @@ export function hostEnvironment(deps: EnvironmentDeps, spec: SampleSpec): Sample
       if (rewardDir) await fs.rm(rewardDir, { recursive: true, force: true });
       throw new StageError('post', `${cmd.what}: the sandbox would not open: ${err.message}`);
     });
-    const r = await runShell(cmd.command, { cwd, env: cmd.env, timeoutMs: cmd.timeoutMs, wrap: (c: HarnessCommand) => jail.wrap(c) });
+    const r = await runShell(boxed ? killWhenDone(cmd.command) : cmd.command, {
+      cwd,
+      env: cmd.env,
+      timeoutMs: cmd.timeoutMs,
+      wrap: (c: HarnessCommand) => jail.wrap(c),
+    });
     // Closing the jail ends everything the command started before a reward file is read.
     const limit = await jail.close({ exitCode: r.exitCode, signal: r.signal });
     return {
@@ -167,4 +172,17 @@ function prepared(ws: PreparedWorkspace | null): PreparedWorkspace {
 async function scratch(deps: EnvironmentDeps): Promise<string> {
   await fs.mkdir(deps.scratch, { recursive: true, mode: 0o700 });
   return deps.scratch;
+}
+
+/**
+ * The verifier's command, then at once, in the same shell, every other process of the sandbox's
+ * PID namespace killed (one kill(-1), which spares only bwrap's init and the caller), its exit
+ * status kept. Without it, what test.sh left running lived until bwrap's init saw the command end
+ * and the namespace went: on a loaded machine, long enough for a loop that waits for test.sh to
+ * end to rewrite reward.txt (red-team.test.ts, verify-daemon). What is left is the instant between
+ * the command's end and this kill, as in a container (container.ts, STOP_WHEN_DONE). Only inside
+ * the sandbox: with `--sandbox none`, kill(-1) would reach every process of the user.
+ */
+function killWhenDone(command: string): string {
+  return `bash -c ${shellQuote(command)}; rc=$?; kill -KILL -1 2>/dev/null; exit $rc`;
 }
