@@ -14,7 +14,7 @@ import { gymRows } from '../../src/train/gym-agent/wiring.js';
 import { writeFixtureCheckout } from '../support/nemo-rl-checkout.js';
 import { startTestPostgres } from '../support/postgres.js';
 import { expectSessionCapturedExactly, harnessRolloutArgs, polarE2e, postGymRuns, startPolarServer } from './support.js';
-import { patient } from '../support/patience.js';
+import { patient, patientSeconds } from '../support/patience.js';
 import { removeTree } from '../support/remove-tree.js';
 
 /**
@@ -66,9 +66,9 @@ function writeTask(ds: string): void {
       'correct = ["test ! -e /tests && test ! -e /solution && cat /built.txt > answer.txt"]',
       'wrong = ["echo nope > answer.txt"]',
       '[verifier]',
-      'timeout_sec = 60.0',
+      `timeout_sec = ${patientSeconds(60)}.0`,
       '[agent]',
-      'timeout_sec = 120.0',
+      `timeout_sec = ${patientSeconds(120)}.0`,
       '[environment]',
       'allow_internet = false',
       'cpus = 1',

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { workingEngines } from '../../src/rollout/harbor/environment.js';
 import { polarE2e } from './support.js';
-import { patient } from '../support/patience.js';
+import { patient, patientSeconds } from '../support/patience.js';
 import { removeTree } from '../support/remove-tree.js';
 
 /**
@@ -27,8 +27,7 @@ function task(name: string, files: Record<string, string>): void {
 beforeAll(() => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-e2e-shapes-'));
   task('separate', {
-    'task.toml':
-      'version = "1.0"\nartifacts = ["/app/answer.txt"]\n[verifier]\ntimeout_sec = 60.0\nenvironment_mode = "separate"\n[agent]\ntimeout_sec = 60.0\n',
+    'task.toml': `version = "1.0"\nartifacts = ["/app/answer.txt"]\n[verifier]\ntimeout_sec = ${patientSeconds(60)}.0\nenvironment_mode = "separate"\n[agent]\ntimeout_sec = ${patientSeconds(60)}.0\n`,
     'instruction.md': 'Write 42 to /app/answer.txt.\n',
     'environment/Dockerfile': 'FROM debian:12-slim\nWORKDIR /app\n',
     // The verifier's own image: /tests is its, and a marker only it has.
@@ -38,7 +37,7 @@ beforeAll(() => {
     'solution/solve.sh': '#!/bin/bash\necho 42 > /app/answer.txt\n',
   });
   task('metrics', {
-    'task.toml': 'version = "1.0"\n[verifier]\ntimeout_sec = 60.0\n[agent]\ntimeout_sec = 60.0\n',
+    'task.toml': `version = "1.0"\n[verifier]\ntimeout_sec = ${patientSeconds(60)}.0\n[agent]\ntimeout_sec = ${patientSeconds(60)}.0\n`,
     'instruction.md': 'Write ok to /app/out.txt.\n',
     'environment/Dockerfile': 'FROM debian:12-slim\nWORKDIR /app\n',
     // Metrics only, no "reward" key: Harbor reads each field as a metric.

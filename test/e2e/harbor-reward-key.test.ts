@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bwrapProblem, findBwrap } from '../../src/sandbox/index.js';
 import { Store } from '../../src/store/store.js';
 import { BIN } from './support.js';
-import { patient } from '../support/patience.js';
+import { patient, patientSeconds } from '../support/patience.js';
 import { removeTree } from '../support/remove-tree.js';
 
 /**
@@ -23,7 +23,7 @@ let dir: string;
 let task: string;
 
 const FILES: Record<string, string> = {
-  'task.toml': 'version = "1.0"\n\n[verifier]\ntimeout_sec = 60.0\n\n[agent]\ntimeout_sec = 60.0\n',
+  'task.toml': `version = "1.0"\n\n[verifier]\ntimeout_sec = ${patientSeconds(60)}.0\n\n[agent]\ntimeout_sec = ${patientSeconds(60)}.0\n`,
   'instruction.md': 'Create the file /app/done.\n',
   'environment/Dockerfile': 'FROM debian:12\nWORKDIR /app\n',
   'solution/solve.sh': '#!/bin/bash\necho yes > /app/done\n',

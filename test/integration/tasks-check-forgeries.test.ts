@@ -7,7 +7,7 @@ import { FORGERY_NAMES } from '../../src/rollout/forgeries/index.js';
 import { workingEngines } from '../../src/rollout/harbor/environment.js';
 import { bwrapProblem, findBwrap } from '../../src/sandbox/index.js';
 import { polarCli } from '../support/polar-cli.js';
-import { patient } from '../support/patience.js';
+import { patient, patientSeconds } from '../support/patience.js';
 import { removeTree } from '../support/remove-tree.js';
 
 /**
@@ -182,7 +182,7 @@ function writeAnswerTask(ds: string): void {
   for (const d of ['environment', 'tests', 'solution']) fs.mkdirSync(path.join(t, d), { recursive: true });
   fs.writeFileSync(
     path.join(t, 'task.toml'),
-    'version = "1.0"\n[verifier]\ntimeout_sec = 60.0\n[agent]\ntimeout_sec = 120.0\n[environment]\nallow_internet = false\n',
+    `version = "1.0"\n[verifier]\ntimeout_sec = ${patientSeconds(60)}.0\n[agent]\ntimeout_sec = ${patientSeconds(120)}.0\n[environment]\nallow_internet = false\n`,
   );
   fs.writeFileSync(path.join(t, 'instruction.md'), 'Write the answer to /app/question.txt into /app/answer.txt.\n');
   fs.writeFileSync(path.join(t, 'environment', 'question.txt'), 'What is six times seven?\n');

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { Store } from '../../../src/store/store.js';
 import type { SampleRow } from '../../../src/store/rollouts.js';
 import { POLAR_BIN } from '../polar-cli.js';
+import { patientSeconds } from '../patience.js';
 
 /**
  * Task copies for the red-team suite (issue 31): each sample of a rollout gets its own task, so one
@@ -33,7 +34,16 @@ export function shellTask(ds: string, name: string, solve: string): void {
   for (const d of ['environment', 'tests', 'solution']) fs.mkdirSync(path.join(task, d), { recursive: true });
   fs.writeFileSync(
     path.join(task, 'task.toml'),
-    ['version = "1.0"', '[verifier]', 'timeout_sec = 60.0', '[agent]', 'timeout_sec = 120.0', '[environment]', 'allow_internet = false', ''].join('\n'),
+    [
+      'version = "1.0"',
+      '[verifier]',
+      `timeout_sec = ${patientSeconds(60)}.0`,
+      '[agent]',
+      `timeout_sec = ${patientSeconds(120)}.0`,
+      '[environment]',
+      'allow_internet = false',
+      '',
+    ].join('\n'),
   );
   fs.writeFileSync(path.join(task, 'instruction.md'), 'Write `right` to /app/answer.txt.\n');
   fs.writeFileSync(path.join(task, 'environment', 'Dockerfile'), 'FROM debian:12-slim\nWORKDIR /app\nCOPY start.txt .\n');
