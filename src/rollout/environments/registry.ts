@@ -1,4 +1,3 @@
-import type { RolloutTask } from '../task-file.js';
 import { containerEnvironment } from './container.js';
 import type { EnvironmentDeps, SampleSpec } from './deps.js';
 import { hostEnvironment } from './host.js';
@@ -20,8 +19,4 @@ const ENVIRONMENTS: Record<'host' | 'docker' | 'podman', EnvironmentFactory> = {
 export function openEnvironment(name: 'host' | 'docker' | 'podman' | undefined, deps: EnvironmentDeps, spec: SampleSpec): SampleEnvironment {
   const chosen = spec.task.harbor ? (name ?? 'host') : 'host';
   return ENVIRONMENTS[chosen](deps, spec);
-}
-
-export function environmentFor(name: 'host' | 'docker' | 'podman' | undefined, task: RolloutTask): 'host' | 'docker' | 'podman' {
-  return task.harbor ? (name ?? 'host') : 'host';
 }
