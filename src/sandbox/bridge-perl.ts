@@ -13,7 +13,11 @@
  *    pid 1), not the command's: a command that waits for or counts its children never meets it.
  *    The forwarder leaves the process group (Ctrl-C and Ctrl-Z at a terminal, `kill 0` reach the
  *    command only), ignores the terminal's signals and holds none of the command's stdio, so the
- *    command's output ends when the command does.
+ *    command's output ends when the command does. The middle process leaves the group and ignores
+ *    the signals before it forks the forwarder and exits, so the forwarder has both from its first
+ *    instruction: the command starts only after the middle process is gone, and a `kill 0` at once
+ *    can no longer land before the forwarder has done it (bridge.test.ts, 'stays up …', failed
+ *    about once in a suite run that way).
  * 3. It then becomes the command (exec; 127 and why if it cannot), keeping the pid bwrap waits for:
  *    the sandbox ends with the command's own exit status (a signal as 128 + its number), and when
  *    the namespace's pid 1 goes, the kernel kills the forwarder with everything else in it.
@@ -54,9 +58,9 @@ if ($child) {
   print STDERR "polar sandbox: cannot start $cmd[0]: $!\n";
   exit 127;
 }
-fork and exit 0;
 setpgrp(0, 0);
 $SIG{$_} = 'IGNORE' for qw(INT QUIT HUP TSTP TTIN TTOU PIPE CHLD);
+fork and exit 0;
 open STDIN, '<', '/dev/null';
 open STDOUT, '>', '/dev/null';
 open STDERR, '>', '/dev/null';
