@@ -35,6 +35,22 @@ import { format, type Memory, type Row, type RunInfo } from './production-report
 import { apiName, buildBodies, ROOT, spawnJsonLine, startPolar, stop, turnOrder, writeResultsSection, type Body } from './paths.js';
 
 const argv = process.argv.slice(2);
+const USAGE = `usage: npm run bench:production -- [--quick] [--rounds N] [--baseline DIR] [--paths relay,polar,ccr] [--bodies FILE]
+  [--polar-node-args 'NODE FLAGS'] [--prompt-tokens N] [--sampled-tokens N] [--chunk-ms MS] [--write]
+(the header of bench/production.ts says what each does)`;
+const VALUED = ['--rounds', '--baseline', '--paths', '--bodies', '--polar-node-args', '--prompt-tokens', '--sampled-tokens', '--chunk-ms'];
+if (argv.includes('--help') || argv.includes('-h')) {
+  process.stdout.write(`${USAGE}\n`);
+  process.exit(0);
+}
+// A mistyped flag (--baselin) would otherwise run the whole bench without what it asked for.
+for (let i = 0; i < argv.length; i++) {
+  if (VALUED.includes(argv[i]!)) i++;
+  else if (argv[i] !== '--quick' && argv[i] !== '--write') {
+    process.stderr.write(`bench:production: unknown argument ${JSON.stringify(argv[i])}\n${USAGE}\n`);
+    process.exit(2);
+  }
+}
 const flag = (name: string): string | undefined => {
   const at = argv.indexOf(name);
   return at >= 0 ? argv[at + 1] : undefined;
