@@ -10,6 +10,7 @@ import { findBwrap } from './find.js';
 import { openJail } from './jail.js';
 import { privateSocketPath } from './socket.js';
 import { DEFAULT_LIMITS, type ForwarderKind } from './types.js';
+import { processesWith } from '../../test/support/processes.js';
 
 /**
  * The proxy-only bridge against real bubblewrap, with each forwarder (bridge.ts): it relays both
@@ -195,16 +196,7 @@ describe.skipIf(!bwrap).each(kinds)('the %s bridge (skipped without bubblewrap)'
     expect(children).toMatch(/^children: ps -o args= --ppid \d+$/);
     // While the command ran, its forwarder (whose argv carries the command's) was there.
     expect(forwarders).toBe('1');
-    const left = fs
-      .readdirSync('/proc')
-      .filter((p) => /^\d+$/.test(p))
-      .filter((p) => {
-        try {
-          return fs.readFileSync(`/proc/${p}/cmdline`, 'utf8').includes(marker);
-        } catch {
-          return false;
-        }
-      });
+    const left = processesWith(marker);
     expect(left).toEqual([]);
   });
 });

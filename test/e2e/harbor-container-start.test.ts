@@ -9,6 +9,7 @@ import { dockerApi } from '../support/docker-api.js';
 import { polarE2e } from './support.js';
 import { patient } from '../support/patience.js';
 import { removeTree } from '../support/remove-tree.js';
+import { processesWith } from '../support/processes.js';
 
 /**
  * Containers that start (issue 32, 3), under podman and under docker, where no docker daemon runs,
@@ -191,14 +192,7 @@ for (const { engine, skip } of ENGINES) {
         // process tree). Waited for, with a generous safety net. docker builds in its daemon, which
         // decides (podman's Docker API runs the build to its end).
         if (engine !== 'podman') return;
-        const running = () =>
-          fs.readdirSync('/proc').some((p) => {
-            try {
-              return /^\d+$/.test(p) && fs.readFileSync(`/proc/${p}/cmdline`, 'utf8').includes(nonce);
-            } catch {
-              return false;
-            }
-          });
+        const running = () => processesWith(nonce).length > 0;
         for (let i = 0; i < 600 && running(); i++) await new Promise((res) => setTimeout(res, 100));
         expect(running()).toBe(false);
       },

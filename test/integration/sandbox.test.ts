@@ -10,6 +10,7 @@ import { cgroupSupport } from '../../src/sandbox/limits.js';
 import { startTestProxy, type TestProxy } from '../support/start-proxy.js';
 import { patient } from '../support/patience.js';
 import { removeTree } from '../support/remove-tree.js';
+import { processesWith } from '../support/processes.js';
 
 /**
  * The sandbox against real bubblewrap: what a command inside can and cannot reach. Each test runs
@@ -167,16 +168,7 @@ describe.skipIf(!bwrap)('bwrap sandbox (skipped: bubblewrap is not installed; ap
   it('leaves no daemon behind', async () => {
     const marker = `polar-daemon-${process.pid}-${Date.now()}`;
     await inside(`setsid nohup sh -c 'sleep 1000; : ${marker}' >/dev/null 2>&1 & echo started`);
-    const left = fs
-      .readdirSync('/proc')
-      .filter((p) => /^\d+$/.test(p))
-      .filter((p) => {
-        try {
-          return fs.readFileSync(`/proc/${p}/cmdline`, 'utf8').includes(marker);
-        } catch {
-          return false;
-        }
-      });
+    const left = processesWith(marker);
     expect(left).toEqual([]);
   });
 
