@@ -4,7 +4,8 @@
  * server sent survives (a float32 column would round it).
  */
 
-const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
+/** Whether typed arrays here hold their values in the stored byte order (little-endian), so a BLOB can be viewed as one. */
+export const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
 
 export function packUint32(ids: ArrayLike<number>): Buffer {
   // A Uint32Array is already this layout on a little-endian machine: its bytes, without a copy.

@@ -13,7 +13,17 @@ export type TokenIds = readonly number[] | Uint32Array;
 
 /** Ids as a JSON-ready array (a typed array would serialize as an object). */
 export function idList(ids: TokenIds): readonly number[] {
-  return Array.isArray(ids) ? ids : Array.from(ids as Uint32Array);
+  return Array.isArray(ids) ? ids : numberArray(ids as Uint32Array);
+}
+
+/**
+ * A copy as a JS array, every value as stored (a Float64Array's doubles to the last bit): what a
+ * Trajectory or a row's JS form holds, since a typed array serialises as an object.
+ */
+export function numberArray<T extends number = number>(values: ArrayLike<T>): T[] {
+  const out = new Array<T>(values.length);
+  for (let i = 0; i < values.length; i++) out[i] = values[i]!;
+  return out;
 }
 
 export interface CapturedTokens {

@@ -13,8 +13,7 @@
  * are viewed in place, not unpacked element by element.
  */
 
-const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
-
+import { LITTLE_ENDIAN } from '../core/token-packing.js';
 /**
  * A uint32 column (little-endian, token-packing.ts) as a Uint32Array: a view of the BLOB's own bytes
  * where the machine is little-endian and they are aligned, otherwise a decoded copy.

@@ -1,4 +1,4 @@
-import type { CapturedTokens, TokenSource } from '../core/tokens.js';
+import { numberArray, type CapturedTokens, type TokenSource } from '../core/tokens.js';
 import type { Db } from './db.js';
 import { tokenDigest } from '../core/token-digest.js';
 import { ChainReader, RecentCalls, type BodyKind, type CallKey, type HeldBody } from './call-chains.js';
@@ -355,7 +355,12 @@ export class RequestsTable {
 
   /** A session's calls with their token data, in sequence order; the tool count is read in SQLite. */
   tokens(sessionId: string): CallTokenRow[] {
-    return this.tokenViews(sessionId).map((r) => ({ ...r, promptIds: numbers(r.promptIds), sampledIds: numbers(r.sampledIds), logprobs: numbers(r.logprobs) }));
+    return this.tokenViews(sessionId).map((r) => ({
+      ...r,
+      promptIds: r.promptIds && numberArray(r.promptIds),
+      sampledIds: r.sampledIds && numberArray(r.sampledIds),
+      logprobs: r.logprobs && numberArray(r.logprobs),
+    }));
   }
 
   /**
@@ -439,13 +444,6 @@ export type CallTokenViews = Omit<CallTokenRow, 'promptIds' | 'sampledIds' | 'lo
   sampledIds: Uint32Array | null;
   logprobs: Float64Array | null;
 };
-
-function numbers(values: Uint32Array | Float64Array | null): number[] | null {
-  if (!values) return null;
-  const out = new Array<number>(values.length);
-  for (let i = 0; i < values.length; i++) out[i] = values[i]!;
-  return out;
-}
 
 interface RawTokenRow {
   id: string;

@@ -1,5 +1,6 @@
 import type { TokenIds } from '../core/tokens.js';
-import { commonIdPrefix, idArray } from './ids.js';
+import { numberArray } from '../core/tokens.js';
+import { commonIdPrefix } from './ids.js';
 import type { BreakClass, TokenText } from './types.js';
 
 /** Length of the common prefix of two id sequences. */
@@ -21,8 +22,8 @@ export function classifyBreak(trace: TokenIds, previousPromptLength: number, pro
   const position = commonIdPrefix(trace, prompt);
   if (position < previousPromptLength) return { class: 'rewrite', position };
   if (!text) return { class: 'other', position };
-  const sampled = idArray(trace.slice(previousPromptLength));
-  const rendered = idArray(prompt.slice(previousPromptLength, previousPromptLength + sampled.length + 16));
+  const sampled = numberArray(trace.slice(previousPromptLength));
+  const rendered = numberArray(prompt.slice(previousPromptLength, previousPromptLength + sampled.length + 16));
   const specials = (ids: readonly number[]) => ids.filter((id) => text.isSpecial(id));
   const sampledText = text.decode(sampled.filter((id) => !text.isSpecial(id)));
   const renderedText = text.decode(rendered.filter((id) => !text.isSpecial(id)));

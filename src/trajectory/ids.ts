@@ -8,20 +8,6 @@ import type { TokenIds } from '../core/tokens.js';
  */
 export type Logprobs = readonly number[] | Float64Array;
 
-/** Ids as a JS array, for a Trajectory (serialised as JSON: a typed array would become an object). */
-export function idArray(ids: TokenIds): number[] {
-  const out = new Array<number>(ids.length);
-  for (let i = 0; i < ids.length; i++) out[i] = ids[i]!;
-  return out;
-}
-
-/** Logprobs as a JS array, every bit kept (a Float64Array holds the doubles as they were stored). */
-export function logprobArray(values: Logprobs): number[] {
-  const out = new Array<number>(values.length);
-  for (let i = 0; i < values.length; i++) out[i] = values[i]!;
-  return out;
-}
-
 function bytesOf(a: Uint32Array, from: number, n: number): Buffer {
   return Buffer.from(a.buffer, a.byteOffset + from * 4, n * 4);
 }

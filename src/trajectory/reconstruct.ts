@@ -4,7 +4,7 @@ import type { SessionRow } from '../store/sessions.js';
 import type { Store } from '../store/store.js';
 import { offPolicyReason } from '../upstream/sampling-policy.js';
 import { runSampling, type OnPolicyOptions } from './on-policy.js';
-import { idArray } from './ids.js';
+import { numberArray } from '../core/tokens.js';
 import type { Break, BreakClass, CallTokens, Strategy, TokenText, Trajectory } from './types.js';
 
 export interface ReconstructOptions {
@@ -160,7 +160,10 @@ export function decodedAt(b: Break, calls: readonly CallTokens[], text: TokenTex
   const current = calls.find((c) => c.requestId === b.requestId);
   if (!previous || !current) return {};
   const had = [...previous.promptIds, ...previous.sampledIds];
-  return { expected: text.decode(had.slice(b.position, b.position + 24)), found: text.decode(idArray(current.promptIds.slice(b.position, b.position + 24))) };
+  return {
+    expected: text.decode(had.slice(b.position, b.position + 24)),
+    found: text.decode(numberArray(current.promptIds.slice(b.position, b.position + 24))),
+  };
 }
 
 export function emptyStats(strategy: string): ReconstructStats {

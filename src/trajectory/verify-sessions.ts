@@ -4,7 +4,7 @@ import type { Store } from '../store/store.js';
 import { callConversation, isConversation } from './conversation.js';
 import { offPolicyReason } from '../upstream/sampling-policy.js';
 import { runSampling } from './on-policy.js';
-import { idArray } from './ids.js';
+import { numberArray } from '../core/tokens.js';
 import { emptyStats, sessionTraces, usableCalls } from './reconstruct.js';
 import type { Strategy, TokenText, Trajectory } from './types.js';
 import { verifyCall, verifyCallText, verifyCoverage, verifyDigest, verifyTrace, type CallText, type RecordedCall, type Violation } from './verify.js';
@@ -97,8 +97,8 @@ export function* verifySessions(
             session.id,
             {
               requestId: call.requestId,
-              promptIds: idArray(call.promptIds),
-              sampledIds: idArray(call.sampledIds),
+              promptIds: numberArray(call.promptIds),
+              sampledIds: numberArray(call.sampledIds),
               assistantMessage: row.assistantMessage as CallText['assistantMessage'],
               messages: messagesOf(row),
             },

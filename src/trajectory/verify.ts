@@ -1,4 +1,5 @@
 import { digestOfTokens, tokenDigest } from '../core/token-digest.js';
+import { LITTLE_ENDIAN } from '../core/token-packing.js';
 import type { TokenIds } from '../core/tokens.js';
 import type { Logprobs } from './ids.js';
 import type { TokenText, Trajectory } from './types.js';
@@ -249,8 +250,6 @@ function digestOf(call: RecordedCall): string {
     return digestOfTokens({ promptIds, sampledIds, logprobs: logprobs && Array.from(logprobs) });
   return tokenDigest(bytesOf(promptIds), bytesOf(sampledIds), bytesOf(logprobs));
 }
-
-const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
 
 function isTyped(a: TokenIds | Logprobs | null): a is Uint32Array | Float64Array | null {
   return a === null || a instanceof Uint32Array || a instanceof Float64Array;

@@ -1,6 +1,7 @@
 import type { TokenIds } from '../../core/tokens.js';
 import { classifyBreak } from '../breaks.js';
-import { idArray, logprobArray, sameIds } from '../ids.js';
+import { numberArray } from '../../core/tokens.js';
+import { sameIds } from '../ids.js';
 import type { Break, CallTokens, Strategy, StrategyResult, TokenText } from '../types.js';
 
 /**
@@ -92,10 +93,10 @@ function merge(calls: readonly CallTokens[], text: TokenText | undefined, option
     traces: chains.map((c) => ({
       agent_id: c.agentId,
       request_ids: c.requestIds,
-      prompt_ids: idArray(c.ids.subarray(0, c.promptLength)),
-      response_ids: idArray(c.ids.subarray(c.promptLength, c.length)),
-      loss_mask: maskArray(c.mask.subarray(0, c.length - c.promptLength)),
-      response_logprobs: c.logprobs && logprobArray(c.logprobs.subarray(0, c.length - c.promptLength)),
+      prompt_ids: numberArray(c.ids.subarray(0, c.promptLength)),
+      response_ids: numberArray(c.ids.subarray(c.promptLength, c.length)),
+      loss_mask: numberArray(c.mask.subarray(0, c.length - c.promptLength) as ArrayLike<0 | 1>),
+      response_logprobs: c.logprobs && numberArray(c.logprobs.subarray(0, c.length - c.promptLength)),
       finish_reason: c.finishReason,
       metadata: { calls: c.requestIds.length, breaks_after: c.breaks, ...(options.allowRerender ? { allow_rerender: true, context_drift: c.drift } : {}) },
     })),
@@ -226,10 +227,4 @@ function grown<T extends Uint32Array | Uint8Array | Float64Array>(old: T, need: 
   const next = new (old.constructor as new (n: number) => T)(Math.ceil(need * 1.5) + 16);
   next.set(old.subarray(0, used));
   return next;
-}
-
-function maskArray(mask: Uint8Array): (0 | 1)[] {
-  const out = new Array<0 | 1>(mask.length);
-  for (let i = 0; i < mask.length; i++) out[i] = mask[i] as 0 | 1;
-  return out;
 }
