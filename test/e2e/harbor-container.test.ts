@@ -245,7 +245,7 @@ describe.skipIf(skip !== null)(`Harbor tasks in their own image${skip ? ` (skipp
         expect(worker.code, worker.stderr).toBe(0);
         expect(worker.stderr).toMatch(new RegExp(`Harbor tasks run in their own images with ${engine}`));
         const done = await waiting;
-        expect(done.code, done.stderr).toBe(0);
+        expect(done.code, `${done.stderr}\n${done.stdout}`).toBe(0);
         expect(JSON.parse(done.stdout)).toMatchObject({ status: 'completed', outcomes: { completed: 2 }, groups: [{ rewards: [1, 1] }] });
       } finally {
         await mock.close();
