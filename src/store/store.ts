@@ -58,6 +58,12 @@ export class Store {
    * shipper sends the journal's last rows (postgres/open.ts). Set by whoever opened the store.
    */
   beforeClose: (() => Promise<void>) | null = null;
+  /**
+   * Resolves once every row this process committed so far has reached the shared store, so what
+   * PostgreSQL says next (a sample's end) is never read before the calls behind it; null for a file,
+   * whose commits are already where readers look. Set by postgres/open.ts.
+   */
+  shipCommitted: (() => Promise<void>) | null = null;
   /** The database as the user named it (a file, or a postgres:// URL without its password). */
   label: string | null = null;
 

@@ -161,6 +161,51 @@ describe('shared PostgreSQL store', () => {
   );
 
   it(
+    'shipCommitted: once it resolves, every call committed before it is in PostgreSQL, though another process held the journal meanwhile',
+    async () => {
+      const url = await server.database('ship-committed');
+      const store = await openStore(url);
+      const up = await createUpstream('vllm', { baseUrl: upstream.url });
+      const proxy = await startProxy({ store, upstream: up, servedModel: 'Qwen/Qwen3-8B', defaultSession: 'ship-session' });
+      const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+      const pg = new Postgres(url);
+      const origin = store.db.prepare(`SELECT value FROM polar_journal WHERE key = 'origin'`).pluck().get() as string;
+      const inPg = async () => Number((await pg.query(`SELECT count(*) AS n FROM requests WHERE session_id = 'ship-session'`)).rows[0]!.n);
+      let release = () => {};
+      try {
+        // Another worker on this machine is shipping the same journal: it holds the lock the shipper takes.
+        let locked!: () => void;
+        const isLocked = new Promise<void>((r) => (locked = r));
+        const holder = pg.transaction(async (tx) => {
+          await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`polar-ship:${origin}`]);
+          locked();
+          await new Promise<void>((r) => (release = r));
+        });
+        await isLocked;
+        for (const text of ['one', 'two', 'three']) await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: text }] });
+        let resolved = false;
+        const shipping = store.shipCommitted!().then(() => (resolved = true));
+        // It waits for the lock, not returning as if the rows were there (a check that a slow
+        // machine can only make weaker, never fail).
+        await new Promise((r) => setTimeout(r, 300));
+        expect(resolved).toBe(false);
+        expect(await inPg()).toBe(0);
+        release();
+        await holder;
+        await shipping;
+        expect(await inPg()).toBe(3);
+      } finally {
+        release();
+        await pg.close();
+        await proxy.close(2000);
+        await up.close();
+        await store.closeAsync();
+      }
+    },
+    patient(120_000),
+  );
+
+  it(
     'a refused call (a guessed session key) is shipped to the audit table and read back by polar audit, in no session',
     async () => {
       const url = await server.database('audit');

@@ -17,6 +17,11 @@ export class PgSampleLedger implements SampleLedger {
 
   constructor(
     private readonly pg: Postgres,
+    /**
+     * Runs before a sample's end is written: the worker ships its journal's calls first, so whoever
+     * sees the sample ended (`rollout --wait`, a trainer) finds every call of its session there.
+     */
+    private readonly beforeEnd: () => Promise<void> = async () => undefined,
     private readonly retryForMs = 120_000,
   ) {}
 
@@ -31,6 +36,7 @@ export class PgSampleLedger implements SampleLedger {
   }
 
   async finish(sampleId: string, end: SampleEnd): Promise<boolean> {
+    await this.beforeEnd();
     const done = await this.retry(() => finishAttempt(this.pg, sampleId, this.attempt(sampleId), end, groupStats));
     this.attempts.delete(sampleId);
     return done;

@@ -45,8 +45,12 @@ export async function openSharedStore(url: string, options: OpenStoreOptions): P
     });
     shipper.start();
     store.label = pg.label;
+    const timeout = Number(process.env.POLAR_SHIP_TIMEOUT_MS ?? 10_000);
+    store.shipCommitted = async () => {
+      const left = await shipper.shipCommitted(timeout);
+      if (left > 0) options.onNotice?.(`${left} rows are still waiting in ${file} for PostgreSQL at ${pg.label}; they ship when it is back`);
+    };
     store.beforeClose = async () => {
-      const timeout = Number(process.env.POLAR_SHIP_TIMEOUT_MS ?? 10_000);
       const left = await shipper.flush(timeout);
       if (left > 0)
         options.onNotice?.(`${left} rows are still waiting in ${file} for PostgreSQL at ${pg.label}; the next polar process on this machine ships them`);

@@ -117,6 +117,24 @@ export class Shipper {
     }
   }
 
+  /**
+   * Ships every row committed to the journal before this call (rows written meanwhile may wait for
+   * the next pass), waiting up to `timeoutMs` for PostgreSQL or for another process that holds the
+   * journal's lock; returns how many of those rows are still waiting.
+   */
+  async shipCommitted(timeoutMs = 10_000): Promise<number> {
+    const mark = this.db.prepare(`SELECT MAX(seq) FROM polar_outbox`).pluck().get() as number | null;
+    if (mark === null) return 0;
+    const left = this.db.prepare(`SELECT COUNT(*) FROM polar_outbox WHERE seq <= ?`).pluck();
+    const until = Date.now() + timeoutMs;
+    for (let wait = 20; ; wait = Math.min(wait * 2, 250)) {
+      await this.shipAll().catch(() => 0);
+      const n = left.get(mark) as number;
+      if (n === 0 || Date.now() >= until) return n;
+      await new Promise((r) => setTimeout(r, wait));
+    }
+  }
+
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
