@@ -49,7 +49,8 @@ export async function runWorker(opts: WorkerOptions): Promise<number> {
     boss = await openQueue(opts.queueUrl, (err) => notice(`queue: ${err.message}`));
     await ensureQueue(boss, name);
     capture = await startCapture(store, opts.config, `worker-${process.pid}`, opts.upstreamApiKey);
-    return await pollQueue({ opts, store, pg, ledger: new PgSampleLedger(pg, () => store.shipCommitted?.() ?? Promise.resolve()), boss, name, capture, notice });
+    const ledger = new PgSampleLedger(pg, () => store.shipCommitted?.() ?? Promise.resolve());
+    return await pollQueue({ opts, store, pg, ledger, boss, name, capture, notice });
   } finally {
     await capture?.proxy.close(5000).catch(() => undefined);
     await capture?.socket?.remove();
