@@ -420,6 +420,48 @@ describe('the queue in the shared store', () => {
     },
     patient(60_000),
   );
+  it(
+    "the rollout ends when its last samples end at once in different groups (two workers, two tasks' last samples)",
+    async () => {
+      const ids = Array.from({ length: 12 }, (_, i) => `rol_race${i}`);
+      for (const id of ids) {
+        await insertQueuedRollout(
+          pg,
+          {
+            id,
+            createdAt: 1000,
+            harness: 'custom',
+            upstreamUrl: 'http://gpu:8000',
+            upstreamKind: 'vllm',
+            servedModel: null,
+            samplesPerTask: 1,
+            tasksFile: null,
+            accept: null,
+            config: { timeoutSec: 60 },
+            origin: 'queue:test',
+          },
+          [
+            { id: 'a', json: '{"id":"a"}' },
+            { id: 'b', json: '{"id":"b"}' },
+          ],
+        );
+      }
+      // Each pair ends on two connections at once: each finish sees the other's sample unfinished
+      // in its own snapshot unless the rollout's end is decided one finish at a time.
+      await Promise.all(
+        ids.map(async (id) => {
+          const [a, b] = [await startAttempt(pg, `${id}:a:0`, `${id}-a`, 'host/1', 2000), await startAttempt(pg, `${id}:b:0`, `${id}-b`, 'host/2', 2000)];
+          await Promise.all([
+            finishAttempt(pg, `${id}:a:0`, a!, { status: 'completed', reward: 1 }, groupStats),
+            finishAttempt(pg, `${id}:b:0`, b!, { status: 'completed', reward: 0 }, groupStats),
+          ]);
+        }),
+      );
+      const statuses = await Promise.all(ids.map(async (id) => (await getRollout(pg, id))!.status));
+      expect(statuses).toEqual(ids.map(() => 'completed'));
+    },
+    patient(60_000),
+  );
 });
 
 describe('queued rollout over three workers', () => {

@@ -122,9 +122,12 @@ export async function interruptAttempt(pg: PgQueryable, id: string, attempt: num
 
 /**
  * Ends an attempt, once: false (nothing written) if the sample had ended or the attempt was
- * superseded. In the same transaction, under a lock on the group (its last two samples may end at
- * once on two machines, and neither may miss that the group is whole): the group's statistics when
- * this completes it, and the rollout's end when this was its last sample.
+ * superseded. In the same transaction, under a lock on the rollout (its last samples may end at
+ * once on two machines, in one group or in two, and none may miss that its group is whole or that
+ * the rollout is done: under a lock on the group only, two tasks' last samples each saw the other
+ * still running and the rollout never ended): the group's statistics when this completes it, and
+ * the rollout's end when this was its last sample. Each statement after the lock reads what every
+ * earlier finish committed.
  */
 export async function finishAttempt(pg: Postgres, id: string, attempt: number, end: SampleEnd, stats: GroupStatsFn): Promise<boolean> {
   return pg.transaction(async (tx) => {
@@ -132,7 +135,7 @@ export async function finishAttempt(pg: Postgres, id: string, attempt: number, e
     if (!found) return false;
     const r = new PgRow(found, 'samples');
     const group = { rolloutId: r.text('rollout_id'), taskId: r.text('task_id'), groupId: r.text('group_id') };
-    await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`polar-group:${group.groupId}`]);
+    await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`polar-rollout:${group.rolloutId}`]);
     const v = endValues(end);
     const changed = await tx.query(
       `UPDATE samples SET status = $3, error_stage = $4, error = $5, reward = $6, trace_rewards = $7, evaluator = $8, diff = $9,
