@@ -12,7 +12,7 @@ import { bwrapProblem, findBwrap } from '../../src/sandbox/index.js';
 import { Store } from '../../src/store/store.js';
 import { gymRows } from '../../src/train/gym-agent/wiring.js';
 import { writeFixtureCheckout } from '../support/nemo-rl-checkout.js';
-import { startTestPostgres } from '../support/postgres.js';
+import { queuedJobs, startTestPostgres } from '../support/postgres.js';
 import { expectSessionCapturedExactly, harnessRolloutArgs, polarE2e, postGymRuns, startPolarServer } from './support.js';
 import { patient, patientSeconds } from '../support/patience.js';
 import { removeTree } from '../support/remove-tree.js';
@@ -241,6 +241,10 @@ describe.skipIf(skip !== null)(`Harbor tasks in their own image${skip ? ` (skipp
         // A harness with no model: it does the task's work itself, inside the container.
         const harness = ['--harness', 'custom', '--command', 'sh -c "cat /built.txt > answer.txt"', '--upstream', mock.url];
         const waiting = polar(['rollout', '--queue', url, '--tasks', ds, ...harness, '--samples', '2', '--wait', '--json']);
+        let waited: string | null = null;
+        void waiting.then((r) => (waited = `rollout --queue exited ${r.code}: ${r.stderr}`));
+        // The worker idles out after 5 s with nothing to take: it starts once the samples are queued.
+        await queuedJobs(url, 'custom', 2, () => waited);
         const worker = await polar(['worker', '--queue', url, ...harness, '--idle-exit', '5', '--out', path.join(dir, 'worker-out')]);
         expect(worker.code, worker.stderr).toBe(0);
         expect(worker.stderr).toMatch(new RegExp(`Harbor tasks run in their own images with ${engine}`));

@@ -27,7 +27,7 @@ import { migratePostgres, PG_MIGRATIONS } from '../../src/store/postgres/schema.
 import { sharedColumns, SHARED_TABLES } from '../../src/store/postgres/tables.js';
 import { createUpstream } from '../../src/upstream/create.js';
 import { nodeAgentHarness, POLAR_BIN as BIN, polarCli } from '../support/polar-cli.js';
-import { startTestPostgres, type TestPostgres } from '../support/postgres.js';
+import { queuedJobs, startTestPostgres, type TestPostgres } from '../support/postgres.js';
 import { startReferenceUpstream, type ReferenceUpstream } from '../support/reference-upstream/index.js';
 import { patient } from '../support/patience.js';
 import { removeTree } from '../support/remove-tree.js';
@@ -538,6 +538,8 @@ describe('queued rollout over three workers', () => {
         return w;
       };
       const stderrs: string[] = [];
+      // Workers idle out after 15 s with nothing to take: they start once the samples are queued.
+      await queuedJobs(url, 'custom', 12);
       const victim = startWorker('victim');
       // Kill the first worker as soon as it holds a session with a call captured.
       const pg = new Postgres(url);

@@ -5,7 +5,9 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { patient } from './patience.js';
+import { queueName } from '../../src/rollout/queue/boss.js';
 import { removeTree } from './remove-tree.js';
+import { waitUntil } from './wait.js';
 
 export interface TestPostgres {
   /** postgres://… for a database of its own (one per call of `database`). */
@@ -208,4 +210,28 @@ export async function startTestPostgres(options: TestPostgresOptions = {}): Prom
       removeTree(base);
     },
   };
+}
+
+/**
+ * Resolves once `count` jobs are on a harness's queue (pg-boss's job table) in the database at
+ * `url`: a test starts a worker with `--idle-exit` only then, so a slow `rollout --queue` cannot
+ * leave the worker idle long enough to exit before there is anything to take.
+ */
+export async function queuedJobs(url: string, harness: string, count: number, stopIf?: () => string | null): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await waitUntil(
+      `${count} jobs on the ${harness} queue`,
+      async () => {
+        const { rows } = await client
+          .query(`SELECT count(*)::int AS n FROM pgboss.job WHERE name = $1`, [queueName(harness)])
+          .catch(() => ({ rows: [{ n: 0 }] }));
+        return (rows[0] as { n: number }).n >= count;
+      },
+      { everyMs: 100, ...(stopIf ? { stopIf } : {}) },
+    );
+  } finally {
+    await client.end();
+  }
 }

@@ -15,13 +15,12 @@ export interface WaitOptions {
  * slow, not failing; it throws naming `what`, so a hang says what never happened.
  */
 export async function waitUntil(what: string, ready: () => boolean | Promise<boolean>, opts: WaitOptions = {}): Promise<void> {
-  const deadline = Date.now() + patient(opts.timeoutMs ?? patient(60_000));
+  const deadline = Date.now() + patient(opts.timeoutMs ?? 60_000);
   for (;;) {
     if (await ready()) return;
     const stop = opts.stopIf?.();
     if (stop !== null && stop !== undefined) throw new Error(`gave up waiting for ${what}: ${stop}`);
-    if (Date.now() > deadline)
-      throw new Error(`${what} did not happen within ${patient(opts.timeoutMs ?? patient(60_000))} ms (POLAR_TEST_PATIENCE raises it)`);
+    if (Date.now() > deadline) throw new Error(`${what} did not happen within ${patient(opts.timeoutMs ?? 60_000)} ms (POLAR_TEST_PATIENCE raises it)`);
     await new Promise((r) => setTimeout(r, opts.everyMs ?? 50));
   }
 }
