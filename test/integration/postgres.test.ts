@@ -206,6 +206,43 @@ describe('shared PostgreSQL store', () => {
   );
 
   it(
+    "a reader's mirror starts again when the database at its URL is another one (dropped and made again)",
+    async () => {
+      const url = await server.database('remade');
+      const sessionsAt = async () => {
+        const r = await polar(['sessions', '--db', url, '--json']);
+        expect(r.code, r.stderr).toBe(0);
+        return (JSON.parse(r.stdout) as { sessions: { id: string }[] }).sessions.map((x) => x.id).sort();
+      };
+      const record = async (session: string) => {
+        const store = await openStore(url);
+        const up = await createUpstream('vllm', { baseUrl: upstream.url });
+        const proxy = await startProxy({ store, upstream: up, servedModel: 'Qwen/Qwen3-8B', defaultSession: session });
+        try {
+          await new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 }).chat.completions.create({ model: 'm', messages: [{ role: 'user', content: session }] });
+        } finally {
+          await proxy.close(2000);
+          await up.close();
+          await store.closeAsync();
+        }
+      };
+      await record('before-drop');
+      expect(await sessionsAt()).toEqual(['before-drop']);
+      const admin = new Postgres(url.replace(/\/remade$/, '/postgres'));
+      try {
+        await admin.query('DROP DATABASE remade WITH (FORCE)');
+        await admin.query('CREATE DATABASE remade');
+      } finally {
+        await admin.close();
+      }
+      // The writer's journal shipped everything before, so only the new call is new.
+      await record('after-drop');
+      expect(await sessionsAt()).toEqual(['after-drop']);
+    },
+    patient(120_000),
+  );
+
+  it(
     'a refused call (a guessed session key) is shipped to the audit table and read back by polar audit, in no session',
     async () => {
       const url = await server.database('audit');

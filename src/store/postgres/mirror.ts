@@ -15,14 +15,24 @@ import { sharedColumns, SHARED_TABLES } from './tables.js';
  */
 export async function syncMirror(pg: Postgres, file: string): Promise<number> {
   fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
-  const db = openDb(file);
+  let db = openDb(file);
   try {
     db.exec(`CREATE TABLE IF NOT EXISTS polar_mirror (key TEXT PRIMARY KEY, value TEXT NOT NULL)`);
-    const since = (db.prepare(`SELECT value FROM polar_mirror WHERE key = 'xmin'`).pluck().get() as string | undefined) ?? '0';
     let pulled = 0;
     await pg.transaction(async (tx) => {
       await tx.query('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY');
       const { xmin } = (await tx.query(`SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin`)).rows[0] as { xmin: string };
+      const storeId = ((await tx.query(`SELECT value FROM polar_meta WHERE key = 'store_id'`)).rows[0] as { value: string } | undefined)?.value ?? '';
+      const mirrored = db.prepare(`SELECT value FROM polar_mirror WHERE key = 'store_id'`).pluck().get() as string | undefined;
+      if (mirrored !== undefined && mirrored !== storeId) {
+        // Another database at this URL (dropped and made again, another server): what the mirror
+        // holds is not in it, and its transaction ids say nothing here. Start the copy again.
+        closeDb(db);
+        for (const suffix of ['', '-wal', '-shm']) fs.rmSync(file + suffix, { force: true });
+        db = openDb(file);
+        db.exec(`CREATE TABLE IF NOT EXISTS polar_mirror (key TEXT PRIMARY KEY, value TEXT NOT NULL)`);
+      }
+      const since = (db.prepare(`SELECT value FROM polar_mirror WHERE key = 'xmin'`).pluck().get() as string | undefined) ?? '0';
       // Rows may arrive before what they reference (each journal ships on its own): no key checks here.
       db.pragma('foreign_keys = OFF');
       for (const spec of SHARED_TABLES) {
@@ -55,7 +65,9 @@ export async function syncMirror(pg: Postgres, file: string): Promise<number> {
           if (rows.length < 500) break;
         }
       }
-      db.prepare(`INSERT INTO polar_mirror (key, value) VALUES ('xmin', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`).run(xmin);
+      const keep = db.prepare(`INSERT INTO polar_mirror (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`);
+      keep.run('xmin', xmin);
+      keep.run('store_id', storeId);
     });
     return pulled;
   } finally {

@@ -205,6 +205,9 @@ export const PG_MIGRATIONS: readonly string[] = [
   `,
   // 3 (SQLite migration 11): each call's sampling record (upstream/sampling-policy.ts), as JSON text.
   `ALTER TABLE requests ADD COLUMN sampling TEXT;`,
+  // 4: the store's identity, so a reader's mirror (mirror.ts) can tell a database dropped and made
+  // again at the same URL, or another server there, from the one it copied.
+  `INSERT INTO polar_meta (key, value) VALUES ('store_id', gen_random_uuid()::text) ON CONFLICT (key) DO NOTHING;`,
 ];
 
 /** Any number fits: the lock only has to be the same in every polar process. */
