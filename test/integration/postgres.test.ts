@@ -219,7 +219,10 @@ describe('shared PostgreSQL store', () => {
         const up = await createUpstream('vllm', { baseUrl: upstream.url });
         const proxy = await startProxy({ store, upstream: up, servedModel: 'Qwen/Qwen3-8B', defaultSession: session });
         try {
-          await new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 }).chat.completions.create({ model: 'm', messages: [{ role: 'user', content: session }] });
+          await new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 }).chat.completions.create({
+            model: 'm',
+            messages: [{ role: 'user', content: session }],
+          });
         } finally {
           await proxy.close(2000);
           await up.close();
