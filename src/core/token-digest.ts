@@ -26,7 +26,7 @@ export function tokenDigest(promptIds: Uint8Array | null, sampledIds: Uint8Array
   return hash.digest('hex');
 }
 
-/** The digest of token arrays as parsed from the upstream's reply. */
-export function digestOfTokens(t: { promptIds: ArrayLike<number> | null; sampledIds: ArrayLike<number> | null; logprobs: readonly number[] | null }): string {
+/** The digest of token arrays: as parsed from the upstream's reply, or typed arrays as stored (hashed as their own bytes). */
+export function digestOfTokens(t: { promptIds: ArrayLike<number> | null; sampledIds: ArrayLike<number> | null; logprobs: ArrayLike<number> | null }): string {
   return tokenDigest(t.promptIds ? packUint32(t.promptIds) : null, t.sampledIds ? packUint32(t.sampledIds) : null, t.logprobs ? packFloat64(t.logprobs) : null);
 }

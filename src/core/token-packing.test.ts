@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { packFloat64, packUint32, unpackFloat64, unpackUint32 } from './token-packing.js';
+import { float64View, packFloat64, packUint32, uint32View, unpackFloat64, unpackUint32 } from './token-packing.js';
 
 describe('token blobs', () => {
   it('packs ids as little-endian uint32', () => {
@@ -35,5 +35,28 @@ describe('token blobs', () => {
     expect(() => unpackUint32(Buffer.alloc(5))).toThrow(RangeError);
     expect(() => unpackFloat64(Buffer.alloc(12))).toThrow(RangeError);
     expect(unpackUint32(null)).toBeNull();
+  });
+});
+
+describe('typed views of stored columns', () => {
+  it('read every bit, aligned or not', () => {
+    const ids = [0, 1, 0xffffffff, 151_000];
+    const lps = [-0.1, -0, -1e-300, Number.MIN_VALUE * -1, -(2 ** -1074), -0.30000000000000004];
+    const misaligned = (b: Buffer) => {
+      const spare = Buffer.alloc(b.length + 1);
+      b.copy(spare, 1);
+      return spare.subarray(1);
+    };
+    for (const make of [(b: Buffer) => b, misaligned]) {
+      expect([...uint32View(make(packUint32(ids)))!]).toEqual(ids);
+      const back = [...float64View(make(packFloat64(lps)))!];
+      back.forEach((x, i) => expect(Object.is(x, lps[i])).toBe(true));
+    }
+    expect(uint32View(null)).toBeNull();
+    // A typed array in the stored layout is packed as its own bytes, and reads back the same.
+    const typed = Float64Array.from(lps);
+    expect(packFloat64(typed).equals(packFloat64(lps))).toBe(true);
+    expect(packUint32(Uint32Array.from(ids)).equals(packUint32(ids))).toBe(true);
+    expect(() => uint32View(Buffer.alloc(6))).toThrow(/not a multiple of 4/);
   });
 });

@@ -13,39 +13,7 @@
  * are viewed in place, not unpacked element by element.
  */
 
-import { LITTLE_ENDIAN } from '../core/token-packing.js';
-/**
- * A uint32 column (little-endian, token-packing.ts) as a Uint32Array: a view of the BLOB's own bytes
- * where the machine is little-endian and they are aligned, otherwise a decoded copy.
- */
-export function uint32View(blob: Uint8Array | null | undefined): Uint32Array | null {
-  if (!blob) return null;
-  if (blob.byteLength % 4 !== 0) throw new RangeError(`uint32 blob has ${blob.byteLength} bytes, not a multiple of 4`);
-  const n = blob.byteLength / 4;
-  if (LITTLE_ENDIAN && blob.byteOffset % 4 === 0) return new Uint32Array(blob.buffer, blob.byteOffset, n);
-  const out = new Uint32Array(n);
-  if (LITTLE_ENDIAN) new Uint8Array(out.buffer).set(blob);
-  else {
-    const view = new DataView(blob.buffer, blob.byteOffset, blob.byteLength);
-    for (let i = 0; i < n; i++) out[i] = view.getUint32(i * 4, true);
-  }
-  return out;
-}
-
-/** A float64 column (little-endian, every bit as the server sent it) as a Float64Array, viewed in place where it can be. */
-export function float64View(blob: Uint8Array | null | undefined): Float64Array | null {
-  if (!blob) return null;
-  if (blob.byteLength % 8 !== 0) throw new RangeError(`float64 blob has ${blob.byteLength} bytes, not a multiple of 8`);
-  const n = blob.byteLength / 8;
-  if (LITTLE_ENDIAN && blob.byteOffset % 8 === 0) return new Float64Array(blob.buffer, blob.byteOffset, n);
-  const out = new Float64Array(n);
-  if (LITTLE_ENDIAN) new Uint8Array(out.buffer).set(blob);
-  else {
-    const view = new DataView(blob.buffer, blob.byteOffset, blob.byteLength);
-    for (let i = 0; i < n; i++) out[i] = view.getFloat64(i * 8, true);
-  }
-  return out;
-}
+import { uint32View } from '../core/token-packing.js';
 
 /** A row's token columns as stored. */
 export interface StoredTokens {

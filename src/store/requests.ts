@@ -3,8 +3,8 @@ import type { Db } from './db.js';
 import { tokenDigest } from '../core/token-digest.js';
 import { ChainReader, RecentCalls, type BodyKind, type CallKey, type HeldBody } from './call-chains.js';
 import type { BodyText } from './delta.js';
-import { float64View, resolvePrompts } from './delta-read.js';
-import { packFloat64, packUint32, unpackFloat64, unpackUint32 } from '../core/token-packing.js';
+import { resolvePrompts } from './delta-read.js';
+import { float64View, packFloat64, packUint32, unpackFloat64, unpackUint32 } from '../core/token-packing.js';
 import type { SamplingRecord } from '../upstream/sampling-policy.js';
 
 /** `interrupted`: the process serving it ended first (see owners.ts); tokens checkpointed so far are kept. */

@@ -1,5 +1,4 @@
-import { digestOfTokens, tokenDigest } from '../core/token-digest.js';
-import { LITTLE_ENDIAN } from '../core/token-packing.js';
+import { digestOfTokens } from '../core/token-digest.js';
 import type { TokenIds } from '../core/tokens.js';
 import type { Logprobs } from './ids.js';
 import type { TokenText, Trajectory } from './types.js';
@@ -44,7 +43,7 @@ export function verifyDigest(session: string, call: RecordedCall): Violation[] {
         message: 'the call has token data but no capture digest, so nothing proves it is what the upstream sent',
       },
     ];
-  const now = digestOf(call);
+  const now = digestOfTokens(call);
   return now === call.tokenDigest
     ? []
     : [
@@ -238,23 +237,4 @@ function nextSampled(mask: readonly (0 | 1)[], from: number): number {
 /** Logprobs compare as float64 bits: a value rounded anywhere on the way is a violation. */
 function sameBits(a: number, b: number): boolean {
   return Object.is(a, b) || (Number.isNaN(a) && Number.isNaN(b));
-}
-
-/**
- * The capture digest of a call's token data as stored: typed arrays are hashed as their own bytes
- * (the little-endian layout the digest is defined on, token-packing.ts), JS arrays packed first.
- */
-function digestOf(call: RecordedCall): string {
-  const { promptIds, sampledIds, logprobs } = call;
-  if (!LITTLE_ENDIAN || !isTyped(promptIds) || !isTyped(sampledIds) || !isTyped(logprobs))
-    return digestOfTokens({ promptIds, sampledIds, logprobs: logprobs && Array.from(logprobs) });
-  return tokenDigest(bytesOf(promptIds), bytesOf(sampledIds), bytesOf(logprobs));
-}
-
-function isTyped(a: TokenIds | Logprobs | null): a is Uint32Array | Float64Array | null {
-  return a === null || a instanceof Uint32Array || a instanceof Float64Array;
-}
-
-function bytesOf(a: Uint32Array | Float64Array | null): Uint8Array | null {
-  return a && new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
 }
