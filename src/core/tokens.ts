@@ -16,6 +16,35 @@ export function idList(ids: TokenIds): readonly number[] {
   return Array.isArray(ids) ? ids : numberArray(ids as Uint32Array);
 }
 
+function uint32Bytes(a: Uint32Array, from: number, n: number): Buffer {
+  return Buffer.from(a.buffer, a.byteOffset + from * 4, n * 4);
+}
+
+/**
+ * Whether `a[aFrom, aFrom + n)` and `b[bFrom, bFrom + n)` hold the same ids (both ranges inside
+ * their arrays). Between typed arrays, one native comparison of their bytes (memcmp): equal uint32
+ * bytes are equal ids.
+ */
+export function sameIds(a: ArrayLike<number>, aFrom: number, b: ArrayLike<number>, bFrom: number, n: number): boolean {
+  if (n <= 0) return true;
+  if (a instanceof Uint32Array && b instanceof Uint32Array) return uint32Bytes(a, aFrom, n).equals(uint32Bytes(b, bFrom, n));
+  for (let i = 0; i < n; i++) if (a[aFrom + i] !== b[bFrom + i]) return false;
+  return true;
+}
+
+/** The length of the common start of two id sequences; between typed arrays, found block by block natively. */
+export function commonPrefixLength(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  const n = Math.min(a.length, b.length);
+  let i = 0;
+  if (a instanceof Uint32Array && b instanceof Uint32Array) {
+    for (let block = 4096; block >= 64; block >>= 4) {
+      while (i + block <= n && sameIds(a, i, b, i, block)) i += block;
+    }
+  }
+  while (i < n && a[i] === b[i]) i++;
+  return i;
+}
+
 /**
  * A copy as a JS array, every value as stored (a Float64Array's doubles to the last bit): what a
  * Trajectory or a row's JS form holds, since a typed array serialises as an object.

@@ -1,5 +1,5 @@
 import type { ChatMessage } from '../core/chat.js';
-import { commonPrefix } from '../trajectory/breaks.js';
+import { commonPrefixLength } from '../core/tokens.js';
 import type { Trajectory } from '../trajectory/types.js';
 import type { ReportData, ReportSession } from './report-data.js';
 import type { SampleRow } from '../store/rollouts.js';
@@ -232,7 +232,7 @@ function promptBlock(model: SessionModel, t: Trajectory, options: ReportOptions)
     .slice(0, t.trace_index)
     .reverse()
     .find((p) => p.agent_id === t.agent_id);
-  const shared = previous ? commonPrefix([...previous.prompt_ids, ...previous.response_ids], t.prompt_ids) : 0;
+  const shared = previous ? commonPrefixLength([...previous.prompt_ids, ...previous.response_ids], t.prompt_ids) : 0;
   const note = shared > 0 ? `<span class="skipped">… ${shared} tokens as in trace ${previous!.trace_index}</span>` : '';
   const strip = traceStrip({ prompt_ids: t.prompt_ids.slice(shared), response_ids: [], loss_mask: [], response_logprobs: null });
   return `<details class="prompt"><summary>prompt: ${t.prompt_ids.length} tokens${shared > 0 ? `, ${t.prompt_ids.length - shared} after those of trace ${previous!.trace_index}` : ''}</summary><div class="strip">${note}${tokens(strip, options.pieces)}</div></details>`;

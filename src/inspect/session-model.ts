@@ -2,7 +2,7 @@ import type { RequestSummary } from '../store/requests.js';
 import type { GroupRow, SampleRow } from '../store/rollouts.js';
 import type { SessionSummary } from '../store/sessions.js';
 import type { Store } from '../store/store.js';
-import { commonPrefix } from '../trajectory/breaks.js';
+import { commonPrefixLength } from '../core/tokens.js';
 import { decodedAt, emptyStats, sessionTraces, usableCalls } from '../trajectory/reconstruct.js';
 import { prefixMerging } from '../trajectory/strategies/prefix-merging.js';
 import type { Break, TokenText, Trajectory } from '../trajectory/types.js';
@@ -64,7 +64,7 @@ export function loadSessionModel(store: Store, sessionId: string, text?: TokenTe
     const summary = summaries.get(row.id);
     if (!summary) continue;
     const before = previousPrompt.get(row.agentId);
-    const sharedPrefix = before && row.promptIds ? commonPrefix(before, row.promptIds) : 0;
+    const sharedPrefix = before && row.promptIds ? commonPrefixLength(before, row.promptIds) : 0;
     if (row.promptIds) previousPrompt.set(row.agentId, row.promptIds);
     const call: InspectCall = {
       ...summary,

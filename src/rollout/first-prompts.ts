@@ -1,5 +1,5 @@
 import type { CallTokenRow } from '../store/requests.js';
-import { commonPrefix } from '../trajectory/breaks.js';
+import { commonPrefixLength } from '../core/tokens.js';
 import { emptyStats, usableCalls } from '../trajectory/reconstruct.js';
 
 /**
@@ -70,7 +70,7 @@ export function compareFirstPrompts(prompts: readonly FirstPrompt[]): FirstPromp
   if (firstOf.length > 1) {
     const a = (prompts[firstOf[0]!] as { ids: readonly number[] }).ids;
     const b = (prompts[firstOf[1]!] as { ids: readonly number[] }).ids;
-    differsAt = { samples: [firstOf[0]!, firstOf[1]!], token: commonPrefix(a, b), lengths: [a.length, b.length] };
+    differsAt = { samples: [firstOf[0]!, firstOf[1]!], token: commonPrefixLength(a, b), lengths: [a.length, b.length] };
   }
   return { status: keys.size > 1 ? 'split' : checked >= 2 ? 'same' : 'unchecked', checked, distinct: keys.size, prompt, differsAt, unchecked };
 }

@@ -1,6 +1,7 @@
 import type { TokenIds } from '../core/tokens.js';
 import type { Db } from './db.js';
-import { applyStringDelta, byteDelta, commonPrefixLength, MIN_SHARED_TOKENS, stringDelta, utf16Units, type BodyText } from './delta.js';
+import { commonPrefixLength } from '../core/tokens.js';
+import { applyStringDelta, byteDelta, MIN_SHARED_TOKENS, stringDelta, utf16Units, type BodyText } from './delta.js';
 import { unpackUint32 } from '../core/token-packing.js';
 
 /** A call's place: the session and agent whose earlier calls it is stored against. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { packFloat64, packUint32 } from '../core/token-packing.js';
+import { packUint32 } from '../core/token-packing.js';
 import { resolvePrompts, type StoredTokens } from './delta-read.js';
 import type { RequestStart } from './requests.js';
 import { Store } from './store.js';

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { applyStringDelta, byteDelta, commonPrefixLength, MIN_SHARED_CHARS, stringDelta } from './delta.js';
+import { commonPrefixLength } from '../core/tokens.js';
+import { applyStringDelta, byteDelta, MIN_SHARED_CHARS, stringDelta } from './delta.js';
 
 describe('deltas', () => {
   it('a grown body is its base’s ends around the new middle', () => {

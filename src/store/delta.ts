@@ -20,13 +20,6 @@ export const MIN_SHARED_TOKENS = 32;
 /** Characters below this many shared are stored whole. */
 export const MIN_SHARED_CHARS = 512;
 
-export function commonPrefixLength(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  const n = Math.min(a.length, b.length);
-  let i = 0;
-  while (i < n && a[i] === b[i]) i++;
-  return i;
-}
-
 export interface StringDelta {
   prefix: number;
   suffix: number;

@@ -1,5 +1,6 @@
 import type { Db } from './db-handle.js';
-import { commonPrefixLength, MIN_SHARED_TOKENS, stringDelta } from './delta.js';
+import { commonPrefixLength } from '../core/tokens.js';
+import { MIN_SHARED_TOKENS, stringDelta } from './delta.js';
 import { packUint32, unpackUint32 } from '../core/token-packing.js';
 
 /**

@@ -1,15 +1,6 @@
 import type { TokenIds } from '../core/tokens.js';
-import { numberArray } from '../core/tokens.js';
-import { commonIdPrefix } from './ids.js';
+import { commonPrefixLength, numberArray } from '../core/tokens.js';
 import type { BreakClass, TokenText } from './types.js';
-
-/** Length of the common prefix of two id sequences. */
-export function commonPrefix(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  const n = Math.min(a.length, b.length);
-  let i = 0;
-  while (i < n && a[i] === b[i]) i++;
-  return i;
-}
 
 /**
  * Why `prompt` does not extend `trace` (the previous call's prompt, `previousPromptLength` long,
@@ -19,7 +10,7 @@ export function commonPrefix(a: ArrayLike<number>, b: ArrayLike<number>): number
  * the next `window` tokens are compared, which covers the answer and its end-of-turn markup.
  */
 export function classifyBreak(trace: TokenIds, previousPromptLength: number, prompt: TokenIds, text?: TokenText): { class: BreakClass; position: number } {
-  const position = commonIdPrefix(trace, prompt);
+  const position = commonPrefixLength(trace, prompt);
   if (position < previousPromptLength) return { class: 'rewrite', position };
   if (!text) return { class: 'other', position };
   const sampled = numberArray(trace.slice(previousPromptLength));

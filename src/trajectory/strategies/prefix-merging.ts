@@ -1,7 +1,7 @@
 import type { TokenIds } from '../../core/tokens.js';
 import { classifyBreak } from '../breaks.js';
 import { numberArray } from '../../core/tokens.js';
-import { sameIds } from '../ids.js';
+import { sameIds } from '../../core/tokens.js';
 import type { Break, CallTokens, Strategy, StrategyResult, TokenText } from '../types.js';
 
 /**
