@@ -13,6 +13,7 @@
  * are viewed in place, not unpacked element by element.
  */
 
+import { grown } from '../core/grown.js';
 import { uint32View } from '../core/token-packing.js';
 
 /** A row's token columns as stored. */
@@ -118,11 +119,8 @@ function whole(ids: Uint32Array): Sequence {
   return { run: { buf: ids, length: ids.length }, length: ids.length };
 }
 
-/** Room for `more` tokens after the chain's end: a buffer a quarter larger than needed when outgrown. */
+/** Room for `more` tokens after the chain's end (core/grown.ts when outgrown). */
 function reserve(run: Run, more: number): void {
   const need = run.length + more;
-  if (need <= run.buf.length) return;
-  const buf = new Uint32Array(Math.ceil(need * 1.25) + 16);
-  buf.set(run.buf.subarray(0, run.length));
-  run.buf = buf;
+  if (need > run.buf.length) run.buf = grown(run.buf, need, run.length);
 }

@@ -1,5 +1,6 @@
 import { once } from 'node:events';
 import type { Writable } from 'node:stream';
+import { grown } from '../core/grown.js';
 import { privateWriteStream } from '../core/private-file.js';
 
 /**
@@ -94,8 +95,8 @@ export class LineBuffer {
     while (k < shared && values[k] === ids[k]) k++;
     for (let i = k; i < n; i++) if (typeof values[i] !== 'number') return false;
     if (n > ids.length) {
-      this.memoIds = grow(ids, n, k);
-      this.memoEnds = grow(this.memoEnds, n, k);
+      this.memoIds = grown(ids, n, k);
+      this.memoEnds = grown(this.memoEnds, n, k);
     }
     let at = k > 0 ? this.memoEnds[k - 1]! : 0;
     for (let i = k; i < n; i++) {
@@ -231,10 +232,4 @@ export function traceLines(file: string | undefined): { write(trace: object): Pr
       await once(out, 'finish');
     },
   };
-}
-
-function grow<T extends Float64Array | Int32Array>(old: T, need: number, keep: number): T {
-  const next = new (old.constructor as new (n: number) => T)(Math.ceil(need * 1.5));
-  next.set(old.subarray(0, keep));
-  return next;
 }

@@ -1,7 +1,7 @@
 import type { TokenIds } from '../../core/tokens.js';
 import { classifyBreak } from '../breaks.js';
-import { numberArray } from '../../core/tokens.js';
-import { sameIds } from '../../core/tokens.js';
+import { numberArray, sameIds } from '../../core/tokens.js';
+import { grown } from '../../core/grown.js';
 import type { Break, CallTokens, Strategy, StrategyResult, TokenText } from '../types.js';
 
 /**
@@ -220,11 +220,4 @@ function putIds(chain: Chain, src: TokenIds, from: number): void {
       chain.ids[chain.length + i - from] = id;
     }
   chain.length = need;
-}
-
-/** A buffer of at least `need` (half as much again, so appends are amortised), holding `used` of the old one's values. */
-function grown<T extends Uint32Array | Uint8Array | Float64Array>(old: T, need: number, used: number): T {
-  const next = new (old.constructor as new (n: number) => T)(Math.ceil(need * 1.5) + 16);
-  next.set(old.subarray(0, used));
-  return next;
 }
