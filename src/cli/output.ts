@@ -1,8 +1,7 @@
 import { once } from 'node:events';
-import type { Writable } from 'node:stream';
 import chalk from 'chalk';
 import { PolarError } from '../core/errors.js';
-import { privateWriteStream } from '../core/private-file.js';
+import { lineOutput } from '../core/private-file.js';
 
 export interface JsonOption {
   json?: boolean;
@@ -76,16 +75,12 @@ export function formatDuration(ms: number | null): string {
 
 /** JSON lines to a file (created 0600: it holds training data) or stdout, with backpressure. */
 export function jsonLines(file: string | undefined): { write(value: unknown): Promise<void>; close(): Promise<void> } {
-  const out: Writable = file ? privateWriteStream(file) : process.stdout;
+  const { out, end } = lineOutput(file);
   return {
     async write(value) {
       if (!out.write(`${JSON.stringify(value)}\n`)) await once(out, 'drain');
     },
-    async close() {
-      if (!file) return;
-      out.end();
-      await once(out, 'finish');
-    },
+    close: end,
   };
 }
 

@@ -1,4 +1,6 @@
+import { once } from 'node:events';
 import fs from 'node:fs';
+import type { Writable } from 'node:stream';
 
 /**
  * Files that hold what polar recorded (reports, exports, reconstructed traces, their stats) are
@@ -34,4 +36,20 @@ export function writePrivateFile(file: string, data: string | Uint8Array): void 
 /** A write stream on `file`, 0600 as above. */
 export function privateWriteStream(file: string): fs.WriteStream {
   return fs.createWriteStream('', { fd: openPrivate(file) });
+}
+
+/**
+ * Where a command writes its lines: `file` (0600, as above) or stdout when none is named. `end`
+ * finishes a file and waits until it is written; stdout is left open.
+ */
+export function lineOutput(file: string | undefined): { out: Writable; end(): Promise<void> } {
+  const out: Writable = file ? privateWriteStream(file) : process.stdout;
+  return {
+    out,
+    async end() {
+      if (!file) return;
+      out.end();
+      await once(out, 'finish');
+    },
+  };
 }

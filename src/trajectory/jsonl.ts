@@ -1,7 +1,6 @@
 import { once } from 'node:events';
-import type { Writable } from 'node:stream';
 import { grown } from '../core/grown.js';
-import { privateWriteStream } from '../core/private-file.js';
+import { lineOutput } from '../core/private-file.js';
 
 /**
  * Trajectories as JSONL, fast: the bytes are exactly `JSON.stringify(trace)` and a newline, but the
@@ -211,7 +210,7 @@ export function writeTraceLine(out: LineBuffer, trace: object): void {
  * building the next lines overlaps writing the last.
  */
 export function traceLines(file: string | undefined): { write(trace: object): Promise<void>; close(): Promise<void> } {
-  const out: Writable = file ? privateWriteStream(file) : process.stdout;
+  const { out, end } = lineOutput(file);
   const lines = new LineBuffer();
   const CHUNK = 1 << 20;
   const QUEUED = 8 << 20;
@@ -227,9 +226,7 @@ export function traceLines(file: string | undefined): { write(trace: object): Pr
     },
     async close() {
       await flush();
-      if (!file) return;
-      out.end();
-      await once(out, 'finish');
+      await end();
     },
   };
 }
