@@ -9,6 +9,7 @@ import { groupStats } from '../../src/rollout/stats.js';
 import { forgedSessionKey, SessionKeys } from '../../src/proxy/session-keys.js';
 import { openDb } from '../../src/store/db.js';
 import { openStore } from '../../src/store/open.js';
+import type { Store } from '../../src/store/store.js';
 import { Postgres } from '../../src/store/postgres/client.js';
 import { journalPath } from '../../src/store/postgres/journal.js';
 import {
@@ -59,6 +60,33 @@ afterAll(async () => {
 });
 
 const polar = (args: string[]) => polarCli(args, { env: env(), timeout: patient(120_000), maxBuffer: 64 * 1024 * 1024 });
+
+/**
+ * A capture proxy recording `session`'s calls into `db` (a URL or a file) from the reference
+ * upstream, while `use` runs; then closed, a shared store's last rows shipped.
+ */
+async function withProxy<T>(
+  db: string,
+  opts: { session: string; sessionKeys?: SessionKeys },
+  use: (proxy: { url: string }, store: Store) => Promise<T>,
+): Promise<T> {
+  const store = await openStore(db);
+  const up = await createUpstream('vllm', { baseUrl: upstream.url });
+  const proxy = await startProxy({
+    store,
+    upstream: up,
+    servedModel: 'Qwen/Qwen3-8B',
+    defaultSession: opts.session,
+    ...(opts.sessionKeys ? { sessionKeys: opts.sessionKeys } : {}),
+  });
+  try {
+    return await use(proxy, store);
+  } finally {
+    await proxy.close(2000);
+    await up.close();
+    await store.closeAsync();
+  }
+}
 
 /** Every shared table of a polar SQLite database, less per-machine columns, keyed and sorted. */
 function tables(file: string): Record<string, Record<string, unknown>[]> {
@@ -111,18 +139,15 @@ describe('shared PostgreSQL store', () => {
     'reads back exactly what the journal recorded, including calls made while PostgreSQL was down',
     async () => {
       const url = await server.database('capture');
-      const store = await openStore(url);
-      const up = await createUpstream('vllm', { baseUrl: upstream.url });
-      const proxy = await startProxy({ store, upstream: up, servedModel: 'Qwen/Qwen3-8B', defaultSession: 'pg-session' });
-      const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'sk-secret-do-not-store', maxRetries: 0 });
-      const ask = async (text: string, stream: boolean) => {
-        if (!stream) return (await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: text }] })).choices[0]!.message.content;
-        let out = '';
-        for await (const c of await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: text }], stream: true }))
-          out += c.choices[0]?.delta.content ?? '';
-        return out;
-      };
-      try {
+      await withProxy(url, { session: 'pg-session' }, async (proxy) => {
+        const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'sk-secret-do-not-store', maxRetries: 0 });
+        const ask = async (text: string, stream: boolean) => {
+          if (!stream) return (await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: text }] })).choices[0]!.message.content;
+          let out = '';
+          for await (const c of await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: text }], stream: true }))
+            out += c.choices[0]?.delta.content ?? '';
+          return out;
+        };
         await ask('first, not streamed', false);
         await ask('second, streamed', true);
         await server.stop();
@@ -130,11 +155,7 @@ describe('shared PostgreSQL store', () => {
         expect(await ask('third, while PostgreSQL is down', false)).toBeTruthy();
         expect(await ask('fourth, while PostgreSQL is down, streamed', true)).toBeTruthy();
         await server.start();
-      } finally {
-        await proxy.close(2000);
-        await up.close();
-        await store.closeAsync();
-      }
+      });
       const journal = tables(journalPath(url));
       expect(journal.requests).toHaveLength(4);
       const reader = await openStore(url, { readonly: true });
@@ -164,42 +185,38 @@ describe('shared PostgreSQL store', () => {
     'shipCommitted: once it resolves, every call committed before it is in PostgreSQL, though another process held the journal meanwhile',
     async () => {
       const url = await server.database('ship-committed');
-      const store = await openStore(url);
-      const up = await createUpstream('vllm', { baseUrl: upstream.url });
-      const proxy = await startProxy({ store, upstream: up, servedModel: 'Qwen/Qwen3-8B', defaultSession: 'ship-session' });
-      const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
       const pg = new Postgres(url);
-      const origin = store.db.prepare(`SELECT value FROM polar_journal WHERE key = 'origin'`).pluck().get() as string;
       const inPg = async () => Number((await pg.query(`SELECT count(*) AS n FROM requests WHERE session_id = 'ship-session'`)).rows[0]!.n);
       let release = () => {};
       try {
-        // Another worker on this machine is shipping the same journal: it holds the lock the shipper takes.
-        let locked!: () => void;
-        const isLocked = new Promise<void>((r) => (locked = r));
-        const holder = pg.transaction(async (tx) => {
-          await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`polar-ship:${origin}`]);
-          locked();
-          await new Promise<void>((r) => (release = r));
+        await withProxy(url, { session: 'ship-session' }, async (proxy, store) => {
+          const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+          const origin = store.db.prepare(`SELECT value FROM polar_journal WHERE key = 'origin'`).pluck().get() as string;
+          // Another worker on this machine is shipping the same journal: it holds the lock the shipper takes.
+          let locked!: () => void;
+          const isLocked = new Promise<void>((r) => (locked = r));
+          const holder = pg.transaction(async (tx) => {
+            await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`polar-ship:${origin}`]);
+            locked();
+            await new Promise<void>((r) => (release = r));
+          });
+          await isLocked;
+          for (const text of ['one', 'two', 'three']) await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: text }] });
+          let resolved = false;
+          const shipping = store.shipCommitted!().then(() => (resolved = true));
+          // It waits for the lock, not returning as if the rows were there (a check that a slow
+          // machine can only make weaker, never fail).
+          await new Promise((r) => setTimeout(r, 300));
+          expect(resolved).toBe(false);
+          expect(await inPg()).toBe(0);
+          release();
+          await holder;
+          await shipping;
+          expect(await inPg()).toBe(3);
         });
-        await isLocked;
-        for (const text of ['one', 'two', 'three']) await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: text }] });
-        let resolved = false;
-        const shipping = store.shipCommitted!().then(() => (resolved = true));
-        // It waits for the lock, not returning as if the rows were there (a check that a slow
-        // machine can only make weaker, never fail).
-        await new Promise((r) => setTimeout(r, 300));
-        expect(resolved).toBe(false);
-        expect(await inPg()).toBe(0);
-        release();
-        await holder;
-        await shipping;
-        expect(await inPg()).toBe(3);
       } finally {
         release();
         await pg.close();
-        await proxy.close(2000);
-        await up.close();
-        await store.closeAsync();
       }
     },
     patient(120_000),
@@ -214,21 +231,13 @@ describe('shared PostgreSQL store', () => {
         expect(r.code, r.stderr).toBe(0);
         return (JSON.parse(r.stdout) as { sessions: { id: string }[] }).sessions.map((x) => x.id).sort();
       };
-      const record = async (session: string) => {
-        const store = await openStore(url);
-        const up = await createUpstream('vllm', { baseUrl: upstream.url });
-        const proxy = await startProxy({ store, upstream: up, servedModel: 'Qwen/Qwen3-8B', defaultSession: session });
-        try {
-          await new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 }).chat.completions.create({
+      const record = (session: string) =>
+        withProxy(url, { session }, (proxy) =>
+          new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 }).chat.completions.create({
             model: 'm',
             messages: [{ role: 'user', content: session }],
-          });
-        } finally {
-          await proxy.close(2000);
-          await up.close();
-          await store.closeAsync();
-        }
-      };
+          }),
+        );
       await record('before-drop');
       expect(await sessionsAt()).toEqual(['before-drop']);
       const admin = new Postgres(url.replace(/\/remade$/, '/postgres'));
@@ -249,21 +258,14 @@ describe('shared PostgreSQL store', () => {
     'a refused call (a guessed session key) is shipped to the audit table and read back by polar audit, in no session',
     async () => {
       const url = await server.database('audit');
-      const store = await openStore(url);
-      const up = await createUpstream('vllm', { baseUrl: upstream.url });
-      const proxy = await startProxy({ store, upstream: up, servedModel: 'Qwen/Qwen3-8B', defaultSession: 'pg-default', sessionKeys: SessionKeys.random() });
-      try {
+      await withProxy(url, { session: 'pg-default', sessionKeys: SessionKeys.random() }, async (proxy) => {
         const r = await fetch(`${proxy.url}/s/pg-victim/v1/chat/completions`, {
           method: 'POST',
           headers: { authorization: `Bearer ${forgedSessionKey('pg-victim')}` },
           body: '{}',
         });
         expect(r.status).toBe(401);
-      } finally {
-        await proxy.close(2000);
-        await up.close();
-        await store.closeAsync();
-      }
+      });
       const audit = JSON.parse((await polar(['audit', '--db', url, '--json'])).stdout) as { refused: unknown[] };
       expect(audit.refused).toMatchObject([{ reason: 'bad-secret', claimedSession: 'pg-victim', requestHeaders: { authorization: '[redacted]' } }]);
       const sessions = JSON.parse((await polar(['sessions', '--db', url, '--json'])).stdout) as { sessions: { id: string }[] };
@@ -277,14 +279,10 @@ describe('shared PostgreSQL store', () => {
     async () => {
       const url = await server.database('copy');
       const file = path.join(dir, 'local.db');
-      const local = await openStore(file);
-      const up = await createUpstream('vllm', { baseUrl: upstream.url });
-      const proxy = await startProxy({ store: local, upstream: up, servedModel: 'Qwen/Qwen3-8B', defaultSession: 'local-session' });
-      const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
-      for (const text of ['one', 'two', 'three']) await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: text }] });
-      await proxy.close(2000);
-      await up.close();
-      local.close();
+      await withProxy(file, { session: 'local-session' }, async (proxy) => {
+        const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
+        for (const text of ['one', 'two', 'three']) await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: text }] });
+      });
       const first = await polar(['db', 'copy', '--from', file, '--to', url, '--json']);
       expect(first.code, first.stderr).toBe(0);
       expect(JSON.parse(first.stdout).copied).toMatchObject({ sessions: 1, requests: 3, request_bodies: 3 });
