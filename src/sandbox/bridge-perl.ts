@@ -18,7 +18,8 @@
  *    instruction: the command starts only after the middle process is gone, and a `kill 0` at once
  *    can no longer land before the forwarder has done it (bridge.test.ts, 'stays up …', failed
  *    about once in a suite run that way).
- * 3. It then becomes the command (exec; 127 and why if it cannot), keeping the pid bwrap waits for:
+ * 3. It then becomes the command (exec; 127 and why if it cannot), with SIGINT and SIGQUIT as a
+ *    command gets them (an interactive sandbox's bwrap starts with them ignored: jail.ts), keeping the pid bwrap waits for:
  *    the sandbox ends with the command's own exit status (a signal as 128 + its number), and when
  *    the namespace's pid 1 goes, the kernel kills the forwarder with everything else in it.
  *
@@ -43,6 +44,20 @@
 /** What findForwarder runs once: the socket calls above work here (an ephemeral port, no relay). */
 export const PERL_PROBE_SOURCE = "socket(L, 2, 1, 0) && bind(L, pack('S n C4 x8', 2, 0, 127, 0, 0, 1)) && listen(L, 1) && socket(U, 1, 1, 0) or exit 1; exit 0";
 
+/**
+ * `perl -e PERL_EXEC_SOURCE -- QUIET FILE ARGS…`: FILE with SIGINT and SIGQUIT back to their
+ * default, where an interactive sandbox without the bridge starts its command (jail.ts); 127 and why
+ * if it cannot start it, as the bridge says.
+ */
+export const PERL_EXEC_SOURCE = String.raw`
+my ($quiet, @cmd) = @ARGV;
+delete $ENV{PERL_BADLANG} if $quiet;
+$SIG{INT} = $SIG{QUIT} = 'DEFAULT';
+{ exec { $cmd[0] } @cmd }
+print STDERR "polar sandbox: cannot start $cmd[0]: $!\n";
+exit 127;
+`;
+
 export const PERL_BRIDGE_SOURCE = String.raw`
 my ($port, $path, $quiet, @cmd) = @ARGV;
 delete $ENV{PERL_BADLANG} if $quiet;
@@ -54,6 +69,7 @@ defined $child or do { print STDERR "polar sandbox bridge: cannot start the forw
 if ($child) {
   waitpid($child, 0);
   close $l;
+  $SIG{INT} = $SIG{QUIT} = 'DEFAULT';
   { exec { $cmd[0] } @cmd }
   print STDERR "polar sandbox: cannot start $cmd[0]: $!\n";
   exit 127;

@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -11,6 +12,7 @@ import { openJail } from './jail.js';
 import { privateSocketPath } from './socket.js';
 import { DEFAULT_LIMITS, type ForwarderKind } from './types.js';
 import { processesWith } from '../../test/support/processes.js';
+import { waitUntil } from '../../test/support/wait.js';
 
 /**
  * The proxy-only bridge against real bubblewrap, with each forwarder (bridge.ts): it relays both
@@ -185,6 +187,13 @@ describe.skipIf(!bwrap).each(kinds)('the %s bridge (skipped without bubblewrap)'
     }
   });
 
+  it('an interactive sandbox outlives a Ctrl-C at its terminal: the command decides what it means', async () => {
+    const proxy = { port: PORT, socket: socket.path };
+    expect(await ctrlC(kind, 'proxy-only', proxy, `trap 'echo got-INT' INT; ${READY_THEN_WAIT}`)).toMatchObject({ code: 0, out: 'ready\ngot-INT\nalive\n' });
+    // A command that sets nothing dies of it, as it would outside: the signal is not ignored for it.
+    expect(await ctrlC(kind, 'proxy-only', proxy, READY_THEN_WAIT)).toMatchObject({ code: 128 + 2, out: 'ready\n' });
+  });
+
   it('hands the command no descriptor of its own and is no child of it, and is gone with the sample', async () => {
     const marker = `polar-bridge-marker-${process.pid}-${kind}`;
     const r = await inside(
@@ -198,6 +207,51 @@ describe.skipIf(!bwrap).each(kinds)('the %s bridge (skipped without bubblewrap)'
     expect(forwarders).toBe('1');
     const left = processesWith(marker);
     expect(left).toEqual([]);
+  });
+});
+
+/** Says it is ready, then waits for a file the test makes after its Ctrl-C, then says it is alive. */
+const READY_THEN_WAIT = 'echo ready; until [ -e go ]; do sleep 0.05; done; echo alive';
+
+/**
+ * `script` in an interactive sandbox in a process group of its own, sent SIGINT there once it says
+ * it is ready, as a terminal sends Ctrl-C to its foreground group; then told to go on.
+ */
+async function ctrlC(kind: ForwarderKind, network: 'proxy-only' | 'host', proxy: { port: number; socket: string } | undefined, script: string) {
+  const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-ctrl-c-'));
+  const jail = await openJail(
+    { kind: 'bwrap', bwrap: bwrap!, network, limits: DEFAULT_LIMITS, extraReadOnly: [], forwarder: kind },
+    { cwd, network, interactive: true, ...(proxy ? { proxy } : {}) },
+  );
+  try {
+    const c = jail.wrap({ file: 'bash', args: ['-c', script], env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } });
+    const child = spawn(c.file, c.args, { cwd, env: c.env, detached: true, stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    const exited = new Promise<number | null>((resolve) =>
+      child.once('close', (code, signal) => resolve(code ?? (signal ? 128 + os.constants.signals[signal] : null))),
+    );
+    await new Promise<void>((resolve) =>
+      child.stdout!.on('data', (d: Buffer) => {
+        out += d.toString();
+        if (out.startsWith('ready\n')) resolve();
+      }),
+    );
+    process.kill(-child.pid!, 'SIGINT');
+    // Whatever survived goes on once the signal has been handled; a sandbox that died of it is gone already.
+    await waitUntil('the command to take the Ctrl-C', () => out.includes('got-INT') || child.exitCode !== null || child.signalCode !== null);
+    fs.writeFileSync(path.join(cwd, 'go'), '');
+    const code = await exited;
+    return { code, out };
+  } finally {
+    await jail.close();
+    fs.rmSync(cwd, { recursive: true, force: true });
+  }
+}
+
+describe.skipIf(!bwrap || kinds[0] !== 'perl')('an interactive sandbox without the bridge (--network host; skipped without bubblewrap and Perl)', () => {
+  it('outlives a Ctrl-C at its terminal, and a command that sets nothing dies of it', async () => {
+    expect(await ctrlC('perl', 'host', undefined, `trap 'echo got-INT' INT; ${READY_THEN_WAIT}`)).toMatchObject({ code: 0, out: 'ready\ngot-INT\nalive\n' });
+    expect(await ctrlC('perl', 'host', undefined, READY_THEN_WAIT)).toMatchObject({ code: 128 + 2, out: 'ready\n' });
   });
 });
 

@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import type { CommandLine } from '../core/process/command-line.js';
-import { PERL_BRIDGE_SOURCE, PERL_PROBE_SOURCE } from './bridge-perl.js';
+import { PERL_BRIDGE_SOURCE, PERL_EXEC_SOURCE, PERL_PROBE_SOURCE } from './bridge-perl.js';
 import type { ForwarderKind } from './types.js';
 
 /**
@@ -103,6 +103,21 @@ export function bridgeCommand(forwarder: Forwarder, port: number, socketInside: 
   }
   const [file, ...args] = bridged(forwarder.kind === 'node' ? forwarder.program : process.execPath, port, socketInside, interactive, cmd.file, cmd.args);
   return { file: file!, args, env: cmd.env };
+}
+
+/**
+ * `cmd` with SIGINT and SIGQUIT back to their defaults (bridge-perl.ts PERL_EXEC_SOURCE), for an
+ * interactive sandbox without the bridge, whose bwrap starts with them ignored (jail.ts); null where
+ * Perl is not at hand or the command's environment sets PERL5OPT (see bridgeCommand).
+ */
+export function withTerminalSignals(forwarder: Forwarder, cmd: CommandLine): CommandLine | null {
+  if (forwarder.kind !== 'perl' || cmd.env.PERL5OPT) return null;
+  const quiet = cmd.env.PERL_BADLANG === undefined;
+  return {
+    file: forwarder.program,
+    args: ['-e', PERL_EXEC_SOURCE, '--', quiet ? '1' : '0', cmd.file, ...cmd.args],
+    env: quiet ? { ...cmd.env, PERL_BADLANG: '0' } : cmd.env,
+  };
 }
 
 /**

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { PolarError } from '../core/errors.js';
 import type { CommandLine } from '../core/process/command-line.js';
 import { bwrapArgs, PROXY_SOCKET_INSIDE, type Bind } from './args.js';
-import { bridgeCommand, findForwarder } from './bridge.js';
+import { bridgeCommand, findForwarder, withTerminalSignals } from './bridge.js';
 import { checkInheritedFds, enterShell } from './fds.js';
 import { cgroupSupport, createGroup, enterScript, rlimitReason, formatBytes, type SampleGroup } from './limits.js';
 import type { NetworkMode, SandboxSettings } from './types.js';
@@ -72,6 +72,13 @@ export async function openJail(settings: SandboxSettings, spec: JailSpec): Promi
   checkInheritedFds(shell);
   if (spec.network === 'proxy-only' && !spec.proxy) throw new Error('a proxy-only sandbox needs the proxy port and socket');
   const forwarder = spec.network === 'proxy-only' ? await findForwarder(settings.forwarder) : null;
+  // At a terminal, Ctrl-C and Ctrl-\ reach every process of the foreground group, bwrap's own among
+  // them, and bwrap dies of them and takes the sandbox along, where the harness should decide what
+  // they mean (a line-mode harness cancels its turn and goes on). An interactive sandbox's bwrap
+  // starts with them ignored wherever the command gets them back: from the bridge (the Perl one
+  // restores them before its exec, the Node one's spawn resets every signal) or a Perl exec.
+  const interactive = spec.interactive === true;
+  const resetter = interactive && !forwarder ? await findForwarder(settings.forwarder) : null;
   const started = Date.now();
   const own = await mkdtemp(path.join(os.tmpdir(), 'polar-sbx-'));
   const tmp = path.join(own, 'tmp');
@@ -118,12 +125,13 @@ export async function openJail(settings: SandboxSettings, spec: JailSpec): Promi
     gid: process.getgid?.() ?? 0,
   });
   const cpuCounted = group !== null && cgroupSupport()?.parents.cpu !== undefined;
-  const script = enterScript(group?.procsFiles ?? [], limits, !cpuCounted, shell.bash);
   let closed = false;
   return {
     home: homeInside ?? home,
     wrap(cmd) {
-      const inner = forwarder ? bridgeCommand(forwarder, spec.proxy!.port, PROXY_SOCKET_INSIDE, spec.interactive === true, cmd) : cmd;
+      const reset = resetter && withTerminalSignals(resetter, cmd);
+      const inner = forwarder ? bridgeCommand(forwarder, spec.proxy!.port, PROXY_SOCKET_INSIDE, interactive, cmd) : (reset ?? cmd);
+      const script = enterScript(group?.procsFiles ?? [], limits, !cpuCounted, shell.bash, interactive && (forwarder !== null || reset !== null));
       return {
         file: shell.file,
         args: [...shell.flags, '-c', script, 'sh', settings.bwrap, ...args, inner.file, ...inner.args],

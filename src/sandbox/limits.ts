@@ -164,8 +164,9 @@ export function fileSizeUlimit(bytes: number, block: 512 | 1024 = 512): string {
  * runs in bash, which can close those above 9), enters the group and sets the rlimits, then
  * becomes `"$@"` (bwrap).
  */
-export function enterScript(procsFiles: readonly string[], limits: SandboxLimits, cpuByRlimit: boolean, bash: boolean): string {
-  const parts = procsFiles.map((f) => `echo $$ > ${shellQuote(f)}`);
+export function enterScript(procsFiles: readonly string[], limits: SandboxLimits, cpuByRlimit: boolean, bash: boolean, ignoreTerminalSignals = false): string {
+  // Ignored from here, bwrap ignores them too (an ignored signal stays ignored across exec).
+  const parts = [...(ignoreTerminalSignals ? [`trap '' INT QUIT`] : []), ...procsFiles.map((f) => `echo $$ > ${shellQuote(f)}`)];
   if (limits.maxFileSizeBytes > 0) parts.push(fileSizeUlimit(limits.maxFileSizeBytes, bash ? 1024 : 512));
   if (cpuByRlimit && limits.maxCpuSeconds > 0) parts.push(`ulimit -t ${limits.maxCpuSeconds}`);
   parts.push('exec "$@"');
