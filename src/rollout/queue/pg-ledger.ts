@@ -1,4 +1,4 @@
-import { isUnreachable, type Postgres } from '../../store/postgres/client.js';
+import { type Postgres, whileUnreachable } from '../../store/postgres/client.js';
 import { finishAttempt, interruptAttempt, stageAttempt, startAttempt } from '../../store/postgres/queue.js';
 import { type ACTIVE_STAGES, type SampleEnd, type SampleRow, WORKER } from '../../store/rollouts.js';
 import type { SampleLedger } from '../ledger.js';
@@ -52,15 +52,7 @@ export class PgSampleLedger implements SampleLedger {
     return this.attempts.get(sampleId) ?? -1;
   }
 
-  private async retry<T>(fn: () => Promise<T>): Promise<T> {
-    const until = Date.now() + this.retryForMs;
-    for (let wait = 250; ; wait = Math.min(wait * 2, 4000)) {
-      try {
-        return await fn();
-      } catch (err) {
-        if (!isUnreachable(err) || Date.now() + wait > until) throw err;
-        await new Promise((r) => setTimeout(r, wait));
-      }
-    }
+  private retry<T>(fn: () => Promise<T>): Promise<T> {
+    return whileUnreachable(fn, this.retryForMs);
   }
 }

@@ -2,7 +2,7 @@ import path from 'node:path';
 import type { Job, PgBoss } from 'pg-boss';
 import { PolarError } from '../../core/errors.js';
 import { waitFor } from '../../core/wait.js';
-import { Postgres } from '../../store/postgres/client.js';
+import { Postgres, whileUnreachable } from '../../store/postgres/client.js';
 import { openStore } from '../../store/open.js';
 import { getRollout, getRolloutTask, getSample, getSampleStatus } from '../../store/postgres/queue.js';
 import { type RolloutRow, SAMPLE_OUTCOMES, type SampleRow } from '../../store/rollouts.js';
@@ -114,7 +114,7 @@ async function runJob(w: Worker, job: Job<SampleJob>): Promise<void> {
     const prepared = await initStage(ctx, sample);
     const ranStage = prepared ? await runStage(ctx, prepared) : null;
     if (ranStage) await postStage(ctx, ranStage);
-    const after = await getSampleStatus(w.pg, sample.id);
+    const after = await whileUnreachable(() => getSampleStatus(w.pg, sample.id));
     if (after && isEnded(after)) await boss.complete(name, job);
     else await boss.fail(name, job, { reason: `sample ${sample.id} did not end here (${after ?? 'missing'}); handed back to the queue` });
   } catch (err) {
@@ -132,11 +132,13 @@ function isEnded(status: string): boolean {
 /** The sample, its task and its rollout's settings, from the store; null when the sample already ended. */
 async function contextFor(w: Worker, job: SampleJob): Promise<{ ctx: StageContext; sample: SampleRow } | null> {
   const { opts, pg, capture } = w;
-  const sample = await getSample(pg, job.sampleId);
+  // Read again while PostgreSQL cannot be reached: a job that fails here is retried only a few
+  // times before its sample is given up on, and a busy machine can take longer to connect than the pool waits.
+  const sample = await whileUnreachable(() => getSample(pg, job.sampleId));
   if (!sample) throw new PolarError('POLAR_USAGE', `sample ${job.sampleId} is not in the store ${pg.label}: is this worker's --db the rollout's?`);
   if (isEnded(sample.status)) return null;
-  const rollout = await getRollout(pg, job.rolloutId);
-  const taskText = await getRolloutTask(pg, job.rolloutId, sample.taskId);
+  const rollout = await whileUnreachable(() => getRollout(pg, job.rolloutId));
+  const taskText = await whileUnreachable(() => getRolloutTask(pg, job.rolloutId, sample.taskId));
   if (!rollout || taskText === undefined)
     throw new PolarError('POLAR_USAGE', `rollout ${job.rolloutId} or its task ${sample.taskId} is not in the store ${pg.label}`);
   const task = JSON.parse(taskText) as RolloutTask;

@@ -93,6 +93,23 @@ export class Postgres {
   }
 }
 
+/**
+ * `fn`, tried again while it fails because PostgreSQL cannot be reached (a restart, or a machine so
+ * busy that a connection takes longer than the pool waits), with backoff up to 4 s, for up to
+ * `forMs`; any other error, or the last one, is thrown.
+ */
+export async function whileUnreachable<T>(fn: () => Promise<T>, forMs = 120_000): Promise<T> {
+  const until = Date.now() + forMs;
+  for (let wait = 250; ; wait = Math.min(wait * 2, 4000)) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (!isUnreachable(err) || Date.now() + wait > until) throw err;
+      await new Promise((r) => setTimeout(r, wait));
+    }
+  }
+}
+
 /** Errors that mean "the server is not there right now", as opposed to a refused statement. */
 export function isUnreachable(err: unknown): boolean {
   const e = err as { code?: string; message?: string };
