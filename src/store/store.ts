@@ -60,10 +60,11 @@ export class Store {
   beforeClose: (() => Promise<void>) | null = null;
   /**
    * Resolves once every row this process committed so far has reached the shared store, so what
-   * PostgreSQL says next (a sample's end) is never read before the calls behind it; null for a file,
-   * whose commits are already where readers look. Set by postgres/open.ts.
+   * PostgreSQL says next (a sample's end) is never read before the calls behind it; throws
+   * POLAR_STORE_UNREACHABLE when some are still waiting after `timeoutMs` (POLAR_SHIP_TIMEOUT_MS).
+   * Null for a file, whose commits are already where readers look. Set by postgres/open.ts.
    */
-  shipCommitted: (() => Promise<void>) | null = null;
+  shipCommitted: ((timeoutMs?: number) => Promise<void>) | null = null;
   /** The database as the user named it (a file, or a postgres:// URL without its password). */
   label: string | null = null;
 

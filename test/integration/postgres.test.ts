@@ -11,7 +11,7 @@ import { openDb } from '../../src/store/db.js';
 import { openStore } from '../../src/store/open.js';
 import type { Store } from '../../src/store/store.js';
 import { Postgres } from '../../src/store/postgres/client.js';
-import { journalPath } from '../../src/store/postgres/journal.js';
+import { journalPath, mirrorPath } from '../../src/store/postgres/journal.js';
 import {
   finishAttempt,
   getRollout,
@@ -26,6 +26,7 @@ import {
 } from '../../src/store/postgres/queue.js';
 import { migratePostgres, PG_MIGRATIONS } from '../../src/store/postgres/schema.js';
 import { sharedColumns, SHARED_TABLES } from '../../src/store/postgres/tables.js';
+import { workerLedger } from '../../src/rollout/queue/worker.js';
 import { createUpstream } from '../../src/upstream/create.js';
 import { nodeAgentHarness, POLAR_BIN as BIN, polarCli } from '../support/polar-cli.js';
 import { queuedJobs, startTestPostgres, type TestPostgres } from '../support/postgres.js';
@@ -203,7 +204,7 @@ describe('shared PostgreSQL store', () => {
           await isLocked;
           for (const text of ['one', 'two', 'three']) await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: text }] });
           let resolved = false;
-          const shipping = store.shipCommitted!().then(() => (resolved = true));
+          const shipping = store.shipCommitted!(patient(60_000)).then(() => (resolved = true));
           // It waits for the lock, not returning as if the rows were there (a check that a slow
           // machine can only make weaker, never fail).
           await new Promise((r) => setTimeout(r, 300));
@@ -213,6 +214,65 @@ describe('shared PostgreSQL store', () => {
           await holder;
           await shipping;
           expect(await inPg()).toBe(3);
+        });
+      } finally {
+        release();
+        await pg.close();
+      }
+    },
+    patient(120_000),
+  );
+
+  it(
+    "a worker's ledger ends a sample only once its journal's calls are in PostgreSQL, waiting for another process that holds the journal",
+    async () => {
+      const url = await server.database('ledger_ships');
+      const pg = new Postgres(url);
+      let release = () => {};
+      try {
+        await withProxy(url, { session: 'ledger-session' }, async (proxy, store) => {
+          await insertQueuedRollout(
+            pg,
+            {
+              id: 'rol_l',
+              createdAt: 1000,
+              harness: 'custom',
+              upstreamUrl: upstream.url,
+              upstreamKind: 'vllm',
+              servedModel: null,
+              samplesPerTask: 1,
+              tasksFile: null,
+              accept: null,
+              config: { timeoutSec: 60 },
+              origin: 'queue:test',
+            },
+            [{ id: 't', json: '{"id":"t"}' }],
+          );
+          const ledger = workerLedger(pg, store);
+          await ledger.start((await getSample(pg, 'rol_l:t:0'))!, 'ledger-session');
+          const origin = store.db.prepare(`SELECT value FROM polar_journal WHERE key = 'origin'`).pluck().get() as string;
+          let locked!: () => void;
+          const isLocked = new Promise<void>((r) => (locked = r));
+          const holder = pg.transaction(async (tx) => {
+            await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`polar-ship:${origin}`]);
+            locked();
+            await new Promise<void>((r) => (release = r));
+          });
+          await isLocked;
+          await new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 }).chat.completions.create({
+            model: 'm',
+            messages: [{ role: 'user', content: 'the call behind the sample' }],
+          });
+          const finishing = ledger.finish('rol_l:t:0', { status: 'completed', reward: 1 });
+          // Not ended while its call cannot ship (a check a slow machine can only make weaker).
+          await new Promise((r) => setTimeout(r, 300));
+          expect(await getSampleStatus(pg, 'rol_l:t:0')).not.toBe('completed');
+          release();
+          await holder;
+          expect(await finishing).toBe(true);
+          expect(await getSampleStatus(pg, 'rol_l:t:0')).toBe('completed');
+          const { rows } = await pg.query(`SELECT count(*)::int AS n FROM requests WHERE session_id = 'ledger-session'`);
+          expect(rows[0]!.n).toBe(1);
         });
       } finally {
         release();
@@ -250,6 +310,44 @@ describe('shared PostgreSQL store', () => {
       // The writer's journal shipped everything before, so only the new call is new.
       await record('after-drop');
       expect(await sessionsAt()).toEqual(['after-drop']);
+      // A dump restored on another server keeps the store's id, but its transaction ids went back:
+      // the mirror's last pull is past every new row's.
+      const mirror = openDb(mirrorPath(url));
+      try {
+        mirror.prepare(`UPDATE polar_mirror SET value = '999999999' WHERE key = 'xmin'`).run();
+      } finally {
+        mirror.close();
+      }
+      await record('after-restore');
+      expect(await sessionsAt()).toEqual(['after-drop', 'after-restore']);
+    },
+    patient(120_000),
+  );
+
+  it(
+    'a reader whose role may only read reads a store that a writer has not brought to the latest schema',
+    async () => {
+      const url = await server.database('read_only');
+      await withProxy(url, { session: 'read-only-session' }, (proxy) =>
+        new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 }).chat.completions.create({
+          model: 'm',
+          messages: [{ role: 'user', content: 'read me' }],
+        }),
+      );
+      const pg = new Postgres(url);
+      try {
+        // As the previous polar left it: schema 3, no store id; and a role that can only SELECT.
+        await pg.query(`DELETE FROM polar_meta WHERE key = 'store_id'`);
+        await pg.query(`UPDATE polar_meta SET value = '3' WHERE key = 'schema_version'`);
+        await pg.query(`CREATE ROLE polar_reader LOGIN PASSWORD 'reader-pw'`);
+        await pg.query(`GRANT SELECT ON ALL TABLES IN SCHEMA public TO polar_reader`);
+      } finally {
+        await pg.close();
+      }
+      const reader = url.replace(/\/\/postgres:[^@]*@/, '//polar_reader:reader-pw@');
+      const r = await polar(['sessions', '--db', reader, '--json']);
+      expect(r.code, r.stderr).toBe(0);
+      expect((JSON.parse(r.stdout) as { sessions: { id: string }[] }).sessions.map((x) => x.id)).toEqual(['read-only-session']);
     },
     patient(120_000),
   );

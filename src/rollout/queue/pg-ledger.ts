@@ -36,8 +36,12 @@ export class PgSampleLedger implements SampleLedger {
   }
 
   async finish(sampleId: string, end: SampleEnd): Promise<boolean> {
-    await this.beforeEnd();
-    const done = await this.retry(() => finishAttempt(this.pg, sampleId, this.attempt(sampleId), end, groupStats));
+    // Shipped and ended in one try: while PostgreSQL is down neither happens, and when it is back
+    // the calls go first.
+    const done = await this.retry(async () => {
+      await this.beforeEnd();
+      return finishAttempt(this.pg, sampleId, this.attempt(sampleId), end, groupStats);
+    });
     this.attempts.delete(sampleId);
     return done;
   }

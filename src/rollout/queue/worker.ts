@@ -49,8 +49,7 @@ export async function runWorker(opts: WorkerOptions): Promise<number> {
     boss = await openQueue(opts.queueUrl, (err) => notice(`queue: ${err.message}`));
     await ensureQueue(boss, name);
     capture = await startCapture(store, opts.config, `worker-${process.pid}`, opts.upstreamApiKey);
-    const ledger = new PgSampleLedger(pg, () => store.shipCommitted?.() ?? Promise.resolve());
-    return await pollQueue({ opts, store, pg, ledger, boss, name, capture, notice });
+    return await pollQueue({ opts, store, pg, ledger: workerLedger(pg, store), boss, name, capture, notice });
   } finally {
     await capture?.proxy.close(5000).catch(() => undefined);
     await capture?.socket?.remove();
@@ -59,6 +58,14 @@ export async function runWorker(opts: WorkerOptions): Promise<number> {
     await pg.close().catch(() => undefined);
     await store.closeAsync();
   }
+}
+
+/**
+ * A worker's ledger: each sample's end is written only once every call its journal committed is in
+ * PostgreSQL (Store.shipCommitted), so whoever sees the sample ended finds all its calls there.
+ */
+export function workerLedger(pg: Postgres, store: Store): PgSampleLedger {
+  return new PgSampleLedger(pg, () => store.shipCommitted?.() ?? Promise.resolve());
 }
 
 type Capture = Awaited<ReturnType<typeof startCapture>>;

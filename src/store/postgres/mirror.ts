@@ -24,9 +24,11 @@ export async function syncMirror(pg: Postgres, file: string): Promise<number> {
       const { xmin } = (await tx.query(`SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin`)).rows[0] as { xmin: string };
       const storeId = ((await tx.query(`SELECT value FROM polar_meta WHERE key = 'store_id'`)).rows[0] as { value: string } | undefined)?.value ?? '';
       const mirrored = db.prepare(`SELECT value FROM polar_mirror WHERE key = 'store_id'`).pluck().get() as string | undefined;
-      if (mirrored !== undefined && mirrored !== storeId) {
-        // Another database at this URL (dropped and made again, another server): what the mirror
-        // holds is not in it, and its transaction ids say nothing here. Start the copy again.
+      const pulledTo = db.prepare(`SELECT value FROM polar_mirror WHERE key = 'xmin'`).pluck().get() as string | undefined;
+      if ((mirrored !== undefined && mirrored !== storeId) || (pulledTo !== undefined && BigInt(xmin) < BigInt(pulledTo))) {
+        // Another database at this URL (dropped and made again, another server, a restored dump
+        // whose transaction ids went back): what the mirror holds may not be in it, and its
+        // transaction ids say nothing here. Start the copy again.
         closeDb(db);
         for (const suffix of ['', '-wal', '-shm']) fs.rmSync(file + suffix, { force: true });
         db = openDb(file);
@@ -71,8 +73,10 @@ export async function syncMirror(pg: Postgres, file: string): Promise<number> {
     });
     return pulled;
   } finally {
-    db.pragma('foreign_keys = ON');
-    closeDb(db);
+    if (db.open) {
+      db.pragma('foreign_keys = ON');
+      closeDb(db);
+    }
   }
 }
 

@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { PolarError } from '../../core/errors.js';
 import type { OpenStoreOptions } from '../open-options.js';
 import { Store } from '../store.js';
 import { Postgres } from './client.js';
@@ -18,11 +19,18 @@ import { Shipper } from './ship.js';
  *   on this machine). What a crashed process left is reconciled here, as with a file, and shipped.
  * - reading: a mirror (mirror.ts), pulled up to date first, then read as a local database.
  */
+/** insufficient_privilege, read_only_sql_transaction: a reader that may not migrate. */
+const READ_ONLY_REFUSALS = new Set(['42501', '25006']);
+
 export async function openSharedStore(url: string, options: OpenStoreOptions): Promise<Store> {
   const pg = new Postgres(url);
   try {
     if (options.readonly) {
-      await migratePostgres(pg);
+      // A reader whose role may not write (or a hot standby) reads what is there: the mirror needs
+      // nothing of a later schema but the store's id, and copes without it.
+      await migratePostgres(pg).catch((err: unknown) => {
+        if (!READ_ONLY_REFUSALS.has((err as { code?: string }).code ?? '')) throw err;
+      });
       const file = mirrorPath(url);
       await syncMirror(pg, file);
       await pg.close();
@@ -46,9 +54,9 @@ export async function openSharedStore(url: string, options: OpenStoreOptions): P
     shipper.start();
     store.label = pg.label;
     const timeout = Number(process.env.POLAR_SHIP_TIMEOUT_MS ?? 10_000);
-    store.shipCommitted = async () => {
-      const left = await shipper.shipCommitted(timeout);
-      if (left > 0) options.onNotice?.(`${left} rows are still waiting in ${file} for PostgreSQL at ${pg.label}; they ship when it is back`);
+    store.shipCommitted = async (timeoutMs = timeout) => {
+      const left = await shipper.shipCommitted(timeoutMs);
+      if (left > 0) throw new PolarError('POLAR_STORE_UNREACHABLE', `${left} rows are still waiting in ${file} for PostgreSQL at ${pg.label}`, 503);
     };
     store.beforeClose = async () => {
       const left = await shipper.flush(timeout);

@@ -131,6 +131,9 @@ export async function interruptAttempt(pg: PgQueryable, id: string, attempt: num
  */
 export async function finishAttempt(pg: Postgres, id: string, attempt: number, end: SampleEnd, stats: GroupStatsFn): Promise<boolean> {
   return pg.transaction(async (tx) => {
+    // Each statement reads what committed before it (not one snapshot for the transaction, which a
+    // server or role default could make it), so those after the lock see every earlier finish.
+    await tx.query('SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
     const found = (await tx.query(`SELECT rollout_id, task_id, group_id FROM samples WHERE id = $1`, [id])).rows[0];
     if (!found) return false;
     const r = new PgRow(found, 'samples');
