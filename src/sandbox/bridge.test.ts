@@ -230,12 +230,15 @@ async function ctrlC(kind: ForwarderKind, network: 'proxy-only' | 'host', proxy:
     const exited = new Promise<number | null>((resolve) =>
       child.once('close', (code, signal) => resolve(code ?? (signal ? 128 + os.constants.signals[signal] : null))),
     );
-    await new Promise<void>((resolve) =>
+    // Ready, or gone before it was (a sandbox that could not start: the assertions below say so).
+    await new Promise<void>((resolve) => {
       child.stdout!.on('data', (d: Buffer) => {
         out += d.toString();
         if (out.startsWith('ready\n')) resolve();
-      }),
-    );
+      });
+      void exited.then(() => resolve());
+    });
+    if (!out.startsWith('ready\n')) return { code: await exited, out };
     process.kill(-child.pid!, 'SIGINT');
     // Whatever survived goes on once the signal has been handled; a sandbox that died of it is gone already.
     await waitUntil('the command to take the Ctrl-C', () => out.includes('got-INT') || child.exitCode !== null || child.signalCode !== null);

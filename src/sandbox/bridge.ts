@@ -74,9 +74,9 @@ server.listen(Number(port), '127.0.0.1', () => {
   // One that comes before the command has started ends the bridge, as it would have.
   let child = null;
   const early = (s) => process.exit(128 + constants.signals[s]);
-  // Interactive: the terminal already sends Ctrl-C to the command, which decides what it means.
-  process.on('SIGINT', () => { if (!child) early('SIGINT'); else if (interactive !== '1') child.kill('SIGINT'); });
-  for (const s of ['SIGTERM', 'SIGHUP', 'SIGQUIT']) process.on(s, () => (child ? child.kill(s) : early(s)));
+  // Interactive: the terminal already sends Ctrl-C and Ctrl-\ to the command, which decides what they mean.
+  for (const s of ['SIGINT', 'SIGQUIT']) process.on(s, () => { if (!child) early(s); else if (interactive !== '1') child.kill(s); });
+  for (const s of ['SIGTERM', 'SIGHUP']) process.on(s, () => (child ? child.kill(s) : early(s)));
   child = spawn(file, args, { stdio: 'inherit' });
   child.on('error', (err) => {
     process.stderr.write('polar sandbox: cannot start ' + file + ': ' + err.message + '\n');
