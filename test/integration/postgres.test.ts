@@ -89,6 +89,24 @@ async function withProxy<T>(
   }
 }
 
+/**
+ * Holds the lock a journal's shipper takes (ship.ts), as another process shipping the same journal
+ * would, until `release`; `done` resolves once it is let go.
+ */
+async function holdJournal(pg: Postgres, store: Store): Promise<{ release: () => void; done: Promise<void> }> {
+  const origin = store.db.prepare(`SELECT value FROM polar_journal WHERE key = 'origin'`).pluck().get() as string;
+  let release = () => {};
+  let locked!: () => void;
+  const isLocked = new Promise<void>((r) => (locked = r));
+  const done = pg.transaction(async (tx) => {
+    await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`polar-ship:${origin}`]);
+    locked();
+    await new Promise<void>((r) => (release = r));
+  });
+  await isLocked;
+  return { release: () => release(), done };
+}
+
 /** Every shared table of a polar SQLite database, less per-machine columns, keyed and sorted. */
 function tables(file: string): Record<string, Record<string, unknown>[]> {
   const db = openDb(file, { reconcileOnly: true });
@@ -192,16 +210,9 @@ describe('shared PostgreSQL store', () => {
       try {
         await withProxy(url, { session: 'ship-session' }, async (proxy, store) => {
           const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 });
-          const origin = store.db.prepare(`SELECT value FROM polar_journal WHERE key = 'origin'`).pluck().get() as string;
           // Another worker on this machine is shipping the same journal: it holds the lock the shipper takes.
-          let locked!: () => void;
-          const isLocked = new Promise<void>((r) => (locked = r));
-          const holder = pg.transaction(async (tx) => {
-            await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`polar-ship:${origin}`]);
-            locked();
-            await new Promise<void>((r) => (release = r));
-          });
-          await isLocked;
+          const held = await holdJournal(pg, store);
+          release = held.release;
           for (const text of ['one', 'two', 'three']) await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: text }] });
           let resolved = false;
           const shipping = store.shipCommitted!(patient(60_000)).then(() => (resolved = true));
@@ -211,7 +222,7 @@ describe('shared PostgreSQL store', () => {
           expect(resolved).toBe(false);
           expect(await inPg()).toBe(0);
           release();
-          await holder;
+          await held.done;
           await shipping;
           expect(await inPg()).toBe(3);
         });
@@ -250,15 +261,8 @@ describe('shared PostgreSQL store', () => {
           );
           const ledger = workerLedger(pg, store);
           await ledger.start((await getSample(pg, 'rol_l:t:0'))!, 'ledger-session');
-          const origin = store.db.prepare(`SELECT value FROM polar_journal WHERE key = 'origin'`).pluck().get() as string;
-          let locked!: () => void;
-          const isLocked = new Promise<void>((r) => (locked = r));
-          const holder = pg.transaction(async (tx) => {
-            await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`polar-ship:${origin}`]);
-            locked();
-            await new Promise<void>((r) => (release = r));
-          });
-          await isLocked;
+          const held = await holdJournal(pg, store);
+          release = held.release;
           await new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'x', maxRetries: 0 }).chat.completions.create({
             model: 'm',
             messages: [{ role: 'user', content: 'the call behind the sample' }],
@@ -268,7 +272,7 @@ describe('shared PostgreSQL store', () => {
           await new Promise((r) => setTimeout(r, 300));
           expect(await getSampleStatus(pg, 'rol_l:t:0')).not.toBe('completed');
           release();
-          await holder;
+          await held.done;
           expect(await finishing).toBe(true);
           expect(await getSampleStatus(pg, 'rol_l:t:0')).toBe('completed');
           const { rows } = await pg.query(`SELECT count(*)::int AS n FROM requests WHERE session_id = 'ledger-session'`);
