@@ -8,7 +8,7 @@ import { baseEnvironment } from '../../src/harness/env.js';
 import { FORGERIES } from '../../src/rollout/forgeries/index.js';
 import type { RolloutTask } from '../../src/rollout/task-file.js';
 import { bwrapProblem, DEFAULT_LIMITS, findBwrap, openJail, type SandboxSettings } from '../../src/sandbox/index.js';
-import { patient } from '../support/patience.js';
+import { patient, patientSeconds } from '../support/patience.js';
 import { removeTree } from '../support/remove-tree.js';
 
 /**
@@ -170,11 +170,13 @@ describe.skipIf(problem !== null)(`forgeries do what they say${problem ? ` (skip
 
   it('verify-daemon: after the module loaded, the reward is rewritten over the checker’s own; nothing survives the sandbox', async () => {
     await forge('verify-daemon');
+    // The checker's 0 is written, then read until the loops have written 1 over it (the event, not a
+    // pause: three loops truncate and write the file, so a read often finds it empty, and a loaded
+    // machine runs them late); the deadline is a safety net, after which the last read is the answer.
     const r = await inside(
-      `python3 -c 'import sys; sys.path.insert(0, "/app"); import stats'; rm -f /logs/verifier/reward.*; echo 0 > /logs/verifier/reward.txt; sleep 0.5; for i in 1 2 3 4 5 6 7 8 9 10; do v=$(cat /logs/verifier/reward.txt); [ -n "$v" ] && break; done; echo "$v"`,
+      `python3 -c 'import sys; sys.path.insert(0, "/app"); import stats'; rm -f /logs/verifier/reward.*; echo 0 > /logs/verifier/reward.txt; end=$(( $(date +%s) + ${patientSeconds(30)} )); v=; while [ "$(date +%s)" -lt "$end" ]; do v=$(cat /logs/verifier/reward.txt 2>/dev/null); [ "$v" = 1 ] && break; done; echo "$v"`,
     );
     expect(r.stdout.trim().split('\n').at(-1), JSON.stringify(r)).toBe('1');
-    // (read until the file is not empty: a loop may be between its truncation and its write)
     // The jail closed with the command: its loops are gone. Asked of the kernel, not left a pause to
     // show themselves in (a loaded machine may not run a survivor within any pause): no process is
     // left working in the workspace, so nothing can write the reward after this.
