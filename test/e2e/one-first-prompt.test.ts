@@ -42,7 +42,8 @@ async function firstPrompts(harness: string, sandbox: 'bwrap' | 'none', node: st
   const db = path.join(dir, `${harness}-${sandbox}.db`);
   const extra = ['--model', mock.model, '--sandbox', sandbox, '--out', path.join(dir, `${harness}-${sandbox}`), ...(node ? ['--node', node] : [])];
   const r = await polarE2e(harnessRolloutArgs({ tasks, harness, upstream: mock.url, samples: 2, db, extra }));
-  expect(r.code, r.stderr).toBe(0);
+  // --json puts a refusal on stdout: both say why a run did not start.
+  expect(r.code, `${r.stderr}\n${r.stdout}`).toBe(0);
   const store = Store.open(db, { readonly: true });
   try {
     const sessions = store.sessions.list();
