@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Yaml } from '../yaml.js';
+import { batchSplitProblems } from './batch-split.js';
 import { failedAsserts, missingKeys, type Contract, type RunKind } from './contract.js';
 import { loadWithInheritance, mergeWithOverride } from './merge.js';
 import { scanConfigReads } from './scan-reads.js';
@@ -23,6 +24,11 @@ export interface CheckoutReport {
   missingKeys: { key: string; at: string }[];
   /** Asserts of the list the merged config fails (`file:line: what (why)`). */
   failedAsserts: string[];
+  /**
+   * GRPO: how the merged config's step batch would not split over its GPUs (batch-split.ts), each
+   * `file:line: what — what to change`; NeMo-RL would fail on it at its first step.
+   */
+  batchSplit: string[];
   /** Config reads in the run's files that the list neither requires nor reviewed: new upstream, for a person to read. */
   newReads: { key: string; file: string; line: number }[];
   /** The base config could not be read (the key check was skipped), and why. */
@@ -42,6 +48,7 @@ export function checkCheckout(checkout: string, kind: RunKind, generated: Yaml, 
     gone: [],
     missingKeys: [],
     failedAsserts: [],
+    batchSplit: [],
     newReads: [],
     baseUnreadable: null,
     checkedReads: 0,
@@ -95,6 +102,7 @@ export function checkCheckout(checkout: string, kind: RunKind, generated: Yaml, 
       const merged = mergeWithOverride(base, own);
       report.missingKeys = missingKeys(kind, contract, merged);
       report.failedAsserts = failedAsserts(kind, contract, merged);
+      if (kind === 'grpo') report.batchSplit = batchSplitProblems(merged);
     } catch (err) {
       report.baseUnreadable = (err as Error).message;
     }
@@ -138,6 +146,7 @@ export function describeReport(report: CheckoutReport, checkout: string, reportF
     errors.push(
       `the config merged onto ${checkout}'s base config fails what NeMo-RL asserts at ${a}; change it with --set or --config (polar's pinned list is NeMo-RL ${pin})`,
     );
+  for (const b of report.batchSplit) errors.push(`the batch does not split over the GPUs as NeMo-RL asserts at ${b} (polar's pinned list is NeMo-RL ${pin})`);
   if (report.newReads.length > 0) {
     const shown = report.newReads.slice(0, 8).map((r) => `${r.key} (${r.file}:${r.line})`);
     warnings.push(

@@ -38,6 +38,12 @@ export interface KeyIs {
   is: Yaml;
 }
 
+/** `key` is a number no greater than `at_most` (NeMo-RL's `assert x <= n`). */
+export interface KeyAtMost {
+  key: string;
+  at_most: number;
+}
+
 export interface Contract {
   pinned: { nemo_rl: { repo: string; commit: string }; gym: { repo: string; commit: string } };
   runs: Record<RunKind, { entry: string; base: string; base_keys: string; files: string[] }>;
@@ -50,7 +56,17 @@ export interface Contract {
    * `when` its conditions hold); `always`, why polar's runs cannot fail it; `checked_by`, the polar
    * code that keeps the data or the /run answer within it.
    */
-  asserts: { run: RunKind; on: string; file: string; line: number; what: string; holds?: KeyIs[]; when?: KeyIs[]; always?: string; checked_by?: string }[];
+  asserts: {
+    run: RunKind;
+    on: string;
+    file: string;
+    line: number;
+    what: string;
+    holds?: (KeyIs | KeyAtMost)[];
+    when?: KeyIs[];
+    always?: string;
+    checked_by?: string;
+  }[];
   /** /run: what NeMo-RL / Gym send the agent, and what they read of its answer (`required`: unguarded). */
   gym_run: { request: GymRunField[]; response: GymRunField[] };
   /** Datasets polar names, with the parameters their constructors take. */
@@ -133,9 +149,11 @@ export function failedAsserts(kind: RunKind, contract: Contract, merged: Yaml): 
     if (a.when && !a.when.every((w) => valuesAt(merged, w.key).every((v) => v !== undefined && sameValue(v, w.is)))) continue;
     const failed = a.holds.flatMap((h) => {
       const values = valuesAt(merged, h.key);
-      if (values.length === 0 || values.includes(undefined)) return [`${h.key} is missing, must be ${JSON.stringify(h.is)}`];
-      const wrong = values.find((v) => !unknownValue(v) && !sameValue(v!, h.is));
-      return wrong === undefined ? [] : [`${h.key} is ${JSON.stringify(wrong)}, must be ${JSON.stringify(h.is)}`];
+      const must = 'at_most' in h ? `at most ${h.at_most}` : JSON.stringify(h.is);
+      if (values.length === 0 || values.includes(undefined)) return [`${h.key} is missing, must be ${must}`];
+      const holds = (v: Yaml) => ('at_most' in h ? typeof v === 'number' && v <= h.at_most : sameValue(v, h.is));
+      const wrong = values.find((v) => !unknownValue(v) && !holds(v!));
+      return wrong === undefined ? [] : [`${h.key} is ${JSON.stringify(wrong)}, must be ${must}`];
     });
     if (failed.length > 0) out.push(`${a.file}:${a.line}: ${a.what} (${failed.join('; ')})`);
   }
