@@ -23,6 +23,13 @@ export interface CaptureOptions {
   /** `--context-window`: wins over what the upstream lists. */
   contextWindow?: number | null;
   /**
+   * The window must be known (`contextWindow`, or the served model's `max_model_len`): a rollout,
+   * worker or gym-agent, whose harnesses render their window settings into every sample's first
+   * prompt. Without it a model list that failed once (a restarting server) would silently give one
+   * worker no window and its samples another first prompt. `polar run` and `polar proxy` go without.
+   */
+  requireContextWindow?: boolean;
+  /**
    * The message of the POLAR_USAGE error thrown when no model is named and the upstream lists none;
    * left out, the proxy serves each call's requested model instead.
    */
@@ -56,16 +63,27 @@ export function resolveServed(
   return { model: wanted || (match?.id ?? null), contextWindow: explicitWindow ?? match?.maxModelLen ?? null };
 }
 
+/** Why a capture that needs the served model's window has none, and the two ways out. */
+export function unknownWindow(url: string, model: string | null, listError: Error | null): string {
+  const why = listError
+    ? `its model list (${url} /v1/models) could not be read: ${listError.message}`
+    : `${url} /v1/models lists no max_model_len for ${model ?? 'it'}`;
+  return `the context window of the served model is not known: ${why}. Harnesses write their window into their first prompt (tool descriptions, compaction settings), so it must be the same for every sample of a group on every machine: pass --context-window TOKENS (the server's max_model_len), or fix the upstream so it lists max_model_len`;
+}
+
 /** Makes the upstream, learns its model and window, and starts the capture proxy in front of it. */
 export async function openCapture(options: CaptureOptions): Promise<Capture> {
   const upstream = await createUpstream(options.kind, options.upstream);
   try {
+    let listError: Error | null = null;
     const listed = await upstream.models(AbortSignal.timeout(5000)).catch((err: unknown) => {
+      listError = err as Error;
       if (!options.model) options.onModelsError?.(err as Error);
       return [];
     });
     const { model, contextWindow } = resolveServed(listed, options.model, options.contextWindow);
     if (!model && options.noModel !== undefined) throw new PolarError('POLAR_USAGE', options.noModel);
+    if (contextWindow === null && options.requireContextWindow) throw new PolarError('POLAR_USAGE', unknownWindow(options.upstream.baseUrl, model, listError));
     const served: Served = { upstream, model, contextWindow };
     const rest = typeof options.proxy === 'function' ? await options.proxy(served) : options.proxy;
     const proxy = await startProxy({ ...rest, upstream, servedModel: model, contextWindow });

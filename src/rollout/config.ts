@@ -25,6 +25,12 @@ export interface RolloutConfig {
   };
   /** The served model; null: the upstream's first. */
   model: string | null;
+  /**
+   * `--context-window`: the served model's context length the harnesses are told; absent: the
+   * upstream's `max_model_len` (a rollout with neither refuses to start). A queued rollout's wins on
+   * every worker, so the whole fleet renders one first prompt.
+   */
+  contextWindow?: number;
   samples: number;
   /** RUNNING workers: harness sessions at once. */
   concurrency: number;

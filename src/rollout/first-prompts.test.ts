@@ -30,7 +30,7 @@ describe('sampleFirstPrompt: the first prompt NeMo-RL would group the sample by'
       call(4, [1, 2, 3]),
       call(5, [1, 2, 3, 9, 4]),
     ];
-    expect(sampleFirstPrompt(rows)).toEqual({ ids: [1, 2, 3] });
+    expect(sampleFirstPrompt(rows)).toEqual({ ids: [1, 2, 3], requestId: 'c4' });
   });
 
   it('says why a sample cannot be compared: no calls, or no ids from the upstream (never re-tokenized)', () => {

@@ -1,6 +1,7 @@
 import type { CallTokenRow } from '../store/requests.js';
 import { commonPrefixLength } from '../core/tokens.js';
 import { emptyStats, usableCalls } from '../trajectory/reconstruct.js';
+import { describeDifference, type PromptDifference } from '../train/prompt-diff.js';
 
 /**
  * Do a GRPO group's samples share one first prompt? NeMo-RL groups samples for their advantages by
@@ -10,8 +11,12 @@ import { emptyStats, usableCalls } from '../trajectory/reconstruct.js';
  * its own, and its advantage is 0 whatever its reward. Pure: the caller reads the calls.
  */
 
-/** A sample's first prompt (server token ids), or why it has none to compare. */
-export type FirstPrompt = { ids: readonly number[] } | { unchecked: string };
+/**
+ * A sample's first prompt (server token ids), or why it has none to compare. `text`, where the
+ * caller can read it: the prompt as text (the request sent upstream), read only for a split group's
+ * message, to name what differs.
+ */
+export type FirstPrompt = { ids: readonly number[]; requestId?: string; text?: () => string | null } | { unchecked: string };
 
 /**
  * The prompt ids of the sample's first model call that NeMo-RL would see: the main agent's first
@@ -26,7 +31,7 @@ export function sampleFirstPrompt(rows: readonly CallTokenRow[]): FirstPrompt {
   const usable = usableCalls(rows, false, emptyStats('first-prompt'));
   const agent = usable.some((c) => c.agentId === 'main') ? 'main' : usable[0]?.agentId;
   const first = usable.find((c) => c.agentId === agent);
-  if (first) return { ids: first.promptIds };
+  if (first) return { ids: first.promptIds, requestId: first.requestId };
   return {
     unchecked: rows.some((r) => r.tokenSource === 'upstream')
       ? 'no completed model call with server token ids'
@@ -43,8 +48,11 @@ export interface FirstPromptCheck {
   distinct: number;
   /** Per sample, which distinct first prompt it has (0, 1, … in order of appearance); null where it could not be compared. */
   prompt: (number | null)[];
-  /** Where the first two distinct prompts part: the first differing token and each one's length. */
-  differsAt: { samples: [number, number]; token: number; lengths: [number, number] } | null;
+  /**
+   * Where the first two distinct prompts part: the first differing token and each one's length,
+   * and, where their text could be read, what differs (`in`: "the date", "the OS version", a path…).
+   */
+  differsAt: { samples: [number, number]; token: number; lengths: [number, number]; in?: PromptDifference } | null;
   /** Samples that could not be compared, with why. */
   unchecked: { sample: number; reason: string }[];
 }
@@ -68,18 +76,31 @@ export function compareFirstPrompts(prompts: readonly FirstPrompt[]): FirstPromp
   const checked = prompt.filter((p) => p !== null).length;
   let differsAt: FirstPromptCheck['differsAt'] = null;
   if (firstOf.length > 1) {
-    const a = (prompts[firstOf[0]!] as { ids: readonly number[] }).ids;
-    const b = (prompts[firstOf[1]!] as { ids: readonly number[] }).ids;
-    differsAt = { samples: [firstOf[0]!, firstOf[1]!], token: commonPrefixLength(a, b), lengths: [a.length, b.length] };
+    const [pa, pb] = [prompts[firstOf[0]!], prompts[firstOf[1]!]] as { ids: readonly number[]; text?: () => string | null }[];
+    const [a, b] = [pa!.ids, pb!.ids];
+    const [ta, tb] = [pa!.text?.() ?? null, pb!.text?.() ?? null];
+    const named = ta !== null && tb !== null ? describeDifference(ta, tb, [`sample ${firstOf[0]}`, `sample ${firstOf[1]}`]) : null;
+    differsAt = { samples: [firstOf[0]!, firstOf[1]!], token: commonPrefixLength(a, b), lengths: [a.length, b.length], ...(named ? { in: named } : {}) };
   }
   return { status: keys.size > 1 ? 'split' : checked >= 2 ? 'same' : 'unchecked', checked, distinct: keys.size, prompt, differsAt, unchecked };
 }
+
+/** Why a named field can still differ under polar's sandbox, and what to do about it. */
+const FIELD_CAUSES: Record<string, string> = {
+  'the date': 'the samples started on different days (UTC; the sandbox fixes the time zone): a group that ran across midnight',
+  'the OS version': 'the samples ran on machines with different kernels or systems: give the group machines of one OS version',
+  'the time zone': "the harness saw different time zones (a run outside polar's sandbox keeps the host's TZ)",
+  'the hostname': "the harness saw different hostnames (a run outside polar's sandbox keeps the host's)",
+};
 
 /** The loud line for a split group (rollout's summary, gym-agent's log). */
 export function splitMessage(taskId: string, check: FirstPromptCheck): string {
   const d = check.differsAt;
   const where = d ? ` (samples ${d.samples[0]} and ${d.samples[1]} part at token ${d.token}; lengths ${d.lengths[0]} and ${d.lengths[1]})` : '';
-  return `task ${taskId}: its samples have ${check.distinct} different first prompts${where}. NeMo-RL groups GRPO samples by first-prompt token ids, so they are ${check.distinct} groups, not one, and a sample alone in its group gets advantage 0: this task would not train. Something the harness reads at start differs per sample (a path, a date, an id); \`polar inspect\` the sessions' first calls to see what`;
+  const what = d?.in
+    ? `They differ in ${d.in.summary}${FIELD_CAUSES[d.in.field] ? `: ${FIELD_CAUSES[d.in.field]}` : ''}`
+    : "Something the harness reads at start differs per sample (a path, a date, an id); `polar inspect` the sessions' first calls to see what";
+  return `task ${taskId}: its samples have ${check.distinct} different first prompts${where}. NeMo-RL groups GRPO samples by first-prompt token ids, so they are ${check.distinct} groups, not one, and a sample alone in its group gets advantage 0: this task would not train. ${what}`;
 }
 
 /**

@@ -137,6 +137,9 @@ export async function startCapture(store: Store, config: RolloutConfig, rolloutI
       ...(config.upstream.thinking !== undefined ? { thinking: config.upstream.thinking } : {}),
     },
     model: config.model,
+    contextWindow: config.contextWindow ?? null,
+    // Every harness renders its window into the first prompt: known on every machine, or nothing runs.
+    requireContextWindow: true,
     noModel: `could not learn the served model from ${config.upstream.url}; pass --model NAME`,
     proxy: async () => {
       // Proxy-only sandboxes reach the proxy through this socket (bound into each of them).

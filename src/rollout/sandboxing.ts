@@ -1,5 +1,14 @@
 import path from 'node:path';
-import { DEFAULT_LIMITS, openJail, sandboxInsidePaths, type InsidePaths, type Jail, type NetworkMode, type SandboxSettings } from '../sandbox/index.js';
+import {
+  DEFAULT_LIMITS,
+  fixedPlacement,
+  openJail,
+  sandboxInsidePaths,
+  type InsidePaths,
+  type Jail,
+  type NetworkMode,
+  type SandboxSettings,
+} from '../sandbox/index.js';
 import { nodePrefix } from './harbor/container.js';
 import type { RolloutConfig } from './config.js';
 import type { RolloutTask } from './task-file.js';
@@ -53,8 +62,8 @@ export function setupSandbox(settings: SandboxSettings, task: RolloutTask, insid
       cwd,
       network: task.setup_network === 'none' ? 'none' : 'host',
       ...(cwdInside ? { cwdInside } : {}),
-      // The private home at the fixed path too: what setup writes there names no host folder.
-      ...(inside ? { homeInside: inside.home } : {}),
+      // The private home (and polar's install, and the time zone) fixed too: what setup writes there names no host folder.
+      ...(inside ? fixedPlacement(inside) : {}),
     });
 }
 
@@ -69,7 +78,7 @@ export function evaluatorSandbox(settings: SandboxSettings, tasksDir: string | n
       cwd,
       network: 'none',
       readOnly: tasksDir ? [tasksDir] : [],
-      ...(inside ? { cwdInside: inside.workspace, homeInside: inside.home } : {}),
+      ...(inside ? { cwdInside: inside.workspace, ...fixedPlacement(inside) } : {}),
     });
 }
 

@@ -30,6 +30,12 @@ export interface SandboxSpec {
    * down (the session's own home under `.polar/runs/`) still shows through.
    */
   hidden?: readonly { path: string; dir: boolean }[];
+  /**
+   * Show polar's install (the view's `install`) under this path, as `<polarInside>/node_modules`,
+   * instead of at its own: a rollout's fixed path (fixed-paths.ts), so two checkouts of polar give
+   * a harness one view of its own files (Gemini CLI and Pi name them in their first prompt).
+   */
+  polarInside?: string;
   /** A new terminal session (headless runs): off for an interactive run, whose job control needs the terminal. */
   newSession: boolean;
   uid: number;
@@ -75,13 +81,21 @@ export function bwrapArgs(view: HostView, spec: SandboxSpec): string[] {
   ];
   for (const [target, link] of view.symlinks) args.push('--symlink', target, link);
   const mounts: { at: string; args: string[] }[] = [];
-  for (const d of view.dirs) mounts.push({ at: d, args: ['--ro-bind', d, d] });
+  const install = installMount(view, spec);
+  for (const d of view.dirs) if (d !== install?.source) mounts.push({ at: d, args: ['--ro-bind', d, d] });
+  if (install) mounts.push({ at: install.dest, args: ['--ro-bind', install.source, install.dest] });
   mounts.push({ at: '/etc', args: ['--ro-bind', view.etc, '/etc'] });
   for (const p of spec.readOnly) mounts.push({ at: path.resolve(p), args: ['--ro-bind', path.resolve(p), path.resolve(p)] });
   mounts.push({ at: '/tmp', args: ['--bind', spec.tmp, '/tmp'] }, { at: '/var/tmp', args: ['--bind', spec.varTmp, '/var/tmp'] });
   const inside = spec.cwdInside ? path.posix.resolve(spec.cwdInside) : null;
   const own = [...new Set([...(inside ? [] : [spec.cwd]), ...spec.writable].map((w) => path.resolve(w)))];
-  if (inside) refuseOverlap(inside, [...spec.readOnly.map((p) => path.resolve(p)), ...own, ...(spec.binds ?? []).map((b) => path.posix.resolve(b.dest))]);
+  if (inside)
+    refuseOverlap(inside, [
+      ...spec.readOnly.map((p) => path.resolve(p)),
+      ...own,
+      ...(spec.binds ?? []).map((b) => path.posix.resolve(b.dest)),
+      ...(install ? [install.dest] : []),
+    ]);
   for (const p of own) mounts.push({ at: p, args: ['--bind', p, p] });
   if (inside) mounts.push({ at: inside, args: ['--bind', path.resolve(spec.cwd), inside] });
   for (const b of spec.binds ?? [])
@@ -105,6 +119,12 @@ export function bwrapArgs(view: HostView, spec: SandboxSpec): string[] {
   // writable binds fails (EROFS) instead of landing in a scratch tmpfs.
   args.push('--proc', '/proc', '--dev', '/dev', '--remount-ro', '/', '--chdir', inside ?? path.resolve(spec.cwd), '--');
   return args;
+}
+
+/** Where polar's install is shown instead of its own path (`polarInside`), or null: at its own. */
+export function installMount(view: HostView, spec: Pick<SandboxSpec, 'polarInside'>): Bind | null {
+  if (!spec.polarInside || !view.install) return null;
+  return { source: path.resolve(view.install), dest: path.posix.join(path.posix.resolve(spec.polarInside), 'node_modules'), readOnly: true };
 }
 
 /**

@@ -37,7 +37,22 @@ function insideView(args: string[]): string[] {
 
 describe('fixed paths inside the sandbox', () => {
   it('are /workspace and /home/agent where no host mount is near them', () => {
-    expect(insidePaths(['/usr', '/root/polar/node_modules', '/home/alice/.nvm'])).toEqual({ workspace: '/workspace', home: '/home/agent' });
+    expect(insidePaths(['/usr', '/root/polar/node_modules', '/home/alice/.nvm'])).toEqual({
+      workspace: '/workspace',
+      home: '/home/agent',
+      polar: '/opt/polar',
+    });
+  });
+
+  it("polar's install moved to the fixed path takes no path of its own (a checkout at /workspace or /opt/polar)", () => {
+    expect(insidePaths(['/usr', '/workspace/polar/node_modules'], '/workspace/polar/node_modules')).toEqual({
+      workspace: '/workspace',
+      home: '/home/agent',
+      polar: '/opt/polar',
+    });
+    expect(insidePaths(['/opt/polar/node_modules'], '/opt/polar/node_modules').polar).toBe('/opt/polar');
+    // A toolchain under /opt is mounted at its own path: polar's files go where none is.
+    expect(insidePaths(['/opt'], '/root/polar/node_modules').polar).toBe('/polar/install');
   });
 
   it('move aside when polar or a toolchain is mounted under, at or over one of them', () => {
@@ -59,6 +74,19 @@ describe('fixed paths inside the sandbox', () => {
     expect(a.join(' ')).toContain('--bind /db/.polar/runs/ses_0/home /home/agent');
     // Neither the workspace nor the home appears at its host path.
     expect(insideView(a).some((m) => m.includes('/out/workspaces') || m.includes('ses_0'))).toBe(false);
+  });
+
+  it("show polar's install at the fixed path, never at the host checkout's: two installs, one view", () => {
+    const at = (install: string) => bwrapArgs({ ...VIEW, dirs: ['/usr', install], install }, { ...sample(0), polarInside: '/opt/polar' });
+    const a = at('/home/alice/polar/node_modules');
+    const b = at('/srv/ci/checkout-2/node_modules');
+    expect(insideView(a)).toEqual(insideView(b));
+    expect(a.join(' ')).toContain('--ro-bind /home/alice/polar/node_modules /opt/polar/node_modules');
+    expect(insideView(a).some((m) => m.includes('alice'))).toBe(false);
+    // Without the fixed path (`polar run`), at its own.
+    expect(bwrapArgs({ ...VIEW, install: '/opt/polar/node_modules' }, sample(0)).join(' ')).toContain(
+      '--ro-bind /opt/polar/node_modules /opt/polar/node_modules',
+    );
   });
 
   it('hide a record folder under the working directory where the command sees it', () => {

@@ -7,4 +7,4 @@ export { fileSizeUlimit, formatBytes, parseSize, rlimitReason } from './limits.j
 export { sandboxNotices, UNSANDBOXED_GROUPS } from './notices.js';
 export { privateSocketPath } from './socket.js';
 export { startRelay } from './relay.js';
-export { insidePaths, sandboxInsidePaths, type InsidePaths } from './fixed-paths.js';
+export { fixedPlacement, insidePaths, SANDBOX_TZ, sandboxInsidePaths, type InsidePaths } from './fixed-paths.js';

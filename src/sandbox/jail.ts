@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { PolarError } from '../core/errors.js';
 import type { CommandLine } from '../core/process/command-line.js';
-import { bwrapArgs, PROXY_SOCKET_INSIDE, type Bind } from './args.js';
+import { bwrapArgs, installMount, PROXY_SOCKET_INSIDE, type Bind } from './args.js';
 import { bridgeCommand, findForwarder, withTerminalSignals } from './bridge.js';
 import { checkInheritedFds, enterShell } from './fds.js';
 import { cgroupSupport, createGroup, enterScript, rlimitReason, formatBytes, type SampleGroup } from './limits.js';
@@ -29,6 +29,14 @@ export interface JailSpec {
   proxy?: { port: number; socket: string };
   /** Mount the working directory at this path inside instead of its own (a Harbor task's WORKDIR). */
   cwdInside?: string;
+  /**
+   * Show polar's install (its node_modules with the harness CLIs) under this path instead of its own
+   * (a rollout's fixed one, fixed-paths.ts): a command started from it, and PATH entries in it, are
+   * given as the sandbox shows them.
+   */
+  polarInside?: string;
+  /** The time zone every process inside is given (`TZ`; a rollout's: UTC), over the host's. */
+  tz?: string;
   /** Host paths at other paths inside (a Harbor task's /logs, /tests, /solution). */
   binds?: readonly Bind[];
   /** Paths under a writable folder hidden from the command (see SandboxSpec.hidden). */
@@ -107,7 +115,8 @@ export async function openJail(settings: SandboxSettings, spec: JailSpec): Promi
   const network = spec.network;
   const homeInside = spec.homeInside ? path.posix.resolve(spec.homeInside) : null;
   const binds = [...(homeInside ? [{ source: home, dest: homeInside, readOnly: false }] : []), ...(spec.binds ?? [])];
-  const args = bwrapArgs(hostView(), {
+  const view = hostView();
+  const args = bwrapArgs(view, {
     cwd: spec.cwd,
     writable: [...(homeInside ? [] : [home]), ...(spec.writable ?? [])],
     readOnly: [...settings.extraReadOnly, ...(spec.readOnly ?? [])],
@@ -118,6 +127,7 @@ export async function openJail(settings: SandboxSettings, spec: JailSpec): Promi
     ...(spec.cwdInside ? { cwdInside: spec.cwdInside } : {}),
     ...(binds.length > 0 ? { binds } : {}),
     ...(spec.hidden ? { hidden: spec.hidden } : {}),
+    ...(spec.polarInside ? { polarInside: spec.polarInside } : {}),
     // An interactive run stays in the terminal's session: a new session has no controlling
     // terminal, so the harness would lose job control (Ctrl-Z, its own Ctrl-C handling).
     newSession: spec.interactive !== true,
@@ -125,17 +135,22 @@ export async function openJail(settings: SandboxSettings, spec: JailSpec): Promi
     gid: process.getgid?.() ?? 0,
   });
   const cpuCounted = group !== null && cgroupSupport()?.parents.cpu !== undefined;
+  // Host folders shown at other paths inside: a command named by its host path, or a PATH entry in
+  // one, is given as the sandbox shows it (a harness started from polar's moved install).
+  const install = installMount(view, spec);
+  const elsewhere = [...(install ? [install] : []), ...binds.filter((b) => b.readOnly)];
   let closed = false;
   return {
     home: homeInside ?? home,
-    wrap(cmd) {
+    wrap(given) {
+      const cmd = elsewhere.length > 0 ? placed(given, elsewhere) : given;
       const reset = resetter && withTerminalSignals(resetter, cmd);
       const inner = forwarder ? bridgeCommand(forwarder, spec.proxy!.port, PROXY_SOCKET_INSIDE, interactive, cmd) : (reset ?? cmd);
       const script = enterScript(group?.procsFiles ?? [], limits, !cpuCounted, shell.bash, interactive && (forwarder !== null || reset !== null));
       return {
         file: shell.file,
         args: [...shell.flags, '-c', script, 'sh', settings.bwrap, ...args, inner.file, ...inner.args],
-        env: { ...inner.env, HOME: homeInside ?? home, TMPDIR: '/tmp' },
+        env: { ...inner.env, HOME: homeInside ?? home, TMPDIR: '/tmp', ...(spec.tz ? { TZ: spec.tz } : {}) },
       };
     },
     async close(exit) {
@@ -154,6 +169,16 @@ export async function openJail(settings: SandboxSettings, spec: JailSpec): Promi
       return reason;
     },
   };
+}
+
+/** `cmd` with its file and PATH entries under a moved folder named as the sandbox shows them. */
+function placed(cmd: CommandLine, moved: readonly Bind[]): CommandLine {
+  const inside = (p: string): string => {
+    const m = moved.find((b) => p === b.source || p.startsWith(`${b.source}/`));
+    return m ? path.posix.join(m.dest, path.relative(m.source, p)) : p;
+  };
+  const env = cmd.env.PATH === undefined ? cmd.env : { ...cmd.env, PATH: cmd.env.PATH.split(path.delimiter).map(inside).join(path.delimiter) };
+  return { ...cmd, file: path.isAbsolute(cmd.file) ? inside(path.resolve(cmd.file)) : cmd.file, env };
 }
 
 /**

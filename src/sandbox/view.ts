@@ -21,6 +21,12 @@ export interface HostView {
   etc: string;
   /** Files inside bound folders hidden behind an empty file (credentials beside a toolchain). */
   masked: string[];
+  /**
+   * polar's install: the outermost node_modules folder that holds polar and the harness CLIs beside
+   * it (its own, or the project's it is installed into), one of `dirs`. A fixed-path sandbox shows it
+   * at a fixed path instead (fixed-paths.ts), so no harness names the host's checkout path.
+   */
+  install?: string;
 }
 
 /** Top-level system directories: bound when real, recreated as the same symlink when the host has one. */
@@ -107,16 +113,8 @@ function readHostView(pathEnv: string, home: string): HostView {
   // The Node runtime polar runs on (the bridge runs on it too), by its install prefix.
   dirs.push(path.dirname(path.dirname(realOr(process.execPath))));
   // The harness CLIs installed beside polar, and the node_modules polar itself sits in, if any.
-  const polarRoot = fileURLToPath(new URL('../../', import.meta.url));
-  dirs.push(path.join(polarRoot, 'node_modules'));
-  const enclosing = polarRoot.split(path.sep).lastIndexOf('node_modules');
-  if (enclosing > 0)
-    dirs.push(
-      polarRoot
-        .split(path.sep)
-        .slice(0, enclosing + 1)
-        .join(path.sep),
-    );
+  const install = polarInstall();
+  dirs.push(install);
   const homeDirs: string[] = [];
   for (const entry of pathEnv.split(path.delimiter)) {
     for (const dir of toolchainDirs(entry, home)) (dir.startsWith(`${path.resolve(home)}/`) ? homeDirs : dirs).push(dir);
@@ -125,7 +123,19 @@ function readHostView(pathEnv: string, home: string): HostView {
   const bound = minimalCover(dirs.filter((d) => isDir(d)));
   // A toolchain under the home folder may keep a registry login beside it (~/.cargo/credentials.toml).
   const masked = homeDirs.flatMap((d) => TOOLCHAIN_SECRETS.map((name) => path.join(d, name))).filter((p) => fs.existsSync(p));
-  return { dirs: bound, symlinks, etc: etcCopy(), masked };
+  return { dirs: bound, symlinks, etc: etcCopy(), masked, install };
+}
+
+/**
+ * The node_modules folder polar's harness CLIs are installed in: the one polar itself sits in when
+ * it is a dependency of another project (`…/node_modules/polar-rollout`: the CLIs are hoisted
+ * beside it), else polar's own.
+ */
+export function polarInstall(): string {
+  const polarRoot = path.resolve(fileURLToPath(new URL('../../', import.meta.url)));
+  const parts = polarRoot.split(path.sep);
+  const enclosing = parts.lastIndexOf('node_modules');
+  return enclosing > 0 ? parts.slice(0, enclosing + 1).join(path.sep) : path.join(polarRoot, 'node_modules');
 }
 
 /**

@@ -15,18 +15,25 @@ export async function openHarnessJail(opts: RunHarnessOptions, run: PreparedRun,
   const proxyPort = () => Number(new URL(proxyUrl).port || 80);
   if (sandboxed.container) return sandboxed.container(proxyPort());
   const socket = sandboxed.proxySocket ?? socketPath;
+  // A Node runtime polar gives the harness: at its own path, or beside polar's moved install.
+  const nodePrefix = run.nodeDir ? path.dirname(run.nodeDir) : null;
+  const nodeInside = nodePrefix && sandboxed.polarInside ? path.posix.join(sandboxed.polarInside, 'node') : null;
   return openJail(sandboxed.settings, {
     cwd: opts.cwd,
     home: run.home,
     network: sandboxed.network,
     ...(sandboxed.network === 'proxy-only' ? { proxy: { port: proxyPort(), socket: socket! } } : {}),
     // The Node runtime a harness needs beyond polar's, and a harness binary given by path.
-    readOnly: [...(run.nodeDir ? [path.dirname(run.nodeDir)] : []), ...(opts.harnessBin ? [run.bin] : []), ...(sandboxed.readOnly ?? [])],
+    readOnly: [...(nodePrefix && !nodeInside ? [nodePrefix] : []), ...(opts.harnessBin ? [run.bin] : []), ...(sandboxed.readOnly ?? [])],
     interactive: opts.prompt === null,
     findCappedFiles: true,
     ...(sandboxed.cwdInside ? { cwdInside: sandboxed.cwdInside } : {}),
     ...(sandboxed.homeInside ? { homeInside: sandboxed.homeInside } : {}),
-    ...(sandboxed.binds ? { binds: sandboxed.binds } : {}),
+    ...(sandboxed.binds || nodeInside
+      ? { binds: [...(nodeInside ? [{ source: nodePrefix!, dest: nodeInside, readOnly: true }] : []), ...(sandboxed.binds ?? [])] }
+      : {}),
+    ...(sandboxed.polarInside ? { polarInside: sandboxed.polarInside } : {}),
+    ...(sandboxed.tz ? { tz: sandboxed.tz } : {}),
     hidden: recordsUnder(opts.cwd, opts.dbPath),
   });
 }

@@ -23,6 +23,8 @@ export interface RunHarnessOptions {
   proxyUrl?: string;
   model?: string;
   contextWindow?: number;
+  /** Switch the harness's compaction and history trimming off (HarnessContext.appendOnly); rollouts set it. */
+  appendOnly?: boolean;
   session?: string;
   timeoutSec?: number;
   extraArgs?: readonly string[];
@@ -61,6 +63,13 @@ export interface RunHarnessOptions {
     cwdInside?: string;
     /** The private home's path inside (a rollout's fixed home): the harness is told this path, never the host's. */
     homeInside?: string;
+    /**
+     * A rollout's fixed view (sandbox/fixed-paths.ts): polar's install (the harness itself) shown
+     * under this path, a Node runtime polar gives the harness at `<polarInside>/node`…
+     */
+    polarInside?: string;
+    /** …and this time zone (UTC) over the host's. */
+    tz?: string;
     binds?: readonly Bind[];
     /**
      * A Harbor task's container (rollout/harbor/container.ts): the harness runs in it instead of a

@@ -8,7 +8,7 @@ import { startMockServer } from '../mock-server/server.js';
 import { prepareWorkspace } from '../rollout/workspace.js';
 import type { RolloutTask } from '../rollout/task-file.js';
 import { rolloutInsidePaths } from '../rollout/sandboxing.js';
-import { DEFAULT_LIMITS, findBwrap, type InsidePaths, type SandboxSettings } from '../sandbox/index.js';
+import { DEFAULT_LIMITS, findBwrap, fixedPlacement, type InsidePaths, type SandboxSettings } from '../sandbox/index.js';
 import { runHarness } from '../session/run-harness.js';
 import { Store } from '../store/store.js';
 import type { ChatTemplate, TemplateMessage } from '../upstream/tito/chat-template.js';
@@ -100,7 +100,7 @@ function sandboxFor(
   if (!bwrap)
     throw new PolarError('POLAR_USAGE', 'the first-prompt probe runs in the bwrap sandbox, and bubblewrap is not on PATH (Debian: apt-get install bubblewrap)');
   const fixed = probeInsidePaths(kind, bin, nodeBin, tasksDir)!;
-  return { settings: probeSettings('bwrap', bwrap), network: 'proxy-only', cwdInside: fixed.workspace, homeInside: fixed.home };
+  return { settings: probeSettings('bwrap', bwrap), network: 'proxy-only', cwdInside: fixed.workspace, ...fixedPlacement(fixed) };
 }
 
 interface RenderedCall {

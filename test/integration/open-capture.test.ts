@@ -72,6 +72,33 @@ describe('openCapture', () => {
     });
   });
 
+  // Issue 38: a rollout, worker or gym-agent renders the window into every first prompt, so a model
+  // list that failed once (a server restarting when a worker started) must stop it, not silently
+  // give that worker no window and its samples another first prompt. `polar run`/`proxy` go without.
+  describe('where the window must be known (rollout, worker, gym-agent)', () => {
+    it('refuses to start when the upstream lists no window for the model, naming both ways out', async () => {
+      await expect(open({ model: 'an-alias', requireContextWindow: true })).rejects.toThrow(
+        /context window of the served model is not known: .*lists no max_model_len for an-alias.*pass --context-window TOKENS.*or fix the upstream/,
+      );
+    });
+
+    it('refuses to start when the model list cannot be read, with why', async () => {
+      const refused = openCapture({
+        kind: 'vllm',
+        upstream: { baseUrl: 'http://127.0.0.1:1' },
+        model: 'policy',
+        requireContextWindow: true,
+        proxy: { store, defaultSession: 'c-default' },
+      });
+      await expect(refused).rejects.toThrow(/its model list \(http:\/\/127\.0\.0\.1:1 \/v1\/models\) could not be read: .*pass --context-window/);
+    });
+
+    it('starts with --context-window whatever the list says, and with a listed max_model_len', async () => {
+      await withCapture({ model: 'an-alias', contextWindow: 4096, requireContextWindow: true }, async (c) => expect(c.contextWindow).toBe(4096));
+      await withCapture({ model: 'policy', requireContextWindow: true }, async (c) => expect(c.contextWindow).toBe(32_768));
+    });
+  });
+
   it('lets an explicit context window win over the listed one', async () => {
     await withCapture({ model: 'policy', contextWindow: 8192 }, async (c) => {
       expect(c.contextWindow).toBe(8192);

@@ -24,6 +24,7 @@ interface WorkerFlags extends UpstreamFlags, SandboxFlags {
   harness: string;
   upstream: string;
   model?: string;
+  contextWindow?: number;
   concurrency: number;
   timeout: number;
   out?: string;
@@ -47,6 +48,11 @@ export function registerWorker(program: Command): void {
     .requiredOption('--upstream <url>', "this machine's inference server base URL");
   addUpstreamOptions(worker)
     .option('--model <name>', "model to serve every call with (default: the upstream's first)")
+    .option(
+      '--context-window <tokens>',
+      "the served model's context length (default: the upstream's max_model_len; with neither, the worker refuses to start; a rollout's own --context-window wins)",
+      integerArg('--context-window', 1, 100_000_000),
+    )
     .option('--concurrency <k>', 'samples at once on this machine', integerArg('--concurrency', 1, 1024), 2)
     .option('--timeout <seconds>', "a session's budget when its task gives none", secondsArg('--timeout'), 600)
     .option('--db <url>', 'the shared store (default: the --queue URL)')
@@ -96,6 +102,7 @@ async function workerCommand(opts: WorkerFlags): Promise<void> {
       ...(opts.node ? { nodeBin: opts.node } : {}),
       upstream: { url: opts.upstream, kind: opts.upstreamKind, ...upstreamOptionsFrom(opts) },
       model: opts.model ?? null,
+      ...(opts.contextWindow ? { contextWindow: opts.contextWindow } : {}),
       samples: 1,
       concurrency: opts.concurrency,
       initWorkers: opts.concurrency,

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { runShell, shellQuote } from '../../core/process/shell.js';
 import type { HarnessCommand } from '../../harness/types.js';
 import { baseEnvironment } from '../../harness/env.js';
-import { openJail, type Bind } from '../../sandbox/index.js';
+import { fixedPlacement, openJail, type Bind } from '../../sandbox/index.js';
 import { StageError } from '../stage-error.js';
 import { agentMounts, logsDir } from '../harbor/trial.js';
 import { evaluatorSandbox, setupSandbox } from '../sandboxing.js';
@@ -29,8 +29,9 @@ export function hostEnvironment(deps: EnvironmentDeps, spec: SampleSpec): Sample
   const gitSandbox = boxed ? evaluatorSandbox(deps.sandbox, null, deps.inside) : undefined;
   const setup = boxed ? setupSandbox(deps.sandbox, task, deps.inside) : undefined;
   let workspace: PreparedWorkspace | null = null;
-  // Every command's private home at the fixed path too: no host path (a temp folder's name) inside.
-  const home = deps.inside ? { homeInside: deps.inside.home } : {};
+  // Every command's private home at the fixed path too: no host path (a temp folder's name) inside;
+  // polar's install at its fixed path, and the fixed time zone.
+  const home = deps.inside ? fixedPlacement(deps.inside) : {};
   // Harbor's separate verifier on the host: a fresh WORKDIR and /logs holding only the artifacts.
   const separate = trial?.verifierMode === 'separate' ? trial.separateVerifier : undefined;
   const carried = { workspace: `${dir}-verify`, logs: `${dir}-verify-logs` };
@@ -85,7 +86,7 @@ export function hostEnvironment(deps: EnvironmentDeps, spec: SampleSpec): Sample
     harnessPlacement() {
       const fixed = deps.inside;
       return {
-        ...(fixed ? { cwdInside: fixed.workspace, homeInside: fixed.home } : {}),
+        ...(fixed ? { cwdInside: fixed.workspace, ...fixedPlacement(fixed) } : {}),
         ...(trial ? agentMounts(trial, dir) : {}),
       };
     },

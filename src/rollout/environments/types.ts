@@ -58,6 +58,9 @@ export interface SampleEnvironment {
 export interface HarnessPlacement {
   cwdInside?: string;
   homeInside?: string;
+  /** polar's install and the time zone of a fixed-path sandbox (sandbox/fixed-paths.ts fixedPlacement). */
+  polarInside?: string;
+  tz?: string;
   binds?: readonly Bind[];
   container?: (proxyPort: number) => Jail;
 }

@@ -161,7 +161,8 @@ async function contextFor(w: Worker, job: SampleJob): Promise<{ ctx: StageContex
     proxyUrl: capture.proxy.url,
     sessionKeys: capture.sessionKeys,
     model: capture.model,
-    contextWindow: capture.contextWindow,
+    // The rollout's own --context-window over this machine's: one window, one first prompt, fleet-wide.
+    contextWindow: typeof rollout.config.contextWindow === 'number' ? rollout.config.contextWindow : capture.contextWindow,
     accept: config.accept ? parseAccept(config.accept) : null,
     sandbox: capture.sandbox,
     proxySocket: capture.socket?.path ?? null,

@@ -14,6 +14,7 @@ import { DEFAULT_FAILURE_WINDOW, DEFAULT_MAX_FAILED_SHARE, type GymAgentOptions,
 import { RowRunner } from './row-runner.js';
 import { runHandler } from './run-handler.js';
 import { SiblingPrompts } from './sibling-prompts.js';
+import { firstPromptText } from '../../rollout/group-first-prompts.js';
 import { startGymServer } from './server.js';
 import { SessionCache } from './session-cache.js';
 import { AGENT_NAME } from './wiring.js';
@@ -101,7 +102,10 @@ export async function startGymAgent(options: GymAgentOptions): Promise<RunningGy
   const sessions = new SessionCache({ options, store, sandbox, sessionKeys, agentHeaders, rolloutId });
   const runner = new RowRunner({ options, store, rolloutId, config, harness, sandbox, sessionKeys, catalog, sessions });
   const window = new FailureWindow(options.failureWindow ?? DEFAULT_FAILURE_WINDOW, options.maxFailedShare ?? DEFAULT_MAX_FAILED_SHARE);
-  const siblings = new SiblingPrompts((line) => options.onNotice?.(line));
+  const siblings = new SiblingPrompts(
+    (line) => options.onNotice?.(line),
+    (session) => firstPromptText(store, store.requests.tokens(session)),
+  );
   const run = runHandler({ options, catalog, runner, window, siblings });
   const { server, address } = await startGymServer({
     host: options.host,

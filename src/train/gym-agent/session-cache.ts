@@ -83,6 +83,7 @@ export class SessionCache {
       },
       model: options.model,
       contextWindow: options.contextWindow ?? null,
+      requireContextWindow: true,
       noModel: `no model for ${url}: pass --model (NeMo-RL's server lists none)`,
       proxy: async () => {
         made.socket = sandbox.kind === 'bwrap' ? await privateSocketPath() : null;

@@ -37,7 +37,11 @@ interface Siblings {
 export class SiblingPrompts {
   private readonly current = new Map<string, Siblings>();
 
-  constructor(private readonly say: (line: string) => void) {}
+  /** `textOf`: a session's first prompt as text (group-first-prompts.ts), read to name what a split group's samples differ in. */
+  constructor(
+    private readonly say: (line: string) => void,
+    private readonly textOf?: (sessionId: string) => string | null,
+  ) {}
 
   /** A row arrived: the siblings it belongs to (null for a row with no task, which is never compared). */
   join(taskId: string | null, rowIdx: unknown): Siblings | null {
@@ -54,7 +58,10 @@ export class SiblingPrompts {
 
   /** The row's result is ready: compare its first prompt with its siblings' so far; say it loudly once per group when they part. */
   check(taskId: string | null, group: Siblings | null, result: GymRunResult): SiblingCheck {
-    const prompt = resultFirstPrompt(result);
+    const found = resultFirstPrompt(result);
+    const session = result.polar_session_id;
+    const textOf = this.textOf;
+    const prompt = textOf && session && !('unchecked' in found) ? { ...found, text: () => textOf(session) } : found;
     if (!group || taskId === null) return { polar_first_prompt_split: 0, polar_first_prompt_unchecked: 1 };
     group.prompts.push(prompt);
     const check = compareFirstPrompts(group.prompts);

@@ -35,6 +35,7 @@ const CONFIG_FLAGS = [
   ['--top-p', '0.9'],
   ['--thinking', 'off'],
   ['--model', 'qwen3-8b'],
+  ['--context-window', '32768'],
   ['--samples', '3'],
   ['--concurrency', '5'],
   ['--init-workers', '4'],
@@ -104,6 +105,7 @@ describe('rollout flags → config: one mapping for a new run, a queued run and 
         thinking: 'off',
       },
       model: 'qwen3-8b',
+      contextWindow: 32768,
       samples: 3,
       concurrency: 5,
       initWorkers: 4,
@@ -126,6 +128,7 @@ describe('rollout flags → config: one mapping for a new run, a queued run and 
       'nodeBin',
       'upstream',
       'model',
+      'contextWindow',
       'samples',
       'concurrency',
       'initWorkers',
@@ -158,7 +161,7 @@ describe('rollout flags → config: one mapping for a new run, a queued run and 
     // What a resume keeps whatever the command line says: what the group's samples are, and where
     // the interrupted run left its workspaces.
     const kept = Object.keys(local).filter((key) => !(key in overrides));
-    expect(kept).toEqual(['harness', 'command', 'samples', 'timeoutSec', 'outDir', 'accept', 'environment', 'rewardKey']);
+    expect(kept).toEqual(['harness', 'command', 'contextWindow', 'samples', 'timeoutSec', 'outDir', 'accept', 'environment', 'rewardKey']);
   });
 
   it('a resume with one sandbox or sampling flag overrides that field alone (the stored rest stays)', () => {

@@ -27,6 +27,7 @@ export interface RolloutOptions extends UpstreamFlags, SandboxFlags {
   harness?: string;
   upstream?: string;
   model?: string;
+  contextWindow?: number;
   samples?: number;
   concurrency: number;
   initWorkers: number;
@@ -104,6 +105,11 @@ export function addRolloutFlags(rollout: Command): Command {
     .option('--upstream <url>', 'inference server base URL');
   addUpstreamOptions(rollout)
     .option('--model <name>', "model to serve every call with (default: the upstream's first)")
+    .option(
+      '--context-window <tokens>',
+      "the served model's context length, as every harness is told it (default: the upstream's max_model_len; with neither, the rollout refuses to start)",
+      integerArg('--context-window', 1, 100_000_000),
+    )
     .option('--samples <n>', 'sessions per task: the GRPO group size', integerArg('--samples', 1, 10_000))
     .option('--concurrency <k>', 'harness sessions at once (RUNNING workers)', integerArg('--concurrency', 1, 1024), 2)
     .option('--init-workers <i>', 'workspaces prepared at once; also the READY buffer of pre-warmed workspaces', integerArg('--init-workers', 1, 1024), 2)
@@ -166,6 +172,7 @@ export function flagFields(opts: RunFlags, sandbox: 'bwrap' | 'none', given: Giv
     nodeBin: opts.node || undefined,
     upstream: Object.keys(upstream).length > 0 ? upstream : undefined,
     model: opts.model,
+    contextWindow: opts.contextWindow,
     samples: opts.samples,
     concurrency: ifGiven('concurrency'),
     initWorkers: ifGiven('initWorkers'),
@@ -198,6 +205,8 @@ export const ON_RESUME: Readonly<Record<ConfigField, 'override' | 'stored'>> = {
   nodeBin: 'override',
   upstream: 'override',
   model: 'override',
+  // The window the harnesses are told is in every first prompt: the samples left keep the group's.
+  contextWindow: 'stored',
   samples: 'stored',
   // How many samples run at once changes no sample: more workers on a bigger machine, fewer after an OOM.
   concurrency: 'override',
@@ -225,6 +234,7 @@ function newRunDefaults(opts: RunFlags, sandbox: 'bwrap' | 'none', environment: 
     nodeBin: undefined,
     upstream: { url: 'none', kind: opts.upstreamKind },
     model: null,
+    contextWindow: undefined,
     samples: undefined,
     concurrency: undefined,
     initWorkers: undefined,
