@@ -6,7 +6,7 @@ import { startSupervised } from '../core/process/supervised.js';
 import type { HarnessCommand } from '../harness/types.js';
 import type { RolloutTask } from '../rollout/task-file.js';
 import { recentSessions, type TrainSession } from '../store/train-runs.js';
-import { appSource, gymRows, writeGymWiring } from './gym-agent/wiring.js';
+import { agentNames, appSource, gymRows, type RemoteAgent, writeGymWiring } from './gym-agent/wiring.js';
 import { applySet, getKey, GRPO_BASE, GRPO_SCRIPT, grpoConfig, mergeConfig, SFT_BASE, SFT_SCRIPT, sftConfig } from './nemo-rl/config.js';
 import { budgetProblem, longestTaskPrompt, measureFirstPrompt, neededSeqLen, splitProblem, type FirstPrompt } from './first-prompt.js';
 import { preflight, visibleDevices, type Preflight } from './preflight.js';
@@ -43,6 +43,10 @@ export interface GrpoOptions extends TrainCommon {
   dbPath: string;
   /** How the generated app.py starts polar: this Node and this polar, with `gym-agent` flags. */
   agent: { node: string; polarBin: string; args: string[] };
+  /** `polar gym-agent`s on other machines that Gym calls too (`--agent-host`); rows are spread over all agents by task. */
+  remoteAgents?: readonly RemoteAgent[];
+  /** Whether Gym also starts the agent on this node (default true; `--no-local-agent`). */
+  localAgent?: boolean;
   /** Measure the harness's first prompt and refuse a `maxSeqLen` that cannot hold a session (first-prompt.ts). */
   contextBudget?: ContextBudgetInput;
   /** The agent's sandbox: preflight probes bwrap, which the agent would first try with the model loaded. */
@@ -89,10 +93,14 @@ export interface PreparedRun {
 
 export async function prepareGrpo(o: GrpoOptions): Promise<PreparedRun> {
   const runDir = path.resolve(o.runDir);
+  const remotes = o.remoteAgents ?? [];
+  if (o.localAgent === false && remotes.length === 0)
+    throw new PolarError('POLAR_USAGE', '--no-local-agent needs --agent-host HOST:PORT: no agent would answer the rows');
   guardCheckpoints(runDir, o.resume);
   fs.mkdirSync(runDir, { recursive: true });
   const trainData = path.join(runDir, 'train.jsonl');
-  const wiring = await writeGymWiring(runDir, o.agent);
+  const local = o.localAgent !== false;
+  const wiring = await writeGymWiring(runDir, o.agent, remotes, local);
   const budget = o.contextBudget ? await measureBudget(o.contextBudget, o) : null;
   // Not chosen by the user: at least the default, raised to what the harness needs.
   const maxSeqLen = o.contextBudget?.raiseMaxSeqLen && budget && 'need' in budget ? Math.max(o.maxSeqLen, budget.need) : o.maxSeqLen;
@@ -116,7 +124,7 @@ export async function prepareGrpo(o: GrpoOptions): Promise<PreparedRun> {
   const globalBatch = getKey(config, 'policy.train_global_batch_size');
   const files = [
     { path: path.join(runDir, 'grpo.yaml'), content: header('GRPO with NeMo Gym; polar serves the agent (gym/)') + toYaml(config) },
-    { path: trainData, content: gymRows(o.tasks) },
+    { path: trainData, content: gymRows(o.tasks, agentNames(remotes, local)) },
     // NeMo-RL's server lists no models, so the agent learns the context window from here: harnesses
     // size their output and compaction by it (Claude Code would otherwise assume 200k and overflow).
     { path: wiring.appPy, content: appSource({ ...o.agent, args: [...o.agent.args, ...contextWindowArgs(config), ...samplingArgs(config)] }) },

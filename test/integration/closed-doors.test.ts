@@ -179,7 +179,9 @@ describe('polar gym-agent refuses browsers and strangers', () => {
   });
 
   it('will not listen beyond loopback without a token; with one, every route but GET / needs it', async () => {
-    await expect(startGymAgent(agentOptions({ host: '0.0.0.0' }))).rejects.toThrow(/binding 0\.0\.0\.0 exposes it beyond this machine; pass --auth-token/);
+    await expect(startGymAgent(agentOptions({ host: '0.0.0.0' }))).rejects.toThrow(
+      /binding 0\.0\.0\.0 exposes it beyond this machine; pass --allow-from ADDRESS\|SUBNET\|HOST .* or --auth-token TOKEN/,
+    );
     const token = 'gym-agent-token-0123456789';
     const open = await startGymAgent(agentOptions({ host: '0.0.0.0', authToken: token, dbPath: path.join(dir, 'open.db') }));
     try {

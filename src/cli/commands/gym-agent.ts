@@ -9,6 +9,7 @@ import { addSandboxOptions, limitsFrom, readOnlyFrom, sandboxKind, type SandboxF
 import { loadTasks } from '../../rollout/load-tasks.js';
 import { harborPreflight } from '../../rollout/harbor/trial.js';
 import { isLoopbackHost } from '../../core/http/guard.js';
+import { sourceAllowList } from '../../train/gym-agent/allow-from.js';
 import {
   DEFAULT_FAILURE_WINDOW,
   DEFAULT_INFRA_RETRIES,
@@ -51,6 +52,7 @@ interface GymAgentCommandOptions extends SandboxFlags {
   allowInlineTasks?: boolean;
   authToken?: string;
   allowHost?: string[];
+  allowFrom?: string[];
   infraRetries: number;
   maxFailedShare: number;
   failureWindow: number;
@@ -67,7 +69,7 @@ export function registerGymAgent(program: Command): void {
     )
     .addOption(new Option('--harness <name>', 'the harness every session runs').choices([...HARNESS_NAMES]).makeOptionMandatory())
     .option('--port <n>', 'port (0: any free port)', integerArg('--port', 0, 65535), 0)
-    .option('--host <host>', 'address to bind; non-loopback needs --auth-token', '127.0.0.1')
+    .option('--host <host>', 'address to bind; non-loopback needs --allow-from or --auth-token', '127.0.0.1')
     .option('--tasks <path>', 'the rollout task file (JSONL), or a Harbor task folder or a folder of them: /run rows name one of its tasks by "task_id"')
     .addOption(environmentOption())
     .option('--reward-key <name>', "the metric of a Harbor verifier's reward.json that is the reward, as polar rollout --reward-key", rewardKeyArg)
@@ -75,6 +77,10 @@ export function registerGymAgent(program: Command): void {
     .option(
       '--auth-token <token>',
       'require this token (Authorization: Bearer, or x-polar-auth-token) on every request but GET / (default: $POLAR_AUTH_TOKEN, except with --from-gym)',
+    )
+    .option(
+      '--allow-from <address|subnet|host...>',
+      'answer only calls from these source addresses (and this machine): the trainer node, whose NeMo Gym sends /run no token; with --auth-token both are required',
     )
     .option(
       '--allow-host <name...>',
@@ -144,11 +150,12 @@ async function serve(opts: GymAgentCommandOptions): Promise<void> {
   // Under Gym, $POLAR_AUTH_TOKEN (NeMo-RL hands Gym its whole environment) would lock Gym out: Gym
   // sends /run no token. There the agent stays on loopback instead; only --auth-token sets one.
   const authToken = opts.authToken ?? (opts.fromGym ? null : process.env.POLAR_AUTH_TOKEN || null);
-  if (gym?.host && !isLoopbackHost(gym.host) && !authToken) {
+  const allowFrom = opts.allowFrom?.length ? await sourceAllowList(opts.allowFrom) : null;
+  if (gym?.host && !isLoopbackHost(gym.host) && !authToken && !allowFrom) {
     // NeMo-RL sets Gym's default_host to the node's IP; Gym sends /run no token, so pin the agent instead.
     throw new PolarError(
       'POLAR_USAGE',
-      `NeMo Gym assigned this agent host ${gym.host}, which other machines reach; set host: 127.0.0.1 in the agent's Gym config (polar train grpo does), or pass --auth-token`,
+      `NeMo Gym assigned this agent host ${gym.host}, which other machines reach; set host: 127.0.0.1 in the agent's Gym config (polar train grpo does), or pass --allow-from the addresses that may call it`,
     );
   }
   const agent = await startGymAgent({
@@ -180,6 +187,7 @@ async function serve(opts: GymAgentCommandOptions): Promise<void> {
     allowInlineTasks: opts.allowInlineTasks === true,
     authToken,
     ...(opts.allowHost ? { allowHosts: opts.allowHost } : {}),
+    allowFrom,
     infraRetries: opts.infraRetries,
     maxFailedShare: opts.maxFailedShare,
     failureWindow: opts.failureWindow,

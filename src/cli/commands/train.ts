@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import chalk from 'chalk';
-import { Option, type Command } from 'commander';
+import { InvalidArgumentError, Option, type Command } from 'commander';
 import { PolarError } from '../../core/errors.js';
 import { writePrivateFile } from '../../core/private-file.js';
 import { urlPassword, withoutPassword } from '../../store/postgres/password.js';
@@ -28,6 +28,7 @@ import { action, invokedAs, printJson } from '../output.js';
 import { count } from '../plural.js';
 import { checkNemoRlCheckout } from '../../train/nemo-rl/check-command.js';
 import { agentBin } from '../../train/agent-bin.js';
+import { parseAgentHost, type RemoteAgent } from '../../train/gym-agent/wiring.js';
 import type { HarborEnvironment } from '../../rollout/harbor/environment.js';
 import { environmentOption, harborEnvironment } from '../environment-option.js';
 import { rewardKeyArg } from './rollout/flags.js';
@@ -71,6 +72,8 @@ interface GrpoFlags extends CommonFlags {
   sessionTokens: number;
   infraRetries: number;
   maxFailedShare: number;
+  agentHost?: RemoteAgent[];
+  localAgent: boolean;
 }
 
 interface SftFlags extends CommonFlags {
@@ -108,6 +111,12 @@ export function registerTrain(program: Command): void {
       .addOption(environmentOption())
       .option('--reward-key <name>', "the metric of a Harbor verifier's reward.json that is the reward, as polar rollout --reward-key", rewardKeyArg)
       .option('--agent-concurrency <k>', 'harness sessions the agent runs at once', integerArg('--agent-concurrency', 1, 1024), 4)
+      .option(
+        '--agent-host <host:port>',
+        'a polar gym-agent another machine runs (started there with --host, --port and --allow-from this node); repeat for more: rows are spread over all agents by task',
+        agentHostArg,
+      )
+      .option('--no-local-agent', 'with --agent-host: NeMo Gym starts no agent on this node; every row goes to the --agent-host agents')
       .option('--command <template>', 'for --harness custom')
       .option('--harness-bin <path>', 'the harness executable')
       .option('--node <path>', 'a Node.js binary for harnesses that need a newer one')
@@ -147,6 +156,15 @@ export function registerTrain(program: Command): void {
     )
     .option('--json', 'print both reports as JSON')
     .action(action(checkNemoRl));
+}
+
+/** `--agent-host`, repeatable; a bad value is refused by commander before the command starts (exit 2). */
+function agentHostArg(value: string, prev: RemoteAgent[] | undefined): RemoteAgent[] {
+  try {
+    return [...(prev ?? []), parseAgentHost(value)];
+  } catch (err) {
+    throw new InvalidArgumentError((err as Error).message);
+  }
 }
 
 function common(command: Command): Command {
@@ -236,6 +254,8 @@ async function grpo(opts: GrpoFlags, command: Command): Promise<void> {
       sandbox,
       dbPath,
       agent: { node: process.execPath, polarBin: agent.bin, args: agentArgs },
+      ...(opts.agentHost?.length ? { remoteAgents: opts.agentHost } : {}),
+      localAgent: opts.localAgent,
       contextBudget: {
         harness: opts.harness,
         sessionTokens: opts.sessionTokens,

@@ -30,6 +30,21 @@ export interface GuardOptions {
   what: string;
   /** The flag that sets the token, for messages (default `--auth-token`). */
   tokenFlag?: string;
+  /**
+   * Only connections from these source addresses are answered (`gym-agent --allow-from`): for a
+   * caller that can send no token, it stands in for the token beyond loopback. With a token too,
+   * both are required.
+   */
+  allowFrom?: SourceFilter | null;
+}
+
+/** The addresses a server answers, by the connection's source (`socket.remoteAddress`). */
+export interface SourceFilter {
+  allows(address: string | undefined): boolean;
+  /** What was allowed, for messages. */
+  readonly described: string;
+  /** The flag that sets it, for messages (`--allow-from`). */
+  readonly flag: string;
 }
 
 export class HttpGuard {
@@ -38,7 +53,7 @@ export class HttpGuard {
 
   constructor(private readonly options: GuardOptions) {
     this.token = options.token || null;
-    requireTokenBeyondLoopback(options.host, this.token, options.what, options.tokenFlag);
+    if (!options.allowFrom) requireTokenBeyondLoopback(options.host, this.token, options.what, options.tokenFlag);
     this.policy = hostPolicy(options.host, 0, options.allowHosts);
   }
 
@@ -49,6 +64,14 @@ export class HttpGuard {
 
   /** Why a request is refused, or null. `token: false` skips the token (a readiness probe). */
   check(req: IncomingMessage, need: { token?: boolean; json?: boolean } = {}): Refusal | null {
+    const from = this.options.allowFrom;
+    if (from && !from.allows(req.socket.remoteAddress)) {
+      return {
+        status: 403,
+        code: 'POLAR_FORBIDDEN',
+        message: `${this.options.what}: a call from ${req.socket.remoteAddress ?? 'an unknown address'} is refused: it answers only ${from.flag} ${from.described} (and this machine); add the caller's address or subnet to ${from.flag}`,
+      };
+    }
     const foreign = originProblem(req.headers, this.policy);
     if (foreign) return { status: 403, code: 'POLAR_FORBIDDEN', message: `${this.options.what}: ${foreign}` };
     if (this.token && need.token !== false && !tokenPresented(req.headers, this.token)) {

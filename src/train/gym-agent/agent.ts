@@ -3,12 +3,13 @@ import path from 'node:path';
 import { PolarError } from '../../core/errors.js';
 import { newId } from '../../core/ids.js';
 import { getHarness } from '../../harness/registry.js';
-import { HttpGuard } from '../../core/http/guard.js';
+import { HttpGuard, isLoopbackHost } from '../../core/http/guard.js';
 import { DEFAULT_AGENT_HEADERS } from '../../proxy/identity.js';
 import { SessionKeys } from '../../proxy/session-keys.js';
 import { sandboxSettings } from '../../rollout/sandboxing.js';
 import { requireBwrap } from '../../sandbox/index.js';
 import { openStore } from '../../store/open.js';
+import type { SourceAllowList } from './allow-from.js';
 import { FailureWindow } from './failures.js';
 import { DEFAULT_FAILURE_WINDOW, DEFAULT_MAX_FAILED_SHARE, type GymAgentOptions, rolloutConfig, taskCatalog } from './options.js';
 import { RowRunner } from './row-runner.js';
@@ -75,8 +76,15 @@ export function gymEnvironment(env: NodeJS.ProcessEnv = process.env): GymEnviron
 export async function startGymAgent(options: GymAgentOptions): Promise<RunningGymAgent> {
   if (options.upstreams.length === 0) throw new PolarError('POLAR_USAGE', 'gym-agent needs the policy server: --upstream URL, or --from-gym under NeMo Gym');
   const catalog = taskCatalog(options);
-  // Before anything is opened: a server beyond loopback without a token is refused here.
-  const guard = new HttpGuard({ host: options.host, token: options.authToken ?? null, allowHosts: options.allowHosts ?? [], what: 'polar gym-agent' });
+  // Before anything is opened: a server beyond loopback with neither a token nor --allow-from is refused here.
+  requireDoorBeyondLoopback(options.host, options.authToken ?? null, options.allowFrom ?? null);
+  const guard = new HttpGuard({
+    host: options.host,
+    token: options.authToken ?? null,
+    allowHosts: options.allowHosts ?? [],
+    allowFrom: options.allowFrom ?? null,
+    what: 'polar gym-agent',
+  });
   const store = await openStore(options.dbPath, { onNotice: (line) => options.onNotice?.(line) });
   const harness = getHarness(options.harness, options.command !== undefined ? { command: options.command } : {});
   const bwrap = requireBwrap(options.sandbox);
@@ -127,6 +135,18 @@ export async function startGymAgent(options: GymAgentOptions): Promise<RunningGy
       await store.closeAsync();
     },
   };
+}
+
+/**
+ * A gym-agent that other machines reach needs a door: `--auth-token` (for callers that can send
+ * one) or `--allow-from` (NeMo Gym sends no token: allow-from.ts). Neither is refused, naming both.
+ */
+export function requireDoorBeyondLoopback(host: string, token: string | null, allowFrom: SourceAllowList | null): void {
+  if (isLoopbackHost(host) || token || allowFrom) return;
+  throw new PolarError(
+    'POLAR_USAGE',
+    `polar gym-agent: binding ${host} exposes it beyond this machine; pass --allow-from ADDRESS|SUBNET|HOST (the trainer node: NeMo Gym calls /run and sends no token) or --auth-token TOKEN (a caller that can send it), or both`,
+  );
 }
 
 function get(config: Yaml, key: string): Yaml | undefined {

@@ -3,6 +3,7 @@ import { PolarError } from '../../core/errors.js';
 import type { RolloutConfig } from '../../rollout/config.js';
 import type { RolloutTask } from '../../rollout/task-file.js';
 import type { SandboxKind, SandboxLimits } from '../../sandbox/index.js';
+import type { SourceAllowList } from './allow-from.js';
 import type { GymRunResult } from './result.js';
 import type { TaskCatalog } from './task.js';
 import type { ThinkingSetting } from '../../upstream/sampling-policy.js';
@@ -48,10 +49,15 @@ export interface GymAgentOptions {
   tasks?: { file: string; tasks: readonly RolloutTask[] };
   /** Rows may define their task inline (`task`); they still run sandboxed. */
   allowInlineTasks?: boolean;
-  /** Every request but the readiness probe must present it; required beyond loopback. */
+  /** Every request but the readiness probe must present it; required beyond loopback unless `allowFrom`. */
   authToken?: string | null;
   /** Host names besides the bound address and loopback names that callers may use. */
   allowHosts?: readonly string[];
+  /**
+   * Only these source addresses (and loopback) are answered (`--allow-from`, allow-from.ts): beyond
+   * loopback it stands in for the token NeMo Gym cannot send. With `authToken` too, both are required.
+   */
+  allowFrom?: SourceAllowList | null;
   /** Infrastructure failures (failures.ts) are run again up to this many times before answering (default 2). */
   infraRetries?: number;
   /** Stop NeMo-RL when more than this share of the last `failureWindow` rows failed outside the policy (default 0.5). */

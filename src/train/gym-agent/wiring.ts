@@ -1,5 +1,6 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import { PolarError } from '../../core/errors.js';
 import type { RolloutTask } from '../../rollout/task-file.js';
 import { TASK_ID_FIELD } from './task.js';
 import { toYaml, type Yaml } from '../yaml.js';
@@ -32,7 +33,34 @@ export interface AgentCommand {
   args: string[];
 }
 
-export async function writeGymWiring(runDir: string, cmd: AgentCommand): Promise<GymWiring> {
+/** A `polar gym-agent` another machine runs, which NeMo Gym calls but does not start (`--agent-host`). */
+export interface RemoteAgent {
+  /** As the URL needs it: a name, an IPv4 address, or `[IPv6]`. */
+  host: string;
+  port: number;
+}
+
+/** `HOST:PORT` or `[IPv6]:PORT`, as `polar train grpo --agent-host` takes it. */
+export function parseAgentHost(value: string): RemoteAgent {
+  const m = /^(\[[0-9a-fA-F:.]+\]|[^:[\]/\s]+):(\d{1,5})$/.exec(value.trim());
+  const port = m ? Number(m[2]) : NaN;
+  if (!m || port < 1 || port > 65535) {
+    throw new PolarError('POLAR_USAGE', `--agent-host ${value}: give HOST:PORT (or [IPv6]:PORT), where that machine runs polar gym-agent --host … --port PORT`);
+  }
+  return { host: m[1]!, port };
+}
+
+/**
+ * The Gym instance names rows are addressed to: the agent Gym starts on this node (`polar_agent`),
+ * unless `local` is false, then one per remote agent. NeMo Gym posts a row to the one instance its
+ * `agent_ref.name` names (rollout_collection.py:1038, server_utils.py:331-332), so spreading rows over
+ * machines means several names.
+ */
+export function agentNames(remotes: readonly RemoteAgent[] = [], local = true): string[] {
+  return [...(local ? [AGENT_NAME] : []), ...remotes.map((_, i) => `${AGENT_NAME}_remote_${i + 1}`)];
+}
+
+export async function writeGymWiring(runDir: string, cmd: AgentCommand, remotes: readonly RemoteAgent[] = [], local = true): Promise<GymWiring> {
   const root = path.join(runDir, 'gym');
   const agentDir = path.join(root, 'responses_api_agents', AGENT_NAME);
   await fs.mkdir(agentDir, { recursive: true });
@@ -44,7 +72,7 @@ export async function writeGymWiring(runDir: string, cmd: AgentCommand): Promise
   const appPy = path.join(agentDir, 'app.py');
   await fs.writeFile(appPy, appSource(cmd), { mode: 0o755 });
   const agentConfig = path.join(root, `${AGENT_NAME}.yaml`);
-  await fs.writeFile(agentConfig, toYaml(agentGymConfig()));
+  await fs.writeFile(agentConfig, toYaml(agentGymConfig(remotes, local)));
   return { root, appPy, agentConfig };
 }
 
@@ -55,10 +83,22 @@ export async function writeGymWiring(runDir: string, cmd: AgentCommand): Promise
  * agent would listen on the network, where `/run` (which runs tasks) must not be, and Gym sends it no
  * token. The rows are posted by Gym's rollout collection inside NeMo-RL's NemoGym actor, which
  * starts the agent on its own node (nemo_gym/rollout_collection.py:1038, to `http://host:port/run`,
- * server_utils.py:325-326), so loopback reaches it; polar train runs on one node.
+ * server_utils.py:325-326), so loopback reaches it. Agents on other machines (`--agent-host`) are
+ * entries Gym calls but does not start; each of those binds beyond loopback with `--allow-from` the
+ * trainer node, since Gym sends no token (allow-from.ts).
  */
-export function agentGymConfig(): Yaml {
-  return { [AGENT_NAME]: { responses_api_agents: { [AGENT_NAME]: { entrypoint: 'app.py', host: '127.0.0.1' } } } };
+export function agentGymConfig(remotes: readonly RemoteAgent[] = [], local = true): Yaml {
+  const names = agentNames(remotes, local);
+  const out: { [key: string]: Yaml } = {};
+  if (local) out[AGENT_NAME] = { responses_api_agents: { [AGENT_NAME]: { entrypoint: 'app.py', host: '127.0.0.1' } } };
+  // No `entrypoint`: Gym starts only instances that have one (cli/env.py:407-408) and validates
+  // only those as servers (config_types.py:573-574), so it leaves these alone, while its client
+  // still finds their host and port the way it finds any server's: the first entry two levels down,
+  // `http://{host}:{port}` (global_config.py:1028-1034, server_utils.py:325-326).
+  remotes.forEach((r, i) => {
+    out[names[(local ? 1 : 0) + i]!] = { responses_api_agents: { [AGENT_NAME]: { host: r.host, port: r.port } } };
+  });
+  return out;
 }
 
 /** The whole Python side: exec polar, which does the rest. */
@@ -80,12 +120,14 @@ export function appSource(cmd: AgentCommand): string {
  * from its own `--tasks` file (task.ts): a row carries no code. NeMo-RL repeats each row
  * `num_generations_per_prompt` times: one GRPO group.
  */
-export function gymRows(tasks: readonly RolloutTask[]): string {
+export function gymRows(tasks: readonly RolloutTask[], agents: readonly string[] = [AGENT_NAME]): string {
   return tasks
-    .map((task) =>
+    .map((task, i) =>
       JSON.stringify({
         responses_create_params: { input: [{ role: 'user', content: task.prompt }] },
-        agent_ref: { type: 'responses_api_agents', name: AGENT_NAME },
+        // Round robin over the agents by task: NeMo-RL repeats a row for its group, so a whole
+        // group goes to one agent, as NeMo-RL requires (rollouts.py:1783-1788).
+        agent_ref: { type: 'responses_api_agents', name: agents[i % agents.length]! },
         [TASK_ID_FIELD]: task.id,
       }),
     )
