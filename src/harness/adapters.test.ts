@@ -11,7 +11,7 @@ import { shellQuote } from '../core/process/shell.js';
 import { createCustomHarness } from './custom.js';
 import { baseEnvironment } from './env.js';
 import { geminiCli } from './gemini-cli.js';
-import { opencode } from './opencode.js';
+import { opencode, opencodeConfigPath } from './opencode.js';
 import { pi } from './pi.js';
 import { qwenCode } from './qwen-code.js';
 import { HARNESS_NAMES, getHarness } from './registry.js';
@@ -35,6 +35,7 @@ function makeCtx(overrides: Partial<HarnessContext> = {}): HarnessContext {
     cwd: path.join(dir, 'ws'),
     contextWindow: 40960,
     isRoot: false,
+    appendOnly: false,
     ...overrides,
   };
 }
@@ -554,5 +555,73 @@ describe('registry', () => {
 
   it('needs a command template for custom', () => {
     expect(() => getHarness('custom', {})).toThrow(expect.objectContaining({ code: 'POLAR_USAGE' }));
+  });
+});
+
+/**
+ * Append-only (rollout, worker, gym-agent, train): each harness's compaction and history trimming
+ * switched off by the settings read in its code at the tested version (test/e2e/long-session.test.ts
+ * runs each real CLI past its compaction point); `polar run` (appendOnly false) keeps its defaults.
+ */
+describe('append-only: compaction off by configuration', () => {
+  it('claude-code: every compaction path gated off, and the client-side block moved to the window', () => {
+    const on = claudeCode.command('claude', makeCtx({ appendOnly: true }), 'x', [], BASE_ENV).env;
+    expect(on).toMatchObject({ DISABLE_AUTO_COMPACT: '1', DISABLE_COMPACT: '1', CLAUDE_CODE_BLOCKING_LIMIT_OVERRIDE: '40960', CLAUDE_CODE_MAX_CONTEXT_TOKENS: '40960' });
+    const off = claudeCode.command('claude', makeCtx(), 'x', [], BASE_ENV).env;
+    for (const k of ['DISABLE_AUTO_COMPACT', 'DISABLE_COMPACT', 'CLAUDE_CODE_BLOCKING_LIMIT_OVERRIDE']) expect(off, k).not.toHaveProperty(k);
+  });
+
+  it('codex: the compaction limit one past the window, the window told large enough that 90% of it is above that', async () => {
+    const ctx = makeCtx({ appendOnly: true });
+    await codex.writeConfig(ctx);
+    const toml = parseToml(fs.readFileSync(path.join(ctx.home, '.codex', 'config.toml'), 'utf8'));
+    expect(toml.model_auto_compact_token_limit).toBe(40961);
+    expect(Math.floor((toml.model_context_window as number) * 0.9)).toBeGreaterThanOrEqual(40961);
+  });
+
+  it('gemini-cli: compression held to its token limit', async () => {
+    const ctx = makeCtx({ appendOnly: true });
+    await geminiCli.writeConfig(ctx);
+    expect(readJson(path.join(ctx.home, '.gemini', 'settings.json'))).toMatchObject({ model: { compressionThreshold: 1 }, security: { auth: { selectedType: 'gemini-api-key' } } });
+  });
+
+  it('qwen-code: told the window (its defaults), or a window past any compaction point and a session limit at 90% of the real one', async () => {
+    const file = (ctx: HarnessContext) => path.join(ctx.home, '.qwen', 'settings.json');
+    const plain = makeCtx();
+    await qwenCode.writeConfig(plain);
+    expect(readJson(file(plain))).toEqual({ model: { generationConfig: { contextWindowSize: 40960 } } });
+    const unknown = makeCtx({ contextWindow: null });
+    await qwenCode.writeConfig(unknown);
+    expect(fs.existsSync(file(unknown))).toBe(false);
+    const ctx = makeCtx({ appendOnly: true });
+    await qwenCode.writeConfig(ctx);
+    expect(modeOf(file(ctx))).toBe(0o600);
+    expect(readJson(file(ctx))).toEqual({
+      model: { generationConfig: { contextWindowSize: 4_096_000 }, sessionTokenLimit: 36864 },
+      context: { clearContextOnIdle: { toolResultsThresholdMinutes: -1 } },
+    });
+  });
+
+  it('pi: settings.json with compaction disabled, beside models.json, only append-only', async () => {
+    const ctx = makeCtx({ appendOnly: true });
+    await pi.writeConfig(ctx);
+    expect(readJson(path.join(ctx.home, '.pi', 'agent', 'settings.json'))).toEqual({ compaction: { enabled: false } });
+    const plain = makeCtx();
+    await pi.writeConfig(plain);
+    expect(fs.existsSync(path.join(plain.home, '.pi', 'agent', 'settings.json'))).toBe(false);
+  });
+
+  it('opencode: compaction.auto and prune off', async () => {
+    const ctx = makeCtx({ appendOnly: true });
+    await opencode.writeConfig(ctx);
+    expect(readJson(opencodeConfigPath(ctx.home))).toMatchObject({ compaction: { auto: false, prune: false } });
+    const plain = makeCtx();
+    await opencode.writeConfig(plain);
+    expect(readJson(opencodeConfigPath(plain.home))).not.toHaveProperty('compaction');
+  });
+
+  it('names the rewrites no setting stops: Gemini CLI, Qwen Code and a custom command, not the others', () => {
+    const gaps = Object.fromEntries(HARNESS_NAMES.map((n) => [n, (n === 'custom' ? createCustomHarness('x') : getHarness(n)).appendOnlyGap !== null]));
+    expect(gaps).toEqual({ 'claude-code': false, codex: false, 'gemini-cli': true, 'qwen-code': true, pi: false, opencode: false, custom: true });
   });
 });

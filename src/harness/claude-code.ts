@@ -57,7 +57,28 @@ function claudeEnv(ctx: HarnessContext, baseEnv: Record<string, string>): Record
     // 2.1.330). A quarter of the window leaves room for the prompt and the conversation.
     env.CLAUDE_CODE_MAX_OUTPUT_TOKENS = String(Math.min(32_000, Math.floor(ctx.contextWindow / 4)));
   }
+  if (ctx.appendOnly) Object.assign(env, appendOnlyEnv(ctx.contextWindow));
   return env;
+}
+
+/**
+ * Claude Code's history rewrites, off (read in the 2.1.330 binary). One gate holds every compaction
+ * path (proactive auto-compact, reactive compaction on "prompt is too long", precomputed and idle
+ * compaction): `DISABLE_AUTO_COMPACT` or `DISABLE_COMPACT` closes it. With it closed, Claude Code
+ * instead refuses to send a prompt it estimates past window − min(output, 20000) − 3000 ("Prompt is
+ * too long", the turn ends): at a 20,480-token window with its ~12k-token system prompt that stops a
+ * session at its second or third call. `CLAUDE_CODE_BLOCKING_LIMIT_OVERRIDE` moves that limit to the
+ * window itself, so a session ends where the model's context does (the proxy gives the last reply
+ * the room that is left). Server-side tool-result clearing (`context_management`) is a request the
+ * proxy does not carry out, and the client-side micro-compaction is behind remote feature flags that
+ * nonessential traffic off leaves at their defaults (off).
+ */
+export function appendOnlyEnv(contextWindow: number | null): Record<string, string> {
+  return {
+    DISABLE_AUTO_COMPACT: '1',
+    DISABLE_COMPACT: '1',
+    ...(contextWindow !== null ? { CLAUDE_CODE_BLOCKING_LIMIT_OVERRIDE: String(contextWindow) } : {}),
+  };
 }
 
 type Json = Record<string, unknown>;
@@ -102,6 +123,7 @@ export const claudeCode: Harness = {
   packageName: '@anthropic-ai/claude-code',
   // A native (Bun) binary since 2.1.113: its `engines` says node >= 22, but it runs without node.
   binName: 'claude',
+  appendOnlyGap: null,
   // The recorded main-agent calls (fixtures/requests/claude-code/*.json) carry only
   // `x-claude-code-session-id`, which is the same for every agent of a run. Claude Code adds
   // `x-claude-code-agent-id` only when a sub-agent makes the call (2.1.330's header builder sets it

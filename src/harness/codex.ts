@@ -35,11 +35,26 @@ function tomlString(value: string): string {
   return JSON.stringify(value).replace(/\x7f/g, '\\u007f');
 }
 
+/**
+ * Codex has no switch that turns auto-compaction off (0.169.0): it compacts once a turn's tokens reach
+ * min(`model_auto_compact_token_limit`, 90% of `model_context_window`). Append-only, the limit is
+ * one past the window, which no call's prompt plus reply can reach (the proxy caps each reply at the
+ * room left), and the window is told large enough that its 90% is above that limit; a session that
+ * outgrows the model's window then ends on the server's context-length error ("Codex ran out of room
+ * in the model's context window"), which Codex does not answer by compacting.
+ */
+export function codexWindow(contextWindow: number, appendOnly: boolean): { window: number; compactAt: number } {
+  if (!appendOnly) return { window: contextWindow, compactAt: Math.floor(contextWindow * AUTO_COMPACT_FRACTION) };
+  const compactAt = contextWindow + 1;
+  return { window: Math.ceil(compactAt / 0.9) + 1, compactAt };
+}
+
 export function codexConfigToml(ctx: HarnessContext): string {
   const lines = [`model = ${tomlString(ctx.model)}`, 'model_provider = "polar"', 'check_for_update_on_startup = false'];
   if (ctx.contextWindow !== null) {
-    lines.push(`model_context_window = ${ctx.contextWindow}`);
-    lines.push(`model_auto_compact_token_limit = ${Math.floor(ctx.contextWindow * AUTO_COMPACT_FRACTION)}`);
+    const { window, compactAt } = codexWindow(ctx.contextWindow, ctx.appendOnly);
+    lines.push(`model_context_window = ${window}`);
+    lines.push(`model_auto_compact_token_limit = ${compactAt}`);
   }
   lines.push(
     '',
@@ -57,6 +72,7 @@ export const codex: Harness = {
   provider: 'openai-responses',
   packageName: '@openai/codex',
   binName: 'codex',
+  appendOnlyGap: null,
   // The recorded main-agent calls (fixtures/requests/codex/*.json) carry `session-id` and `thread-id`
   // (one value for the whole run) and no `x-openai-subagent` or `x-codex-parent-thread-id`. Codex
   // adds `x-openai-subagent` (review, compact, collab_spawn, memory_consolidation) only on calls

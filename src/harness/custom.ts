@@ -67,6 +67,8 @@ export function createCustomHarness(template: string): Harness {
     binName: 'sh',
     // Polar's own header (README, "Agents"): a custom harness can name its sub-agents with it.
     agentHeaders: ['x-polar-agent'],
+    appendOnlyGap:
+      'polar cannot configure a custom command: switch its compaction or history trimming off yourself, or its samples can split into several traces (masked in training)',
 
     async writeConfig(ctx: HarnessContext): Promise<void> {
       await privateDirs(configHome(ctx));

@@ -31,11 +31,30 @@ export const GEMINI_SETTINGS = {
   general: { enableAutoUpdate: false },
 } as const;
 
+/**
+ * Gemini CLI's history rewrites (read in the 0.61.0 bundle). Chat compression fires when the last
+ * prompt reaches `model.compressionThreshold` (0.5) × its token limit, which for a model name it does
+ * not know is 1,048,576 and which no setting changes; a threshold of 1 keeps it at the limit itself.
+ * Shell output is truncated as it enters the history, never after, and the LLM summary of tool output
+ * is off by default. Not reachable: tool-output masking (ToolOutputMaskingService, run before every
+ * send) replaces old tool results with a placeholder once more than 30,000 tokens of them lie beyond
+ * the newest 50,000 (its estimate, 4 characters a token). Its settings schema names
+ * `contextManagement.tools.outputMasking`, but the CLI passes its core only
+ * `contextManagement.enabled` (gemini-*.js loadCliConfig), so the thresholds stay the defaults.
+ */
+export const GEMINI_APPEND_ONLY_SETTINGS = { model: { compressionThreshold: 1 } } as const;
+
+export function geminiSettings(appendOnly: boolean): Record<string, unknown> {
+  return appendOnly ? { ...GEMINI_SETTINGS, ...GEMINI_APPEND_ONLY_SETTINGS } : GEMINI_SETTINGS;
+}
+
 export const geminiCli: Harness = {
   name: 'gemini-cli',
   provider: 'google-generate-content',
   packageName: '@google/gemini-cli',
   binName: 'gemini',
+  appendOnlyGap:
+    'Gemini CLI 0.61.0 replaces old tool outputs with a placeholder once more than 80,000 tokens of them (its estimate, 4 characters a token) are in the history, and no setting reaches that; a session that reads that much tool output splits (at windows under about 100,000 tokens the window ends it first)',
   // The recorded calls (fixtures/requests/gemini-cli/*.json) carry no header that names an agent:
   // main turns and the router's classifier call send the same header set. Nothing to read.
   agentHeaders: [],
@@ -44,7 +63,7 @@ export const geminiCli: Harness = {
     const home = configHome(ctx);
     const file = geminiSettingsPath(home);
     await privateDirs(home, join(home, '.gemini'));
-    await writePrivateFile(file, `${JSON.stringify(GEMINI_SETTINGS, null, 2)}\n`);
+    await writePrivateFile(file, `${JSON.stringify(geminiSettings(ctx.appendOnly), null, 2)}\n`);
   },
 
   command(bin, ctx, prompt, extraArgs, baseEnv): HarnessCommand {

@@ -55,6 +55,10 @@ export function opencodeConfig(ctx: HarnessContext): unknown {
     autoupdate: false,
     share: 'disabled',
     permission: 'allow',
+    // 1.18.33: `compaction.auto: false` stops both the compaction at the window and the one on a
+    // context-overflow error (the session ends with the error); pruning old tool outputs is off by
+    // default, and is said off here so a later default cannot turn it on.
+    ...(ctx.appendOnly ? { compaction: { auto: false, prune: false } } : {}),
   };
 }
 
@@ -63,6 +67,7 @@ export const opencode: Harness = {
   provider: 'openai-chat',
   packageName: 'opencode-ai',
   binName: 'opencode',
+  appendOnlyGap: null,
   // Recorded against the stub: every call of a session sends `x-session-id` and `x-session-affinity`
   // (the opencode session id, the same for the whole main agent). In 1.18.33's request builder a
   // child session (a `task` sub-agent) also sends `x-parent-session-id`; main never does. So main

@@ -56,11 +56,14 @@ export function piModelsJson(ctx: HarnessContext): unknown {
   };
 }
 
+export const PI_APPEND_ONLY_SETTINGS = { compaction: { enabled: false } } as const;
+
 export const pi: Harness = {
   name: 'pi',
   provider: 'openai-chat',
   packageName: '@mariozechner/pi-coding-agent',
   binName: 'pi',
+  appendOnlyGap: null,
   // Pi has no sub-agents, and its recorded calls (fixtures/requests/pi/*.json) carry only the SDK's
   // own headers.
   agentHeaders: [],
@@ -71,6 +74,10 @@ export const pi: Harness = {
     await privateDirs(home, join(home, '.pi'), dir);
     const file = join(dir, 'models.json');
     await writePrivateFile(file, `${JSON.stringify(piModelsJson(ctx), null, 2)}\n`);
+    // One switch holds both of pi's compactions (0.73.1): at window − reserveTokens, and on a
+    // provider's context-overflow error (agent-session.js returns before either when disabled); an
+    // overflow then ends the run with the error. Read from $PI_CODING_AGENT_DIR/settings.json.
+    if (ctx.appendOnly) await writePrivateFile(join(dir, 'settings.json'), `${JSON.stringify(PI_APPEND_ONLY_SETTINGS, null, 2)}\n`);
   },
 
   command(bin, ctx, prompt, extraArgs, baseEnv): HarnessCommand {

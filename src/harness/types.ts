@@ -33,6 +33,15 @@ export interface HarnessContext {
   contextWindow: number | null;
   /** Whether polar runs as root (Claude Code then needs IS_SANDBOX=1 to skip permissions). */
   isRoot: boolean;
+  /**
+   * Keep the main agent's conversation one append-only token chain (rollout, worker, gym-agent,
+   * train): the harness's automatic compaction, history summarising and context trimming are
+   * switched off by configuration, and the window it is told is the model's, so a session that
+   * outgrows it ends there (like a max-length rollout in NeMo-RL) instead of being rewritten into a
+   * second trace that NeMo-RL would have to mask. False (`polar run`, `polar proxy`): the
+   * harness's own defaults.
+   */
+  appendOnly: boolean;
 }
 
 /** A command line ready to spawn; `env` is complete (not merged with polar's own environment). */
@@ -52,6 +61,12 @@ export interface Harness {
   readonly binName: string;
   /** Node major version the CLI needs, when it needs more than polar does. */
   readonly minNodeMajor?: number;
+  /**
+   * Why this harness's main agent can still leave the append-only chain with `appendOnly` set (a
+   * rewrite no setting of the tested version turns off), or null when every one is switched off.
+   * `rollout` and `train` print it at start.
+   */
+  readonly appendOnlyGap: string | null;
   /** Request headers that name the (sub-)agent making a call, in priority order. */
   readonly agentHeaders: readonly string[];
   writeConfig(ctx: HarnessContext): Promise<void>;

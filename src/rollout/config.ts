@@ -1,3 +1,4 @@
+import type { MaskedCount } from './sample-mask.js';
 import type { SandboxKind, SandboxLimits } from '../sandbox/index.js';
 import type { SampleOutcome } from '../store/rollouts.js';
 import type { FirstPromptCheck } from './first-prompts.js';
@@ -51,6 +52,12 @@ export interface RolloutConfig {
   sandboxReadOnly?: string[];
   /** Which metric of a Harbor verifier's reward.json is the reward (`--reward-key`); absent: `reward`, else the only one (harbor-rewards.ts). */
   rewardKey?: string;
+  /**
+   * `off` (absent: the default): each harness's compaction and history trimming switched off, so a
+   * sample is one append-only chain, as NeMo-RL trains it (HarnessContext.appendOnly). `harness`:
+   * its own defaults (`--keep-compaction`), for a trainer that trains each trace on its own.
+   */
+  compaction?: 'off' | 'harness';
   /** Where Harbor tasks run: `host` (the sandbox; absent in older rollouts) or their own image with this engine. */
   environment?: 'host' | 'docker' | 'podman';
 }
@@ -109,4 +116,9 @@ export interface RolloutSummary {
   hostNetwork: string[];
   /** Tasks whose samples did not share one first prompt: NeMo-RL would split each into several groups (absent: not checked). */
   firstPromptSplits?: string[];
+  /**
+   * Ended samples NeMo-RL would train nothing on (masked by `polar gym-agent`, left out of `export
+   * --format nemo-gym`), by kind (sample-mask.ts); absent where not checked (`polar rollouts`' list).
+   */
+  masked?: MaskedCount;
 }

@@ -1,3 +1,4 @@
+import { compactionNotice, countMasked, sampleChain } from './sample-mask.js';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { defaultOutDir, removeEmptyOutDir } from './out-dir.js';
@@ -71,6 +72,8 @@ export async function runRollout(options: RolloutRun): Promise<RolloutSummary> {
     const { harness, sandbox, socket, upstream, proxy, sessionKeys, model, contextWindow } = isBuiltinAgent(config.harness)
       ? builtinCapture(config)
       : await startCapture(store, config, rolloutId, run.upstreamApiKey);
+    const compaction = compactionNotice(harness, config.compaction);
+    if (compaction) run.onNotice?.(compaction);
     process.on('SIGINT', onSigint);
     process.on('SIGTERM', onSigint);
     const ctx: StageContext = {
@@ -294,6 +297,14 @@ export function summarize(
   const offline = new Set(config.sandbox === 'none' ? [] : stored.filter((t) => t.harbor?.agentNetwork === 'none').map((t) => t.id));
   const checkPrompts = opts.firstPrompts !== false;
   const firstPrompts = new Map(checkPrompts ? [...byTask].map(([taskId, members]) => [taskId, groupFirstPrompts(store, members)]) : []);
+  // Read with the first prompts (both read every session's calls): the samples NeMo-RL would mask.
+  const masked = checkPrompts
+    ? countMasked(
+        samples
+          .filter((s) => (SAMPLE_OUTCOMES as readonly string[]).includes(s.status))
+          .map((sample) => ({ sample, reasons: sampleChain(store, sample).reasons })),
+      )
+    : undefined;
   return {
     rolloutId,
     status: row.status,
@@ -327,5 +338,6 @@ export function summarize(
     outDir: String(row.config.outDir ?? ''),
     hostNetwork: samples.filter((s) => (everyHost && !offline.has(s.taskId)) || hostTasks.has(s.taskId)).map((s) => s.id),
     ...(checkPrompts ? { firstPromptSplits: [...firstPrompts].filter(([, c]) => c.status === 'split').map(([t]) => t) } : {}),
+    ...(masked ? { masked } : {}),
   };
 }

@@ -99,6 +99,7 @@ async function runAgent(ctx: StageContext, p: Prepared, task: RolloutTask, timin
       sessionKeys: ctx.sessionKeys,
       model: ctx.model,
       ...(ctx.contextWindow ? { contextWindow: ctx.contextWindow } : {}),
+      appendOnly: ctx.config.compaction !== 'harness',
       session: p.sessionId,
       ...(ctx.harnessVersion !== undefined ? { harnessVersion: ctx.harnessVersion } : {}),
       timeoutSec: left / 1000,

@@ -79,6 +79,7 @@ async function captureSession(opts: RunHarnessOptions, run: PreparedRun, held: H
     hostCwd: opts.cwd,
     contextWindow,
     isRoot: process.getuid?.() === 0,
+    appendOnly: opts.appendOnly === true,
   };
   const harnessVersion =
     opts.harnessVersion !== undefined

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { initialProgress, readLine, zeroAdvantageWarning } from './progress.js';
+import { initialProgress, maskedWarning, readLine, zeroAdvantageWarning } from './progress.js';
 
 describe('NeMo-RL progress lines', () => {
   it('phases, steps and the results of each step, as grpo.py prints them', () => {
@@ -77,5 +77,15 @@ describe('NeMo-RL progress lines', () => {
     expect(zeroAdvantageWarning({ ...done!, advantages: { mean: 0, min: -1.1547, max: 1.1547 } })).toBeNull();
     // Rounding noise of equal non-integer rewards moves nothing either.
     expect(zeroAdvantageWarning({ ...done!, advantages: { mean: 0, min: -5e-7, max: 5e-7 } })).toMatch(/every advantage is 0/);
+  });
+
+  it("says when more than a quarter of a step's samples were masked, naming the kinds", () => {
+    const p = initialProgress();
+    const [done] = ['===== Step 2/3 =====', '  • Total step time: 1.00s'].map((l) => readLine(p, l)).filter((s) => s !== null);
+    expect(maskedWarning(done!)).toBeNull();
+    expect(maskedWarning({ ...done!, masked: { share: 0.25, byKind: { split: 0.25 } } })).toBeNull();
+    expect(maskedWarning({ ...done!, masked: { share: 1, byKind: { split: 0.75, timeout: 0.25, error: 0 } } })).toBe(
+      'step 2: 100% of its samples were masked and trained nothing (75% not append-only (the main agent split into several traces: compaction, history trimming, or a re-rendered history); 25% ran past their time budget); polar gym-agent\'s reasons are in train.log ("masked"). --max-masked-share stops a run at such a step',
+    );
   });
 });

@@ -1,3 +1,4 @@
+import { MASK_KIND_TEXT, MASKED_SHARE_WARNING, type MaskKind } from '../rollout/sample-mask.js';
 import { ZERO_ADVANTAGE } from './nemo-rl/advantages.js';
 
 /**
@@ -24,6 +25,11 @@ export interface StepMetrics {
    * them in from the TensorBoard events when they arrive, after the step's lines. Null until then.
    */
   advantages: { mean: number | null; min: number | null; max: number | null } | null;
+  /**
+   * The share of the step's samples polar's agent masked, and of each kind (`polar_masked_<kind>`,
+   * sample-mask.ts), from the same TensorBoard events (tensorboard.ts stepMasked). Null until then.
+   */
+  masked?: { share: number; byKind: Record<string, number> } | null;
 }
 
 export interface TrainProgress {
@@ -115,6 +121,20 @@ export function readLine(p: TrainProgress, raw: string): StepMetrics | null {
 
 function emptyStep(step: number, maxSteps: number | null, epoch: number | null): StepMetrics {
   return { step, maxSteps, epoch, loss: null, reward: null, stepTimeS: null, generationLength: null, advantages: null };
+}
+
+/**
+ * What to say after a step where more than MASKED_SHARE_WARNING of the samples were masked: they
+ * train nothing while their rewards still enter their groups' baselines. Null otherwise.
+ */
+export function maskedWarning(step: StepMetrics): string | null {
+  const m = step.masked;
+  if (!m || m.share <= MASKED_SHARE_WARNING) return null;
+  const kinds = Object.entries(m.byKind)
+    .filter(([, v]) => v > 0)
+    .sort((a, b) => b[1] - a[1])
+    .map(([k, v]) => `${Math.round(v * 100)}% ${MASK_KIND_TEXT[k as MaskKind] ?? k}`);
+  return `step ${step.step}: ${Math.round(m.share * 100)}% of its samples were masked and trained nothing${kinds.length > 0 ? ` (${kinds.join('; ')})` : ''}; polar gym-agent's reasons are in train.log ("masked"). --max-masked-share stops a run at such a step`;
 }
 
 /**

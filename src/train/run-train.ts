@@ -14,7 +14,7 @@ import { contractChecks } from './nemo-rl/preflight-contract.js';
 import { fitSftBatch } from './sft-batch.js';
 import { sftLengthChecks, sftNeededSeqLen, sizeSftData } from './sft-length.js';
 import { initialProgress, readLine, type StepMetrics, type TrainProgress } from './progress.js';
-import { type Scalar, stepAdvantages, TensorboardScalars } from './tensorboard.js';
+import { type Scalar, stepAdvantages, stepMasked, TensorboardScalars } from './tensorboard.js';
 import { parseYaml, toYaml, type Yaml } from './yaml.js';
 
 /** Shared by `train grpo` and `train sft`. */
@@ -364,15 +364,19 @@ export async function launch(run: PreparedRun, opts: { dbPath?: string; startedA
   const advantageScalars: Scalar[] = [];
   const judged = new Set<number>();
   const readAdvantages = () => {
-    advantageScalars.push(...tensorboard.poll().filter((s) => s.tag.startsWith('train/advantages/')));
+    advantageScalars.push(...tensorboard.poll().filter((s) => s.tag.startsWith('train/advantages/') || /^train\/[^/]+\/polar_masked/.test(s.tag)));
+    const maskedShares = stepMasked(advantageScalars);
     for (const [step, advantages] of stepAdvantages(advantageScalars)) {
       const done = progress.completed.find((s) => s.step === step);
       if (!done || judged.has(step)) continue;
       judged.add(step);
       done.advantages = advantages;
+      // Logged before the advantages in the same step (grpo.py:3022, :3762), so read with them.
+      done.masked = maskedShares.get(step) ?? null;
+      const masked = done.masked;
       // An interval's poll can outlive the run's end: nothing is written to a closed file.
-      if (!metrics.writableEnded) metrics.write(`${JSON.stringify({ time: new Date().toISOString(), step, advantages })}\n`);
-      opts.onUpdate({ progress, gpuMemoryMiB: gpu, sessions, advantages: { ...done, advantages } });
+      if (!metrics.writableEnded) metrics.write(`${JSON.stringify({ time: new Date().toISOString(), step, advantages, ...(masked ? { masked } : {}) })}\n`);
+      opts.onUpdate({ progress, gpuMemoryMiB: gpu, sessions, advantages: { ...done, advantages, masked } });
     }
   };
   const child = startSupervised(run.command, {

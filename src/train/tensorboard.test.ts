@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 // Event files written as the NeMo-RL stand-in writes them (NeMo-RL's TensorboardLogger format): one writer for both.
 import { fileVersionEvent, scalarEvent } from '../../test/support/tensorboard-events.mjs';
-import { parseEvents, stepAdvantages, TensorboardScalars } from './tensorboard.js';
+import { parseEvents, stepAdvantages, stepMasked, TensorboardScalars } from './tensorboard.js';
 import { removeTree } from '../../test/support/remove-tree.js';
 
 let dir: string | null = null;
@@ -54,5 +54,33 @@ describe('TensorBoard scalars (what NeMo-RL logs, advantages/* among them)', () 
     expect(read.map((s) => s.step)).toEqual([1, 1, 1, 2]);
     expect(reader.poll()).toEqual([]);
     expect([...stepAdvantages(read)]).toEqual([[1, { mean: 0, min: 0, max: 0 }]]);
+  });
+});
+
+describe("stepMasked: each step's masked share from the agent's polar_masked fields", () => {
+  it('reads <agent>/polar_masked/mean and each kind, per step; other stats and tags are not it', () => {
+    const scalars = [
+      { step: 1, tag: 'train/polar_agent/polar_masked/mean', value: 0.75 },
+      { step: 1, tag: 'train/polar_agent/polar_masked/max', value: 1 },
+      { step: 1, tag: 'train/polar_agent/polar_masked_split/mean', value: 0.5 },
+      { step: 1, tag: 'train/polar_agent/polar_masked_timeout/mean', value: 0.25 },
+      { step: 1, tag: 'train/polar_agent/polar_calls/mean', value: 12 },
+      { step: 2, tag: 'train/polar_agent/polar_masked_split/mean', value: 0 },
+      { step: 3, tag: 'train/polar_agent/polar_masked/mean', value: 0 },
+    ];
+    expect([...stepMasked(scalars)]).toEqual([
+      [1, { share: 0.75, byKind: { split: 0.5, timeout: 0.25 } }],
+      [3, { share: 0, byKind: {} }],
+    ]);
+  });
+
+  it('averages the agents of a step (one per host)', () => {
+    const scalars = [
+      { step: 4, tag: 'train/polar_agent_a/polar_masked/mean', value: 1 },
+      { step: 4, tag: 'train/polar_agent_a/polar_masked_split/mean', value: 1 },
+      { step: 4, tag: 'train/polar_agent_b/polar_masked/mean', value: 0 },
+      { step: 4, tag: 'train/polar_agent_b/polar_masked_split/mean', value: 0 },
+    ];
+    expect(stepMasked(scalars).get(4)).toEqual({ share: 0.5, byKind: { split: 0.5 } });
   });
 });

@@ -154,6 +154,36 @@ export function stepAdvantages(scalars: readonly Scalar[]): Map<number, { mean: 
   return new Map([...by].filter(([, a]) => a.min !== null && a.max !== null));
 }
 
+/**
+ * Each step's masked share from the Gym result fields polar's agent answers with: NeMo-RL logs every
+ * numeric field of the first result's keys per agent as `<agent>/<key>/{mean,…}` (rollouts.py:2719-2742,
+ * metric_utils.py:24-45: the mean is the sum over the agent's rows in the step / their count, so
+ * `polar_masked`'s is the share masked), with prefix `train` (grpo.py:3022). `byKind`: the share of
+ * each `polar_masked_<kind>`. With several agents (one per host) the shares are averaged, which is
+ * exact when each ran as many rows. Steps without `polar_masked/mean` are left out.
+ */
+export function stepMasked(scalars: readonly Scalar[]): Map<number, { share: number; byKind: Record<string, number> }> {
+  const by = new Map<number, Map<string, Map<string, number>>>();
+  for (const s of scalars) {
+    const m = /^train\/([^/]+)\/polar_masked(_\w+)?\/mean$/.exec(s.tag);
+    if (!m) continue;
+    const agents = by.get(s.step) ?? new Map<string, Map<string, number>>();
+    const fields = agents.get(m[1]!) ?? new Map<string, number>();
+    fields.set(m[2]?.slice(1) ?? '', s.value);
+    agents.set(m[1]!, fields);
+    by.set(s.step, agents);
+  }
+  const out = new Map<number, { share: number; byKind: Record<string, number> }>();
+  for (const [step, agents] of by) {
+    const withShare = [...agents.values()].filter((f) => f.has(''));
+    if (withShare.length === 0) continue;
+    const avg = (key: string) => withShare.reduce((a, f) => a + (f.get(key) ?? 0), 0) / withShare.length;
+    const kinds = new Set(withShare.flatMap((f) => [...f.keys()].filter((k) => k !== '')));
+    out.set(step, { share: avg(''), byKind: Object.fromEntries([...kinds].map((k) => [k, avg(k)])) });
+  }
+  return out;
+}
+
 function mtime(file: string): number {
   try {
     return fs.statSync(file).mtimeMs;

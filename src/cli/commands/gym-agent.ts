@@ -56,6 +56,7 @@ interface GymAgentCommandOptions extends SandboxFlags {
   infraRetries: number;
   maxFailedShare: number;
   failureWindow: number;
+  maxMaskedShare?: number;
   environment?: HarborEnvironment;
   rewardKey?: string;
   json?: boolean;
@@ -118,6 +119,11 @@ export function registerGymAgent(program: Command): void {
       'answer /run with HTTP 400 (NeMo-RL stops) once more than this share of the last --failure-window rows failed outside the policy; 1 never stops',
       numberArg('--max-failed-share', 0, 1),
       DEFAULT_MAX_FAILED_SHARE,
+    )
+    .option(
+      '--max-masked-share <f>',
+      "answer /run with HTTP 400 (NeMo-RL stops) once more than this share of a step's rows (--failure-window) was masked; default: only warn (above 0.25)",
+      numberArg('--max-masked-share', 0, 1),
     )
     .option(
       '--failure-window <rows>',
@@ -191,6 +197,7 @@ async function serve(opts: GymAgentCommandOptions): Promise<void> {
     infraRetries: opts.infraRetries,
     maxFailedShare: opts.maxFailedShare,
     failureWindow: opts.failureWindow,
+    maxMaskedShare: opts.maxMaskedShare ?? null,
     onNotice: (line) => process.stderr.write(`${line}\n`),
     onRun: (r) =>
       process.stderr.write(

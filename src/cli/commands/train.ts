@@ -16,7 +16,7 @@ import { exportLines } from '../../trajectory/export/select.js';
 import { emptyStats } from '../../trajectory/reconstruct.js';
 import { getStrategy } from '../../trajectory/registry.js';
 import { latestCheckpoint, launch, prepareGrpo, prepareSft, type PreparedRun, type TrainUpdate } from '../../train/run-train.js';
-import { initialProgress, zeroAdvantageWarning } from '../../train/progress.js';
+import { initialProgress, maskedWarning, zeroAdvantageWarning } from '../../train/progress.js';
 import { DEFAULT_INFRA_RETRIES, DEFAULT_MAX_FAILED_SHARE } from '../../train/gym-agent/agent.js';
 import { getKey } from '../../train/nemo-rl/config.js';
 import type { Yaml } from '../../train/yaml.js';
@@ -74,6 +74,7 @@ interface GrpoFlags extends CommonFlags {
   maxFailedShare: number;
   agentHost?: RemoteAgent[];
   localAgent: boolean;
+  maxMaskedShare?: number;
 }
 
 interface SftFlags extends CommonFlags {
@@ -131,6 +132,11 @@ export function registerTrain(program: Command): void {
         "the agent stops NeMo-RL once more than this share of a step's samples failed outside the policy; 1 never stops",
         numberArg('--max-failed-share', 0, 1),
         DEFAULT_MAX_FAILED_SHARE,
+      )
+      .option(
+        '--max-masked-share <f>',
+        "the agent stops NeMo-RL once more than this share of a step's samples was masked (they train nothing); default: only warn, above 0.25",
+        numberArg('--max-masked-share', 0, 1),
       )
       .option(
         '--session-tokens <n>',
@@ -234,6 +240,7 @@ async function grpo(opts: GrpoFlags, command: Command): Promise<void> {
       String(opts.infraRetries),
       '--max-failed-share',
       String(opts.maxFailedShare),
+      ...(opts.maxMaskedShare !== undefined ? ['--max-masked-share', String(opts.maxMaskedShare)] : []),
       // NeMo-RL posts one step's rows at once: the failure share is taken over about one step.
       '--failure-window',
       String(opts.promptsPerStep * opts.groupSize),
@@ -463,6 +470,8 @@ async function execute(run: PreparedRun, opts: CommonFlags, dbPath: string | nul
   // Steps whose every advantage was 0, as NeMo-RL's TensorBoard events give them (run-train.ts; it
   // reads them to the end after NeMo-RL exits): such a step cannot move the policy.
   const zeroSteps: number[] = [];
+  // Steps where more than a quarter of the samples were masked (polar_masked, from the same events).
+  const maskedSteps: number[] = [];
   const code = await launch(run, {
     ...(dbPath ? { dbPath } : {}),
     startedAt,
@@ -474,6 +483,11 @@ async function execute(run: PreparedRun, opts: CommonFlags, dbPath: string | nul
       if (zero) {
         zeroSteps.push(judged!.step);
         if (!view && !opts.json) process.stderr.write(`${chalk.red('warning')}: ${zero}\n`);
+      }
+      const masked = judged && !maskedSteps.includes(judged.step) ? maskedWarning(judged) : null;
+      if (masked) {
+        maskedSteps.push(judged!.step);
+        if (!view && !opts.json) process.stderr.write(`${chalk.red('warning')}: ${masked}\n`);
       }
       if (view) view.update(u);
       else if (u.step && !opts.json) {
@@ -494,6 +508,7 @@ async function execute(run: PreparedRun, opts: CommonFlags, dbPath: string | nul
     checkpoint,
     log: path.join(run.runDir, 'train.log'),
     zeroAdvantageSteps: zeroSteps,
+    maskedSteps,
   };
   if (opts.json) printJson(result);
   else {
@@ -504,6 +519,10 @@ async function execute(run: PreparedRun, opts: CommonFlags, dbPath: string | nul
     if (zeroSteps.length > 0)
       process.stderr.write(
         `${chalk.red('warning')}: ${zeroSteps.length} of ${count(result.steps, 'step')} had every advantage 0 (steps ${zeroSteps.join(', ')}): they did not train the policy; see the step warnings above or train.log\n`,
+      );
+    if (maskedSteps.length > 0)
+      process.stderr.write(
+        `${chalk.red('warning')}: ${maskedSteps.length} of ${count(result.steps, 'step')} had more than a quarter of their samples masked (steps ${maskedSteps.join(', ')}): those samples trained nothing; polar gym-agent says why in train.log\n`,
       );
     if (code !== 0 && checkpoint !== null) process.stdout.write(`  resume: ${invokedAs()} train ${run.kind} … --run-dir ${run.runDir} --resume\n`);
   }

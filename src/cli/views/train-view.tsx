@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events';
 import { Box, render, Text } from 'ink';
 import { useEffect, useState } from 'react';
 import type { TrainUpdate } from '../../train/run-train.js';
-import { zeroAdvantageWarning } from '../../train/progress.js';
+import { maskedWarning, zeroAdvantageWarning } from '../../train/progress.js';
 
 export interface TrainViewProps {
   title: string;
@@ -55,6 +55,12 @@ export function TrainView({ title, runDir, updates, initial }: TrainViewProps) {
         <Text color={zeroAdvantageWarning(last) ? 'red' : undefined} bold={zeroAdvantageWarning(last) !== null}>
           {`advantages min ${fmt(last.advantages.min)}  max ${fmt(last.advantages.max)}  mean ${fmt(last.advantages.mean)}`}
           {zeroAdvantageWarning(last) ? `   every advantage 0 in step ${last.step}: it did not train (first prompts split, or equal rewards)` : ''}
+        </Text>
+      ) : null}
+      {last?.masked ? (
+        <Text color={maskedWarning(last) ? 'red' : undefined} bold={maskedWarning(last) !== null}>
+          {`masked ${Math.round(last.masked.share * 100)}% of step ${last.step}'s samples`}
+          {maskedWarning(last) ? '   they trained nothing: see "masked" in train.log' : ''}
         </Text>
       ) : null}
       {u.sessions.length > 0 ? (

@@ -1,3 +1,4 @@
+import { MaskedShare } from './masked-share.js';
 import os from 'node:os';
 import path from 'node:path';
 import { PolarError } from '../../core/errors.js';
@@ -114,7 +115,8 @@ export async function startGymAgent(options: GymAgentOptions): Promise<RunningGy
     (line) => options.onNotice?.(line),
     (session) => firstPromptText(store, store.requests.tokens(session)),
   );
-  const run = runHandler({ options, catalog, runner, window, siblings });
+  const masked = new MaskedShare(options.failureWindow ?? DEFAULT_FAILURE_WINDOW, options.maxMaskedShare ?? null);
+  const run = runHandler({ options, catalog, runner, window, siblings, masked });
   const { server, address } = await startGymServer({
     host: options.host,
     port: options.port,

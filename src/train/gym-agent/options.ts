@@ -64,6 +64,8 @@ export interface GymAgentOptions {
   maxFailedShare?: number;
   /** Rows the share is taken over: about one NeMo-RL step (default 8; `polar train grpo` passes prompts × group size). */
   failureWindow?: number;
+  /** Stop NeMo-RL when more than this share of a step's rows (`failureWindow`) is masked; absent: only warn (masked-share.ts). */
+  maxMaskedShare?: number | null;
   onNotice?: (line: string) => void;
   onRun?: (result: GymRunResult) => void;
 }

@@ -2,8 +2,7 @@ import type { SampleRow } from '../../store/rollouts.js';
 import type { Store } from '../../store/store.js';
 import { nemoGymResult } from '../../trajectory/export/nemo-gym.js';
 import type { ResponsesItem } from '../../trajectory/export/responses-items.js';
-import { emptyStats, sessionTraces, usableCalls } from '../../trajectory/reconstruct.js';
-import { prefixMerging } from '../../trajectory/strategies/prefix-merging.js';
+import { type MaskKind, type MaskReason, maskFields, sampleChain } from '../../rollout/sample-mask.js';
 
 /**
  * What `polar gym-agent` answers NeMo-RL for one `/run` (one sample), from the session it recorded:
@@ -16,7 +15,9 @@ import { prefixMerging } from '../../trajectory/strategies/prefix-merging.js';
  * calls and side calls (no tools offered) are never part of the sample; the numeric `polar_*` fields
  * count them (NeMo-RL turns a result's numeric fields into rollout metrics).
  */
-export interface GymRunResult {
+export type GymRunResult = GymRunFields & Record<`polar_masked_${MaskKind}`, 0 | 1>;
+
+interface GymRunFields {
   responses_create_params: unknown;
   response: Record<string, unknown> & { output: ResponsesItem[] };
   reward: number;
@@ -27,6 +28,7 @@ export interface GymRunResult {
   polar_subagent_calls: number;
   polar_side_calls: number;
   polar_traces: number;
+  /** 1 when masked; `polar_masked_<kind>` (sample-mask.ts) say why, one numeric field per kind, so NeMo-RL logs each as `<agent>/polar_masked_<kind>/mean`. */
   polar_masked: number;
   /** How many times the agent ran the row (infrastructure failures are run again). */
   polar_attempts?: number;
@@ -36,25 +38,16 @@ export interface GymRunResult {
 }
 
 export function gymRunResult(store: Store, sample: SampleRow, params: unknown, model: string): GymRunResult {
-  const sessionId = sample.sessionId;
-  const rows = sessionId ? store.requests.tokens(sessionId) : [];
-  const stats = emptyStats(prefixMerging.name);
-  const usable = usableCalls(rows, false, stats);
-  const mainAgent = usable.some((c) => c.agentId === 'main') ? 'main' : (usable[0]?.agentId ?? 'main');
-  const main = usable.filter((c) => c.agentId === mainAgent);
-  const session = sessionId ? store.sessions.get(sessionId) : undefined;
-  const { traces } = session ? sessionTraces(session, prefixMerging, main, undefined, sample) : { traces: [] };
+  const chain = sampleChain(store, sample);
+  const { traces } = chain;
   const counts = {
-    polar_session_id: sessionId,
-    polar_calls: main.length,
-    polar_subagent_calls: usable.length - main.length,
-    polar_side_calls: stats.excluded.filter((e) => e.reason.startsWith('side call')).length,
+    polar_session_id: sample.sessionId,
+    polar_calls: chain.mainCalls,
+    polar_subagent_calls: chain.subagentCalls,
+    polar_side_calls: chain.sideCalls,
     polar_traces: traces.length,
   };
-  const reasons: string[] = [];
-  if (sample.status === 'error') reasons.push(`error at ${sample.errorStage}: ${sample.error}`);
-  if (sample.status === 'timeout') reasons.push('the session ran past its budget (timeout)');
-  if (traces.length > 1) reasons.push(`not append-only: the session's main agent merged into ${traces.length} traces; the first is answered`);
+  const reasons: MaskReason[] = chain.reasons.map((r) => (r.kind === 'split' ? { ...r, text: `${r.text}; the first is answered` } : r));
   let output: ResponsesItem[] = [];
   let response: Record<string, unknown> = {};
   const first = traces[0];
@@ -63,19 +56,18 @@ export function gymRunResult(store: Store, sample: SampleRow, params: unknown, m
     // The export fills absent logprobs with zeros; trained on, they would claim probability 1 for
     // every sampled token (a wrong importance ratio), so such a sample is masked instead.
     const bare = records.filter((r) => !r.logprobs || r.logprobs.length !== r.sampledIds?.length).length;
-    if (bare > 0) reasons.push(`${bare} of ${records.length} calls have no logprobs from the server (is the upstream kind right?)`);
+    if (bare > 0)
+      reasons.push({ kind: 'no_logprobs', text: `${bare} of ${records.length} calls have no logprobs from the server (is the upstream kind right?)` });
     const built = nemoGymResult(first, records);
-    if ('problem' in built) reasons.push(built.problem);
+    if ('problem' in built) reasons.push({ kind: 'unexportable', text: built.problem });
     else {
       output = built.response.output;
       response = built.response;
     }
-  } else {
-    reasons.push('no model call with server token ids');
   }
   const broken = chainProblem(output);
   if (broken) {
-    reasons.push(broken);
+    reasons.push({ kind: 'unexportable', text: broken });
     output = [];
   }
   // A sample that ended without a reward (status error: its evaluator crashed or timed out) has none
@@ -85,7 +77,7 @@ export function gymRunResult(store: Store, sample: SampleRow, params: unknown, m
   // prompt ([0]) no sibling shares: a group of its own, advantage 0, out of the loss — the sample is
   // left out of its task's group, as polar's statistics and the Gym export leave it out.
   if (sample.reward === null && output.length > 0) {
-    reasons.push('no reward to train on: answered as a placeholder in a group of its own, so its siblings are grouped without it');
+    reasons.push({ kind: 'no_reward', text: 'no reward to train on: answered as a placeholder in a group of its own, so its siblings are grouped without it' });
     output = [];
   }
   if (output.length === 0) output = [placeholderItem(`msg_${sample.id}_placeholder`)];
@@ -105,9 +97,10 @@ export function gymRunResult(store: Store, sample: SampleRow, params: unknown, m
       output,
     },
     reward: sample.reward ?? 0,
-    ...(masked ? { instance_config: { mask_sample: true as const }, polar_mask_reason: reasons.join('; ') } : {}),
+    ...(masked ? { instance_config: { mask_sample: true as const }, polar_mask_reason: reasons.map((r) => r.text).join('; ') } : {}),
     ...counts,
     polar_masked: masked ? 1 : 0,
+    ...maskFields(reasons),
   };
 }
 

@@ -1,3 +1,4 @@
+import { maskFields } from '../../rollout/sample-mask.js';
 import { isRecord } from '../../core/chat.js';
 import { parseJsonBody } from '../../core/http/body.js';
 import { newId } from '../../core/ids.js';
@@ -52,6 +53,7 @@ export function refusedResult(row: Record<string, unknown>, reason: string): Gym
     polar_side_calls: 0,
     polar_traces: 0,
     polar_masked: 1,
+    ...maskFields([{ kind: 'refused', text: reason }]),
   };
 }
 

@@ -4,6 +4,7 @@ import { readBody } from '../../core/http/body.js';
 import { sendJson } from '../../core/http/send.js';
 import type { RolloutTask } from '../../rollout/task-file.js';
 import type { FailureWindow } from './failures.js';
+import type { MaskedShare } from './masked-share.js';
 import type { GymRunResult } from './result.js';
 import { RowRefused, taskForRow, type TaskCatalog } from './task.js';
 import type { GymAgentOptions } from './options.js';
@@ -21,6 +22,8 @@ export interface RunHandlerDeps {
   window: FailureWindow;
   /** The live first-prompt check of each group's samples (sibling-prompts.ts). */
   siblings: SiblingPrompts;
+  /** The masked share of each step of rows (masked-share.ts). */
+  masked: MaskedShare;
 }
 
 /**
@@ -36,8 +39,9 @@ export function runHandler(deps: RunHandlerDeps): (req: IncomingMessage, res: Se
     const text = await readBody(req, 64 * 1024 * 1024);
     const row = rowOrRefuse(deps, text, res);
     if (!row) return;
-    if (deps.window.tripped) {
-      stopAnswer(res, deps.window.tripped);
+    const tripped = deps.window.tripped ?? deps.masked.tripped;
+    if (tripped) {
+      stopAnswer(res, tripped);
       return;
     }
     const key = createHash('sha256').update(text).digest('hex');
@@ -103,6 +107,11 @@ async function answerRow(
   if (trip) {
     deps.options.onNotice?.(`polar gym-agent: ${trip}`);
     return { stop: trip };
+  }
+  const masked = deps.masked.record(outcome.result);
+  if (masked) {
+    deps.options.onNotice?.(`polar gym-agent: ${masked.line}`);
+    if (masked.stop) return { stop: masked.line };
   }
   return { result: outcome.result };
 }

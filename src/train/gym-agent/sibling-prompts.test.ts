@@ -1,3 +1,4 @@
+import { maskFields } from '../../rollout/sample-mask.js';
 import { describe, expect, it } from 'vitest';
 import type { GymRunResult } from './result.js';
 import { placeholderItem } from './result.js';
@@ -23,6 +24,7 @@ function result(prompt: number[]): GymRunResult {
     polar_side_calls: 0,
     polar_traces: 1,
     polar_masked: 0,
+    ...maskFields([]),
   };
 }
 

@@ -250,9 +250,16 @@ export function replyBudget(req: CanonicalRequest, promptTokens: number, context
   if (contextWindow === null) return asked ?? UNKNOWN_WINDOW_BUDGET;
   const room = contextWindow - slack - promptTokens;
   if (room < 1) {
-    throw new PolarError('POLAR_BAD_REQUEST', `the prompt is ${promptTokens} tokens, which leaves no room in the model's ${contextWindow}-token context`, 400, {
-      param: 'messages',
-    });
+    // Worded as vLLM words it ("This model's maximum context length is …"): harnesses recognise a
+    // full context by that text (harnesses.md §1.8), and the codecs give it their context-length code.
+    throw new PolarError(
+      'POLAR_BAD_REQUEST',
+      `This model's maximum context length is ${contextWindow} tokens; the prompt is ${promptTokens} tokens, which leaves no room for a reply`,
+      400,
+      {
+        param: 'messages',
+      },
+    );
   }
   return asked === undefined ? room : Math.min(asked, room);
 }

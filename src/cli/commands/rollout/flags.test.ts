@@ -53,6 +53,7 @@ const CONFIG_FLAGS = [
   ['--max-cpu-seconds', '60'],
   ['--environment', 'podman'],
   ['--reward-key', 'correctness'],
+  ['--keep-compaction'],
 ].flat();
 
 /** The rollout's options that set no config field: where it runs, its queue's settings, output. */
@@ -120,6 +121,7 @@ describe('rollout flags → config: one mapping for a new run, a queued run and 
       sandboxReadOnly: [readOnly],
       environment: 'podman',
       rewardKey: 'correctness',
+      compaction: 'harness',
     });
     expect(Object.keys(config)).toEqual([
       'harness',
@@ -143,6 +145,7 @@ describe('rollout flags → config: one mapping for a new run, a queued run and 
       'sandboxReadOnly',
       'environment',
       'rewardKey',
+      'compaction',
     ]);
     expect(Object.keys(config.upstream)).toEqual(['url', 'kind', 'tokenizer', 'toolParser', 'temperature', 'topP', 'thinking']);
   });
@@ -161,7 +164,7 @@ describe('rollout flags → config: one mapping for a new run, a queued run and 
     // What a resume keeps whatever the command line says: what the group's samples are, and where
     // the interrupted run left its workspaces.
     const kept = Object.keys(local).filter((key) => !(key in overrides));
-    expect(kept).toEqual(['harness', 'command', 'contextWindow', 'samples', 'timeoutSec', 'outDir', 'accept', 'environment', 'rewardKey']);
+    expect(kept).toEqual(['harness', 'command', 'contextWindow', 'samples', 'timeoutSec', 'outDir', 'accept', 'environment', 'rewardKey', 'compaction']);
   });
 
   it('a resume with one sandbox or sampling flag overrides that field alone (the stored rest stays)', () => {
@@ -181,7 +184,7 @@ describe('rollout flags → config: one mapping for a new run, a queued run and 
     expect(config).toMatchObject({ upstream: { url: 'http://gpu:8000', kind: 'vllm' }, model: null, concurrency: 2, initWorkers: 2, postWorkers: 2 });
     expect(config).toMatchObject({ timeoutSec: 600, outDir: '', accept: null, keepWorkspaces: false, sandbox: 'bwrap' });
     // Absent rather than undefined: the stored JSON of older rollouts had no such keys.
-    for (const key of ['command', 'harnessBin', 'nodeBin', 'network', 'sandboxReadOnly', 'environment', 'rewardKey'])
+    for (const key of ['command', 'harnessBin', 'nodeBin', 'network', 'sandboxReadOnly', 'environment', 'rewardKey', 'compaction'])
       expect(config, key).not.toHaveProperty(key);
   });
 

@@ -38,6 +38,7 @@ export interface RolloutOptions extends UpstreamFlags, SandboxFlags {
   accept?: string;
   resume?: string;
   keepWorkspaces?: boolean;
+  keepCompaction?: boolean;
   command?: string;
   harnessBin?: string;
   node?: string;
@@ -124,7 +125,11 @@ export function addRolloutFlags(rollout: Command): Command {
       rewardKeyArg,
     )
     .option('--resume <rollout>', 'run only the samples of this rollout that did not end (after a crash or Ctrl-C)')
-    .option('--keep-workspaces', 'keep each workspace after evaluation (default: removed; --resume also removes those an interrupted run left)');
+    .option('--keep-workspaces', 'keep each workspace after evaluation (default: removed; --resume also removes those an interrupted run left)')
+    .option(
+      '--keep-compaction',
+      "leave the harness's own compaction and history trimming on (default: off, so each sample is one append-only trace, as NeMo-RL trains it); for a trainer that trains each trace on its own",
+    );
   return addSandboxOptions(rollout)
     .option('--command <template>', 'for --harness custom (see polar run --help)')
     .option('--harness-bin <path>', 'the harness executable (default: node_modules/.bin, then PATH)')
@@ -189,6 +194,7 @@ export function flagFields(opts: RunFlags, sandbox: 'bwrap' | 'none', given: Giv
     // The one asked for: a new run stores the engine chosen from it (newArgs), a resume the stored one.
     environment: opts.environment,
     rewardKey: opts.rewardKey,
+    compaction: opts.keepCompaction ? 'harness' : undefined,
   };
 }
 
@@ -223,6 +229,8 @@ export const ON_RESUME: Readonly<Record<ConfigField, 'override' | 'stored'>> = {
   environment: 'stored',
   // Which metric is the reward is what the group's rewards mean: the samples that ended scored by it.
   rewardKey: 'stored',
+  // Whether the harness compacts is what a sample's trace is: one chain, or several.
+  compaction: 'stored',
 };
 
 /** A new rollout's value for each field whose flag was not given (undefined: left out), in stored order. */
@@ -250,6 +258,8 @@ function newRunDefaults(opts: RunFlags, sandbox: 'bwrap' | 'none', environment: 
     // `host` is stored as no field at all, as rollouts from before containers have it.
     environment: environment !== 'host' ? environment : undefined,
     rewardKey: undefined,
+    // `off` is stored as no field at all, as rollouts from before the switch have it.
+    compaction: undefined,
   };
 }
 

@@ -1,6 +1,9 @@
 import chalk from 'chalk';
 import type { RolloutSummary } from '../../../rollout/config.js';
 import { summarize } from '../../../rollout/run-rollout.js';
+import { isBuiltinAgent } from '../../../rollout/agents/builtin.js';
+import { compactionNotice } from '../../../rollout/sample-mask.js';
+import { getHarness } from '../../../harness/registry.js';
 import { SAMPLE_OUTCOMES } from '../../../store/rollouts.js';
 import { openStore } from '../../../store/open.js';
 import { redactUrl } from '../../../store/postgres/url.js';
@@ -13,6 +16,11 @@ import { jsonSummary, rolloutExitCode, summaryText } from './summary.js';
 /** `--queue`: the rollout goes to the shared store and its samples onto the queue, for workers anywhere. */
 export async function queueRollout(opts: RolloutOptions): Promise<void> {
   const { url, ...base } = queuedArgs(opts);
+  // Said here, where the rollout is made: the workers that run its samples serve many rollouts.
+  const compaction = isBuiltinAgent(base.config.harness)
+    ? null
+    : compactionNotice(getHarness(base.config.harness, base.config.command ? { command: base.config.command } : {}), base.config.compaction);
+  if (compaction) process.stderr.write(`${chalk.yellow('note')}: ${compaction}\n`);
   const [{ Postgres }, { enqueueRollout }] = await Promise.all([import('../../../store/postgres/client.js'), import('../../../rollout/queue/enqueue.js')]);
   const pg = new Postgres(url);
   const started = Date.now();

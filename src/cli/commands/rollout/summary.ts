@@ -1,6 +1,7 @@
 import chalk from 'chalk';
 import type { RolloutSummary } from '../../../rollout/config.js';
 import { firstPromptNotes } from '../../../rollout/first-prompts.js';
+import { MASK_KIND_TEXT, MASKED_SHARE_WARNING, type MaskKind } from '../../../rollout/sample-mask.js';
 import { displayDb } from '../../../store/postgres/url.js';
 import { defaultDbPath } from '../../../store/store.js';
 import { invokedAs, table } from '../../output.js';
@@ -61,6 +62,7 @@ export function summaryText(s: RolloutSummary, dbPath: string): string {
       : []),
     ...(s.refusedCalls ? [chalk.yellow(`  ${s.refusedCalls} call(s) refused without their session's key: ${invokedAs()} audit${db}`)] : []),
     ...firstPromptLines(s),
+    ...maskedLines(s),
     '',
     groupTable(s),
     '',
@@ -87,6 +89,23 @@ function throughput(s: RolloutSummary): string {
 function firstPromptLines(s: RolloutSummary): string[] {
   const notes = firstPromptNotes(s.groups);
   return [...notes.splits.map((line) => chalk.red.bold(`  FIRST PROMPT SPLIT: ${line}`)), ...(notes.unchecked ? [chalk.yellow(`  ${notes.unchecked}`)] : [])];
+}
+
+/**
+ * Samples NeMo-RL would train nothing on, by why (sample-mask.ts). Loud when they are many: a
+ * rollout whose samples split into several traces looks fine by its rewards and trains nothing.
+ */
+export function maskedLines(s: RolloutSummary): string[] {
+  const m = s.masked;
+  if (!m || m.samples === 0) return [];
+  const kinds = (Object.entries(m.byKind) as [MaskKind, number][]).sort((a, b) => b[1] - a[1]).map(([kind, n]) => `${n} ${MASK_KIND_TEXT[kind]}`);
+  const head = `${m.samples} of ${m.of} ended samples train nothing (masked in polar gym-agent, left out of export --format nemo-gym): ${kinds.join('; ')}`;
+  const loud = m.byKind.split !== undefined || m.samples > MASKED_SHARE_WARNING * m.of;
+  const example = m.examples[0];
+  return [
+    loud ? chalk.red.bold(`  MASKED: ${head}`) : chalk.yellow(`  masked: ${head}`),
+    ...(example ? [chalk.gray(`    e.g. ${example.sampleId} (${example.taskId}): ${example.reasons.slice(0, 300)}`)] : []),
+  ];
 }
 
 function groupTable(s: RolloutSummary): string {
