@@ -52,6 +52,8 @@ export { textOf, type ChatBody } from './render.js';
 
 export interface MockServerOptions {
   model?: string;
+  /** The served model's window (`max_model_len`), as `/v1/models` lists it and the chat endpoint enforces it (default MAX_MODEL_LEN). */
+  maxModelLen?: number;
   /** More models `/v1/models` lists after the served one, each with its own window (a multi-model server). */
   alsoListed?: readonly { id: string; maxModelLen: number }[];
   /** Decides each reply; defaults to the demo task (script.ts), or the tasks below. */
@@ -242,7 +244,7 @@ async function handle(state: MockState, router: Router<MockHandler>, req: Incomi
 }
 
 function models(state: MockState, _req: IncomingMessage, res: ServerResponse): void {
-  const listed = [{ id: state.model, maxModelLen: MAX_MODEL_LEN }, ...(state.options.alsoListed ?? [])];
+  const listed = [{ id: state.model, maxModelLen: state.options.maxModelLen ?? MAX_MODEL_LEN }, ...(state.options.alsoListed ?? [])];
   sendJson(res, 200, { object: 'list', data: listed.map((m) => ({ id: m.id, object: 'model', created: 0, owned_by: 'vllm', max_model_len: m.maxModelLen })) });
 }
 
@@ -318,10 +320,24 @@ function generation(route: Route): MockHandler {
 async function chatReply(state: MockState, res: ServerResponse, chat: ChatBody, text: string, g: Generation): Promise<void> {
   const { qwen, nemoRl } = state;
   const promptIds = qwen ? chatPrompt(state, qwen, chat) : syntheticPrompt(text.length);
+  const window = state.options.maxModelLen ?? MAX_MODEL_LEN;
+  // vLLM refuses a prompt that leaves no room in the window (serving_engine's length check).
+  if (promptIds.length >= window) {
+    sendJson(
+      res,
+      400,
+      vllmError(
+        `This model's maximum context length is ${window} tokens. However, your request has ${promptIds.length} input tokens. Please reduce the length of the input messages.`,
+        'BadRequestError',
+        400,
+      ),
+    );
+    return;
+  }
   const served = state.replies++;
   let maxTokens = chat.max_completion_tokens ?? chat.max_tokens ?? undefined;
-  // NeMo-RL clamps the request's budget to what the context leaves.
-  if (nemoRl && maxTokens !== undefined) maxTokens = Math.min(maxTokens, MAX_MODEL_LEN - promptIds.length);
+  // NeMo-RL clamps the request's budget to what the context leaves; vLLM gives an absent one the rest of the window.
+  maxTokens = Math.min(maxTokens ?? window, window - promptIds.length);
   const sampled = sample(state, chat, served, maxTokens, g.meta, promptIds);
   g.log(chat, promptIds, sampled);
   const id = `chatcmpl-${served.toString(16).padStart(8, '0')}`;
