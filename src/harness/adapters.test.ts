@@ -566,7 +566,12 @@ describe('registry', () => {
 describe('append-only: compaction off by configuration', () => {
   it('claude-code: every compaction path gated off, and the client-side block moved to the window', () => {
     const on = claudeCode.command('claude', makeCtx({ appendOnly: true }), 'x', [], BASE_ENV).env;
-    expect(on).toMatchObject({ DISABLE_AUTO_COMPACT: '1', DISABLE_COMPACT: '1', CLAUDE_CODE_BLOCKING_LIMIT_OVERRIDE: '40960', CLAUDE_CODE_MAX_CONTEXT_TOKENS: '40960' });
+    expect(on).toMatchObject({
+      DISABLE_AUTO_COMPACT: '1',
+      DISABLE_COMPACT: '1',
+      CLAUDE_CODE_BLOCKING_LIMIT_OVERRIDE: '40960',
+      CLAUDE_CODE_MAX_CONTEXT_TOKENS: '40960',
+    });
     const off = claudeCode.command('claude', makeCtx(), 'x', [], BASE_ENV).env;
     for (const k of ['DISABLE_AUTO_COMPACT', 'DISABLE_COMPACT', 'CLAUDE_CODE_BLOCKING_LIMIT_OVERRIDE']) expect(off, k).not.toHaveProperty(k);
   });
@@ -582,7 +587,10 @@ describe('append-only: compaction off by configuration', () => {
   it('gemini-cli: compression held to its token limit', async () => {
     const ctx = makeCtx({ appendOnly: true });
     await geminiCli.writeConfig(ctx);
-    expect(readJson(path.join(ctx.home, '.gemini', 'settings.json'))).toMatchObject({ model: { compressionThreshold: 1 }, security: { auth: { selectedType: 'gemini-api-key' } } });
+    expect(readJson(path.join(ctx.home, '.gemini', 'settings.json'))).toMatchObject({
+      model: { compressionThreshold: 1 },
+      security: { auth: { selectedType: 'gemini-api-key' } },
+    });
   });
 
   it('qwen-code: told the window (its defaults), or a window past any compaction point and a session limit at 90% of the real one', async () => {

@@ -112,6 +112,8 @@ export interface LoggedCall {
 export interface MockServer {
   url: string;
   model: string;
+  /** The served model's window (`max_model_len`): what a NeMo-RL-shaped server, which lists no models, is run with (`--context-window`). */
+  maxModelLen: number;
   calls: LoggedCall[];
   /** Requests seen, including ones that failed on purpose. */
   requestCount(): number;
@@ -206,6 +208,7 @@ export async function startMockServer(options: MockServerOptions = {}): Promise<
   return {
     url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
     model,
+    maxModelLen: options.maxModelLen ?? MAX_MODEL_LEN,
     calls: state.calls,
     requestCount: () => state.seen,
     tokenizeCount: () => state.tokenizeCalls,

@@ -189,7 +189,21 @@ describe.skipIf(skip !== null)(`Harbor tasks in their own image${skip ? ` (skipp
       const db = path.join(dir, 'gym.db');
       const children: ChildProcess[] = [];
       try {
-        const args = ['gym-agent', '--harness', 'claude-code', '--upstream', `${mock.url}/v1`, '--model', mock.model, '--db', db, '--tasks', ds];
+        const args = [
+          'gym-agent',
+          '--harness',
+          'claude-code',
+          '--upstream',
+          `${mock.url}/v1`,
+          '--model',
+          mock.model,
+          '--context-window',
+          String(mock.maxModelLen),
+          '--db',
+          db,
+          '--tasks',
+          ds,
+        ];
         const { json, stderr } = await startPolarServer([...args, '--out', path.join(dir, 'gym-out'), '--json'], children);
         // No --environment: the engine that works here is the default, and the agent says so.
         expect(stderr()).toMatch(new RegExp(`Harbor tasks run in their own images with ${engine}`));

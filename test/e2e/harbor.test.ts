@@ -163,7 +163,21 @@ describe.skipIf(noSandbox !== null)(`Harbor tasks on the host environment${noSan
       const db = path.join(dir, 'gym.db');
       const children: ChildProcess[] = [];
       try {
-        const args = ['gym-agent', '--harness', 'claude-code', '--upstream', `${mock.url}/v1`, '--model', mock.model, '--db', db, '--tasks', FIXTURES];
+        const args = [
+          'gym-agent',
+          '--harness',
+          'claude-code',
+          '--upstream',
+          `${mock.url}/v1`,
+          '--model',
+          mock.model,
+          '--context-window',
+          String(mock.maxModelLen),
+          '--db',
+          db,
+          '--tasks',
+          FIXTURES,
+        ];
         const { json, stderr } = await startPolarServer([...args, '--environment', 'host', '--out', path.join(dir, 'gym-out'), '--json'], children);
         const { rows, results } = await postGymRuns(String(json.url), gymRows(tasks), 2);
         const store = Store.open(db, { readonly: true });

@@ -109,7 +109,24 @@ export async function startPolarServer(args: string[], children: ChildProcess[])
  * server's model, its captures in `db`, `tasks` given, sample folders under `out`, a `--json` line.
  */
 export function gymAgentArgs(harness: string[], mock: MockServer, db: string, tasks: string, out: string): string[] {
-  return ['gym-agent', ...harness, '--upstream', `${mock.url}/v1`, '--model', mock.model, '--db', db, '--tasks', tasks, '--out', out, '--json'];
+  // NeMo-RL's server lists no models (nemo-rl.md §5): the window is given, as polar train passes it.
+  return [
+    'gym-agent',
+    ...harness,
+    '--upstream',
+    `${mock.url}/v1`,
+    '--model',
+    mock.model,
+    '--context-window',
+    String(mock.maxModelLen),
+    '--db',
+    db,
+    '--tasks',
+    tasks,
+    '--out',
+    out,
+    '--json',
+  ];
 }
 
 /** What polar gym-agent answers a `/run` row with (the fields these tests read). */

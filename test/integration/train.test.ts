@@ -4,6 +4,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Store } from '../../src/store/store.js';
+import { MASK_KINDS } from '../../src/rollout/sample-mask.js';
 import { getKey, leafKeys } from '../../src/train/nemo-rl/config.js';
 import { loadContract, missingKeys, requiredKeys } from '../../src/train/nemo-rl/contract.js';
 import { loadWithInheritance } from '../../src/train/nemo-rl/merge.js';
@@ -307,7 +308,7 @@ describe('polar train grpo with a stand-in NeMo-RL', () => {
       });
       // Each group's two samples get the same reward (tasks a and b answer 0 and 1 every time), so every
       // advantage is 0: the stand-in's loss is 0 and polar train names the steps that trained nothing.
-      expect(JSON.parse(stdout)).toMatchObject({ ok: true, exitCode: 0, steps: 2, checkpoint: 2, zeroAdvantageSteps: [1, 2] });
+      expect(JSON.parse(stdout)).toMatchObject({ ok: true, exitCode: 0, steps: 2, checkpoint: 2, zeroAdvantageSteps: [1, 2], maskedSteps: [] });
       const lines = fs
         .readFileSync(path.join(runDir, 'metrics.jsonl'), 'utf8')
         .trim()
@@ -319,6 +320,13 @@ describe('polar train grpo with a stand-in NeMo-RL', () => {
       expect(metrics.map((m) => [m.step, m.maxSteps, m.loss, advantages.get(m.step)])).toEqual([
         [1, 2, 0, { mean: 0, min: 0, max: 0 }],
         [2, 2, 0, { mean: 0, min: 0, max: 0 }],
+      ]);
+      // Each step's masked share, read from the same events (NeMo-RL logs the agent's numeric result
+      // fields as polar_agent/polar_masked*/mean): none masked, every kind at 0.
+      const noneMasked = { share: 0, byKind: Object.fromEntries(MASK_KINDS.map((k) => [k, 0])) };
+      expect(lines.filter((m) => !('loss' in m)).map((m) => [m.step, m.masked])).toEqual([
+        [1, noneMasked],
+        [2, noneMasked],
       ]);
       // Three tasks at two per step: one full batch per epoch, tasks a and b (rewards 0 and 1, two samples each).
       expect(metrics.map((m) => m.reward)).toEqual([0.5, 0.5]);
