@@ -51,11 +51,12 @@ export async function preflight(input: PreflightInput): Promise<Preflight> {
   if (out.gpus.length === 0) soft('no NVIDIA GPU: `nvidia-smi` did not list one (NeMo-RL trains on CUDA; install the NVIDIA driver, or run on a GPU machine)');
   else if (available < input.gpus) soft(`--gpus ${input.gpus}, but ${where} ${available}: ${out.gpus.join('; ')}`);
   else if (available > input.gpus)
-    // --gpus stays 1 by default: NeMo-RL splits each step's batch over the data-parallel ranks in
-    // whole micro-batches (dtensor_policy_worker_v2.py:417, batched_data_dict.py:1011), so a small
-    // batch (the README's 2 prompts × 4) cannot be spread over a whole node unasked.
+    // --gpus stays 1 by default: NeMo-RL splits each step's batch evenly over the data-parallel
+    // ranks (batched_data_dict.py:541), in whole micro-batches when sequence packing is off (:1011),
+    // so a small batch (the README's 2 prompts × 4) cannot be spread over a whole node unasked; the
+    // batch-split check (nemo-rl/batch-split.ts) judges a given --gpus against the merged config.
     warnings.push(
-      `this run trains on ${input.gpus} of the ${available} GPUs ${where} (--gpus ${input.gpus}): pass --gpus ${available} to use them all; NeMo-RL splits each step's batch over them in whole micro-batches, so the batch (prompts × group size for GRPO) must be a multiple of GPUs × policy.train_micro_batch_size`,
+      `this run trains on ${input.gpus} of the ${available} GPUs ${where} (--gpus ${input.gpus}): pass --gpus ${available} to use them all; NeMo-RL splits each step's batch (prompts × group size for GRPO) evenly over them (and, with sequence packing off, in whole micro-batches of policy.train_micro_batch_size), which preflight checks`,
     );
 
   const uv = await runCommand('uv', ['--version'], { env: input.env, timeoutMs: 15_000 });
