@@ -92,7 +92,8 @@ function firstUserText(messages: readonly ScriptMessage[]): string {
   return contentText(messages.find((m) => m.role === 'user')?.content);
 }
 
-function contentText(content: unknown): string {
+/** The text of a chat message's content (a string, or its text parts joined by newlines). */
+export function contentText(content: unknown): string {
   if (typeof content === 'string') return content;
   if (!Array.isArray(content)) return '';
   return content

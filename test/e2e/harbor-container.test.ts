@@ -13,7 +13,7 @@ import { Store } from '../../src/store/store.js';
 import { gymRows } from '../../src/train/gym-agent/wiring.js';
 import { writeFixtureCheckout } from '../support/nemo-rl-checkout.js';
 import { queuedJobs, startTestPostgres } from '../support/postgres.js';
-import { expectSessionCapturedExactly, harnessRolloutArgs, polarE2e, postGymRuns, startPolarServer } from './support.js';
+import { expectSessionCapturedExactly, gymAgentArgs, harnessRolloutArgs, polarE2e, postGymRuns, startPolarServer } from './support.js';
 import { patient, patientSeconds } from '../support/patience.js';
 import { removeTree } from '../support/remove-tree.js';
 
@@ -189,22 +189,8 @@ describe.skipIf(skip !== null)(`Harbor tasks in their own image${skip ? ` (skipp
       const db = path.join(dir, 'gym.db');
       const children: ChildProcess[] = [];
       try {
-        const args = [
-          'gym-agent',
-          '--harness',
-          'claude-code',
-          '--upstream',
-          `${mock.url}/v1`,
-          '--model',
-          mock.model,
-          '--context-window',
-          String(mock.maxModelLen),
-          '--db',
-          db,
-          '--tasks',
-          ds,
-        ];
-        const { json, stderr } = await startPolarServer([...args, '--out', path.join(dir, 'gym-out'), '--json'], children);
+        const args = gymAgentArgs(['--harness', 'claude-code'], mock, db, ds, path.join(dir, 'gym-out'));
+        const { json, stderr } = await startPolarServer(args, children);
         // No --environment: the engine that works here is the default, and the agent says so.
         expect(stderr()).toMatch(new RegExp(`Harbor tasks run in their own images with ${engine}`));
         const { results } = await postGymRuns(String(json.url), gymRows(tasks), 2);

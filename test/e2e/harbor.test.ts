@@ -11,7 +11,7 @@ import { loadTasks } from '../../src/rollout/load-tasks.js';
 import { bwrapProblem, findBwrap } from '../../src/sandbox/index.js';
 import { Store } from '../../src/store/store.js';
 import { gymRows } from '../../src/train/gym-agent/wiring.js';
-import { BIN, expectSessionCapturedExactly, postGymRuns, startPolarServer } from './support.js';
+import { BIN, expectSessionCapturedExactly, gymAgentArgs, postGymRuns, startPolarServer } from './support.js';
 import { patient } from '../support/patience.js';
 import { removeTree } from '../support/remove-tree.js';
 
@@ -163,22 +163,8 @@ describe.skipIf(noSandbox !== null)(`Harbor tasks on the host environment${noSan
       const db = path.join(dir, 'gym.db');
       const children: ChildProcess[] = [];
       try {
-        const args = [
-          'gym-agent',
-          '--harness',
-          'claude-code',
-          '--upstream',
-          `${mock.url}/v1`,
-          '--model',
-          mock.model,
-          '--context-window',
-          String(mock.maxModelLen),
-          '--db',
-          db,
-          '--tasks',
-          FIXTURES,
-        ];
-        const { json, stderr } = await startPolarServer([...args, '--environment', 'host', '--out', path.join(dir, 'gym-out'), '--json'], children);
+        const args = gymAgentArgs(['--harness', 'claude-code'], mock, db, FIXTURES, path.join(dir, 'gym-out'));
+        const { json, stderr } = await startPolarServer([...args, '--environment', 'host'], children);
         const { rows, results } = await postGymRuns(String(json.url), gymRows(tasks), 2);
         const store = Store.open(db, { readonly: true });
         try {

@@ -1,7 +1,7 @@
 import type { ChatBody } from '../../src/mock-server/server.js';
 import type { ScriptedReply } from '../../src/mock-server/sampler.js';
 import { findShellTool, type ScriptTool } from '../../src/mock-server/script.js';
-import type { CallMeta } from '../../src/mock-server/tasks.js';
+import { type CallMeta, contentText } from '../../src/mock-server/tasks.js';
 
 /**
  * A real-length session for the mock model: `steps` shell commands, each printing `lines` lines of
@@ -29,9 +29,9 @@ export function longSessionScript(opts: {
   return (body, _callIndex, meta) => {
     const shell = findShellTool((body.tools ?? []) as ScriptTool[]);
     const lastUser = [...body.messages].reverse().find((m) => m.role === 'user');
-    if (!shell || SUMMARY_REQUEST.test(textOf(lastUser?.content)))
+    if (!shell || SUMMARY_REQUEST.test(contentText(lastUser?.content)))
       return { content: 'Summary: printing the step logs one by one with the shell; continue with the next step.' };
-    if (!body.messages.some((m) => m.role === 'user' && textOf(m.content).includes(LONG_TASK_PROMPT.slice(0, 40)))) {
+    if (!body.messages.some((m) => m.role === 'user' && contentText(m.content).includes(LONG_TASK_PROMPT.slice(0, 40)))) {
       // A side request (a title, a classifier) that offers tools but is not the task.
       return { content: 'ok' };
     }
@@ -45,12 +45,4 @@ export function longSessionScript(opts: {
       : `seq -f 'step ${step + 1} log row %g' 1 ${opts.lines}`;
     return { reasoning: `Step ${step + 1}.`, toolCalls: [{ name: shell.name, arguments: shell.args(command) }] };
   };
-}
-
-function textOf(content: unknown): string {
-  if (typeof content === 'string') return content;
-  if (!Array.isArray(content)) return '';
-  return content
-    .map((p) => (typeof p === 'object' && p !== null && typeof (p as { text?: unknown }).text === 'string' ? (p as { text: string }).text : ''))
-    .join('\n');
 }
