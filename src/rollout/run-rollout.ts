@@ -141,8 +141,9 @@ export async function startCapture(store: Store, config: RolloutConfig, rolloutI
     },
     model: config.model,
     contextWindow: config.contextWindow ?? null,
-    // Every harness renders its window into the first prompt: known on every machine, or nothing runs.
-    requireContextWindow: true,
+    // Every harness polar configures renders its window into the first prompt: known on every
+    // machine, or nothing runs. A custom command is never told it (no placeholder names it).
+    requireContextWindow: config.harness !== 'custom',
     noModel: `could not learn the served model from ${config.upstream.url}; pass --model NAME`,
     proxy: async () => {
       // Proxy-only sandboxes reach the proxy through this socket (bound into each of them).

@@ -27,6 +27,8 @@ export function mockGymAgentOptions(o: MockGymAgent, extra: Partial<GymAgentOpti
     upstreams: [`${o.mock.url}/v1`],
     upstreamKind: 'nemo-rl',
     model: o.mock.model,
+    // NeMo-RL's server lists no models: the window is given, as polar train passes it.
+    contextWindow: o.mock.maxModelLen,
     concurrency: 1,
     timeoutSec: patientSeconds(60),
     sandbox: 'none',

@@ -1,3 +1,5 @@
+import { getHarness } from '../../harness/registry.js';
+import { compactionNotice } from '../../rollout/sample-mask.js';
 import { describeSampling, samplingPolicy, type ThinkingSetting } from '../../upstream/sampling-policy.js';
 import { addTrainerSamplingOptions } from '../upstream-options.js';
 import chalk from 'chalk';
@@ -148,6 +150,9 @@ async function serve(opts: GymAgentCommandOptions): Promise<void> {
   const environment = harborEnvironment(opts.environment, tasks?.some((t) => t.harbor) === true);
   const chosen = environmentNotice(opts.environment, environment);
   if (chosen) process.stderr.write(chalk.yellow(`notice: ${chosen}\n`));
+  // Every sample runs append-only (compaction off); what no setting of this harness stops is said now.
+  const gap = compactionNotice(getHarness(opts.harness, opts.command !== undefined ? { command: opts.command } : {}), 'off');
+  if (gap) process.stderr.write(chalk.yellow(`notice: ${gap}\n`));
   process.stderr.write(
     chalk.dim(
       `notice: ${describeSampling(samplingPolicy('trainer', opts.upstreamKind, opts.temperature, opts.topP, opts.thinking))}; a row's own temperature / top_p (set by NeMo-RL) wins\n`,

@@ -1,3 +1,5 @@
+import { compactionNotice } from '../../rollout/sample-mask.js';
+import { getHarness } from '../../harness/registry.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import chalk from 'chalk';
@@ -280,6 +282,9 @@ async function grpo(opts: GrpoFlags, command: Command): Promise<void> {
     });
   });
   if (agent.warning) run.preflight.warnings.push(agent.warning);
+  // The agent runs every sample append-only; what no setting of this harness stops is said now.
+  const gap = compactionNotice(getHarness(opts.harness, opts.command !== undefined ? { command: opts.command } : {}), 'off');
+  if (gap) run.preflight.warnings.push(gap);
   await execute(run, opts, dbPath, `polar train grpo · ${opts.model} · ${opts.harness} · ${count(tasks.length, 'task')} × ${opts.groupSize}`);
 }
 

@@ -25,7 +25,7 @@ export interface ProfileKey {
 }
 
 export interface SessionCacheDeps {
-  options: Pick<GymAgentOptions, 'upstreamKind' | 'tokenizer' | 'model' | 'contextWindow' | 'temperature' | 'topP' | 'thinking'>;
+  options: Pick<GymAgentOptions, 'harness' | 'upstreamKind' | 'tokenizer' | 'model' | 'contextWindow' | 'temperature' | 'topP' | 'thinking'>;
   store: Store;
   sandbox: SandboxSettings;
   /** One master for every profile's proxy, in this process's memory only (session-keys.ts). */
@@ -83,7 +83,8 @@ export class SessionCache {
       },
       model: options.model,
       contextWindow: options.contextWindow ?? null,
-      requireContextWindow: true,
+      // As a rollout: a custom command is never told the window, the harnesses polar configures are.
+      requireContextWindow: options.harness !== 'custom',
       noModel: `no model for ${url}: pass --model (NeMo-RL's server lists none)`,
       proxy: async () => {
         made.socket = sandbox.kind === 'bwrap' ? await privateSocketPath() : null;
