@@ -25,8 +25,10 @@ import { configHome, sessionUrls } from './types.js';
  * with a context-length error, which only a step that adds more than a tenth of the window can reach.
  */
 export function qwenSettings(contextWindow: number | null, appendOnly: boolean): Record<string, unknown> | null {
-  // Its defaults: told the model's window (else it assumes one by the model's name, or 200,000).
-  if (!appendOnly) return contextWindow !== null ? { model: { generationConfig: { contextWindowSize: contextWindow } } } : null;
+  // Its defaults: no settings file, so it assumes a window by the model's name (256k for `qwen…`,
+  // else 200,000). Told a real small window it would compact at once and go on compacting: at
+  // 40,960 its threshold, min(0.85 W, W − 33,000), is 7,960 tokens, below its own ~17k first prompt.
+  if (!appendOnly) return null;
   return {
     model: {
       ...(contextWindow !== null ? { generationConfig: { contextWindowSize: contextWindow * 100 }, sessionTokenLimit: Math.floor(contextWindow * 0.9) } : {}),

@@ -36,7 +36,10 @@ import { HARNESSES, harnessRolloutArgs, nodeFor, polarE2e } from './support.js';
  * - Pi compacts mid-run only when the server says the context is full, keeps its newest 20,000
  *   tokens (its estimate) and retries: its session outgrows its window. Append-only, that error ends
  *   the session there, one trace.
- * - opencode at W − its output limit; Qwen Code at min(0.85 W, W − 33,000).
+ * - opencode at W − its output limit.
+ * - Qwen Code assumes a 256k window for a `qwen…` model it is not told about (its defaults), so
+ *   mid-session it compresses only when the server says the context is full, then retries: its
+ *   session outgrows its window. Append-only, its session token limit ends it first, one trace.
  */
 interface Session {
   window: number;
@@ -50,7 +53,7 @@ const SESSION: Record<string, Session & { appendOnly?: Session }> = {
   'gemini-cli': { window: 131_072, lines: 600, steps: 13, words: true, appendOnly: { window: 65_536, lines: 250, steps: 13, words: true } },
   pi: { window: 32_768, lines: 100, steps: 24, words: true },
   opencode: { window: 40_960, lines: 200, steps: 12 },
-  'qwen-code': { window: 65_536, lines: 200, steps: 12 },
+  'qwen-code': { window: 49_152, lines: 200, steps: 24 },
 };
 
 let dir: string;
