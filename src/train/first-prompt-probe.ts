@@ -132,6 +132,8 @@ async function firstCall(
     cwd: workspace.dir,
     dbPath,
     upstream: { url: upstream, kind: 'vllm' },
+    // As the agent runs its samples: compaction off (what a harness is told can change its prompt).
+    appendOnly: true,
     timeoutSec,
     quiet: true,
     ...(sandbox ? { sandbox } : {}),

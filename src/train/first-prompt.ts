@@ -66,8 +66,11 @@ export interface MeasureInput {
 export const PROBE_PROMPT = 'Reply with the word done.';
 
 const CACHE_FILE = 'first-prompt.json';
-/** Part of every cache key: entries written before the probe compared two samples are not reused. */
-const PROBE_VERSION = 2;
+/**
+ * Part of every cache key: entries written before the probe compared two samples (1), or before it
+ * ran the harness append-only as the agent does (2), are not reused.
+ */
+const PROBE_VERSION = 3;
 const CACHE_ENTRIES = 64;
 
 export async function measureFirstPrompt(input: MeasureInput): Promise<FirstPrompt> {
