@@ -63,6 +63,8 @@ export async function replaySession(opts: {
       store,
       upstream: { url: cassette.url, kind: 'vllm' },
       model: cassette.model,
+      // A rollout sample ran append-only unless its rollout kept compaction: replayed the same way.
+      appendOnly: sample ? (store.rollouts.get(sample.rolloutId)?.config as { compaction?: string } | undefined)?.compaction !== 'harness' : false,
       session: replaySessionId,
       timeoutSec: opts.timeoutSec ?? 600,
       quiet: true,

@@ -10,13 +10,14 @@ import { compareFirstPrompts, type FirstPrompt, type FirstPromptCheck, sampleFir
  * as not compared, with why. A split group's message names what differs, from the two first calls'
  * text as sent upstream (read only then).
  */
-export function groupFirstPrompts(store: Store, members: readonly SampleRow[]): FirstPromptCheck {
-  return compareFirstPrompts(members.map((m) => (m.sessionId ? sessionFirstPrompt(store, m.sessionId) : { unchecked: `no session (${m.status})` })));
+export function groupFirstPrompts(store: Store, members: readonly SampleRow[], rowsOf?: (sessionId: string) => readonly CallTokenRow[]): FirstPromptCheck {
+  return compareFirstPrompts(
+    members.map((m) => (m.sessionId ? sessionFirstPrompt(store, m.sessionId, rowsOf?.(m.sessionId)) : { unchecked: `no session (${m.status})` })),
+  );
 }
 
-/** One session's first prompt, its text readable on demand. */
-export function sessionFirstPrompt(store: Store, sessionId: string): FirstPrompt {
-  const rows = store.requests.tokens(sessionId);
+/** One session's first prompt, its text readable on demand; `rows`: its calls, when already read. */
+export function sessionFirstPrompt(store: Store, sessionId: string, rows: readonly CallTokenRow[] = store.requests.tokens(sessionId)): FirstPrompt {
   const first = sampleFirstPrompt(rows);
   return 'unchecked' in first ? first : { ...first, text: () => firstPromptText(store, rows) };
 }

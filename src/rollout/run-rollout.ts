@@ -23,6 +23,7 @@ import { samplingPolicy, type SamplingPolicy } from '../upstream/sampling-policy
 import { initStage, postStage, runStage, type Prepared, type Ran, type StageContext } from './stages.js';
 import { removeWorkspace, workspaceDir } from './workspace.js';
 import { groupFirstPrompts } from './group-first-prompts.js';
+import type { CallTokenRow } from '../store/requests.js';
 import type { RolloutTask } from './task-file.js';
 import { isBuiltinAgent } from './agents/builtin.js';
 import { harborPreflight } from './harbor/trial.js';
@@ -297,13 +298,19 @@ export function summarize(
   // A Harbor task that forbids the internet kept its harness to the proxy even under --network host.
   const offline = new Set(config.sandbox === 'none' ? [] : stored.filter((t) => t.harbor?.agentNetwork === 'none').map((t) => t.id));
   const checkPrompts = opts.firstPrompts !== false;
-  const firstPrompts = new Map(checkPrompts ? [...byTask].map(([taskId, members]) => [taskId, groupFirstPrompts(store, members)]) : []);
-  // Read with the first prompts (both read every session's calls): the samples NeMo-RL would mask.
+  // Each session's calls are read once, for its first prompt and for whether NeMo-RL would mask it.
+  const rows = new Map<string, CallTokenRow[]>();
+  const rowsOf = (sessionId: string) => {
+    let r = rows.get(sessionId);
+    if (!r) rows.set(sessionId, (r = store.requests.tokens(sessionId)));
+    return r;
+  };
+  const firstPrompts = new Map(checkPrompts ? [...byTask].map(([taskId, members]) => [taskId, groupFirstPrompts(store, members, rowsOf)]) : []);
   const masked = checkPrompts
     ? countMasked(
         samples
           .filter((s) => (SAMPLE_OUTCOMES as readonly string[]).includes(s.status))
-          .map((sample) => ({ sample, reasons: sampleChain(store, sample).reasons })),
+          .map((sample) => ({ sample, reasons: sampleChain(store, sample, sample.sessionId ? rowsOf(sample.sessionId) : []).reasons })),
       )
     : undefined;
   return {

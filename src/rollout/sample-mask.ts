@@ -1,5 +1,6 @@
 import type { Harness } from '../harness/types.js';
 import type { SampleRow } from '../store/rollouts.js';
+import type { CallTokenRow } from '../store/requests.js';
 import type { Store } from '../store/store.js';
 import { emptyStats, sessionTraces, usableCalls } from '../trajectory/reconstruct.js';
 import { prefixMerging } from '../trajectory/strategies/prefix-merging.js';
@@ -65,8 +66,11 @@ export function splitReason(traces: number, breaks: readonly Break[]): MaskReaso
  * The sample's chain and the reasons it would be masked that the recording alone shows (the Gym
  * answer adds those it finds while building its items: result.ts). Reads the session's calls once.
  */
-export function sampleChain(store: Store, sample: SampleRow): SampleChain {
-  const rows = sample.sessionId ? store.requests.tokens(sample.sessionId) : [];
+export function sampleChain(
+  store: Store,
+  sample: SampleRow,
+  rows: readonly CallTokenRow[] = sample.sessionId ? store.requests.tokens(sample.sessionId) : [],
+): SampleChain {
   const stats = emptyStats(prefixMerging.name);
   const usable = usableCalls(rows, false, stats);
   const mainAgent = usable.some((c) => c.agentId === 'main') ? 'main' : (usable[0]?.agentId ?? 'main');
@@ -78,6 +82,21 @@ export function sampleChain(store: Store, sample: SampleRow): SampleChain {
   if (sample.status === 'timeout') reasons.push({ kind: 'timeout', text: 'the session ran past its budget (timeout)' });
   if (traces.length > 1) reasons.push(splitReason(traces.length, breaks));
   if (traces.length === 0) reasons.push({ kind: 'no_token_ids', text: 'no model call with server token ids' });
+  const first = traces[0];
+  if (first) {
+    // The Gym export fills absent logprobs with zeros; trained on, they would claim probability 1 for
+    // every sampled token (a wrong importance ratio), so such a sample is masked.
+    const ids = new Set(first.request_ids);
+    const calls = main.filter((c) => ids.has(c.requestId));
+    const bare = calls.filter((c) => !c.logprobs || c.logprobs.length !== c.sampledIds.length).length;
+    if (bare > 0)
+      reasons.push({ kind: 'no_logprobs', text: `${bare} of ${calls.length} calls have no logprobs from the server (is the upstream kind right?)` });
+    if (sample.reward === null && sample.status !== 'error')
+      reasons.push({
+        kind: 'no_reward',
+        text: 'no reward to train on: answered as a placeholder in a group of its own, so its siblings are grouped without it',
+      });
+  }
   return {
     mainCalls: main.length,
     subagentCalls: usable.length - main.length,

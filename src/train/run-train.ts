@@ -378,6 +378,15 @@ export async function launch(run: PreparedRun, opts: { dbPath?: string; startedA
       if (!metrics.writableEnded) metrics.write(`${JSON.stringify({ time: new Date().toISOString(), step, advantages, ...(masked ? { masked } : {}) })}\n`);
       opts.onUpdate({ progress, gpuMemoryMiB: gpu, sessions, advantages: { ...done, advantages, masked } });
     }
+    // A step's masked share that arrived in a later poll than its advantages (another flush, another
+    // event file) is added then, on a line of its own.
+    for (const done of progress.completed) {
+      const masked = judged.has(done.step) && !done.masked ? maskedShares.get(done.step) : undefined;
+      if (!masked) continue;
+      done.masked = masked;
+      if (!metrics.writableEnded) metrics.write(`${JSON.stringify({ time: new Date().toISOString(), step: done.step, masked })}\n`);
+      opts.onUpdate({ progress, gpuMemoryMiB: gpu, sessions, advantages: { ...done } });
+    }
   };
   const child = startSupervised(run.command, {
     cwd: run.command.cwd,

@@ -1,4 +1,4 @@
-import { compactionNotice } from '../../rollout/sample-mask.js';
+import { compactionNotice, MASKED_SHARE_WARNING } from '../../rollout/sample-mask.js';
 import { getHarness } from '../../harness/registry.js';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -527,7 +527,7 @@ async function execute(run: PreparedRun, opts: CommonFlags, dbPath: string | nul
       );
     if (maskedSteps.length > 0)
       process.stderr.write(
-        `${chalk.red('warning')}: ${maskedSteps.length} of ${count(result.steps, 'step')} had more than a quarter of their samples masked (steps ${maskedSteps.join(', ')}): those samples trained nothing; polar gym-agent says why in train.log\n`,
+        `${chalk.red('warning')}: ${maskedSteps.length} of ${count(result.steps, 'step')} had more than ${MASKED_SHARE_WARNING * 100}% of their samples masked (steps ${maskedSteps.join(', ')}): those samples trained nothing; polar gym-agent says why in train.log\n`,
       );
     if (code !== 0 && checkpoint !== null) process.stdout.write(`  resume: ${invokedAs()} train ${run.kind} … --run-dir ${run.runDir} --resume\n`);
   }

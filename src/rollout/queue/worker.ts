@@ -177,12 +177,18 @@ async function contextFor(w: Worker, job: SampleJob): Promise<{ ctx: StageContex
 
 /**
  * What a sample takes from its rollout's stored configuration rather than this machine's: its
- * acceptance rule, its budget, its group size and which metric is its reward. Everything else (harness, upstream, sandbox, where Harbor tasks run) is
+ * acceptance rule, its budget, its group size, which metric is its reward and whether its harness
+ * keeps its compaction. Everything else (harness, upstream, sandbox, where Harbor tasks run) is
  * the worker's own.
  */
-export function storedSettings(rollout: RolloutRow, local: RolloutConfig): Pick<RolloutConfig, 'accept' | 'timeoutSec' | 'samples' | 'rewardKey'> {
+export function storedSettings(
+  rollout: RolloutRow,
+  local: RolloutConfig,
+): Pick<RolloutConfig, 'accept' | 'timeoutSec' | 'samples' | 'rewardKey' | 'compaction'> {
   const c = rollout.config;
   return {
+    // Whether the harness compacts is what a sample's trace is (one chain, or several): the rollout's (--keep-compaction).
+    compaction: c.compaction === 'harness' ? 'harness' : undefined,
     // Which metric is the reward: what the rollout's groups are scored by (--reward-key), on every worker alike.
     rewardKey: typeof c.rewardKey === 'string' ? c.rewardKey : undefined,
     accept: typeof c.accept === 'string' ? c.accept : null,

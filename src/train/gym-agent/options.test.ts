@@ -27,6 +27,9 @@ describe('--reward-key reaches the rollout config wherever a rollout is configur
     const rollout = { config: { rewardKey: 'quality', timeoutSec: 30, samples: 2, accept: null }, samplesPerTask: 2 } as unknown as RolloutRow;
     const local = rolloutConfig(base);
     expect(storedSettings(rollout, local)).toMatchObject({ rewardKey: 'quality', timeoutSec: 30, samples: 2 });
+    // --keep-compaction reaches every worker: a queued sample's harness compacts as its rollout said.
+    expect(storedSettings({ ...rollout, config: { ...rollout.config, compaction: 'harness' } }, local).compaction).toBe('harness');
+    expect(storedSettings(rollout, { ...local, compaction: 'harness' }).compaction).toBeUndefined();
     const plain = { config: { timeoutSec: 30 }, samplesPerTask: 2 } as unknown as RolloutRow;
     expect({ ...rolloutConfig({ ...base, rewardKey: 'local' }), ...storedSettings(plain, local) }.rewardKey).toBeUndefined();
   });

@@ -53,11 +53,6 @@ export function gymRunResult(store: Store, sample: SampleRow, params: unknown, m
   const first = traces[0];
   if (first) {
     const records = first.request_ids.map((id) => store.requests.get(id)!);
-    // The export fills absent logprobs with zeros; trained on, they would claim probability 1 for
-    // every sampled token (a wrong importance ratio), so such a sample is masked instead.
-    const bare = records.filter((r) => !r.logprobs || r.logprobs.length !== r.sampledIds?.length).length;
-    if (bare > 0)
-      reasons.push({ kind: 'no_logprobs', text: `${bare} of ${records.length} calls have no logprobs from the server (is the upstream kind right?)` });
     const built = nemoGymResult(first, records);
     if ('problem' in built) reasons.push({ kind: 'unexportable', text: built.problem });
     else {
@@ -77,7 +72,11 @@ export function gymRunResult(store: Store, sample: SampleRow, params: unknown, m
   // prompt ([0]) no sibling shares: a group of its own, advantage 0, out of the loss — the sample is
   // left out of its task's group, as polar's statistics and the Gym export leave it out.
   if (sample.reward === null && output.length > 0) {
-    reasons.push({ kind: 'no_reward', text: 'no reward to train on: answered as a placeholder in a group of its own, so its siblings are grouped without it' });
+    if (!reasons.some((r) => r.kind === 'no_reward'))
+      reasons.push({
+        kind: 'no_reward',
+        text: 'no reward to train on: answered as a placeholder in a group of its own, so its siblings are grouped without it',
+      });
     output = [];
   }
   if (output.length === 0) output = [placeholderItem(`msg_${sample.id}_placeholder`)];
