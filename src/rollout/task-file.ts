@@ -19,7 +19,8 @@ import { isDir } from '../core/fs-kind.js';
  *             | {"type": "session-completed"},
  *  "timeout": S, "metadata": {…},
  *  "network": "host" (the harness gets the machine's network instead of the proxy alone),
- *  "setup_network": "host" | "none" (the setup commands' network; default host)}
+ *  "setup_network": "host" | "none" (the setup commands' network; default host),
+ *  "solution": [commands run in the workspace by the built-in `oracle`, as Harbor's solution/solve.sh]}
  */
 export type TaskWorkspace = { dir: string } | { git: string; commit: string } | { empty: true };
 
@@ -50,6 +51,12 @@ export interface RolloutTask {
   network?: 'host';
   /** The setup commands' network (absent: host). */
   setup_network?: 'host' | 'none';
+  /**
+   * A known-good solution: shell commands the built-in `oracle` runs in the workspace in the
+   * agent's place (Harbor's solution/solve.sh for JSONL tasks), so `polar tasks check` can confirm
+   * the task's top reward is reachable. Never shown to a model's agent.
+   */
+  solution?: string[];
   /** A Harbor task folder's trial (read by rollout/harbor/load.ts; absent for JSONL tasks). */
   harbor?: HarborTrial;
 }
@@ -57,7 +64,7 @@ export interface RolloutTask {
 /** An evaluator's own time limit when the task gives none (seconds). */
 export const DEFAULT_EVALUATOR_TIMEOUT = 300;
 
-const TASK_KEYS = new Set(['id', 'prompt', 'workspace', 'setup', 'evaluator', 'timeout', 'metadata', 'network', 'setup_network']);
+const TASK_KEYS = new Set(['id', 'prompt', 'workspace', 'setup', 'evaluator', 'timeout', 'metadata', 'network', 'setup_network', 'solution']);
 const ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
 export function readTaskFile(file: string): RolloutTask[] {
@@ -145,6 +152,9 @@ function validateTask(value: unknown, at: At, problems: () => number, options: {
     at('network', '"host" (the machine\'s network) or "proxy-only" (the default: the capture proxy alone)');
   if (value.setup_network !== undefined && value.setup_network !== 'host' && value.setup_network !== 'none')
     at('setup_network', '"host" (the default) or "none"');
+  const solution = value.solution;
+  if (solution !== undefined && (!Array.isArray(solution) || solution.length === 0 || solution.some((c) => typeof c !== 'string')))
+    at('solution', "a non-empty list of shell commands (strings), run by the built-in oracle in the agent's place");
   if (problems() > before || !workspace || !evaluator) return null;
   return {
     id: id as string,
@@ -156,6 +166,7 @@ function validateTask(value: unknown, at: At, problems: () => number, options: {
     metadata: (value.metadata as Record<string, unknown> | undefined) ?? {},
     ...(value.network === 'host' ? { network: 'host' as const } : {}),
     ...(value.setup_network === 'host' || value.setup_network === 'none' ? { setup_network: value.setup_network } : {}),
+    ...(Array.isArray(solution) ? { solution: solution as string[] } : {}),
   };
 }
 
