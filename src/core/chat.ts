@@ -47,6 +47,12 @@ export interface CanonicalRequest {
   thinking?: boolean;
   /** What the codec needs to encode the reply in its own terms (tool kinds, stop sequences). */
   codecState?: unknown;
+  /**
+   * Fields normalization took out or replaced because no server could take them as sent
+   * (providers/normalize.ts: a `max_tokens` over the context window itself, or, under a cap, not a
+   * positive whole number); the trainer's record lists them among the dropped (sampling-policy.ts).
+   */
+  outOfRange?: string[];
 }
 
 /**
@@ -118,6 +124,11 @@ export interface ChatCompletionChunk {
   choices: ChatChunkChoice[];
   usage?: ChatUsage | null;
   [extra: string]: unknown;
+}
+
+/** An output budget a server can keep: a whole number of tokens, at least one (vLLM's SamplingParams refuses less). */
+export function isTokenBudget(value: unknown): value is number {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 1;
 }
 
 export function isRecord(value: unknown): value is Record<string, unknown> {

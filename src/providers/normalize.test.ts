@@ -37,6 +37,25 @@ describe('normalizeRequest', () => {
     expect(normalizeRequest(req({ max_tokens: 64_000 }), { contextWindow: null }).body.max_tokens).toBe(64_000);
   });
 
+  it('names a max_tokens no server could take as sent (outOfRange), not one that only does not fit beside the prompt', () => {
+    // Over the window itself: dropped, and named, so a trainer's record lists it.
+    const huge = normalizeRequest(req({ max_tokens: 1e12 }), { contextWindow: 40_960 });
+    expect(huge.body).not.toHaveProperty('max_tokens');
+    expect(huge.outOfRange).toEqual(['max_tokens']);
+    // Within the window but not beside this prompt: the usual harness budget, adapted silently.
+    const long = [{ role: 'user', content: 'x'.repeat(90_000) }];
+    const tight = normalizeRequest(req({ messages: long, max_tokens: 20_000 }), { contextWindow: 40_960 });
+    expect(tight.body).not.toHaveProperty('max_tokens');
+    expect(tight).not.toHaveProperty('outOfRange');
+    // Under a cap, no budget at all (-1, 0, 1.5) is the cap, and named; before, -1 <= cap went upstream.
+    for (const bad of [-1, 0, 1.5]) {
+      const capped = normalizeRequest(req({ max_tokens: bad }), { contextWindow: null, maxTokens: 2048 });
+      expect(capped.body.max_tokens, String(bad)).toBe(2048);
+      expect(capped.outOfRange).toEqual(['max_tokens']);
+    }
+    expect(normalizeRequest(req({ max_tokens: 100 }), { contextWindow: 40_960, maxTokens: 2048 })).not.toHaveProperty('outOfRange');
+  });
+
   it("caps max_tokens at a NeMo Gym row's max_output_tokens, sets it when the harness sent none, and near the context lowers it instead of dropping it", () => {
     expect(normalizeRequest(req({ max_tokens: 32_000 }), { contextWindow: null, maxTokens: 2048 }).body.max_tokens).toBe(2048);
     expect(normalizeRequest(req({}), { contextWindow: null, maxTokens: 2048 }).body.max_tokens).toBe(2048);

@@ -1,4 +1,4 @@
-import type { CanonicalRequest, ChatMessage } from '../core/chat.js';
+import { type CanonicalRequest, type ChatMessage, isTokenBudget } from '../core/chat.js';
 
 export interface NormalizeOptions {
   /** The served model's context length (vLLM's `max_model_len`, or `--context-window`); null: unknown. */
@@ -21,7 +21,13 @@ export interface NormalizeOptions {
  * - with a cap (`maxTokens`), `max_tokens` is at most the cap, and set to it when the harness sent
  *   none; near the context limit it is lowered to what the estimate leaves rather than dropped (a
  *   dropped one would let the reply run past the cap), or kept at the cap when the estimate leaves
- *   nothing (NeMo-RL's server clamps it to the context itself, vllm_worker_async.py:436-447).
+ *   nothing (NeMo-RL's server clamps it to the context itself, vllm_worker_async.py:436-447);
+ *   under a cap, a `max_tokens` that is not a positive whole number (`-1`, `0`, `1.5`) is the cap
+ *   too: it asks for no budget a server can keep, and the cap must hold.
+ * A `max_tokens` no server could take as sent (over the context window itself, or replaced by the
+ * cap because it was no budget at all) is named in `outOfRange`, so a trainer's record lists it as
+ * dropped; one that merely does not fit beside this prompt is not: that is the usual harness asking
+ * for 32,000 of a 40,960-token window, not a request to record.
  */
 export function normalizeRequest(req: CanonicalRequest, options: NormalizeOptions): CanonicalRequest {
   const body = { ...req.body };
@@ -36,7 +42,12 @@ export function normalizeRequest(req: CanonicalRequest, options: NormalizeOption
     changed = true;
   }
   const cap = options.maxTokens && options.maxTokens > 0 ? options.maxTokens : null;
-  if (cap !== null && !(typeof body.max_tokens === 'number' && body.max_tokens <= cap)) {
+  const sent = body.max_tokens;
+  const outOfRange =
+    sent !== undefined &&
+    sent !== null &&
+    ((typeof sent === 'number' && !!options.contextWindow && sent > options.contextWindow) || (cap !== null && !isTokenBudget(sent)));
+  if (cap !== null && !(isTokenBudget(body.max_tokens) && body.max_tokens <= cap)) {
     body.max_tokens = cap;
     changed = true;
   }
@@ -49,6 +60,7 @@ export function normalizeRequest(req: CanonicalRequest, options: NormalizeOption
       changed = true;
     }
   }
+  if (outOfRange) return { ...req, body, outOfRange: ['max_tokens'] };
   return changed ? { ...req, body } : req;
 }
 

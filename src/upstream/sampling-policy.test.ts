@@ -9,6 +9,11 @@ import { anthropicMessagesCodec } from '../providers/anthropic-messages/index.js
 import { templateKwargs } from './tito/chain-memory.js';
 import { nemoRlDialect } from './nemo-rl/index.js';
 import { applySamplingPolicy, effectivePolicy, offPolicyReason, PASS_THROUGH, samplingPolicy, type SamplingRecord } from './sampling-policy.js';
+import { googleGenerateContentCodec } from '../providers/google-generate-content/index.js';
+import { openaiResponsesCodec } from '../providers/openai-responses/index.js';
+import { normalizeRequest } from '../providers/normalize.js';
+import type { ProviderCodec } from '../providers/types.js';
+import { PolarError } from '../core/errors.js';
 
 /** The attack, with template kwargs that also turn thinking off. */
 const ATTACK = { ...SAMPLING_ATTACK, logits_processors: ['x'], chat_template_kwargs: { enable_thinking: false, custom: 1 } };
@@ -228,6 +233,149 @@ describe('sampling policy', () => {
         expect(JSON.parse(template!.upstreamReq.bytes!.toString('utf8'))).not.toHaveProperty('chat_template_kwargs');
         expect(template!.sampling.thinking).toBeNull();
         expect(template!.sampling.dropped).toContain('thinking');
+      } finally {
+        await upstream.close();
+      }
+    });
+  });
+
+  /**
+   * Issue 39 (6): besides the top-level fields, a trainer's call must not carry what the policy
+   * could steer generation or the server with from inside its messages or its budget.
+   */
+  describe('messages and the output budget (trainer)', () => {
+    const trainer = samplingPolicy('trainer', 'vllm');
+    const withMessages = (messages: unknown[], extra: Record<string, unknown> = {}): CanonicalRequest => ({
+      ...request(extra),
+      body: { ...request(extra).body, messages: messages as CanonicalRequest['body']['messages'] },
+    });
+    const refusal = (f: () => unknown): PolarError => {
+      try {
+        f();
+      } catch (err) {
+        expect(err).toBeInstanceOf(PolarError);
+        return err as PolarError;
+      }
+      throw new Error('not refused');
+    };
+
+    it('message keys outside each role’s allow-list are dropped and named, once each; the rest stay the request’s own objects', () => {
+      const user = { role: 'user', content: 'hi', name: 'me' };
+      const messages = [
+        { role: 'system', content: 'rules', tools: [{ type: 'function' }], task: 'x' },
+        user,
+        { role: 'assistant', content: 'The answer is', prefix: true, reasoning_content: 'r', tool_calls: [], refusal: null },
+        { role: 'tool', tool_call_id: 'c1', content: 'ok', prefix: true },
+      ];
+      const { req: pinned, dropped } = applySamplingPolicy(withMessages(messages), trainer, 'vllm');
+      expect(pinned.body.messages).toEqual([
+        { role: 'system', content: 'rules' },
+        { role: 'user', content: 'hi', name: 'me' },
+        { role: 'assistant', content: 'The answer is', reasoning_content: 'r', tool_calls: [], refusal: null },
+        { role: 'tool', tool_call_id: 'c1', content: 'ok' },
+      ]);
+      expect(pinned.body.messages[1]).toBe(user);
+      expect(dropped).toEqual(['messages[].tools', 'messages[].task', 'messages[].prefix']);
+      // The harness's own request is untouched (its record keeps what it sent).
+      expect(messages[2]).toHaveProperty('prefix', true);
+      // Pass-through sends them as they came.
+      expect(applySamplingPolicy(withMessages(messages), PASS_THROUGH, 'vllm').req.body.messages[2]).toHaveProperty('prefix', true);
+    });
+
+    it('media named by URL is refused (400), in every form vLLM fetches; inline data goes through', () => {
+      const part = (p: Record<string, unknown>) => withMessages([{ role: 'user', content: [{ type: 'text', text: 'look' }, p] }]);
+      for (const p of [
+        { type: 'image_url', image_url: { url: 'http://169.254.169.254/latest/meta-data/' } },
+        { type: 'image_url', image_url: { url: 'file:///etc/passwd' } },
+        { type: 'image_url', image_url: { url: '/etc/passwd' } },
+        { type: 'image_url', image_url: {} },
+        { type: 'input_image', image_url: 'https://attacker.example/x.png' },
+        { image_url: 'https://attacker.example/x.png' },
+        { type: 'audio_url', audio_url: { url: 'https://attacker.example/a.wav' } },
+        { audio_url: 'https://attacker.example/a.wav' },
+        { type: 'video_url', video_url: { url: 'https://attacker.example/v.mp4' } },
+      ]) {
+        const err = refusal(() => applySamplingPolicy(part(p), trainer, 'vllm'));
+        expect(err.status, JSON.stringify(p)).toBe(400);
+        expect(err.message).toMatch(/messages\[0\]\.content\[1\].*polar forwards media only inline/);
+      }
+      for (const p of [{ type: 'image_embeds', image_embeds: 'AAAA' }, { prompt_embeds: 'AAAA' }]) {
+        expect(refusal(() => applySamplingPolicy(part(p), trainer, 'vllm')).message).toMatch(/not tensors/);
+      }
+      const inline = part({ type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0KGgo=' } });
+      expect(applySamplingPolicy(inline, trainer, 'vllm').req.body.messages).toBe(inline.body.messages);
+      expect(applySamplingPolicy(part({ type: 'input_audio', input_audio: { data: 'UklGRg==', format: 'wav' } }), trainer, 'vllm').dropped).toEqual([]);
+      // A uuid would have vLLM reuse cached media by name, whatever the part holds: dropped.
+      const named = applySamplingPolicy(part({ type: 'image_url', image_url: { url: 'data:image/png;base64,AA==' }, uuid: 'other' }), trainer, 'vllm');
+      expect((named.req.body.messages[0]!.content as unknown[])[1]).toEqual({ type: 'image_url', image_url: { url: 'data:image/png;base64,AA==' } });
+      expect(named.dropped).toEqual(['messages[].content[].uuid']);
+      // Pass-through forwards the URL as sent (plain capture).
+      expect(() => applySamplingPolicy(part({ image_url: 'https://x.example/i.png' }), PASS_THROUGH, 'vllm')).not.toThrow();
+    });
+
+    it('each provider’s media by URL is refused, its inline media forwarded', () => {
+      const decode = (codec: ProviderCodec, body: unknown, path: string) =>
+        applySamplingPolicy(normalizeRequest(codec.decodeRequest(body, { path }), { contextWindow: null }), trainer, 'vllm');
+      const anthropic = (source: Record<string, unknown>) =>
+        decode(anthropicMessagesCodec, { model: 'm', max_tokens: 64, messages: [{ role: 'user', content: [{ type: 'image', source }] }] }, '/v1/messages');
+      expect(refusal(() => anthropic({ type: 'url', url: 'https://attacker.example/x.png' })).status).toBe(400);
+      expect(() => anthropic({ type: 'base64', media_type: 'image/png', data: 'iVBORw0KGgo=' })).not.toThrow();
+      const gemini = (part: Record<string, unknown>) =>
+        decode(googleGenerateContentCodec, { contents: [{ role: 'user', parts: [{ text: 'look' }, part] }] }, '/v1beta/models/m:generateContent');
+      expect(refusal(() => gemini({ fileData: { mimeType: 'image/png', fileUri: 'gs://bucket/x.png' } })).status).toBe(400);
+      expect(() => gemini({ inlineData: { mimeType: 'image/png', data: 'iVBORw0KGgo=' } })).not.toThrow();
+      const responses = (url: string) =>
+        decode(openaiResponsesCodec, { model: 'm', input: [{ role: 'user', content: [{ type: 'input_image', image_url: url }] }] }, '/v1/responses');
+      expect(refusal(() => responses('https://attacker.example/x.png')).status).toBe(400);
+      expect(() => responses('data:image/png;base64,iVBORw0KGgo=')).not.toThrow();
+    });
+
+    it('an output budget no server can keep is dropped and named; one over the window, named by normalization, is listed too', () => {
+      for (const bad of [-1, 0, 1.5, '100', 1e300]) {
+        const { req: pinned, dropped } = applySamplingPolicy(request({ max_tokens: bad }), trainer, 'vllm');
+        expect(pinned.body, String(bad)).not.toHaveProperty('max_tokens');
+        expect(dropped).toEqual(['max_tokens']);
+      }
+      const completion = applySamplingPolicy(request({ max_tokens: undefined, max_completion_tokens: -1 }), trainer, 'vllm');
+      expect(completion.req.body).not.toHaveProperty('max_completion_tokens');
+      expect(completion.dropped).toEqual(['max_completion_tokens']);
+      expect(applySamplingPolicy(request({ max_tokens: 64 }), trainer, 'vllm').dropped).toEqual([]);
+      const huge = applySamplingPolicy(normalizeRequest(request({ max_tokens: 1_000_000 }), { contextWindow: 40_960 }), trainer, 'vllm');
+      expect(huge.req.body).not.toHaveProperty('max_tokens');
+      expect(huge.dropped).toEqual(['max_tokens']);
+      // Pass-through sends the harness's -1 as it came (the server answers for it).
+      expect(applySamplingPolicy(request({ max_tokens: -1 }), PASS_THROUGH, 'vllm').req.body.max_tokens).toBe(-1);
+    });
+
+    it('the byte path drops the same keys and records them as text', async () => {
+      const upstream = createVllmUpstream({ baseUrl: 'http://127.0.0.1:9' });
+      try {
+        const text = JSON.stringify({
+          model: 'm',
+          max_tokens: -1,
+          messages: [
+            { role: 'user', content: 'héllo' },
+            { role: 'assistant', content: 'Sûrement', prefix: true },
+          ],
+        });
+        const bytes = Buffer.from(text);
+        const prepared = prepareFromBytes(parseAsBytes(bytes), openaiChatCodec, upstream, {
+          path: '/v1/chat/completions',
+          contextWindow: null,
+          servedModel: 'm',
+          call: { id: 'c', sessionId: 's', agentId: 'main' },
+          bytes,
+          sampling: trainer,
+        });
+        expect(prepared).not.toBeNull();
+        const sent = JSON.parse(prepared!.upstreamReq.bytes!.toString('utf8')) as Record<string, unknown>;
+        expect(sent.messages).toEqual([
+          { role: 'user', content: 'héllo' },
+          { role: 'assistant', content: 'Sûrement' },
+        ]);
+        expect(sent).not.toHaveProperty('max_tokens');
+        expect(prepared!.sampling.dropped).toEqual(['max_tokens', 'messages[].prefix']);
+        expect(prepared!.sampling.max_tokens).toBeNull();
       } finally {
         await upstream.close();
       }

@@ -1,5 +1,6 @@
-import type { CanonicalRequest, ChatRequestBody } from '../core/chat.js';
-import { isRecord } from '../core/chat.js';
+import type { CanonicalRequest, ChatMessage, ChatRequestBody } from '../core/chat.js';
+import { isRecord, isTokenBudget } from '../core/chat.js';
+import { PolarError } from '../core/errors.js';
 import type { ThinkingSetting } from './thinking.js';
 import type { UpstreamKind } from './types.js';
 
@@ -15,7 +16,9 @@ import type { UpstreamKind } from './types.js';
  * defaults 1.0 / 1.0, `policy.generation` in `train`). Everything else is DROPPED, never refused:
  * a harness that sends `temperature: 0.7` or `top_k` of its own must keep working, and the reply it
  * gets is an honest sample from the trainer's distribution (nothing in it pretends otherwise);
- * the call's record lists what was dropped (`sampling.dropped`).
+ * the call's record lists what was dropped (`sampling.dropped`). The same holds inside the request:
+ * message keys outside their role's schema and an output budget no server can keep are dropped
+ * too; only media named by URL is refused (trainerMessages), since the server would fetch it.
  *
  * `pass-through` (`polar run`, `polar proxy`: plain capture): the request goes as the harness sent
  * it, and the record lists the fields that changed sampling or the prompt (`sampling.off_policy`),
@@ -280,6 +283,18 @@ export function applySamplingPolicy(
     kept.tool_choice = 'auto';
     dropped.push('tool_choice');
   }
+  // An output budget no server can keep (-1, 0, 1.5, a string) is dropped: the server then gives
+  // what the context leaves, as for a harness that sent none (normalize.ts). Clamping would guess
+  // a budget the harness never asked for; refusing would fail a harness that means "no limit" by
+  // -1. One over the context window itself normalization already took out (`outOfRange`).
+  for (const key of ['max_tokens', 'max_completion_tokens']) {
+    if (kept[key] !== undefined && kept[key] !== null && !isTokenBudget(kept[key])) {
+      delete kept[key];
+      dropped.push(key);
+    }
+  }
+  for (const key of req.outOfRange ?? []) if (!dropped.includes(key)) dropped.push(key);
+  if (Array.isArray(body.messages)) kept.messages = trainerMessages(body.messages, dropped);
   kept.temperature = policy.temperature;
   kept.top_p = policy.topP;
   // The hosted APIs behind `openai` reject vLLM's extras, and nothing there is trainable anyway.
@@ -290,6 +305,117 @@ export function applySamplingPolicy(
   if (thinking === undefined) delete out.thinking;
   else out.thinking = thinking;
   return { req: out, dropped, offPolicy: [] };
+}
+
+/**
+ * The message keys each role may carry upstream in trainer mode: what OpenAI Chat's message params
+ * define (openai-python types/chat/chat_completion_*_message_param.py) and what the chat templates
+ * read (Qwen3's: role, content, reasoning_content, tool_calls). vLLM hands the whole message to the
+ * template (vllm/entrypoints/chat_utils.py CustomChatCompletionMessageParam takes `tools` on a
+ * developer message and a model-specific `task`), and servers read more of their own: Mistral's
+ * and DeepSeek's `prefix: true` on the last assistant message continues it instead of answering,
+ * so the policy would choose the start of its own reply. Every other key is dropped, never refused
+ * (harness SDKs add their own bookkeeping keys to messages), and named `messages[].<key>` in the
+ * record, once a key however many messages had it. `reasoning` is vLLM's current name for earlier
+ * reasoning (vllm/flags.ts applyChatConventions sets it from `reasoning_content`). Developer
+ * messages are system messages by now (normalize.ts); a role not listed keeps the user keys.
+ */
+const MESSAGE_KEYS: Readonly<Record<string, ReadonlySet<string>>> = {
+  system: new Set(['role', 'content', 'name']),
+  user: new Set(['role', 'content', 'name']),
+  assistant: new Set(['role', 'content', 'name', 'tool_calls', 'refusal', 'reasoning_content', 'reasoning']),
+  tool: new Set(['role', 'content', 'tool_call_id', 'name']),
+};
+
+/**
+ * Content-part members that name media by URL: vLLM's `image_url` / `audio_url` / `video_url`
+ * parts, Responses' `input_image` (whose `image_url` is the string), and vLLM's untyped
+ * `{"image_url": "…"}` forms (chat_utils.py _parse_chat_message_content_mm_part). Every codec
+ * turns its own media into these (Anthropic `image` sources, Gemini `inlineData` / `fileData`,
+ * Responses `input_image`), so one check covers them all.
+ */
+const MEDIA_URL_KEYS = ['image_url', 'audio_url', 'video_url'] as const;
+
+/**
+ * Content-part members that hand the server tensors instead of text or media (vLLM's
+ * `image_embeds`, `audio_embeds`, `prompt_embeds`; `image_pil` from Python callers): a prompt no
+ * tokenizer reproduces, so no training sample can be built from it.
+ */
+const EMBED_KEYS = ['image_embeds', 'audio_embeds', 'prompt_embeds', 'image_pil'] as const;
+
+/**
+ * The messages as a trainer's call sends them: each message's keys cut to its role's allow-list
+ * (the dropped ones named in `dropped`), and each content part checked for media. Media goes
+ * upstream only inline, as a `data:` URI: a URL (https://, file://, a bare path SGLang would open)
+ * has the inference server fetch it, from inside the training cluster, at a URL the policy chose,
+ * which is a request forgery and an exfiltration route (vLLM's MediaConnector fetches http(s), and
+ * file: under --allowed-local-media-path; vllm/multimodal/media). That is REFUSED, with a 400 in
+ * the harness's own API (the call's record keeps the error and the request as sent): polar will
+ * not forward it, and forwarding the rest without the media would answer a different prompt than
+ * the harness asked about. A part's `uuid` (vLLM reuses cached media features by it, whatever the
+ * part holds) is dropped like an unknown key. Messages that change are new objects; the rest, and
+ * the array when none changes, are the request's own (the byte path copies them: body-splice.ts).
+ */
+export function trainerMessages(messages: ChatMessage[], dropped: string[]): ChatMessage[] {
+  let out: ChatMessage[] | null = null;
+  messages.forEach((m, i) => {
+    if (!isRecord(m)) return;
+    const allowed = MESSAGE_KEYS[String(m.role)] ?? MESSAGE_KEYS.user!;
+    let next: ChatMessage | null = null;
+    for (const key of Object.keys(m)) {
+      if (allowed.has(key)) continue;
+      next ??= { ...m };
+      delete next[key];
+      note(dropped, `messages[].${key}`);
+    }
+    if (Array.isArray(m.content)) {
+      const content = checkedParts(m.content, i, dropped);
+      if (content !== m.content) (next ??= { ...m }).content = content;
+    }
+    if (next) (out ??= [...messages])[i] = next;
+  });
+  return out ?? messages;
+}
+
+function checkedParts(parts: unknown[], index: number, dropped: string[]): unknown[] {
+  let out: unknown[] | null = null;
+  parts.forEach((part, j) => {
+    if (!isRecord(part)) return;
+    const where = `messages[${index}].content[${j}]`;
+    for (const key of MEDIA_URL_KEYS) {
+      if (!(key in part)) continue;
+      const value = part[key];
+      const url = isRecord(value) ? value.url : value;
+      if (typeof url !== 'string' || !/^data:/i.test(url)) {
+        throw new PolarError(
+          'POLAR_BAD_REQUEST',
+          `${where} (${key}) names media by ${typeof url === 'string' ? `URL ${JSON.stringify(url.slice(0, 80))}` : 'no inline data'}: while the trainer owns sampling, polar forwards media only inline (a data: URI, or base64 image data), never a URL for the inference server to fetch`,
+          400,
+          { param: 'messages' },
+        );
+      }
+    }
+    for (const key of EMBED_KEYS) {
+      if (key in part || part.type === key) {
+        throw new PolarError(
+          'POLAR_BAD_REQUEST',
+          `${where} is a ${key} part: while the trainer owns sampling, polar forwards text and inline media only, not tensors no tokenizer can reproduce`,
+          400,
+          { param: 'messages' },
+        );
+      }
+    }
+    if ('uuid' in part) {
+      const { uuid: _, ...rest } = part;
+      (out ??= [...parts])[j] = rest;
+      note(dropped, 'messages[].content[].uuid');
+    }
+  });
+  return out ?? parts;
+}
+
+function note(dropped: string[], name: string): void {
+  if (!dropped.includes(name)) dropped.push(name);
 }
 
 /**
