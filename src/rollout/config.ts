@@ -52,6 +52,8 @@ export interface RolloutConfig {
   sandboxReadOnly?: string[];
   /** Which metric of a Harbor verifier's reward.json is the reward (`--reward-key`); absent: `reward`, else the only one (harbor-rewards.ts). */
   rewardKey?: string;
+  /** The rewards the rollout takes, [LO, HI] (`--reward-range`); absent: [0, 1] (reward-range.ts). Any other forfeits. */
+  rewardRange?: [number, number];
   /**
    * `off` (absent: the default): each harness's compaction and history trimming switched off, so a
    * sample is one append-only chain, as NeMo-RL trains it (HarnessContext.appendOnly). `harness`:

@@ -190,6 +190,7 @@ async function evaluateWith(ctx: StageContext, r: Ran, task: RolloutTask, diff: 
     verification: r.environment.verification,
     verifierNetwork: verifierNetwork(ctx.sandbox, r.task),
     rewardKey: ctx.config.rewardKey ?? null,
+    ...(ctx.config.rewardRange ? { rewardRange: ctx.config.rewardRange } : {}),
     // The task file's folder (hidden checkers) appears to evaluators only, after the agent has ended.
     tasksDir: ctx.tasksDir,
     scratch: path.join(ctx.config.outDir, 'scratch'),

@@ -88,7 +88,7 @@ export async function finishSteps(ctx: StageContext, r: Ran, diff: string, ops: 
     const last = trial.steps!.at(-1)!;
     outcomes.push({ name: last.name, evaluation: await evaluateStep(ctx, r, last, diff, ops) });
   }
-  return combinedEvaluation(trial, outcomes, ctx.config.rewardKey ?? null, so.stopped);
+  return combinedEvaluation(trial, outcomes, ctx.config.rewardKey ?? null, so.stopped, ctx.config.rewardRange);
 }
 
 /**

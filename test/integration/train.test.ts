@@ -95,6 +95,8 @@ describe('polar train grpo --dry-run', () => {
           'off',
           '--reward-key',
           'correctness',
+          '--reward-range',
+          '-1,1',
         ]),
       ],
       { env: { ...process.env, NO_COLOR: '1', PATH: '/usr/bin:/bin' } },
@@ -158,6 +160,8 @@ describe('polar train grpo --dry-run', () => {
     expect(app).toContain('"--thinking","off"');
     // Which metric of a Harbor verifier's reward.json is the reward: the agent scores by the one train was given.
     expect(app).toContain('"--reward-key","correctness"');
+    // And the rewards it takes (--reward-range, rollout/reward-range.ts): one argument, so a negative LO cannot read as a flag.
+    expect(app).toContain('"--reward-range=-1,1"');
     // Pinned to loopback: NeMo-RL's default_host (the node's IP) would otherwise put /run on the network.
     expect(parseYaml(fs.readFileSync(paths[1]!, 'utf8'))).toEqual({
       polar_agent: { responses_api_agents: { polar_agent: { entrypoint: 'app.py', host: '127.0.0.1' } } },

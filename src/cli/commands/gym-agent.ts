@@ -27,7 +27,7 @@ import { action } from '../output.js';
 import { count } from '../plural.js';
 import { environmentNotice, type HarborEnvironment } from '../../rollout/harbor/environment.js';
 import { environmentOption, harborEnvironment } from '../environment-option.js';
-import { rewardKeyArg } from './rollout/flags.js';
+import { REWARD_RANGE_HELP, rewardKeyArg, rewardRangeArg } from './rollout/flags.js';
 
 interface GymAgentCommandOptions extends SandboxFlags {
   harness: string;
@@ -61,6 +61,7 @@ interface GymAgentCommandOptions extends SandboxFlags {
   maxMaskedShare?: number;
   environment?: HarborEnvironment;
   rewardKey?: string;
+  rewardRange?: [number, number];
   json?: boolean;
 }
 
@@ -76,6 +77,7 @@ export function registerGymAgent(program: Command): void {
     .option('--tasks <path>', 'the rollout task file (JSONL), or a Harbor task folder or a folder of them: /run rows name one of its tasks by "task_id"')
     .addOption(environmentOption())
     .option('--reward-key <name>', "the metric of a Harbor verifier's reward.json that is the reward, as polar rollout --reward-key", rewardKeyArg)
+    .option('--reward-range <lo,hi>', `${REWARD_RANGE_HELP}, as polar rollout --reward-range`, rewardRangeArg)
     .option('--allow-inline-tasks', 'also run rows that define their task inline ("task"); they come from the network, so they run only sandboxed')
     .option(
       '--auth-token <token>',
@@ -193,6 +195,7 @@ async function serve(opts: GymAgentCommandOptions): Promise<void> {
     ...(opts.sandboxRo?.length ? { sandboxReadOnly: readOnlyFrom(opts) } : {}),
     environment,
     ...(opts.rewardKey !== undefined ? { rewardKey: opts.rewardKey } : {}),
+    ...(opts.rewardRange !== undefined ? { rewardRange: opts.rewardRange } : {}),
     outDir: opts.out ?? defaultAgentOutDir(),
     ...(tasks ? { tasks: { file: opts.tasks!, tasks } } : {}),
     allowInlineTasks: opts.allowInlineTasks === true,

@@ -9,7 +9,7 @@ import { addSandboxOptions, limitsFrom, sandboxKind, type SandboxFlags } from '.
 import { integerArg, secondsArg } from '../numbers.js';
 import { action, printJson } from '../output.js';
 import { byVerdict, type CheckResult, checkExitCode, checkReport, invalidChecks } from './tasks-report.js';
-import { rewardKeyArg } from './rollout/flags.js';
+import { REWARD_RANGE_HELP, rewardKeyArg, rewardRangeArg } from './rollout/flags.js';
 
 interface CheckOptions extends SandboxFlags {
   json?: boolean;
@@ -20,6 +20,7 @@ interface CheckOptions extends SandboxFlags {
   forge: boolean;
   strict?: boolean;
   rewardKey?: string;
+  rewardRange?: [number, number];
 }
 
 export function registerTasks(program: Command): void {
@@ -34,6 +35,7 @@ export function registerTasks(program: Command): void {
     .option('--concurrency <k>', 'tasks at once', integerArg('--concurrency', 1, 64), 2)
     .option('--timeout <seconds>', "a trial's budget when its task.toml gives no [agent].timeout_sec", secondsArg('--timeout'), 600)
     .option('--reward-key <name>', "the metric of a verifier's reward.json that is the reward, as polar rollout --reward-key", rewardKeyArg)
+    .option('--reward-range <lo,hi>', `${REWARD_RANGE_HELP}, as polar rollout --reward-range`, rewardRangeArg)
     .option('--no-forge', 'skip the forgeries: only the oracle and nop (faster; says nothing about whether a verifier can be gamed)')
     .option('--strict', 'exit 1 also when a task is unverifiable here or invalid, not only when one is broken')
     .option('--json', 'print the result as JSON');
@@ -67,6 +69,7 @@ async function tasksCheck(p: string, opts: CheckOptions): Promise<void> {
       ...(opts.network ? { network: opts.network } : {}),
       ...(environment !== 'host' ? { environment } : {}),
       ...(opts.rewardKey !== undefined ? { rewardKey: opts.rewardKey } : {}),
+      ...(opts.rewardRange !== undefined ? { rewardRange: opts.rewardRange } : {}),
     },
     (line) => {
       if (!opts.json) process.stderr.write(chalk.yellow(`${line}\n`));

@@ -33,7 +33,7 @@ import { agentBin } from '../../train/agent-bin.js';
 import { parseAgentHost, type RemoteAgent } from '../../train/gym-agent/wiring.js';
 import type { HarborEnvironment } from '../../rollout/harbor/environment.js';
 import { environmentOption, harborEnvironment } from '../environment-option.js';
-import { rewardKeyArg } from './rollout/flags.js';
+import { REWARD_RANGE_HELP, rewardKeyArg, rewardRangeArg } from './rollout/flags.js';
 import { thinkingOption } from '../upstream-options.js';
 import type { ThinkingSetting } from '../../upstream/sampling-policy.js';
 
@@ -67,6 +67,7 @@ interface GrpoFlags extends CommonFlags {
   allowUnsandboxed?: boolean;
   environment?: HarborEnvironment;
   rewardKey?: string;
+  rewardRange?: [number, number];
   agentConcurrency: number;
   command?: string;
   harnessBin?: string;
@@ -113,6 +114,7 @@ export function registerTrain(program: Command): void {
       )
       .addOption(environmentOption())
       .option('--reward-key <name>', "the metric of a Harbor verifier's reward.json that is the reward, as polar rollout --reward-key", rewardKeyArg)
+      .option('--reward-range <lo,hi>', `${REWARD_RANGE_HELP}, as polar rollout --reward-range`, rewardRangeArg)
       .option('--agent-concurrency <k>', 'harness sessions the agent runs at once', integerArg('--agent-concurrency', 1, 1024), 4)
       .option(
         '--agent-host <host:port>',
@@ -234,6 +236,7 @@ async function grpo(opts: GrpoFlags, command: Command): Promise<void> {
       sandbox,
       ...(tasks.some((t) => t.harbor) ? ['--environment', environment] : []),
       ...(opts.rewardKey !== undefined ? ['--reward-key', opts.rewardKey] : []),
+      ...(opts.rewardRange !== undefined ? [`--reward-range=${opts.rewardRange.join(',')}`] : []),
       '--concurrency',
       String(opts.agentConcurrency),
       '--out',

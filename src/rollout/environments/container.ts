@@ -125,6 +125,10 @@ export function containerEnvironment(engine: Engine) {
       await box.copyIn(cmd.workspace, box.workdir);
       await box.copyIn(path.join(logsDir(cmd.workspace), 'agent'), '/logs/agent');
       for (const m of cmd.readOnly) await box.copyIn(m.source, m.dest);
+      // /logs/verifier empty when the verifier starts, whatever the image or the copies put there:
+      // a reward file present before it ran is never read (harbor-rewards.ts readRewards).
+      const emptied = await root('rm -rf /logs/verifier && mkdir -p /logs/verifier');
+      if (emptied.code !== 0) throw new StageError('post', `could not empty /logs/verifier in the verifier's container: ${emptied.stderr.trim()}`);
       // The files were the agent's: its user's again, as they were in its container.
       const owners = [
         ...(trial!.agentUser !== undefined ? ['chown -R -- "$2" "$1" /logs/agent'] : []),

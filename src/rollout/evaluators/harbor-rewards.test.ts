@@ -21,7 +21,12 @@ function dir(files: Record<string, string>): string {
 describe('Harbor reward files: every numeric field is a metric (verifier.py:102-130)', () => {
   it('reward.txt is one number; reward.json wins and keeps its metrics', async () => {
     expect(await readRewards(dir({ 'reward.txt': '0.25\n' }))).toEqual({ all: { reward: 0.25 }, file: 'reward.txt' });
-    expect(await readRewards(dir({ 'reward.json': '{"reward": 0.5, "style": 1, "note": "text is dropped", "ok": true}', 'reward.txt': '0' }))).toEqual({
+    expect(await readRewards(dir({ 'reward.json': '{"reward": 0.5, "style": 1, "note": "text is dropped", "ok": true}' }))).toEqual({
+      all: { reward: 0.5, style: 1 },
+      file: 'reward.json',
+    });
+    // Both, agreeing (as a verifier that writes both does): reward.json's, as Harbor reads it (:263-264).
+    expect(await readRewards(dir({ 'reward.json': '{"reward": 0.5, "style": 1, "note": "text is dropped", "ok": true}', 'reward.txt': '0.50\n' }))).toEqual({
       all: { reward: 0.5, style: 1 },
       file: 'reward.json',
     });
@@ -47,10 +52,48 @@ describe('Harbor reward files: every numeric field is a metric (verifier.py:102-
 
   it('a missing or malformed reward file is an error that says which', async () => {
     await expect(readRewards(dir({}))).rejects.toThrow(/neither \/logs\/verifier\/reward\.txt nor/);
-    await expect(readRewards(dir({ 'reward.txt': 'passed' }))).rejects.toThrow(/reward\.txt is not one number/);
-    await expect(readRewards(dir({ 'reward.txt': '' }))).rejects.toThrow(/reward\.txt is not one number/);
+    await expect(readRewards(dir({ 'reward.txt': 'passed' }))).rejects.toThrow(/reward\.txt is not one decimal number/);
+    await expect(readRewards(dir({ 'reward.txt': '' }))).rejects.toThrow(/reward\.txt is not one decimal number/);
     await expect(readRewards(dir({ 'reward.json': '{"reward": ' }))).rejects.toThrow(/reward\.json is not JSON/);
     await expect(readRewards(dir({ 'reward.json': '[1]' }))).rejects.toThrow(/reward\.json must be an object/);
+  });
+
+  it('reward.txt is a plain decimal: what JS Number() (or Python float()) takes beyond it is no reward (issue 39)', async () => {
+    for (const bad of ['0x1', '0b1', '0o1', 'Infinity', '-Infinity', 'NaN', 'inf', 'nan', '1_0', '1e999', '', ' ', '1 1', '+', '.', 'e1', '1e', '0x1p0', '١'])
+      await expect(readRewards(dir({ 'reward.txt': bad })), bad).rejects.toThrow(/reward\.txt is not one decimal number/);
+    // Space around the number, a sign, a fraction, an exponent: as a verifier's echo or printf writes it.
+    for (const [good, n] of [
+      [' 1 \n', 1],
+      ['0.5', 0.5],
+      ['-0', 0],
+      ['+1', 1],
+      ['.5', 0.5],
+      ['1.', 1],
+      ['1e-3', 0.001],
+      ['2.5E+2', 250],
+      ['1e308', 1e308],
+    ] as const)
+      expect((await readRewards(dir({ 'reward.txt': good }))).all.reward, good).toBe(n);
+    // Beside a reward.json without "reward", a bad reward.txt is no fallback (Harbor's float() refuses 0x1 too).
+    expect((await readRewards(dir({ 'reward.json': '{"acc": 0.5}', 'reward.txt': '0x1' }))).all).toEqual({ acc: 0.5 });
+  });
+
+  it('a reward.json metric that is not finite (1e999 parses to Infinity) is no reward, not a dropped metric', async () => {
+    await expect(readRewards(dir({ 'reward.json': '{"reward": 1e999}' }))).rejects.toThrow(/reward\.json's reward is not a finite number/);
+    await expect(readRewards(dir({ 'reward.json': '{"reward": 1, "style": -1e999}' }))).rejects.toThrow(/reward\.json's style is not a finite number/);
+    // JSON has no Infinity or NaN (Python's json.loads takes them): not JSON.
+    await expect(readRewards(dir({ 'reward.json': '{"reward": Infinity}' }))).rejects.toThrow(/reward\.json is not JSON/);
+    await expect(readRewards(dir({ 'reward.json': '{"reward": NaN}' }))).rejects.toThrow(/reward\.json is not JSON/);
+  });
+
+  it('reward.json and reward.txt that disagree on "reward": no reward (the agent\'s code under test.sh could have written either)', async () => {
+    // The attack: test.sh runs the agent's program, which writes reward.json; test.sh then writes reward.txt.
+    const both = readRewards(dir({ 'reward.json': '{"reward": 1}', 'reward.txt': '0\n' }));
+    await expect(both).rejects.toThrow(/reward\.json says "reward": 1 and reward\.txt beside it 0: the verifier's own files disagree/);
+    await expect(readRewards(dir({ 'reward.json': '{"reward": 1}', 'reward.txt': 'garbage' }))).rejects.toThrow(/reward\.txt beside it "garbage"/);
+    await expect(readRewards(dir({ 'reward.json': '{"reward": 0}', 'reward.txt': '' }))).rejects.toThrow(/disagree/);
+    // -0 and 0 are one reward.
+    expect((await readRewards(dir({ 'reward.json': '{"reward": 0}', 'reward.txt': '-0' }))).all).toEqual({ reward: 0 });
   });
 
   it('a reward file that is a symlink (to a host file) is refused, not read', async () => {

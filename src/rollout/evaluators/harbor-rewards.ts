@@ -1,6 +1,7 @@
 import { constants as fsConstants } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import { parseDecimal } from '../reward-range.js';
 
 /** A verifier's reward file, read: every numeric field of it (Harbor's metrics) and which file it was. */
 export interface VerifierRewards {
@@ -10,23 +11,44 @@ export interface VerifierRewards {
 }
 
 /**
- * Reads a Harbor verifier's reward file as Harbor does: reward.json preferred (verifier.py:263-266;
- * its numeric fields, :102-108, with reward.txt as the `reward` when it lacks one, :121-129), else
- * reward.txt (one number, :67-80). Every numeric field is a metric: Harbor keeps them all and
- * averages each across trials (metrics/base.py:14-35), so a reward.json need not have `reward`.
- * Throws a plain Error saying what is wrong with the file; which metric is the sample's reward is
- * chooseReward's.
+ * Reads a Harbor verifier's reward files as Harbor does, at the fork snapshot 15735640198/harbor
+ * f276a3b, src/harbor/verifier/verifier.py: reward.json when it exists (:263-264), else reward.txt
+ * (:265-266), else no reward (:267-272). reward.txt is one number (:67-80, Python's float() of the
+ * whole file); reward.json's numeric fields are the metrics (:102-108), and only when it has no
+ * `reward` is a reward.txt beside it read as the `reward`, if it parses (:121-129). Every numeric
+ * field is a metric: Harbor keeps them all and averages each across trials (metrics/base.py:14-35),
+ * so a reward.json need not have `reward`. Throws a plain Error saying what is wrong; which metric
+ * is the sample's reward is chooseReward's, and whether it is in range reward-range.ts's.
+ *
+ * Stricter than Harbor, on purpose (issue 39, item 3), because test.sh may run the agent's code as
+ * its own user (a test suite importing the agent's module), which can write /logs/verifier too:
+ * - reward.txt must be a plain decimal (reward-range.ts parseDecimal): `0x1`, `0b1`, `Infinity`,
+ *   `1_0` are no reward (JS Number() took the first three; Python's float() refuses them but
+ *   takes `1_0` and `inf`).
+ * - A reward.json metric that is a JSON number but not finite (`1e999` parses to Infinity) is no
+ *   reward at all, not a metric dropped: the file is not what a verifier writes.
+ * - Harbor's precedence lets a reward.json win over the reward.txt beside it (:263-266), so the
+ *   agent's code writing {"reward": 1} under a test.sh that writes reward.txt would set the reward.
+ *   Where both hold a `reward` and they differ, there is no reward: polar cannot tell which one the
+ *   verifier wrote, so neither is believed (a verifier that writes both agrees with itself).
+ * What polar cannot tell apart: a file the agent's code wrote while test.sh ran, as the same user,
+ * from one test.sh wrote. A reward.json the agent's code writes where the verifier writes none (or
+ * one the verifier writes without `reward` while the agent's code adds a reward.txt) reads as the
+ * verifier's; only a verifier that runs the agent's code apart from /logs/verifier (a child with
+ * its own view, as fixtures/harbor's do) closes that. What it can: nothing written before the
+ * verifier started is read, since every verifier run gets a /logs/verifier made for it, empty
+ * (environments/host.ts: a new folder bound there; container.ts: a fresh container, the folder
+ * emptied after the agent's work is copied in).
  */
 export async function readRewards(verifierDir: string): Promise<VerifierRewards> {
   const json = await readIf(path.join(verifierDir, 'reward.json'));
   const text = await readIf(path.join(verifierDir, 'reward.txt'));
   if (json === null && text === null) throw new Error('the verifier wrote no reward: neither /logs/verifier/reward.txt nor /logs/verifier/reward.json');
-  const fromText = (): number => {
-    const n = text!.trim() === '' ? NaN : Number(text!.trim());
-    if (!Number.isFinite(n)) throw new Error(`/logs/verifier/reward.txt is not one number: ${JSON.stringify(text!.slice(0, 100))}`);
-    return n;
-  };
-  if (json === null) return { all: { reward: fromText() }, file: 'reward.txt' };
+  const fromText = text === null ? null : parseDecimal(text);
+  if (json === null) {
+    if (fromText === null) throw new Error(`/logs/verifier/reward.txt is not one decimal number: ${JSON.stringify(text!.slice(0, 100))}`);
+    return { all: { reward: fromText }, file: 'reward.txt' };
+  }
   let parsed: unknown;
   try {
     parsed = JSON.parse(json);
@@ -36,11 +58,16 @@ export async function readRewards(verifierDir: string): Promise<VerifierRewards>
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
     throw new Error('/logs/verifier/reward.json must be an object ({"reward": x, …} or named metrics)');
   // fromEntries defines own fields: a metric named __proto__ stays a metric, not a prototype.
-  const all: Record<string, number> = Object.fromEntries(Object.entries(parsed).filter(([, v]) => typeof v === 'number' && Number.isFinite(v)));
-  // Harbor falls back to reward.txt only when it parses (:121-129); a bad one is then no reward here.
-  if (!Object.hasOwn(all, 'reward') && text !== null) {
-    const n = text.trim() === '' ? NaN : Number(text.trim());
-    if (Number.isFinite(n)) all.reward = n;
+  const all: Record<string, number> = Object.fromEntries(Object.entries(parsed).filter(([, v]) => typeof v === 'number'));
+  const infinite = Object.keys(all).filter((k) => !Number.isFinite(all[k]));
+  if (infinite.length > 0) throw new Error(`/logs/verifier/reward.json's ${infinite.join(', ')} is not a finite number`);
+  if (!Object.hasOwn(all, 'reward')) {
+    // Harbor falls back to reward.txt only when it parses (:121-129); a bad one is then no reward here.
+    if (fromText !== null) all.reward = fromText;
+  } else if (text !== null && fromText !== all.reward) {
+    throw new Error(
+      `/logs/verifier/reward.json says "reward": ${all.reward} and reward.txt beside it ${fromText === null ? JSON.stringify(text.slice(0, 100)) : fromText}: the verifier's own files disagree, and the agent's code may have written either`,
+    );
   }
   return { all, file: 'reward.json' };
 }

@@ -1,6 +1,7 @@
 import type { TaskEvaluator, RolloutTask } from '../task-file.js';
 import type { Verification } from '../environments/types.js';
 import type { PreparedWorkspace } from '../workspace.js';
+import type { RewardRange } from '../reward-range.js';
 
 /** What POSTRUN records for a sample's evaluation. */
 export interface Evaluation {
@@ -29,6 +30,8 @@ export interface EvaluationInput {
   verification: Verification;
   /** Which of a Harbor verifier's metrics is the sample's reward (`--reward-key`; null: chooseReward's rule). */
   rewardKey: string | null;
+  /** The rewards the rollout takes (`--reward-range`; absent: [0, 1]); registry.ts forfeits any other (reward-range.ts). */
+  rewardRange?: RewardRange;
   /** A Harbor verifier's network: the task's where task.toml says, else none unless the rollout runs with --network host. */
   verifierNetwork: 'host' | 'none';
   /** The task file's folder (hidden checkers), shown read-only to evaluators only; null: none. */

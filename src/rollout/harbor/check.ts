@@ -72,6 +72,7 @@ export async function checkTasks(
     network?: RolloutConfig['network'];
     environment?: RolloutConfig['environment'];
     rewardKey?: RolloutConfig['rewardKey'];
+    rewardRange?: RolloutConfig['rewardRange'];
   },
   onNotice?: (line: string) => void,
   forge = true,
@@ -124,7 +125,11 @@ export async function checkTasks(
     return tasks.map((t) => {
       const oracle = agentRun(oracleRuns.get(t.id)!);
       const nop = agentRun(nopRuns.get(t.id)!);
-      const judged = judgeTask(t, oracle, nop, { ...ctx, verifierNetwork: verifierNetwork(base.network, t) });
+      const judged = judgeTask(t, oracle, nop, {
+        ...ctx,
+        verifierNetwork: verifierNetwork(base.network, t),
+        ...(base.rewardRange ? { rewardRange: base.rewardRange } : {}),
+      });
       const { problems } = judged;
       const forgeries: Record<string, ForgeryRun> = {};
       const hackable: string[] = [];

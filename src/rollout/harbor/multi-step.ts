@@ -2,6 +2,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { chooseReward } from '../evaluators/harbor-rewards.js';
 import type { Evaluation } from '../evaluators/types.js';
+import { boundedEvaluation, DEFAULT_REWARD_RANGE, type RewardRange } from '../reward-range.js';
 import type { RolloutTask } from '../task-file.js';
 import type { HarborStep, HarborTrial } from './types.js';
 
@@ -94,8 +95,19 @@ export function combineStepMetrics(strategy: 'mean' | 'final', outcomes: readonl
   return Object.fromEntries(keys.map((k) => [k, all.reduce((sum, r) => sum + (Object.hasOwn(r, k) ? r[k]! : 0), 0) / all.length]));
 }
 
-/** The sample's evaluation from its steps': the combined metrics, the scalar chosen as for one verifier, every step's record kept. */
-export function combinedEvaluation(trial: HarborTrial, outcomes: readonly StepOutcome[], rewardKey: string | null, stopped: string | null): Evaluation {
+/**
+ * The sample's evaluation from its steps': the combined metrics, the scalar chosen as for one
+ * verifier, every step's record kept. Each step's reward was bounded as it was scored (registry.ts);
+ * the combination is bounded again in `range` (reward-range.ts), since the metric chosen from the
+ * combined ones need not be the one each step's reward was (a step's other metrics are only finite).
+ */
+export function combinedEvaluation(
+  trial: HarborTrial,
+  outcomes: readonly StepOutcome[],
+  rewardKey: string | null,
+  stopped: string | null,
+  range: RewardRange = DEFAULT_REWARD_RANGE,
+): Evaluation {
   const strategy = trial.rewardStrategy ?? 'mean';
   const rewards = combineStepMetrics(strategy, outcomes);
   const record: Record<string, unknown> = {
@@ -109,6 +121,7 @@ export function combinedEvaluation(trial: HarborTrial, outcomes: readonly StepOu
     rewards,
   };
   const chosen = chooseReward(rewards, rewardKey);
-  if ('problem' in chosen) return { reward: 0, traceRewards: null, record: { ...record, forfeit: `the steps' rewards: ${chosen.problem}` } };
-  return { reward: chosen.reward, traceRewards: null, record: { ...record, reward_key: chosen.key } };
+  if ('problem' in chosen)
+    return boundedEvaluation({ reward: 0, traceRewards: null, record: { ...record, forfeit: `the steps' rewards: ${chosen.problem}` } }, range);
+  return boundedEvaluation({ reward: chosen.reward, traceRewards: null, record: { ...record, reward_key: chosen.key } }, range);
 }

@@ -35,7 +35,29 @@ const podman: VerdictContext = { environment: 'podman', verifierNetwork: 'none' 
 describe('a task verdict: broken only where the evidence says the task is wrong', () => {
   it('valid: the oracle reaches its top reward and nop earns nothing', () => {
     expect(judgeTask(task(), solved, run(), host)).toEqual({ verdict: 'valid', problems: [], unverifiable: [] });
-    expect(judgeTask(task({}, { max_reward: 3 }), run({ reward: 3 }), run(), host).verdict).toBe('valid');
+    expect(judgeTask(task({}, { max_reward: 3 }), run({ reward: 3 }), run(), { ...host, rewardRange: [0, 3] }).verdict).toBe('valid');
+  });
+
+  it('unverifiable, with the flag to pass: a task scored outside the reward range (reward-range.ts)', () => {
+    // Its [metadata].max_reward above the range: every sample would forfeit, the oracle's too.
+    const above = judgeTask(
+      task({}, { max_reward: 3 }),
+      run({ forfeit: 'the evaluator gave a reward the rollout does not take: its reward 3 is outside the reward range [0, 1]' }),
+      run(),
+      host,
+    );
+    expect(above).toMatchObject({ verdict: 'unverifiable', problems: [] });
+    expect(above.unverifiable).toEqual([
+      "its top reward ([metadata].max_reward) 3 is above the reward range [0, 1]: pass --reward-range 0,3 (or the task's own scale) to check it",
+    ]);
+    // No max_reward, but the oracle's verifier scores 100: said with the forfeit, not as a missed top reward.
+    const forfeit =
+      'the evaluator gave a reward the rollout does not take: its reward 100 is outside the reward range [0, 1] (a task scored on another scale: --reward-range LO,HI)';
+    const scaled = judgeTask(task(), run({ forfeit }), run(), host);
+    expect(scaled).toMatchObject({ verdict: 'unverifiable', problems: [] });
+    expect(scaled.unverifiable[0]).toMatch(
+      /^its verifier scores outside the reward range \[0, 1\] \(the oracle: .*reward 100 is outside.*\): pass --reward-range LO,HI/,
+    );
   });
 
   it('broken: an oracle that ran and missed, a nop that earns; the hint only where the network can explain it', () => {

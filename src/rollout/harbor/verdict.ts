@@ -1,6 +1,7 @@
 import type { RolloutTask } from '../task-file.js';
 import { NO_NETWORK_HINT } from './network-hint.js';
 import { topReward } from './trial.js';
+import { DEFAULT_REWARD_RANGE, OUT_OF_RANGE, type RewardRange, rangeText } from '../reward-range.js';
 
 /**
  * A task's verdict in `polar tasks check`. `broken` only where the evidence says the task is wrong
@@ -31,6 +32,8 @@ export interface VerdictContext {
   environment: 'host' | 'docker' | 'podman';
   /** The verifier's network in this run (rollout/sandboxing.ts verifierNetwork). */
   verifierNetwork: 'host' | 'none';
+  /** The rewards the run took (`--reward-range`; absent: [0, 1], reward-range.ts). */
+  rewardRange?: RewardRange;
 }
 
 export interface TaskVerdict {
@@ -126,6 +129,19 @@ function startFailure(error: string | null, task: RolloutTask): Reason {
 /** Whether the oracle's run shows the task wrong, the machine short of something, or neither. */
 function oracleReason(task: RolloutTask, oracle: RunEvidence, ctx: VerdictContext): Reason | null {
   const top = topReward(task.metadata);
+  // A task scored on another scale than the run's range (reward-range.ts): every sample of it would
+  // forfeit, the oracle's too. Not the task's fault, nor something it can show: say the flag.
+  const range = ctx.rewardRange ?? DEFAULT_REWARD_RANGE;
+  if (top > range[1])
+    return {
+      task: false,
+      text: `its top reward ([metadata].max_reward) ${top} is above the reward range ${rangeText(range)}: pass --reward-range ${range[0]},${top} (or the task's own scale) to check it`,
+    };
+  if (oracle.forfeit?.includes(OUT_OF_RANGE))
+    return {
+      task: false,
+      text: `its verifier scores outside the reward range ${rangeText(range)} (the oracle: ${oracle.forfeit}): pass --reward-range LO,HI with the task's scale`,
+    };
   if (oracle.outcome === 'error' && oracle.errorStage === 'post')
     return { task: false, text: `the verifier could not run here: ${firstLine(oracle.error) ?? 'error'}` };
   if (oracle.outcome === 'error' && /has no solution\/ for the oracle/.test(oracle.error ?? ''))

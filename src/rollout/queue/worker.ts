@@ -8,6 +8,7 @@ import { getRollout, getRolloutTask, getSample, getSampleStatus } from '../../st
 import { type RolloutRow, SAMPLE_OUTCOMES, type SampleRow } from '../../store/rollouts.js';
 import type { Store } from '../../store/store.js';
 import { parseAccept } from '../accept.js';
+import { parseRewardRange } from '../reward-range.js';
 import type { RolloutConfig, RolloutEvent } from '../config.js';
 import { startCapture } from '../run-rollout.js';
 import { initStage, postStage, runStage, type StageContext } from '../stages.js';
@@ -184,15 +185,27 @@ async function contextFor(w: Worker, job: SampleJob): Promise<{ ctx: StageContex
 export function storedSettings(
   rollout: RolloutRow,
   local: RolloutConfig,
-): Pick<RolloutConfig, 'accept' | 'timeoutSec' | 'samples' | 'rewardKey' | 'compaction'> {
+): Pick<RolloutConfig, 'accept' | 'timeoutSec' | 'samples' | 'rewardKey' | 'rewardRange' | 'compaction'> {
   const c = rollout.config;
   return {
     // Whether the harness compacts is what a sample's trace is (one chain, or several): the rollout's (--keep-compaction).
     compaction: c.compaction === 'harness' ? 'harness' : undefined,
     // Which metric is the reward: what the rollout's groups are scored by (--reward-key), on every worker alike.
     rewardKey: typeof c.rewardKey === 'string' ? c.rewardKey : undefined,
+    // Which rewards it takes (--reward-range), likewise; anything but a valid stored range is the default [0, 1].
+    rewardRange: storedRange(c.rewardRange),
     accept: typeof c.accept === 'string' ? c.accept : null,
     timeoutSec: typeof c.timeoutSec === 'number' ? c.timeoutSec : local.timeoutSec,
     samples: typeof c.samples === 'number' ? c.samples : rollout.samplesPerTask,
   };
+}
+
+/** A rollout's stored --reward-range, checked as the flag checks it (reward-range.ts); undefined: the default. */
+function storedRange(value: unknown): [number, number] | undefined {
+  if (!Array.isArray(value) || value.length !== 2 || !value.every((v) => typeof v === 'number')) return undefined;
+  try {
+    return [...parseRewardRange(`${value[0]},${value[1]}`)];
+  } catch {
+    return undefined;
+  }
 }

@@ -33,4 +33,15 @@ describe('--reward-key reaches the rollout config wherever a rollout is configur
     const plain = { config: { timeoutSec: 30 }, samplesPerTask: 2 } as unknown as RolloutRow;
     expect({ ...rolloutConfig({ ...base, rewardKey: 'local' }), ...storedSettings(plain, local) }.rewardKey).toBeUndefined();
   });
+
+  it("--reward-range likewise: gym-agent's rollout takes it, a queue worker the rollout's stored one (reward-range.ts)", () => {
+    expect(rolloutConfig({ ...base, rewardRange: [-1, 1] }).rewardRange).toEqual([-1, 1]);
+    expect(rolloutConfig(base)).not.toHaveProperty('rewardRange');
+    const local = rolloutConfig({ ...base, rewardRange: [0, 100] });
+    const stored = (rewardRange: unknown) => ({ config: { rewardRange, timeoutSec: 30 }, samplesPerTask: 2 }) as unknown as RolloutRow;
+    expect({ ...local, ...storedSettings(stored([0, 10]), local) }.rewardRange).toEqual([0, 10]);
+    // None stored (an older rollout), or one that is not a range: the default [0, 1], never the worker's own.
+    for (const bad of [undefined, [1, 0], [0, 'x'], [0, 1e308], 'wide'])
+      expect({ ...local, ...storedSettings(stored(bad), local) }.rewardRange, JSON.stringify(bad)).toBeUndefined();
+  });
 });

@@ -44,6 +44,8 @@ export interface GymAgentOptions {
   environment?: 'host' | 'docker' | 'podman';
   /** Which metric of a Harbor verifier's reward.json is the reward (`--reward-key`; harbor-rewards.ts). */
   rewardKey?: string;
+  /** The rewards the rollout takes (`--reward-range`; absent: [0, 1]; rollout/reward-range.ts). */
+  rewardRange?: [number, number];
   outDir: string;
   /** The tasks `/run` rows may name (`task_id`), from `--tasks FILE`. */
   tasks?: { file: string; tasks: readonly RolloutTask[] };
@@ -115,5 +117,6 @@ export function rolloutConfig(options: GymAgentOptions): RolloutConfig {
     ...(options.sandboxReadOnly?.length ? { sandboxReadOnly: options.sandboxReadOnly } : {}),
     ...(options.environment && options.environment !== 'host' ? { environment: options.environment } : {}),
     ...(options.rewardKey !== undefined ? { rewardKey: options.rewardKey } : {}),
+    ...(options.rewardRange !== undefined ? { rewardRange: options.rewardRange } : {}),
   };
 }

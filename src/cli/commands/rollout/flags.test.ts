@@ -53,6 +53,8 @@ const CONFIG_FLAGS = [
   ['--max-cpu-seconds', '60'],
   ['--environment', 'podman'],
   ['--reward-key', 'correctness'],
+  // A negative LO: commander hands a required value over even when it starts with a dash.
+  ['--reward-range', '-1,1'],
   ['--keep-compaction'],
 ].flat();
 
@@ -121,6 +123,7 @@ describe('rollout flags → config: one mapping for a new run, a queued run and 
       sandboxReadOnly: [readOnly],
       environment: 'podman',
       rewardKey: 'correctness',
+      rewardRange: [-1, 1],
       compaction: 'harness',
     });
     expect(Object.keys(config)).toEqual([
@@ -145,6 +148,7 @@ describe('rollout flags → config: one mapping for a new run, a queued run and 
       'sandboxReadOnly',
       'environment',
       'rewardKey',
+      'rewardRange',
       'compaction',
     ]);
     expect(Object.keys(config.upstream)).toEqual(['url', 'kind', 'tokenizer', 'toolParser', 'temperature', 'topP', 'thinking']);
@@ -164,7 +168,19 @@ describe('rollout flags → config: one mapping for a new run, a queued run and 
     // What a resume keeps whatever the command line says: what the group's samples are, and where
     // the interrupted run left its workspaces.
     const kept = Object.keys(local).filter((key) => !(key in overrides));
-    expect(kept).toEqual(['harness', 'command', 'contextWindow', 'samples', 'timeoutSec', 'outDir', 'accept', 'environment', 'rewardKey', 'compaction']);
+    expect(kept).toEqual([
+      'harness',
+      'command',
+      'contextWindow',
+      'samples',
+      'timeoutSec',
+      'outDir',
+      'accept',
+      'environment',
+      'rewardKey',
+      'rewardRange',
+      'compaction',
+    ]);
   });
 
   it('a resume with one sandbox or sampling flag overrides that field alone (the stored rest stays)', () => {
@@ -184,11 +200,18 @@ describe('rollout flags → config: one mapping for a new run, a queued run and 
     expect(config).toMatchObject({ upstream: { url: 'http://gpu:8000', kind: 'vllm' }, model: null, concurrency: 2, initWorkers: 2, postWorkers: 2 });
     expect(config).toMatchObject({ timeoutSec: 600, outDir: '', accept: null, keepWorkspaces: false, sandbox: 'bwrap' });
     // Absent rather than undefined: the stored JSON of older rollouts had no such keys.
-    for (const key of ['command', 'harnessBin', 'nodeBin', 'network', 'sandboxReadOnly', 'environment', 'rewardKey', 'compaction'])
+    for (const key of ['command', 'harnessBin', 'nodeBin', 'network', 'sandboxReadOnly', 'environment', 'rewardKey', 'rewardRange', 'compaction'])
       expect(config, key).not.toHaveProperty(key);
   });
 
   it('--reward-key needs a name', () => {
     expect(() => parse(['--tasks', HARBOR_TASK, '--reward-key', ' '])).toThrow(/--reward-key needs the name of a metric/);
+  });
+
+  it('--reward-range is LO,HI, refused before the command starts (reward-range.ts)', () => {
+    expect(newRun(['--harness', 'custom', '--upstream', 'http://gpu:8000', '--samples', '2', '--reward-range', '0,10']).rewardRange).toEqual([0, 10]);
+    expect(newRun(['--harness', 'custom', '--upstream', 'http://gpu:8000', '--samples', '2', '--reward-range=-5,5']).rewardRange).toEqual([-5, 5]);
+    for (const bad of ['0:1', '1', '0x0,1', '0,Infinity', '1,0'])
+      expect(() => parse(['--tasks', HARBOR_TASK, '--reward-range', bad]), bad).toThrow(/--reward-range/);
   });
 });

@@ -10,6 +10,7 @@ import { FORGERY_NAMES } from '../../../rollout/forgeries/index.js';
 import type { HarborEnvironment } from '../../../rollout/harbor/environment.js';
 import { loadTasks } from '../../../rollout/load-tasks.js';
 import type { RolloutOverrides } from '../../../rollout/resume-config.js';
+import { parseRewardRange } from '../../../rollout/reward-range.js';
 import { isPostgresUrl } from '../../../store/postgres/url.js';
 import { environmentOption, harborEnvironment } from '../../environment-option.js';
 import { integerArg, secondsArg } from '../../numbers.js';
@@ -45,6 +46,7 @@ export interface RolloutOptions extends UpstreamFlags, SandboxFlags {
   json?: boolean;
   environment?: HarborEnvironment;
   rewardKey?: string;
+  rewardRange?: [number, number];
   queue?: string;
   wait?: boolean;
   retries: number;
@@ -93,6 +95,21 @@ export function rewardKeyArg(value: string): string {
   return value;
 }
 
+/** `--reward-range LO,HI` (reward-range.ts parseRewardRange), refused before the command starts, exit 2. */
+export function rewardRangeArg(value: string): [number, number] {
+  try {
+    return [...parseRewardRange(value)];
+  } catch (e) {
+    const err = new InvalidArgumentError((e as Error).message);
+    err.exitCode = 2;
+    throw err;
+  }
+}
+
+/** The help line every command offering --reward-range shares. */
+export const REWARD_RANGE_HELP =
+  'the rewards the rollout takes, LO,HI (default 0,1): a reward outside it, not finite, or not a plain decimal forfeits (scores LO, with the reason); for tasks scored on another scale';
+
 /** The `rollout` command's options, in help order. */
 export function addRolloutFlags(rollout: Command): Command {
   rollout
@@ -124,6 +141,7 @@ export function addRolloutFlags(rollout: Command): Command {
       'the metric of a Harbor verifier\'s reward.json that is the reward, when it has several (default: "reward", else its only one)',
       rewardKeyArg,
     )
+    .option('--reward-range <lo,hi>', REWARD_RANGE_HELP, rewardRangeArg)
     .option('--resume <rollout>', 'run only the samples of this rollout that did not end (after a crash or Ctrl-C)')
     .option('--keep-workspaces', 'keep each workspace after evaluation (default: removed; --resume also removes those an interrupted run left)')
     .option(
@@ -194,6 +212,7 @@ export function flagFields(opts: RunFlags, sandbox: 'bwrap' | 'none', given: Giv
     // The one asked for: a new run stores the engine chosen from it (newArgs), a resume the stored one.
     environment: opts.environment,
     rewardKey: opts.rewardKey,
+    rewardRange: opts.rewardRange,
     compaction: opts.keepCompaction ? 'harness' : undefined,
   };
 }
@@ -229,6 +248,8 @@ export const ON_RESUME: Readonly<Record<ConfigField, 'override' | 'stored'>> = {
   environment: 'stored',
   // Which metric is the reward is what the group's rewards mean: the samples that ended scored by it.
   rewardKey: 'stored',
+  // The range likewise: a resumed sample scored on another would not be comparable with its group's.
+  rewardRange: 'stored',
   // Whether the harness compacts is what a sample's trace is: one chain, or several.
   compaction: 'stored',
 };
@@ -258,6 +279,8 @@ function newRunDefaults(opts: RunFlags, sandbox: 'bwrap' | 'none', environment: 
     // `host` is stored as no field at all, as rollouts from before containers have it.
     environment: environment !== 'host' ? environment : undefined,
     rewardKey: undefined,
+    // [0, 1] is stored as no field at all, as rollouts from before the flag have it (reward-range.ts).
+    rewardRange: undefined,
     // `off` is stored as no field at all, as rollouts from before the switch have it.
     compaction: undefined,
   };
