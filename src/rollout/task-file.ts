@@ -4,6 +4,7 @@ import { isRecord } from '../core/chat.js';
 import { PolarError } from '../core/errors.js';
 import type { HarborTrial } from './harbor/types.js';
 import { isDir } from '../core/fs-kind.js';
+import { RUNNER_NAMES, type RunnerName } from './evaluators/named-tests/types.js';
 
 /**
  * The rollout task file: JSONL, one task per line (blank lines and lines starting with `#` are
@@ -13,9 +14,12 @@ import { isDir } from '../core/fs-kind.js';
  * {"id", "prompt",
  *  "workspace": {"dir": PATH} | {"git": URL_OR_PATH, "commit": SHA} | {"empty": true},
  *  "setup": [commands run in the workspace at INIT],
- *  "evaluator": {"type": "command", "command": CMD, "timeout": S}
+ *  "evaluator": {"type": "command", "command": CMD, "timeout": S,
+ *                "report": {"format": "junit", "tests": [TEST_ID…]} (graded by the JUnit XML CMD writes to $POLAR_REPORT_DIR/report.xml)}
  *             | {"type": "tests", "fail_to_pass": [CMD…], "pass_to_pass": [CMD…], "timeout": S,
  *                "test_files": [PATH_OR_GLOB…] (reset to the task's version before the tests run)}
+ *             | {"type": "tests", "runner": "pytest" | "unittest" | "node-test", "runner_args": [ARG…],
+ *                "fail_to_pass": [TEST_ID…], "pass_to_pass": [TEST_ID…], "timeout": S, "test_files": […]}
  *             | {"type": "session-completed"},
  *  "timeout": S, "metadata": {…},
  *  "network": "host" (the harness gets the machine's network instead of the proxy alone),
@@ -25,7 +29,17 @@ import { isDir } from '../core/fs-kind.js';
 export type TaskWorkspace = { dir: string } | { git: string; commit: string } | { empty: true };
 
 export type TaskEvaluator =
-  | { type: 'command'; command: string; timeout: number }
+  | {
+      type: 'command';
+      command: string;
+      timeout: number;
+      /**
+       * Grade by named tests: the command writes a JUnit XML report to $POLAR_REPORT_DIR/report.xml
+       * and the reward is 1 only if every test named here ran and passed (evaluators/named-tests/);
+       * its exit status and output count for nothing. Absent: the reward is its output or exit status.
+       */
+      report?: { format: 'junit'; tests: string[] };
+    }
   | {
       type: 'tests';
       fail_to_pass: string[];
@@ -33,6 +47,14 @@ export type TaskEvaluator =
       timeout: number;
       /** Paths or globs reset to the task's version before the tests run (evaluators/test-files.ts); absent: the usual places. */
       test_files?: string[];
+      /**
+       * A runner polar drives (evaluators/named-tests/): fail_to_pass and pass_to_pass are then test
+       * ids, graded by the runner's report; absent: they are commands (plain runner invocations are
+       * still graded by the tests they name).
+       */
+      runner?: RunnerName;
+      /** Extra arguments for the runner from the task (pytest's `-p asyncio`), never from the workspace. */
+      runner_args?: string[];
     }
   | { type: 'session-completed' }
   /** A Harbor task's tests/test.sh, run after the agent with its reward files read (rollout/harbor/). */
@@ -210,17 +232,39 @@ function validateEvaluator(value: unknown, at: At): TaskEvaluator | null {
   const timeout = value.timeout ?? DEFAULT_EVALUATOR_TIMEOUT;
   if (!positive(timeout)) at('evaluator.timeout', 'seconds, a positive number');
   switch (value.type) {
-    case 'command':
+    case 'command': {
       if (typeof value.command !== 'string' || value.command.trim() === '') {
         at('evaluator.command', 'required: the shell command that scores the workspace');
         return null;
       }
-      return positive(timeout) ? { type: 'command', command: value.command, timeout: timeout as number } : null;
+      const report = value.report;
+      const reportOk =
+        report === undefined ||
+        (isRecord(report) &&
+          report.format === 'junit' &&
+          Array.isArray(report.tests) &&
+          report.tests.length > 0 &&
+          report.tests.every((t) => typeof t === 'string' && t !== ''));
+      if (!reportOk)
+        at(
+          'evaluator.report',
+          '{"format": "junit", "tests": [TEST_ID…]}: the tests that must pass in the JUnit XML the command writes to $POLAR_REPORT_DIR/report.xml',
+        );
+      return positive(timeout) && reportOk
+        ? {
+            type: 'command',
+            command: value.command,
+            timeout: timeout as number,
+            ...(report !== undefined ? { report: { format: 'junit' as const, tests: (report as { tests: string[] }).tests } } : {}),
+          }
+        : null;
+    }
     case 'tests': {
       const lists = ['fail_to_pass', 'pass_to_pass'] as const;
       for (const key of lists) {
         const list = value[key] ?? [];
-        if (!Array.isArray(list) || list.some((c) => typeof c !== 'string')) at(`evaluator.${key}`, 'a list of shell commands (strings)');
+        if (!Array.isArray(list) || list.some((c) => typeof c !== 'string'))
+          at(`evaluator.${key}`, 'a list of shell commands, or of test ids with "runner" (strings)');
       }
       const f2p = (value.fail_to_pass ?? []) as string[];
       const p2p = (value.pass_to_pass ?? []) as string[];
@@ -231,8 +275,22 @@ function validateEvaluator(value: unknown, at: At): TaskEvaluator | null {
         files === undefined ||
         (Array.isArray(files) && files.every((f) => typeof f === 'string' && f.trim() !== '' && !f.startsWith('/') && !f.split('/').includes('..')));
       if (!filesOk) at('evaluator.test_files', 'a list of workspace-relative paths or globs (no leading / or ..); [] resets none');
-      return positive(timeout) && Array.isArray(f2p) && Array.isArray(p2p) && filesOk
-        ? { type: 'tests', fail_to_pass: f2p, pass_to_pass: p2p, timeout: timeout as number, ...(files !== undefined ? { test_files: files as string[] } : {}) }
+      const runner = value.runner;
+      const runnerOk = runner === undefined || (RUNNER_NAMES as readonly unknown[]).includes(runner);
+      if (!runnerOk) at('evaluator.runner', `one of ${RUNNER_NAMES.join(', ')}; absent: fail_to_pass and pass_to_pass are commands`);
+      const args = value.runner_args;
+      const argsOk = args === undefined || (runner !== undefined && Array.isArray(args) && args.every((a) => typeof a === 'string' && a !== '--'));
+      if (!argsOk) at('evaluator.runner_args', 'a list of arguments for the runner (strings), with "runner" set');
+      return positive(timeout) && Array.isArray(f2p) && Array.isArray(p2p) && filesOk && runnerOk && argsOk
+        ? {
+            type: 'tests',
+            fail_to_pass: f2p,
+            pass_to_pass: p2p,
+            timeout: timeout as number,
+            ...(files !== undefined ? { test_files: files as string[] } : {}),
+            ...(runner !== undefined ? { runner: runner as RunnerName } : {}),
+            ...(args !== undefined ? { runner_args: args as string[] } : {}),
+          }
         : null;
     }
     case 'session-completed':
