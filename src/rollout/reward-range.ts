@@ -1,12 +1,14 @@
-import type { Evaluation } from './evaluators/types.js';
+import type { Evaluation, RewardRange } from './evaluators/types.js';
 
-/**
+export type { RewardRange } from './evaluators/types.js';
+
+/*
  * Which rewards a rollout takes (issue 39, item 3): finite numbers in [LO, HI], [0, 1] unless
- * `--reward-range LO,HI` says otherwise. A reward outside it is not a score but a forfeit: one
- * 1e308 in a group makes its std ∞ and every GRPO advantage 0 (stats.ts:26-31), and its
- * leave-one-out advantage 1e308; a 7 on a [0, 1] task outweighs six honest samples.
+ * `--reward-range LO,HI` says otherwise (RewardRange, in evaluators/types.ts). A reward outside it
+ * is not a score but a forfeit: one 1e308 in a group makes its std ∞ and every GRPO advantage 0
+ * (stats.ts:26-31), and its leave-one-out advantage 1e308; a 7 on a [0, 1] task outweighs six
+ * honest samples.
  */
-export type RewardRange = readonly [lo: number, hi: number];
 
 /** Every Harbor task's convention (a reward is 0..1, trial.ts topReward) and the built-in evaluators' (1 or 0). */
 export const DEFAULT_REWARD_RANGE: RewardRange = [0, 1];

@@ -1,7 +1,9 @@
 import type { TaskEvaluator, RolloutTask } from '../task-file.js';
 import type { Verification } from '../environments/types.js';
 import type { PreparedWorkspace } from '../workspace.js';
-import type { RewardRange } from '../reward-range.js';
+
+/** The rewards a rollout takes, [LO, HI] (reward-range.ts: --reward-range, default [0, 1]). */
+export type RewardRange = readonly [lo: number, hi: number];
 
 /** What POSTRUN records for a sample's evaluation. */
 export interface Evaluation {
