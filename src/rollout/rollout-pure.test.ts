@@ -54,6 +54,41 @@ describe('task file', () => {
     expect(message).toMatch(/line 7, field "extra": unknown field/);
   });
 
+  it('reads named tests: a runner with test ids, a command graded by its JUnit report', () => {
+    const [named, junit] = parseTaskFile(
+      [
+        task({ evaluator: { type: 'tests', runner: 'pytest', runner_args: ['-p', 'asyncio'], fail_to_pass: ['t.py::a'], pass_to_pass: ['t.py::b'] } }),
+        task({ id: 't2', evaluator: { type: 'command', command: 'mvn test', report: { format: 'junit', tests: ['com.x.FooTest'] } } }),
+      ].join('\n'),
+      opts,
+    );
+    expect(named!.evaluator).toEqual({
+      type: 'tests',
+      runner: 'pytest',
+      runner_args: ['-p', 'asyncio'],
+      fail_to_pass: ['t.py::a'],
+      pass_to_pass: ['t.py::b'],
+      timeout: 300,
+    });
+    expect(junit!.evaluator).toMatchObject({ report: { format: 'junit', tests: ['com.x.FooTest'] } });
+    let message = '';
+    try {
+      parseTaskFile(
+        [
+          task({ evaluator: { type: 'tests', runner: 'jest', fail_to_pass: ['a'] } }),
+          task({ id: 't2', evaluator: { type: 'tests', runner_args: ['-x'], fail_to_pass: ['pytest a'] } }),
+          task({ id: 't3', evaluator: { type: 'command', command: 'x', report: { format: 'tap', tests: ['a'] } } }),
+        ].join('\n'),
+        opts,
+      );
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    expect(message).toMatch(/line 1, field "evaluator.runner": one of pytest, unittest, node-test/);
+    expect(message).toMatch(/line 2, field "evaluator.runner_args": .*with "runner" set/);
+    expect(message).toMatch(/line 3, field "evaluator.report": \{"format": "junit"/);
+  });
+
   it('checks that a workspace folder exists', () => {
     expect(() => parseTaskFile(task({ workspace: { dir: 'nowhere' } }), { ...opts, checkPaths: true })).toThrow(
       /field "workspace.dir": no such folder: \/base\/nowhere/,
