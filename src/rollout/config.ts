@@ -96,8 +96,9 @@ export interface RolloutSummary {
   /**
    * Samples that scored 0 because their verifier did not end on its own terms (killed, timed out,
    * no reward file) or left no reward to use (several metrics and no --reward-key, or not the one
-   * it names): the agent's code could have caused it, so they are not `error` (which is
-   * polar's or the machine's failure) and stay in their group. Each has its evaluator's `forfeit`.
+   * it names), or because the agent failed on its own (a cap it hit, work polar would not diff or
+   * collect: stage-error.ts Forfeit): the agent's code could have caused it, so they are not `error`
+   * (which is polar's or the machine's failure) and stay in their group. Each has its evaluator's `forfeit`.
    */
   forfeited: number;
   meanReward: number | null;

@@ -4,6 +4,7 @@ import {
   fixedPlacement,
   openJail,
   sandboxInsidePaths,
+  type Bind,
   type InsidePaths,
   type Jail,
   type NetworkMode,
@@ -72,13 +73,19 @@ export function setupSandbox(settings: SandboxSettings, task: RolloutTask, insid
  * too: what the agent built there with its path in it (an editable install, a virtualenv) still
  * resolves when the evaluator runs it.
  */
-export function evaluatorSandbox(settings: SandboxSettings, tasksDir: string | null, inside: InsidePaths | null): (cwd: string) => Promise<Jail> {
-  return (cwd) =>
+export function evaluatorSandbox(
+  settings: SandboxSettings,
+  tasksDir: string | null,
+  inside: InsidePaths | null,
+): (cwd: string, binds?: readonly Bind[]) => Promise<Jail> {
+  return (cwd, binds) =>
     openJail(settings, {
       cwd,
       network: 'none',
       readOnly: tasksDir ? [tasksDir] : [],
       ...(inside ? { cwdInside: inside.workspace, ...fixedPlacement(inside) } : {}),
+      // polar's own copy of the baseline repository, for the agent's diff (workspace.ts captureDiff).
+      ...(binds && binds.length > 0 ? { binds } : {}),
     });
 }
 

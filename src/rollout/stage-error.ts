@@ -13,3 +13,15 @@ export class StageError extends Error {
     super(message);
   }
 }
+
+/**
+ * What the agent did to itself stopped polar from grading it (issue 39, item 4): a cap it hit, a
+ * workspace polar will not diff (over the diff's caps, a file it made unreadable), a link where
+ * polar collects its files, artifacts over their cap. The sample scores 0 with this message as its
+ * evaluator's `forfeit` and keeps its session's status. Never `error`: under GRPO a sample that ends
+ * `error` leaves its group, so a policy that can reach `error` on purpose learns to leave a group it
+ * would score 0 in. `error` (StageError) stays for what the agent cannot cause: polar or the machine.
+ */
+export class Forfeit extends Error {
+  override name = 'Forfeit';
+}

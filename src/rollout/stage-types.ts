@@ -69,6 +69,8 @@ export interface Ran extends Prepared {
   exitCode: number | null;
   /** A multi-step task's steps verified during RUNNING (all but the last), and why the rest were not run. */
   steps?: StepsSoFar;
+  /** The cap the agent hit (stage-error.ts Forfeit): the sample scores 0 with it, unevaluated. */
+  forfeit?: string;
 }
 
 /** The steps verified during RUNNING, and why the rest were not run (null: all ran). */

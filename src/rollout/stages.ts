@@ -18,7 +18,7 @@ import type { EnvironmentDeps } from './environments/deps.js';
 import { openEnvironment } from './environments/registry.js';
 import type { SampleEnvironment } from './environments/types.js';
 import { localStateDir } from '../store/postgres/url.js';
-import { StageError } from './stage-error.js';
+import { Forfeit, StageError } from './stage-error.js';
 import { removeWorkspace, workspaceDir } from './workspace.js';
 
 // The stages' shared shapes live in stage-types.ts, which step-stages.ts imports without this file.
@@ -116,13 +116,7 @@ async function runAgent(ctx: StageContext, p: Prepared, task: RolloutTask, timin
     });
     ctx.harnessVersion ??= result.harnessVersion;
     const runTiming = { ...timing, run_ms: (timing.run_ms ?? 0) + Date.now() - started };
-    if (result.limit) {
-      // A cap the agent hit (fork bomb, memory hog, huge file): this sample ends, nothing else does.
-      await finish(ctx, p.sample, stageFailure(new StageError('run', result.limit), 'run', p.startedAt, runTiming));
-      await cleanup(ctx, p);
-      return null;
-    }
-    if (result.status === 'aborted') {
+    if (result.status === 'aborted' && !result.limit) {
       await interrupt(ctx, { ...p, timing: runTiming });
       return null;
     }
@@ -131,6 +125,8 @@ async function runAgent(ctx: StageContext, p: Prepared, task: RolloutTask, timin
       timing: runTiming,
       sessionStatus: result.status === 'completed' || result.status === 'timeout' ? result.status : 'failed',
       exitCode: result.exitCode,
+      // A cap the agent hit (fork bomb, memory hog, huge file): this sample scores 0, nothing else is touched.
+      ...(result.limit ? { forfeit: capHit(result.limit) } : {}),
     };
   } catch (err) {
     ctx.store.sessions.end(p.sessionId, 'failed');
@@ -151,8 +147,21 @@ export async function postStage(ctx: StageContext, r: Ran): Promise<void> {
   const started = Date.now();
   let diff: string | null = null;
   try {
-    diff = await r.environment.collect();
-    const evaluation = r.steps ? await finishSteps(ctx, r, diff, stepOps) : await evaluateWith(ctx, r, r.task, diff);
+    // What the agent did to itself (a cap it hit at RUNNING; here a workspace polar will not diff, a
+    // link where polar collects, artifacts over their cap) scores 0 with the reason, never `error`
+    // (stage-error.ts Forfeit). Its work is still collected where it can be, for the record.
+    let lost: string | null = r.steps ? null : (r.forfeit ?? null);
+    diff = await r.environment.collect().catch((err: unknown) => {
+      if (!(err instanceof Forfeit)) throw err;
+      lost = err.message;
+      return null;
+    });
+    const evaluation =
+      lost !== null || diff === null
+        ? forfeited(r.task, lost ?? 'the agent left nothing polar could collect')
+        : r.steps
+          ? await finishSteps(ctx, r, diff, stepOps)
+          : await evaluateWith(ctx, r, r.task, diff);
     const accepted = ctx.accept ? ctx.accept({ reward: evaluation.reward, status: r.sessionStatus }) : null;
     await finish(ctx, r.sample, {
       status: r.sessionStatus,
@@ -168,6 +177,16 @@ export async function postStage(ctx: StageContext, r: Ran): Promise<void> {
   } finally {
     await cleanup(ctx, r);
   }
+}
+
+/** A sample scored 0 unevaluated, `why` its evaluator's `forfeit` (the shape every evaluator's forfeit has, which the summary and `tasks check` read). */
+function forfeited(task: RolloutTask, why: string): Evaluation {
+  return { reward: 0, traceRewards: null, record: { type: task.evaluator.type, forfeit: why } };
+}
+
+/** The forfeit of an agent whose sandbox hit a cap (the jail's reason: "process limit 256 reached", …). */
+function capHit(limit: string): string {
+  return `the agent hit its own cap: ${limit}`;
 }
 
 /** The evaluator on the collected work, `task` being the sample's (or one step's of a multi-step task). */
@@ -228,12 +247,7 @@ async function runBuiltin(
     const network = harnessNetwork(ctx.sandbox, p.task) === 'host' ? 'host' : 'none';
     const r = await runBuiltinAgent(agent, task, p.environment, toolEnv(), network, left);
     const runTiming = { ...timing, run_ms: (timing.run_ms ?? 0) + Date.now() - started };
-    if (r.limit) {
-      await finish(ctx, p.sample, stageFailure(new StageError('run', r.limit), 'run', p.startedAt, runTiming));
-      await cleanup(ctx, p);
-      return null;
-    }
-    return { ...p, timing: runTiming, sessionStatus: r.status, exitCode: r.exitCode };
+    return { ...p, timing: runTiming, sessionStatus: r.status, exitCode: r.exitCode, ...(r.limit ? { forfeit: capHit(r.limit) } : {}) };
   } catch (err) {
     await finish(ctx, p.sample, stageFailure(err, 'run', p.startedAt, { ...timing, run_ms: Date.now() - started }));
     await cleanup(ctx, p);

@@ -7,7 +7,7 @@ import type { Prepared, Ran, StageContext } from './stage-types.js';
 import type { RolloutTask } from './task-file.js';
 import { baseEnvironment } from '../harness/env.js';
 import { harnessNetwork } from './sandboxing.js';
-import { StageError } from './stage-error.js';
+import { Forfeit, StageError } from './stage-error.js';
 
 /**
  * A multi-step Harbor task in one sample (trial/multi_step.py:36-59, at the fork snapshot
@@ -61,6 +61,12 @@ export async function runSteps(ctx: StageContext, p: Prepared, timing: Record<st
     const ran = await ops.runAgent(ctx, p, task, t, left);
     if (!ran) return null;
     t = ran.timing;
+    // A cap the agent hit (stage-error.ts Forfeit): the step earns 0 and ends the run of steps.
+    const capped = (why: string): Ran => {
+      done.push({ name: step.name, evaluation: { reward: 0, traceRewards: null, record: { type: 'harbor', step: step.name, forfeit: why } } });
+      return { ...ran, timing: t, forfeit: undefined, steps: { done, stopped: why } };
+    };
+    if (ran.forfeit) return capped(ran.forfeit);
     if (i === steps.length - 1) return { ...ran, steps: { done, stopped: null } };
     const verifyStarted = Date.now();
     let outcome: StepOutcome;
@@ -68,6 +74,8 @@ export async function runSteps(ctx: StageContext, p: Prepared, timing: Record<st
       const diff = await p.environment.checkpoint();
       outcome = { name: step.name, evaluation: await evaluateStep(ctx, ran, step, diff, ops) };
     } catch (err) {
+      // A workspace the agent left undiffable is its step's 0, as a cap is.
+      if (err instanceof Forfeit) return capped(err.message);
       await ops.fail(ctx, p, err, t);
       return null;
     }

@@ -1,12 +1,13 @@
+import type { Stats } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { runCommand } from '../core/process/command.js';
 import { runShell } from '../core/process/shell.js';
 import type { HarnessCommand } from '../harness/types.js';
-import type { Jail } from '../sandbox/index.js';
+import type { Bind, Jail } from '../sandbox/index.js';
 import type { RolloutTask } from './task-file.js';
 import { buildStartingState, logsDir } from './harbor/trial.js';
-import { StageError } from './stage-error.js';
+import { Forfeit, StageError } from './stage-error.js';
 
 /**
  * A session's workspace: prepared at INIT from the task (a copy of a folder, a clone at a commit,
@@ -17,8 +18,8 @@ import { StageError } from './stage-error.js';
 /** Paths a harness may leave in the workspace that are not the agent's work. */
 export const HARNESS_DIRS = ['.claude', '.codex', '.gemini', '.qwen', '.pi', '.opencode', '.polar'];
 
-/** Opens a sandbox for one command run in `cwd` (setup, polar's git on an agent's workspace). */
-export type OpenSandbox = (cwd: string) => Promise<Jail>;
+/** Opens a sandbox for one command run in `cwd` (setup, polar's git on an agent's workspace), with `binds` besides. */
+export type OpenSandbox = (cwd: string, binds?: readonly Bind[]) => Promise<Jail>;
 
 // Hooks and an fsmonitor are commands a workspace's own config could make polar's git run; an
 // attributes file outside the repository could name a filter driver for the workspace's files.
@@ -67,7 +68,23 @@ export interface PreparedWorkspace {
   dir: string;
   /** The commit holding the workspace as the agent got it. */
   baseline: string;
+  /**
+   * polar's own copy of the baseline repository, outside the workspace (keepBaseline): the agent's
+   * diff is taken with it, whatever the agent did to the workspace's .git. Absent: the workspace's.
+   */
+  gitDir?: string;
 }
+
+/**
+ * What polar diffs of an agent's work, at most: the files that changed or are new (untracked and
+ * not ignored), their count and their total size. The patch is stored in the database and applied
+ * to a fresh copy; without a cap, 1.4 GB of sparse files kept `git add` busy past its timeout and the
+ * sample ended `error` (issue 39). Past either, the sample forfeits with the largest files named.
+ */
+export const DIFF_MAX_BYTES = 256 * 1024 ** 2;
+export const DIFF_MAX_FILES = 100_000;
+/** Where polar's baseline repository appears inside the sandbox its git runs in (its private /tmp). */
+const BASELINE_INSIDE = '/tmp/polar-baseline.git';
 
 /**
  * Builds the workspace in `dest` (which must not exist) within `deadline` (ms since the epoch). The
@@ -193,23 +210,108 @@ async function freshBaseline(dir: string, env: Record<string, string>, left: () 
   return (await git(head, dir, env, left(), 'read the baseline', { wrap })).trim();
 }
 
+/** Where keepBaseline keeps polar's copy of a workspace's baseline repository: beside it, never inside. */
+export function baselineGitDir(dir: string): string {
+  return `${dir}-baseline.git`;
+}
+
 /**
- * The agent's changes since the baseline, as a binary-safe patch (harness folders left out). The
- * agent had the workspace, its `.git` included (a clean filter or a `.git` file pointing elsewhere
- * would be commands or paths of its choosing), so with a sandbox this git runs inside one too.
+ * A copy of the baseline repository polar just made (freshBaseline), kept outside the workspace
+ * before the agent starts, for captureDiff. The agent owns the workspace's .git: it can remove it
+ * (`rm -rf .git`), corrupt HEAD or the index, replace it with a `gitdir:` file, or add a clean
+ * filter that fails (`filter.x.required`), and with the diff taken there each ended its sample
+ * `error`. A copy, not hard links: the agent could write through a shared inode into polar's objects.
+ */
+export async function keepBaseline(ws: PreparedWorkspace): Promise<PreparedWorkspace> {
+  const gitDir = baselineGitDir(ws.dir);
+  await fs.rm(gitDir, { recursive: true, force: true });
+  await fs.cp(path.join(ws.dir, '.git'), gitDir, { recursive: true, verbatimSymlinks: true });
+  return { ...ws, gitDir };
+}
+
+/**
+ * The agent's changes since the baseline, as a binary-safe patch (harness folders left out): `git
+ * add --all` then `git diff --cached --binary` against the baseline commit, untracked files included
+ * and the workspace's .gitignore honoured. With keepBaseline's copy (`ws.gitDir`) git reads polar's
+ * repository, never the workspace's .git: not its config (filter, diff and fsmonitor commands, a
+ * required filter that fails), not its index, HEAD or objects. A `.gitattributes` the agent wrote
+ * still names drivers, but only configuration defines one, and polar's defines none. The agent's
+ * files are still its content (a nested repository's .git file), so with a sandbox this git runs
+ * inside one too.
+ *
+ * What the agent caused is a Forfeit, never `error`: more to diff than DIFF_MAX_BYTES or
+ * DIFF_MAX_FILES, or a file it made unreadable to polar.
  */
 export async function captureDiff(ws: PreparedWorkspace, env: Record<string, string>, sandbox?: OpenSandbox): Promise<string> {
-  const jail = sandbox ? await sandbox(ws.dir) : null;
+  const binds: Bind[] = ws.gitDir && sandbox ? [{ source: ws.gitDir, dest: BASELINE_INSIDE, readOnly: false }] : [];
+  const own = ws.gitDir ? ['--git-dir', sandbox ? BASELINE_INSIDE : ws.gitDir, '--work-tree', '.'] : [];
+  const jail = sandbox ? await sandbox(ws.dir, binds) : null;
   const wrap = jail ? (c: HarnessCommand) => jail.wrap(c) : undefined;
   try {
-    const add = ['add', '--all', '--', '.', ...excludes()];
+    // What `git add` would read, before it reads it: listing reads no file's content.
+    const listed = await git(
+      [...own, 'ls-files', '-z', '--others', '--modified', '--exclude-standard', '--', '.', ...excludes()],
+      ws.dir,
+      env,
+      60_000,
+      'list the changes',
+      {
+        stage: 'post',
+        wrap,
+      },
+    );
+    await checkDiffInput(ws.dir, listed);
+    const add = [...own, 'add', '--all', '--', '.', ...excludes()];
     // git's own patch: no external diff or textconv driver the agent's .git/config names.
-    const diff = ['diff', '--cached', '--binary', '--no-ext-diff', '--no-textconv', ws.baseline, '--', '.', ...excludes()];
+    const diff = [...own, 'diff', '--cached', '--binary', '--no-ext-diff', '--no-textconv', ws.baseline, '--', '.', ...excludes()];
     // One command line for both: `git add` prints nothing, so the output is the patch.
     return await gitSteps([add, diff], ws.dir, env, 60_000, 'diff the changes', { stage: 'post', wrap });
   } finally {
     await jail?.close();
   }
+}
+
+/**
+ * The files `git add` is about to read (`listed`: ls-files -z of the new and modified), checked
+ * against the diff's caps and for readability, on the host where the agent's processes are all
+ * dead. Sizes are apparent sizes (a sparse file is diffed at its full length). Throws Forfeit.
+ */
+async function checkDiffInput(dir: string, listed: string): Promise<void> {
+  const names = [...new Set(listed.split('\0').filter((n) => n !== ''))];
+  if (names.length > DIFF_MAX_FILES)
+    throw new Forfeit(`the agent left ${names.length} new or changed files in its workspace; polar diffs at most ${DIFF_MAX_FILES}`);
+  let total = 0;
+  const sizes: [string, number][] = [];
+  const unreadable: string[] = [];
+  for (const name of names) {
+    const file = path.join(dir, name);
+    const st = await fs.lstat(file).catch(() => null);
+    if (!st?.isFile()) continue;
+    total += st.size;
+    sizes.push([name, st.size]);
+    if (!(await readable(file, st))) unreadable.push(name);
+  }
+  if (unreadable.length > 0) throw new Forfeit(`the agent left files polar cannot read, so its work cannot be diffed: ${unreadable.slice(0, 5).join(', ')}`);
+  if (total > DIFF_MAX_BYTES) {
+    const largest = sizes
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 5)
+      .map(([n, b]) => `${n} (${b} bytes)`);
+    throw new Forfeit(`the agent's new and changed files total ${total} bytes; polar diffs at most ${DIFF_MAX_BYTES}: ${largest.join(', ')}`);
+  }
+}
+
+/**
+ * Whether polar's git can read a file. By its owner's mode bits when polar's user owns it: as root
+ * on the host access() says yes to anything, while polar's git runs in a sandbox with every
+ * capability dropped, where a file the agent made mode 000 fails `git add` ("Permission denied").
+ */
+async function readable(file: string, st: Stats): Promise<boolean> {
+  if (st.uid === process.getuid?.()) return (st.mode & 0o400) !== 0;
+  return fs.access(file, fs.constants.R_OK).then(
+    () => true,
+    () => false,
+  );
 }
 
 /**
@@ -234,6 +336,7 @@ export async function applyDiff(ws: PreparedWorkspace, diff: string, env: Record
 
 export async function removeWorkspace(dir: string): Promise<void> {
   await fs.rm(dir, { recursive: true, force: true });
+  await fs.rm(baselineGitDir(dir), { recursive: true, force: true });
   // A Harbor task's /logs, kept beside its workspace.
   await fs.rm(logsDir(dir), { recursive: true, force: true });
 }

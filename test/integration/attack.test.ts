@@ -629,11 +629,10 @@ describe.skipIf(!bwrap)(
 
     it("commands planted in the workspace's git config and hooks do not run outside a sandbox when polar diffs it", () => {
       for (const r of reports) expect(r.git.planted).toBe(true);
-      // The clean filter did run (polar's `git add` runs a workspace's filters), inside the sandbox:
-      // its one allowed effect, a file in the workspace's .git, is there. Should polar's git stop
-      // running workspace filters at all, this line goes and the attack is simply closed.
+      // polar diffs with its own copy of the baseline repository (workspace.ts keepBaseline), so the
+      // workspace's .git/config is never read: the clean filter planted there does not run at all.
       for (let i = 0; i < SAMPLES; i++)
-        expect(fs.existsSync(path.join(attacked.outDir, 'workspaces', `escape-${i}-a1`, '.git/atk-ran')), `escape-${i}: the filter never ran`).toBe(true);
+        expect(fs.existsSync(path.join(attacked.outDir, 'workspaces', `escape-${i}-a1`, '.git/atk-ran')), `escape-${i}: the filter ran`).toBe(false);
       expect(
         listenerSaw.filter((l) => l.includes('git-hello')),
         'the listener heard a git hook',
@@ -652,8 +651,12 @@ describe.skipIf(!bwrap)(
           'cpu-spin': /CPU time limit 8/i,
         }[kind];
         for (const s of samples) {
-          expect(s.status, `${s.id}: ${s.error}`).toBe('error');
-          expect(s.error).toMatch(limit);
+          // Its own cap is its own failure (issue 39): it scores 0 and stays in its GRPO group, where
+          // `error` would have dropped it (a way out of a group the policy could learn to take).
+          expect(s.status, `${s.id}: ${s.error}`).not.toBe('error');
+          expect(s.error).toBeNull();
+          expect(s.reward).toBe(0);
+          expect(String(s.evaluator?.forfeit)).toMatch(limit);
           // The attack ran: this is the limit ending it, not a sample that never started.
           expect(head(store.sessions.get(s.sessionId!)?.metadata.log_file as string, 100_000)).toMatch(new RegExp(`ATTACK-START ${kind}`));
         }
@@ -683,9 +686,9 @@ describe.skipIf(!bwrap)(
       }
     });
 
-    it.each(FILE_ATTACKS)('%s ends its own sample as error naming the limit, and nothing else', resourceCase);
+    it.each(FILE_ATTACKS)('%s scores its own sample 0 with a forfeit naming the limit (never error), and nothing else', resourceCase);
     it.skipIf(!cgroups).each(CGROUP_ATTACKS)(
-      `%s ends its own sample as error naming the limit, and nothing else${cgroups ? '' : ' (skipped: no writable cgroup here, and without one a fork bomb or memory hog would take the machine)'}`,
+      `%s scores its own sample 0 with a forfeit naming the limit (never error), and nothing else${cgroups ? '' : ' (skipped: no writable cgroup here, and without one a fork bomb or memory hog would take the machine)'}`,
       resourceCase,
     );
 

@@ -1,11 +1,14 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { StageError } from '../stage-error.js';
+import { Forfeit, StageError } from '../stage-error.js';
 import type { SampleContainer } from '../harbor/container.js';
 import type { HarborArtifact } from '../harbor/types.js';
 import { isTestFile } from '../evaluators/test-files.js';
 
-/** At most this much of the agent's artifacts crosses to a separate verifier. */
+/**
+ * At most this much of the agent's artifacts crosses to a separate verifier. Past it the sample
+ * forfeits (stage-error.ts Forfeit): the agent wrote them, so over the cap is its own doing, not `error`.
+ */
 const ARTIFACTS_MAX_BYTES = 1024 ** 3;
 
 /**
@@ -22,7 +25,7 @@ export async function copyArtifactsOut(box: SampleContainer, carried: readonly H
     const host = path.join(hostRoot, String(i));
     if (!(await box.copyPathOut(a.source, host))) continue;
     budget = await keepPlain(host, host, a.exclude, budget);
-    if (budget < 0) throw new StageError('post', `the agent's artifacts exceed ${ARTIFACTS_MAX_BYTES} bytes (${a.source})`);
+    if (budget < 0) throw new Forfeit(`the agent's artifacts exceed ${ARTIFACTS_MAX_BYTES} bytes (${a.source})`);
     out[a.source] = host;
   }
   return out;
@@ -64,14 +67,28 @@ export async function hostArtifacts(
     }
     const [fromRoot, toRoot, rel] = pair as [string, string, string];
     const origin = path.join(fromRoot, rel);
+    // A link the agent left on the way (/logs/artifacts -> /) would be followed on the host.
+    const link = await linkOnTheWay(fromRoot, rel);
+    if (link !== null) throw new Forfeit(`the agent left a link at ${link} on the way to its artifact ${a.source}; polar follows none`);
     if (!(await fs.lstat(origin).catch(() => null))) continue;
     const dest = path.join(toRoot, rel);
     await fs.mkdir(path.dirname(dest), { recursive: true });
     await fs.cp(origin, dest, { recursive: true, verbatimSymlinks: true, force: true });
     budget = await keepPlain(dest, dest, a.exclude, budget);
-    if (budget < 0) throw new StageError('post', `the agent's artifacts exceed ${ARTIFACTS_MAX_BYTES} bytes (${a.source})`);
+    if (budget < 0) throw new Forfeit(`the agent's artifacts exceed ${ARTIFACTS_MAX_BYTES} bytes (${a.source})`);
   }
   return lost;
+}
+
+/** The first folder of `rel` under `root` that is a link (named relative to `root`), or null. The last part may be one: cp copies it as a link and keepPlain drops it. */
+async function linkOnTheWay(root: string, rel: string): Promise<string | null> {
+  const parts = rel.split('/').filter((p) => p !== '');
+  for (let i = 1; i < parts.length; i++) {
+    const st = await fs.lstat(path.join(root, ...parts.slice(0, i))).catch(() => null);
+    if (!st) return null;
+    if (st.isSymbolicLink()) return parts.slice(0, i).join('/');
+  }
+  return null;
 }
 
 /** Removes what is not a regular file or folder (and what `exclude` names); returns the budget left. */

@@ -1,7 +1,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { baseEnvironment } from '../../harness/env.js';
-import { StageError } from '../stage-error.js';
+import { Forfeit, StageError } from '../stage-error.js';
 import type { Engine } from '../harbor/container-args.js';
 import { ensureContextImage, ensureImage, imageWorkdir, nodePrefix, type SampleContainer, startSampleContainer } from '../harbor/container.js';
 import { runHealthcheck } from '../harbor/healthcheck.js';
@@ -10,7 +10,7 @@ import { carryArtifactsIn, copyArtifactsOut } from './artifacts.js';
 import { copyWorkdirOut, containerStartingState, openTaskContainer, withTaskMemory } from '../harbor/container-trial.js';
 import { agentMounts, logsDir } from '../harbor/trial.js';
 import { evaluatorSandbox, setupSandbox } from '../sandboxing.js';
-import { applyDiff, captureDiff, prepareWorkspace, removeWorkspace, type PreparedWorkspace } from '../workspace.js';
+import { applyDiff, captureDiff, keepBaseline, prepareWorkspace, removeWorkspace, type PreparedWorkspace } from '../workspace.js';
 import type { EnvironmentDeps, SampleSpec } from './deps.js';
 import type { SampleEnvironment, VerifierCommand, VerifierRun } from './types.js';
 
@@ -148,10 +148,21 @@ export function containerEnvironment(engine: Engine) {
     async function stopAndCopyOut(box: SampleContainer): Promise<void> {
       for (const hook of trial!.collect) await box.shell(hook.command, {}, hook.timeoutSec * 1000, hook.user ?? trial!.agentUser);
       await box.killStrays();
+      // The agent (often root here) could leave a link, or a file, where polar copies a folder
+      // out: a link at /logs/agent or WORKDIR made the copy fail and the sample end `error`
+      // (issue 39), or would copy whatever it points at. Its own doing: the sample scores 0.
+      const seen = await box.shell(PLACES, {}, 60_000, '0', [box.workdir, '/logs/agent']);
+      if (seen.code !== 0) throw new StageError('post', `could not look at ${box.workdir} and /logs/agent in the agent's container: ${seen.stderr.trim()}`);
+      const [work, logs] = seen.stdout.trim().split('\n');
+      if (work !== 'dir')
+        throw new Forfeit(`the agent left ${work === 'missing' ? 'nothing' : `a ${work}`} at ${box.workdir}, where its work is collected from`);
+      if (logs !== 'dir' && logs !== 'missing') throw new Forfeit(`the agent left a ${logs} at /logs/agent, where its logs are collected from`);
       await copyWorkdirOut(box, dir);
       const agentLogs = path.join(logsDir(dir), 'agent');
       await fs.rm(agentLogs, { recursive: true, force: true });
-      await box.copyOut('/logs/agent', agentLogs);
+      // Logs the agent removed are logs it does not have: an empty folder, as at the start.
+      if (logs === 'missing') await fs.mkdir(agentLogs, { recursive: true });
+      else await box.copyOut('/logs/agent', agentLogs);
     }
 
     return {
@@ -182,7 +193,10 @@ export function containerEnvironment(engine: Engine) {
         });
         const box = agent;
         // The starting state is the image's WORKDIR, copied out for the baseline.
-        workspace = await prepareWorkspace(task, dir, deadline, baseEnvironment(), setup, gitSandbox, (dest) => containerStartingState(box, dest));
+        // The agent's diff is taken with polar's own copy of the baseline repository, never the .git the agent had.
+        workspace = await keepBaseline(
+          await prepareWorkspace(task, dir, deadline, baseEnvironment(), setup, gitSandbox, (dest) => containerStartingState(box, dest)),
+        );
         await baselineInto(box, dir, trial.agentUser);
         return workspace;
       },
@@ -275,6 +289,10 @@ export function containerEnvironment(engine: Engine) {
  * user is the task's exposure (README, threat model: rewards).
  */
 const STOP_WHEN_DONE = 'before=$(cd /proc && echo [0-9]*); bash -c "$1"; rc=$?; kill -STOP -1 2>/dev/null; kill -CONT $before 2>/dev/null; exit $rc';
+
+/** For each path argument, one line: `link`, `dir`, `missing`, or `file` (anything else), never following a link. */
+const PLACES =
+  'for p in "$@"; do if [ -L "$p" ]; then echo link; elif [ -d "$p" ]; then echo dir; elif [ -e "$p" ]; then echo file; else echo missing; fi; done';
 
 /** For each `d:REL` / `f:REL` after the workdir ($1): a link there, or an entry of the other kind, is removed. */
 const CLEAR_FOR_COPY =

@@ -159,9 +159,33 @@ function databases(p) {
     }
   }
   found.add(p.dbPath);
-  const reads = [...found].map(tryRead).map((r) => ({ ...r, sqlite: r.readable && r.head.startsWith('SQLite format 3') }));
-  // Only SQLite files count (the system has other *.db files: avahi's, documentation indexes).
-  return { escaped: reads.some((r) => r.sqlite), found: reads.filter((r) => r.sqlite).map((r) => r.path) };
+  const reads = [...found].map((f) => ({ ...tryRead(f), polar: f === p.dbPath ? tryRead(f).readable : isPolarStore(f) }));
+  // Only polar's stores count, told by content: the system has other SQLite files (a Debian
+  // package's /usr/share/proj/proj.db, avahi's, documentation indexes), which are no secret.
+  return { escaped: reads.some((r) => r.polar), found: reads.filter((r) => r.polar).map((r) => r.path) };
+}
+
+/** Tables only polar's schema has (src/store/migrations.ts): their CREATE TABLE text is in the file. */
+const POLAR_TABLES = ['CREATE TABLE request_bodies', 'CREATE TABLE rollout_tasks'];
+
+/**
+ * A polar database, or its write-ahead log, by content: SQLite's header (or a WAL's magic number)
+ * and polar's own tables in the schema. A WAL whose database is polar's counts as well: the schema
+ * may have been checkpointed out of it.
+ */
+function isPolarStore(file) {
+  let data;
+  try {
+    data = fs.readFileSync(file);
+  } catch {
+    return false;
+  }
+  const sqlite = data.subarray(0, 16).toString('latin1').startsWith('SQLite format 3');
+  const wal = data.length >= 4 && [0x377f0682, 0x377f0683].includes(data.readUInt32BE(0));
+  if (!sqlite && !wal) return false;
+  const text = data.toString('latin1');
+  if (POLAR_TABLES.some((t) => text.includes(t))) return true;
+  return wal && file.endsWith('-wal') && isPolarStore(file.slice(0, -'-wal'.length));
 }
 
 const CREDENTIAL_FILES = [

@@ -44,7 +44,7 @@ export function summaryText(s: RolloutSummary, dbPath: string): string {
   const db = dbPath === defaultDbPath() ? '' : ` --db ${displayDb(dbPath)}`;
   const lines = [
     `${chalk.bold('rollout')} ${s.rolloutId} ${s.status === 'completed' ? chalk.green(s.status) : chalk.yellow(s.status)}: ${s.harness}, ${count(s.tasks, 'task')} × ${count(s.samplesPerTask, 'sample')}`,
-    `  outcomes: ${o.completed} completed, ${o.failed} failed, ${o.timeout} timeout, ${o.error} error${o.interrupted + o.unfinished > 0 ? `, ${o.interrupted + o.unfinished} not finished` : ''}${s.forfeited > 0 ? `; ${s.forfeited} scored 0 because their verifier was cut short or left no reward it could use (see rollout show)` : ''}`,
+    `  outcomes: ${o.completed} completed, ${o.failed} failed, ${o.timeout} timeout, ${o.error} error${o.interrupted + o.unfinished > 0 ? `, ${o.interrupted + o.unfinished} not finished` : ''}${s.forfeited > 0 ? `; ${s.forfeited} scored 0 with a forfeit: their verifier was cut short or left no reward it could use, or the agent hit its own cap or left work polar would not collect (see rollout show)` : ''}`,
     `  mean reward ${fmt(s.meanReward)} · accepted ${s.accepted}/${s.attempted} · ${throughput(s)}`,
     ...(allErrored(s)
       ? [
