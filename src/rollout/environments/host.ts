@@ -7,7 +7,7 @@ import { fixedPlacement, openJail, type Bind } from '../../sandbox/index.js';
 import { StageError } from '../stage-error.js';
 import { agentMounts, logsDir } from '../harbor/trial.js';
 import { evaluatorSandbox, setupSandbox } from '../sandboxing.js';
-import { applyDiff, captureDiff, prepareWorkspace, removeWorkspace, type PreparedWorkspace } from '../workspace.js';
+import { applyDiff, captureDiff, keepBaseline, prepareWorkspace, removeWorkspace, type PreparedWorkspace } from '../workspace.js';
 import { carriedPaths } from '../harbor/verifier-config.js';
 import { hostArtifacts } from './artifacts.js';
 import { hostRefusal } from '../harbor/features.js';
@@ -80,7 +80,8 @@ export function hostEnvironment(deps: EnvironmentDeps, spec: SampleSpec): Sample
       // A task that needs its image's processes (a service, a healthcheck) is refused here, by name, with the way out.
       const refused = trial ? hostRefusal(trial) : null;
       if (refused) throw new StageError('init', refused);
-      workspace = await prepareWorkspace(task, dir, deadline, baseEnvironment(), setup, gitSandbox);
+      // The agent's diff is taken with polar's own copy of the baseline repository, never the .git the agent had.
+      workspace = await keepBaseline(await prepareWorkspace(task, dir, deadline, baseEnvironment(), setup, gitSandbox));
       return workspace;
     },
     harnessPlacement() {
