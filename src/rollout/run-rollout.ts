@@ -27,6 +27,7 @@ import type { CallTokenRow } from '../store/requests.js';
 import type { RolloutTask } from './task-file.js';
 import { isBuiltinAgent } from './agents/builtin.js';
 import { harborPreflight } from './harbor/trial.js';
+import { exitStatusNotices } from './evaluators/tests.js';
 
 export interface RolloutRun {
   dbPath: string;
@@ -70,6 +71,7 @@ export async function runRollout(options: RolloutRun): Promise<RolloutSummary> {
       if (removed > 0) run.onNotice?.(`removed ${removed} workspace(s) the interrupted run left behind (--keep-workspaces keeps them)`);
     }
     for (const line of harborPreflight(tasks, config.sandbox, config.environment)) run.onNotice?.(line);
+    for (const line of exitStatusNotices(tasks)) run.onNotice?.(line);
     const { harness, sandbox, socket, upstream, proxy, sessionKeys, model, contextWindow } = isBuiltinAgent(config.harness)
       ? builtinCapture(config)
       : await startCapture(store, config, rolloutId, run.upstreamApiKey);

@@ -8,7 +8,7 @@ import type { Verification } from '../environments/types.js';
 import { gradeNamed, type NamedTestResult, type TestKind } from './named-tests/grade.js';
 import { recogniseCommand } from './named-tests/recognise.js';
 import { runnerFor } from './named-tests/registry.js';
-import type { RunnerName } from './named-tests/types.js';
+import { RUNNER_NAMES, type RunnerName } from './named-tests/types.js';
 import { bounded } from './output.js';
 import { DEFAULT_TEST_FILES, withoutTestFiles } from './test-files.js';
 import type { EvaluationInput, Evaluator } from './types.js';
@@ -156,4 +156,22 @@ async function runOnce(
   } finally {
     if (r.rewardDir) await fs.rm(r.rewardDir, { recursive: true, force: true });
   }
+}
+
+/**
+ * Said once per task before a rollout starts: the tests commands graded by exit status, which the
+ * workspace may configure (`npm test` runs the script package.json names; a runner reads its
+ * config files from the folder it runs in), so a policy can learn to pass them without the fix.
+ */
+export function exitStatusNotices(tasks: readonly RolloutTask[]): string[] {
+  const out: string[] = [];
+  for (const t of tasks) {
+    if (t.evaluator.type !== 'tests') continue;
+    const byStatus = testRuns(t.evaluator).filter((r) => r.runner === null);
+    if (byStatus.length === 0) continue;
+    out.push(
+      `notice: task ${t.id}: its tests evaluator grades ${byStatus.map((r) => JSON.stringify(r.command)).join(', ')} by exit status, which the agent's workspace can configure; name the tests with "runner" (${RUNNER_NAMES.join(', ')}) to grade by the runner's report (polar tasks check tries to forge it)`,
+    );
+  }
+  return out;
 }
