@@ -6,7 +6,7 @@ import { workingEngines } from '../../src/rollout/harbor/environment.js';
 import type { SampleRow } from '../../src/store/rollouts.js';
 import { bwrapProblem, findBwrap } from '../../src/sandbox/index.js';
 import { polarCli } from '../support/polar-cli.js';
-import { explain, type RolloutSummary, samplesByTask, shellDataset } from '../support/red-team/tasks.js';
+import { explain, type RolloutSummary, SOLVE_SHELL, samplesByTask, shellDataset, shellTask } from '../support/red-team/tasks.js';
 import { patient } from '../support/patience.js';
 import { removeTree } from '../support/remove-tree.js';
 
@@ -37,6 +37,10 @@ describe.skipIf(skip !== null)(`red team in a container${skip ? ` (skipped: ${sk
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-red-team-ctr-'));
     const ds = path.join(dir, 'ds');
     shellDataset(ds);
+    // Issue 39: links where polar copies the agent's work out of its container. Each answers right
+    // first: a link followed (or a copy that failed and ended the sample `error`) is what is tested.
+    shellTask(ds, 'logs-link', `${SOLVE_SHELL}rm -rf /logs/agent && ln -s /nowhere /logs/agent\n`);
+    shellTask(ds, 'app-link', `${SOLVE_SHELL}cd / && mv /app /app-moved && ln -s /app-moved /app\n`);
     const db = path.join(dir, 'polar.db');
     const r = await polarCli(
       [
@@ -81,6 +85,17 @@ describe.skipIf(skip !== null)(`red team in a container${skip ? ` (skipped: ${sk
     expect(s!.diff).toContain('+replaced /usr/bin/bash');
     expect(String(s!.evaluator?.output), explain(s)).toContain('test.sh wrote 0');
   });
+
+  it.each(['logs-link', 'app-link'])(
+    '%s: a link the agent leaves at /logs/agent or its WORKDIR is not followed: reward 0 with the reason, never error (issue 39)',
+    (task) => {
+      const s = samples.get(task);
+      expect(s?.status, explain(s)).toBe('completed');
+      expect(s!.error, explain(s)).toBeNull();
+      expect(s!.reward, explain(s)).toBe(0);
+      expect(String(s!.evaluator?.forfeit), explain(s)).toMatch(task === 'logs-link' ? /a link at \/logs\/agent/ : /a link at \/app/);
+    },
+  );
 
   it("5. a loop the agent's program detaches during verification cannot rewrite reward.txt after test.sh: reward 0", () => {
     const s = samples.get('verify-daemon');
