@@ -150,7 +150,8 @@ export async function openJail(settings: SandboxSettings, spec: JailSpec): Promi
       return {
         file: shell.file,
         args: [...shell.flags, '-c', script, 'sh', settings.bwrap, ...args, inner.file, ...inner.args],
-        env: { ...inner.env, HOME: homeInside ?? home, TMPDIR: '/tmp', ...(spec.tz ? { TZ: spec.tz } : {}) },
+        // A version manager's root (PYENV_ROOT, VOLTA_HOME) unless the command names its own: the private home has none.
+        env: { ...view.env, ...inner.env, HOME: homeInside ?? home, TMPDIR: '/tmp', ...(spec.tz ? { TZ: spec.tz } : {}) },
       };
     },
     async close(exit) {
