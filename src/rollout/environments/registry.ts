@@ -1,3 +1,4 @@
+import { lookingUpInterpreters } from '../evaluators/interpreter.js';
 import { containerEnvironment } from './container.js';
 import type { EnvironmentDeps, SampleSpec } from './deps.js';
 import { hostEnvironment } from './host.js';
@@ -7,7 +8,9 @@ type EnvironmentFactory = (deps: EnvironmentDeps, spec: SampleSpec) => SampleEnv
 
 /** Every environment by its `--environment` name: a new one (a remote sandbox, Kubernetes) is one file and one line. */
 const ENVIRONMENTS: Record<'host' | 'docker' | 'podman', EnvironmentFactory> = {
-  host: hostEnvironment,
+  // A verifier's "command not found" is looked into (evaluators/interpreter.ts): on the host it may
+  // be this machine's missing toolchain, never the agent's to be scored for.
+  host: (deps, spec) => lookingUpInterpreters(hostEnvironment(deps, spec), deps.scratch),
   docker: containerEnvironment('docker'),
   podman: containerEnvironment('podman'),
 };
