@@ -129,7 +129,7 @@ describe.skipIf(!bwrap)('rollout in the bwrap sandbox (skipped: bubblewrap is no
   });
 
   it.skipIf(cgroupSupport() === null)(
-    'a fork bomb, a memory hog and a huge file end their own samples as error with the reason; siblings are rewarded, and a flood of output stops at the cap in the log',
+    'a fork bomb, a memory hog and a huge file score their own samples 0 with the reason, never error; siblings are rewarded, and a flood of output stops at the cap in the log',
     async () => {
       const { summary, store } = await rollout(
         'limits',
@@ -145,10 +145,13 @@ describe.skipIf(!bwrap)('rollout in the bwrap sandbox (skipped: bubblewrap is no
       );
       try {
         const s = samplesByTask(store, summary.rolloutId);
-        expect([s.get('bomb')!.status, s.get('bomb')!.error]).toEqual(['error', 'process limit 64 reached']);
-        expect([s.get('hog')!.status, s.get('hog')!.error]).toEqual(['error', 'memory limit 256 MiB reached (a process was OOM-killed)']);
-        expect(s.get('big')!.status).toBe('error');
-        expect(s.get('big')!.error).toMatch(/^file size limit 1 MiB exceeded/);
+        // The agent's own cap is its own failure (issue 39): 0 with the reason, never `error`, which
+        // would drop the sample from its GRPO group.
+        const forfeit = (id: string) => [s.get(id)!.status === 'error', s.get(id)!.reward, String(s.get(id)!.evaluator?.forfeit)];
+        expect(forfeit('bomb')).toEqual([false, 0, 'the agent hit its own cap: process limit 64 reached']);
+        expect(forfeit('hog')).toEqual([false, 0, 'the agent hit its own cap: memory limit 256 MiB reached (a process was OOM-killed)']);
+        expect(forfeit('big').slice(0, 2)).toEqual([false, 0]);
+        expect(forfeit('big')[2]).toMatch(/^the agent hit its own cap: file size limit 1 MiB exceeded/);
         expect([s.get('fine')!.status, s.get('fine')!.reward]).toEqual(['completed', 1]);
         expect([s.get('flood')!.status, s.get('flood')!.reward]).toEqual(['completed', 1]);
         const log = store.sessions.get(s.get('flood')!.sessionId!)!.metadata.log_file as string;
