@@ -37,7 +37,7 @@ export function hostEnvironment(deps: EnvironmentDeps, spec: SampleSpec): Sample
   const carried = { workspace: `${dir}-verify`, logs: `${dir}-verify-logs` };
 
   async function run(cmd: VerifierCommand): Promise<VerifierRun> {
-    if (!boxed && cmd.rewardDir)
+    if (!boxed && cmd.rewardDir && trial)
       throw new StageError('post', "a Harbor task's verifier needs the sandbox for its paths (/app, /tests, /logs); this process runs with --sandbox none");
     const rewardDir = cmd.rewardDir ? await fs.mkdtemp(path.join(await scratch(deps), 'verifier-')) : null;
     // A separate verifier sees the carried artifacts in place of the agent's WORKDIR and /logs.
@@ -54,9 +54,12 @@ export function hostEnvironment(deps: EnvironmentDeps, spec: SampleSpec): Sample
       if (rewardDir) await fs.rm(rewardDir, { recursive: true, force: true });
       throw new StageError('post', `${cmd.what}: the sandbox would not open: ${err.message}`);
     });
+    // A JSONL task's test runner writes its report there (evaluators/named-tests/): /logs/verifier
+    // in the sandbox, the folder itself without one.
+    const env = rewardDir && !trial ? { ...cmd.env, POLAR_REPORT_DIR: boxed ? '/logs/verifier' : rewardDir } : cmd.env;
     const r = await runShell(boxed ? killWhenDone(cmd.command) : cmd.command, {
       cwd,
-      env: cmd.env,
+      env,
       timeoutMs: cmd.timeoutMs,
       wrap: (c: HarnessCommand) => jail.wrap(c),
     });
