@@ -26,8 +26,8 @@ const REPO = path.resolve(__dirname, '../..');
 const run = promisify(execFile);
 const bwrap = findBwrap();
 /**
- * The checkers run python3 and node from the host's system folders (the sandbox shows those): a
- * version manager's shims under the home (pyenv's here) do not work inside.
+ * The checkers run python3 and node from the host's system folders, as a machine without a version
+ * manager would (sandbox-toolchains.test.ts covers one: its root is bound whole).
  */
 const SYSTEM_PATH = (process.env.PATH ?? '')
   .split(':')
