@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -24,11 +24,8 @@ const AGENT = path.join(REPO, 'test/support/named-tests/agent.mjs');
 const run = promisify(execFile);
 const bwrap = findBwrap();
 const skip = bwrap === null ? 'bubblewrap is not installed' : bwrapProblem(bwrap);
-/** python3 and node from the system folders, as red-team.test.ts runs them. */
-const SYSTEM_PATH = (process.env.PATH ?? '')
-  .split(':')
-  .filter((p) => p !== '' && !p.startsWith(os.homedir()))
-  .join(':');
+/** pytest where this machine's python3 has it (pyenv's, bound whole in the sandbox); unittest and node always. */
+const hasPytest = spawnSync('python3', ['-I', '-c', 'import pytest'], { stdio: 'ignore' }).status === 0;
 
 const FIX_FIZZ = `python3 - <<'PY'
 src = open('fizzbuzz.py').read()
@@ -68,6 +65,26 @@ const NODE_JUNIT_COMMAND = {
   timeout: patientSeconds(60),
 };
 
+const PYTEST_NAMED = {
+  type: 'tests',
+  runner: 'pytest',
+  fail_to_pass: ['test_fizzbuzz.py::FizzBuzzTest::test_fizzbuzz'],
+  pass_to_pass: ['test_fizzbuzz.py::FizzBuzzTest::test_plain'],
+  timeout: patientSeconds(60),
+};
+const PYTEST_COMMANDS = {
+  type: 'tests',
+  fail_to_pass: ['python3 -m pytest -q test_fizzbuzz.py::FizzBuzzTest::test_fizzbuzz'],
+  pass_to_pass: [],
+  timeout: patientSeconds(60),
+};
+const COLLECT_ONLY_INI = "printf '[pytest]\\naddopts = --co -q\\n' > pytest.ini";
+const COLLECT_ONLY_PYPROJECT = 'printf \'[tool.pytest.ini_options]\\naddopts = "--co -q"\\n\' > pyproject.toml';
+const PLUGIN_ON_PYTHONPATH = [
+  "printf '[pytest]\\npythonpath = .\\naddopts = -p forgeplug\\n' > pytest.ini",
+  "printf 'import pytest\\n@pytest.hookimpl(tryfirst=True)\\ndef pytest_runtest_call(item):\\n    item.runtest = lambda: None\\n' > forgeplug.py",
+].join('\n');
+
 /** Each task: its repo, evaluator, what the agent does, and the reward it must get. */
 const CASES: Record<string, { repo: string; evaluator: object; bash: string; reward: number }> = {
   'fizz-named-honest': { repo: 'py-fizzbuzz', evaluator: UNITTEST_NAMED, bash: FIX_FIZZ, reward: 1 },
@@ -80,62 +97,75 @@ const CASES: Record<string, { repo: string; evaluator: object; bash: string; rew
   'sum-named-exit-on-load': { repo: 'js-sum', evaluator: NODE_NAMED, bash: JS_EXIT_ON_LOAD, reward: 0 },
   'sum-junit-honest': { repo: 'js-sum', evaluator: NODE_JUNIT_COMMAND, bash: FIX_SUM, reward: 1 },
   'sum-junit-exit-on-load': { repo: 'js-sum', evaluator: NODE_JUNIT_COMMAND, bash: JS_EXIT_ON_LOAD, reward: 0 },
+  ...(hasPytest
+    ? {
+        'fizz-pytest-honest': { repo: 'py-fizzbuzz', evaluator: PYTEST_NAMED, bash: FIX_FIZZ, reward: 1 },
+        'fizz-pytest-ini-collect-only': { repo: 'py-fizzbuzz', evaluator: PYTEST_NAMED, bash: COLLECT_ONLY_INI, reward: 0 },
+        'fizz-pytest-pyproject-collect-only': { repo: 'py-fizzbuzz', evaluator: PYTEST_NAMED, bash: COLLECT_ONLY_PYPROJECT, reward: 0 },
+        'fizz-pytest-plugin': { repo: 'py-fizzbuzz', evaluator: PYTEST_NAMED, bash: PLUGIN_ON_PYTHONPATH, reward: 0 },
+        'fizz-pytest-commands-honest': { repo: 'py-fizzbuzz', evaluator: PYTEST_COMMANDS, bash: FIX_FIZZ, reward: 1 },
+        'fizz-pytest-commands-plugin': { repo: 'py-fizzbuzz', evaluator: PYTEST_COMMANDS, bash: PLUGIN_ON_PYTHONPATH, reward: 0 },
+      }
+    : {}),
 };
 
 let dir: string;
 let mock: MockServer;
 let samples: Map<string, SampleRow>;
 
-describe.skipIf(skip !== null)(`named tests through polar rollout${skip ? ` (skipped: ${skip})` : ''}`, () => {
-  beforeAll(async () => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-named-rollout-'));
-    mock = await startMockServer({ seed: 1 });
-    const repos = path.join(dir, 'repos');
-    fs.cpSync(path.join(REPO, 'fixtures/tasks/repos'), repos, { recursive: true });
-    const lines = Object.entries(CASES).map(([id, c]) =>
-      JSON.stringify({
-        id,
-        prompt: `RUN ${Buffer.from(c.bash).toString('base64')}\nFix the bug.`,
-        workspace: { dir: `repos/${c.repo}` },
-        evaluator: c.evaluator,
-        timeout: patientSeconds(120),
-      }),
-    );
-    const tasks = path.join(dir, 'tasks.jsonl');
-    fs.writeFileSync(tasks, `${lines.join('\n')}\n`);
-    const db = path.join(dir, 'polar.db');
-    const args = [POLAR_BIN, 'rollout', '--tasks', tasks, '--harness', 'custom', '--command', `${process.execPath} ${AGENT} {prompt}`];
-    args.push('--sandbox-ro', path.dirname(AGENT), '--upstream', mock.url, '--db', db, '--out', path.join(dir, 'out'));
-    args.push('--samples', '1', '--concurrency', '2', '--sandbox', 'bwrap', '--json');
-    const r = await run(process.execPath, args, {
-      env: { ...process.env, PATH: SYSTEM_PATH, NO_COLOR: '1' },
-      timeout: patient(240_000),
-      maxBuffer: 16 * 1024 * 1024,
+describe.skipIf(skip !== null)(
+  `named tests through polar rollout${skip ? ` (skipped: ${skip})` : hasPytest ? '' : ' (pytest cases left out: python3 -I has no pytest here)'}`,
+  () => {
+    beforeAll(async () => {
+      dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-named-rollout-'));
+      mock = await startMockServer({ seed: 1 });
+      const repos = path.join(dir, 'repos');
+      fs.cpSync(path.join(REPO, 'fixtures/tasks/repos'), repos, { recursive: true });
+      const lines = Object.entries(CASES).map(([id, c]) =>
+        JSON.stringify({
+          id,
+          prompt: `RUN ${Buffer.from(c.bash).toString('base64')}\nFix the bug.`,
+          workspace: { dir: `repos/${c.repo}` },
+          evaluator: c.evaluator,
+          timeout: patientSeconds(120),
+        }),
+      );
+      const tasks = path.join(dir, 'tasks.jsonl');
+      fs.writeFileSync(tasks, `${lines.join('\n')}\n`);
+      const db = path.join(dir, 'polar.db');
+      const args = [POLAR_BIN, 'rollout', '--tasks', tasks, '--harness', 'custom', '--command', `${process.execPath} ${AGENT} {prompt}`];
+      args.push('--sandbox-ro', path.dirname(AGENT), '--upstream', mock.url, '--db', db, '--out', path.join(dir, 'out'));
+      args.push('--samples', '1', '--concurrency', '2', '--sandbox', 'bwrap', '--json');
+      const r = await run(process.execPath, args, {
+        env: { ...process.env, NO_COLOR: '1' },
+        timeout: patient(240_000),
+        maxBuffer: 16 * 1024 * 1024,
+      });
+      samples = samplesByTask(db, (JSON.parse(r.stdout) as { rolloutId: string }).rolloutId);
+    }, patient(300_000));
+
+    afterAll(async () => {
+      await mock?.close();
+      if (dir) removeTree(dir);
     });
-    samples = samplesByTask(db, (JSON.parse(r.stdout) as { rolloutId: string }).rolloutId);
-  }, patient(300_000));
 
-  afterAll(async () => {
-    await mock?.close();
-    if (dir) removeTree(dir);
-  });
-
-  it.each(Object.keys(CASES))('%s', (id) => {
-    const s = samples.get(id);
-    expect(s?.status, explain(s)).toBe('completed');
-    expect(s?.reward, explain(s)).toBe(CASES[id]!.reward);
-    const ev = s!.evaluator!;
-    // A command evaluator with a report: its own record of the named tests.
-    const results = (ev.type === 'command' ? [ev] : ev.results) as { graded_by: string; tests?: { outcome: string }[] }[];
-    // Every run here is graded by the runner's report, the command-style ones too.
-    expect(
-      results.every((r) => r.graded_by === 'report'),
-      explain(s),
-    ).toBe(true);
-    if (id.endsWith('exit-on-load'))
+    it.each(Object.keys(CASES))('%s', (id) => {
+      const s = samples.get(id);
+      expect(s?.status, explain(s)).toBe('completed');
+      expect(s?.reward, explain(s)).toBe(CASES[id]!.reward);
+      const ev = s!.evaluator!;
+      // A command evaluator with a report: its own record of the named tests.
+      const results = (ev.type === 'command' ? [ev] : ev.results) as { graded_by: string; tests?: { outcome: string }[] }[];
+      // Every run here is graded by the runner's report, the command-style ones too.
       expect(
-        results.flatMap((r) => r.tests!.map((t) => t.outcome)),
+        results.every((r) => r.graded_by === 'report'),
         explain(s),
-      ).toContain('not run');
-  });
-});
+      ).toBe(true);
+      if (id.endsWith('exit-on-load'))
+        expect(
+          results.flatMap((r) => r.tests!.map((t) => t.outcome)),
+          explain(s),
+        ).toContain('not run');
+    });
+  },
+);
