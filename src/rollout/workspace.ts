@@ -265,10 +265,25 @@ export async function captureDiff(ws: PreparedWorkspace, env: Record<string, str
     // git's own patch: no external diff or textconv driver the agent's .git/config names.
     const diff = [...own, 'diff', '--cached', '--binary', '--no-ext-diff', '--no-textconv', ws.baseline, '--', '.', ...excludes()];
     // One command line for both: `git add` prints nothing, so the output is the patch.
-    return await gitSteps([add, diff], ws.dir, env, 60_000, 'diff the changes', { stage: 'post', wrap });
+    return await gitSteps([add, diff], ws.dir, env, 60_000, 'diff the changes', { stage: 'post', wrap }).catch(async (err: unknown) => {
+      // A repository the agent made inside its workspace (ls-files lists it as `sub/`) whose own
+      // .git is broken or has no commit stops `git add`: the agent's doing, not the machine's.
+      const nested = await nestedRepositories(ws.dir, listed);
+      if (nested.length > 0) throw new Forfeit(`the agent left git repositories in its workspace that polar cannot add: ${nested.slice(0, 5).join(', ')}`);
+      throw err;
+    });
   } finally {
     await jail?.close();
   }
+}
+
+/** The entries of `listed` (ls-files -z) that are folders holding a `.git`: repositories of their own. */
+async function nestedRepositories(dir: string, listed: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const name of new Set(listed.split('\0').filter((n) => n.endsWith('/')))) {
+    if (await fs.lstat(path.join(dir, name, '.git')).catch(() => null)) out.push(name);
+  }
+  return out;
 }
 
 /**

@@ -32,6 +32,8 @@ const CASES: [string, string, { reward: 1 } | { forfeit: RegExp }][] = [
   // 1.4 GB of sparse files (each under the file-size cap) kept `git add` past its timeout.
   ['sparse', 'truncate -s 700M a.bin && truncate -s 700M b.bin', { forfeit: /total 1468006[0-9]+ bytes; polar diffs at most .*a\.bin/ }],
   ['unreadable', 'echo s > secret && chmod 000 secret', { forfeit: /cannot read.*secret/ }],
+  // A repository of its own with no commit: `git add` refuses it ("does not have a commit checked out").
+  ['nested-repo', 'mkdir sub && git -C sub init -q && echo x > sub/f', { forfeit: /git repositories in its workspace that polar cannot add: sub\// }],
   // Past its own file-size cap in its /tmp (a sparse write across it: SIGXFSZ at 800 MiB).
   ['own-cap', 'dd if=/dev/zero of=/tmp/big.bin bs=1M seek=799 count=2 2>/dev/null', { forfeit: /own cap: file size limit 800 MiB/ }],
 ];
