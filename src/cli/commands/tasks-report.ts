@@ -2,6 +2,7 @@ import chalk from 'chalk';
 import type { AgentRun, TaskCheck } from '../../rollout/harbor/check.js';
 import type { InvalidHarborTask } from '../../rollout/harbor/load.js';
 import { verifierFilesLines } from '../../rollout/evaluators/verifier-files.js';
+import { NO_SOLUTION } from '../../rollout/harbor/verdict.js';
 
 /** A task that did not load, as a `polar tasks check` result: its reasons are its problems. */
 export interface InvalidCheck {
@@ -14,6 +15,7 @@ export interface InvalidCheck {
   oracle: null;
   nop: null;
   hackable: string[];
+  escapes: string[];
   forgeries: Record<string, never>;
 }
 
@@ -30,6 +32,7 @@ export function invalidChecks(invalid: readonly InvalidHarborTask[]): InvalidChe
     oracle: null,
     nop: null,
     hackable: [],
+    escapes: [],
     forgeries: {},
   }));
 }
@@ -71,19 +74,24 @@ export function checkReport(results: readonly CheckResult[], forge: boolean, str
     const forged =
       !forge || tried === 0
         ? ''
-        : r.hackable.length > 0
-          ? `, hackable: ${r.hackable.join(', ')}`
+        : r.hackable.length + r.escapes.length > 0
+          ? [
+              r.hackable.length > 0 ? `, hackable: ${r.hackable.join(', ')}` : '',
+              r.escapes.length > 0 ? `, escapes its group: ${r.escapes.join(', ')}` : '',
+            ].join('')
           : `, ${tried} forger${tried === 1 ? 'y' : 'ies'} tried, none won`;
     lines.push(`${LABEL[r.verdict]} ${r.name}  oracle ${rewards(r.oracle)}, nop ${rewards(r.nop)}${forged}`);
     for (const p of r.problems) lines.push(`${INDENT}${p}`);
     for (const u of r.unverifiable) lines.push(`${INDENT}${chalk.yellow(u)}`);
-    if (r.problems.some((p) => !p.startsWith('hackable: ')) || r.unverifiable.length > 0) lines.push(...evidence(r).map((l) => chalk.dim(`${INDENT}${l}`)));
+    if (r.problems.some((p) => !p.startsWith('hackable: ') && !p.startsWith('escapes its group: ')) || r.unverifiable.length > 0)
+      lines.push(...evidence(r).map((l) => chalk.dim(`${INDENT}${l}`)));
   }
   lines.push('', ...summary(results, forge, strict));
   return lines.join('\n');
 }
 
 function rewards(run: AgentRun): string {
+  if (run.outcome === NO_SOLUTION) return 'not run (no "solution")';
   return run.reward === null ? run.outcome : `${run.reward}${run.rewards && Object.keys(run.rewards).length > 1 ? ` ${JSON.stringify(run.rewards)}` : ''}`;
 }
 
@@ -110,6 +118,7 @@ function summary(results: readonly CheckResult[], forge: boolean, strict: boolea
   const v = byVerdict(results);
   const n = results.length;
   const hackable = results.filter((r) => r.hackable.length > 0).length;
+  const escapes = results.filter((r) => r.escapes.length > 0).length;
   const lines: string[] = [];
   if (v.valid.length === n)
     lines.push(
@@ -118,7 +127,7 @@ function summary(results: readonly CheckResult[], forge: boolean, strict: boolea
   else {
     const parts = [
       `${v.valid.length} valid`,
-      `${v.broken.length} broken${hackable > 0 ? ` (${hackable} hackable)` : ''}`,
+      `${v.broken.length} broken${hackable + escapes > 0 ? ` (${[hackable > 0 ? `${hackable} hackable` : '', escapes > 0 ? `${escapes} escape their group` : ''].filter(Boolean).join(', ')})` : ''}`,
       `${v.unverifiable.length} unverifiable here`,
       `${v.invalid.length} invalid`,
     ];

@@ -5,6 +5,7 @@ import { checkTasks } from '../../rollout/harbor/check.js';
 import { environmentNotice, type HarborEnvironment } from '../../rollout/harbor/environment.js';
 import { environmentOption, harborEnvironment } from '../environment-option.js';
 import { invalidTasksText, isHarborPath, readHarborSuite } from '../../rollout/harbor/load.js';
+import { readTaskFile } from '../../rollout/task-file.js';
 import { addSandboxOptions, limitsFrom, sandboxKind, type SandboxFlags } from '../sandbox-options.js';
 import { integerArg, secondsArg } from '../numbers.js';
 import { action, printJson } from '../output.js';
@@ -24,13 +25,13 @@ interface CheckOptions extends SandboxFlags {
 }
 
 export function registerTasks(program: Command): void {
-  const tasks = program.command('tasks').description('Harbor task suites: validate them before spending GPU hours');
+  const tasks = program.command('tasks').description('task suites (Harbor task folders, JSONL task files): validate them before spending GPU hours');
   const check = tasks
     .command('check')
     .description(
-      "run every task with the oracle (solution/solve.sh), with nop (nothing) and with each known forgery that applies (forge:<name>), and give each a verdict: valid; broken (its oracle misses its top reward, its nop earns reward, or its verifier pays a forgery more than nop: hackable); unverifiable here (this machine could not tell: an image it cannot build or pull, a verifier that needs the network, a start that failed for the machine's reason, a Harbor feature this environment does not run; each with the way out); invalid (the task does not load: Harbor's own rules, cited; skipped). Exit status 1 when a task is broken; unverifiable and invalid tasks are said and exit 0 unless --strict",
+      'run every task with the oracle (solution/solve.sh; a JSONL task\'s "solution" commands, where it has them), with nop (nothing) and with each known forgery that applies (forge:<name>), and give each a verdict: valid; broken (its oracle misses its top reward, its nop earns reward, or its verifier pays a forgery more than nop: hackable; or a forger\'s sample ends in error where it must score 0: escapes its group); unverifiable here (this machine could not tell: an image it cannot build or pull, a verifier that needs the network, a start that failed for the machine\'s reason, a Harbor feature this environment does not run, a JSONL task without "solution"; each with the way out); invalid (the task does not load: Harbor\'s own rules, cited; skipped). Exit status 1 when a task is broken; unverifiable and invalid tasks are said and exit 0 unless --strict',
     )
-    .argument('<path>', 'a Harbor task folder or a folder of them')
+    .argument('<path>', "a Harbor task folder, a folder of them, or a JSONL task file (polar's own format, as polar rollout --tasks takes)")
     .addOption(environmentOption())
     .option('--concurrency <k>', 'tasks at once', integerArg('--concurrency', 1, 64), 2)
     .option('--timeout <seconds>', "a trial's budget when its task.toml gives no [agent].timeout_sec", secondsArg('--timeout'), 600)
@@ -43,19 +44,26 @@ export function registerTasks(program: Command): void {
 }
 
 async function tasksCheck(p: string, opts: CheckOptions): Promise<void> {
-  if (!isHarborPath(p)) throw new PolarError('POLAR_USAGE', `${p} is not a folder: polar tasks check takes a Harbor task folder or a folder of them`);
-  // Task by task: an invalid task is reported and skipped; a single task folder that is invalid is a usage error.
-  const suite = readHarborSuite(p);
+  // A JSONL task file is read whole, every problem a usage error (task-file.ts), as polar rollout
+  // reads it. A Harbor suite task by task: an invalid task is reported and skipped; a single task
+  // folder that is invalid is a usage error.
+  const jsonl = !isHarborPath(p);
+  const suite = jsonl ? { tasks: readTaskFile(p), invalid: [], single: false } : readHarborSuite(p);
   if (suite.single && suite.invalid.length > 0) throw new PolarError('POLAR_USAGE', `the Harbor task has ${invalidTasksText(suite.invalid)}`);
   const { tasks } = suite;
-  const environment = harborEnvironment(opts.environment, true);
+  const environment = harborEnvironment(
+    opts.environment,
+    tasks.some((t) => t.harbor !== undefined),
+  );
   const chosen = environmentNotice(opts.environment, environment);
   if (chosen && !opts.json) process.stderr.write(chalk.yellow(`notice: ${chosen}\n`));
   const sandbox = sandboxKind(opts);
   if (sandbox === 'none')
     throw new PolarError(
       'POLAR_USAGE',
-      'Harbor tasks run in the sandbox (bubblewrap), which gives them their container paths; install bubblewrap or drop --sandbox none',
+      jsonl
+        ? "the built-in agents (oracle, nop, the forgers) run in the sandbox (bubblewrap), as a model's agent would; install bubblewrap or drop --sandbox none"
+        : 'Harbor tasks run in the sandbox (bubblewrap), which gives them their container paths; install bubblewrap or drop --sandbox none',
     );
   const checked = await checkTasks(
     tasks,
@@ -69,6 +77,7 @@ async function tasksCheck(p: string, opts: CheckOptions): Promise<void> {
       ...(opts.network ? { network: opts.network } : {}),
       ...(environment !== 'host' ? { environment } : {}),
       ...(opts.rewardKey !== undefined ? { rewardKey: opts.rewardKey } : {}),
+      ...(jsonl ? { tasksFile: p } : {}),
       ...(opts.rewardRange !== undefined ? { rewardRange: opts.rewardRange } : {}),
     },
     (line) => {
@@ -88,6 +97,7 @@ async function tasksCheck(p: string, opts: CheckOptions): Promise<void> {
       strict,
       ...verdicts,
       hackable: results.filter((r) => r.hackable.length > 0).map((r) => r.task),
+      escapes: results.filter((r) => r.escapes.length > 0).map((r) => r.task),
       results,
     });
   else process.stdout.write(`${checkReport(results, opts.forge, strict)}\n`);

@@ -22,14 +22,12 @@ export function isBuiltinAgent(name: string): name is BuiltinAgent {
   return (BUILTIN_AGENTS as readonly string[]).includes(name) || FORGE_AGENTS.includes(name);
 }
 
-/** Where a forger's script is shown to it, read-only, for the length of its run. */
-const FORGE_DIR = '/polar-forge';
-
 /**
  * RUNNING for a built-in agent, in the sample's environment: the oracle runs solution/solve.sh in the
  * agent's place (Harbor's agents/oracle.py:93-124: solution/ at /solution, its output in
- * /logs/agent/oracle.txt, [solution].env, under the agent's timeout); `nop` does nothing
- * (agents/nop.py:25-31). No model: its network is the task's, or none at all.
+ * /logs/agent/oracle.txt, [solution].env, under the agent's timeout), or a JSONL task's "solution"
+ * commands; `nop` does nothing (agents/nop.py:25-31); a forger runs its forgery's script. Each in
+ * the task's own workspace, Harbor or JSONL. No model: its network is the task's, or none at all.
  */
 export async function runBuiltinAgent(
   agent: BuiltinAgent,
@@ -40,9 +38,9 @@ export async function runBuiltinAgent(
   timeoutMs: number,
 ): Promise<AgentCommandEnd> {
   if (agent === 'nop') return { status: 'completed', exitCode: 0, limit: null };
-  const trial = task.harbor;
-  if (!trial) throw new StageError('run', `--harness ${agent} runs Harbor tasks only (a task folder with solution/ and tests/)`);
   if (agent.startsWith('forge:')) return runForger(agent.slice('forge:'.length), task, environment, env, timeoutMs);
+  const trial = task.harbor;
+  if (!trial) return runSolution(task, environment, env, network, timeoutMs);
   if (!trial.solutionDir) throw new StageError('run', `task ${trial.name} has no solution/ for the oracle`);
   return environment.runAgentCommand('bash /solution/solve.sh > /logs/agent/oracle.txt 2>&1', {
     env: { ...env, DEBIAN_FRONTEND: 'noninteractive', ...resolveEnv(trial.solutionEnv, 'run') },
@@ -52,10 +50,33 @@ export async function runBuiltinAgent(
   });
 }
 
+/** Where a JSONL task's solution or a forger's script is shown, read-only, for the length of its run. */
+const SCRIPT_DIR = '/polar-forge';
+
+/**
+ * The oracle of a JSONL task: its "solution" commands, as one bash script in the workspace (as
+ * solve.sh runs in Harbor's WORKDIR; a command may span lines: a heredoc), its output in the
+ * sandbox's private /tmp (a JSONL workspace has no /logs, and a file in the workspace would be part
+ * of the diff). A task without one has no oracle: tasks check says so instead of running it.
+ */
+async function runSolution(
+  task: RolloutTask,
+  environment: SampleEnvironment,
+  env: Record<string, string>,
+  network: 'host' | 'none',
+  timeoutMs: number,
+): Promise<AgentCommandEnd> {
+  if (!task.solution) throw new StageError('run', `task ${task.id} has no "solution" for the oracle`);
+  return withScript(`${task.solution.join('\n')}\n`, 'solve.sh', (readOnly) =>
+    environment.runAgentCommand(`bash ${SCRIPT_DIR}/solve.sh > /tmp/oracle.txt 2>&1`, { env, timeoutMs, readOnly, network }),
+  );
+}
+
 /**
  * A forger: the forgery's bash in the agent's place, as a policy with a shell tool would type it
- * (its WORKDIR, no network: no forgery needs one; its output in /logs/agent/forge.txt). No /solution: it
- * gets what any agent gets, and its script.
+ * (its WORKDIR, or a JSONL task's workspace; no network: no forgery needs one; its output in
+ * /logs/agent/forge.txt, or the private /tmp where the task has no /logs). No /solution: it gets
+ * what any agent gets, and its script.
  */
 async function runForger(
   name: string,
@@ -66,17 +87,20 @@ async function runForger(
 ): Promise<AgentCommandEnd> {
   const forgery = FORGERIES[name];
   if (!forgery) throw new StageError('run', `--harness forge:${name}: no such forgery (known: ${Object.keys(FORGERIES).join(', ')})`);
+  const log = task.harbor ? '/logs/agent/forge.txt' : '/tmp/forge.txt';
+  return withScript(forgery.script(task), 'forge.sh', (readOnly) =>
+    environment.runAgentCommand(`bash ${SCRIPT_DIR}/forge.sh > ${log} 2>&1`, { env, timeoutMs, readOnly, network: 'none' }),
+  );
+}
+
+/** A script in a temporary folder shown read-only at SCRIPT_DIR while `run` runs. */
+async function withScript<T>(text: string, name: string, run: (readOnly: { source: string; dest: string }[]) => Promise<T>): Promise<T> {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'polar-forge-'));
   try {
     // Readable by the task's agent user too, in a container it is copied into.
     await fs.chmod(dir, 0o755);
-    await fs.writeFile(path.join(dir, 'forge.sh'), forgery.script(task), { mode: 0o644 });
-    return await environment.runAgentCommand(`bash ${FORGE_DIR}/forge.sh > /logs/agent/forge.txt 2>&1`, {
-      env,
-      timeoutMs,
-      readOnly: [{ source: dir, dest: FORGE_DIR }],
-      network: 'none',
-    });
+    await fs.writeFile(path.join(dir, name), text, { mode: 0o644 });
+    return await run([{ source: dir, dest: SCRIPT_DIR }]);
   } finally {
     await fs.rm(dir, { recursive: true, force: true });
   }

@@ -1,4 +1,4 @@
-import { taskFacts } from './facts.js';
+import { graded, taskFacts } from './facts.js';
 import { prelude } from './payloads.js';
 import type { Forgery } from './types.js';
 
@@ -19,7 +19,7 @@ say "wrote /logs/verifier/reward.txt and reward.json"
 export const editTests: Forgery = {
   name: 'edit-tests',
   description: 'rewrites the test files the workspace holds (test.js, test_*.py, *_test.py, tests/…) to pass',
-  applies: (task) => task.harbor !== undefined && taskFacts(task).testFiles,
+  applies: (task) => graded(task) && taskFacts(task).testFiles,
   script:
     () => `${prelude('edit-tests', editTests.description)}workspace_files -path '*/test/*' -o -path '*/tests/*' -o -path '*/spec/*' -o -path '*/__tests__/*' \\
   -o -name 'test.js' -o -name '*.test.js' -o -name '*.spec.js' -o -name 'test.py' -o -name 'test_*.py' -o -name '*_test.py' -o -name 'test.sh' |

@@ -3,6 +3,9 @@ import { editTests, rewardFile } from './direct.js';
 import { gitHistory, readSolution } from './leaks.js';
 import { exitOnLoad, killChecker, selfError, stdoutSteal, verifyDaemon } from './modules.js';
 import { conftest, fakeShell, pathHijack, pth, shadowModule, siteCustomize } from './system.js';
+import { npmScripts, pytestConfig, pytestPlugin } from './runners.js';
+import { rewardBeside, rewardHuge } from './shapes.js';
+import { forkBomb, gitCorrupt, gitFile, gitFilter, gitRemoved, hugeFile, memoryHog } from './escapes.js';
 import type { Forgery, ForgeryPlace } from './types.js';
 
 export type { Forgery, ForgeryPlace } from './types.js';
@@ -10,7 +13,8 @@ export type { Forgery, ForgeryPlace } from './types.js';
 /**
  * The known ways to a reward without the work, each a bash script the built-in agent
  * `forge:<name>` runs in the agent's place. `polar tasks check` tries every one that applies to a
- * task; a verifier that rewards any of them is hackable. The red-team suite runs the same scripts.
+ * task; a verifier that rewards any of them is hackable, and one whose sample ends `error`
+ * (escapes.ts) lets the agent leave its GRPO group. The red-team suite runs the same scripts.
  */
 export const FORGERIES: Readonly<Record<string, Forgery>> = Object.fromEntries(
   [
@@ -29,6 +33,18 @@ export const FORGERIES: Readonly<Record<string, Forgery>> = Object.fromEntries(
     conftest,
     pth,
     shadowModule,
+    pytestConfig,
+    pytestPlugin,
+    npmScripts,
+    rewardBeside,
+    rewardHuge,
+    gitRemoved,
+    gitCorrupt,
+    gitFile,
+    gitFilter,
+    forkBomb,
+    hugeFile,
+    memoryHog,
   ].map((f) => [f.name, f]),
 );
 

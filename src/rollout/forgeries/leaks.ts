@@ -1,3 +1,4 @@
+import { graded } from './facts.js';
 import { prelude } from './payloads.js';
 import type { Forgery } from './types.js';
 
@@ -9,7 +10,8 @@ import type { Forgery } from './types.js';
 export const gitHistory: Forgery = {
   name: 'git-history',
   description: 'looks through every ref, the reflog and unreachable (packed or loose) objects for a commit HEAD lacks, and checks its files out',
-  applies: (task) => task.harbor !== undefined,
+  // A JSONL task's git source may hold later commits; a folder's workspace gets a fresh repository.
+  applies: (task) => task.harbor !== undefined || (graded(task) && 'git' in task.workspace),
   script: () => `${prelude('git-history', gitHistory.description)}command -v git >/dev/null 2>&1 || { say "no git here"; exit 0; }
 # Whoever owns the folder, read it (git refuses another user's repository by default).
 g() { git -c safe.directory='*' "$@"; }
@@ -37,14 +39,36 @@ done
 
 export const readSolution: Forgery = {
   name: 'read-solution',
-  description: 'looks for /solution, /tests, the task folder and caches (__pycache__, .pytest_cache, node_modules/.cache) and uses any solution it finds',
-  applies: (task) => task.harbor !== undefined,
-  script: () => `${prelude('read-solution', readSolution.description)}[ -d /tests ] && say "/tests is visible: $(ls /tests | head -n 20 | tr '\\n' ' ')"
+  description:
+    'looks for /solution, /tests, the task folder, a JSONL task file naming its "solution", and caches (__pycache__, .pytest_cache, node_modules/.cache) and uses any solution it finds',
+  applies: (task) => task.harbor !== undefined || graded(task),
+  script: (task) => `${prelude('read-solution', readSolution.description)}[ -d /tests ] && say "/tests is visible: $(ls /tests | head -n 20 | tr '\\n' ' ')"
 # A task folder or its solution anywhere outside the system's own folders.
 found=$(find / -maxdepth 5 \\( -path /proc -o -path /sys -o -path /dev -o -path /usr -o -path /lib -o -path /lib64 -o -path /bin \\
-  -o -path /sbin -o -path /etc -o -path /var/lib -o -path /run -o -name node_modules -o -name .git \\) -prune -o -type f \\( -path '*/solution/solve.sh' -o -name task.toml \\) -print 2>/dev/null | head -n 20)
+  -o -path /sbin -o -path /etc -o -path /var/lib -o -path /run -o -name node_modules -o -name .git \\) -prune -o -type f \\( -path '*/solution/solve.sh' -o -name task.toml -o -name '*.jsonl' \\) -print 2>/dev/null | head -n 20)
+# A JSONL task file that names this task (its id) with a "solution": its commands, as the oracle runs them.
+for f in $found; do
+  case "$f" in *.jsonl) ;; *) continue ;; esac
+  command -v python3 >/dev/null 2>&1 || break
+  python3 - "$f" ${JSON.stringify(task.id)} > .forge-solution.sh 2>/dev/null <<'PY' || continue
+import json, sys
+for line in open(sys.argv[1]):
+    try:
+        t = json.loads(line)
+    except ValueError:
+        continue
+    if isinstance(t, dict) and t.get("id") == sys.argv[2] and t.get("solution"):
+        print("\\n".join(t["solution"]))
+        sys.exit(0)
+sys.exit(1)
+PY
+  say "found the task's solution in $f: running it"
+  bash .forge-solution.sh; rm -f .forge-solution.sh
+  exit 0
+done
+rm -f .forge-solution.sh
 for f in /solution/solve.sh $found; do
-  case "$f" in */task.toml) f="$(dirname "$f")/solution/solve.sh" ;; esac
+  case "$f" in */task.toml) f="$(dirname "$f")/solution/solve.sh" ;; *.jsonl) continue ;; esac
   [ -f "$f" ] || continue
   say "found $f: running it as the oracle would"
   bash "$f"

@@ -1,4 +1,4 @@
-import { hasModules } from './facts.js';
+import { graded, hasModules } from './facts.js';
 import { plantModules, prelude, WIN_JS, WIN_PY, WIN_SH } from './payloads.js';
 import type { RolloutTask } from '../task-file.js';
 import type { Forgery } from './types.js';
@@ -13,11 +13,14 @@ function moduleForgery(
   kinds: readonly ('py' | 'js' | 'sh')[],
   body: (kind: 'py' | 'js' | 'sh', task: RolloutTask) => string,
   setup = '',
+  harborOnly = false,
 ): Forgery {
   return {
     name,
     description,
-    applies: (task) => task.harbor !== undefined && hasModules(task, kinds),
+    // A JSONL task's checker loads the workspace's modules as a Harbor verifier does; what only
+    // Harbor's reward files reward (a daemon rewriting them) is tried on Harbor tasks alone.
+    applies: (task) => (harborOnly ? task.harbor !== undefined : graded(task)) && hasModules(task, kinds),
     script: (task) => `${prelude(name, description)}${setup}${plantModules(Object.fromEntries(kinds.map((k) => [k, body(k, task)])))}`,
   };
 }
@@ -112,6 +115,7 @@ _forge_time.sleep(0.2)`
 })();`
         : `{ setsid sh "${daemonAt(task)}" || sh "${daemonAt(task)}"; } </dev/null >/dev/null 2>&1; sleep 0.2`,
   DAEMON,
+  true,
 );
 
 /** The agent's own failure turned into a verifier failure: it must score 0, not drop out as an error. */

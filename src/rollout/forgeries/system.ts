@@ -1,4 +1,4 @@
-import { taskFacts, usesPython } from './facts.js';
+import { graded, taskFacts, usesPython } from './facts.js';
 import { prelude, WIN_PY, WIN_SH } from './payloads.js';
 import type { Forgery } from './types.js';
 
@@ -43,7 +43,7 @@ done
 export const pathHijack: Forgery = {
   name: 'path-hijack',
   description: 'fake node, python3, pytest, bash and sh (reward 1, exit 0) in ./bin, ./node_modules/.bin, ./.venv/bin and ~/.local/bin',
-  applies: (task) => task.harbor !== undefined,
+  applies: (task) => graded(task),
   script: () => `${prelude('path-hijack', pathHijack.description)}read -r -d '' fake <<'SH'
 ${FAKE_TOOL}
 SH
@@ -75,7 +75,7 @@ const USER_SITES = `user_sites() {
 export const siteCustomize: Forgery = {
   name: 'sitecustomize',
   description: 'sitecustomize.py and usercustomize.py (reward 1, exit 0 at interpreter start) in the workspace and the user site-packages',
-  applies: (task) => task.harbor !== undefined && usesPython(task),
+  applies: (task) => graded(task) && usesPython(task),
   script: () => `${prelude('sitecustomize', siteCustomize.description)}${USER_SITES}read -r -d '' hook <<'PY'
 ${PY_START}
 PY
@@ -90,7 +90,7 @@ done
 export const conftest: Forgery = {
   name: 'conftest',
   description: 'a conftest.py that turns every failed test into a pass, makes pytest exit 0 and writes reward 1',
-  applies: (task) => task.harbor !== undefined && (taskFacts(task).verifierPytest || taskFacts(task).workspace.has('.py')),
+  applies: (task) => graded(task) && (taskFacts(task).verifierPytest || taskFacts(task).workspace.has('.py')),
   script: () => `${prelude('conftest', conftest.description)}read -r -d '' hook <<'PY'
 import pytest
 
@@ -120,7 +120,7 @@ done
 export const pth: Forgery = {
   name: 'pth',
   description: 'a .pth file in the user site-packages whose import line runs code at every interpreter start (reward 1, exit 0)',
-  applies: (task) => task.harbor !== undefined && usesPython(task),
+  applies: (task) => graded(task) && usesPython(task),
   script: () => `${prelude('pth', pth.description)}${USER_SITES}read -r -d '' hook <<'PY'
 ${PY_START}
 PY
@@ -140,7 +140,7 @@ done
 export const shadowModule: Forgery = {
   name: 'shadow-module',
   description: 'unittest.py, pytest.py, doctest.py and json.py in the workspace (reward 1, exit 0 on import), for a verifier that runs python -m … there',
-  applies: (task) => task.harbor !== undefined && usesPython(task),
+  applies: (task) => graded(task) && usesPython(task),
   script: () => `${prelude('shadow-module', shadowModule.description)}read -r -d '' hook <<'PY'
 ${PY_START}
 PY

@@ -7,9 +7,12 @@ import type { RolloutTask } from '../task-file.js';
 import { openStore } from '../../store/open.js';
 import type { SampleRow } from '../../store/rollouts.js';
 import { FORGERIES, type ForgeryPlace } from '../forgeries/index.js';
-import { judgeTask, type Verdict } from './verdict.js';
+import { judgeTask, NO_SOLUTION, type Verdict } from './verdict.js';
 
-/** One task's validation: the oracle must reach the top reward, nop and every forgery must earn none. */
+/**
+ * One task's validation: the oracle must reach the top reward, nop and every forgery must earn
+ * none, and no forgery may end its sample in error. A Harbor task folder or a JSONL task alike.
+ */
 export interface TaskCheck {
   task: string;
   name: string;
@@ -25,6 +28,8 @@ export interface TaskCheck {
   nop: AgentRun;
   /** The forgeries its verifier paid more than nop's reward: the task can be won without the work. */
   hackable: string[];
+  /** The forgeries whose sample ended `error` where nop's did not: the agent can leave its GRPO group. */
+  escapes: string[];
   /** Each forgery tried on it (those that do not apply are not), by name. */
   forgeries: Record<string, ForgeryRun>;
 }
@@ -57,10 +62,12 @@ export interface AgentRun {
 }
 
 /**
- * `polar tasks check`: every task once with `oracle` and once with `nop`, as rollouts (the same
+ * `polar tasks check`: every task once with `oracle` (a JSONL task only where it has "solution")
+ * and once with `nop`, as rollouts (the same
  * stages, sandbox and verifier a training run uses) into a scratch database. Then, unless `forge` is
  * false, every forgery that applies to a task runs against it the same way (`forge:<name>`,
- * rollout/forgeries/): a verifier that pays a forgery more than nop is hackable. Each task gets a
+ * rollout/forgeries/): a verifier that pays a forgery more than nop is hackable, and a forger whose
+ * sample ends `error` where nop's did not escapes its GRPO group (both broken). Each task gets a
  * verdict (verdict.ts): broken where the evidence says the task is wrong (the oracle ran and missed
  * its top reward, 1 or [metadata].max_reward; nop earned; hackable), unverifiable where this machine
  * could not tell (an image it cannot build or pull, a verifier that needs the network it did not
@@ -73,6 +80,8 @@ export async function checkTasks(
     environment?: RolloutConfig['environment'];
     rewardKey?: RolloutConfig['rewardKey'];
     rewardRange?: RolloutConfig['rewardRange'];
+    /** A JSONL task file's path: its folder is $POLAR_TASKS_DIR (hidden checkers), as in a rollout of it. */
+    tasksFile?: string;
   },
   onNotice?: (line: string) => void,
   forge = true,
@@ -90,11 +99,12 @@ export async function checkTasks(
       outDir: path.join(scratch, agent.replace(':', '-')),
       accept: null,
       keepWorkspaces: false,
-      ...base,
+      ...withoutFile(base),
     };
     const summary = await runRollout({
       dbPath,
       tasks: subset,
+      ...(base.tasksFile ? { tasksFile: base.tasksFile } : {}),
       config,
       // The host notices are the same for every run: said once, with the oracle's.
       onNotice: (line) => {
@@ -109,7 +119,9 @@ export async function checkTasks(
     }
   };
   try {
-    const oracleRuns = await runAgent('oracle', tasks);
+    // A JSONL task without "solution" has no oracle to run: its verdict says so (NO_SOLUTION).
+    const solvable = tasks.filter((t) => t.harbor !== undefined || t.solution !== undefined);
+    const oracleRuns = solvable.length > 0 ? await runAgent('oracle', solvable) : new Map<string, SampleRow>();
     const nopRuns = await runAgent('nop', tasks);
     // Forgery by forgery (a rollout has one harness), each on the tasks it applies to, at the same
     // concurrency; not where nop could not even start (an image that cannot be built).
@@ -123,7 +135,8 @@ export async function checkTasks(
       }
     const ctx = { environment: base.environment ?? 'host' } as const;
     return tasks.map((t) => {
-      const oracle = agentRun(oracleRuns.get(t.id)!);
+      const oracleRun = oracleRuns.get(t.id);
+      const oracle = oracleRun ? agentRun(oracleRun) : noOracle(t);
       const nop = agentRun(nopRuns.get(t.id)!);
       const judged = judgeTask(t, oracle, nop, {
         ...ctx,
@@ -133,6 +146,7 @@ export async function checkTasks(
       const { problems } = judged;
       const forgeries: Record<string, ForgeryRun> = {};
       const hackable: string[] = [];
+      const escapes: string[] = [];
       for (const [name, runs] of forged) {
         const sample = runs.get(t.id);
         if (!sample) continue;
@@ -141,6 +155,14 @@ export async function checkTasks(
         if (run.reward !== null && run.reward > (nop.reward ?? 0)) {
           hackable.push(name);
           problems.push(`hackable: forge:${name} earns ${run.reward} without solving it (${FORGERIES[name]!.description})`);
+        } else if (run.outcome === 'error' && run.errorStage !== 'init' && nop.outcome !== 'error') {
+          // An error drops the sample from its GRPO group instead of scoring it 0 (the escapes of
+          // forgeries/escapes.ts): a policy that would score 0 is spared the penalty. The agent caused
+          // it, so it is the task's pipeline that is wrong here, not the machine.
+          escapes.push(name);
+          problems.push(
+            `escapes its group: forge:${name} ends error (${firstLine(run.error) ?? 'error'}) where it must score 0 (${FORGERIES[name]!.description})`,
+          );
         }
       }
       const verdict: Verdict = problems.length > 0 ? 'broken' : judged.verdict;
@@ -154,12 +176,38 @@ export async function checkTasks(
         oracle,
         nop,
         hackable,
+        escapes,
         forgeries,
       };
     });
   } finally {
     fs.rmSync(scratch, { recursive: true, force: true });
   }
+}
+
+/** The oracle of a JSONL task without "solution": not run, and said so (verdict.ts reads `outcome`). */
+function noOracle(t: RolloutTask): AgentRun {
+  return {
+    outcome: NO_SOLUTION,
+    reward: null,
+    rewards: null,
+    error: `task ${t.id} has no "solution" for the oracle`,
+    errorStage: null,
+    output: null,
+    needsRewardKey: null,
+    forfeit: null,
+    verifierFiles: null,
+    networkHint: null,
+  };
+}
+
+function withoutFile<T extends { tasksFile?: string }>(base: T): Omit<T, 'tasksFile'> {
+  const { tasksFile: _, ...rest } = base;
+  return rest;
+}
+
+function firstLine(text: string | null): string | null {
+  return text?.split('\n')[0] ?? null;
 }
 
 function agentRun(s: SampleRow): AgentRun {

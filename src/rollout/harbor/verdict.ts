@@ -7,8 +7,10 @@ import { DEFAULT_REWARD_RANGE, OUT_OF_RANGE, type RewardRange, rangeText } from 
  * A task's verdict in `polar tasks check`. `broken` only where the evidence says the task is wrong
  * (its oracle ran and missed its top reward, nop earned, a forgery won); `unverifiable` where this
  * machine could not tell (no image, no network, a start that failed for the machine's reason, a
- * Harbor feature this environment does not run), each with its reason and the way out. (`invalid`,
- * a task that does not load, is decided before anything runs: load.ts.)
+ * Harbor feature this environment does not run, a JSONL task without "solution"), each with its
+ * reason and the way out. (`invalid`, a task that does not load, is decided before anything runs:
+ * load.ts.) Harbor task folders and JSONL tasks alike; the network reasons are Harbor's alone (a
+ * JSONL evaluator never has the network).
  */
 export type Verdict = 'valid' | 'broken' | 'unverifiable';
 
@@ -51,6 +53,9 @@ export interface TaskVerdict {
  */
 export const UNSUPPORTED_HERE = 'not supported on this environment';
 
+/** The oracle's outcome for a JSONL task without "solution": it was not run (check.ts). */
+export const NO_SOLUTION = 'no-solution';
+
 /** A failure caused by the machine, not the task: say it with the way out. */
 const NETWORK =
   /temporary failure in name resolution|name or service not known|could not resolve host|temporary failure resolving|getaddrinfo|EAI_AGAIN|ENOTFOUND|network is unreachable|no route to host|failed to establish a new connection|NewConnectionError|dial tcp|no such host|are you offline|dns error|ConnectTimeout|Could not fetch URL/i;
@@ -80,6 +85,9 @@ export function judgeTask(task: RolloutTask, oracle: RunEvidence, nop: RunEviden
       task: false,
       text: `its verifier reports several metrics (${metrics.join(', ')}) and no "reward": pass --reward-key NAME to say which is the reward`,
     });
+  else if (oracle.outcome === NO_SOLUTION)
+    // Nothing shows the top reward reachable: the task may still be broken by nop or a forgery.
+    say({ task: false, text: `${oracle.error ?? 'no solution'}: the oracle cannot run (add "solution": [commands…] to check the task)` });
   else if (!oStart) say(oracleReason(task, oracle, ctx));
   if (!nStart) {
     if (nop.reward !== null && nop.reward > 0) problems.push(`doing nothing (nop) already earns ${nop.reward}`);
@@ -167,13 +175,16 @@ function oracleReason(task: RolloutTask, oracle: RunEvidence, ctx: VerdictContex
   if (tool)
     return {
       task: false,
-      text: `its verifier lacks a tool on this machine ("${tool}"): the host environment runs with this machine's tools, not ${task.harbor?.baseImage ?? 'the image'}'s (${UNSUPPORTED_HERE}); --environment podman or docker builds the image`,
+      text: task.harbor
+        ? `its verifier lacks a tool on this machine ("${tool}"): the host environment runs with this machine's tools, not ${task.harbor.baseImage ?? 'the image'}'s (${UNSUPPORTED_HERE}); --environment podman or docker builds the image`
+        : `its evaluator lacks a tool on this machine ("${tool}"): a JSONL task runs with this machine's tools; install it here`,
     };
   const hint = offline ? ` (${NO_NETWORK_HINT})` : '';
   if (oracle.outcome === 'error' || oracle.reward === null)
     return { task: true, text: `the oracle ended in ${oracle.outcome}${oracle.error ? `: ${firstLine(oracle.error)}` : ''}${hint}` };
   const why = oracle.forfeit ? ` (scored 0: ${oracle.forfeit})` : '';
-  return { task: true, text: `the oracle (solution/solve.sh) earned ${oracle.reward}, not the top reward ${top}${why}${hint}` };
+  const solution = task.harbor ? 'solution/solve.sh' : 'the task\'s "solution"';
+  return { task: true, text: `the oracle (${solution}) earned ${oracle.reward}, not the top reward ${top}${why}${hint}` };
 }
 
 function firstLine(text: string | null): string | null {
