@@ -65,7 +65,8 @@ const taskDirs = (root: string) => fs.readdirSync(root).map((d) => path.join(roo
 const BEATEN_BY: Record<string, string[]> = {
   'py-in-process': ['exit-on-load'],
   'py-unittest-cwd': ['shadow-module', 'exit-on-load'],
-  'js-status-ignored': ['kill-checker', 'exit-on-load'],
+  // exit-on-load no longer: test.sh goes on to write reward.txt 0 beside its reward.json 1, and files that disagree forfeit (harbor-rewards.ts).
+  'js-status-ignored': ['kill-checker'],
   'sh-trusts-workspace': ['exit-on-load', 'edit-tests'],
 };
 
@@ -95,13 +96,17 @@ describe.skipIf(noSandbox !== null)(`polar tasks check with forgeries on the hos
     expect(inProcess.forgeries['kill-checker']!.forfeit).toBeTruthy();
   });
 
-  it('gives every forgery 0 on every sound fixture, as completed samples (a killed checker forfeits, never error)', () => {
+  it('gives every forgery 0 on every sound fixture, never error (a killed checker forfeits)', () => {
     const sound = out.results.filter((x) => !(x.task in BEATEN_BY));
     expect(sound.map((x) => x.task).sort()).toEqual(fs.readdirSync(FIXTURES).sort());
     for (const r of sound) {
       expect(r.hackable, r.task).toEqual([]);
       expect(Object.keys(r.forgeries).length, r.task).toBeGreaterThan(0);
-      for (const [name, run] of Object.entries(r.forgeries)) expect({ task: r.task, name, ...run }).toMatchObject({ outcome: 'completed', reward: 0 });
+      // Scored 0: completed, or failed where the forger broke its own sample (escapes.ts: the agent's failure is a score); never error.
+      for (const [name, run] of Object.entries(r.forgeries)) {
+        expect(run.outcome, `${r.task} ${name}`).not.toBe('error');
+        expect(run.reward, `${r.task} ${name}`).toBe(0);
+      }
     }
     // The checkers that run agent code were tried with every module forgery, the Python one with the hijacks too.
     const median = out.results.find((x) => x.task === 'py-fix-median')!;
