@@ -110,6 +110,14 @@ describe.skipIf(skip !== null)(`toolchains in the sandbox${skip ? ` (skipped: ${
         workspace: { dir: repo },
         evaluator: { type: 'command', command: 'PATH="$PWD:$PATH" run.sh', timeout: 60 },
       },
+      // The agent's code claims a missing interpreter the task never names: still the agent's 0.
+      {
+        id: 'says-not-found',
+        // The name is put together at run time: the task file (shown to evaluators) holds this prompt.
+        prompt: `printf '%s\\n' 'n=jul; echo "bash: \${n}ia: command not found" >&2; exit 127' > run.sh`,
+        workspace: { dir: repo },
+        evaluator: { type: 'command', command: 'bash run.sh', timeout: 60 },
+      },
       // The machine's: a shim with no version behind it, and a name on no PATH at all.
       { id: 'no-version', prompt: 'true', evaluator: { type: 'command', command: 'python3.14 -c "print(1)"', timeout: 60 } },
       { id: 'no-interpreter', prompt: 'true', evaluator: { type: 'command', command: 'polar-no-such-interpreter -c 1', timeout: 60 } },
@@ -148,6 +156,8 @@ describe.skipIf(skip !== null)(`toolchains in the sandbox${skip ? ` (skipped: ${
       expect(scored('py-command')).toEqual({ status: 'completed', reward: 1 });
       expect(scored('deleted-path')).toEqual({ status: 'completed', reward: 0 });
       expect(scored('deleted-on-path')).toEqual({ status: 'completed', reward: 0 });
+      expect(scored('says-not-found')).toEqual({ status: 'completed', reward: 0 });
+      expect(by.get('says-not-found')?.evaluator?.exit_code).toBe(127);
       for (const [id, name] of [
         ['no-version', 'python3.14'],
         ['no-interpreter', 'polar-no-such-interpreter'],

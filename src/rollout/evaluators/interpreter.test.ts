@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { commandNames, notFoundInterpreters } from './interpreter.js';
+import { commandNames, namedByTask, notFoundInterpreters } from './interpreter.js';
 
 describe('the programs an evaluator command names itself', () => {
   it('takes the first word of each simple command, past assignments and wrappers', () => {
@@ -32,5 +32,23 @@ describe('the interpreters an output says were not found', () => {
 
   it("leaves the workspace's own programs to the verdict: they are the agent's", () => {
     expect(notFoundInterpreters('bash: line 1: mytool: command not found\n/tests/test.sh: line 3: /app/solution: No such file or directory')).toEqual([]);
+  });
+});
+
+describe('namedByTask', () => {
+  it('keeps only the names the command or the task folders mention', async () => {
+    const fsm = await import('node:fs');
+    const os = await import('node:os');
+    const pathm = await import('node:path');
+    const dir = fsm.mkdtempSync(pathm.join(os.tmpdir(), 'polar-named-by-task-'));
+    try {
+      fsm.mkdirSync(pathm.join(dir, 'sub'));
+      fsm.writeFileSync(pathm.join(dir, 'sub', 'test.sh'), '#!/bin/bash\npython3.14 /tests/check.py\n');
+      const cmd = { command: 'bash /tests/test.sh', readOnly: [{ source: dir, dest: '/tests' }] };
+      // The agent's code printed "julia: command not found" and "python3.1: …": no file of the task names them.
+      expect(await namedByTask(['python3.14', 'julia', 'python3.1', 'bash'], cmd)).toEqual(['bash', 'python3.14']);
+    } finally {
+      fsm.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

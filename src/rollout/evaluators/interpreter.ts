@@ -16,7 +16,7 @@ import { StageError } from '../stage-error.js';
  * The rule, for every verifier command of the host environment (a JSONL task's `command` and
  * `tests` evaluators, a Harbor task's test.sh): on a 127 or 126, the names the command starts its
  * simple commands with (not a path, not where the command sets PATH itself), and the well-known
- * interpreters the output says were not found, are looked up again in a fresh sandbox whose working
+ * interpreters the output says were not found where the task's own files name them too, are looked up again in a fresh sandbox whose working
  * directory is empty: `command -v`, then `NAME --version`. The agent's files are not in it, so
  * nothing it did (deleting a program, a `.python-version` naming a version this machine lacks, a
  * `python3` of its own in the workspace) can make a name missing there. A name missing there, or
@@ -47,7 +47,11 @@ export function lookingUpInterpreters(environment: SampleEnvironment, scratch: s
 /** The run as it ended, or StageError('post') where what it lacked is the machine's. */
 async function machineLacks(place: Verification, cmd: VerifierCommand, r: VerifierRun, scratch: string): Promise<VerifierRun> {
   if (place.environment !== 'host' || (r.exitCode !== 127 && r.exitCode !== 126) || r.timedOut || r.limit) return r;
-  const names = [...new Set([...commandNames(cmd.command), ...notFoundInterpreters(`${r.stdout}\n${r.stderr}`)])];
+  // A name from the output counts only where the task names it too: the output is the agent's code's
+  // to write, and "bash: julia: command not found" printed before an exit 127 must not turn its 0
+  // into `error` on a machine without julia.
+  const said = await namedByTask(notFoundInterpreters(`${r.stdout}\n${r.stderr}`), cmd);
+  const names = [...new Set([...commandNames(cmd.command), ...said])];
   if (names.length === 0) return r;
   await fs.mkdir(scratch, { recursive: true, mode: 0o700 });
   const empty = await fs.mkdtemp(path.join(scratch, 'lookup-'));
@@ -74,6 +78,45 @@ async function machineLacks(place: Verification, cmd: VerifierCommand, r: Verifi
   } finally {
     await fs.rm(empty, { recursive: true, force: true });
   }
+}
+
+/** Bounds on reading the task's own files for a name (its tests/, the task file's folder). */
+const TASK_FILES_MAX = 2000;
+const TASK_FILE_BYTES = 1024 * 1024;
+
+/**
+ * The names among `names` that the task itself mentions: in the verifier's command, or in a file of
+ * the folders shown to it read-only (a Harbor task's tests/, a JSONL task file's folder), which the
+ * agent never had. test.sh running `python3 check.py` names python3 there; the agent's output alone
+ * names nothing.
+ */
+export async function namedByTask(names: readonly string[], cmd: Pick<VerifierCommand, 'command' | 'readOnly'>): Promise<string[]> {
+  if (names.length === 0) return [];
+  const left = new Set(names);
+  const found: string[] = [];
+  const look = (text: string) => {
+    for (const n of left) {
+      if (new RegExp(`(^|[^\\w.+-])${n.replace(/[.+]/g, '\\$&')}($|[^\\w.+-])`, 'm').test(text)) {
+        found.push(n);
+        left.delete(n);
+      }
+    }
+  };
+  look(cmd.command);
+  let seen = 0;
+  const walk = async (dir: string): Promise<void> => {
+    for (const e of await fs.readdir(dir, { withFileTypes: true }).catch(() => [])) {
+      if (left.size === 0 || ++seen > TASK_FILES_MAX) return;
+      const p = path.join(dir, e.name);
+      if (e.isDirectory()) await walk(p);
+      else if (e.isFile()) {
+        const st = await fs.stat(p).catch(() => null);
+        if (st && st.size <= TASK_FILE_BYTES) look(await fs.readFile(p, 'utf8').catch(() => ''));
+      }
+    }
+  };
+  for (const m of cmd.readOnly) if (left.size > 0) await walk(m.source);
+  return found;
 }
 
 /**
