@@ -41,7 +41,7 @@ export const nodeTestRunner: TestRunner = {
     const files = [...new Set(ids.map((id) => id.split(' > ')[0]!))];
     const run = ['node', '--test', `--test-reporter=${REPORTER_URL}`, '--test-reporter-destination=$POLAR_REPORT_DIR/.report.tmp', ...args, '--', ...files];
     const quoted = run.map((a) => (a.includes('$POLAR_REPORT_DIR') ? `"${a}"` : shellQuote(a))).join(' ');
-    return `env -u NODE_OPTIONS ${quoted}; rc=$?; [ -s "$POLAR_REPORT_DIR/.report.tmp" ] && mv "$POLAR_REPORT_DIR/.report.tmp" "$POLAR_REPORT_DIR/report.json"; exit $rc`;
+    return `unset NODE_OPTIONS; ${quoted}; rc=$?; [ -s "$POLAR_REPORT_DIR/.report.tmp" ] && mv "$POLAR_REPORT_DIR/.report.tmp" "$POLAR_REPORT_DIR/report.json"; exit $rc`;
   },
   read: async (dir) => parseOutcomes(await readReport(dir, 'report.json')),
   // A file names all of its tests; a suite all of its cases.
