@@ -41,6 +41,15 @@ describe.skipIf(skip !== null)(`red team in a container${skip ? ` (skipped: ${sk
     // first: a link followed (or a copy that failed and ended the sample `error`) is what is tested.
     shellTask(ds, 'logs-link', `${SOLVE_SHELL}rm -rf /logs/agent && ln -s /nowhere /logs/agent\n`);
     shellTask(ds, 'app-link', `${SOLVE_SHELL}cd / && mv /app /app-moved && ln -s /app-moved /app\n`);
+    // Issue 39: a reward file the agent (root here) leaves in /logs/verifier before the verifier runs,
+    // beside a test.sh that writes only reward.txt (Harbor reads reward.json first): never read. A
+    // regression guard: the verifier's fresh container never had the agent's /logs/verifier, and
+    // polar now also empties it there (an image could carry one).
+    shellTask(ds, 'planted-json', 'echo wrong > /app/answer.txt\nmkdir -p /logs/verifier && echo \'{"reward": 1}\' > /logs/verifier/reward.json\n');
+    fs.writeFileSync(
+      path.join(ds, 'planted-json', 'tests', 'test.sh'),
+      '#!/bin/bash\ns=0; [ "$(cat /app/answer.txt 2>/dev/null)" = right ] && s=1\necho $s > /logs/verifier/reward.txt\nls /logs/verifier\n',
+    );
     const db = path.join(dir, 'polar.db');
     const r = await polarCli(
       [
@@ -96,6 +105,15 @@ describe.skipIf(skip !== null)(`red team in a container${skip ? ` (skipped: ${sk
       expect(String(s!.evaluator?.forfeit), explain(s)).toMatch(task === 'logs-link' ? /a link at \/logs\/agent/ : /a link at \/app/);
     },
   );
+
+  it('a reward.json the agent left in /logs/verifier before the verifier ran is not read: reward 0, no forfeit (issue 39)', () => {
+    const s = samples.get('planted-json');
+    expect(s?.status, explain(s)).toBe('completed');
+    expect(s!.reward, explain(s)).toBe(0);
+    // Not the disagreement rule: the file was gone before test.sh ran (it lists only its own).
+    expect(s!.evaluator?.forfeit, explain(s)).toBeUndefined();
+    expect(String(s!.evaluator?.output), explain(s)).not.toContain('reward.json');
+  });
 
   it("5. a loop the agent's program detaches during verification cannot rewrite reward.txt after test.sh: reward 0", () => {
     const s = samples.get('verify-daemon');
