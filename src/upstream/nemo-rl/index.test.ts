@@ -11,6 +11,24 @@ const req = (body: Record<string, unknown>): CanonicalRequest => ({
 });
 
 describe('nemo-rl dialect', () => {
+  it('keeps the token ids polar pinned on the reply it continues, past the message allow-list, and nothing else unknown', () => {
+    const ids = { prompt_token_ids: [1, 2], generation_token_ids: [3], generation_log_probs: [-0.5] };
+    const body = nemoRlDialect({ baseUrl: 'http://x' }).body(
+      req({
+        messages: [
+          { role: 'user', content: 'hi' },
+          { role: 'assistant', content: 'yo', reasoning_content: 'r', prefix: true, ...ids },
+          { role: 'user', content: 'again' },
+        ],
+      }),
+      'm',
+    );
+    const messages = body.messages as Record<string, unknown>[];
+    expect(messages[1]).toMatchObject(ids);
+    expect(messages[1]).not.toHaveProperty('prefix');
+    expect(messages[0]).toEqual({ role: 'user', content: 'hi' });
+  });
+
   it('asks for the token fields unstreamed, with the training sampling pair and nothing that changes the distribution', () => {
     const body = nemoRlDialect({ baseUrl: 'http://x', temperature: 0.7, topP: 0.9 }).body(
       req({

@@ -39,6 +39,19 @@ export interface NemoRlOptions extends UpstreamHttpOptions {
 
 const TOKEN_FIELDS = ['prompt_token_ids', 'generation_token_ids', 'generation_log_probs'] as const;
 
+/**
+ * The policy's message allow-list drops every key a harness may not send, the token fields too
+ * (a policy must not choose the tokens NeMo-RL splices in); the ones polar's own chain memory
+ * pinned on the reply it continues (`prepare`, below) go back on after it, message for message.
+ */
+function withPinnedTokens(messages: ChatMessage[], prepared: ChatMessage[]): ChatMessage[] {
+  return messages.map((m, i) => {
+    const source = prepared[i];
+    if (!isRecord(source) || !TOKEN_FIELDS.some((k) => k in source)) return m;
+    return { ...m, ...Object.fromEntries(TOKEN_FIELDS.filter((k) => k in source).map((k) => [k, source[k]])) };
+  });
+}
+
 export function nemoRlDialect(options: NemoRlOptions): ChatDialect {
   const policy = samplingPolicy('trainer', 'nemo-rl', options.temperature, options.topP, options.thinking);
   return {
@@ -51,7 +64,8 @@ export function nemoRlDialect(options: NemoRlOptions): ChatDialect {
       // (top_k, penalties, logit_bias, guided decoding, beam search, ignore_eos, chat templates, …)
       // is dropped; a forced tool_choice (guided decoding in vLLM) becomes `auto`. The proxy pins
       // requests the same way before they get here; this keeps the adapter safe on its own.
-      const pinned = applySamplingPolicy(req, policy, 'nemo-rl').req;
+      const policed = applySamplingPolicy(req, policy, 'nemo-rl').req;
+      const pinned = { ...policed, body: { ...policed.body, messages: withPinnedTokens(policed.body.messages, req.body.messages) } };
       const body: Record<string, unknown> = { ...pinned.body, model, stream: false };
       delete body.stream_options;
       applyChatConventions(body, pinned);
