@@ -44,7 +44,7 @@ export const COMMANDS: readonly CommandEntry[] = [
   {
     name: 'tasks',
     term: 'tasks',
-    description: 'Harbor task suites: validate them before spending GPU hours',
+    description: 'task suites (Harbor task folders, JSONL task files): validate them before spending GPU hours',
     load: async () => (await import('./commands/tasks.js')).registerTasks,
   },
   {
