@@ -7,6 +7,7 @@ import { FORGERY_NAMES } from '../../src/rollout/forgeries/index.js';
 import { workingEngines } from '../../src/rollout/harbor/environment.js';
 import { bwrapProblem, findBwrap } from '../../src/sandbox/index.js';
 import { polarCli } from '../support/polar-cli.js';
+import { samplesByTask } from '../support/red-team/tasks.js';
 import { patient, patientSeconds } from '../support/patience.js';
 import { removeTree } from '../support/remove-tree.js';
 
@@ -245,8 +246,11 @@ describe.skipIf(noPodman !== null)(`polar tasks check with forgeries in podman${
       );
       expect(one.code, one.stderr).toBe(0);
       expect((JSON.parse(one.stdout) as { groups: { rewards: number[] }[] }).groups[0]!.rewards).toEqual([0]);
-      const logs = fs.readdirSync(path.join(outDir, 'workspaces')).find((d) => d.endsWith('-logs'))!;
-      expect(fs.readFileSync(path.join(outDir, 'workspaces', logs, 'agent', 'forge.txt'), 'utf8')).toMatch(/replaced \/usr\/bin\/bash/);
+      // The replacement took: the shell polar checks the agent's container with answered as the forger's
+      // fake does, so nothing was copied out of it and the sample forfeits (issue 39: not error).
+      const sample = [...samplesByTask(db, (JSON.parse(one.stdout) as { rolloutId: string }).rolloutId).values()][0];
+      expect(sample?.status).not.toBe('error');
+      expect(String(sample?.evaluator?.forfeit)).toMatch(/replaced the shell polar checks its container with .*reward/);
     },
     patient(600_000),
   );

@@ -85,7 +85,18 @@ export function containerEnvironment(engine: Engine) {
         else await carryIn(box, cmd);
         const r = await box.shell(STOP_WHEN_DONE, cmd.env, cmd.timeoutMs, cmd.user, [cmd.command]);
         // Everything the verifier started (a loop that would rewrite reward.txt) dies before its files are read.
-        await box.killStrays();
+        const full = await box.killStrays().then(
+          () => null,
+          async (err: unknown) => {
+            // The agent's code under test.sh filled the process cap: nothing more starts there, its
+            // files are not read, and forfeit() scores the cap (verdict.ts), never `error`.
+            const p = await box.processes();
+            if (p && p.cap > 0 && p.current >= p.cap) return `the processes it started filled its container's process cap (${p.current} of ${p.cap})`;
+            throw err;
+          },
+        );
+        if (full)
+          return { exitCode: r.code, signal: null, timedOut: r.timedOut, failedToStart: null, limit: full, stdout: r.stdout, stderr: r.stderr, rewardDir };
         if (rewardDir) await box.copyOut('/logs/verifier', rewardDir);
         return {
           exitCode: r.code,
@@ -147,13 +158,28 @@ export function containerEnvironment(engine: Engine) {
      */
     async function stopAndCopyOut(box: SampleContainer): Promise<void> {
       for (const hook of trial!.collect) await box.shell(hook.command, {}, hook.timeoutSec * 1000, hook.user ?? trial!.agentUser);
-      await box.killStrays();
+      await box.killStrays().catch(async (err: unknown) => {
+        // A container the agent filled to its process cap (a fork bomb's sleepers) starts nothing
+        // more, so polar cannot end them or look at its work there: the agent's doing, 0.
+        const p = await box.processes();
+        if (p && p.cap > 0 && p.current >= p.cap)
+          throw new Forfeit(
+            `the agent's processes filled its container's process cap (${p.current} of ${p.cap}): nothing more could run there to collect its work`,
+          );
+        throw err;
+      });
       // The agent (often root here) could leave a link, or a file, where polar copies a folder
       // out: a link at /logs/agent or WORKDIR made the copy fail and the sample end `error`
       // (issue 39), or would copy whatever it points at. Its own doing: the sample scores 0.
       const seen = await box.shell(PLACES, {}, 60_000, '0', [box.workdir, '/logs/agent']);
       if (seen.code !== 0) throw new StageError('post', `could not look at ${box.workdir} and /logs/agent in the agent's container: ${seen.stderr.trim()}`);
       const [work, logs] = seen.stdout.trim().split('\n');
+      // Anything but the check's own words: the agent (root) replaced the shell that ran it, so
+      // nothing there can be looked at safely (the engine's copy follows links): nothing is copied
+      // out, and the sample scores 0 with what the shell said.
+      const said = new Set(['dir', 'link', 'file', 'missing']);
+      if (!said.has(work ?? '') || !said.has(logs ?? ''))
+        throw new Forfeit(`the agent replaced the shell polar checks its container with (it answered ${JSON.stringify(seen.stdout.slice(0, 80))})`);
       if (work !== 'dir')
         throw new Forfeit(`the agent left ${work === 'missing' ? 'nothing' : `a ${work}`} at ${box.workdir}, where its work is collected from`);
       if (logs !== 'dir' && logs !== 'missing') throw new Forfeit(`the agent left a ${logs} at /logs/agent, where its logs are collected from`);

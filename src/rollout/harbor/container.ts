@@ -278,6 +278,11 @@ export interface SampleContainer {
    * Run after the agent, before its workspace is read and the verifier starts. Returns how many.
    */
   killStrays(): Promise<number>;
+  /**
+   * The container's process count and cap, read by the engine from its cgroup (no process started
+   * inside: a container at its cap starts none); null where the engine cannot say.
+   */
+  processes(): Promise<{ current: number; cap: number } | null>;
   copyIn(hostDir: string, dest: string): Promise<void>;
   copyOut(src: string, hostDir: string): Promise<void>;
   /** `<engine> cp` of one path, file or folder, to a host path that does not exist yet; false when SRC does not exist inside. */
@@ -384,6 +389,15 @@ function runningContainer(spec: SampleContainerSpec, name: string, keep: readonl
       const r = await runEngine(engine, execArgs({ name, workdir: '/', envNames: [], interactive: false }, ['sh', '-c', killStraysScript(keep)]));
       if (r.code !== 0) throw fail('exec (ending what the agent left running)', r);
       return Number(r.stdout.trim()) || 0;
+    },
+    async processes() {
+      const [stats, cap] = await Promise.all([
+        runEngine(engine, ['stats', '--no-stream', '--format', '{{.PIDs}}', name]),
+        runEngine(engine, ['inspect', '--format', '{{.HostConfig.PidsLimit}}', name]),
+      ]);
+      const current = Number(stats.stdout.trim());
+      const limit = Number(cap.stdout.trim());
+      return stats.code === 0 && cap.code === 0 && Number.isInteger(current) && Number.isInteger(limit) ? { current, cap: limit } : null;
     },
     async copyIn(hostDir, dest) {
       const mk = await runEngine(engine, execArgs({ name, workdir, envNames: [], interactive: false }, ['mkdir', '-p', dest]));
