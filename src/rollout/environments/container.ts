@@ -91,8 +91,8 @@ export function containerEnvironment(engine: Engine) {
             // The agent's code under test.sh filled the process cap: nothing more starts there, its
             // files are not read, and forfeit() scores the cap (verdict.ts), never `error`.
             const p = await box.processes();
-            if (p && p.cap > 0 && p.current >= p.cap) return `the processes it started filled its container's process cap (${p.current} of ${p.cap})`;
-            throw err;
+            if (p && nearCap(p)) return `the processes it started filled its container's process cap (${p.current} of ${p.cap})`;
+            throw withCount(err, p);
           },
         );
         if (full)
@@ -162,11 +162,11 @@ export function containerEnvironment(engine: Engine) {
         // A container the agent filled to its process cap (a fork bomb's sleepers) starts nothing
         // more, so polar cannot end them or look at its work there: the agent's doing, 0.
         const p = await box.processes();
-        if (p && p.cap > 0 && p.current >= p.cap)
+        if (p && nearCap(p))
           throw new Forfeit(
             `the agent's processes filled its container's process cap (${p.current} of ${p.cap}): nothing more could run there to collect its work`,
           );
-        throw err;
+        throw withCount(err, p);
       });
       // The agent (often root here) could leave a link, or a file, where polar copies a folder
       // out: a link at /logs/agent or WORKDIR made the copy fail and the sample end `error`
@@ -355,4 +355,23 @@ async function baselineInto(box: SampleContainer, dir: string, user: string | un
     const owned = await box.shell('chown -R -- "$2" "$1"', {}, 60_000, '0', [git, user]);
     if (owned.code !== 0) throw new StageError('init', `could not hand ${git} to ${user}: ${owned.stderr.trim()}`);
   }
+}
+
+/**
+ * Whether a container's processes leave `exec` no room: runc's own init and the command need a few
+ * of the cap, so a container a few short of it already refuses them (seen in CI: a fork bomb's
+ * sleepers, with the agent's shell gone, one or two under the cap).
+ */
+function nearCap(p: { current: number; cap: number }): boolean {
+  return p.cap > 0 && p.current >= p.cap - EXEC_HEADROOM;
+}
+
+const EXEC_HEADROOM = 16;
+
+/** The error as it was, with the process count the engine gave (or that it gave none), for whoever reads why. */
+function withCount(err: unknown, p: { current: number; cap: number } | null): Error {
+  const message = (err as Error)?.message ?? String(err);
+  return Object.assign(err instanceof Error ? err : new Error(message), {
+    message: `${message} (the container runs ${p ? `${p.current} processes of a cap of ${p.cap}` : 'a number of processes the engine did not say'})`,
+  });
 }
