@@ -43,6 +43,9 @@ const TOKEN_FIELDS = ['prompt_token_ids', 'generation_token_ids', 'generation_lo
  * The policy's message allow-list drops every key a harness may not send, the token fields too
  * (a policy must not choose the tokens NeMo-RL splices in); the ones polar's own chain memory
  * pinned on the reply it continues (`prepare`, below) go back on after it, message for message.
+ * NeMo-RL reads them at 7ea279a nemo_rl/models/generation/vllm/vllm_worker_async.py:411-420: the
+ * last message holding `prompt_token_ids` gives `required_prefix_token_ids` = its
+ * `prompt_token_ids` + `generation_token_ids` (`generation_log_probs` is not read there).
  */
 function withPinnedTokens(messages: ChatMessage[], prepared: ChatMessage[]): ChatMessage[] {
   return messages.map((m, i) => {
