@@ -37,6 +37,13 @@ export interface CaptureOptions {
   /** Why the model list could not be read, when no model was named (the caller decides whether to say so). */
   onModelsError?: (err: Error) => void;
   /**
+   * Whether the upstream may be unreachable when the capture opens (default: no). A harness started
+   * against a server nobody answers at only retries 502s until its own timeout, minutes later, so
+   * `run`, `rollout`, `worker` and `gym-agent` fail here with the cause. `polar proxy` may come up
+   * before its server does: it says so and serves.
+   */
+  allowUnreachable?: boolean;
+  /**
    * The proxy's other options, or a step that makes them once the model is known (a session row to
    * write first, a store to open only after the upstream was made).
    */
@@ -71,16 +78,42 @@ export function unknownWindow(url: string, model: string | null, listError: Erro
   return `the context window of the served model is not known: ${why}. Harnesses write their window into their first prompt (tool descriptions, compaction settings), so it must be the same for every sample of a group on every machine: pass --context-window TOKENS (the server's max_model_len), or fix the upstream so it lists max_model_len`;
 }
 
+/** How long the model list may take before the upstream counts as not answering. */
+export const MODELS_TIMEOUT_MS = 5000;
+
+/**
+ * The error for an upstream that could not be reached at all (refused, no such host, no answer within
+ * the model list's timeout), with the cause; null for one that answered, even with an error status
+ * (a server without /v1/models is served all the same).
+ */
+export function cannotReach(url: string, err: Error): PolarError | null {
+  const e = err as PolarError;
+  const timedOut = e.code === 'POLAR_CLIENT_ABORTED' || e.name === 'TimeoutError' || e.name === 'AbortError';
+  if (e.code !== 'POLAR_UPSTREAM_CONNECT' && !timedOut) return null;
+  const cause = (e.cause as { code?: unknown } | undefined)?.code;
+  const why = timedOut ? `no answer within ${MODELS_TIMEOUT_MS / 1000} s` : typeof cause === 'string' ? cause : e.message;
+  return new PolarError(
+    'POLAR_UPSTREAM_CONNECT',
+    `cannot reach ${url} (${why}): start the inference server there or correct --upstream; nothing was started`,
+    502,
+    { cause: err },
+  );
+}
+
 /** Makes the upstream, learns its model and window, and starts the capture proxy in front of it. */
 export async function openCapture(options: CaptureOptions): Promise<Capture> {
   const upstream = await createUpstream(options.kind, options.upstream);
   try {
     let listError: Error | null = null;
-    const listed = await upstream.models(AbortSignal.timeout(5000)).catch((err: unknown) => {
+    const listed = await upstream.models(AbortSignal.timeout(MODELS_TIMEOUT_MS)).catch((err: unknown) => {
       listError = err as Error;
       if (!options.model) options.onModelsError?.(err as Error);
       return [];
     });
+    if (listError && !options.allowUnreachable) {
+      const unreachable = cannotReach(options.upstream.baseUrl, listError);
+      if (unreachable) throw unreachable;
+    }
     const { model, contextWindow } = resolveServed(listed, options.model, options.contextWindow);
     if (!model && options.noModel !== undefined) throw new PolarError('POLAR_USAGE', options.noModel);
     if (contextWindow === null && options.requireContextWindow) throw new PolarError('POLAR_USAGE', unknownWindow(options.upstream.baseUrl, model, listError));

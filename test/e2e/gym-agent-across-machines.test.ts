@@ -35,6 +35,7 @@ const STRANGER_IP = '10.200.0.3';
 const PORT = 5100;
 const TOKEN_PORT = 5101;
 const NO_DOOR_PORT = 5102;
+const MOCK_PORT = 5103;
 
 /** Why two namespaces cannot be made here, or null. */
 function namespacesUnavailable(): string | null {
@@ -95,6 +96,20 @@ afterAll(async () => {
   if (dir) removeTree(dir);
 });
 
+/** `polar mock-server` on the agent namespace's loopback, the policy server the agent's upstream names; resolves once it listens. */
+function startMock(): Promise<void> {
+  const child = spawn('ip', ['netns', 'exec', NS_AGENT, process.execPath, BIN, 'mock-server', '--port', String(MOCK_PORT), '--json'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.push(child);
+  let stderr = '';
+  child.stderr!.on('data', (d) => (stderr += d));
+  return new Promise((resolve, reject) => {
+    readline.createInterface({ input: child.stdout! }).once('line', () => resolve());
+    child.once('exit', (code) => reject(new Error(`mock-server exited ${code}: ${stderr}`)));
+  });
+}
+
 /** `polar gym-agent` inside the agent's namespace; resolves with its `--json` line, or rejects with its stderr. */
 function startAgent(flags: string[], name: string): Promise<{ json: Record<string, unknown>; stderr: () => string }> {
   const args = [
@@ -110,10 +125,11 @@ function startAgent(flags: string[], name: string): Promise<{ json: Record<strin
     'true',
     '--sandbox',
     'none',
-    // The custom harness `true` makes no model call, so nothing is sent upstream: the sample is
-    // answered masked, which is all a door test needs to see served.
+    // The custom harness `true` makes no model call: the sample is answered masked, which is all a
+    // door test needs to see served. The upstream must still answer (issue 40: an unreachable one
+    // fails each row at once), so it is polar's mock server in the agent's namespace.
     '--upstream',
-    'http://127.0.0.1:9/v1',
+    `http://127.0.0.1:${MOCK_PORT}/v1`,
     '--model',
     'policy',
     '--db',
@@ -202,6 +218,7 @@ describe.skipIf(skip !== null)(`polar gym-agent on another machine, called as Ne
   const [name] = agentNames([{ host: AGENT_IP, port: PORT }], false);
 
   beforeAll(async () => {
+    await startMock();
     await startAgent(['--host', AGENT_IP, '--port', String(PORT), '--allow-from', TRAINER_IP], 'allow');
   }, patient(60_000));
 

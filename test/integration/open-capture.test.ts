@@ -1,4 +1,6 @@
 import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,6 +15,8 @@ import { removeTree } from '../support/remove-tree.js';
  * give `--model` that model's own window, never the first's (the drift issue 27 found).
  */
 let upstream: ReferenceUpstream;
+/** A server without /v1/models (404 for every path), as some OpenAI-compatible servers are. */
+let listless: { url: string; close: () => Promise<void> };
 let store: Store;
 let dir: string;
 
@@ -20,11 +24,16 @@ beforeAll(async () => {
   upstream = await startReferenceUpstream({ alsoListed: [{ id: 'policy', maxModelLen: 32_768 }] });
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-open-capture-'));
   store = Store.open(path.join(dir, 'polar.db'));
+  const server = http.createServer((_req, res) => res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"not found"}'));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  listless = { url: `http://127.0.0.1:${port}`, close: () => new Promise((resolve) => server.close(() => resolve())) };
 });
 
 afterAll(async () => {
   await store?.closeAsync();
   await upstream?.close();
+  await listless?.close();
   removeTree(dir);
 });
 
@@ -85,12 +94,12 @@ describe('openCapture', () => {
     it('refuses to start when the model list cannot be read, with why', async () => {
       const refused = openCapture({
         kind: 'vllm',
-        upstream: { baseUrl: 'http://127.0.0.1:1' },
+        upstream: { baseUrl: listless.url },
         model: 'policy',
         requireContextWindow: true,
         proxy: { store, defaultSession: 'c-default' },
       });
-      await expect(refused).rejects.toThrow(/its model list \(http:\/\/127\.0\.0\.1:1 \/v1\/models\) could not be read: .*pass --context-window/);
+      await expect(refused).rejects.toThrow(/its model list \(http:\/\/127\.0\.0\.1:\d+ \/v1\/models\) could not be read: .*pass --context-window/);
     });
 
     it('starts with --context-window whatever the list says, and with a listed max_model_len', async () => {
@@ -120,13 +129,48 @@ describe('openCapture', () => {
     expect(seen).toEqual([{ model: 'policy', contextWindow: 32_768 }]);
   });
 
-  describe('an upstream whose model list cannot be read', () => {
+  // Issue 40: a harness started against a server nobody answers at retried 502s for minutes, and
+  // without --model the run said to pass --model. Now the cause, at once, with or without a model.
+  describe('an upstream nobody answers at', () => {
     // Port 9 (discard) refuses the connection: /v1/models fails at once.
     const dead = { kind: 'vllm', upstream: { baseUrl: 'http://127.0.0.1:9', connectTimeoutMs: 2000 } };
 
+    it('refuses with the cause, with or without a model named, before any proxy listens', async () => {
+      for (const model of [undefined, 'policy']) {
+        const refused = open({ ...dead, ...(model ? { model } : {}), noModel: 'pass --model NAME' });
+        await expect(refused).rejects.toMatchObject({
+          code: 'POLAR_UPSTREAM_CONNECT',
+          message: expect.stringMatching(/^cannot reach http:\/\/127\.0\.0\.1:9 \(ECONNREFUSED\): start the inference server there or correct --upstream/),
+        });
+      }
+    });
+
+    it('polar proxy (allowUnreachable) serves a named model without asking, and stays quiet about the list', async () => {
+      const reasons: string[] = [];
+      await withCapture(
+        { ...dead, allowUnreachable: true, model: 'policy', noModel: 'pass --model NAME', onModelsError: (err) => reasons.push(err.message) },
+        async (c) => {
+          expect(c.model).toBe('policy');
+          expect(c.contextWindow).toBeNull();
+        },
+      );
+      expect(reasons).toEqual([]);
+    });
+
+    it('polar proxy (allowUnreachable) passes each call’s model through where no model is required', async () => {
+      await withCapture({ ...dead, allowUnreachable: true }, async (c) => {
+        expect(c.model).toBeNull();
+        expect(c.proxy.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      });
+    });
+  });
+
+  describe('an upstream that answers but lists no models', () => {
     it('refuses with the caller’s usage error when a model is required and none was named; says why once', async () => {
       const reasons: string[] = [];
-      await expect(open({ ...dead, noModel: 'pass --model NAME', onModelsError: (err) => reasons.push(err.message) })).rejects.toMatchObject({
+      await expect(
+        open({ upstream: { baseUrl: listless.url }, noModel: 'pass --model NAME', onModelsError: (err) => reasons.push(err.message) }),
+      ).rejects.toMatchObject({
         code: 'POLAR_USAGE',
         message: 'pass --model NAME',
       });
@@ -135,18 +179,11 @@ describe('openCapture', () => {
 
     it('serves a named model without asking, and stays quiet about the list', async () => {
       const reasons: string[] = [];
-      await withCapture({ ...dead, model: 'policy', noModel: 'pass --model NAME', onModelsError: (err) => reasons.push(err.message) }, async (c) => {
+      await withCapture({ upstream: { baseUrl: listless.url }, model: 'policy', onModelsError: (err) => reasons.push(err.message) }, async (c) => {
         expect(c.model).toBe('policy');
         expect(c.contextWindow).toBeNull();
       });
       expect(reasons).toEqual([]);
-    });
-
-    it('passes each call’s model through where no model is required (polar proxy)', async () => {
-      await withCapture(dead, async (c) => {
-        expect(c.model).toBeNull();
-        expect(c.proxy.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
-      });
     });
   });
 });

@@ -750,3 +750,40 @@ describe('queued rollout over three workers', () => {
     patient(240_000),
   );
 });
+
+// Issue 40: a worker whose inference server nobody answers at took samples and let its harness retry
+// 502s; it now stops before it takes any, with the cause (port 9 refuses connections here).
+describe('a worker whose upstream cannot be reached', () => {
+  it(
+    'stops before taking a sample, with the cause, its model named or not',
+    async () => {
+      const url = await server.database('unreachable');
+      for (const model of [[], ['--model', 'm']]) {
+        const r = await polarCli(
+          [
+            'worker',
+            '--queue',
+            url,
+            '--harness',
+            'custom',
+            '--command',
+            'true',
+            '--upstream',
+            'http://127.0.0.1:9',
+            ...model,
+            '--sandbox',
+            'none',
+            '--idle-exit',
+            '5',
+            '--out',
+            path.join(dir, 'w-unreachable'),
+          ],
+          { env: env(), timeout: patient(60_000) },
+        );
+        expect(r.code, r.stderr).toBe(1);
+        expect(r.stderr).toMatch(/error\[POLAR_UPSTREAM_CONNECT\]: cannot reach http:\/\/127\.0\.0\.1:9 \(ECONNREFUSED\)/);
+      }
+    },
+    patient(120_000),
+  );
+});

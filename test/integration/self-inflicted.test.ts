@@ -7,6 +7,7 @@ import { Store } from '../../src/store/store.js';
 import type { SampleRow } from '../../src/store/rollouts.js';
 import { nodeAgentHarness, polarCli } from '../support/polar-cli.js';
 import { patient } from '../support/patience.js';
+import { type ReferenceUpstream, startReferenceUpstream } from '../support/reference-upstream/index.js';
 import { removeTree } from '../support/remove-tree.js';
 
 /**
@@ -39,6 +40,7 @@ const CASES: [string, string, { reward: 1 } | { forfeit: RegExp }][] = [
 ];
 
 let dir: string;
+let upstream: ReferenceUpstream | undefined;
 let samples: SampleRow[];
 let stdout: string;
 
@@ -55,7 +57,9 @@ beforeAll(async () => {
   const tasks = path.join(dir, 'tasks.jsonl');
   fs.writeFileSync(tasks, CASES.map(([id, then]) => JSON.stringify({ id, prompt: `${ANSWER} && ${then}`, workspace: { empty: true }, evaluator })).join('\n'));
   const db = path.join(dir, 'polar.db');
-  // No model is called: the upstream is never reached, and the model is named so none is asked for.
+  // No model is called, and the model is named so none is asked for; the upstream must still answer
+  // (issue 40: a rollout against one nobody answers at is refused at start).
+  upstream = await startReferenceUpstream();
   const r = await polarCli(
     [
       'rollout',
@@ -65,7 +69,7 @@ beforeAll(async () => {
       '--sandbox-ro',
       agentDir,
       '--upstream',
-      'http://127.0.0.1:9',
+      upstream.url,
       '--model',
       'm',
       '--db',
@@ -91,7 +95,10 @@ beforeAll(async () => {
     store.close();
   }
 }, patient(300_000));
-afterAll(() => dir && removeTree(dir));
+afterAll(async () => {
+  await upstream?.close();
+  if (dir) removeTree(dir);
+});
 
 describe.skipIf(!bwrap)(`an agent's own failure scores it 0, never error${bwrap ? '' : ' (skipped: bubblewrap is not installed)'}`, () => {
   it.each(CASES)('%s (after answering: %s)', (task, _then, expected) => {

@@ -164,6 +164,8 @@ async function startProxy(opts: ProxyCommandOptions, settings: ProxySettings): P
       },
       model: opts.model,
       contextWindow: opts.contextWindow,
+      // A proxy may come up before its server does: it warns and serves.
+      allowUnreachable: true,
       onModelsError: opts.quiet
         ? undefined
         : (err) => process.stderr.write(chalk.yellow(`warning: could not list the upstream's models (${err.message}); pass --model NAME\n`)),

@@ -49,8 +49,13 @@ export class SessionCache {
     const name = `${key.url}|${key.temperature ?? ''}|${key.topP ?? ''}|${key.maxTokens ?? ''}`;
     let p = this.profiles.get(name);
     if (!p) {
-      p = this.open(key);
-      this.profiles.set(name, p);
+      const opening = this.open(key);
+      // A server that could not be reached is asked again by the next row, not refused for good.
+      opening.catch(() => {
+        if (this.profiles.get(name) === opening) this.profiles.delete(name);
+      });
+      this.profiles.set(name, opening);
+      p = opening;
     }
     return p;
   }
