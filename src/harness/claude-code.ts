@@ -130,6 +130,13 @@ export const claudeCode: Harness = {
   // from the agent context), so main stays `main` and each sub-agent gets its own id.
   // `x-claude-code-parent-agent-id` names the parent, not the caller, so it is left out.
   agentHeaders: ['x-claude-code-agent-id'],
+  // In print mode 2.1.330 writes `[claude-code:unrecognized_model] {"model":…,"query_source":…}` to
+  // stderr, once per model id it does not know as Claude's (its built-in list, or a Claude id that
+  // settings' `modelOverrides` maps onto it), so on every run polar makes. Only that mapping silences
+  // it (`CLAUDE_CODE_SESSION_KIND=bg` moves it to the debug log but makes a background session), and
+  // with it Claude Code takes the served model for that Claude model: checked with the mock, its
+  // system prompt grew from 7,132 to 28,834 characters. So the line goes to the log file only.
+  stderrNoise: ['[claude-code:unrecognized_model] '],
 
   async writeConfig(ctx: HarnessContext): Promise<void> {
     const dir = claudeConfigDir(configHome(ctx));

@@ -69,6 +69,11 @@ export interface Harness {
   readonly appendOnlyGap: string | null;
   /** Request headers that name the (sub-)agent making a call, in priority order. */
   readonly agentHeaders: readonly string[];
+  /**
+   * Starts of the lines on the harness's stderr that polar keeps off the user's terminal (the run's
+   * log file still has them): what the CLI says about a setup polar chose, in words that read as a fault.
+   */
+  readonly stderrNoise?: readonly string[];
   writeConfig(ctx: HarnessContext): Promise<void>;
   /** Headless when `prompt` is given, interactive otherwise. */
   command(bin: string, ctx: HarnessContext, prompt: string | null, extraArgs: readonly string[], baseEnv: Record<string, string>): HarnessCommand;

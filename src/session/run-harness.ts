@@ -147,6 +147,7 @@ async function superviseHarness(
       interactive: opts.prompt === null,
       logFile: run.logFile,
       echo: opts.quiet === 'stdout' ? 'stderr' : opts.quiet !== true,
+      ...(opts.harness.stderrNoise ? { logOnlyStderr: opts.harness.stderrNoise } : {}),
       ...(opts.sandbox ? { logLimitBytes: opts.sandbox.settings.limits.maxFileSizeBytes } : {}),
       ...(opts.timeoutSec ? { timeoutMs: opts.timeoutSec * 1000 } : {}),
     });

@@ -1,6 +1,7 @@
 import { createWriteStream } from 'node:fs';
 import { execa, type ResultPromise } from 'execa';
 import { type CommandLine, exitStatus } from './command-line.js';
+import { LineDropper } from './drop-lines.js';
 
 export interface SpawnOptions {
   cwd: string;
@@ -13,6 +14,8 @@ export interface SpawnOptions {
    * the harness's stderr (its stdout, often a JSON event stream, goes to the log file alone).
    */
   echo?: boolean | 'stderr';
+  /** Lines of the harness's stderr that start with one of these go to the log file only, not the echo. */
+  logOnlyStderr?: readonly string[];
   /**
    * The log file's cap in bytes (0 or absent: none). polar writes the log itself, outside the
    * sandbox's RLIMIT_FSIZE: without a cap an agent printing without end fills the disk.
@@ -67,10 +70,15 @@ export async function runHarnessProcess(cmd: CommandLine, opts: SpawnOptions): P
       toLog(d, child.stdout);
       if (echoOut) process.stdout.write(d);
     });
+    const errEcho = new LineDropper(opts.logOnlyStderr ?? []);
+    const echoStderr = (d: Buffer) => {
+      if (echoErr && d.length > 0) process.stderr.write(d);
+    };
     child.stderr?.on('data', (d: Buffer) => {
       toLog(d, child.stderr);
-      if (echoErr) process.stderr.write(d);
+      echoStderr(errEcho.write(d));
     });
+    child.stderr?.on('end', () => echoStderr(errEcho.end()));
   }
   let endedBy: HarnessExit['endedBy'] = null;
   const killTree = (signal: NodeJS.Signals, evenAfterExit = false) => {
