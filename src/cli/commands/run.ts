@@ -78,9 +78,10 @@ Examples:
   polar run --harness codex --upstream http://127.0.0.1:8000 --prompt-file task.md --timeout 1800
   polar run --harness custom --command 'mycli --base-url {base_url} --model {model} {prompt}' --upstream http://127.0.0.1:8000 --prompt hi
   polar run --harness pi --upstream http://127.0.0.1:8000 --upstream-kind vllm-tito --tokenizer ~/models/Qwen3-8B --prompt "add a test"
-Output: a headless run prints one line per model call (API, prompt → sampled tokens, how it ended,
-time, the tool call or text the model answered with); the harness's own output, often a JSON event
-stream, goes to .polar/runs/<session>/harness.log beside the database (its stderr is also shown).
+Output: polar names the folder the agent writes in as it starts; a headless run then prints one line
+per model call (API, prompt → sampled tokens, how it ended, time, the tool call or text the model
+answered with); the harness's own output, often a JSON event stream, goes to
+.polar/runs/<session>/harness.log beside the database (its stderr is also shown).
 --json prints only the result, as JSON.
 Placeholders for --command: {base_url} (…/v1), {base_root}, {model}, {session}, {api_key}, {prompt}.
 Sandbox (bwrap, the default where bubblewrap is installed): the harness writes only the working
@@ -108,6 +109,8 @@ async function runCommand(harnessArgs: string[], opts: RunCommandOptions): Promi
     for (const line of sandboxNotices(sandbox)) process.stderr.write(chalk.yellow(`notice: ${line}\n`));
   }
   if (opts.upstream && !opts.json) process.stderr.write(chalk.dim(`notice: ${describeSampling(captureSampling(opts))}\n`));
+  const cwd = path.resolve(opts.cwd ?? process.cwd());
+  if (!opts.json) process.stderr.write(`polar run: ${writesIn(cwd, opts.cwd !== undefined, sandbox.kind !== 'none')}\n`);
   // Headless and not --json: a line per call on stdout, in place of the harness's own output (often
   // a raw JSON event stream), which goes to the log file only; its stderr is still shown.
   const callLines = prompt !== null && !opts.json;
@@ -119,7 +122,7 @@ async function runCommand(harnessArgs: string[], opts: RunCommandOptions): Promi
       harness,
       ...(opts.harnessBin ? { harnessBin: opts.harnessBin } : {}),
       prompt,
-      cwd: path.resolve(opts.cwd ?? process.cwd()),
+      cwd,
       dbPath: opts.db ?? defaultDbPath(),
       ...(opts.upstream
         ? {
@@ -148,9 +151,18 @@ async function runCommand(harnessArgs: string[], opts: RunCommandOptions): Promi
   } finally {
     statusLine?.stop();
   }
-  if (opts.json) printJson({ ok: result.exitCode === 0 && result.limit === null, ...result });
+  if (opts.json) printJson({ ok: result.exitCode === 0 && result.limit === null, ...result, cwd });
   else process.stderr.write(`${summaryLine(result, opts.db)}\n`);
   process.exitCode = result.limit ? result.exitCode || 1 : result.exitCode;
+}
+
+/**
+ * The folder the agent writes in, said as the run starts (issue 40): a new user otherwise learns it
+ * from the files that appear. The sandbox leaves it (and a private home) the only place it can write.
+ */
+export function writesIn(cwd: string, given: boolean, sandboxed: boolean): string {
+  const why = given ? '--cwd' : 'the current folder; --cwd to choose another';
+  return sandboxed ? `agent writes in ${cwd} (${why})` : `agent works in ${cwd} (${why}); unsandboxed, it can write anywhere you can`;
 }
 
 export function summaryLine(r: RunHarnessResult, dbPath?: string, options: { next?: boolean } = {}): string {
