@@ -298,7 +298,7 @@ h3{font-size:15px;margin:20px 0 6px}h4{font-size:14px;margin:14px 0 4px}
 .meta{color:var(--muted);font-weight:normal;font-size:13px}
 table{border-collapse:collapse;margin:8px 0 16px;font-size:13px}th,td{border:1px solid var(--line);padding:3px 8px;text-align:left}th{background:#f6f8fa}
 dl.facts{display:grid;grid-template-columns:max-content 1fr;gap:2px 16px;margin:0}dt{color:var(--muted)}dd{margin:0}
-.msg{border:1px solid var(--line);border-radius:6px;margin:6px 0;padding:6px 10px}.msg .role{font-weight:600;font-size:12px;text-transform:uppercase;color:var(--muted)}
+.msg{border:1px solid var(--line);border-radius:6px;margin:6px 0;padding:6px 10px}.msg .role{font-weight:600;font-size:12px;text-transform:uppercase;color:var(--muted)}.msg .role .meta{text-transform:none}
 .msg.reply{border-color:#7cb342;background:#f5fbef}.role-user{background:#f6f8fa}.role-tool{background:#fafafa}
 pre{white-space:pre-wrap;word-break:break-word;margin:4px 0;font:12.5px/1.4 ui-monospace,SFMono-Regular,Menlo,monospace}
 .tool-call .name{font:600 12.5px ui-monospace,monospace;color:#6f42c1}

@@ -7,7 +7,7 @@ import { REPORT_BAND_COLOURS } from '../../src/inspect/report-html.js';
 import { allCalls, loadSessionModel, type SessionModel } from '../../src/inspect/session-model.js';
 import { logprobBand, TokenPieces } from '../../src/inspect/token-strip.js';
 import { loadTokenText } from '../../src/trajectory/tokenizer.js';
-import { countColour, dumpDom, findChromium, screenshot } from '../support/chromium.js';
+import { countColour, dumpDom, evaluate, findChromium, screenshot } from '../support/chromium.js';
 import { recordMixedSession } from '../support/mixed-session.js';
 import { qwen3ModelDir, startReferenceUpstream, type ReferenceUpstream } from '../support/reference-upstream/index.js';
 import { startTestProxy, type TestProxy } from '../support/start-proxy.js';
@@ -119,6 +119,20 @@ describe('polar report', () => {
     const painted = [...bands].filter((b) => countColour(png, REPORT_BAND_COLOURS[b]!) > 50);
     expect(painted.length).toBeGreaterThan(0);
     expect(countColour(png, '#ffffff')).toBeLessThan(png.width * png.height * 0.98);
+  });
+
+  // Issue 40: the role label is styled upper-case, and the tool call id beside it was too.
+  it.skipIf(!chromium)('shows each tool call id as the harness sent it, beside the upper-case role label', async () => {
+    const dom = await dumpDom(chromium!, file);
+    const seq = Number(/as the harness sent it in call #(\d+)/.exec(dom)![1]);
+    const sent = JSON.parse(t.store.requests.get(allCalls(model).find((c) => c.seq === seq)!.id)!.originalRequest!) as {
+      messages: { role: string; tool_call_id?: string }[];
+    };
+    const ids = sent.messages.filter((m) => m.role === 'tool').map((m) => m.tool_call_id!);
+    expect(ids.length).toBeGreaterThan(0);
+    expect(ids.every((id) => id !== id.toUpperCase())).toBe(true);
+    const shown = await evaluate<string[]>(chromium!, file, `[...document.querySelectorAll('.conversation .role-tool .role')].map((e) => e.innerText)`);
+    expect(shown).toEqual(ids.map((id) => `TOOL ${id}`));
   });
 
   it('without a tokenizer, tokens show as their ids', async () => {

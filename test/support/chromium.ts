@@ -1,8 +1,9 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { pathToFileURL } from 'node:url';
 import zlib from 'node:zlib';
 import { patient } from './patience.js';
 import { removeTree } from './remove-tree.js';
@@ -40,6 +41,89 @@ export async function dumpDom(chromium: string, file: string): Promise<string> {
   } finally {
     removeTree(profile);
   }
+}
+
+/**
+ * The value of `expression` in the loaded page, as rendered (`innerText` with the page's CSS applied,
+ * computed styles). Dumped DOM holds the source text; this is what a reader sees. Chromium is driven
+ * over the DevTools protocol on a pipe (`--remote-debugging-pipe`: JSON messages ended by a NUL byte,
+ * sent on fd 3, answered on fd 4); DevTools evaluation runs even where the page's CSP allows no script.
+ */
+export async function evaluate<T>(chromium: string, file: string, expression: string): Promise<T> {
+  const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-chromium-'));
+  const url = pathToFileURL(file).href;
+  const child = spawn(chromium, [...flags(profile), '--remote-debugging-pipe', url], { stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4000)));
+  const toChromium = child.stdio[3] as NodeJS.WritableStream;
+  const fromChromium = child.stdio[4] as NodeJS.ReadableStream;
+  // A write after Chromium has gone fails with EPIPE; the question it carried is answered below.
+  toChromium.on('error', () => undefined);
+  const answers = new Map<number, (message: CdpAnswer) => void>();
+  let gone = false;
+  const exited = new Promise<void>((resolve) =>
+    child.once('close', () => {
+      gone = true;
+      for (const answer of answers.values()) answer({ error: { message: 'Chromium exited' } });
+      resolve();
+    }),
+  );
+  let buffered = Buffer.alloc(0);
+  fromChromium.on('data', (d: Buffer) => {
+    buffered = Buffer.concat([buffered, d]);
+    for (let end = buffered.indexOf(0); end !== -1; end = buffered.indexOf(0)) {
+      const message = JSON.parse(buffered.subarray(0, end).toString('utf8')) as CdpAnswer;
+      buffered = buffered.subarray(end + 1);
+      if (message.id !== undefined) answers.get(message.id)?.(message);
+    }
+  });
+  let lastId = 0;
+  const send = <R>(method: string, params: object = {}, sessionId?: string) =>
+    new Promise<R>((resolve, reject) => {
+      if (gone) return reject(new Error(`${method}: Chromium exited\n${stderr}`));
+      const id = ++lastId;
+      answers.set(id, (m) => {
+        answers.delete(id);
+        if (m.error) reject(new Error(`${method}: ${m.error.message}\n${stderr}`));
+        else resolve(m.result as R);
+      });
+      toChromium.write(`${JSON.stringify({ id, method, params, ...(sessionId ? { sessionId } : {}) })}\0`);
+    });
+  const timer = setTimeout(() => child.kill('SIGKILL'), patient(60_000));
+  try {
+    let page: { targetId: string; type: string } | undefined;
+    while (!page) {
+      const { targetInfos } = await send<{ targetInfos: { targetId: string; type: string }[] }>('Target.getTargets');
+      page = targetInfos.find((t) => t.type === 'page');
+      if (!page) await new Promise((r) => setTimeout(r, 50));
+    }
+    const { sessionId } = await send<{ sessionId: string }>('Target.attachToTarget', { targetId: page.targetId, flatten: true });
+    type Evaluated<V> = { result: { value: V }; exceptionDetails?: { text: string } };
+    const inPage = <V>(expr: string) => send<Evaluated<V>>('Runtime.evaluate', { expression: expr, returnByValue: true }, sessionId);
+    // The page may still show the blank document it starts with: wait until the file has loaded.
+    for (;;) {
+      if (gone) throw new Error(`Chromium exited before ${url} loaded\n${stderr}`);
+      const now = await inPage<string | false>(`document.readyState === 'complete' && location.href`).catch(() => null);
+      if (now?.result.value === url) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const answer = await inPage<T>(expression);
+    if (answer.exceptionDetails) throw new Error(`${expression}: ${answer.exceptionDetails.text}`);
+    return answer.result.value;
+  } finally {
+    send('Browser.close').catch(() => undefined);
+    await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]);
+    child.kill('SIGKILL');
+    clearTimeout(timer);
+    await exited;
+    removeTree(profile);
+  }
+}
+
+interface CdpAnswer {
+  id?: number;
+  result?: unknown;
+  error?: { message: string };
 }
 
 /** A screenshot of the page's first `height` pixels, decoded. */
