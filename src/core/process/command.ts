@@ -1,11 +1,28 @@
 import { execa } from 'execa';
 
-/** A short helper command (a `--version`, an install): its combined output and exit code, never a throw. */
+export interface CommandResult {
+  exitCode: number | null;
+  /** stdout and stderr as they came. */
+  output: string;
+  stdout: string;
+  stderr: string;
+  signal: string | null;
+  timedOut: boolean;
+  /** Why it could not start (`spawn git ENOENT`); null when it ran. */
+  startError: string | null;
+  /** execa's one-line account of a failure (it starts with the command line); null when it succeeded. */
+  failed: string | null;
+}
+
+/**
+ * A short helper command (a `--version`, an install, polar's git): its output and how it ended,
+ * never a throw. commandFailure (failure.ts) turns a failed one into the tool's own reason.
+ */
 export async function runCommand(
   file: string,
   args: readonly string[],
   opts: { env?: Record<string, string>; cwd?: string; timeoutMs: number },
-): Promise<{ exitCode: number | null; output: string; stdout: string; failed: string | null }> {
+): Promise<CommandResult> {
   try {
     const result = await execa(file, args, {
       ...(opts.env ? { env: opts.env, extendEnv: false } : {}),
@@ -17,13 +34,20 @@ export async function runCommand(
       stripFinalNewline: false,
       maxBuffer: 256 * 1024 * 1024,
     });
+    const timedOut = result.timedOut === true;
     return {
       exitCode: result.exitCode ?? null,
       output: result.all ?? '',
       stdout: result.stdout ?? '',
+      stderr: result.stderr ?? '',
+      signal: result.signal ?? null,
+      timedOut,
+      startError:
+        result.failed && result.exitCode === undefined && !result.signal && !timedOut ? (result.originalMessage ?? result.shortMessage ?? 'failed') : null,
       failed: result.failed ? (result.shortMessage ?? 'failed') : null,
     };
   } catch (err) {
-    return { exitCode: null, output: '', stdout: '', failed: (err as Error).message };
+    const message = (err as Error).message;
+    return { exitCode: null, output: '', stdout: '', stderr: '', signal: null, timedOut: false, startError: message, failed: message };
   }
 }

@@ -6,6 +6,7 @@ import type { HarnessCommand } from '../../harness/types.js';
 import { bridged } from '../../sandbox/bridge.js';
 import { PROXY_SOCKET_INSIDE } from '../../sandbox/args.js';
 import { type Jail, rlimitReason, type SandboxLimits } from '../../sandbox/index.js';
+import { commandFailure, toolReason } from '../../core/process/failure.js';
 import { StageError } from '../stage-error.js';
 import {
   buildArgs,
@@ -312,7 +313,7 @@ export async function startSampleContainer(spec: SampleContainerSpec): Promise<S
   const started = await runEngine(engine, args);
   if (started.code !== 0) {
     await runEngine(engine, removeArgs(name));
-    throw new StageError('init', cannotStart(engine, spec.image, args, started.stderr.trim()));
+    throw new StageError('init', cannotStart(engine, spec.image, args, toolReason(started.stderr)));
   }
   const unhealthy = spec.healthcheck ? await healthcheckFails(engine, name, spec.healthcheck) : null;
   if (unhealthy) {
@@ -368,7 +369,7 @@ async function healthcheckFails(engine: Engine, name: string, hc: HarborHealthch
 function runningContainer(spec: SampleContainerSpec, name: string, keep: readonly string[]): SampleContainer {
   const { engine } = spec;
   const workdir = spec.trial.workdir;
-  const fail = (what: string, r: EngineResult) => new StageError('post', `${engine} ${what} failed (exit ${r.code}): ${r.stderr.trim()}`);
+  const fail = (what: string, r: EngineResult) => new StageError('post', commandFailure(`${engine} ${what}`, { ...r, exitCode: r.code }));
   // A task's own commands keep the image's PATH and HOME; the harness gets the host's (its Node, its
   // private home, both mounted at their own paths).
   const inside = (env: Record<string, string>) => Object.keys(env).filter((k) => k !== 'PATH' && k !== 'HOME');

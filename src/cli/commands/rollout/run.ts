@@ -9,6 +9,7 @@ import { sandboxNotices, UNSANDBOXED_GROUPS } from '../../../sandbox/index.js';
 import { SAMPLE_OUTCOMES } from '../../../store/rollouts.js';
 import { defaultDbPath } from '../../../store/store.js';
 import { describeSampling } from '../../../upstream/sampling-policy.js';
+import { clip } from '../../clip.js';
 import { printJson } from '../../output.js';
 import { count } from '../../plural.js';
 import { RolloutProgress } from '../../rollout-progress.js';
@@ -74,7 +75,7 @@ export async function executeRollout(run: RolloutRun, opts: { json: boolean }, e
       if (progress) progress.event(e);
       else if (!opts.json && e.type === 'done') {
         process.stderr.write(
-          `  ${e.sampleId} ${e.outcome}${e.reward !== null ? ` reward ${e.reward}` : ''}${e.error ? chalk.dim(` ${e.error.slice(0, 160)}`) : ''}\n`,
+          `  ${e.sampleId} ${e.outcome}${e.reward !== null ? ` reward ${e.reward}` : ''}${e.error ? chalk.dim(` ${clip(e.error, 240)}`) : ''}\n`,
         );
       }
     },

@@ -6,6 +6,7 @@ import { openStore } from '../../../store/open.js';
 import { defaultDbPath } from '../../../store/store.js';
 import { sampleLogTail } from '../../log-tail.js';
 import { verifierFilesLines } from '../../../rollout/evaluators/verifier-files.js';
+import { clip } from '../../clip.js';
 import { printJson, table } from '../../output.js';
 import { fmt, summaryText } from './summary.js';
 
@@ -58,16 +59,24 @@ export async function showRollout(id: string, opts: { db?: string; json?: boolea
             m.accepted === null ? '-' : m.accepted ? 'yes' : 'no',
             m.attempt,
             m.sessionId ?? '-',
-            m.error ? `${m.errorStage}: ${m.error.slice(0, 80)}` : (forfeitColumn(m.evaluator) ?? logColumn(logs.get(m.id) ?? null)),
+            m.error ? clip(`${m.errorStage}: ${m.error}`, ERROR_COLUMN) : (forfeitColumn(m.evaluator) ?? logColumn(logs.get(m.id) ?? null)),
           ]),
         )}\n`,
       );
-      for (const m of members) for (const line of verifierReasons(m.sampleIndex, m.evaluator)) process.stdout.write(`${line}\n`);
+      for (const m of members) {
+        // An error the column cut, whole under the table: its cause, then what polar ran.
+        if (m.error && clip(`${m.errorStage}: ${m.error}`, ERROR_COLUMN).endsWith('…'))
+          process.stdout.write(`${chalk.dim(`  #${m.sampleIndex} ${m.errorStage}: ${m.error}`)}\n`);
+        for (const line of verifierReasons(m.sampleIndex, m.evaluator)) process.stdout.write(`${line}\n`);
+      }
     }
   } finally {
     store.close();
   }
 }
+
+/** The characters of a sample's error the table shows; a longer one follows the table whole. */
+const ERROR_COLUMN = 100;
 
 /** Why a sample scored 0 without a verdict (its verifier was killed, timed out, left no reward). */
 function forfeitColumn(evaluator: Record<string, unknown> | null): string | null {
