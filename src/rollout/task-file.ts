@@ -4,6 +4,7 @@ import { isRecord } from '../core/chat.js';
 import { PolarError } from '../core/errors.js';
 import type { HarborTrial } from './harbor/types.js';
 import { isDir } from '../core/fs-kind.js';
+import { gitSourceProblem } from './git-source.js';
 import { RUNNER_NAMES, type RunnerName } from './evaluators/named-tests/types.js';
 
 /**
@@ -101,9 +102,10 @@ export function readTaskFile(file: string): RolloutTask[] {
 
 /**
  * Parses and validates a task file's text. With `checkPaths`, a `dir` workspace must be a folder
- * and a local `git` source must exist.
+ * and a local `git` source must be something git can clone (each source asked once).
  */
 export function parseTaskFile(text: string, options: { name: string; baseDir: string; checkPaths?: boolean }): RolloutTask[] {
+  const checks: PathChecks = { ...options, ...(options.checkPaths ? { gitSources: new Map() } : {}) };
   const problems: string[] = [];
   const tasks: RolloutTask[] = [];
   const seen = new Map<string, number>();
@@ -121,7 +123,7 @@ export function parseTaskFile(text: string, options: { name: string; baseDir: st
       at(null, `not valid JSON (${(err as Error).message})`);
       return;
     }
-    const task = validateTask(value, at, () => problems.length, options);
+    const task = validateTask(value, at, () => problems.length, checks);
     if (!task) return;
     const first = seen.get(task.id);
     if (first !== undefined) at('id', `duplicate id ${JSON.stringify(task.id)} (first on line ${first})`);
@@ -153,7 +155,17 @@ export function validateTaskObject(value: unknown, options: { name: string; base
 
 type At = (field: string | null, what: string) => void;
 
-function validateTask(value: unknown, at: At, problems: () => number, options: { baseDir: string; checkPaths?: boolean }): RolloutTask | null {
+interface PathChecks {
+  baseDir: string;
+  checkPaths?: boolean;
+  /**
+   * Local git sources asked so far, with git's reason it cannot clone one (null: it can). Only a
+   * task file's are asked: a task in a row from the network (validateTaskObject) has git run on no path it names.
+   */
+  gitSources?: Map<string, string | null>;
+}
+
+function validateTask(value: unknown, at: At, problems: () => number, options: PathChecks): RolloutTask | null {
   if (!isRecord(value)) {
     at(null, 'a task is a JSON object');
     return null;
@@ -163,7 +175,7 @@ function validateTask(value: unknown, at: At, problems: () => number, options: {
   const id = value.id;
   if (typeof id !== 'string' || !ID.test(id)) at('id', 'required: letters, digits, . _ - (up to 128), starting with a letter or digit');
   if (typeof value.prompt !== 'string' || value.prompt.trim() === '') at('prompt', 'required: the task as the agent is given it (a non-empty string)');
-  const workspace = validateWorkspace(value.workspace, at, options);
+  const workspace = validateWorkspace(value.workspace, at, options, typeof id === 'string' ? id : null);
   const setup = value.setup ?? [];
   if (!Array.isArray(setup) || setup.some((c) => typeof c !== 'string')) at('setup', 'a list of shell commands (strings)');
   const evaluator = validateEvaluator(value.evaluator, at);
@@ -192,7 +204,7 @@ function validateTask(value: unknown, at: At, problems: () => number, options: {
   };
 }
 
-function validateWorkspace(value: unknown, at: At, options: { baseDir: string; checkPaths?: boolean }): TaskWorkspace | null {
+function validateWorkspace(value: unknown, at: At, options: PathChecks, id: string | null): TaskWorkspace | null {
   const usage = 'required: {"dir": PATH}, {"git": URL_OR_PATH, "commit": SHA} or {"empty": true}';
   if (!isRecord(value)) {
     at('workspace', usage);
@@ -217,6 +229,15 @@ function validateWorkspace(value: unknown, at: At, options: { baseDir: string; c
     if (local && options.checkPaths && !fs.existsSync(git)) {
       at('workspace.git', `no such repository: ${git}`);
       return null;
+    }
+    const sources = options.gitSources;
+    if (local && sources) {
+      if (!sources.has(git)) sources.set(git, gitSourceProblem(git));
+      const problem = sources.get(git);
+      if (problem) {
+        at('workspace.git', `${id ? `task ${id}: ` : ''}git cannot clone ${git}: ${problem}`);
+        return null;
+      }
     }
     return { git, commit: value.commit };
   }
