@@ -65,44 +65,48 @@ export async function runRollout(options: RolloutRun): Promise<RolloutSummary> {
     stopping = true;
   };
   try {
-    const { rolloutId, config, tasks, tasksFile } = openRollout(store, run);
-    if (run.resume && !config.keepWorkspaces) {
-      const removed = await removeCutShortWorkspaces(config.outDir, store.rollouts.samples(rolloutId));
-      if (removed > 0) run.onNotice?.(`removed ${removed} workspace(s) the interrupted run left behind (--keep-workspaces keeps them)`);
-    }
+    // Everything that can refuse the rollout (its Harbor tasks here, an upstream with no model or
+    // no known window) runs before it is written: a rollout refused at start leaves no row that
+    // `polar rollouts` would list as interrupted and a --resume would only refuse again (issue 40).
+    const { rolloutId, config, tasks, tasksFile } = planRollout(store, run);
     for (const line of harborPreflight(tasks, config.sandbox, config.environment)) run.onNotice?.(line);
     for (const line of exitStatusNotices(tasks)) run.onNotice?.(line);
     const { harness, sandbox, socket, upstream, proxy, sessionKeys, model, contextWindow } = isBuiltinAgent(config.harness)
       ? builtinCapture(config)
       : await startCapture(store, config, rolloutId, run.upstreamApiKey);
-    const compaction = compactionNotice(harness, config.compaction);
-    if (compaction) run.onNotice?.(compaction);
-    process.on('SIGINT', onSigint);
-    process.on('SIGTERM', onSigint);
-    const ctx: StageContext = {
-      rolloutId,
-      store,
-      ledger: localLedger(store),
-      dbPath: run.dbPath,
-      config,
-      tasks: new Map(tasks.map((t) => [t.id, t])),
-      harness,
-      proxyUrl: proxy.url,
-      sessionKeys,
-      model,
-      contextWindow,
-      accept: config.accept ? parseAccept(config.accept) : null,
-      sandbox,
-      proxySocket: socket?.path ?? null,
-      secrets: run.upstreamApiKey ? [run.upstreamApiKey] : [],
-      tasksDir: tasksFile ? path.dirname(path.resolve(tasksFile)) : null,
-      emit: (e) => run.onEvent?.(e),
-      onNotice: (line) => run.onNotice?.(line),
-      stopping: () => stopping,
-    };
-    const pending = store.rollouts.samples(rolloutId).filter((s) => s.status === 'queued');
-    run.onStart?.({ rolloutId, samples: store.rollouts.samples(rolloutId), config });
     try {
+      recordRollout(store, run, { rolloutId, config, tasks });
+      if (run.resume && !config.keepWorkspaces) {
+        const removed = await removeCutShortWorkspaces(config.outDir, store.rollouts.samples(rolloutId));
+        if (removed > 0) run.onNotice?.(`removed ${removed} workspace(s) the interrupted run left behind (--keep-workspaces keeps them)`);
+      }
+      const compaction = compactionNotice(harness, config.compaction);
+      if (compaction) run.onNotice?.(compaction);
+      process.on('SIGINT', onSigint);
+      process.on('SIGTERM', onSigint);
+      const ctx: StageContext = {
+        rolloutId,
+        store,
+        ledger: localLedger(store),
+        dbPath: run.dbPath,
+        config,
+        tasks: new Map(tasks.map((t) => [t.id, t])),
+        harness,
+        proxyUrl: proxy.url,
+        sessionKeys,
+        model,
+        contextWindow,
+        accept: config.accept ? parseAccept(config.accept) : null,
+        sandbox,
+        proxySocket: socket?.path ?? null,
+        secrets: run.upstreamApiKey ? [run.upstreamApiKey] : [],
+        tasksDir: tasksFile ? path.dirname(path.resolve(tasksFile)) : null,
+        emit: (e) => run.onEvent?.(e),
+        onNotice: (line) => run.onNotice?.(line),
+        stopping: () => stopping,
+      };
+      const pending = store.rollouts.samples(rolloutId).filter((s) => s.status === 'queued');
+      run.onStart?.({ rolloutId, samples: store.rollouts.samples(rolloutId), config });
       await pipeline(ctx, pending, () => stopping);
     } finally {
       await proxy.close(5000);
@@ -226,8 +230,16 @@ async function pipeline(ctx: StageContext, samples: readonly SampleRow[], stoppi
   await Promise.all([init, running, posting]);
 }
 
-/** Creates the rollout (new) or takes it over and re-queues what did not end (resume). */
-function openRollout(store: Store, run: RolloutRun): { rolloutId: string; config: RolloutConfig; tasks: RolloutTask[]; tasksFile: string | null } {
+/** A new rollout or one to resume, as it will run: its id, configuration and tasks, read and checked; nothing written yet. */
+interface PlannedRollout {
+  rolloutId: string;
+  config: RolloutConfig;
+  tasks: RolloutTask[];
+  tasksFile: string | null;
+}
+
+/** What a new rollout will be, or the stored one a resume takes over (refused when it cannot be resumed). Writes nothing. */
+function planRollout(store: Store, run: RolloutRun): PlannedRollout {
   if (run.resume) {
     const row = store.rollouts.get(run.resume);
     if (!row) throw new PolarError('POLAR_USAGE', `no rollout ${JSON.stringify(run.resume)} in this database; list them with \`polar rollouts\``);
@@ -237,14 +249,22 @@ function openRollout(store: Store, run: RolloutRun): { rolloutId: string; config
       throw new PolarError('POLAR_USAGE', `rollout ${row.id} is still running in another process; resume it once that process has ended`);
     }
     const config = resumedConfig(row.config as unknown as RolloutConfig, run.overrides);
-    store.rollouts.claim(row.id);
-    store.rollouts.requeueUnfinished(row.id);
     return { rolloutId: row.id, config, tasks: store.rollouts.tasks(row.id).map((t) => JSON.parse(t) as RolloutTask), tasksFile: row.tasksFile };
   }
   if (!run.tasks || !run.config) throw new PolarError('POLAR_USAGE', 'a rollout needs --tasks FILE (or --resume ID)');
   const rolloutId = newId('rol');
   // Absolute: workspaces, harness runs and git all work from other directories.
   const config: RolloutConfig = { ...run.config, outDir: path.resolve(run.config.outDir || defaultOutDir(rolloutId)) };
+  return { rolloutId, config, tasks: [...run.tasks], tasksFile: run.tasksFile ? path.resolve(run.tasksFile) : null };
+}
+
+/** Creates the planned rollout with every sample queued (new), or takes it over and re-queues what did not end (resume). */
+function recordRollout(store: Store, run: RolloutRun, { rolloutId, config, tasks }: Omit<PlannedRollout, 'tasksFile'>): void {
+  if (run.resume) {
+    store.rollouts.claim(rolloutId);
+    store.rollouts.requeueUnfinished(rolloutId);
+    return;
+  }
   store.rollouts.create(
     {
       id: rolloutId,
@@ -257,9 +277,8 @@ function openRollout(store: Store, run: RolloutRun): { rolloutId: string; config
       accept: config.accept,
       config: config as unknown as Record<string, unknown>,
     },
-    run.tasks.map((t) => ({ id: t.id, json: JSON.stringify(t) })),
+    tasks.map((t) => ({ id: t.id, json: JSON.stringify(t) })),
   );
-  return { rolloutId, config, tasks: [...run.tasks], tasksFile: run.tasksFile ? path.resolve(run.tasksFile) : null };
 }
 
 /**

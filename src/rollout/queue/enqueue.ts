@@ -33,36 +33,50 @@ export async function enqueueRollout(
   await migratePostgres(pg);
   const rolloutId = newId('rol');
   const stored: RolloutConfig = { ...config, outDir: config.outDir ? path.resolve(config.outDir) : '' };
-  await insertQueuedRollout(
-    pg,
-    {
-      id: rolloutId,
-      createdAt: Date.now(),
-      harness: config.harness,
-      upstreamUrl: config.upstream.url,
-      upstreamKind: config.upstream.kind,
-      servedModel: config.model,
-      samplesPerTask: config.samples,
-      tasksFile: tasksFile ? path.resolve(tasksFile) : null,
-      accept: config.accept,
-      config: { ...stored, queue: settings },
-      origin: `queue:${os.hostname()}`,
-    },
-    tasks.map((task) => ({ id: task.id, json: JSON.stringify(task) })),
-  );
+  // The queue first: a queue that cannot be opened leaves nothing behind, and the rollout's rows and
+  // its jobs go in one transaction, so a rollout whose samples could not all be queued is never
+  // recorded, to be listed and waited on forever (issue 40).
   const boss = await openQueue(url);
   try {
     const name = queueName(config.harness);
     await ensureQueue(boss, name);
-    for (const task of tasks) {
-      const evaluatorSec = task.evaluator.type === 'command' ? (task.evaluator.timeout ?? 600) : task.evaluator.type === 'tests' ? 1800 : 0;
-      const expireInSeconds = Math.ceil((task.timeout ?? config.timeoutSec) + evaluatorSec + 300);
-      for (let i = 0; i < config.samples; i++) {
-        const id = sampleId(rolloutId, task.id, i);
-        const job: SampleJob = { rolloutId, sampleId: id };
-        await boss.send(name, job, { id: jobId(id), retryLimit: settings.retries, retryDelay: 0, expireInSeconds, heartbeatSeconds: settings.heartbeatSec });
-      }
-    }
+    await insertQueuedRollout(
+      pg,
+      {
+        id: rolloutId,
+        createdAt: Date.now(),
+        harness: config.harness,
+        upstreamUrl: config.upstream.url,
+        upstreamKind: config.upstream.kind,
+        servedModel: config.model,
+        samplesPerTask: config.samples,
+        tasksFile: tasksFile ? path.resolve(tasksFile) : null,
+        accept: config.accept,
+        config: { ...stored, queue: settings },
+        origin: `queue:${os.hostname()}`,
+      },
+      tasks.map((task) => ({ id: task.id, json: JSON.stringify(task) })),
+      async (tx) => {
+        // pg-boss writes each job through this transaction's connection.
+        const db = { executeSql: (text: string, values?: unknown[]) => tx.query(text, values) };
+        for (const task of tasks) {
+          const evaluatorSec = task.evaluator.type === 'command' ? (task.evaluator.timeout ?? 600) : task.evaluator.type === 'tests' ? 1800 : 0;
+          const expireInSeconds = Math.ceil((task.timeout ?? config.timeoutSec) + evaluatorSec + 300);
+          for (let i = 0; i < config.samples; i++) {
+            const id = sampleId(rolloutId, task.id, i);
+            const job: SampleJob = { rolloutId, sampleId: id };
+            await boss.send(name, job, {
+              id: jobId(id),
+              retryLimit: settings.retries,
+              retryDelay: 0,
+              expireInSeconds,
+              heartbeatSeconds: settings.heartbeatSec,
+              db,
+            });
+          }
+        }
+      },
+    );
   } finally {
     await boss.stop({ graceful: false, close: true });
   }

@@ -32,8 +32,16 @@ export interface QueuedRollout extends Omit<RolloutRow, 'endedAt' | 'status'> {
   origin: string;
 }
 
-/** Creates a rollout, its tasks (JSON text, in order) and every sample `queued`, in one transaction. */
-export async function insertQueuedRollout(pg: Postgres, rollout: QueuedRollout, tasks: readonly { id: string; json: string }[]): Promise<void> {
+/**
+ * Creates a rollout, its tasks (JSON text, in order) and every sample `queued`, in one transaction,
+ * and runs `within` in it last (the samples' jobs: a rollout whose jobs could not be queued is not written).
+ */
+export async function insertQueuedRollout(
+  pg: Postgres,
+  rollout: QueuedRollout,
+  tasks: readonly { id: string; json: string }[],
+  within?: (tx: PgQueryable) => Promise<void>,
+): Promise<void> {
   await pg.transaction(async (tx) => {
     await tx.query(
       `INSERT INTO rollouts (id, created_at, harness, upstream_url, upstream_kind, served_model, samples_per_task, tasks_file, accept, config, origin)
@@ -64,6 +72,7 @@ export async function insertQueuedRollout(pg: Postgres, rollout: QueuedRollout, 
         ]);
       }
     }
+    await within?.(tx);
   });
 }
 
