@@ -21,7 +21,7 @@ import type { RolloutConfig, RolloutEvent, RolloutSummary } from './config.js';
 import { resumedConfig, type RolloutOverrides } from './resume-config.js';
 import { samplingPolicy, type SamplingPolicy } from '../upstream/sampling-policy.js';
 import { initStage, postStage, runStage, type Prepared, type Ran, type StageContext } from './stages.js';
-import { removeWorkspace, workspaceDir } from './workspace.js';
+import { removeWorkspace, workspaceDir, workspacePaths } from './workspace.js';
 import { groupFirstPrompts } from './group-first-prompts.js';
 import type { CallTokenRow } from '../store/requests.js';
 import type { RolloutTask } from './task-file.js';
@@ -202,7 +202,8 @@ async function removeCutShortWorkspaces(outDir: string, samples: readonly Sample
   for (const s of samples) {
     for (let attempt = 1; attempt <= s.attempt; attempt++) {
       const dir = workspaceDir(outDir, s.taskId, s.sampleIndex, attempt);
-      if (!existsSync(dir)) continue;
+      // Killed between removeWorkspace's steps, the workspace can be gone and its baseline copy or logs not.
+      if (!workspacePaths(dir).some((d) => existsSync(d))) continue;
       await removeWorkspace(dir);
       removed++;
     }

@@ -347,10 +347,12 @@ export async function applyDiff(ws: PreparedWorkspace, diff: string, env: Record
 }
 
 export async function removeWorkspace(dir: string): Promise<void> {
-  await fs.rm(dir, { recursive: true, force: true });
-  await fs.rm(baselineGitDir(dir), { recursive: true, force: true });
-  // A Harbor task's /logs, kept beside its workspace.
-  await fs.rm(logsDir(dir), { recursive: true, force: true });
+  for (const d of workspacePaths(dir)) await fs.rm(d, { recursive: true, force: true });
+}
+
+/** A workspace's folder and what is kept beside it: polar's baseline copy and a Harbor task's /logs. */
+export function workspacePaths(dir: string): string[] {
+  return [dir, baselineGitDir(dir), logsDir(dir)];
 }
 
 /** Where one attempt of a sample works: each attempt its own folder, so a retry never sees the last one's files. */

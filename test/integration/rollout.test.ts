@@ -312,7 +312,11 @@ describe('polar rollout', () => {
       const endedBefore = rollout.outcomes.completed + rollout.outcomes.failed + rollout.outcomes.timeout + rollout.outcomes.error;
       // kill -9 removed nothing: the attempts it cut short left their workspaces.
       const workspaces = path.join(bench.dir, 'out-crash.db', 'workspaces');
-      expect(fs.readdirSync(workspaces).filter((d) => /-a1$/.test(d)).length).toBeGreaterThan(0);
+      const cutShort = fs.readdirSync(workspaces).filter((d) => /-a1$/.test(d));
+      expect(cutShort.length).toBeGreaterThan(0);
+      // As a kill between removeWorkspace's steps leaves one: the workspace gone, its baseline copy not.
+      fs.rmSync(path.join(workspaces, cutShort[0]!), { recursive: true, force: true });
+      fs.mkdirSync(path.join(workspaces, `${cutShort[0]!}-baseline.git`), { recursive: true });
 
       const resumed = await polar(['rollout', '--resume', rollout.rolloutId, '--db', db, '--json']);
       expect(resumed.code, resumed.stderr).toBe(0);
