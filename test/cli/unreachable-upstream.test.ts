@@ -1,11 +1,11 @@
-import { type ChildProcess, execFile } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Store } from '../../src/store/store.js';
 import { startPolarServer } from '../e2e/support.js';
+import { polarCli } from '../support/polar-cli.js';
 import { patient } from '../support/patience.js';
 import { removeTree } from '../support/remove-tree.js';
 
@@ -15,24 +15,13 @@ import { removeTree } from '../support/remove-tree.js';
  * harness now asks the upstream once first and stops at once with the cause, model named or not.
  * Port 9 (discard) refuses connections here. (`polar worker`: test/integration/postgres.test.ts.)
  */
-const run = promisify(execFile);
-const BIN = path.resolve(__dirname, '../../bin/polar.js');
 const DEAD = 'http://127.0.0.1:9/v1';
 const CAUSE =
   /error\[POLAR_UPSTREAM_CONNECT\]: cannot reach http:\/\/127\.0\.0\.1:9\/v1 \(ECONNREFUSED\): start the inference server there or correct --upstream/;
 let dir: string;
 const children: ChildProcess[] = [];
 
-async function polar(args: string[]) {
-  const started = Date.now();
-  try {
-    const { stdout, stderr } = await run(process.execPath, [BIN, ...args], { env: { ...process.env, NO_COLOR: '1' }, timeout: patient(60_000) });
-    return { code: 0, stdout, stderr, ms: Date.now() - started };
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr, ms: Date.now() - started };
-  }
-}
+const polar = (args: string[]) => polarCli(args, { timeout: patient(60_000) });
 
 beforeAll(() => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-unreachable-'));
@@ -91,7 +80,7 @@ describe('an upstream nobody answers at', () => {
     });
   }
 
-  it('polar gym-agent: a row whose policy server cannot be reached is answered at once with the cause, and the next row asks again', {
+  it('polar gym-agent: a row whose policy server cannot be reached is answered at once with the cause, row after row', {
     timeout: patient(120_000),
   }, async () => {
     const { json } = await startPolarServer(
