@@ -19,7 +19,7 @@ export const DEFAULT_REWARD_RANGE: RewardRange = [0, 1];
  */
 export const RANGE_LIMIT = 1e9;
 
-/** The words a forfeit for a reward outside the range says (harbor/verdict.ts finds a task's scale mismatch by them). */
+/** The words a forfeit for a reward outside the range says (checking/verdict.ts finds a task's scale mismatch by them). */
 export const OUT_OF_RANGE = 'outside the reward range';
 
 /**

@@ -1,8 +1,8 @@
 import chalk from 'chalk';
-import type { AgentRun, TaskCheck } from '../../rollout/harbor/check.js';
+import type { AgentRun, TaskCheck } from '../../rollout/checking/check.js';
 import type { InvalidHarborTask } from '../../rollout/harbor/load.js';
 import { verifierFilesLines } from '../../rollout/evaluators/verifier-files.js';
-import { NO_SOLUTION } from '../../rollout/harbor/verdict.js';
+import { NO_SOLUTION } from '../../rollout/checking/verdict.js';
 
 /** A task that did not load, as a `polar tasks check` result: its reasons are its problems. */
 export interface InvalidCheck {

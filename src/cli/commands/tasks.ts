@@ -1,7 +1,7 @@
 import chalk from 'chalk';
 import type { Command } from 'commander';
 import { PolarError } from '../../core/errors.js';
-import { checkTasks } from '../../rollout/harbor/check.js';
+import { checkTasks } from '../../rollout/checking/check.js';
 import { environmentNotice, type HarborEnvironment } from '../../rollout/harbor/environment.js';
 import { environmentOption, harborEnvironment } from '../environment-option.js';
 import { invalidTasksText, isHarborPath, readHarborSuite } from '../../rollout/harbor/load.js';

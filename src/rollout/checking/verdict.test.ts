@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { RolloutTask } from '../task-file.js';
-import type { HarborTrial } from './types.js';
+import type { HarborTrial } from '../harbor/types.js';
 import { judgeTask, type RunEvidence, type VerdictContext } from './verdict.js';
 
 /** A Harbor task as far as the verdict reads it: its network setting, base image and metadata. */

@@ -1,6 +1,6 @@
 import type { RolloutTask } from '../task-file.js';
-import { NO_NETWORK_HINT } from './network-hint.js';
-import { topReward } from './trial.js';
+import { NO_NETWORK_HINT } from '../harbor/network-hint.js';
+import { topReward } from '../harbor/trial.js';
 import { DEFAULT_REWARD_RANGE, OUT_OF_RANGE, type RewardRange, rangeText } from '../reward-range.js';
 
 /**
