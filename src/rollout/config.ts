@@ -3,6 +3,7 @@ import type { SandboxKind, SandboxLimits } from '../sandbox/index.js';
 import type { SampleOutcome } from '../store/rollouts.js';
 import type { FirstPromptCheck } from './first-prompts.js';
 import type { ThinkingSetting } from '../upstream/sampling-policy.js';
+import type { EnvironmentName } from './environments/registry.js';
 
 /**
  * Everything a rollout needs to run, and to be resumed from the database alone (stored as the
@@ -37,7 +38,7 @@ export interface RolloutConfig {
   concurrency: number;
   initWorkers: number;
   postWorkers: number;
-  /** A session's budget in seconds, from INIT, when its task gives none. */
+  /** The agent's budget in seconds, from the agent's start, when its task gives none. */
   timeoutSec: number;
   /** Holds workspaces (kept with keepWorkspaces) and evaluators' scratch copies. */
   outDir: string;
@@ -61,7 +62,7 @@ export interface RolloutConfig {
    */
   compaction?: 'off' | 'harness';
   /** Where Harbor tasks run: `host` (the sandbox; absent in older rollouts) or their own image with this engine. */
-  environment?: 'host' | 'docker' | 'podman';
+  environment?: EnvironmentName;
 }
 
 /** What one sample's progress looks like to a watcher (the CLI's bars, a test). */

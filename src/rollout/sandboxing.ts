@@ -10,7 +10,7 @@ import {
   type NetworkMode,
   type SandboxSettings,
 } from '../sandbox/index.js';
-import { nodePrefix } from './harbor/container.js';
+import { nodePrefix } from '../sandbox/runtime-mounts.js';
 import type { RolloutConfig } from './config.js';
 import type { RolloutTask } from './task-file.js';
 

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { workingEngines } from '../../src/rollout/harbor/environment.js';
+import { workingEngines } from '../../src/rollout/environments/choose.js';
 import { bwrapProblem, findBwrap } from '../../src/sandbox/index.js';
 import { polarE2e } from './support.js';
 import { patient } from '../support/patience.js';

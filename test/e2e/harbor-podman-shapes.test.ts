@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { workingEngines } from '../../src/rollout/harbor/environment.js';
+import { workingEngines } from '../../src/rollout/environments/choose.js';
 import { polarE2e } from './support.js';
 import { patient, patientSeconds } from '../support/patience.js';
 import { removeTree } from '../support/remove-tree.js';

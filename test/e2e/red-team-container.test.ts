@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { workingEngines } from '../../src/rollout/harbor/environment.js';
+import { workingEngines } from '../../src/rollout/environments/choose.js';
 import type { SampleRow } from '../../src/store/rollouts.js';
 import { bwrapProblem, findBwrap } from '../../src/sandbox/index.js';
 import { polarCli } from '../support/polar-cli.js';

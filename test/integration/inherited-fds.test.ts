@@ -4,8 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { execArgs, removeArgs, runArgs } from '../../src/rollout/harbor/container-args.js';
-import { workingEngines } from '../../src/rollout/harbor/environment.js';
+import { execArgs, removeArgs, runArgs } from '../../src/rollout/boxes/engine-args.js';
+import { workingEngines } from '../../src/rollout/environments/choose.js';
 import { DEFAULT_LIMITS, findBwrap } from '../../src/sandbox/index.js';
 import { patient } from '../support/patience.js';
 import { removeTree } from '../support/remove-tree.js';
@@ -117,7 +117,7 @@ describe.skipIf(!imageHere)(`descriptors polar inherited, in a container (skippe
     };
     try {
       const limits = { ...DEFAULT_LIMITS, maxMemoryBytes: 0 };
-      const started = await withFd(runArgs({ name, image: IMAGE, network: 'none', mounts: [], limits, cpus: null }));
+      const started = await withFd(runArgs({ name, image: IMAGE, network: { kind: 'none' }, mounts: [], limits, cpus: null }));
       expect(started.code, started.out).toBe(0);
       const probe = 'echo holders:; ls -d /proc/[0-9]*/fd/20 2>/dev/null; echo own:; ls /proc/self/fd';
       const r = await withFd(execArgs({ name, workdir: '/', envNames: [], interactive: false }, ['sh', '-c', probe]));

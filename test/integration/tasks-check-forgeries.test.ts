@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FORGERY_NAMES } from '../../src/rollout/forgeries/index.js';
-import { workingEngines } from '../../src/rollout/harbor/environment.js';
+import { workingEngines } from '../../src/rollout/environments/choose.js';
 import { bwrapProblem, findBwrap } from '../../src/sandbox/index.js';
 import { polarCli } from '../support/polar-cli.js';
 import { samplesByTask } from '../support/red-team/tasks.js';

@@ -25,7 +25,8 @@ import { defaultDbPath } from '../../store/store.js';
 import { integerArg, numberArg, secondsArg } from '../numbers.js';
 import { action } from '../output.js';
 import { count } from '../plural.js';
-import { environmentNotice, type HarborEnvironment } from '../../rollout/harbor/environment.js';
+import { environmentNotice } from '../../rollout/environments/choose.js';
+import { type EnvironmentName } from '../../rollout/environments/registry.js';
 import { environmentOption, harborEnvironment } from '../environment-option.js';
 import { REWARD_RANGE_HELP, rewardKeyArg, rewardRangeArg } from './rollout/flags.js';
 
@@ -59,7 +60,7 @@ interface GymAgentCommandOptions extends SandboxFlags {
   maxFailedShare: number;
   failureWindow: number;
   maxMaskedShare?: number;
-  environment?: HarborEnvironment;
+  environment?: EnvironmentName;
   rewardKey?: string;
   rewardRange?: [number, number];
   json?: boolean;
@@ -106,7 +107,7 @@ export function registerGymAgent(program: Command): void {
   )
     .option('--db <file|url>', 'SQLite file, or postgres://… for a shared store (default: $POLAR_DB, else ./polar.db)')
     .option('--concurrency <k>', 'harness sessions at once; other rows wait', integerArg('--concurrency', 1, 1024), 4)
-    .option('--timeout <seconds>', "a session's budget when its task gives none", secondsArg('--timeout'), 1800)
+    .option('--timeout <seconds>', "the agent's budget, from its start, when its task gives none", secondsArg('--timeout'), 1800)
     .option('--out <dir>', 'where workspaces are prepared (default: a temporary folder)')
     .option('--command <template>', 'for --harness custom')
     .option('--harness-bin <path>', 'the harness executable')

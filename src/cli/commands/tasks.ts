@@ -2,7 +2,8 @@ import chalk from 'chalk';
 import type { Command } from 'commander';
 import { PolarError } from '../../core/errors.js';
 import { checkTasks } from '../../rollout/checking/check.js';
-import { environmentNotice, type HarborEnvironment } from '../../rollout/harbor/environment.js';
+import { environmentNotice } from '../../rollout/environments/choose.js';
+import { type EnvironmentName } from '../../rollout/environments/registry.js';
 import { environmentOption, harborEnvironment } from '../environment-option.js';
 import { invalidTasksText, isHarborPath, readHarborSuite } from '../../rollout/harbor/load.js';
 import { readTaskFile } from '../../rollout/task-file.js';
@@ -14,7 +15,7 @@ import { REWARD_RANGE_HELP, rewardKeyArg, rewardRangeArg } from './rollout/flags
 
 interface CheckOptions extends SandboxFlags {
   json?: boolean;
-  environment?: HarborEnvironment;
+  environment?: EnvironmentName;
   concurrency: number;
   timeout: number;
   /** false with --no-forge. */

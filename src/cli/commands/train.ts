@@ -31,7 +31,7 @@ import { count } from '../plural.js';
 import { checkNemoRlCheckout } from '../../train/nemo-rl/check-command.js';
 import { agentBin } from '../../train/agent-bin.js';
 import { parseAgentHost, type RemoteAgent } from '../../train/gym-agent/wiring.js';
-import type { HarborEnvironment } from '../../rollout/harbor/environment.js';
+import type { EnvironmentName } from '../../rollout/environments/registry.js';
 import { environmentOption, harborEnvironment } from '../environment-option.js';
 import { REWARD_RANGE_HELP, rewardKeyArg, rewardRangeArg } from './rollout/flags.js';
 import { thinkingOption } from '../upstream-options.js';
@@ -65,7 +65,7 @@ interface GrpoFlags extends CommonFlags {
   timeout: number;
   sandbox?: 'bwrap' | 'none';
   allowUnsandboxed?: boolean;
-  environment?: HarborEnvironment;
+  environment?: EnvironmentName;
   rewardKey?: string;
   rewardRange?: [number, number];
   agentConcurrency: number;
@@ -173,7 +173,8 @@ function agentHostArg(value: string, prev: RemoteAgent[] | undefined): RemoteAge
   try {
     return [...(prev ?? []), parseAgentHost(value)];
   } catch (err) {
-    throw new InvalidArgumentError((err as Error).message);
+    // commander's error takes a message only: the cause rides along as ES2022's Error.cause.
+    throw Object.assign(new InvalidArgumentError((err as Error).message), { cause: err });
   }
 }
 

@@ -16,7 +16,8 @@ import { count } from '../plural.js';
 import { addUpstreamOptions, UPSTREAM_KINDS_HELP, upstreamOptionsFrom, type UpstreamFlags } from '../upstream-options.js';
 import os from 'node:os';
 import path from 'node:path';
-import { environmentNotice, type HarborEnvironment } from '../../rollout/harbor/environment.js';
+import { environmentNotice } from '../../rollout/environments/choose.js';
+import { type EnvironmentName } from '../../rollout/environments/registry.js';
 import { environmentOption, harborEnvironment } from '../environment-option.js';
 
 interface WorkerFlags extends UpstreamFlags, SandboxFlags {
@@ -34,7 +35,7 @@ interface WorkerFlags extends UpstreamFlags, SandboxFlags {
   node?: string;
   idleExit?: number;
   keepWorkspaces?: boolean;
-  environment?: HarborEnvironment;
+  environment?: EnvironmentName;
   json?: boolean;
 }
 
@@ -55,7 +56,7 @@ export function registerWorker(program: Command): void {
       integerArg('--context-window', 1, 100_000_000),
     )
     .option('--concurrency <k>', 'samples at once on this machine', integerArg('--concurrency', 1, 1024), 2)
-    .option('--timeout <seconds>', "a session's budget when its task gives none", secondsArg('--timeout'), 600)
+    .option('--timeout <seconds>', "the agent's budget, from its start, when its task gives none", secondsArg('--timeout'), 600)
     .option('--db <url>', 'the shared store (default: the --queue URL)')
     .option('--out <dir>', 'where workspaces and evaluators work (default: a new temporary folder)');
   addSandboxOptions(worker)

@@ -1,7 +1,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { Forfeit, StageError } from '../stage-error.js';
-import type { SampleContainer } from '../harbor/container.js';
+import type { Box } from '../boxes/types.js';
 import type { HarborArtifact } from '../harbor/types.js';
 import { isTestFile } from '../evaluators/test-files.js';
 
@@ -17,7 +17,7 @@ const ARTIFACTS_MAX_BYTES = 1024 ** 3;
  * them are dropped (never followed on the host), `exclude` patterns left out, the total capped. A
  * path that does not exist is skipped, as Harbor's copy is best-effort (:304-356).
  */
-export async function copyArtifactsOut(box: SampleContainer, carried: readonly HarborArtifact[], hostRoot: string): Promise<Record<string, string>> {
+export async function copyArtifactsOut(box: Box, carried: readonly HarborArtifact[], hostRoot: string): Promise<Record<string, string>> {
   await fs.mkdir(hostRoot, { recursive: true, mode: 0o700 });
   const out: Record<string, string> = {};
   let budget = ARTIFACTS_MAX_BYTES;
@@ -32,7 +32,7 @@ export async function copyArtifactsOut(box: SampleContainer, carried: readonly H
 }
 
 /** Into the verifier's container, each at its source path (a folder there emptied first, parents made). */
-export async function carryArtifactsIn(box: SampleContainer, copies: Readonly<Record<string, string>>): Promise<void> {
+export async function carryArtifactsIn(box: Box, copies: Readonly<Record<string, string>>): Promise<void> {
   for (const [source, host] of Object.entries(copies)) {
     const made = await box.shell('rm -rf -- "$1" && mkdir -p -- "$(dirname -- "$1")"', {}, 60_000, '0', [source]);
     if (made.code !== 0) throw new StageError('post', `could not make room for ${source} in the verifier's container: ${made.stderr.trim()}`);

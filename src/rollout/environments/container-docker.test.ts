@@ -2,7 +2,8 @@ import { execFileSync } from 'node:child_process';
 import { afterAll, beforeAll } from 'vitest';
 import { dockerApi } from '../../../test/support/docker-api.js';
 import { bwrapProblem, findBwrap } from '../../sandbox/index.js';
-import { containerEnvironment } from './container.js';
+import { BOX_PROVIDERS } from '../boxes/registry.js';
+import { boxEnvironment } from './box/index.js';
 import { describeEnvironment, describeSeparateVerifier } from './environment.cases.js';
 import { patient } from '../../../test/support/patience.js';
 
@@ -37,5 +38,5 @@ afterAll(() => {
   api.stop();
 });
 
-describeEnvironment('docker', { skip, bwrap, open: containerEnvironment('docker') });
-describeSeparateVerifier('docker', { skip, bwrap, open: containerEnvironment('docker'), fromImage: true });
+describeEnvironment('docker', { skip, bwrap, open: boxEnvironment(BOX_PROVIDERS.docker) });
+describeSeparateVerifier('docker', { skip, bwrap, open: boxEnvironment(BOX_PROVIDERS.docker), fromImage: true });

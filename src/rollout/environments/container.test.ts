@@ -1,7 +1,8 @@
 import { execFileSync } from 'node:child_process';
 import { bwrapProblem, findBwrap } from '../../sandbox/index.js';
-import { workingEngines } from '../harbor/environment.js';
-import { containerEnvironment } from './container.js';
+import { workingEngines } from './choose.js';
+import { BOX_PROVIDERS } from '../boxes/registry.js';
+import { boxEnvironment } from './box/index.js';
 import { describeEnvironment, describeSeparateVerifier } from './environment.cases.js';
 
 // The suite's image is debian:12-slim, which CI makes offline (.ci/podman); no network to pull it.
@@ -23,6 +24,6 @@ const skip =
       : !hasImage(engine)
         ? `${engine} has no debian:12-slim image`
         : bwrapProblem(bwrap);
-describeEnvironment(engine ?? 'container', { skip, bwrap, open: containerEnvironment(engine ?? 'podman') });
+describeEnvironment(engine ?? 'container', { skip, bwrap, open: boxEnvironment(BOX_PROVIDERS[engine ?? 'podman']) });
 
-describeSeparateVerifier(engine ?? 'container', { skip, bwrap, open: containerEnvironment(engine ?? 'podman'), fromImage: true });
+describeSeparateVerifier(engine ?? 'container', { skip, bwrap, open: boxEnvironment(BOX_PROVIDERS[engine ?? 'podman']), fromImage: true });

@@ -7,6 +7,7 @@ import type { SourceAllowList } from './allow-from.js';
 import type { GymRunResult } from './result.js';
 import type { TaskCatalog } from './task.js';
 import type { ThinkingSetting } from '../../upstream/sampling-policy.js';
+import type { EnvironmentName } from '../../rollout/environments/registry.js';
 
 export interface GymAgentOptions {
   harness: string;
@@ -41,7 +42,7 @@ export interface GymAgentOptions {
   /** Extra read-only paths in every sandbox (`--sandbox-ro`). */
   sandboxReadOnly?: string[];
   /** Where Harbor tasks' trials run: a container engine, or host (the default) in the sandbox. */
-  environment?: 'host' | 'docker' | 'podman';
+  environment?: EnvironmentName;
   /** Which metric of a Harbor verifier's reward.json is the reward (`--reward-key`; harbor-rewards.ts). */
   rewardKey?: string;
   /** The rewards the rollout takes (`--reward-range`; absent: [0, 1]; rollout/reward-range.ts). */

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Command } from 'commander';
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import type { HarborEnvironment } from '../../../rollout/harbor/environment.js';
+import type { EnvironmentName } from '../../../rollout/environments/registry.js';
 import { DEFAULT_LIMITS } from '../../../sandbox/index.js';
 import { sandboxKind } from '../../sandbox-options.js';
 import { addRolloutFlags, givenOn, newArgs, queuedArgs, type RolloutOptions, resumeArgs } from './flags.js';
@@ -13,7 +13,7 @@ import { removeTree } from '../../../../test/support/remove-tree.js';
 // --environment, so every asked engine "works" and a run without Harbor tasks stays on the host.
 vi.mock('../../environment-option.js', async (importOriginal) => ({
   ...(await importOriginal<typeof import('../../environment-option.js')>()),
-  harborEnvironment: (asked: HarborEnvironment | undefined, harbor: boolean): HarborEnvironment => (harbor ? (asked ?? 'host') : 'host'),
+  harborEnvironment: (asked: EnvironmentName | undefined, harbor: boolean): EnvironmentName => (harbor ? (asked ?? 'host') : 'host'),
 }));
 
 const HARBOR_TASK = path.resolve(import.meta.dirname, '..', '..', '..', '..', 'fixtures', 'harbor', 'js-fix-slugify');

@@ -7,7 +7,7 @@ import type { RolloutConfig } from '../../../rollout/config.js';
 import { BUILTIN_AGENTS, isBuiltinAgent } from '../../../rollout/agents/builtin.js';
 import { harborPreflight } from '../../../rollout/harbor/trial.js';
 import { FORGERY_NAMES } from '../../../rollout/forgeries/index.js';
-import type { HarborEnvironment } from '../../../rollout/harbor/environment.js';
+import type { EnvironmentName } from '../../../rollout/environments/registry.js';
 import { loadTasks } from '../../../rollout/load-tasks.js';
 import type { RolloutOverrides } from '../../../rollout/resume-config.js';
 import { parseRewardRange } from '../../../rollout/reward-range.js';
@@ -44,7 +44,7 @@ export interface RolloutOptions extends UpstreamFlags, SandboxFlags {
   harnessBin?: string;
   node?: string;
   json?: boolean;
-  environment?: HarborEnvironment;
+  environment?: EnvironmentName;
   rewardKey?: string;
   rewardRange?: [number, number];
   queue?: string;
@@ -100,7 +100,7 @@ export function rewardRangeArg(value: string): [number, number] {
   try {
     return [...parseRewardRange(value)];
   } catch (e) {
-    const err = new InvalidArgumentError((e as Error).message);
+    const err = Object.assign(new InvalidArgumentError((e as Error).message), { cause: e });
     err.exitCode = 2;
     throw err;
   }
@@ -132,7 +132,7 @@ export function addRolloutFlags(rollout: Command): Command {
     .option('--concurrency <k>', 'harness sessions at once (RUNNING workers)', integerArg('--concurrency', 1, 1024), 2)
     .option('--init-workers <i>', 'workspaces prepared at once; also the READY buffer of pre-warmed workspaces', integerArg('--init-workers', 1, 1024), 2)
     .option('--post-workers <p>', 'evaluations at once', integerArg('--post-workers', 1, 1024), 2)
-    .option('--timeout <seconds>', "a session's budget from INIT on, when its task gives none", secondsArg('--timeout'), 600)
+    .option('--timeout <seconds>', "the agent's budget, from its start, when its task gives none", secondsArg('--timeout'), 600)
     .option('--db <file|url>', 'SQLite file, or postgres://… for a shared store (default: $POLAR_DB, else ./polar.db)')
     .option('--out <dir>', 'where workspaces and evaluators work (default: a new temporary folder)')
     .option('--accept <expr>', "mark accepted samples, e.g. 'reward>=1' (offline SFT generation; export --accepted)")
@@ -255,7 +255,7 @@ export const ON_RESUME: Readonly<Record<ConfigField, 'override' | 'stored'>> = {
 };
 
 /** A new rollout's value for each field whose flag was not given (undefined: left out), in stored order. */
-function newRunDefaults(opts: RunFlags, sandbox: 'bwrap' | 'none', environment: HarborEnvironment): { [K in ConfigField]: RolloutConfig[K] | undefined } {
+function newRunDefaults(opts: RunFlags, sandbox: 'bwrap' | 'none', environment: EnvironmentName): { [K in ConfigField]: RolloutConfig[K] | undefined } {
   return {
     harness: undefined,
     command: undefined,

@@ -2,7 +2,7 @@ import chalk from 'chalk';
 import type { Command } from 'commander';
 import { PolarError } from '../../../core/errors.js';
 import type { RolloutSummary } from '../../../rollout/config.js';
-import { environmentNotice } from '../../../rollout/harbor/environment.js';
+import { environmentNotice } from '../../../rollout/environments/choose.js';
 import { rolloutSampling, runRollout, type RolloutRun } from '../../../rollout/run-rollout.js';
 import { sandboxSettings } from '../../../rollout/sandboxing.js';
 import { sandboxNotices, UNSANDBOXED_GROUPS } from '../../../sandbox/index.js';

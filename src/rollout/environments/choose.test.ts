@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { chooseEnvironment, environmentNotice } from './environment.js';
+import { chooseEnvironment, environmentNotice } from './choose.js';
 
 describe('chooseEnvironment', () => {
   it('unasked, the first engine that works (the task image), host where none does', () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_LIMITS } from '../../sandbox/index.js';
-import { ancestors, withTaskMemory } from './container-trial.js';
+import { DEFAULT_LIMITS } from '../../../sandbox/index.js';
+import { ancestors, withTaskMemory } from './open.js';
 
 describe('container trial helpers', () => {
   it('ancestors: every folder above the mounts, below /, once each', () => {

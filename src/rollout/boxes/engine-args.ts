@@ -3,19 +3,14 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { PolarError } from '../../core/errors.js';
 import { fileSizeUlimit, type SandboxLimits } from '../../sandbox/index.js';
+import type { BoxNetwork, Mount } from './types.js';
 
 /**
- * The argv polar hands a container engine (`docker` or `podman`; their CLIs agree on every flag
- * used here) for a Harbor task's trial: pure builders, so what reaches the engine is tested without
- * one. The process side (spawning them) is in container.ts.
+ * The argv polar hands a container engine's CLI (`docker` or `podman`; they agree on every flag
+ * used here) for one box: pure builders, so what reaches the engine is tested without one. The
+ * process side (spawning them) is engine-run.ts; the provider, engine-cli.ts.
  */
 export type Engine = 'docker' | 'podman';
-
-export interface Mount {
-  source: string;
-  dest: string;
-  readOnly: boolean;
-}
 
 /**
  * A content hash of the build context (every file's path, executable bit and bytes; a symlink's
@@ -65,32 +60,37 @@ export function inspectImageArgs(tag: string): string[] {
   return ['image', 'inspect', tag];
 }
 
-export function buildArgs(tag: string, contextDir: string): string[] {
-  return ['build', '-t', tag, '-f', path.join(contextDir, 'Dockerfile'), contextDir];
+export function buildArgs(tag: string, contextDir: string, dockerfile = 'Dockerfile'): string[] {
+  return ['build', '-t', tag, '-f', path.join(contextDir, dockerfile), contextDir];
 }
 
 /**
- * The sample's container. No `--workdir`: podman 4.3 refuses to start a container whose `--workdir`
+ * A box's container. No `--workdir`: podman 4.3 refuses to start a container whose `--workdir`
  * is missing from the image ("workdir /app does not exist"), which is Harbor's own hello-world
  * (`WORKDIR /app` that no later step fills) and any image without a WORKDIR, where polar puts the
  * workspace at /app. Harbor starts it with none either (docker-compose-build.yaml:1-6: the image's
  * own WORKDIR and `sh -c "sleep infinity"`; its execs pass `-w` only, docker.py:695-705); polar
- * makes its workspace folder as root right after the start (startSampleContainer) and every exec
+ * makes its workspace folder as root right after the start (engine-cli.ts) and every exec
  * passes `-w` (execArgs).
  */
 export interface RunSpec {
   name: string;
   image: string;
   /** `none`: the container's own network namespace with only lo (the bridge is its way to the proxy). */
-  network: 'none' | 'default';
+  network: BoxNetwork;
   mounts: readonly Mount[];
   limits: SandboxLimits;
   /** task.toml [environment].cpus, when it says. */
   cpus: number | null;
+  /** Names of the box's own variables: the engine reads each value from its client's environment. */
+  envNames?: readonly string[];
+  command?: readonly string[];
+  entrypoint?: readonly string[];
+  hostname?: string;
 }
 
 /**
- * The long-lived container of one sample: every stage runs in it with `exec`. `sleep infinity`
+ * The long-lived container of one box: every stage runs in it with `exec`. `sleep infinity`
  * keeps it up (as Harbor's own compose file does); `--rm` removes it once stopped; `--init` reaps
  * what the agent leaves behind. The flags' caps become the engine's: pids, memory. The file size cap
  * is set by each `exec` (execArgs): an engine's `--ulimit` replaces its configured default rlimits,
@@ -98,20 +98,38 @@ export interface RunSpec {
  * configured nofile/nproc are what lets it start at all) one `--ulimit fsize` made every run fail.
  */
 export function runArgs(spec: RunSpec): string[] {
+  const args = ['run', '-d', '--rm', '--init', '--name', spec.name];
   // A fixed hostname, as bwrap's: the engine's default is the container id, new for every sample,
   // and a harness may put the hostname in its first prompt (one GRPO group needs one prompt).
-  const args = ['run', '-d', '--rm', '--init', '--name', spec.name, '--hostname', 'polar-sandbox'];
-  if (spec.network === 'none') args.push('--network', 'none');
+  if (spec.hostname) args.push('--hostname', spec.hostname);
+  args.push(...networkArgs(spec.network));
   args.push('--security-opt', 'no-new-privileges');
   const l = spec.limits;
   if (l.maxProcs > 0) args.push('--pids-limit', String(l.maxProcs));
   if (l.maxMemoryBytes > 0) args.push('--memory', `${l.maxMemoryBytes}b`);
   if (spec.cpus !== null && spec.cpus > 0) args.push('--cpus', String(spec.cpus));
   for (const m of spec.mounts) args.push('-v', volume(m));
+  for (const k of spec.envNames ?? []) args.push('-e', k);
+  // The CLI's --entrypoint takes one program: the rest of a list entrypoint leads the command, which
+  // is what the engine runs after it anyway (compose's own list form). [] clears the image's.
+  const [program, ...rest] = spec.entrypoint ?? [];
+  if (spec.entrypoint) args.push('--entrypoint', program ?? '');
   // Harbor's keep-alive exactly (docker-compose-build.yaml:6): it replaces the image's CMD only, so
   // the image's ENTRYPOINT runs with it as its arguments and starts the task's services.
-  args.push(spec.image, 'sh', '-c', 'sleep infinity');
+  args.push(spec.image, ...rest, ...(spec.command ?? ['sh', '-c', 'sleep infinity']));
   return args;
+}
+
+/** `--network none`, the engine's default network (nothing), or a named network with the box's aliases on it. */
+export function networkArgs(network: BoxNetwork): string[] {
+  if (network.kind === 'none') return ['--network', 'none'];
+  if (network.kind === 'internet') return [];
+  return ['--network', network.network, ...network.aliases.flatMap((a) => ['--network-alias', a])];
+}
+
+/** A network of boxes; `--internal`: they reach each other and nothing else. */
+export function networkCreateArgs(name: string, internal: boolean): string[] {
+  return ['network', 'create', ...(internal ? ['--internal'] : []), name];
 }
 
 /** `-v SRC:DEST[:ro]`; a path with `:` or `,` would be split by the engine, so it is refused. */

@@ -1,4 +1,4 @@
-import type { HarborHealthcheck } from './types.js';
+import type { Healthcheck } from './types.js';
 
 /** One attempt's end: passed, or why not (its exit status, or a timeout), for the failure's message. */
 export type Attempt = { ok: true } | { ok: false; why: string };
@@ -21,7 +21,7 @@ const realClock: HealthcheckClock = {
  * not ready, the trial ends without a reward, trial.py:321-326).
  */
 export async function runHealthcheck(
-  hc: HarborHealthcheck,
+  hc: Healthcheck,
   attempt: (timeoutMs: number) => Promise<Attempt>,
   clock: HealthcheckClock = realClock,
 ): Promise<string | null> {

@@ -13,10 +13,11 @@ import {
   execArgs,
   imageTag,
   inspectImageArgs,
+  networkCreateArgs,
   removeArgs,
   runArgs,
   volume,
-} from './container-args.js';
+} from './engine-args.js';
 
 const made: string[] = [];
 afterEach(() => {
@@ -88,7 +89,8 @@ describe('engine argv', () => {
     const args = runArgs({
       name: 'polar-s1',
       image: 'polar-harbor/t:1',
-      network: 'none',
+      hostname: 'polar-sandbox',
+      network: { kind: 'none' },
       mounts: [
         { source: '/opt/node', dest: '/opt/node', readOnly: true },
         { source: '/tmp/px/proxy.sock', dest: '/run/polar/proxy.sock', readOnly: false },
@@ -119,12 +121,41 @@ describe('engine argv', () => {
     const args = runArgs({
       name: 'n',
       image: 'i',
-      network: 'default',
+      network: { kind: 'internet' },
       mounts: [],
       limits: { maxProcs: 0, maxMemoryBytes: 0, maxFileSizeBytes: 0, maxCpuSeconds: 0 },
       cpus: null,
     });
     for (const flag of ['--network', '--pids-limit', '--memory', '--ulimit', '--cpus', '-v']) expect(args).not.toContain(flag);
+  });
+
+  it("a compose service's box: on its network under its aliases, its variables by name, its entrypoint and command", () => {
+    const args = runArgs({
+      name: 'polar-s1-api',
+      image: 'polar-harbor/t-api:1',
+      network: { kind: 'attach', network: 'polar-s1', aliases: ['api', 'api.local'] },
+      mounts: [],
+      limits: { maxProcs: 0, maxMemoryBytes: 0, maxFileSizeBytes: 0, maxCpuSeconds: 0 },
+      cpus: null,
+      envNames: ['PORT', 'MODE'],
+      entrypoint: ['perl', '-e'],
+      command: ['print 1'],
+    });
+    const flags = args.slice(0, args.indexOf('polar-harbor/t-api:1'));
+    const flagValues = (flag: string) => flags.flatMap((a, i) => (flags[i - 1] === flag ? [a] : []));
+    expect(flagValues('--network')).toEqual(['polar-s1']);
+    expect(flagValues('--network-alias')).toEqual(['api', 'api.local']);
+    // Values never on the argv: the engine reads each from its client's environment.
+    expect(flagValues('-e')).toEqual(['PORT', 'MODE']);
+    expect(args).not.toContain('--hostname');
+    // The CLI takes one program for --entrypoint: the list's rest leads the command.
+    expect(flagValues('--entrypoint')).toEqual(['perl']);
+    expect(args.slice(-3)).toEqual(['polar-harbor/t-api:1', '-e', 'print 1']);
+    // An empty entrypoint clears the image's.
+    const cleared = runArgs({ name: 'n', image: 'i', network: { kind: 'none' }, mounts: [], limits: DEFAULT_LIMITS, cpus: null, entrypoint: [] });
+    expect(cleared.slice(cleared.indexOf('--entrypoint'), cleared.indexOf('--entrypoint') + 2)).toEqual(['--entrypoint', '']);
+    expect(networkCreateArgs('polar-s1', true)).toEqual(['network', 'create', '--internal', 'polar-s1']);
+    expect(networkCreateArgs('polar-s1', false)).toEqual(['network', 'create', 'polar-s1']);
   });
 
   it('refuses a mount path the engine would split, or a relative one', () => {

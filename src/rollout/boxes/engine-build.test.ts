@@ -3,8 +3,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_LIMITS } from '../../sandbox/index.js';
-import { ensureContextImage, startSampleContainer } from './container.js';
-import type { HarborTrial } from './types.js';
+import { buildImage } from './engine-build.js';
+import { engineProvider } from './engine-cli.js';
 import { removeTree } from '../../../test/support/remove-tree.js';
 import { waitUntil } from '../../../test/support/wait.js';
 
@@ -69,7 +69,7 @@ describe('the image build', () => {
     const notices: string[] = [];
     // Three samples of the task, one after another (the old code built again after each failure).
     for (let i = 0; i < 3; i++) {
-      await expect(ensureContextImage('podman', 'org/broken', c, (l) => notices.push(l), 60)).rejects.toThrow(
+      await expect(buildImage('podman', { kind: 'build', name: 'org/broken', context: c, timeoutSec: 60 }, (l) => notices.push(l))).rejects.toThrow(
         /podman build of .*broken failed \(exit 1\): Error: building at STEP "RUN false"/,
       );
     }
@@ -79,11 +79,11 @@ describe('the image build', () => {
 
   it('is cut off at build_timeout_sec with what to do, and not retried', async () => {
     const c = context('slow', 'slow');
-    const first = ensureContextImage('podman', 'org/slow', c, () => {}, 0.5);
+    const first = buildImage('podman', { kind: 'build', name: 'org/slow', context: c, timeoutSec: 0.5 }, () => {});
     await expect(first).rejects.toThrow(
       /did not finish within build_timeout_sec = 0\.5 s \(task\.toml \[environment\]\): raise it there, or build the image once/,
     );
-    await expect(ensureContextImage('podman', 'org/slow', c, () => {}, 0.5)).rejects.toThrow(/build_timeout_sec/);
+    await expect(buildImage('podman', { kind: 'build', name: 'org/slow', context: c, timeoutSec: 0.5 }, () => {})).rejects.toThrow(/build_timeout_sec/);
     expect(builds(c)).toBe(1);
     // What the build started in a session of its own is killed with it (waited for, generous net).
     const running = () =>
@@ -100,10 +100,10 @@ describe('the image build', () => {
 
   it('is shared by the samples that wait on it, and reused once built', async () => {
     const c = context('fine', 'ok');
-    const tags = await Promise.all([1, 2, 3].map(() => ensureContextImage('podman', 'org/fine', c, () => {}, 60)));
+    const tags = await Promise.all([1, 2, 3].map(() => buildImage('podman', { kind: 'build', name: 'org/fine', context: c, timeoutSec: 60 }, () => {})));
     expect(new Set(tags).size).toBe(1);
     expect(tags[0]).toMatch(/^polar-harbor\/org-fine:[0-9a-f]{16}$/);
-    await ensureContextImage('podman', 'org/fine', c, () => {}, 60);
+    await buildImage('podman', { kind: 'build', name: 'org/fine', context: c, timeoutSec: 60 }, () => {});
     expect(builds(c)).toBe(1);
   });
 });
@@ -111,16 +111,16 @@ describe('the image build', () => {
 describe('a container that does not start', () => {
   it("says the engine's reason, the command polar ran, and how to tell an image that cannot start from a flag of polar's; nothing is left behind", async () => {
     const spec = {
-      engine: 'podman' as const,
-      sampleId: 'rol_x-t-0',
+      id: 'rol_x-t-0',
       image: 'polar-harbor/t:1',
-      trial: { workdir: '/app' } as HarborTrial,
-      internet: false,
+      workdir: '/app',
+      network: { kind: 'none' as const },
+      mounts: [],
+      hostname: 'polar-sandbox',
       limits: { ...DEFAULT_LIMITS, maxMemoryBytes: 1024 ** 3 },
       cpus: null,
-      proxySocket: null,
     };
-    const err = await startSampleContainer(spec).then(
+    const err = await engineProvider('podman').start(spec).then(
       () => null,
       (e: Error) => e,
     );

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { type Attempt, type HealthcheckClock, runHealthcheck } from './healthcheck.js';
-import type { HarborHealthcheck } from './types.js';
+import type { Healthcheck } from './types.js';
 
 /** A clock that moves only when the loop sleeps: no real waiting, and every sleep is recorded. */
 function fakeClock(): HealthcheckClock & { slept: number[] } {
@@ -16,7 +16,7 @@ function fakeClock(): HealthcheckClock & { slept: number[] } {
   };
 }
 
-const hc = (over: Partial<HarborHealthcheck> = {}): HarborHealthcheck => ({
+const hc = (over: Partial<Healthcheck> = {}): Healthcheck => ({
   command: 'test -f /ready',
   intervalSec: 2,
   timeoutSec: 5,
