@@ -17,7 +17,9 @@ describe('startOrder', () => {
   });
 
   it('refuses a cycle, naming it', () => {
-    expect(() => startOrder({ services: [svc('a', [on('b')]), svc('b', [on('c')]), svc('c', [on('a')])] })).toThrow('docker-compose.yaml: depends_on: a cycle: a -> b -> c -> a');
+    expect(() => startOrder({ services: [svc('a', [on('b')]), svc('b', [on('c')]), svc('c', [on('a')])] })).toThrow(
+      'docker-compose.yaml: depends_on: a cycle: a -> b -> c -> a',
+    );
     expect(() => startOrder({ services: [svc('a', [on('a')])] })).toThrow('a cycle: a -> a');
   });
 });

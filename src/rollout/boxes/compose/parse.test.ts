@@ -50,7 +50,14 @@ services:
     expect(plan.services).toHaveLength(1);
     const s = plan.services[0];
     expect(s?.image).toEqual({ kind: 'build', context: realpathSync(path.join(envDir, 'inventory')) });
-    expect(s?.healthcheck).toEqual({ command: "exec 'curl' '-sf' 'http://localhost:9000/count'", intervalSec: 2, timeoutSec: 5, retries: 15, startPeriodSec: 3, startIntervalSec: 5 });
+    expect(s?.healthcheck).toEqual({
+      command: "exec 'curl' '-sf' 'http://localhost:9000/count'",
+      intervalSec: 2,
+      timeoutSec: 5,
+      retries: 15,
+      startPeriodSec: 3,
+      startIntervalSec: 5,
+    });
     expect(plan.network).toEqual({ name: 'default', internal: false });
     expect(plan.notices).toEqual([]);
   });
@@ -70,7 +77,9 @@ services:
 `);
     const hc = plan.services[0]?.healthcheck;
     // The words reach the program as they were written, through sh.
-    expect(execFileSync('sh', ['-c', hc?.command ?? ''], { encoding: 'utf8' })).toBe("it's|a; b|$HOME|import socket; socket.create_connection(('localhost', 8000))|");
+    expect(execFileSync('sh', ['-c', hc?.command ?? ''], { encoding: 'utf8' })).toBe(
+      "it's|a; b|$HOME|import socket; socket.create_connection(('localhost', 8000))|",
+    );
     expect([hc?.intervalSec, hc?.timeoutSec, hc?.retries, hc?.startPeriodSec]).toEqual([90, 0.5, 3, 0]);
   });
 
@@ -91,8 +100,13 @@ services:
   db:
     image: postgres:16
 `;
-    expect(refusal(tb)).toMatch(/^docker-compose\.yaml: service main: environment\[0\]: \$\{TEST_DIR\} is not a variable Harbor defines for compose.*\[environment\.env\]/);
-    const plan = parseCompose(tb, { environmentDir: envDir, vars: harborComposeVars({ environmentDir: envDir, mainImage: 'x', cpus: 1, memoryMb: 512, taskEnv: { TEST_DIR: '/tests' } }) });
+    expect(refusal(tb)).toMatch(
+      /^docker-compose\.yaml: service main: environment\[0\]: \$\{TEST_DIR\} is not a variable Harbor defines for compose.*\[environment\.env\]/,
+    );
+    const plan = parseCompose(tb, {
+      environmentDir: envDir,
+      vars: harborComposeVars({ environmentDir: envDir, mainImage: 'x', cpus: 1, memoryMb: 512, taskEnv: { TEST_DIR: '/tests' } }),
+    });
     expect(plan.main.env).toEqual({ TEST_DIR: '/tests' });
     expect(plan.main.command).toBeUndefined();
     expect(plan.services[0]?.image).toEqual({ kind: 'ref', ref: 'postgres:16' });
@@ -121,7 +135,9 @@ services:
     expect(plan.services[0]?.entrypoint).toEqual(['/bin/run', '-x']);
     expect(plan.services[1]?.entrypoint).toEqual([]);
     expect(plan.services[1]?.command).toEqual(['sh', '-c', 'echo $HOME && sleep 1']);
-    expect(refusal('services: {a: {image: x, command: "a && b"}}')).toMatch(/service a: command: `&` in a string command is a shell operator.*\["sh", "-c", "a && b"\]/);
+    expect(refusal('services: {a: {image: x, command: "a && b"}}')).toMatch(
+      /service a: command: `&` in a string command is a shell operator.*\["sh", "-c", "a && b"\]/,
+    );
   });
 
   it('healthcheck forms: string and CMD-SHELL run by sh, NONE and disable turn it off', () => {
@@ -191,12 +207,21 @@ describe('what polar cannot run is refused by name', () => {
     ['services: {api: {image: x, healthcheck: {interval: 2s}}}', 'service api: healthcheck.test: no `test`'],
     ['services: {api: {image: x, healthcheck: {test: "true", interval: 2}}}', 'healthcheck.interval: expected a duration string'],
     ['services: {api: {image: x, healthcheck: {test: "true", interval: 2 s}}}', '"2 s" is not a duration'],
-    ['services: {api: {image: x}, main: {depends_on: {api: {condition: service_healthy}}}}', 'service main: depends_on: api must be healthy, and it has no healthcheck here'],
+    [
+      'services: {api: {image: x}, main: {depends_on: {api: {condition: service_healthy}}}}',
+      'service main: depends_on: api must be healthy, and it has no healthcheck here',
+    ],
     ['services: {api: {image: x}, main: {depends_on: {api: {condition: service_completed_successfully}}}}', 'api must complete, and it has no `command`'],
     ['services: {api: {image: x, depends_on: [main]}}', 'service api: depends_on: main: polar starts the agent’s box after every other service'],
     ['services: {api: {image: x, depends_on: [db]}}', 'service api: depends_on: db, which the file does not define'],
-    ['services: {api: {image: x, networks: [a]}, db: {image: x, networks: [b]}}\nnetworks: {a: {}, b: {}}', 'networks: polar joins all services and main on one network, and these are on several (main: default; api: a; db: b)'],
-    ['services: {api: {image: x, networks: [a]}, main: {networks: [a]}}\nnetworks: {a: {external: true}}', 'networks.a: `external` is not supported by polar yet'],
+    [
+      'services: {api: {image: x, networks: [a]}, db: {image: x, networks: [b]}}\nnetworks: {a: {}, b: {}}',
+      'networks: polar joins all services and main on one network, and these are on several (main: default; api: a; db: b)',
+    ],
+    [
+      'services: {api: {image: x, networks: [a]}, main: {networks: [a]}}\nnetworks: {a: {external: true}}',
+      'networks.a: `external` is not supported by polar yet',
+    ],
     ['services: {main: {build: {context: ./inventory}}}', 'service main: build: polar builds main from environment/Dockerfile'],
     ['services: {api: {image: x}\n  bad', 'docker-compose.yaml: YAML:'],
     ['services: {api: {command: ["true"]}}', 'service api: neither `build` nor `image`'],

@@ -36,7 +36,7 @@ function fakeProvider(health: Record<string, number[]>, opts: { networks?: boole
   };
   const provider: BoxProvider = {
     name: 'fake',
-    probe: async () => null,
+    probe: () => null,
     async image(source) {
       if (source.kind === 'build' && source.name === opts.failBuild) throw new Error('no such base image');
       return source.kind === 'ref' ? source.ref : `built-${source.name}`;
@@ -65,7 +65,15 @@ function fakeProvider(health: Record<string, number[]>, opts: { networks?: boole
 }
 
 const hc = { command: 'check', intervalSec: 0.01, timeoutSec: 1, startPeriodSec: 0, startIntervalSec: 0.01, retries: 2 };
-const svc = (name: string, s: Partial<ComposeService> = {}): ComposeService => ({ name, image: { kind: 'ref', ref: 'img' }, env: {}, healthcheck: null, dependsOn: [], aliases: [], ...s });
+const svc = (name: string, s: Partial<ComposeService> = {}): ComposeService => ({
+  name,
+  image: { kind: 'ref', ref: 'img' },
+  env: {},
+  healthcheck: null,
+  dependsOn: [],
+  aliases: [],
+  ...s,
+});
 const plan = (services: ComposeService[], main: Partial<ComposePlan['main']> = {}): ComposePlan => ({
   services,
   main: { dependsOn: [], env: {}, healthcheck: null, aliases: [], ...main },
@@ -79,7 +87,12 @@ describe('startServices, with a recording provider', () => {
     const { provider, events, specs } = fakeProvider({ db: [1, 1, 0], api: [0] });
     const p = plan(
       [
-        svc('api', { image: { kind: 'build', context: '/ctx/api' }, healthcheck: hc, dependsOn: [{ service: 'db', condition: 'service_healthy' }], command: ['serve'] }),
+        svc('api', {
+          image: { kind: 'build', context: '/ctx/api' },
+          healthcheck: hc,
+          dependsOn: [{ service: 'db', condition: 'service_healthy' }],
+          command: ['serve'],
+        }),
         svc('db', { healthcheck: { ...hc, retries: 1, startPeriodSec: 5 } }),
       ],
       { dependsOn: [{ service: 'api', condition: 'service_started' }], aliases: ['agent'] },
@@ -90,7 +103,12 @@ describe('startServices, with a recording provider', () => {
     expect([...up.boxes.keys()].sort()).toEqual(['api', 'db']);
     expect(up.mainNetwork).toEqual({ kind: 'attach', network: 'net-s1', aliases: ['main', 'agent'] });
     const api = specs.find((s) => s.id === 's1-api');
-    expect(api).toMatchObject({ image: 'built-demo-api', workdir: '/srv', command: ['serve'], network: { kind: 'attach', network: 'net-s1', aliases: ['api'] } });
+    expect(api).toMatchObject({
+      image: 'built-demo-api',
+      workdir: '/srv',
+      command: ['serve'],
+      network: { kind: 'attach', network: 'net-s1', aliases: ['api'] },
+    });
     // No `command`: the image's own CMD ([] after the image), not polar's keep-alive.
     expect(specs.find((s) => s.id === 's1-db')?.command).toEqual([]);
     await up.remove();
@@ -99,7 +117,10 @@ describe('startServices, with a recording provider', () => {
 
   it('runs a one-shot service’s command to its end before its dependents start', async () => {
     const { provider, events, specs } = fakeProvider({});
-    const p = plan([svc('migrate', { command: ['migrate', 'up'], entrypoint: ['/init'] }), svc('api', { dependsOn: [{ service: 'migrate', condition: 'service_completed_successfully' }] })]);
+    const p = plan([
+      svc('migrate', { command: ['migrate', 'up'], entrypoint: ['/init'] }),
+      svc('api', { dependsOn: [{ service: 'migrate', condition: 'service_completed_successfully' }] }),
+    ]);
     await startServices(provider, p, { ...opts, internet: true });
     expect(events).toEqual(['network:s1:open', 'start:migrate', 'run:migrate:/init migrate up', 'start:api']);
     const migrate = specs.find((s) => s.id === 's1-migrate');
@@ -110,7 +131,9 @@ describe('startServices, with a recording provider', () => {
   it('removes every box and the network when a healthcheck fails, and starts nothing after it', async () => {
     const { provider, events } = fakeProvider({ db: [1, 1, 1] });
     const p = plan([svc('cache'), svc('db', { healthcheck: hc }), svc('api', { dependsOn: [{ service: 'db', condition: 'service_healthy' }] })]);
-    await expect(startServices(provider, p, opts)).rejects.toThrow("compose service db: the task's healthcheck failed after 2 consecutive tries (exit 1: down): check");
+    await expect(startServices(provider, p, opts)).rejects.toThrow(
+      "compose service db: the task's healthcheck failed after 2 consecutive tries (exit 1: down): check",
+    );
     expect(events).not.toContain('start:api');
     expect(events.filter((e) => e.startsWith('remove:')).sort()).toEqual(['remove:cache', 'remove:db']);
     expect(events.at(-1)).toBe('network-rm:net-s1');
@@ -120,7 +143,9 @@ describe('startServices, with a recording provider', () => {
     const bare = fakeProvider({}, { networks: false });
     await expect(startServices(bare.provider, plan([svc('db')]), opts)).rejects.toThrow('the fake provider cannot make one (no BoxNetworks)');
     const broken = fakeProvider({}, { failBuild: 'demo-api' });
-    await expect(startServices(broken.provider, plan([svc('api', { image: { kind: 'build', context: '/ctx' } })]), opts)).rejects.toThrow('compose service api: its image: no such base image');
+    await expect(startServices(broken.provider, plan([svc('api', { image: { kind: 'build', context: '/ctx' } })]), opts)).rejects.toThrow(
+      'compose service api: its image: no such base image',
+    );
     expect([...bare.events, ...broken.events]).toEqual([]);
   });
 });

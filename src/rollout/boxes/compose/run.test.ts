@@ -47,7 +47,15 @@ function task(name: string, compose: string): string {
   return envDir;
 }
 
-const opts = (id: string): ServicesOptions => ({ id: `${runId}-${id}`, taskName: 'compose-test', internet: false, limits: DEFAULT_LIMITS, cpus: null, buildTimeoutSec: 300, onNotice: () => {} });
+const opts = (id: string): ServicesOptions => ({
+  id: `${runId}-${id}`,
+  taskName: 'compose-test',
+  internet: false,
+  limits: DEFAULT_LIMITS,
+  cpus: null,
+  buildTimeoutSec: 300,
+  onNotice: () => {},
+});
 const GET = 'exec 3<>"/dev/tcp/$1/8000" && printf "GET / HTTP/1.0\\r\\n\\r\\n" >&3 && cat <&3';
 
 describe.skipIf(skip !== null)(`compose services on podman${skip ? ` (${skip})` : ''}`, () => {
@@ -77,7 +85,15 @@ describe.skipIf(skip !== null)(`compose services on podman${skip ? ` (${skip})` 
     const plan = loadCompose({ environmentDir: envDir, vars: harborComposeVars({ environmentDir: envDir }) });
     if (!plan) throw new Error('no plan');
     const up = await startServices(provider, plan, opts('ok'));
-    const main = await provider.start({ id: `${runId}-ok-main`, image: 'debian:12-slim', workdir: '/', network: up.mainNetwork, mounts: [], limits: DEFAULT_LIMITS, cpus: null });
+    const main = await provider.start({
+      id: `${runId}-ok-main`,
+      image: 'debian:12-slim',
+      workdir: '/',
+      network: up.mainNetwork,
+      mounts: [],
+      limits: DEFAULT_LIMITS,
+      cpus: null,
+    });
     try {
       // Healthy before startServices returned: the first request is answered.
       const got = await main.shell(GET, {}, 20_000, undefined, ['api']);
@@ -108,7 +124,9 @@ describe.skipIf(skip !== null)(`compose services on podman${skip ? ` (${skip})` 
     );
     const plan = loadCompose({ environmentDir: envDir, vars: harborComposeVars({ environmentDir: envDir }) });
     if (!plan) throw new Error('no plan');
-    await expect(startServices(provider, plan, opts('bad'))).rejects.toThrow("compose service api: the task's healthcheck failed after 2 consecutive tries (exit 3): exit 3");
+    await expect(startServices(provider, plan, opts('bad'))).rejects.toThrow(
+      "compose service api: the task's healthcheck failed after 2 consecutive tries (exit 3): exit 3",
+    );
     expect(leftovers()).toEqual([]);
   }, 300_000);
 });
