@@ -5,7 +5,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { gradeNamed } from '../../src/rollout/evaluators/named-tests/grade.js';
 import { runnerFor } from '../../src/rollout/evaluators/named-tests/registry.js';
-import type { RunnerName } from '../../src/rollout/evaluators/named-tests/types.js';
+import type { RunnerName } from '../../src/rollout/task-file.js';
 import { removeTree } from '../support/remove-tree.js';
 
 /**

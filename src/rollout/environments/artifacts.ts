@@ -3,7 +3,7 @@ import path from 'node:path';
 import { Forfeit, StageError } from '../stage-error.js';
 import type { Box } from '../boxes/types.js';
 import type { HarborArtifact } from '../harbor/types.js';
-import { isTestFile } from '../evaluators/test-files.js';
+import { matchesGlob } from '../../core/glob.js';
 
 /**
  * At most this much of the agent's artifacts crosses to a separate verifier. Past it the sample
@@ -95,7 +95,7 @@ async function linkOnTheWay(root: string, rel: string): Promise<string | null> {
 async function keepPlain(root: string, p: string, exclude: readonly string[], budget: number): Promise<number> {
   const st = await fs.lstat(p);
   const rel = path.relative(root, p).split(path.sep).join('/');
-  if (rel !== '' && exclude.length > 0 && (isTestFile(rel, exclude) || isTestFile(path.basename(p), exclude))) {
+  if (rel !== '' && exclude.length > 0 && (matchesGlob(rel, exclude) || matchesGlob(path.basename(p), exclude))) {
     await fs.rm(p, { recursive: true, force: true });
     return budget;
   }

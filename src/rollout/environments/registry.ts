@@ -1,6 +1,6 @@
 import { BOX_PROVIDERS } from '../boxes/registry.js';
 import type { BoxProvider } from '../boxes/types.js';
-import { lookingUpInterpreters } from '../evaluators/interpreter.js';
+import { lookingUpInterpreters } from './interpreter.js';
 import { boxEnvironment } from './box/index.js';
 import type { EnvironmentDeps, SampleSpec } from './deps.js';
 import { hostEnvironment } from './host.js';

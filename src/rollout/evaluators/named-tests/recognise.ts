@@ -1,4 +1,4 @@
-import type { RunnerName } from './types.js';
+import type { RunnerName } from '../../task-file.js';
 
 /** A task's test command that polar can run itself as a named-test runner. */
 export interface RecognisedCommand {

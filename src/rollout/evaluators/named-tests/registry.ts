@@ -1,6 +1,7 @@
 import { nodeTestRunner } from './node.js';
 import { pytestRunner, unittestRunner } from './python.js';
-import type { RunnerName, TestRunner } from './types.js';
+import type { RunnerName } from '../../task-file.js';
+import type { TestRunner } from './types.js';
 
 /** Every runner polar drives, by the task file's `runner` name: a new one is one file and one line. */
 const RUNNERS: Record<RunnerName, TestRunner> = {

@@ -29,8 +29,8 @@ export function parseOutcomes(text: string): Map<string, TestOutcome> {
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
-  } catch {
-    throw new Error("the test runner's report is not JSON");
+  } catch (err) {
+    throw new Error("the test runner's report is not JSON", { cause: err });
   }
   const tests = (parsed as { tests?: unknown } | null)?.tests;
   if (typeof tests !== 'object' || tests === null || Array.isArray(tests)) throw new Error("the test runner's report has no tests object");

@@ -1,8 +1,7 @@
+import type { RunnerName } from '../../task-file.js';
 /** What a runner's report says of one test. A test the report does not name did not run. */
 export type TestOutcome = 'passed' | 'failed' | 'skipped';
 
-export const RUNNER_NAMES = ['pytest', 'unittest', 'node-test'] as const;
-export type RunnerName = (typeof RUNNER_NAMES)[number];
 
 /**
  * One test runner polar drives itself, as SWE-bench grades a patch: it runs the named tests with a

@@ -1,7 +1,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { shellQuote } from '../../core/process/shell.js';
-import type { SampleEnvironment, Verification, VerifierCommand, VerifierRun } from '../environments/types.js';
+import type { SampleEnvironment, Verification, VerifierCommand, VerifierRun } from './types.js';
 import { StageError } from '../stage-error.js';
 
 /**
