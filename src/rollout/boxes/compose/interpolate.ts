@@ -2,17 +2,17 @@ import { PolarError } from '../../../core/errors.js';
 
 /**
  * What Harbor defines for compose's variable interpolation, besides its own process environment
- * (docker.py:394 passes os.environ, which polar does not: a variable only the host's environment
- * would give is refused by name). Infra variables (compose_env.py:11-24, docker.py:182-190,
+ * (src/harbor/environments/docker/docker.py:394 passes os.environ, which polar does not: a variable only the host's environment
+ * would give is refused by name). Infra variables (src/harbor/environments/docker/compose_env.py:11-24, src/harbor/environments/docker/docker.py:182-190,
  * 344-349): CONTEXT_DIR, MAIN_IMAGE_NAME, PREBUILT_IMAGE_NAME (prebuilt only), CPUS, MEMORY;
- * the legacy log-mount paths ENV_{AGENT_LOGS,VERIFIER_LOGS,ARTIFACTS}_PATH (compose_env.py:52-78,
- * their container side); and the task's [environment].env (docker.py:193-195, 351-357), which the
- * infra variables override (compose_env.py:27-49).
+ * the legacy log-mount paths ENV_{AGENT_LOGS,VERIFIER_LOGS,ARTIFACTS}_PATH (src/harbor/environments/docker/compose_env.py:52-78,
+ * their container side); and the task's [environment].env (src/harbor/environments/docker/docker.py:193-195, 351-357), which the
+ * infra variables override (src/harbor/environments/docker/compose_env.py:27-49).
  */
 export interface HarborComposeVars {
   /** The task's environment/ folder, absolute. */
   environmentDir: string;
-  /** The main image polar built or uses (Harbor's `hb__<name>`, docker.py:183). */
+  /** The main image polar built or uses (Harbor's `hb__<name>`, src/harbor/environments/docker/docker.py:183). */
   mainImage?: string;
   /** [environment].docker_image when the task runs it prebuilt. */
   prebuiltImage?: string;
@@ -28,7 +28,7 @@ export function harborComposeVars(v: HarborComposeVars): Record<string, string> 
   if (v.prebuiltImage !== undefined) infra.PREBUILT_IMAGE_NAME = v.prebuiltImage;
   if (v.cpus !== undefined) infra.CPUS = String(v.cpus);
   if (v.memoryMb !== undefined) infra.MEMORY = `${v.memoryMb}M`;
-  // Harbor's trial mounts (models/trial/paths.py:35-43); the HOST_* halves name host folders only
+  // Harbor's trial mounts (src/harbor/models/trial/paths.py:35-43); the HOST_* halves name host folders only
   // a task's own `volumes` would use, which polar refuses.
   infra.ENV_AGENT_LOGS_PATH = '/logs/agent';
   infra.ENV_VERIFIER_LOGS_PATH = '/logs/verifier';

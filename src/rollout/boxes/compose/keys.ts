@@ -2,7 +2,7 @@ import { refusal } from './interpolate.js';
 
 /**
  * The service keys polar runs (compose-spec "services" semantics, as Harbor's `docker compose up`
- * runs them, docker.py:553):
+ * runs them, src/harbor/environments/docker/docker.py:553):
  * - `build` (path or {context, dockerfile}, inside environment/), `image` (used when no `build`);
  * - `environment` (list or map), `command`, `entrypoint` (string or list), `working_dir`, `hostname`;
  * - `healthcheck` (test CMD / CMD-SHELL / NONE / string, interval, timeout, start_period,
@@ -68,7 +68,7 @@ export function checkKeys(raw: Record<string, unknown>, supported: ReadonlySet<s
   }
 }
 
-/** Top-level keys: `services`, `networks`; `version` is obsolete and `name` yields to Harbor's --project-name (docker.py:385-386). */
+/** Top-level keys: `services`, `networks`; `version` is obsolete and `name` yields to Harbor's --project-name (src/harbor/environments/docker/docker.py:385-386). */
 export function checkTopKeys(root: Record<string, unknown>): void {
   for (const key of Object.keys(root)) {
     if (['services', 'networks', 'version', 'name'].includes(key) || key.startsWith('x-')) continue;

@@ -34,7 +34,7 @@ export function startOrder(plan: Pick<ComposePlan, 'services'>): StartStep[] {
 
 /**
  * What must hold before `main` starts: the conditions of its own `depends_on`, and every sidecar's
- * healthcheck passing, since Harbor's `docker compose up --detach --wait` (docker.py:553) returns
+ * healthcheck passing, since Harbor's `docker compose up --detach --wait` (src/harbor/environments/docker/docker.py:553) returns
  * only once each service is running or healthy; main's conditions are met then too.
  */
 export function beforeMain(plan: Pick<ComposePlan, 'services' | 'main'>): DependsOn[] {
@@ -42,4 +42,10 @@ export function beforeMain(plan: Pick<ComposePlan, 'services' | 'main'>): Depend
   for (const s of plan.services) if (s.healthcheck) waits.push({ service: s.name, condition: 'service_healthy' });
   for (const d of plan.main.dependsOn) if (!waits.some((w) => w.service === d.service)) waits.push(d);
   return waits;
+}
+
+/** The services another waits for with service_completed_successfully: run once, to their end. */
+export function oneShotServices(plan: Pick<ComposePlan, 'services' | 'main'>): Set<string> {
+  const deps = [...plan.services.flatMap((s) => s.dependsOn), ...plan.main.dependsOn];
+  return new Set(deps.filter((d) => d.condition === 'service_completed_successfully').map((d) => d.service));
 }

@@ -24,7 +24,7 @@ interface Ctx extends ComposeOptions {
   notices: string[];
 }
 
-/** environment/docker-compose.yaml as a plan, or null when the task has none (Harbor's docker.py:228-230, 274-275). */
+/** environment/docker-compose.yaml as a plan, or null when the task has none (Harbor's src/harbor/environments/docker/docker.py:228-230, 274-275). */
 export function loadCompose(opts: ComposeOptions): ComposePlan | null {
   const file = path.join(opts.environmentDir, 'docker-compose.yaml');
   if (!existsSync(file)) return null;
@@ -75,7 +75,7 @@ function sidecar(name: string, raw: Record<string, unknown>, ctx: Ctx, aliases: 
   checkKeys(raw, SIDECAR_KEYS, where, ctx.notices);
   const s = interpolateTree(raw, ctx.vars, where) as Record<string, unknown>;
   let image: ComposeService['image'];
-  // With both, compose tags the build with `image` (Harbor builds first, docker.py:529-536).
+  // With both, compose tags the build with `image` (Harbor builds first, src/harbor/environments/docker/docker.py:529-536).
   if (s.build !== undefined) image = build(s.build, ctx.environmentDir, `${where}: build`);
   else if (s.image !== undefined) image = { kind: 'ref', ref: text(s.image, `${where}: image`) };
   else throw refusal(where, 'neither `build` nor `image`: compose has nothing to run');
@@ -93,7 +93,7 @@ function sidecar(name: string, raw: Record<string, unknown>, ctx: Ctx, aliases: 
   };
 }
 
-/** Harbor's keep-alive for main (docker-compose-build.yaml:6), which a file may restate. */
+/** Harbor's keep-alive for main (src/harbor/environments/docker/docker-compose-build.yaml:6), which a file may restate. */
 const KEEP_ALIVE = ['sh', '-c', 'sleep infinity'];
 
 /**
@@ -111,7 +111,7 @@ function mainOverrides(raw: Record<string, unknown>, ctx: Ctx, aliases: string[]
     if (b.kind !== 'build' || b.context !== realpathSync(ctx.environmentDir) || (b.dockerfile ?? 'Dockerfile') !== 'Dockerfile')
       throw refusal(`${where}: build`, "polar builds main from environment/Dockerfile (Harbor's base); another context or Dockerfile is not supported yet");
   }
-  // In prebuilt mode main's `image` would replace the task's docker_image (docker-compose-prebuilt.yaml:3).
+  // In prebuilt mode main's `image` would replace the task's docker_image (src/harbor/environments/docker/docker-compose-prebuilt.yaml:3).
   if (s.image !== undefined && ctx.vars.PREBUILT_IMAGE_NAME !== undefined && s.image !== ctx.vars.PREBUILT_IMAGE_NAME)
     throw refusal(`${where}: image`, "polar runs main from task.toml's docker_image; another image is not supported yet");
   if (s.deploy !== undefined) mainDeploy(s.deploy, ctx);
@@ -128,7 +128,7 @@ function mainOverrides(raw: Record<string, unknown>, ctx: Ctx, aliases: string[]
   };
 }
 
-/** main's `deploy.resources` (Harbor writes its own, docker/__init__.py:23-53): polar applies [environment] cpus and memory_mb. */
+/** main's `deploy.resources` (Harbor writes its own, src/harbor/environments/docker/__init__.py:23-53): polar applies [environment] cpus and memory_mb. */
 function mainDeploy(value: unknown, ctx: Ctx): void {
   const where = `service ${MAIN_SERVICE}: deploy`;
   const deploy = mapping(value);

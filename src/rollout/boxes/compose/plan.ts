@@ -3,7 +3,7 @@ import type { Healthcheck } from '../types.js';
 /**
  * A task's environment/docker-compose.yaml as polar runs it (parse.ts reads it, order.ts orders it,
  * run.ts starts it). Harbor runs the file merged over its own base, whose `main` service is the
- * agent's container (src/harbor/environments/docker/docker.py:232-285, docker-compose-build.yaml:1-6);
+ * agent's container (src/harbor/environments/docker/docker.py:232-285, src/harbor/environments/docker/docker-compose-build.yaml:1-6);
  * the other services are sidecars, reached from `main` by their service names.
  */
 export interface ComposePlan {
@@ -29,7 +29,7 @@ export type ComposeImage = { kind: 'build'; context: string; dockerfile?: string
 
 export interface ComposeService {
   name: string;
-  /** `build` wins over `image` (Harbor builds before `up`, docker.py:529-536); `context` is absolute. */
+  /** `build` wins over `image` (Harbor builds before `up`, src/harbor/environments/docker/docker.py:529-536); `context` is absolute. */
   image: ComposeImage;
   /** The box's own variables (`environment`, list or map form), interpolated. */
   env: Record<string, string>;

@@ -142,6 +142,10 @@ describe('startServices, with a recording provider', () => {
   it('refuses a provider without networks, and a failed build, before making anything', async () => {
     const bare = fakeProvider({}, { networks: false });
     await expect(startServices(bare.provider, plan([svc('db')]), opts)).rejects.toThrow('the fake provider cannot make one (no BoxNetworks)');
+    const wd = await startServices(fakeProvider({}).provider, plan([svc('db', { workingDir: '/data' })]), opts).catch((e: Error) => e.message);
+    expect(wd).toBe(
+      'docker-compose.yaml: service db: `working_dir` is supported by polar only for a one-shot service (another waits for it with service_completed_successfully)',
+    );
     const broken = fakeProvider({}, { failBuild: 'demo-api' });
     await expect(startServices(broken.provider, plan([svc('api', { image: { kind: 'build', context: '/ctx' } })]), opts)).rejects.toThrow(
       'compose service api: its image: no such base image',

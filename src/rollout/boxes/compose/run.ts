@@ -1,6 +1,7 @@
 import type { SandboxLimits } from '../../../sandbox/index.js';
 import type { Box, BoxNetwork, BoxNetworks, BoxProvider } from '../types.js';
-import { beforeMain, startOrder } from './order.js';
+import { refusal } from './interpolate.js';
+import { beforeMain, oneShotServices, startOrder } from './order.js';
 import type { ComposePlan, ComposeService, DependsCondition } from './plan.js';
 import { runOneShot, type SidecarSettings, sidecarSpec, waitHealthy } from './service-box.js';
 
@@ -31,7 +32,7 @@ export interface RunningServices {
 
 /**
  * Starts a compose plan's sidecars as Harbor's `docker compose build` then `up --detach --wait`
- * do (docker.py:529-553): each image built once, one network, each service started once its
+ * do (src/harbor/environments/docker/docker.py:529-553): each image built once, one network, each service started once its
  * `depends_on` conditions hold, and returns once every healthcheck passed and main's own conditions
  * hold. On any failure, everything it made is removed before the error is thrown.
  */
@@ -40,6 +41,16 @@ export async function startServices(provider: BoxProvider, plan: ComposePlan, op
   if (!networks)
     throw new Error(`the task's docker-compose.yaml needs its boxes on one network, and the ${provider.name} provider cannot make one (no BoxNetworks)`);
   const steps = startOrder(plan);
+  const oneShots = oneShotServices(plan);
+  for (const s of plan.services) {
+    // A box's workdir is where its execs run (BoxSpec.workdir); its own process starts in the image's
+    // WORKDIR, so only a one-shot service, whose command polar runs with `cd`, can honour this.
+    if (s.workingDir !== undefined && !oneShots.has(s.name))
+      throw refusal(
+        `service ${s.name}`,
+        '`working_dir` is supported by polar only for a one-shot service (another waits for it with service_completed_successfully)',
+      );
+  }
   for (const line of plan.notices) opts.onNotice(line);
   const images = await buildImages(provider, plan.services, opts);
   const network = await networks.create(opts.id, !opts.internet || plan.network.internal);
@@ -89,11 +100,7 @@ type Gates = Map<string, Record<DependsCondition, Promise<void>>>;
 
 /** Every sidecar at once, each behind its conditions' gates; the first failure stops the rest at their next step. */
 async function startInOrder(provider: BoxProvider, plan: ComposePlan, steps: ReturnType<typeof startOrder>, st: StartState): Promise<void> {
-  const oneShots = new Set(
-    [...plan.services.flatMap((s) => s.dependsOn), ...plan.main.dependsOn]
-      .filter((d) => d.condition === 'service_completed_successfully')
-      .map((d) => d.service),
-  );
+  const oneShots = oneShotServices(plan);
   const set: SidecarSettings = { id: st.opts.id, limits: st.opts.limits, cpus: st.opts.cpus, oneShotTimeoutSec: st.opts.oneShotTimeoutSec ?? 600 };
   const byName = new Map(plan.services.map((s) => [s.name, s]));
   const gates: Gates = new Map();

@@ -73,7 +73,7 @@ export function dependsOn(value: unknown, where: string): DependsOn[] {
 
 /**
  * `build`: a context path or {context, dockerfile}. The context is relative to the compose file's
- * folder (environment/), as compose resolves it (docker.py:246-248), and must stay inside it: polar
+ * folder (environment/), as compose resolves it (src/harbor/environments/docker/docker.py:246-248), and must stay inside it: polar
  * builds only what the task ships.
  */
 export function build(value: unknown, envDir: string, where: string): ComposeImage {
