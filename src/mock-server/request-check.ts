@@ -7,8 +7,9 @@ export class MockBadRequest extends Error {
   constructor(
     message: string,
     readonly param: string | null = null,
+    options?: { cause?: unknown },
   ) {
-    super(message);
+    super(message, options);
   }
 }
 
@@ -18,7 +19,7 @@ export function parseRequestBody(text: string): Record<string, unknown> {
   try {
     value = JSON.parse(text);
   } catch (err) {
-    throw new MockBadRequest(`JSON decode error: ${(err as Error).message}`);
+    throw new MockBadRequest(`JSON decode error: ${(err as Error).message}`, null, { cause: err });
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new MockBadRequest('Input should be a valid dictionary');
   return value as Record<string, unknown>;

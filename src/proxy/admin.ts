@@ -76,7 +76,7 @@ async function jsonBody(req: IncomingMessage): Promise<Record<string, unknown>> 
   try {
     const value: unknown = JSON.parse(text);
     return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
-  } catch {
-    throw new PolarError('POLAR_BAD_REQUEST', 'admin request body is not valid JSON', 400);
+  } catch (err) {
+    throw new PolarError('POLAR_BAD_REQUEST', 'admin request body is not valid JSON', 400, { cause: err });
   }
 }

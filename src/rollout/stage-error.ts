@@ -5,13 +5,26 @@
  */
 export class StageError extends Error {
   override name = 'StageError';
+  /** The stage's own budget ran out (a sample ends `timeout` rather than `error`, except at POSTRUN). */
+  readonly timedOut: boolean;
+  /**
+   * `cause`: the error this one wraps, kept as ES2022's `Error.cause` (as undici's errors keep
+   * theirs) so a stack trace or a debugger still reaches the line that failed, not only the
+   * message polar wrote over it.
+   */
   constructor(
     readonly stage: 'init' | 'run' | 'post',
     message: string,
-    readonly timedOut = false,
+    options: StageErrorOptions = {},
   ) {
-    super(message);
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.timedOut = options.timedOut ?? false;
   }
+}
+
+export interface StageErrorOptions {
+  timedOut?: boolean;
+  cause?: unknown;
 }
 
 /**

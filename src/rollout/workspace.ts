@@ -109,7 +109,7 @@ export async function prepareWorkspace(
 ): Promise<PreparedWorkspace> {
   const left = () => {
     const ms = deadline - Date.now();
-    if (ms <= 0) throw new StageError('init', 'the session budget ran out while preparing the workspace', true);
+    if (ms <= 0) throw new StageError('init', 'preparing the workspace ran past its budget', { timedOut: true });
     return ms;
   };
   await fs.mkdir(path.dirname(dest), { recursive: true });
@@ -131,7 +131,7 @@ export async function prepareWorkspace(
     const r = await runShell(command, { cwd: dest, env, timeoutMs: left(), ...(jail ? { wrap: (c: HarnessCommand) => jail.wrap(c) } : {}) });
     const limit = (await jail?.close({ exitCode: r.exitCode, signal: r.signal })) ?? null;
     if (limit) throw new StageError('init', `setup command ${i + 1} (${command}): ${limit}`);
-    if (r.timedOut) throw new StageError('init', `setup command ${i + 1} (${command}) ran past the session budget`, true);
+    if (r.timedOut) throw new StageError('init', `setup command ${i + 1} (${command}) ran past the workspace's preparation budget`, { timedOut: true });
     if (r.failedToStart || r.exitCode !== 0)
       throw new StageError('init', commandFailure(`setup command ${i + 1}`, { ...r, startError: r.failedToStart }, command));
   }
@@ -266,7 +266,8 @@ export async function captureDiff(ws: PreparedWorkspace, env: Record<string, str
       // A repository the agent made inside its workspace (ls-files lists it as `sub/`) whose own
       // .git is broken or has no commit stops `git add`: the agent's doing, not the machine's.
       const nested = await nestedRepositories(ws.dir, listed);
-      if (nested.length > 0) throw new Forfeit(`the agent left git repositories in its workspace that polar cannot add: ${nested.slice(0, 5).join(', ')}`);
+      if (nested.length > 0)
+        throw new Forfeit(`the agent left git repositories in its workspace that polar cannot add: ${nested.slice(0, 5).join(', ')}`, { cause: err });
       throw err;
     });
   } finally {
@@ -406,6 +407,6 @@ async function runGit(
   const plain: HarnessCommand = { ...command, env: { ...own, ...GIT_ENV, ...(userConfig ? {} : NEUTRAL_ENV), ...commitEnv } };
   const cmd = wrap ? wrap(plain) : plain;
   const r = await runCommand(cmd.file, cmd.args, { cwd, env: cmd.env, timeoutMs });
-  if (r.failed || r.exitCode !== 0) throw new StageError(stage, commandFailure(`git ${what}`, r, opts.ran));
+  if (r.failed || r.exitCode !== 0) throw new StageError(stage, commandFailure(`git ${what}`, r, opts.ran), { cause: r.error ?? undefined });
   return r.stdout;
 }

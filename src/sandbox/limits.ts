@@ -114,7 +114,7 @@ export function createGroup(limits: SandboxLimits, cg: CgroupSupport | null = cg
     }
   } catch (err) {
     for (const dir of new Set(dirs.values())) rmdirQuiet(dir);
-    throw new PolarError('POLAR_INTERNAL', `could not set up the sample's cgroup: ${(err as Error).message}`);
+    throw new PolarError('POLAR_INTERNAL', `could not set up the sample's cgroup: ${(err as Error).message}`, undefined, { cause: err });
   }
   const unique = [...new Set(dirs.values())];
   return {

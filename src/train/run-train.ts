@@ -298,7 +298,7 @@ function customize(config: Yaml, o: TrainCommon): Yaml {
     try {
       extra = parseYaml(fs.readFileSync(o.extraConfig, 'utf8'));
     } catch (err) {
-      throw new PolarError('POLAR_USAGE', `--config ${o.extraConfig}: ${(err as Error).message}`);
+      throw new PolarError('POLAR_USAGE', `--config ${o.extraConfig}: ${(err as Error).message}`, undefined, { cause: err });
     }
     out = mergeConfig(out, extra);
   }

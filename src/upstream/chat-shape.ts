@@ -9,10 +9,10 @@ import { parseJsonWithIdArrays } from './id-arrays.js';
 export function parseUpstreamJson(input: string | Buffer, what: string): unknown {
   try {
     return parseJsonWithIdArrays(input);
-  } catch {
+  } catch (err) {
     const text = typeof input === 'string' ? input : input.toString('utf8');
     const head = text.length > 200 ? `${text.slice(0, 200)}…` : text;
-    throw new PolarError('POLAR_UPSTREAM_PROTOCOL', `upstream ${what} is not valid JSON: ${head}`, 502);
+    throw new PolarError('POLAR_UPSTREAM_PROTOCOL', `upstream ${what} is not valid JSON: ${head}`, 502, { cause: err });
   }
 }
 

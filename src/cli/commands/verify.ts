@@ -132,8 +132,8 @@ async function readTraces(file: string): Promise<Trajectory[]> {
   return lines.map((line, i) => {
     try {
       return JSON.parse(line) as Trajectory;
-    } catch {
-      throw new PolarError('POLAR_USAGE', `${file}:${i + 1} is not a JSON trajectory line`);
+    } catch (err) {
+      throw new PolarError('POLAR_USAGE', `${file}:${i + 1} is not a JSON trajectory line`, undefined, { cause: err });
     }
   });
 }

@@ -62,7 +62,7 @@ export function readBodyBytes(req: IncomingMessage, limit: number): Promise<Buff
       settled = true;
       resolve(bytes);
     });
-    req.on('error', (err) => fail(new PolarError('POLAR_CLIENT_ABORTED', `client connection failed: ${err.message}`, 499)));
+    req.on('error', (err) => fail(new PolarError('POLAR_CLIENT_ABORTED', `client connection failed: ${err.message}`, 499, { cause: err })));
     req.on('close', () => {
       if (!req.complete) fail(new PolarError('POLAR_CLIENT_ABORTED', 'client disconnected while sending the request', 499));
     });
@@ -81,7 +81,7 @@ export function parseJsonBody(text: string): unknown {
   try {
     value = JSON.parse(text);
   } catch (err) {
-    throw new PolarError('POLAR_BAD_REQUEST', `request body is not valid JSON: ${(err as Error).message}`, 400);
+    throw new PolarError('POLAR_BAD_REQUEST', `request body is not valid JSON: ${(err as Error).message}`, 400, { cause: err });
   }
   if (depthOver(value, MAX_JSON_DEPTH)) {
     throw new PolarError('POLAR_BAD_REQUEST', `request body nests deeper than ${MAX_JSON_DEPTH} levels`, 400);

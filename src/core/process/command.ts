@@ -12,6 +12,11 @@ export interface CommandResult {
   startError: string | null;
   /** execa's one-line account of a failure (it starts with the command line); null when it succeeded. */
   failed: string | null;
+  /**
+   * The failure as an error (execa's, with the whole command line, exit code and output), for a
+   * caller that reports the failure in its own words to keep as `cause`; null when it succeeded.
+   */
+  error: Error | null;
 }
 
 /**
@@ -45,9 +50,11 @@ export async function runCommand(
       startError:
         result.failed && result.exitCode === undefined && !result.signal && !timedOut ? (result.originalMessage ?? result.shortMessage ?? 'failed') : null,
       failed: result.failed ? (result.shortMessage ?? 'failed') : null,
+      // With reject: false, execa hands back a failed run as its error object instead of throwing it.
+      error: result.failed ? (result as unknown as Error) : null,
     };
   } catch (err) {
     const message = (err as Error).message;
-    return { exitCode: null, output: '', stdout: '', stderr: '', signal: null, timedOut: false, startError: message, failed: message };
+    return { exitCode: null, output: '', stdout: '', stderr: '', signal: null, timedOut: false, startError: message, failed: message, error: err as Error };
   }
 }

@@ -52,7 +52,7 @@ export function hostEnvironment(deps: EnvironmentDeps, spec: SampleSpec): Sample
     const at = apart ? (separate.workdir ?? inside) : inside;
     const jail = await openJail(deps.sandbox, { cwd, network: cmd.network, ...(at ? { cwdInside: at } : {}), ...home, binds }).catch(async (err: Error) => {
       if (rewardDir) await fs.rm(rewardDir, { recursive: true, force: true });
-      throw new StageError('post', `${cmd.what}: the sandbox would not open: ${err.message}`);
+      throw new StageError('post', `${cmd.what}: the sandbox would not open: ${err.message}`, { cause: err });
     });
     // A JSONL task's test runner writes its report there (evaluators/named-tests/): /logs/verifier
     // in the sandbox, the folder itself without one.

@@ -52,8 +52,8 @@ export async function readRewards(verifierDir: string): Promise<VerifierRewards>
   let parsed: unknown;
   try {
     parsed = JSON.parse(json);
-  } catch {
-    throw new Error(`/logs/verifier/reward.json is not JSON: ${JSON.stringify(json.slice(0, 100))}`);
+  } catch (err) {
+    throw new Error(`/logs/verifier/reward.json is not JSON: ${JSON.stringify(json.slice(0, 100))}`, { cause: err });
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
     throw new Error('/logs/verifier/reward.json must be an object ({"reward": x, …} or named metrics)');

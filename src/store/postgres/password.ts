@@ -50,7 +50,9 @@ export function readPasswordFile(file: string): string {
   try {
     stat = fs.statSync(file);
   } catch (err) {
-    throw new PolarError('POLAR_USAGE', `--db-password-file ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    throw new PolarError('POLAR_USAGE', `--db-password-file ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, undefined, {
+      cause: err,
+    });
   }
   if ((stat.mode & 0o077) !== 0)
     throw new PolarError('POLAR_USAGE', `--db-password-file ${file} is readable by other users (mode ${(stat.mode & 0o777).toString(8)}): chmod 600 it`);

@@ -52,6 +52,8 @@ export async function sourceAllowList(entries: readonly string[], lookup: (name:
       throw new PolarError(
         'POLAR_USAGE',
         `--allow-from ${entry}: the name does not resolve here (${(err as Error).message}); give the trainer node's address or subnet`,
+        undefined,
+        { cause: err },
       );
     }
     if (addresses.length === 0) throw new PolarError('POLAR_USAGE', `--allow-from ${entry}: the name resolves to no address here`);

@@ -95,7 +95,7 @@ function buildChatTemplate(files: ModelFiles, source: string): ChatTemplate {
   try {
     template = new Template(files.template);
   } catch (err) {
-    throw usage(`--tokenizer ${source}: the chat template does not parse: ${(err as Error).message}`);
+    throw usage(`--tokenizer ${source}: the chat template does not parse: ${(err as Error).message}`, err);
   }
   const bos = tokenText(files.config.bos_token);
   const eos = tokenText(files.config.eos_token);
@@ -155,7 +155,7 @@ function findTurnEnd(render: (m: readonly TemplateMessage[], o: RenderOptions) =
       { addGenerationPrompt: false },
     );
   } catch (err) {
-    throw usage(`the chat template cannot render a user/assistant exchange: ${(err as Error).message}`);
+    throw usage(`the chat template cannot render a user/assistant exchange: ${(err as Error).message}`, err);
   }
   const after = text.slice(text.lastIndexOf(marker) + marker.length);
   const special: { text: string; id: number }[] = [];
@@ -212,10 +212,10 @@ function readJson(file: string): unknown {
   try {
     return JSON.parse(fs.readFileSync(file, 'utf8'));
   } catch (err) {
-    throw usage(`${file}: ${(err as Error).message}`);
+    throw usage(`${file}: ${(err as Error).message}`, err);
   }
 }
 
-function usage(message: string): PolarError {
-  return new PolarError('POLAR_USAGE', message);
+function usage(message: string, cause?: unknown): PolarError {
+  return new PolarError('POLAR_USAGE', message, undefined, { cause });
 }

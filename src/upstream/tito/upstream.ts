@@ -233,7 +233,9 @@ interface Built {
 
 function templateError(template: ChatTemplate, err: unknown): PolarError {
   if (err instanceof PolarError) return err;
-  return new PolarError('POLAR_BAD_REQUEST', `the chat template (${template.source}) cannot render this request: ${(err as Error).message}`, 400);
+  return new PolarError('POLAR_BAD_REQUEST', `the chat template (${template.source}) cannot render this request: ${(err as Error).message}`, 400, {
+    cause: err,
+  });
 }
 
 const UNKNOWN_WINDOW_BUDGET = 4096;
