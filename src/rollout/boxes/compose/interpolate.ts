@@ -104,13 +104,14 @@ function braced(inner: string, vars: Readonly<Record<string, string>>, where: st
   throw refusal(where, `\${${name}} is required: ${interpolate(arg, vars, where) || `${name} is not set`}`);
 }
 
-function lookup(name: string, vars: Readonly<Record<string, string>>, where: string): string {
-  const value = vars[name];
-  if (value !== undefined) return value;
-  throw refusal(
-    where,
-    `\${${name}} is not a variable Harbor defines for compose (CONTEXT_DIR, MAIN_IMAGE_NAME, CPUS, MEMORY, ENV_*_PATH) and polar does not pass its own environment: set it in task.toml [environment.env], which Harbor passes to compose too`,
-  );
+/**
+ * A variable Harbor does not define is what compose makes of one unset: empty (compose-spec
+ * "Interpolation": "unset … substituted with an empty string", with a warning). Harbor passes its
+ * own process environment (docker.py:394), where a Terminal-Bench task's `${TEST_DIR}` is unset;
+ * polar passes none of the host's, so the same file gives the same services on every machine.
+ */
+function lookup(name: string, vars: Readonly<Record<string, string>>, _where: string): string {
+  return vars[name] ?? '';
 }
 
 /** A refusal of the task's compose file, naming where. */

@@ -73,6 +73,7 @@ function newSample(provider: BoxProvider, deps: EnvironmentDeps, spec: SampleSpe
     gitSandbox: boxed ? evaluatorSandbox(deps.sandbox, null, deps.inside) : undefined,
     setup: boxed ? setupSandbox(deps.sandbox, spec.task, deps.inside) : undefined,
     agent: null,
+    plan: null,
     services: null,
     workspace: null,
     artifacts: {},

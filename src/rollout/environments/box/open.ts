@@ -7,6 +7,7 @@ import type { BoxNetwork, Mount } from '../../boxes/types.js';
 import { logsDir } from '../../harbor/trial.js';
 import { StageError } from '../../stage-error.js';
 import { taskImage } from './images.js';
+import { mainHealthcheck } from './services.js';
 import type { AgentBox, BoxSample } from './state.js';
 
 /**
@@ -31,8 +32,9 @@ export async function openAgentBox(s: BoxSample, mounts: AgentMounts): Promise<A
   const image = await taskImage(s);
   for (const d of mounts.writable) await fs.mkdir(d.source, { recursive: true, mode: 0o700 });
   const internet = trial.agentNetwork === 'public' || spec.task.network === 'host';
+  const healthcheck = mainHealthcheck(s);
   const network: BoxNetwork = s.services
-    ? { kind: 'attach', network: s.services.network, aliases: ['main'] }
+    ? s.services.mainNetwork
     : internet
       ? { kind: 'internet' }
       : { kind: 'none' };
@@ -50,7 +52,8 @@ export async function openAgentBox(s: BoxSample, mounts: AgentMounts): Promise<A
       ...mounts.writable.map((w): Mount => ({ ...w, readOnly: false })),
       ...mounts.readOnly.map((p): Mount => ({ source: p, dest: p, readOnly: true })),
     ],
-    ...(trial.healthcheck ? { healthcheck: trial.healthcheck } : {}),
+    ...(healthcheck ? { healthcheck } : {}),
+    ...(s.plan ? { env: s.plan.main.env } : {}),
   });
   try {
     await readyForAgent(s, box, mounts);

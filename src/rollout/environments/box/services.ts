@@ -1,15 +1,72 @@
-import fs from 'node:fs';
 import path from 'node:path';
+import { PolarError } from '../../../core/errors.js';
+import { harborComposeVars } from '../../boxes/compose/interpolate.js';
+import { loadCompose } from '../../boxes/compose/parse.js';
+import type { ComposePlan } from '../../boxes/compose/plan.js';
+import { startServices } from '../../boxes/compose/run.js';
+import type { Healthcheck } from '../../boxes/types.js';
+import { DEFAULT_BUILD_TIMEOUT_SEC } from '../../harbor/toml-fields.js';
+import type { HarborTrial } from '../../harbor/types.js';
+import { StageError } from '../../stage-error.js';
+import { taskImage } from './images.js';
+import { withTaskMemory } from './open.js';
 import type { BoxSample, SampleServices } from './state.js';
 
-/** environment/docker-compose.yaml, where the task has one. */
-export function composeFile(dir: string): string | null {
-  const file = path.join(dir, 'environment', 'docker-compose.yaml');
-  return fs.existsSync(file) ? file : null;
+/**
+ * The task's environment/docker-compose.yaml read as Harbor reads it, over its base (the main
+ * service is the agent's box): null without one. What polar cannot run is refused by name.
+ */
+export function composePlan(trial: HarborTrial, mainImage?: string): ComposePlan | null {
+  const environmentDir = path.join(trial.dir, 'environment');
+  const vars = harborComposeVars({
+    environmentDir,
+    ...(mainImage !== undefined ? { mainImage } : {}),
+    ...(trial.cpus !== undefined ? { cpus: trial.cpus } : {}),
+    ...(trial.memoryBytes !== undefined ? { memoryMb: Math.round(trial.memoryBytes / 1024 ** 2) } : {}),
+  });
+  const plan = loadCompose({ environmentDir, vars });
+  if (plan) mainOverridesProblem(plan, trial);
+  return plan;
+}
+
+/**
+ * What the file sets on `main` that polar applies: its variables, its healthcheck, its aliases and
+ * what it waits for. The rest is refused by name: polar's keep-alive is main's command (Harbor's own,
+ * docker-compose-build.yaml:6), and its workdir and user are task.toml's.
+ */
+function mainOverridesProblem(plan: ComposePlan, trial: HarborTrial): void {
+  const m = plan.main;
+  const refuse = (key: string, why: string) => {
+    throw new PolarError('POLAR_USAGE', `docker-compose.yaml: service main: \`${key}\` is not supported by polar yet (${why})`);
+  };
+  if (m.command) refuse('command', "the agent's box runs Harbor's keep-alive");
+  if (m.entrypoint) refuse('entrypoint', "the agent's box keeps its image's ENTRYPOINT, as Harbor's base does");
+  if (m.workingDir !== undefined) refuse('working_dir', 'give [environment].workdir in task.toml');
+  if (m.user !== undefined) refuse('user', 'give [agent].user in task.toml');
+  if (m.healthcheck && trial.healthcheck) refuse('healthcheck', 'task.toml has [environment.healthcheck] too: keep one');
+}
+
+/** The healthcheck the agent's box waits for: task.toml's, else the compose file's for `main`. */
+export function mainHealthcheck(s: BoxSample): Healthcheck | undefined {
+  return s.trial.healthcheck ?? s.plan?.main.healthcheck ?? undefined;
 }
 
 /** A compose task's services besides `main`, started and healthy as its depends_on asks; null without compose. */
 export async function startTaskServices(s: BoxSample): Promise<SampleServices | null> {
-  if (!composeFile(s.trial.dir)) return null;
-  throw new Error('compose: not wired yet');
+  const { trial, spec, deps } = s;
+  const plan = composePlan(trial, await taskImage(s));
+  s.plan = plan;
+  if (!plan) return null;
+  const running = await startServices(s.provider, plan, {
+    id: spec.sampleId,
+    taskName: trial.name,
+    internet: trial.agentNetwork === 'public' || spec.task.network === 'host',
+    limits: withTaskMemory(deps.sandbox.limits, trial.memoryBytes),
+    cpus: trial.cpus ?? null,
+    buildTimeoutSec: trial.buildTimeoutSec ?? DEFAULT_BUILD_TIMEOUT_SEC,
+    onNotice: deps.onNotice,
+  }).catch((err: Error) => {
+    throw err instanceof StageError ? err : new StageError('init', err.message, { cause: err });
+  });
+  return { network: running.network, mainNetwork: running.mainNetwork, box: (name) => running.boxes.get(name), remove: running.remove };
 }

@@ -1,4 +1,5 @@
-import type { Box, BoxProvider, HarnessHost, ProcessCount } from '../../boxes/types.js';
+import type { ComposePlan } from '../../boxes/compose/plan.js';
+import type { Box, BoxNetwork, BoxProvider, HarnessHost, ProcessCount } from '../../boxes/types.js';
 import type { HarborTrial, SeparateVerifier } from '../../harbor/types.js';
 import { StageError } from '../../stage-error.js';
 import type { OpenSandbox, PreparedWorkspace } from '../../workspace.js';
@@ -21,6 +22,8 @@ export interface BoxSample {
   readonly setup: OpenSandbox | undefined;
   /** The agent's box, from INIT until collect. */
   agent: AgentBox | null;
+  /** The task's compose file as polar runs it (null: none), read at INIT. */
+  plan: ComposePlan | null;
   /** The task's compose services (its sidecars), from INIT until dispose. */
   services: SampleServices | null;
   workspace: PreparedWorkspace | null;
@@ -42,8 +45,9 @@ export function prepared(s: BoxSample): PreparedWorkspace {
 
 /** A compose task's services besides the agent's (its sidecars), on one network of their own. */
 export interface SampleServices {
-  /** The network the agent's box (and a verifier's fresh one) joins, as the `main` service. */
   readonly network: string;
+  /** How the agent's box (and a verifier's fresh one) joins it: as the `main` service, with main's aliases. */
+  readonly mainNetwork: BoxNetwork;
   /** A running service's box by its compose name (collect hooks and artifacts with `service`). */
   box(service: string): Box | undefined;
   /** Removes every service box and the network. */

@@ -9,6 +9,7 @@ import type { VerifierCommand, VerifierRun } from '../types.js';
 import { nearCap, withCount } from './caps.js';
 import { separateVerifierImage, taskImage } from './images.js';
 import { withTaskMemory } from './open.js';
+import { mainHealthcheck } from './services.js';
 import type { AgentBox, BoxSample } from './state.js';
 
 /**
@@ -75,8 +76,9 @@ async function verifierBox(s: BoxSample, network: 'host' | 'none'): Promise<Agen
   const image = await (separate ? separateVerifierImage(s, separate) : taskImage(s)).catch(asPost);
   const own = separate ? await separateSettings(s, separate, image) : { workdir: trial.workdir, memory: trial.memoryBytes, cpus: trial.cpus };
   const services = !separate && s.services;
+  const healthcheck = mainHealthcheck(s);
   const net: BoxNetwork = services
-    ? { kind: 'attach', network: services.network, aliases: ['main'] }
+    ? services.mainNetwork
     : network === 'host'
       ? { kind: 'internet' }
       : { kind: 'none' };
@@ -93,7 +95,8 @@ async function verifierBox(s: BoxSample, network: 'host' | 'none'): Promise<Agen
       mounts: deps.sandbox.extraReadOnly.map((p) => ({ source: p, dest: p, readOnly: true })),
       // A fresh box of the task's image starts its services again: the verifier waits for them as
       // the agent did. Harbor's separate verifier environment gets no healthcheck (trial.py:532-569).
-      ...(!separate && trial.healthcheck ? { healthcheck: trial.healthcheck } : {}),
+      ...(!separate && healthcheck ? { healthcheck } : {}),
+      ...(!separate && s.plan ? { env: s.plan.main.env } : {}),
     })
     .catch((err: Error) => {
       throw new StageError('post', `could not start the verifier's container: ${err.message}`, { cause: err });
