@@ -50,7 +50,7 @@ export interface RolloutRun {
 /**
  * A rollout: every task × N samples as GRPO groups, through four stages with their own worker pools
  * so workspace preparation and evaluation overlap other sessions' harness runs:
- * INIT (`initWorkers`: workspace, setup; the session's budget starts) → READY (a buffer of at most
+ * INIT (`initWorkers`: workspace, setup, under their own budget) → READY (a buffer of at most
  * `initWorkers` prepared workspaces) → RUNNING (`concurrency` harnesses through one shared capture
  * proxy, sessions addressed by id) → POSTRUN (`postWorkers`: diff, evaluator, reward, group
  * statistics). Every sample is in the database from the start and ends once; a crash leaves the rest

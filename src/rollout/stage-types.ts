@@ -50,13 +50,15 @@ export interface StageContext {
   harnessVersion?: string | null;
 }
 
-/** A sample past INIT: its prepared workspace and its budget. */
+/** A sample past INIT: its prepared workspace and its agent's budget. */
 export interface Prepared {
   sample: SampleRow;
   task: RolloutTask;
   sessionId: string;
   workspace: PreparedWorkspace;
-  deadline: number;
+  /** The agent's budget, counted from the agent's start (a multi-step task's: its first step's). */
+  agentTimeoutMs: number;
+  /** When INIT's preparation began (after the image's build): `total_ms` counts from here. */
   startedAt: number;
   timing: Record<string, number>;
   /** Where the sample lives from INIT to its verdict (environments/: the host sandbox or a container). */

@@ -18,6 +18,7 @@ import type { EnvironmentDeps } from './environments/deps.js';
 import { openEnvironment } from './environments/registry.js';
 import type { SampleEnvironment } from './environments/types.js';
 import { localStateDir } from '../store/postgres/url.js';
+import { DEFAULT_BUILD_TIMEOUT_SEC } from './harbor/toml-fields.js';
 import { Forfeit, StageError } from './stage-error.js';
 import { removeWorkspace, workspaceDir } from './workspace.js';
 
@@ -27,9 +28,9 @@ export type { Prepared, Ran, StageContext } from './stage-types.js';
 const toolEnv = () => baseEnvironment();
 
 /**
- * INIT: a new attempt (a session id), the budget starts, the sample's environment opens and its
- * workspace is prepared. Returns null when the sample ended here (its outcome recorded) or was
- * already done.
+ * INIT: a new attempt (a session id), the sample's environment opens and its workspace is
+ * prepared, under a budget of its own (preparationMs). Returns null when the sample ended here (its
+ * outcome recorded) or was already done.
  */
 export async function initStage(ctx: StageContext, sample: SampleRow): Promise<Prepared | null> {
   const task = ctx.tasks.get(sample.taskId)!;
@@ -42,19 +43,21 @@ export async function initStage(ctx: StageContext, sample: SampleRow): Promise<P
   let environment: SampleEnvironment | null = null;
   try {
     environment = openEnvironment(ctx.config.environment, environmentDeps(ctx), { task, sampleId: sample.id, sessionId, dir });
-    // The task's image is built (once, under its own build_timeout_sec) before the budget starts:
-    // a first sample that waited out the build had that much less time than the next (Harbor too
-    // times the environment's start apart from the agent, trial/trial.py:990-999).
+    // The task's image is built (once, under its own build_timeout_sec) before the sample's clocks
+    // start: a first sample that waited out the build had that much less time than the next.
     const provisionStart = Date.now();
     await environment.provision?.();
     const provisionMs = Date.now() - provisionStart;
     startedAt = Date.now();
-    const deadline = startedAt + (task.timeout ?? ctx.config.timeoutSec) * 1000;
-    const workspace = await environment.prepare(deadline);
+    const workspace = await environment.prepare(startedAt + preparationMs(ctx, task));
     const timing = { init_ms: Date.now() - startedAt, ...(environment.provision ? { provision_ms: provisionMs } : {}) };
     await ctx.ledger.stage(sample.id, 'ready', timing);
     ctx.emit({ type: 'stage', sampleId: sample.id, taskId: sample.taskId, stage: 'ready' });
-    return { sample, task, sessionId, workspace, deadline, startedAt, timing, environment };
+    // The agent's budget counts from the agent's start, as Harbor's agent.timeout_sec does
+    // (asyncio.wait_for around agent.run, trial/trial.py:380-387): neither this preparation nor the
+    // wait for a run slot is the agent's time.
+    const agentTimeoutMs = (task.timeout ?? ctx.config.timeoutSec) * 1000;
+    return { sample, task, sessionId, workspace, agentTimeoutMs, startedAt, timing, environment };
   } catch (err) {
     await environment?.dispose(false);
     await removeWorkspace(dir);
@@ -63,7 +66,19 @@ export async function initStage(ctx: StageContext, sample: SampleRow): Promise<P
   }
 }
 
-/** RUNNING: the harness through the rollout's proxy, in the sample's environment, for what is left of the budget. */
+/**
+ * INIT's budget, the agent's never: a Harbor task's [environment].build_timeout_sec (600 unless
+ * set, models/task/config.py:325), which Harbor starts its environment under
+ * (trial/trial.py:988-999; its healthcheck is bounded by its own settings, environments/base.py:1154-1206,
+ * and waits apart from the agent's clock, trial.py:321-327); a JSONL task's setup commands, its
+ * build, get its `timeout` again on a clock of their own.
+ */
+function preparationMs(ctx: StageContext, task: RolloutTask): number {
+  const sec = task.harbor ? (task.harbor.buildTimeoutSec ?? DEFAULT_BUILD_TIMEOUT_SEC) : (task.timeout ?? ctx.config.timeoutSec);
+  return sec * 1000;
+}
+
+/** RUNNING: the harness through the rollout's proxy, in the sample's environment, for the agent's whole budget. */
 export async function runStage(ctx: StageContext, p: Prepared): Promise<Ran | null> {
   const readyMs = Date.now() - p.startedAt - (p.timing.init_ms ?? 0);
   if (ctx.stopping()) {
@@ -72,11 +87,9 @@ export async function runStage(ctx: StageContext, p: Prepared): Promise<Ran | nu
   }
   await ctx.ledger.stage(p.sample.id, 'running', { ready_ms: readyMs });
   ctx.emit({ type: 'stage', sampleId: p.sample.id, taskId: p.sample.taskId, stage: 'running' });
-  const left = p.deadline - Date.now();
   const timing = { ...p.timing, ready_ms: readyMs };
-  if (left <= 0) return { ...p, timing, sessionStatus: 'timeout', exitCode: null };
   if (p.task.harbor?.steps) return runSteps(ctx, p, timing, stepOps);
-  return runAgent(ctx, p, p.task, timing, left);
+  return runAgent(ctx, p, p.task, timing, p.agentTimeoutMs);
 }
 
 /**
@@ -145,6 +158,8 @@ export async function postStage(ctx: StageContext, r: Ran): Promise<void> {
   await ctx.ledger.stage(r.sample.id, 'post');
   ctx.emit({ type: 'stage', sampleId: r.sample.id, taskId: r.sample.taskId, stage: 'post' });
   const started = Date.now();
+  // POSTRUN's two phases: collecting the agent's work, then its verifier (the evaluator's own timeout).
+  const phases: { collect_ms?: number; verify_ms?: number } = {};
   let diff: string | null = null;
   try {
     // What the agent did to itself (a cap it hit at RUNNING; here a workspace polar will not diff, a
@@ -156,12 +171,14 @@ export async function postStage(ctx: StageContext, r: Ran): Promise<void> {
       lost = err.message;
       return null;
     });
+    phases.collect_ms = Date.now() - started;
     const evaluation =
       lost !== null || diff === null
         ? forfeited(r.task, lost ?? 'the agent left nothing polar could collect')
         : r.steps
           ? await finishSteps(ctx, r, diff, stepOps)
           : await evaluateWith(ctx, r, r.task, diff);
+    phases.verify_ms = Date.now() - started - phases.collect_ms;
     const accepted = ctx.accept ? ctx.accept({ reward: evaluation.reward, status: r.sessionStatus }) : null;
     await finish(ctx, r.sample, {
       status: r.sessionStatus,
@@ -170,10 +187,10 @@ export async function postStage(ctx: StageContext, r: Ran): Promise<void> {
       evaluator: evaluation.record,
       diff,
       accepted,
-      timing: { ...r.timing, post_ms: Date.now() - started },
+      timing: { ...r.timing, ...phases, post_ms: Date.now() - started, total_ms: Date.now() - r.startedAt },
     });
   } catch (err) {
-    await finish(ctx, r.sample, { ...stageFailure(err, 'post', r.startedAt, { ...r.timing, post_ms: Date.now() - started }), diff });
+    await finish(ctx, r.sample, { ...stageFailure(err, 'post', r.startedAt, { ...r.timing, ...phases, post_ms: Date.now() - started }), diff });
   } finally {
     await cleanup(ctx, r);
   }
@@ -266,7 +283,7 @@ function traceCount(store: Store, sessionId: string): number {
 type End = SampleEnd;
 
 function stageFailure(err: unknown, stage: 'init' | 'run' | 'post', startedAt: number, timing: Record<string, number> = {}): End {
-  const e = err instanceof StageError ? err : new StageError(stage, (err as Error)?.message ?? String(err));
+  const e = err instanceof StageError ? err : new StageError(stage, (err as Error)?.message ?? String(err), { cause: err });
   return {
     status: e.timedOut && e.stage !== 'post' ? 'timeout' : 'error',
     errorStage: e.stage,

@@ -25,8 +25,8 @@ database, other workspaces or your home). The harness reaches only polar's proxy
 says "network": "host" (or --network host); setup commands get the host network unless
 "setup_network": "none"; evaluators get none, and the task file's folder ($POLAR_TASKS_DIR) read-only.
 A sample over a cap (--max-procs, --max-memory, --max-file-size, --max-cpu-seconds) ends as error.
-Stages: INIT (workspace + setup; the budget starts) → READY → RUNNING (the harness) → POSTRUN
-(diff, evaluator, reward).
+Stages: INIT (workspace + setup, under their own budget) → READY → RUNNING (the harness; --timeout
+counts from its start) → POSTRUN (diff, evaluator, reward). \`rollout show\` gives each phase's time.
 Exit status: 0 when the rollout completed; 1 when it did not (interrupted: --resume continues it);
 ${EXIT_ALL_ERRORED} when it completed but every sample ended error (nothing to learn from, and nothing for
 --resume to run: fix the cause in \`rollout show ID\`'s error column and start again); 2 for a usage error.

@@ -8,6 +8,7 @@ import { sampleLogTail } from '../../log-tail.js';
 import { verifierFilesLines } from '../../../rollout/evaluators/verifier-files.js';
 import { clip } from '../../clip.js';
 import { printJson, table } from '../../output.js';
+import { phasesJson, phasesText } from './phases.js';
 import { fmt, summaryText } from './summary.js';
 
 // `polar rollout show ID`: one rollout's groups, each sample's outcome, reward and advantages.
@@ -38,7 +39,9 @@ export async function showRollout(id: string, opts: { db?: string; json?: boolea
         summary,
         samples: samples.map(({ diff: _diff, ...rest }) => {
           const log = logs.get(rest.id);
-          return log ? { ...rest, harnessLog: log } : rest;
+          // Each phase's time by name (phases.ts), beside the raw stage timings in `timing`.
+          const withPhases = { ...rest, phases: phasesJson(rest.timing) };
+          return log ? { ...withPhases, harnessLog: log } : withPhases;
         }),
       });
       return;
@@ -68,6 +71,11 @@ export async function showRollout(id: string, opts: { db?: string; json?: boolea
         if (m.error && clip(`${m.errorStage}: ${m.error}`, ERROR_COLUMN).endsWith('…'))
           process.stdout.write(`${chalk.dim(`  #${m.sampleIndex} ${m.errorStage}: ${m.error}`)}\n`);
         for (const line of verifierReasons(m.sampleIndex, m.evaluator)) process.stdout.write(`${line}\n`);
+      }
+      // Where each sample's time went, phase by phase (phases.ts): each phase has its own budget.
+      for (const m of members) {
+        const time = phasesText(m.timing);
+        if (time) process.stdout.write(`${chalk.dim(`  #${m.sampleIndex} time: ${time}`)}\n`);
       }
     }
   } finally {
