@@ -25,4 +25,3 @@ function globRegExp(pattern: string): RegExp {
   compiled.set(pattern, re);
   return re;
 }
-

@@ -19,4 +19,3 @@ export function nodePrefix(nodeBin: string): string {
   const prefix = path.dirname(path.dirname(node));
   return ['/', '/usr', '/usr/local', '/bin', '/opt'].includes(prefix) ? node : prefix;
 }
-

@@ -120,10 +120,12 @@ describe('a container that does not start', () => {
       limits: { ...DEFAULT_LIMITS, maxMemoryBytes: 1024 ** 3 },
       cpus: null,
     };
-    const err = await engineProvider('podman').start(spec).then(
-      () => null,
-      (e: Error) => e,
-    );
+    const err = await engineProvider('podman')
+      .start(spec)
+      .then(
+        () => null,
+        (e: Error) => e,
+      );
     expect(err?.message).toMatch(/^podman could not start the sample's container from polar-harbor\/t:1: Error: the engine refuses this\./);
     expect(err?.message).toContain('polar ran: podman run -d --rm --init --name polar-rol_x-t-0');
     expect(err?.message).toContain('Try `podman run --rm polar-harbor/t:1 true`: if that fails too');

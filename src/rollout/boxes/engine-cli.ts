@@ -91,4 +91,3 @@ function engineNetworks(engine: Engine): BoxNetworks {
     },
   };
 }
-

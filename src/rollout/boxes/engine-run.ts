@@ -94,4 +94,3 @@ export function descendants(root: number): number[] {
   }
   return out;
 }
-

@@ -26,7 +26,13 @@ export async function collect(s: BoxSample): Promise<string> {
   const own = await copyArtifactsOut(box, carried.filter(onMain), `${s.spec.dir}-artifacts`);
   await box.remove();
   s.agent = null;
-  s.artifacts = { ...own, ...(await fromServices(s, carried.filter((a) => !onMain(a)))) };
+  s.artifacts = {
+    ...own,
+    ...(await fromServices(
+      s,
+      carried.filter((a) => !onMain(a)),
+    )),
+  };
   return captureDiff(prepared(s), baseEnvironment(), s.gitSandbox);
 }
 
@@ -68,7 +74,8 @@ function serviceBox(s: BoxSample, service: string | undefined): AgentBox {
 async function runHook(s: BoxSample, hook: HarborCollect): Promise<void> {
   const target = onMain(hook) ? live(s) : serviceBox(s, hook.service);
   const r = await target.shell(hook.command, {}, hook.timeoutSec * 1000, hook.user ?? (target === s.agent ? s.trial.agentUser : undefined));
-  if (r.code !== 0) s.deps.onNotice(`[[verifier.collect]] in ${hook.service ?? 'main'} ended ${r.timedOut ? 'at its timeout' : `with exit ${r.code}`}: ${hook.command}`);
+  if (r.code !== 0)
+    s.deps.onNotice(`[[verifier.collect]] in ${hook.service ?? 'main'} ended ${r.timedOut ? 'at its timeout' : `with exit ${r.code}`}: ${hook.command}`);
 }
 
 /**

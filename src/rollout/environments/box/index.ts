@@ -62,7 +62,8 @@ export function boxEnvironment(provider: BoxProvider) {
 
 function newSample(provider: BoxProvider, deps: EnvironmentDeps, spec: SampleSpec): BoxSample {
   const trial = spec.task.harbor;
-  if (!trial) throw new StageError('init', `--environment ${provider.name} runs Harbor task folders; task ${spec.task.id} is a JSONL task (use --environment host)`);
+  if (!trial)
+    throw new StageError('init', `--environment ${provider.name} runs Harbor task folders; task ${spec.task.id} is a JSONL task (use --environment host)`);
   const boxed = deps.sandbox.kind !== 'none';
   return {
     provider,
@@ -100,7 +101,11 @@ function agentMountsOf(s: BoxSample): AgentMounts {
   const home = path.join(deps.stateDir, '.polar', 'runs', spec.sessionId, 'home');
   return {
     writable: deps.modelHarness ? [{ source: home, dest: deps.inside?.home ?? home }] : [],
-    readOnly: [...(deps.harnessBin ? [path.resolve(deps.harnessBin)] : []), ...(deps.nodeBin ? [nodePrefix(path.resolve(deps.nodeBin))] : []), ...deps.sandbox.extraReadOnly],
+    readOnly: [
+      ...(deps.harnessBin ? [path.resolve(deps.harnessBin)] : []),
+      ...(deps.nodeBin ? [nodePrefix(path.resolve(deps.nodeBin))] : []),
+      ...deps.sandbox.extraReadOnly,
+    ],
   };
 }
 

@@ -33,11 +33,7 @@ export async function openAgentBox(s: BoxSample, mounts: AgentMounts): Promise<A
   for (const d of mounts.writable) await fs.mkdir(d.source, { recursive: true, mode: 0o700 });
   const internet = trial.agentNetwork === 'public' || spec.task.network === 'host';
   const healthcheck = mainHealthcheck(s);
-  const network: BoxNetwork = s.services
-    ? s.services.mainNetwork
-    : internet
-      ? { kind: 'internet' }
-      : { kind: 'none' };
+  const network: BoxNetwork = s.services ? s.services.mainNetwork : internet ? { kind: 'internet' } : { kind: 'none' };
   const box = await provider.start({
     id: spec.sampleId,
     image,

@@ -77,11 +77,7 @@ async function verifierBox(s: BoxSample, network: 'host' | 'none'): Promise<Agen
   const own = separate ? await separateSettings(s, separate, image) : { workdir: trial.workdir, memory: trial.memoryBytes, cpus: trial.cpus };
   const services = !separate && s.services;
   const healthcheck = mainHealthcheck(s);
-  const net: BoxNetwork = services
-    ? services.mainNetwork
-    : network === 'host'
-      ? { kind: 'internet' }
-      : { kind: 'none' };
+  const net: BoxNetwork = services ? services.mainNetwork : network === 'host' ? { kind: 'internet' } : { kind: 'none' };
   return s.provider
     .start({
       id: `${s.spec.sampleId}-verify`,

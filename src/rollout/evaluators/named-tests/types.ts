@@ -2,7 +2,6 @@ import type { RunnerName } from '../../task-file.js';
 /** What a runner's report says of one test. A test the report does not name did not run. */
 export type TestOutcome = 'passed' | 'failed' | 'skipped';
 
-
 /**
  * One test runner polar drives itself, as SWE-bench grades a patch: it runs the named tests with a
  * configuration that comes from polar and the task, never from the workspace, and writes a
