@@ -1,7 +1,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { Evaluation } from './evaluators/types.js';
-import { combinedEvaluation, mergeStepTests, type StepOutcome, stepTask, stopAfter } from './checking/multi-step.js';
+import { combinedEvaluation, mergeStepTests, type StepOutcome, stepsRefusal, stepTask, stopAfter } from './checking/multi-step.js';
 import type { HarborStep } from './harbor/types.js';
 import type { Prepared, Ran, StageContext } from './stage-types.js';
 import type { RolloutTask } from './task-file.js';
@@ -29,13 +29,19 @@ export interface StepOps {
 }
 
 /**
- * RUNNING for a multi-step task. The first step has what is left of the sample's budget (its
- * task.timeout is the first step's); each later one its own [steps.agent].timeout_sec, else the
- * task's (steps.ts), else the rollout's --timeout (multi_step.py:581-595), from when it starts. A step that
+ * RUNNING for a multi-step task. Each step's agent has its own [steps.agent].timeout_sec (the
+ * first's is the task's timeout, load.ts), else the task's (steps.ts), else the rollout's --timeout
+ * (multi_step.py:581-595), from when that agent starts. A step that
  * leaves no reward, or falls below its min_reward, ends the run of steps (:180-210).
  */
 export async function runSteps(ctx: StageContext, p: Prepared, timing: Record<string, number>, ops: StepOps): Promise<Ran | null> {
   const steps = p.task.harbor!.steps!;
+  // What polar does not run in a step yet (steps.ts) is refused before the first step, not run otherwise.
+  const refused = stepsRefusal(p.task.harbor!);
+  if (refused !== null) {
+    await ops.fail(ctx, p, new StageError('init', refused), timing);
+    return null;
+  }
   const done: StepOutcome[] = [];
   let t = timing;
   for (let i = 0; i < steps.length; i++) {
@@ -45,19 +51,27 @@ export async function runSteps(ctx: StageContext, p: Prepared, timing: Record<st
       return null;
     }
     const task = stepTask(p.task, step, p.task.harbor!.testsDir);
-    const unready = await readyStep(ctx, p, task, step).catch((err: Error) => (err instanceof StageError ? err.message : `step ${step.name}: ${err.message}`));
+    // The step's setup and healthcheck are not its agent's time (multi_step.py:111-118 runs them
+    // before _run_agent_phase starts the agent's clock, trial/trial.py:380-387).
+    const readyStarted = Date.now();
+    let cause: unknown;
+    const unready = await readyStep(ctx, p, task, step).catch((err: Error) => {
+      cause = err;
+      return err instanceof StageError ? err.message : `step ${step.name}: ${err.message}`;
+    });
+    t = { ...t, steps_prepare_ms: (t.steps_prepare_ms ?? 0) + Date.now() - readyStarted };
     if (unready !== null) {
       // Before the first step nothing of the agent ran: the task (or this machine) failed, not the
       // agent. Later, the agent may have broken what the step needs: the step earns 0 and ends the
       // run of steps, as Harbor's step exception does (multi_step.py:79-83, :185-187).
       if (i === 0) {
-        await ops.fail(ctx, p, new StageError('run', unready), t);
+        await ops.fail(ctx, p, new StageError('run', unready, { cause }), t);
         return null;
       }
       done.push({ name: step.name, evaluation: { reward: 0, traceRewards: null, record: { type: 'harbor', step: step.name, forfeit: unready } } });
       return { ...p, timing: t, sessionStatus: 'failed', exitCode: null, steps: { done, stopped: unready } };
     }
-    const left = i === 0 ? p.deadline - Date.now() : (step.agentTimeoutSec ?? ctx.config.timeoutSec) * 1000;
+    const left = i === 0 ? p.agentTimeoutMs : (step.agentTimeoutSec ?? ctx.config.timeoutSec) * 1000;
     const ran = await ops.runAgent(ctx, p, task, t, left);
     if (!ran) return null;
     t = ran.timing;

@@ -12,6 +12,7 @@ export interface InvalidCheck {
   ok: false;
   problems: string[];
   unverifiable: string[];
+  unsupported: string[];
   oracle: null;
   nop: null;
   hackable: string[];
@@ -29,6 +30,7 @@ export function invalidChecks(invalid: readonly InvalidHarborTask[]): InvalidChe
     ok: false,
     problems: t.problems,
     unverifiable: [],
+    unsupported: [],
     oracle: null,
     nop: null,
     hackable: [],
@@ -38,25 +40,26 @@ export function invalidChecks(invalid: readonly InvalidHarborTask[]): InvalidChe
 }
 
 /** The tasks by verdict, in the order they were read. */
-export function byVerdict(results: readonly CheckResult[]): Record<'valid' | 'broken' | 'unverifiable' | 'invalid', string[]> {
+export function byVerdict(results: readonly CheckResult[]): Record<CheckResult['verdict'], string[]> {
   const of = (v: CheckResult['verdict']) => results.filter((r) => r.verdict === v).map((r) => r.task);
-  return { valid: of('valid'), broken: of('broken'), unverifiable: of('unverifiable'), invalid: of('invalid') };
+  return { valid: of('valid'), broken: of('broken'), unverifiable: of('unverifiable'), unsupported: of('unsupported'), invalid: of('invalid') };
 }
 
 /**
  * `polar tasks check`'s exit status: 1 when a task is broken; with --strict also when one is
- * unverifiable here or invalid (a suite that must run whole, here); else 0.
+ * unverifiable here, unsupported or invalid (a suite that must run whole, here); else 0.
  */
 export function checkExitCode(results: readonly CheckResult[], strict: boolean): 0 | 1 {
   const v = byVerdict(results);
   if (v.broken.length > 0) return 1;
-  return strict && v.unverifiable.length + v.invalid.length > 0 ? 1 : 0;
+  return strict && v.unverifiable.length + v.unsupported.length + v.invalid.length > 0 ? 1 : 0;
 }
 
 const LABEL: Record<CheckResult['verdict'], string> = {
   valid: chalk.green('valid       '),
   broken: chalk.red('BROKEN      '),
   unverifiable: chalk.yellow('unverifiable'),
+  unsupported: chalk.yellow('unsupported '),
   invalid: chalk.magenta('invalid     '),
 };
 const INDENT = ' '.repeat(13);
@@ -82,6 +85,7 @@ export function checkReport(results: readonly CheckResult[], forge: boolean, str
           : `, ${tried} forger${tried === 1 ? 'y' : 'ies'} tried, none won`;
     lines.push(`${LABEL[r.verdict]} ${r.name}  oracle ${rewards(r.oracle)}, nop ${rewards(r.nop)}${forged}`);
     for (const p of r.problems) lines.push(`${INDENT}${p}`);
+    for (const u of r.unsupported) lines.push(`${INDENT}${chalk.yellow(`not supported by polar yet: ${u}`)}`);
     for (const u of r.unverifiable) lines.push(`${INDENT}${chalk.yellow(u)}`);
     if (r.problems.some((p) => !p.startsWith('hackable: ') && !p.startsWith('escapes its group: ')) || r.unverifiable.length > 0)
       lines.push(...evidence(r).map((l) => chalk.dim(`${INDENT}${l}`)));
@@ -129,17 +133,18 @@ function summary(results: readonly CheckResult[], forge: boolean, strict: boolea
       `${v.valid.length} valid`,
       `${v.broken.length} broken${hackable + escapes > 0 ? ` (${[hackable > 0 ? `${hackable} hackable` : '', escapes > 0 ? `${escapes} escape their group` : ''].filter(Boolean).join(', ')})` : ''}`,
       `${v.unverifiable.length} unverifiable here`,
+      ...(v.unsupported.length > 0 ? [`${v.unsupported.length} unsupported by polar yet`] : []),
       `${v.invalid.length} invalid`,
     ];
     lines.push((v.broken.length > 0 ? chalk.red : chalk.yellow)(`${n} tasks: ${parts.join(', ')}`));
     if (v.broken.length > 0) lines.push(chalk.red(`${v.broken.length} of ${n} tasks are broken: ${v.broken.join(', ')}`));
-    const unsure = v.unverifiable.length + v.invalid.length;
+    const unsure = v.unverifiable.length + v.unsupported.length + v.invalid.length;
     if (unsure > 0)
       lines.push(
         chalk.yellow(
           strict
-            ? `--strict: ${unsure} task${unsure === 1 ? '' : 's'} not checked (unverifiable here or invalid) make the exit status 1`
-            : `${unsure} task${unsure === 1 ? '' : 's'} could not be checked (unverifiable here or invalid): not counted as broken; --strict makes them fail the check`,
+            ? `--strict: ${unsure} task${unsure === 1 ? '' : 's'} not checked (unverifiable here, unsupported or invalid) make the exit status 1`
+            : `${unsure} task${unsure === 1 ? '' : 's'} could not be checked (unverifiable here, unsupported or invalid): not counted as broken; --strict makes them fail the check`,
         ),
       );
   }

@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { PolarError } from '../../core/errors.js';
 import { checkTasks } from '../../rollout/checking/check.js';
 import { environmentNotice } from '../../rollout/environments/choose.js';
-import { type EnvironmentName } from '../../rollout/environments/registry.js';
+import type { EnvironmentName } from '../../rollout/environments/registry.js';
 import { environmentOption, harborEnvironment } from '../environment-option.js';
 import { invalidTasksText, isHarborPath, readHarborSuite } from '../../rollout/harbor/load.js';
 import { readTaskFile } from '../../rollout/task-file.js';
@@ -30,7 +30,7 @@ export function registerTasks(program: Command): void {
   const check = tasks
     .command('check')
     .description(
-      'run every task with the oracle (solution/solve.sh; a JSONL task\'s "solution" commands, where it has them), with nop (nothing) and with each known forgery that applies (forge:<name>), and give each a verdict: valid; broken (its oracle misses its top reward, its nop earns reward, or its verifier pays a forgery more than nop: hackable; or a forger\'s sample ends in error where it must score 0: escapes its group); unverifiable here (this machine could not tell: an image it cannot build or pull, a verifier that needs the network, a start that failed for the machine\'s reason, a Harbor feature this environment does not run, a JSONL task without "solution"; each with the way out); invalid (the task does not load: Harbor\'s own rules, cited; skipped). Exit status 1 when a task is broken; unverifiable and invalid tasks are said and exit 0 unless --strict',
+      "run every task with the oracle (solution/solve.sh; a JSONL task's \"solution\" commands, where it has them), with nop (nothing) and with each known forgery that applies (forge:<name>), and give each a verdict: valid; broken (its oracle misses its top reward, its nop earns reward, or its verifier pays a forgery more than nop: hackable; or a forger's sample ends in error where it must score 0: escapes its group); unverifiable here (this machine could not tell: an image it cannot build or pull, a verifier that needs the network, a start that failed for the machine's reason, a Harbor feature this environment does not run, a JSONL task without \"solution\", or a task polar could not run as written here: its agent user, a separate verifier's image or a build-time download on the host, a GPU; each naming it, with the way out); unsupported (it needs a Harbor feature polar does not implement yet, named); invalid (the task does not load: Harbor's own rules, cited; skipped). Exit status 1 when a task is broken; unverifiable and invalid tasks are said and exit 0 unless --strict",
     )
     .argument('<path>', "a Harbor task folder, a folder of them, or a JSONL task file (polar's own format, as polar rollout --tasks takes)")
     .addOption(environmentOption())
@@ -39,7 +39,7 @@ export function registerTasks(program: Command): void {
     .option('--reward-key <name>', "the metric of a verifier's reward.json that is the reward, as polar rollout --reward-key", rewardKeyArg)
     .option('--reward-range <lo,hi>', `${REWARD_RANGE_HELP}, as polar rollout --reward-range`, rewardRangeArg)
     .option('--no-forge', 'skip the forgeries: only the oracle and nop (faster; says nothing about whether a verifier can be gamed)')
-    .option('--strict', 'exit 1 also when a task is unverifiable here or invalid, not only when one is broken')
+    .option('--strict', 'exit 1 also when a task is unverifiable here, unsupported or invalid, not only when one is broken')
     .option('--json', 'print the result as JSON');
   addSandboxOptions(check, 'the oracle and verifier').action(action(tasksCheck));
 }

@@ -7,7 +7,7 @@ import type { RolloutTask } from '../task-file.js';
 import { openStore } from '../../store/open.js';
 import type { SampleRow } from '../../store/rollouts.js';
 import { FORGERIES, type ForgeryPlace } from '../forgeries/index.js';
-import { judgeTask, NO_SOLUTION, type Verdict } from './verdict.js';
+import { judgeTask, NO_SOLUTION, settleVerdict, type Verdict } from './verdict.js';
 
 /**
  * One task's validation: the oracle must reach the top reward, nop and every forgery must earn
@@ -16,7 +16,10 @@ import { judgeTask, NO_SOLUTION, type Verdict } from './verdict.js';
 export interface TaskCheck {
   task: string;
   name: string;
-  /** valid, broken (the evidence says the task is wrong) or unverifiable (this machine could not tell). */
+  /**
+   * valid; broken (a run of it as written says it is wrong); unverifiable (this machine could not
+   * tell, or could not run it as written); unsupported (it needs what polar does not implement yet).
+   */
   verdict: Verdict;
   /** The verdict is valid. */
   ok: boolean;
@@ -24,6 +27,8 @@ export interface TaskCheck {
   problems: string[];
   /** Why it could not be checked here, each with the way out (empty unless unverifiable, or broken too). */
   unverifiable: string[];
+  /** The Harbor features it needs that polar does not implement yet, by name (empty unless unsupported, or broken too). */
+  unsupported: string[];
   oracle: AgentRun;
   nop: AgentRun;
   /** The forgeries its verifier paid more than nop's reward: the task can be won without the work. */
@@ -165,14 +170,17 @@ export async function checkTasks(
           );
         }
       }
-      const verdict: Verdict = problems.length > 0 ? 'broken' : judged.verdict;
+      // The forgeries' problems too are evidence only of a run as written (verdict.ts settleVerdict).
+      const settled = settleVerdict({ ...judged, problems });
+      const verdict: Verdict = settled.verdict;
       return {
         task: t.id,
         name: t.harbor?.name ?? t.id,
         verdict,
         ok: verdict === 'valid',
-        problems,
-        unverifiable: judged.unverifiable,
+        problems: settled.problems,
+        unverifiable: settled.unverifiable,
+        unsupported: settled.unsupported,
         oracle,
         nop,
         hackable,

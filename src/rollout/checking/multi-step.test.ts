@@ -26,6 +26,8 @@ const step = (over: Partial<HarborStep> = {}): HarborStep => ({
   verifierEnv: {},
   minReward: null,
   workdirDir: null,
+  artifacts: [],
+  unsupported: [],
   ...over,
 });
 
@@ -95,7 +97,7 @@ describe("a step's /tests (verifier.py:150-164)", () => {
 });
 
 describe('the task as one step runs it', () => {
-  it("the step's instruction is the prompt; its solution, verifier timeout and env replace the task's", () => {
+  it("the step's instruction is the prompt; its solution, verifier timeout and env replace the task's; its artifacts join the task's", () => {
     const task = {
       id: 't',
       prompt: 'first',
@@ -104,16 +106,32 @@ describe('the task as one step runs it', () => {
       evaluator: { type: 'harbor', timeout: 600 },
       timeout: 60,
       metadata: {},
-      harbor: { name: 'o/t', testsDir: '/t/tests', solutionDir: '/t/solution', verifierTimeoutSec: 600, verifierEnv: { A: '1' } },
+      harbor: {
+        name: 'o/t',
+        testsDir: '/t/tests',
+        solutionDir: '/t/solution',
+        verifierTimeoutSec: 600,
+        verifierEnv: { A: '1' },
+        artifacts: [{ source: '/app/greet.sh', destination: null, exclude: [] }],
+      },
     } as unknown as RolloutTask;
     const s = stepTask(
       task,
-      step({ instruction: 'second', solutionDir: '/t/steps/b/solution', verifierTimeoutSec: 30, verifierEnv: { A: '1', B: '2' }, agentTimeoutSec: 20 }),
+      step({
+        instruction: 'second',
+        solutionDir: '/t/steps/b/solution',
+        verifierTimeoutSec: 30,
+        verifierEnv: { A: '1', B: '2' },
+        agentTimeoutSec: 20,
+        artifacts: [{ source: '/app/README.md', destination: null, exclude: [] }],
+      }),
       '/merged',
     );
     expect(s.prompt).toBe('second');
     expect(s.timeout).toBe(20);
     expect(s.harbor).toMatchObject({ testsDir: '/merged', solutionDir: '/t/steps/b/solution', verifierTimeoutSec: 30, verifierEnv: { A: '1', B: '2' } });
+    // Appended to the task's for the step's collection (config.py:683-688), as hello-multi-step-advanced's document step.
+    expect(s.harbor!.artifacts.map((a) => a.source)).toEqual(['/app/greet.sh', '/app/README.md']);
     // The sample's own task is untouched.
     expect(task.prompt).toBe('first');
     expect(task.harbor!.testsDir).toBe('/t/tests');

@@ -32,8 +32,23 @@ export function stepTask(task: RolloutTask, step: HarborStep, testsDir: string):
     solutionDir: step.solutionDir,
     verifierTimeoutSec: step.verifierTimeoutSec,
     verifierEnv: step.verifierEnv,
+    // The step's artifacts are appended to the task's for its collection (config.py:683-688).
+    artifacts: [...trial.artifacts, ...(step.artifacts ?? [])],
   };
   return { ...task, prompt: step.instruction, timeout: step.agentTimeoutSec, evaluator: { type: 'harbor', timeout: step.verifierTimeoutSec }, harbor };
+}
+
+/** The words a refusal of what polar does not implement yet says, so the verdict calls it unsupported (verdict.ts). */
+export const NOT_IMPLEMENTED = 'not supported by polar yet';
+
+/**
+ * Why a multi-step task's samples cannot run as written (each step's `unsupported`, steps.ts):
+ * refused before the first step rather than run otherwise; null when nothing is missing.
+ */
+export function stepsRefusal(trial: HarborTrial): string | null {
+  const missing = (trial.steps ?? []).flatMap((s) => s.unsupported ?? []);
+  if (missing.length === 0) return null;
+  return `task ${trial.name}: ${missing.join('; ')}: ${NOT_IMPLEMENTED} in a multi-step task, so its steps are not run otherwise`;
 }
 
 /**

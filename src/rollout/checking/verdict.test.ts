@@ -34,7 +34,7 @@ const podman: VerdictContext = { environment: 'podman', verifierNetwork: 'none' 
 
 describe('a task verdict: broken only where the evidence says the task is wrong', () => {
   it('valid: the oracle reaches its top reward and nop earns nothing', () => {
-    expect(judgeTask(task(), solved, run(), host)).toEqual({ verdict: 'valid', problems: [], unverifiable: [] });
+    expect(judgeTask(task(), solved, run(), host)).toEqual({ verdict: 'valid', problems: [], unverifiable: [], unsupported: [], asWritten: true });
     expect(judgeTask(task({}, { max_reward: 3 }), run({ reward: 3 }), run(), { ...host, rewardRange: [0, 3] }).verdict).toBe('valid');
   });
 

@@ -2,17 +2,21 @@ import type { RolloutTask } from '../task-file.js';
 import { NO_NETWORK_HINT } from '../harbor/network-hint.js';
 import { topReward } from '../harbor/trial.js';
 import { DEFAULT_REWARD_RANGE, OUT_OF_RANGE, type RewardRange, rangeText } from '../reward-range.js';
+import { notAsWritten } from './as-written.js';
+import { NOT_IMPLEMENTED } from './multi-step.js';
 
 /**
- * A task's verdict in `polar tasks check`. `broken` only where the evidence says the task is wrong
- * (its oracle ran and missed its top reward, nop earned, a forgery won); `unverifiable` where this
+ * A task's verdict in `polar tasks check`, each word meaning one thing. `broken` only where the
+ * evidence of a run of the task as written says it is wrong (its oracle ran and missed its top
+ * reward, nop earned, a forgery won); `unsupported` where polar does not implement a Harbor feature
+ * it needs yet (named: as-written.ts); `unverifiable` where this
  * machine could not tell (no image, no network, a start that failed for the machine's reason, a
  * Harbor feature this environment does not run, a JSONL task without "solution"), each with its
  * reason and the way out. (`invalid`, a task that does not load, is decided before anything runs:
  * load.ts.) Harbor task folders and JSONL tasks alike; the network reasons are Harbor's alone (a
  * JSONL evaluator never has the network).
  */
-export type Verdict = 'valid' | 'broken' | 'unverifiable';
+export type Verdict = 'valid' | 'broken' | 'unverifiable' | 'unsupported';
 
 /** One built-in agent's sample, as far as the verdict needs it. */
 export interface RunEvidence {
@@ -44,6 +48,23 @@ export interface TaskVerdict {
   problems: string[];
   /** Why it could not be checked here, each with the way out. */
   unverifiable: string[];
+  /** The Harbor features it needs that polar does not implement yet, by name. */
+  unsupported: string[];
+  /** polar ran it as written: what its runs showed is evidence (else none of it makes it broken). */
+  asWritten: boolean;
+}
+
+/**
+ * The verdict from all that was found (check.ts adds the forgeries' problems). A task not run as
+ * written is never broken: what its runs showed is kept, as said of a run otherwise.
+ */
+export function settleVerdict(v: Omit<TaskVerdict, 'verdict'>): TaskVerdict {
+  if (!v.asWritten) {
+    const seen = v.problems.map((p) => `seen on a run not as written, so no evidence: ${p}`);
+    return { ...v, problems: [], unverifiable: [...v.unverifiable, ...seen], verdict: v.unsupported.length > 0 ? 'unsupported' : 'unverifiable' };
+  }
+  const verdict = v.problems.length > 0 ? 'broken' : v.unsupported.length > 0 ? 'unsupported' : v.unverifiable.length > 0 ? 'unverifiable' : 'valid';
+  return { ...v, verdict };
 }
 
 /**
@@ -66,10 +87,15 @@ const PULL =
 
 /** The verdict on one task from its oracle's and nop's runs and the forgeries that won (check.ts). */
 export function judgeTask(task: RolloutTask, oracle: RunEvidence, nop: RunEvidence, ctx: VerdictContext): TaskVerdict {
+  const gaps = notAsWritten(task, ctx.environment);
   const problems: string[] = [];
-  const unverifiable: string[] = [];
+  const unverifiable: string[] = [...gaps.unverifiable];
+  const unsupported: string[] = [...gaps.unsupported];
   const say = (r: Reason | null) => {
-    if (r) (r.task ? problems : unverifiable).push(r.text);
+    // A refusal of what polar does not implement yet: named from the task already where it could be.
+    if (r?.polar) {
+      if (unsupported.length === 0) unsupported.push(r.text);
+    } else if (r) (r.task ? problems : unverifiable).push(r.text);
   };
   const oStart = oracle.errorStage === 'init' ? startFailure(oracle.error, task) : null;
   const nStart = nop.errorStage === 'init' ? startFailure(nop.error, task) : null;
@@ -94,13 +120,16 @@ export function judgeTask(task: RolloutTask, oracle: RunEvidence, nop: RunEviden
     else if (nop.outcome === 'error')
       say({ task: false, text: `the verifier could not run on the untouched workspace (nop): ${firstLine(nop.error) ?? 'error'}` });
   }
-  return { verdict: problems.length > 0 ? 'broken' : unverifiable.length > 0 ? 'unverifiable' : 'valid', problems, unverifiable };
+  const asWritten = gaps.unverifiable.length + gaps.unsupported.length === 0;
+  return settleVerdict({ problems, unverifiable, unsupported, asWritten });
 }
 
 interface Reason {
   /** The task's own fault (broken), not the machine's (unverifiable). */
   task: boolean;
   text: string;
+  /** What polar does not implement yet (unsupported). */
+  polar?: true;
 }
 
 /** Why a run ended before its agent started (stage init). */
@@ -122,13 +151,15 @@ function startFailure(error: string | null, task: RolloutTask): Reason {
       text: `its image does not build here (${engine}: ${cause}); build it where its RUN steps have what they need (a download needs the network), or --environment host`,
     };
   }
+  if (line.includes(NOT_IMPLEMENTED)) return { task: false, text: line, polar: true };
   if (line.includes(UNSUPPORTED_HERE)) return { task: false, text: line };
   // A Harbor feature only the task's container runs (a healthcheck, the image's ENTRYPOINT): features.ts hostRefusal.
   if (/needs a container engine/.test(line)) return { task: false, text: `${line} (${UNSUPPORTED_HERE})` };
   // The task names a user its own image does not have: nothing this machine can change.
   if (/is not a user in the image/.test(line)) return { task: true, text: line };
-  if (/budget ran out while preparing the workspace/.test(line))
-    return { task: false, text: `${line} (an image build counts against it here); run it again once the image is built and cached, or raise --timeout` };
+  // INIT's own budget (stages.ts preparationMs): a Harbor task's build_timeout_sec, a JSONL task's timeout.
+  if (/preparing the workspace ran past its budget|ran past the workspace's preparation budget/.test(line))
+    return { task: false, text: `${line} (task.toml's [environment].build_timeout_sec, or a JSONL task's timeout): raise it, or prepare on a faster machine` };
   if (/the host environment copies only/.test(line))
     return { task: false, text: `${line}; --environment podman or docker builds the image instead (${UNSUPPORTED_HERE})` };
   return { task: false, text: `${line} (this machine's reason, not the task's)` };

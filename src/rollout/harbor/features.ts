@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { isRecord } from '../../core/chat.js';
-import type { Report } from './toml-fields.js';
+import { ignoreUnknown, type Report } from './toml-fields.js';
 import type { HarborHealthcheck, HarborTrial } from './types.js';
 
 /**
@@ -25,7 +25,7 @@ export function readHealthcheck(value: unknown, field: string, at: Report): Harb
     ok = false;
     at('task.toml', `${field}.${key}`, what);
   };
-  for (const key of Object.keys(value)) if (!HEALTHCHECK_KEYS.has(key)) bad(key, `unknown key; a healthcheck has ${[...HEALTHCHECK_KEYS].join(', ')}`);
+  ignoreUnknown(value, HEALTHCHECK_KEYS, field, 'HealthcheckConfig', at);
   if (typeof value.command !== 'string' || value.command.trim() === '') bad('command', 'a shell command (exit 0 means healthy)');
   const secs = (key: string, fallback: number, zero = false): number => {
     const v = value[key];

@@ -9,8 +9,9 @@ import { readDockerfile, type DockerCopy } from './dockerfile.js';
 import { contextGlob, dockerIgnored, hasWildcard, ignoreProblem, readDockerignore } from './dockerignore.js';
 import { readTaskFeatures } from './features.js';
 import { hasSteps, readSteps, type StepDefaults } from './steps.js';
-import { network, readEnvironmentTable, type Report, seconds, stageUser, stringMap } from './toml-fields.js';
-import type { HarborTrial } from './types.js';
+import { ignoreUnknown, network, readEnvironmentTable, type Report, seconds, stageUser, stringMap } from './toml-fields.js';
+import { readTaskNeeds } from './task-needs.js';
+import type { HarborAllowlist, HarborTrial } from './types.js';
 import { readVerifierSetup, type VerifierSetup } from './verifier-config.js';
 import { isDir, isFile, isLink } from '../../core/fs-kind.js';
 
@@ -24,7 +25,7 @@ export const DEFAULT_WORKDIR = '/app';
 const ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 /** [task].name: Harbor's ORG_NAME_PATTERN (constants.py:23), plus its "no '..'" (config.py:220). */
 const ORG_NAME = /^[a-zA-Z0-9][a-zA-Z0-9._-]*\/[a-zA-Z0-9][a-zA-Z0-9._-]*$/;
-// Harbor's top-level task.toml tables and keys (config.py:698-723); anything else is a typo.
+// Harbor's top-level task.toml tables and keys (TaskConfig, config.py:698-723); pydantic ignores any other (no `extra` set), and so does polar, saying so.
 const TOP_KEYS = new Set([
   'version',
   'schema_version',
@@ -122,10 +123,18 @@ export function readHarborTasks(root: string): RolloutTask[] {
 /** One task folder as a polar task, or null once every problem it has is reported. */
 function readHarborTask(dir: string, report: Report): RolloutTask | null {
   let bad = false;
-  const at: Report = (file, field, what) => {
-    bad = true;
-    report(file, field, what);
-  };
+  const ignored: string[] = [];
+  const allowlists: HarborAllowlist[] = [];
+  const at: Report = Object.assign(
+    (file: string, field: string | null, what: string) => {
+      bad = true;
+      report(file, field, what);
+    },
+    {
+      ignored: (field: string, model: string) => ignored.push(`task.toml, field "${field}": ignored, as Harbor's ${model} ignores keys it does not define`),
+      allowlist: (list: HarborAllowlist) => allowlists.push(list),
+    },
+  );
   const files = readTaskFiles(dir, at);
   if (!files.config) return null;
   const settings = readTaskSettings(files.config, dir, at);
@@ -133,6 +142,7 @@ function readHarborTask(dir: string, report: Report): RolloutTask | null {
   const start = readStartingState(context, settings, at);
   const features = readTaskFeatures(files.config, dir, at);
   const multi = readSteps(files.config, dir, stepDefaults(settings, files.solutionDir), at, stripCanary);
+  const needs = readTaskNeeds(isRecord(files.config.environment) ? files.config.environment : {}, at);
   if (bad || files.instruction === null) return null;
   // A multi-step task's prompt and first budget are its first step's (the later ones: stages.ts).
   const first = multi.steps?.[0];
@@ -163,13 +173,24 @@ function readHarborTask(dir: string, report: Report): RolloutTask | null {
     collect: settings.verifier.collect,
     ...features,
     ...multi,
+    ...needs,
+    ...(allowlists.length > 0 ? { allowlists } : {}),
+    ...(ignored.length > 0 ? { ignored } : {}),
   });
   return first ? { ...task, timeout: first.agentTimeoutSec } : task;
 }
 
 function stepDefaults(settings: TaskSettings, solutionDir: string | null): StepDefaults {
-  const { agentTimeout, verifierTimeout, verifierEnv } = settings;
-  return { agentTimeoutSec: agentTimeout, verifierTimeoutSec: verifierTimeout, verifierEnv, solutionDir, verifierMode: settings.verifier.verifierMode };
+  const { agentTimeout, verifierTimeout, verifierEnv, agentUser, verifierUser } = settings;
+  return {
+    agentTimeoutSec: agentTimeout,
+    verifierTimeoutSec: verifierTimeout,
+    verifierEnv,
+    solutionDir,
+    verifierMode: settings.verifier.verifierMode,
+    agentUser,
+    verifierUser,
+  };
 }
 
 interface TaskFiles {
@@ -220,7 +241,7 @@ interface TaskSettings {
 
 /** task.toml's tables, each field checked (problems in the order the fields are read). */
 function readTaskSettings(config: Record<string, unknown>, dir: string, at: Report): TaskSettings {
-  for (const key of Object.keys(config)) if (!TOP_KEYS.has(key)) at('task.toml', key, `unknown key; task.toml has ${[...TOP_KEYS].join(', ')}`);
+  ignoreUnknown(config, TOP_KEYS, '', 'TaskConfig', at);
   const schemaVersion = config.schema_version ?? config.version ?? '1.0';
   if (typeof schemaVersion !== 'string') at('task.toml', 'schema_version', 'a string such as "1.0" or "1.1"');
   const table = (key: string): Record<string, unknown> => {

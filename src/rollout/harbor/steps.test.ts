@@ -4,6 +4,8 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { hostRefusal } from './features.js';
 import { readHarborSuite, readHarborTasks } from './load.js';
+import { stepsRefusal } from '../checking/multi-step.js';
+import { loadNotices } from './trial.js';
 import { removeTree } from '../../../test/support/remove-tree.js';
 
 const FIXTURES = path.resolve(import.meta.dirname, '../../../fixtures/harbor-features');
@@ -99,16 +101,51 @@ describe('multi-step Harbor tasks ([[steps]], config.py:662-722; steps/<name>/, 
     expect(hostRefusal(readHarborTasks(path.join(FIXTURES, 'multi-step'))[0]!.harbor!)).toBeNull();
   });
 
-  it('what polar does not run in a step yet is refused by name, per task: users, artifacts, a separate verifier', () => {
+  it('what polar does not run in a step yet loads, named in the step: its own users, network and collect hooks, a separate verifier', () => {
     const toml = fs.readFileSync(path.join(FIXTURES, 'multi-step', 'task.toml'), 'utf8');
     const root = variant({
-      'task.toml': `${toml.replace('[steps.agent]\ntimeout_sec = 60.0', '[steps.agent]\ntimeout_sec = 60.0\nuser = "agent"').replace('name = "append-content"', 'name = "append-content"\nartifacts = ["/app/out"]')}\n[verifier.environment]\ndocker_image = "debian:12-slim"\n`,
+      'task.toml': `${toml
+        .replace('[steps.agent]\ntimeout_sec = 60.0', '[steps.agent]\ntimeout_sec = 60.0\nuser = "agent"\nnetwork_mode = "public"')
+        .replace('name = "append-content"', 'name = "append-content"\nartifacts = ["/app/out"]')
+        .replace(
+          '[steps.verifier]\ntimeout_sec = 30.0',
+          '[steps.verifier]\ntimeout_sec = 30.0\nuser = "grader"\n[[steps.verifier.collect]]\ncommand = "true"',
+        )}\n[verifier.environment]\ndocker_image = "debian:12-slim"\n`,
     });
-    const said = problems(root);
-    expect(said).toMatch(/"steps\[0\]\.agent\.user": agent\.user is not supported by polar yet in a step/);
-    expect(said).toMatch(/"steps\[1\]\.artifacts": artifacts is not supported by polar yet in a step/);
-    expect(said).toMatch(/a multi-step task with a separate verifier environment is not supported by polar yet/);
-    // One task's problems, not the suite's: the others in the folder still load.
-    expect(readHarborSuite(root).invalid.map((t) => t.id)).toEqual(['multi-step']);
+    expect(problems(root)).toBe('');
+    const [task] = readHarborTasks(root);
+    const [first, second] = task!.harbor!.steps!;
+    expect(first!.unsupported).toEqual([
+      'step create-file\'s separate verifier environment (the task\'s [verifier]: environment_mode = "separate")',
+      'step create-file\'s own agent user (steps[0].agent.user = "agent")',
+      "step create-file's own agent network (steps[0].agent.network_mode)",
+    ]);
+    expect(second!.unsupported.slice(1)).toEqual([
+      'step append-content\'s own verifier user (steps[1].verifier.user = "grader")',
+      "step append-content's [[steps.verifier.collect]] hooks",
+    ]);
+    expect(second!.artifacts).toEqual([{ source: '/app/out', destination: null, exclude: [] }]);
+    // Its samples refuse it before the first step, saying so (step-stages.ts).
+    expect(stepsRefusal(task!.harbor!)).toMatch(
+      /^task polar\/multi-step: step create-file's separate verifier environment .*: not supported by polar yet in a multi-step task/,
+    );
+  });
+
+  it("keys StepConfig does not define are ignored with a notice, as pydantic ignores them (dependencies, inherit_prior_session); a step's own verifier mode loads", () => {
+    const toml = fs.readFileSync(path.join(FIXTURES, 'multi-step', 'task.toml'), 'utf8');
+    const root = variant({
+      'task.toml': toml
+        .replace('name = "create-file"', 'name = "create-file"\ndependencies = []\ninherit_prior_session = true')
+        .replace('[steps.verifier]\ntimeout_sec = 30.0', '[steps.verifier]\ntimeout_sec = 30.0\nenvironment_mode = "shared"\ncolour = 1'),
+    });
+    expect(problems(root)).toBe('');
+    const [task] = readHarborTasks(root);
+    expect(task!.harbor!.ignored).toEqual([
+      'task.toml, field "steps[0].dependencies": ignored, as Harbor\'s StepConfig ignores keys it does not define',
+      'task.toml, field "steps[0].inherit_prior_session": ignored, as Harbor\'s StepConfig ignores keys it does not define',
+      'task.toml, field "steps[1].verifier.colour": ignored, as Harbor\'s VerifierConfig ignores keys it does not define',
+    ]);
+    expect(task!.harbor!.steps!.map((s) => s.unsupported)).toEqual([[], []]);
+    expect(loadNotices([task!])).toEqual(task!.harbor!.ignored!.map((l) => `notice: task multi-step: ${l}`));
   });
 });

@@ -2,8 +2,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { isRecord } from '../../core/chat.js';
 import { readHealthcheck } from './features.js';
-import { seconds, stringMap, type Report } from './toml-fields.js';
+import { ignoreUnknown, network, seconds, stageUser, stringMap, type Report } from './toml-fields.js';
 import type { HarborStep, HarborTrial } from './types.js';
+import { readArtifacts, readCollect } from './verifier-config.js';
 import { isDir, isFile } from '../../core/fs-kind.js';
 
 /**
@@ -12,14 +13,17 @@ import { isDir, isFile } from '../../core/fs-kind.js';
  * each step's folder and instruction.md; a test.sh of its own or the shared tests/test.sh). Line
  * numbers are Harbor's source at the fork snapshot 15735640198/harbor f276a3b.
  *
- * What polar does not run in a step yet is refused by name, so the task is reported, not run
- * differently: a step's artifacts, users, network and verifier environment, and a separate
- * verifier for the whole task.
+ * Keys StepConfig does not define are ignored, as pydantic ignores them (StepConfig sets no
+ * `extra`, config.py:662-689): public tasks carry `dependencies` and `inherit_prior_session`. What
+ * polar does not run in a step yet (a verifier environment of its own, a separate verifier for the
+ * whole task, its own users, network or collect hooks) loads, named in the step's `unsupported`:
+ * its samples refuse it (step-stages.ts) and `polar tasks check` calls it unsupported.
  */
 
-const STEP_KEYS = new Set(['name', 'agent', 'verifier', 'min_reward', 'healthcheck']);
-const STEP_AGENT_KEYS = new Set(['timeout_sec']);
-const STEP_VERIFIER_KEYS = new Set(['timeout_sec', 'env']);
+/** StepConfig's fields (config.py:662-689), AgentConfig's (:242-248) and VerifierConfig's (:464-500), with the network policy's (:126-151). */
+const STEP_KEYS = new Set(['name', 'agent', 'verifier', 'min_reward', 'healthcheck', 'artifacts']);
+const STEP_AGENT_KEYS = new Set(['timeout_sec', 'user', 'network_mode', 'allowed_hosts']);
+const STEP_VERIFIER_KEYS = new Set(['timeout_sec', 'env', 'user', 'environment_mode', 'environment', 'collect', 'network_mode', 'allowed_hosts']);
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
 
 export interface StepDefaults {
@@ -28,6 +32,8 @@ export interface StepDefaults {
   verifierEnv: Record<string, string>;
   solutionDir: string | null;
   verifierMode: HarborTrial['verifierMode'];
+  agentUser?: string | undefined;
+  verifierUser?: string | undefined;
 }
 
 /** Whether task.toml declares a non-empty [[steps]] (paths.py:191-197): a multi-step task. */
@@ -50,8 +56,6 @@ export function readSteps(
     at('task.toml', 'steps', 'an array of tables ([[steps]]), each with a name');
     return {};
   }
-  if (defaults.verifierMode === 'separate')
-    at('task.toml', 'verifier.environment_mode', 'a multi-step task with a separate verifier environment is not supported by polar yet');
   const steps: HarborStep[] = [];
   const seen = new Set<string>();
   config.steps.forEach((raw, i) => {
@@ -77,12 +81,11 @@ function readStep(
   at: Report,
   stripCanary: (text: string) => string,
 ): HarborStep | null {
-  const unsupported = (key: string, what: string) => at('task.toml', `${field}.${key}`, `${what} is not supported by polar yet in a step`);
-  for (const key of Object.keys(raw)) if (!STEP_KEYS.has(key)) unsupported(key, key);
-  const agent = isRecord(raw.agent) ? raw.agent : {};
-  const verifier = isRecord(raw.verifier) ? raw.verifier : {};
-  for (const key of Object.keys(agent)) if (!STEP_AGENT_KEYS.has(key)) unsupported(`agent.${key}`, `agent.${key}`);
-  for (const key of Object.keys(verifier)) if (!STEP_VERIFIER_KEYS.has(key)) unsupported(`verifier.${key}`, `verifier.${key}`);
+  ignoreUnknown(raw, STEP_KEYS, field, 'StepConfig', at);
+  const agent = table(raw.agent, `${field}.agent`, at);
+  const verifier = table(raw.verifier, `${field}.verifier`, at);
+  ignoreUnknown(agent, STEP_AGENT_KEYS, `${field}.agent`, 'AgentConfig', at);
+  ignoreUnknown(verifier, STEP_VERIFIER_KEYS, `${field}.verifier`, 'VerifierConfig', at);
   if (typeof raw.name !== 'string' || !NAME.test(raw.name)) {
     at('task.toml', `${field}.name`, "the step's folder under steps/: letters, digits, . _ -");
     return null;
@@ -118,7 +121,51 @@ function readStep(
     minReward: readMinReward(raw.min_reward, `${field}.min_reward`, at),
     workdirDir,
     ...(healthcheck ? { healthcheck } : {}),
+    artifacts: readArtifacts(raw.artifacts, at, `${field}.artifacts`),
+    unsupported: stepUnsupported(name, agent, verifier, field, defaults, at),
   };
+}
+
+function table(v: unknown, field: string, at: Report): Record<string, unknown> {
+  if (v === undefined) return {};
+  if (isRecord(v)) return v;
+  at('task.toml', field, 'a table');
+  return {};
+}
+
+/**
+ * What the step sets that polar does not run per step yet, each named (read and checked as
+ * Harbor's models do). A separate verifier anywhere in a multi-step task: the step's own
+ * (resolve_step_verifier_mode, verifier_mode.py:29-40), or the task's, which every step inherits.
+ */
+function stepUnsupported(
+  name: string,
+  agent: Record<string, unknown>,
+  verifier: Record<string, unknown>,
+  field: string,
+  defaults: StepDefaults,
+  at: Report,
+): string[] {
+  const out: string[] = [];
+  const stepMode = verifier.environment_mode ?? (verifier.environment !== undefined ? 'separate' : undefined);
+  if (stepMode !== undefined && stepMode !== 'shared' && stepMode !== 'separate')
+    at('task.toml', `${field}.verifier.environment_mode`, '"shared" or "separate"');
+  if (stepMode === 'shared' && verifier.environment !== undefined)
+    at('task.toml', `${field}.verifier.environment`, 'conflicts with environment_mode = "shared": Harbor\'s own validator rejects it too (config.py:502-516)');
+  if ((stepMode ?? defaults.verifierMode) === 'separate')
+    out.push(
+      `step ${name}'s separate verifier environment (${stepMode ? `[steps.verifier] of step ${name}` : "the task's [verifier]"}: environment_mode = "separate")`,
+    );
+  const agentUser = stageUser(agent.user, `${field}.agent.user`, at);
+  if (agentUser !== undefined && agentUser !== defaults.agentUser)
+    out.push(`step ${name}'s own agent user (${field}.agent.user = ${JSON.stringify(agentUser)})`);
+  const verifierUser = stageUser(verifier.user, `${field}.verifier.user`, at);
+  if (verifierUser !== undefined && verifierUser !== defaults.verifierUser)
+    out.push(`step ${name}'s own verifier user (${field}.verifier.user = ${JSON.stringify(verifierUser)})`);
+  for (const [phase, t] of [['agent', agent] as const, ['verifier', verifier] as const])
+    if (network(t, `${field}.${phase}`, at, true) !== null) out.push(`step ${name}'s own ${phase} network (${field}.${phase}.network_mode)`);
+  if (readCollect(verifier.collect, at, `${field}.verifier.collect`).length > 0) out.push(`step ${name}'s [[steps.verifier.collect]] hooks`);
+  return out;
 }
 
 /** min_reward: a number gates `reward`; a table gates each of its keys (config.py:666-674). */

@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { isRecord } from '../../core/chat.js';
+import type { HarborAllowlist } from './types.js';
 
 /**
  * task.toml fields shared by its tables ([environment] and [verifier.environment] have one schema,
@@ -7,8 +8,21 @@ import { isRecord } from '../../core/chat.js';
  * are Harbor's source at the fork snapshot 15735640198/harbor f276a3b.
  */
 
-/** Says what is wrong with a task: the file, its field (null: the whole file) and what it must be. */
-export type Report = (file: string, field: string | null, what: string) => void;
+/**
+ * Says what is wrong with a task: the file, its field (null: the whole file) and what it must be.
+ * `ignored` hears of a key Harbor's model does not define (pydantic ignores it: no model in
+ * models/task/config.py sets `extra`), `allowlist` of a `network_mode = "allowlist"`; both are
+ * notes, not problems.
+ */
+export type Report = ((file: string, field: string | null, what: string) => void) & {
+  ignored?: (field: string, model: string) => void;
+  allowlist?: (list: HarborAllowlist) => void;
+};
+
+/** Every key of `table` that `known` lacks, told to `at.ignored` as Harbor's `model` ignores it. */
+export function ignoreUnknown(table: Record<string, unknown>, known: ReadonlySet<string>, prefix: string, model: string, at: Report): void {
+  for (const key of Object.keys(table)) if (!known.has(key)) at.ignored?.(prefix === '' ? key : `${prefix}.${key}`, model);
+}
 
 /** [agent].user / [verifier].user: a user name or a uid, as the engine's `exec --user` takes it. */
 export function stageUser(value: unknown, field: string, at: Report): string | undefined {
@@ -104,22 +118,22 @@ export function stringMap(v: unknown, field: string, at: Report): Record<string,
 
 /**
  * A table's network setting: `allow_internet` (the 1.0/1.1 field, deprecated later for
- * `network_mode`, config.py:373-379 and :782-795) or `network_mode` ("public", "no-network";
- * "allowlist" cannot be enforced by host name here and is refused). Phase tables ([agent],
- * [verifier]) only override.
+ * `network_mode`, config.py:373-379 and :782-795) or `network_mode` ("public", "no-network",
+ * "allowlist" with `allowed_hosts`, config.py:35-176). An allowlist is loaded (told to
+ * `at.allowlist`) and read as `none`: polar's sandbox cannot reach hosts by name, and no network is
+ * the strictest reading of a list (nothing off it is reached). Phase tables ([agent], [verifier]) only override.
  */
 export function network(t: Record<string, unknown>, table: string, at: Report, phase = false): 'public' | 'none' | null {
+  const hosts = allowedHosts(t, table, at);
   // network_mode, when set, wins over the legacy field (config.py:788-792).
   if (t.network_mode !== undefined) {
     if (t.network_mode === 'public') return 'public';
     if (t.network_mode === 'no-network') return 'none';
-    at(
-      'task.toml',
-      `${table}.network_mode`,
-      t.network_mode === 'allowlist'
-        ? '"allowlist" is not supported by polar (host names cannot be enforced in its sandbox); use "public" or "no-network"'
-        : '"public" or "no-network"',
-    );
+    if (t.network_mode === 'allowlist') {
+      at.allowlist?.({ table, hosts: hosts ?? [] });
+      return 'none';
+    }
+    at('task.toml', `${table}.network_mode`, '"public", "no-network" or "allowlist" (NetworkMode, config.py:35-41)');
     return null;
   }
   if (t.allow_internet !== undefined) {
@@ -127,4 +141,25 @@ export function network(t: Record<string, unknown>, table: string, at: Report, p
     else if (!phase) return t.allow_internet ? 'public' : 'none';
   }
   return null;
+}
+
+/** `allowed_hosts`, checked as Harbor does (config.py:58-116): host names or `*.suffix`, and only with "allowlist". */
+function allowedHosts(t: Record<string, unknown>, table: string, at: Report): string[] | null {
+  const v = t.allowed_hosts;
+  if (v === undefined) return null;
+  const field = `${table}.allowed_hosts`;
+  if (!Array.isArray(v) || v.some((h) => typeof h !== 'string')) {
+    at('task.toml', field, 'a list of host names');
+    return null;
+  }
+  if (t.network_mode !== 'allowlist')
+    at('task.toml', field, 'only valid with network_mode = "allowlist": Harbor\'s own validator rejects it too (config.py:101-116)');
+  const label = /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/;
+  const hosts = (v as string[]).map((h) => h.trim().toLowerCase().replace(/\.$/, ''));
+  for (const h of hosts) {
+    const name = h.startsWith('*.') ? h.slice(2) : h;
+    if (name === '' || /:\/\/|[/:]/.test(h) || name.includes('*') || !name.split('.').every((l) => label.test(l)))
+      at('task.toml', field, `${JSON.stringify(h)} is not a host name or a leading "*." pattern: Harbor's own validator rejects it too (config.py:58-95)`);
+  }
+  return hosts;
 }

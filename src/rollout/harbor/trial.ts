@@ -81,7 +81,25 @@ export function harborPreflight(tasks: readonly RolloutTask[], sandbox: 'bwrap' 
   if (sandbox === 'none' && tasks.some((t) => t.harbor)) {
     throw new PolarError('POLAR_USAGE', "Harbor tasks run in the sandbox, which gives them their container's paths (/app, /tests, /logs); drop --sandbox none");
   }
-  return environment === 'host' ? hostNotices(tasks) : [];
+  return [...loadNotices(tasks), ...(environment === 'host' ? hostNotices(tasks) : [])];
+}
+
+/**
+ * Said once per task before a rollout starts, in every environment: the keys Harbor's models ignore
+ * (ignored here too), and a network allowlist run as no network (toml-fields.ts network).
+ */
+export function loadNotices(tasks: readonly RolloutTask[]): string[] {
+  const out: string[] = [];
+  for (const t of tasks) {
+    const h = t.harbor;
+    if (!h) continue;
+    for (const line of h.ignored ?? []) out.push(`notice: task ${t.id}: ${line}`);
+    for (const list of h.allowlists ?? [])
+      out.push(
+        `notice: task ${t.id}: [${list.table}] network_mode = "allowlist" (${list.hosts.join(', ') || 'no host'}) runs with no network: polar cannot reach hosts by name from its sandbox yet`,
+      );
+  }
+  return out;
 }
 
 /** Said once per task before a rollout starts: what the host environment does not reproduce. */

@@ -73,6 +73,41 @@ export interface HarborTrial {
   steps?: HarborStep[];
   /** multi_step_reward_strategy (config.py:691-721): how the steps' rewards make the sample's; `mean` when unset. */
   rewardStrategy?: 'mean' | 'final';
+  /** [environment].gpus (config.py:341): GPUs the task asks for; absent or 0: none. */
+  gpus?: number;
+  /** [environment].gpu_types (config.py:342-346): the GPU types it accepts. */
+  gpuTypes?: string[];
+  /** [[environment.mcp_servers]] (config.py:352, MCPServerConfig :519-539): MCP servers Harbor gives the agent. */
+  mcpServers?: HarborMcpServer[];
+  /**
+   * `network_mode = "allowlist"` with its `allowed_hosts` (config.py:35-176), by table ([environment],
+   * [agent], [verifier]): polar cannot reach hosts by name from its sandbox, so such a phase runs
+   * with no network (agentNetwork / verifierNetwork say `none`), the strictest reading of the list.
+   */
+  allowlists?: HarborAllowlist[];
+  /**
+   * Keys task.toml sets that Harbor's models do not define: pydantic ignores them (no model sets
+   * `extra`, models/task/config.py), and so does polar, saying each once ("task.toml, field …").
+   */
+  ignored?: string[];
+}
+
+/** One `network_mode = "allowlist"` (config.py:35-41): the table that says it and the hosts it allows. */
+export interface HarborAllowlist {
+  table: string;
+  hosts: string[];
+}
+
+/** One [[environment.mcp_servers]] entry (MCPServerConfig, config.py:519-539). */
+export interface HarborMcpServer {
+  name: string;
+  /** `http` is read as `streamable-http` (config.py:528-531). */
+  transport: 'stdio' | 'sse' | 'streamable-http';
+  /** Required for sse and streamable-http. */
+  url?: string;
+  /** Required for stdio. */
+  command?: string;
+  args: string[];
 }
 
 /**
@@ -100,6 +135,13 @@ export interface HarborStep {
   workdirDir: string | null;
   /** The step's healthcheck, after its setup and before its agent, besides the task's (config.py:675-682, multi_step.py:550-562). */
   healthcheck?: HarborHealthcheck;
+  /** The step's own `artifacts` (config.py:683-688), appended to the task's for this step's collection. */
+  artifacts: HarborArtifact[];
+  /**
+   * What the step sets that polar does not run per step yet (a verifier environment of its own, its
+   * own users, network or collect hooks), each named: the task loads, and its samples refuse it.
+   */
+  unsupported: string[];
 }
 
 /**
@@ -154,6 +196,8 @@ export interface HarborArtifact {
   destination: string | null;
   /** Patterns left out of a folder (Harbor passes them to tar --exclude). */
   exclude: string[];
+  /** The compose service it is taken from (config.py:550-561); absent or "main": the agent's container. */
+  service?: string;
 }
 
 /** One [[verifier.collect]] hook (config.py:628-659), for the agent's container ("main"); best-effort: a failure is only noted (trial.py:788-818). */
@@ -163,4 +207,6 @@ export interface HarborCollect {
   timeoutSec: number;
   /** Who runs it; absent: the container's default user. */
   user?: string;
+  /** The compose service it runs in (config.py:637-640); absent or "main": the agent's container. */
+  service?: string;
 }

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { isRecord } from '../../core/chat.js';
 import { readDockerfile } from './dockerfile.js';
-import { type EnvironmentFields, network, readEnvironmentTable, type Report, seconds, stageUser } from './toml-fields.js';
+import { type EnvironmentFields, ignoreUnknown, network, readEnvironmentTable, type Report, seconds, stageUser } from './toml-fields.js';
 import type { HarborArtifact, HarborCollect, HarborTrial, SeparateVerifier } from './types.js';
 
 /**
@@ -16,7 +16,8 @@ import type { HarborArtifact, HarborCollect, HarborTrial, SeparateVerifier } fro
 
 /** The agent's publish folder, always carried to a separate verifier (models/task/artifacts.py:62-78). */
 export const CONVENTION_ARTIFACTS = '/logs/artifacts';
-const MAIN_SERVICE = 'main';
+/** A compose service's name (_COMPOSE_SERVICE_NAME_PATTERN, config.py:19-32). */
+const SERVICE_NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/;
 const DEFAULT_COLLECT_TIMEOUT = 60;
 const ARTIFACT_KEYS = new Set(['source', 'destination', 'exclude', 'service']);
 const COLLECT_KEYS = new Set(['command', 'service', 'timeout_sec', 'user']);
@@ -94,25 +95,28 @@ function readSeparate(
   };
 }
 
-/** The top-level `artifacts`: paths in the agent's environment (config.py:542-625, :723). */
-function readArtifacts(value: unknown, at: Report): HarborArtifact[] {
+/** An `artifacts` list, the task's (config.py:723) or a step's (:683-688): paths in the agent's environment (ArtifactConfig, :542-625). */
+export function readArtifacts(value: unknown, at: Report, name = 'artifacts'): HarborArtifact[] {
   if (value === undefined) return [];
   if (!Array.isArray(value)) {
-    at('task.toml', 'artifacts', 'a list of paths or { source = "…" } tables');
+    at('task.toml', name, 'a list of paths or { source = "…" } tables');
     return [];
   }
   const out: HarborArtifact[] = [];
   value.forEach((entry, i) => {
-    const field = `artifacts[${i}]`;
+    const field = `${name}[${i}]`;
     const table: Record<string, unknown> | null = typeof entry === 'string' ? { source: entry } : isRecord(entry) ? entry : null;
-    if (!table) return at('task.toml', field, 'a path, or a table with source (and destination, exclude)');
-    for (const key of Object.keys(table))
-      if (!ARTIFACT_KEYS.has(key)) at('task.toml', `${field}.${key}`, `unknown key; an artifact has ${[...ARTIFACT_KEYS].join(', ')}`);
+    if (!table) return at('task.toml', field, 'a path, or a table with source (and destination, exclude, service)');
+    ignoreUnknown(table, ARTIFACT_KEYS, field, 'ArtifactConfig', at);
     const source = artifactSource(table.source, `${field}.source`, at);
     const destination = artifactDestination(table.destination, `${field}.destination`, at);
     const exclude = stringList(table.exclude, `${field}.exclude`, at);
-    if (!mainService(table.service, `${field}.service`, at) || source === null || destination === undefined || exclude === null) return;
-    out.push({ source, destination, exclude });
+    const service = serviceName(table.service, `${field}.service`, at);
+    if (service === null || source === null || destination === undefined || exclude === null) return;
+    // A sidecar's artifact must name an absolute path (config.py:615-625); polar resolved a relative one from /.
+    if (service !== undefined && service !== 'main' && !String(table.source).startsWith('/'))
+      return at('task.toml', `${field}.source`, `an absolute path: it is taken from the compose service "${service}" (config.py:615-625)`);
+    out.push({ source, destination, exclude, ...(service !== undefined ? { service } : {}) });
   });
   return out;
 }
@@ -148,36 +152,38 @@ function artifactDestination(v: unknown, field: string, at: Report): string | nu
   return v;
 }
 
-/** Compose services other than the agent's are not run by polar (one container per sample). */
-function mainService(v: unknown, field: string, at: Report): boolean {
-  if (v === undefined || v === MAIN_SERVICE) return true;
-  at(
-    'task.toml',
-    field,
-    `${typeof v === 'string' ? `"${v}" is a` : 'a'} docker-compose service; polar runs the task's one container ("main"), without compose`,
-  );
-  return false;
+/**
+ * A compose service's name (_validate_compose_service_name, config.py:22-32), stripped; undefined
+ * when absent, null when Harbor rejects it. Loaded as written: running a sidecar's hook or taking a
+ * sidecar's artifact is the compose environment's.
+ */
+function serviceName(v: unknown, field: string, at: Report): string | undefined | null {
+  if (v === undefined) return undefined;
+  const name = typeof v === 'string' ? v.trim() : null;
+  if (name !== null && SERVICE_NAME.test(name)) return name;
+  at('task.toml', field, "a compose service's name: letters, digits, _ . - (Harbor's own validator rejects it too, config.py:22-32)");
+  return null;
 }
 
-/** `[[verifier.collect]]`: commands run in the agent's environment before artifacts are copied out (config.py:628-659). */
-function readCollect(value: unknown, at: Report): HarborCollect[] {
+/** `[[verifier.collect]]` (a task's or a step's): commands run after the agent, before artifacts are copied out (config.py:628-659). */
+export function readCollect(value: unknown, at: Report, name = 'verifier.collect'): HarborCollect[] {
   if (value === undefined) return [];
   if (!Array.isArray(value)) {
-    at('task.toml', 'verifier.collect', 'an array of tables ([[verifier.collect]] with command = "…")');
+    at('task.toml', name, 'an array of tables ([[verifier.collect]] with command = "…")');
     return [];
   }
   const out: HarborCollect[] = [];
   value.forEach((hook, i) => {
-    const field = `verifier.collect[${i}]`;
+    const field = `${name}[${i}]`;
     if (!isRecord(hook)) return at('task.toml', field, 'a table with command (and timeout_sec, user)');
-    for (const key of Object.keys(hook))
-      if (!COLLECT_KEYS.has(key)) at('task.toml', `${field}.${key}`, `unknown key; a collect hook has ${[...COLLECT_KEYS].join(', ')}`);
+    ignoreUnknown(hook, COLLECT_KEYS, field, 'VerifierCollectConfig', at);
     const command = typeof hook.command === 'string' && hook.command.trim() !== '' ? hook.command : null;
     if (command === null) at('task.toml', `${field}.command`, 'a shell command (required)');
     const timeout = hook.timeout_sec === undefined ? DEFAULT_COLLECT_TIMEOUT : seconds(hook.timeout_sec, `${field}.timeout_sec`, at);
     const user = stageUser(hook.user, `${field}.user`, at);
-    if (!mainService(hook.service, `${field}.service`, at) || command === null || timeout === null) return;
-    out.push({ command, timeoutSec: timeout, ...(user !== undefined ? { user } : {}) });
+    const service = serviceName(hook.service, `${field}.service`, at);
+    if (service === null || command === null || timeout === null) return;
+    out.push({ command, timeoutSec: timeout, ...(user !== undefined ? { user } : {}), ...(service !== undefined ? { service } : {}) });
   });
   return out;
 }

@@ -1,0 +1,149 @@
+import { describe, expect, it } from 'vitest';
+import type { RolloutTask } from '../task-file.js';
+import type { HarborStep, HarborTrial } from '../harbor/types.js';
+import { notAsWritten } from './as-written.js';
+import { judgeTask, type RunEvidence, settleVerdict, type VerdictContext } from './verdict.js';
+
+/**
+ * Each verdict word means one thing (issue 41, item 3): broken only on evidence from a run of the
+ * task as written; unverifiable whenever polar could not run it as written here, naming what; and
+ * unsupported for a Harbor feature polar does not implement yet, by name. (invalid is the loader's:
+ * load.test.ts, steps.test.ts.)
+ */
+function task(harbor: Partial<HarborTrial> = {}): RolloutTask {
+  return {
+    id: 't',
+    prompt: 'x',
+    workspace: { empty: true },
+    setup: [],
+    evaluator: { type: 'harbor', timeout: 30 },
+    timeout: null,
+    metadata: {},
+    harbor: { name: 'o/t', baseImage: 'debian:12-slim', verifierNetwork: 'none', agentNetwork: 'none', skipped: [], artifacts: [], ...harbor } as HarborTrial,
+  } as RolloutTask;
+}
+
+const run = (r: Partial<RunEvidence> = {}): RunEvidence => ({
+  outcome: 'completed',
+  reward: 0,
+  error: null,
+  errorStage: null,
+  forfeit: null,
+  output: '',
+  verifierFiles: null,
+  needsRewardKey: null,
+  ...r,
+});
+const host: VerdictContext = { environment: 'host', verifierNetwork: 'none' };
+const podman: VerdictContext = { environment: 'podman', verifierNetwork: 'none' };
+/** The host's oracle missed: as written, that would be broken. */
+const missed = run({ reward: 0 });
+const step = (name: string, unsupported: string[]): HarborStep =>
+  ({
+    name,
+    instruction: 'x',
+    testsDir: null,
+    solutionDir: null,
+    agentTimeoutSec: null,
+    verifierTimeoutSec: 30,
+    verifierEnv: {},
+    minReward: null,
+    workdirDir: null,
+    artifacts: [],
+    unsupported,
+  }) as HarborStep;
+
+describe('verdict words', () => {
+  it('valid: run as written, the oracle reaches the top reward and nop earns nothing', () => {
+    expect(judgeTask(task(), run({ reward: 1 }), run(), podman)).toMatchObject({ verdict: 'valid', asWritten: true, unsupported: [], unverifiable: [] });
+  });
+
+  it('broken: the evidence of a run as written (the same user task under podman, whose image applies the user)', () => {
+    const v = judgeTask(task({ agentUser: 'agent' }), missed, run(), podman);
+    expect(v.verdict).toBe('broken');
+    expect(v.problems[0]).toMatch(/the oracle \(solution\/solve\.sh\) earned 0, not the top reward 1/);
+  });
+
+  it('unverifiable on the host, never broken: an agent or verifier user, named, with the way out', () => {
+    const v = judgeTask(task({ agentUser: 'agent', verifierUser: '1001' }), missed, run({ reward: 1 }), host);
+    expect(v.verdict).toBe('unverifiable');
+    expect(v.problems).toEqual([]);
+    expect(v.unverifiable[0]).toBe(
+      '[agent].user = "agent": the host environment runs the agent as this machine\'s user; --environment podman (or docker) runs it as written',
+    );
+    expect(v.unverifiable[1]).toMatch(/^\[verifier\]\.user = "1001": the host environment runs the verifier as this machine's user/);
+    // What the run showed is kept, said as no evidence.
+    expect(v.unverifiable).toContainEqual(expect.stringMatching(/^seen on a run not as written, so no evidence: the oracle .* earned 0/));
+    expect(v.unverifiable).toContainEqual(expect.stringMatching(/^seen on a run not as written, so no evidence: doing nothing \(nop\) already earns 1/));
+    // Even a run that passed is no evidence that the task as written is sound.
+    expect(judgeTask(task({ agentUser: 'agent' }), run({ reward: 1 }), run(), host).verdict).toBe('unverifiable');
+  });
+
+  it("unverifiable on the host: a separate verifier's image, named", () => {
+    const separate = task({
+      verifierMode: 'separate',
+      separateVerifier: { context: '/t/tests', dockerfile: '/t/tests/Dockerfile', image: null, inherited: true, workdir: null, network: 'none' },
+    });
+    const v = judgeTask(separate, missed, run(), host);
+    expect(v.verdict).toBe('unverifiable');
+    expect(v.unverifiable[0]).toMatch(
+      /^its separate verifier environment \(environment_mode = "separate"\): .*not tests\/Dockerfile's image; --environment podman/,
+    );
+    expect(judgeTask(separate, missed, run(), podman).verdict).toBe('broken');
+  });
+
+  it('unverifiable on the host: a Dockerfile that fetches while the image builds (git clone, a download), named; a package install is not counted', () => {
+    const clone = task({ skipped: ['RUN apt-get install -y git', 'RUN git clone https://github.com/o/r /app/r'] });
+    const v = judgeTask(clone, missed, run(), host);
+    expect(v.verdict).toBe('unverifiable');
+    expect(v.unverifiable[0]).toMatch(
+      /^environment\/Dockerfile fetches over the network while the image builds \(RUN git clone https:\/\/github\.com\/o\/r \/app\/r\)/,
+    );
+    expect(v.unverifiable[0]).not.toMatch(/apt-get/);
+    expect(notAsWritten(task({ skipped: ['RUN pip install pytest'] }), 'host')).toEqual({ unverifiable: [], unsupported: [] });
+    expect(judgeTask(clone, missed, run(), podman).verdict).toBe('broken');
+  });
+
+  it('unverifiable in every environment: a GPU (gpus >= 1, or gpu_types), with the word GPU', () => {
+    for (const ctx of [host, podman]) {
+      const v = judgeTask(task({ gpus: 1 }), run({ reward: 1 }), run(), ctx);
+      expect(v.verdict).toBe('unverifiable');
+      expect(v.unverifiable[0]).toMatch(/^it needs a GPU \(\[environment\] gpus = 1\): polar gives a sample no GPU/);
+    }
+    expect(judgeTask(task({ gpuTypes: ['H100'] }), missed, run(), podman).unverifiable[0]).toMatch(/GPU.*gpu_types = \["H100"\]/);
+  });
+
+  it('unsupported: a Harbor feature polar does not implement yet, by name (an allowlist, MCP servers on the host, a step feature)', () => {
+    const allow = judgeTask(task({ allowlists: [{ table: 'environment', hosts: ['pypi.org'] }] }), missed, run(), podman);
+    expect(allow.verdict).toBe('unsupported');
+    expect(allow.unsupported).toEqual([
+      '[environment] network_mode = "allowlist" (allowed_hosts: pypi.org): polar cannot reach hosts by name yet, so that phase ran with no network',
+    ]);
+    expect(allow.problems).toEqual([]);
+    const mcp = task({ mcpServers: [{ name: 'fs', transport: 'stdio', command: 'mcp-fs', args: [] }] });
+    expect(judgeTask(mcp, run({ reward: 1 }), run(), host)).toMatchObject({
+      verdict: 'unsupported',
+      unsupported: ['[[environment.mcp_servers]] (fs): the host environment gives the agent no MCP server yet'],
+    });
+    const steps = task({ steps: [step('a', []), step('b', ['step b\'s own verifier user (steps[1].verifier.user = "grader")'])] });
+    const refused = "task o/t: step b's own verifier user: not supported by polar yet in a multi-step task, so its steps are not run otherwise";
+    const v = judgeTask(
+      steps,
+      run({ outcome: 'error', errorStage: 'init', error: refused, reward: null }),
+      run({ outcome: 'error', errorStage: 'init', error: refused, reward: null }),
+      podman,
+    );
+    expect(v.verdict).toBe('unsupported');
+    // Named once, from the task: the samples' refusal says the same.
+    expect(v.unsupported).toEqual(['step b\'s own verifier user (steps[1].verifier.user = "grader")']);
+  });
+
+  it("the forgeries' problems are evidence only of a run as written", () => {
+    const judged = judgeTask(task({ agentUser: 'agent' }), run({ reward: 1 }), run(), host);
+    const settled = settleVerdict({ ...judged, problems: [...judged.problems, 'hackable: forge:x earns 1 without solving it'] });
+    expect(settled).toMatchObject({ verdict: 'unverifiable', problems: [] });
+    expect(settled.unverifiable.at(-1)).toBe('seen on a run not as written, so no evidence: hackable: forge:x earns 1 without solving it');
+    const asWritten = judgeTask(task(), run({ reward: 1 }), run(), podman);
+    expect(settleVerdict({ ...asWritten, problems: ['hackable: forge:x'] }).verdict).toBe('broken');
+  });
+});
