@@ -5,7 +5,10 @@ import { PolarError } from '../core/errors.js';
 import type { HarborTrial } from './harbor/types.js';
 import { isDir } from '../core/fs-kind.js';
 import { gitSourceProblem } from './git-source.js';
-import { RUNNER_NAMES, type RunnerName } from './evaluators/named-tests/types.js';
+
+/** The test runners a `tests` evaluator names (evaluators/named-tests/ reads each one's report). */
+export const RUNNER_NAMES = ['pytest', 'unittest', 'node-test'] as const;
+export type RunnerName = (typeof RUNNER_NAMES)[number];
 
 /**
  * The rollout task file: JSONL, one task per line (blank lines and lines starting with `#` are
@@ -67,7 +70,11 @@ export interface RolloutTask {
   workspace: TaskWorkspace;
   setup: string[];
   evaluator: TaskEvaluator;
-  /** The session's budget in seconds, from INIT on; null: the rollout's --timeout. */
+  /**
+   * The agent's budget in seconds, from the agent's start (as Harbor's agent.timeout_sec); a JSONL
+   * task's setup commands get as much again, on their own clock (stages.ts preparationMs). null: the
+   * rollout's --timeout.
+   */
   timeout: number | null;
   metadata: Record<string, unknown>;
   /** `host`: the harness gets the machine's network, not only the capture proxy (absent: the rollout's choice). */
@@ -95,7 +102,9 @@ export function readTaskFile(file: string): RolloutTask[] {
   try {
     text = fs.readFileSync(file, 'utf8');
   } catch (err) {
-    throw new PolarError('POLAR_USAGE', `cannot read the task file ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    throw new PolarError('POLAR_USAGE', `cannot read the task file ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, undefined, {
+      cause: err,
+    });
   }
   return parseTaskFile(text, { name: file, baseDir: path.dirname(path.resolve(file)), checkPaths: true });
 }

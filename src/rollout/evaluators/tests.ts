@@ -8,7 +8,7 @@ import type { Verification } from '../environments/types.js';
 import { gradeNamed, type NamedTestResult, type TestKind } from './named-tests/grade.js';
 import { recogniseCommand } from './named-tests/recognise.js';
 import { runnerFor } from './named-tests/registry.js';
-import { RUNNER_NAMES, type RunnerName } from './named-tests/types.js';
+import { RUNNER_NAMES, type RunnerName } from '../task-file.js';
 import { bounded } from './output.js';
 import { DEFAULT_TEST_FILES, withoutTestFiles } from './test-files.js';
 import type { EvaluationInput, Evaluator } from './types.js';
@@ -54,7 +54,9 @@ export const testsEvaluator: Evaluator<'tests'> = {
     const fresh = await place
       .freshWorkspace(path.join(input.scratch, `eval-${input.sessionId}`), Date.now() + spec.timeout * 1000, input.env)
       .catch((err: unknown) => {
-        throw err instanceof StageError ? err : new StageError('post', `could not prepare a fresh workspace for the tests: ${(err as Error).message}`);
+        throw err instanceof StageError
+          ? err
+          : new StageError('post', `could not prepare a fresh workspace for the tests: ${(err as Error).message}`, { cause: err });
       });
     try {
       const configFiles = [...new Set(runs.flatMap((r) => (r.runner ? runnerFor(r.runner).configFiles : [])))];

@@ -1,3 +1,4 @@
+import type { Healthcheck } from '../boxes/types.js';
 /**
  * A Harbor task (harbor-framework/harbor) as polar runs it. Field meanings follow Harbor's own
  * models, read at the fork snapshot 15735640198/harbor f276a3b: task.toml is
@@ -79,6 +80,14 @@ export interface HarborTrial {
   gpuTypes?: string[];
   /** [[environment.mcp_servers]] (config.py:352, MCPServerConfig :519-539): MCP servers Harbor gives the agent. */
   mcpServers?: HarborMcpServer[];
+  /** [environment].env (config.py:353-357): variables Harbor sets for every command in the environment (base.py:218-221). */
+  environmentEnv?: Record<string, string>;
+  /** [environment].os = "windows" (config.py:334-340): a Windows container. */
+  windows?: boolean;
+  /** [environment].tpu (TpuSpec, config.py:281-322): a TPU slice, as `type topology`. */
+  tpu?: string;
+  /** [environment].skills_dir (config.py:358-362): copied to the agent's skills folder. */
+  skillsDir?: string;
   /**
    * `network_mode = "allowlist"` with its `allowed_hosts` (config.py:35-176), by table ([environment],
    * [agent], [verifier]): polar cannot reach hosts by name from its sandbox, so such a phase runs
@@ -150,15 +159,8 @@ export interface HarborStep {
  * of the first attempt do not count (retried every `startIntervalSec`); after it, `retries`
  * consecutive failures (each `intervalSec` apart) fail the environment.
  */
-export interface HarborHealthcheck {
-  command: string;
-  /** Defaults: 5, 30, 0, 5 seconds and 3 retries (config.py:258-278). */
-  intervalSec: number;
-  timeoutSec: number;
-  startPeriodSec: number;
-  startIntervalSec: number;
-  retries: number;
-}
+/** Harbor's [environment.healthcheck] (and a step's): the box layer's healthcheck. */
+export type HarborHealthcheck = Healthcheck;
 
 /**
  * Harbor's separate verifier environment (trial/trial.py:463-592): an image built from tests/ as its
