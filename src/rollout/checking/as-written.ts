@@ -31,6 +31,13 @@ export function notAsWritten(task: RolloutTask, environment: 'host' | 'docker' |
   if (environment === 'host') hostShortfalls(h, out);
   const gpu = gpuNeed(h);
   if (gpu) out.unverifiable.push(gpu);
+  if (h.tpu) out.unverifiable.push(`it needs a TPU ([environment].tpu = ${h.tpu}): polar gives a sample no TPU on this machine`);
+  if (h.environmentEnv)
+    out.unsupported.push(
+      `[environment].env (${Object.keys(h.environmentEnv).join(', ')}): Harbor sets these for every command in the environment (environments/base.py:218-221); polar does not yet`,
+    );
+  if (h.windows) out.unsupported.push('[environment].os = "windows": polar runs Linux containers and the Linux host only');
+  if (h.skillsDir) out.unsupported.push(`[environment].skills_dir = ${JSON.stringify(h.skillsDir)}: polar does not copy skills to the agent yet`);
   for (const list of h.allowlists ?? [])
     out.unsupported.push(
       `[${list.table}] network_mode = "allowlist" (allowed_hosts: ${list.hosts.join(', ') || 'none'}): polar cannot reach hosts by name yet, so that phase ran with no network`,

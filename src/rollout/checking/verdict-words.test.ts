@@ -138,6 +138,17 @@ describe('verdict words', () => {
     expect(v.unsupported).toEqual(['step b\'s own verifier user (steps[1].verifier.user = "grader")']);
   });
 
+  it('unsupported: [environment].env, a Windows os, skills_dir; unverifiable: a TPU', () => {
+    const v = judgeTask(task({ environmentEnv: { GREETER: 'hi' }, windows: true, skillsDir: '/skills', tpu: 'v6e 2x4' }), run({ reward: 1 }), run(), podman);
+    expect(v.verdict).toBe('unsupported');
+    expect(v.unsupported).toEqual([
+      '[environment].env (GREETER): Harbor sets these for every command in the environment (environments/base.py:218-221); polar does not yet',
+      '[environment].os = "windows": polar runs Linux containers and the Linux host only',
+      '[environment].skills_dir = "/skills": polar does not copy skills to the agent yet',
+    ]);
+    expect(v.unverifiable).toEqual(['it needs a TPU ([environment].tpu = v6e 2x4): polar gives a sample no TPU on this machine']);
+  });
+
   it("the forgeries' problems are evidence only of a run as written", () => {
     const judged = judgeTask(task({ agentUser: 'agent' }), run({ reward: 1 }), run(), host);
     const settled = settleVerdict({ ...judged, problems: [...judged.problems, 'hackable: forge:x earns 1 without solving it'] });

@@ -97,6 +97,20 @@ describe('task.toml keys Harbor accepts load', () => {
     expect(problems).toMatch(/negative\/task\.toml, field "environment\.gpus": a whole number of GPUs/);
   });
 
+  it('[environment] env, os, tpu and skills_dir load (polar names them unsupported or unverifiable); values Harbor rejects are refused', () => {
+    const { harbor, problems } = suite({
+      platform:
+        'version = "1.0"\n[environment]\nos = "Windows"\nskills_dir = "/skills"\n[environment.env]\nGREETER = "hi"\n[environment.tpu]\ntype = "v6e"\ntopology = "2x4"\n',
+      linux: 'version = "1.0"\n[environment]\nos = "linux"\n[environment.env]\n',
+      'bad-platform': 'version = "1.0"\n[environment]\nos = "beos"\ntpu = { type = "v4", topology = "big" }\n',
+    });
+    expect(harbor('platform')).toMatchObject({ windows: true, skillsDir: '/skills', environmentEnv: { GREETER: 'hi' }, tpu: 'v6e 2x4' });
+    expect(harbor('linux')).not.toHaveProperty('windows');
+    expect(harbor('linux')).not.toHaveProperty('environmentEnv');
+    expect(problems).toMatch(/bad-platform\/task\.toml, field "environment\.os": "linux" or "windows"/);
+    expect(problems).toMatch(/bad-platform\/task\.toml, field "environment\.tpu": a table with type and topology/);
+  });
+
   it("a compose `service` on an artifact and a [[verifier.collect]] hook is kept (running it is the compose environment's); unknown keys are ignored", () => {
     const { harbor, problems } = suite({
       service:

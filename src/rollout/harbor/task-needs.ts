@@ -1,16 +1,19 @@
 import { isRecord } from '../../core/chat.js';
-import type { Report } from './toml-fields.js';
+import { stringMap, type Report } from './toml-fields.js';
 import type { HarborMcpServer, HarborTrial } from './types.js';
 
 /**
  * What an [environment] table asks of the machine beyond a container, read as Harbor's
  * EnvironmentConfig does (models/task/config.py:324-380 at the fork snapshot 15735640198/harbor
- * f276a3b): GPUs (`gpus`, `gpu_types`) and the MCP servers the agent is given
- * ([[environment.mcp_servers]], MCPServerConfig :519-539). polar runs neither yet: the verdict says
- * so by name (checking/as-written.ts).
+ * f276a3b): GPUs (`gpus`, `gpu_types`), a TPU, the MCP servers the agent is given
+ * ([[environment.mcp_servers]], MCPServerConfig :519-539), the environment's own variables (`env`),
+ * a Windows `os` and a `skills_dir`. polar runs none of them yet: the verdict says so by name
+ * (checking/as-written.ts).
  */
-export function readTaskNeeds(environment: Record<string, unknown>, at: Report): Pick<HarborTrial, 'gpus' | 'gpuTypes' | 'mcpServers'> {
-  const out: Pick<HarborTrial, 'gpus' | 'gpuTypes' | 'mcpServers'> = {};
+type Needs = Pick<HarborTrial, 'gpus' | 'gpuTypes' | 'mcpServers' | 'environmentEnv' | 'windows' | 'tpu' | 'skillsDir'>;
+
+export function readTaskNeeds(environment: Record<string, unknown>, at: Report): Needs {
+  const out: Needs = {};
   const { gpus, gpu_types: types } = environment;
   // `gpus: int | None` (config.py:341): pydantic takes a whole number, not a negative one here.
   if (gpus !== undefined) {
@@ -24,7 +27,29 @@ export function readTaskNeeds(environment: Record<string, unknown>, at: Report):
   }
   const servers = readMcpServers(environment.mcp_servers, at);
   if (servers.length > 0) out.mcpServers = servers;
+  const env = stringMap(environment.env, 'environment.env', at);
+  if (Object.keys(env).length > 0) out.environmentEnv = env;
+  readPlatform(environment, out, at);
   return out;
+}
+
+/** `os` (linux or windows, any case: config.py:381-387), `tpu` (type and topology, :281-322) and `skills_dir`. */
+function readPlatform(environment: Record<string, unknown>, out: Needs, at: Report): void {
+  const { os, tpu, skills_dir: skills } = environment;
+  if (os !== undefined) {
+    const name = typeof os === 'string' ? os.toLowerCase() : null;
+    if (name !== 'linux' && name !== 'windows') at('task.toml', 'environment.os', '"linux" or "windows" (TaskOS, config.py:179-183)');
+    else if (name === 'windows') out.windows = true;
+  }
+  if (tpu !== undefined) {
+    if (!isRecord(tpu) || typeof tpu.type !== 'string' || tpu.type === '' || typeof tpu.topology !== 'string' || !/^\d+x\d+(x\d+)?$/.test(tpu.topology))
+      at('task.toml', 'environment.tpu', 'a table with type and topology "NxM" or "NxMxK" (TpuSpec, config.py:281-322)');
+    else out.tpu = `${tpu.type} ${tpu.topology}`;
+  }
+  if (skills !== undefined) {
+    if (typeof skills !== 'string') at('task.toml', 'environment.skills_dir', 'a path in the environment');
+    else out.skillsDir = skills;
+  }
 }
 
 const TRANSPORTS = new Set(['stdio', 'sse', 'streamable-http']);
