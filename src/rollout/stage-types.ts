@@ -6,7 +6,7 @@ import type { Store } from '../store/store.js';
 import type { AcceptFacts } from './accept.js';
 import type { RolloutConfig, RolloutEvent } from './config.js';
 import type { SampleEnvironment } from './environments/types.js';
-import type { StepOutcome } from './checking/multi-step.js';
+import type { StepOutcome } from './multi-step.js';
 import type { SampleLedger } from './ledger.js';
 import type { RolloutTask } from './task-file.js';
 import type { PreparedWorkspace } from './workspace.js';

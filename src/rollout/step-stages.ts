@@ -1,7 +1,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { Evaluation } from './evaluators/types.js';
-import { combinedEvaluation, mergeStepTests, type StepOutcome, stepsRefusal, stepTask, stopAfter } from './checking/multi-step.js';
+import { combinedEvaluation, mergeStepTests, type StepOutcome, stepsRefusal, stepTask, stopAfter } from './multi-step.js';
 import type { HarborStep } from './harbor/types.js';
 import type { Prepared, Ran, StageContext } from './stage-types.js';
 import type { RolloutTask } from './task-file.js';

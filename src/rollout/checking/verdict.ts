@@ -3,7 +3,7 @@ import { NO_NETWORK_HINT } from '../harbor/network-hint.js';
 import { topReward } from '../harbor/trial.js';
 import { DEFAULT_REWARD_RANGE, OUT_OF_RANGE, type RewardRange, rangeText } from '../reward-range.js';
 import { notAsWritten } from './as-written.js';
-import { NOT_IMPLEMENTED } from './multi-step.js';
+import { NOT_IMPLEMENTED } from '../multi-step.js';
 
 /**
  * A task's verdict in `polar tasks check`, each word meaning one thing. `broken` only where the

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { hostRefusal } from './features.js';
 import { readHarborSuite, readHarborTasks } from './load.js';
-import { stepsRefusal } from '../checking/multi-step.js';
+import { stepsRefusal } from '../multi-step.js';
 import { loadNotices } from './trial.js';
 import { removeTree } from '../../../test/support/remove-tree.js';
 

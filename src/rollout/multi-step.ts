@@ -1,10 +1,10 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { chooseReward } from '../evaluators/harbor-rewards.js';
-import type { Evaluation } from '../evaluators/types.js';
-import { boundedEvaluation, DEFAULT_REWARD_RANGE, type RewardRange } from '../reward-range.js';
-import type { RolloutTask } from '../task-file.js';
-import type { HarborStep, HarborTrial } from '../harbor/types.js';
+import { chooseReward } from './evaluators/harbor-rewards.js';
+import type { Evaluation } from './evaluators/types.js';
+import { boundedEvaluation, DEFAULT_REWARD_RANGE, type RewardRange } from './reward-range.js';
+import type { RolloutTask } from './task-file.js';
+import type { HarborStep, HarborTrial } from './harbor/types.js';
 
 /**
  * Harbor's multi-step trial (trial/multi_step.py) as polar's stages run it: the steps in order in

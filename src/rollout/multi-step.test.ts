@@ -2,11 +2,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { Evaluation } from '../evaluators/types.js';
-import type { RolloutTask } from '../task-file.js';
+import type { Evaluation } from './evaluators/types.js';
+import type { RolloutTask } from './task-file.js';
 import { combinedEvaluation, combineStepMetrics, mergeStepTests, type StepOutcome, stepTask, stopAfter } from './multi-step.js';
-import type { HarborStep, HarborTrial } from '../harbor/types.js';
-import { removeTree } from '../../../test/support/remove-tree.js';
+import type { HarborStep, HarborTrial } from './harbor/types.js';
+import { removeTree } from '../../test/support/remove-tree.js';
 
 const scored = (name: string, rewards: Record<string, number>): StepOutcome => ({
   name,
