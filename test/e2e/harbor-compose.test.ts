@@ -107,14 +107,15 @@ if [ "$orders" = 3 ] && grep -q '"orders_received": 3' /tmp/stats.json; then ech
   });
   task('sidecar-shared', {
     ...sidecarFiles,
-    'task.toml': `version = "1.0"\n[verifier]\ntimeout_sec = ${t}.0\n[agent]\ntimeout_sec = ${t}.0\n`,
-    'instruction.md': 'An order API runs at http://api:8000. POST one order to /orders and write its item to /app/item.txt.\n',
+    // [environment].env: set for every command in the environment, the oracle's and the verifier's.
+    'task.toml': `version = "1.0"\n[verifier]\ntimeout_sec = ${t}.0\n[agent]\ntimeout_sec = ${t}.0\n[environment.env]\nORDER_ITEM = "pear"\n`,
+    'instruction.md': 'An order API runs at http://api:8000. POST one order of $ORDER_ITEM to /orders and write its item to /app/item.txt.\n',
     // The verifier runs beside the same sidecar (a fresh box of main's image on its network): the
     // order the agent placed is in the sidecar's memory, not in any file the agent had.
     'tests/test.sh': `#!/bin/bash
-if ${STATS('api')} | grep -q '"orders_received": 1' && [ -s /app/item.txt ]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi
+if ${STATS('api')} | grep -q '"orders_received": 1' && [ "$(cat /app/item.txt)" = "$ORDER_ITEM" ]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi
 `,
-    'solution/solve.sh': `#!/bin/bash\nset -e\n${POST}\npost pear\necho pear > /app/item.txt\n`,
+    'solution/solve.sh': `#!/bin/bash\nset -eu\n${POST}\npost "$ORDER_ITEM"\necho "$ORDER_ITEM" > /app/item.txt\n`,
   });
 });
 afterAll(() => removeTree(dir));
@@ -125,7 +126,7 @@ interface Check {
 
 describe.skipIf(!podman)(`a Harbor task's compose sidecars in podman${podman ? '' : ' (skipped: `podman info` fails here)'}`, () => {
   it(
-    'the sidecar is built, healthy before the agent, reached by name; its artifacts and collect hook reach a separate verifier; both tasks are valid',
+    'the sidecar is built, healthy before the agent, reached by name; its artifacts and collect hook reach a separate verifier; [environment].env reaches every command; both tasks are valid',
     async () => {
       const r = await polarE2e(['tasks', 'check', path.join(dir, 'suite'), '--environment', 'podman', '--no-forge', '--json']);
       const check = JSON.parse(r.stdout) as Check;

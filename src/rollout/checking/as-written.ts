@@ -1,3 +1,6 @@
+import { composePlan } from '../environments/box/services.js';
+import type { EnvironmentName } from '../environments/registry.js';
+import { composeFile } from '../harbor/features.js';
 import type { HarborTrial } from '../harbor/types.js';
 import type { RolloutTask } from '../task-file.js';
 
@@ -24,17 +27,18 @@ const BUILD_FETCH =
   /\bgit\s+(clone|fetch|pull|submodule\s+update)\b|\bcurl\b|\bwget\b|\bhuggingface-cli\s+download\b|\bhf\s+download\b|\(a URL: fetched by the image build only\)/;
 
 /** Everything that keeps `task` from running as written in `environment`. */
-export function notAsWritten(task: RolloutTask, environment: 'host' | 'docker' | 'podman'): NotAsWritten {
+export function notAsWritten(task: RolloutTask, environment: EnvironmentName): NotAsWritten {
   const h = task.harbor;
   const out: NotAsWritten = { unverifiable: [], unsupported: [] };
   if (!h) return out;
   if (environment === 'host') hostShortfalls(h, out);
+  else boxShortfalls(h, out);
   const gpu = gpuNeed(h);
   if (gpu) out.unverifiable.push(gpu);
   if (h.tpu) out.unverifiable.push(`it needs a TPU ([environment].tpu = ${h.tpu}): polar gives a sample no TPU on this machine`);
-  if (h.environmentEnv)
+  if (h.environmentEnv && environment === 'host')
     out.unsupported.push(
-      `[environment].env (${Object.keys(h.environmentEnv).join(', ')}): Harbor sets these for every command in the environment (environments/base.py:218-221); polar does not yet`,
+      `[environment].env (${Object.keys(h.environmentEnv).join(', ')}): Harbor sets these for every command in the environment (environments/base.py:218-221); the host environment does not yet (a container gets them)`,
     );
   if (h.windows) out.unsupported.push('[environment].os = "windows": polar runs Linux containers and the Linux host only');
   if (h.skillsDir) out.unsupported.push(`[environment].skills_dir = ${JSON.stringify(h.skillsDir)}: polar does not copy skills to the agent yet`);
@@ -66,6 +70,22 @@ function hostShortfalls(h: HarborTrial, out: NotAsWritten): void {
     );
   if (h.mcpServers && h.mcpServers.length > 0)
     out.unsupported.push(`[[environment.mcp_servers]] (${h.mcpServers.map((s) => s.name).join(', ')}): the host environment gives the agent no MCP server yet`);
+}
+
+/**
+ * What a box provider does not run as written: a compose file polar refuses part of (the refusal
+ * names the service and key), MCP servers (their compose services run; the harness is not given them).
+ */
+function boxShortfalls(h: HarborTrial, out: NotAsWritten): void {
+  try {
+    if (composeFile(h.dir ?? '')) composePlan(h);
+  } catch (err) {
+    out.unsupported.push((err as Error).message);
+  }
+  if (h.mcpServers && h.mcpServers.length > 0)
+    out.unsupported.push(
+      `[[environment.mcp_servers]] (${h.mcpServers.map((s) => s.name).join(', ')}): polar does not give the agent's harness MCP servers yet (the services behind them run)`,
+    );
 }
 
 /**

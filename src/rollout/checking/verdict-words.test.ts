@@ -1,3 +1,6 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { RolloutTask } from '../task-file.js';
 import type { HarborStep, HarborTrial } from '../harbor/types.js';
@@ -138,15 +141,41 @@ describe('verdict words', () => {
     expect(v.unsupported).toEqual(['step b\'s own verifier user (steps[1].verifier.user = "grader")']);
   });
 
-  it('unsupported: [environment].env, a Windows os, skills_dir; unverifiable: a TPU', () => {
-    const v = judgeTask(task({ environmentEnv: { GREETER: 'hi' }, windows: true, skillsDir: '/skills', tpu: 'v6e 2x4' }), run({ reward: 1 }), run(), podman);
+  it('unsupported: [environment].env on the host (a container gets it), a Windows os, skills_dir; unverifiable: a TPU', () => {
+    const env = task({ environmentEnv: { GREETER: 'hi' } });
+    expect(judgeTask(env, run({ reward: 1 }), run(), podman)).toMatchObject({ verdict: 'valid', unsupported: [] });
+    expect(judgeTask(env, run({ reward: 1 }), run(), host).unsupported).toEqual([
+      '[environment].env (GREETER): Harbor sets these for every command in the environment (environments/base.py:218-221); the host environment does not yet (a container gets them)',
+    ]);
+    const v = judgeTask(task({ windows: true, skillsDir: '/skills', tpu: 'v6e 2x4' }), run({ reward: 1 }), run(), podman);
     expect(v.verdict).toBe('unsupported');
     expect(v.unsupported).toEqual([
-      '[environment].env (GREETER): Harbor sets these for every command in the environment (environments/base.py:218-221); polar does not yet',
       '[environment].os = "windows": polar runs Linux containers and the Linux host only',
       '[environment].skills_dir = "/skills": polar does not copy skills to the agent yet',
     ]);
     expect(v.unverifiable).toEqual(['it needs a TPU ([environment].tpu = v6e 2x4): polar gives a sample no TPU on this machine']);
+  });
+
+  it('in a container: MCP servers unsupported by name; a compose file polar refuses part of is unsupported, naming the service and key', () => {
+    const mcp = task({ mcpServers: [{ name: 'mcp-server', transport: 'streamable-http', url: 'http://mcp-server:8000/mcp', args: [] }] });
+    expect(judgeTask(mcp, run({ reward: 1 }), run(), podman)).toMatchObject({
+      verdict: 'unsupported',
+      unsupported: ["[[environment.mcp_servers]] (mcp-server): polar does not give the agent's harness MCP servers yet (the services behind them run)"],
+    });
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-verdict-compose-'));
+    try {
+      fs.mkdirSync(path.join(dir, 'environment'));
+      fs.writeFileSync(path.join(dir, 'environment', 'docker-compose.yaml'), 'services:\n  db:\n    image: postgres:16\n    volumes: ["./data:/data"]\n');
+      const v = judgeTask(task({ dir }), missed, run(), podman);
+      expect(v.verdict).toBe('unsupported');
+      expect(v.unsupported).toEqual(['docker-compose.yaml: service db: `volumes` is not supported by polar yet']);
+      expect(v.problems).toEqual([]);
+      // A compose file polar runs whole is no gap: the run is evidence.
+      fs.writeFileSync(path.join(dir, 'environment', 'docker-compose.yaml'), 'services:\n  db:\n    image: postgres:16\n');
+      expect(judgeTask(task({ dir }), run({ reward: 1 }), run(), podman)).toMatchObject({ verdict: 'valid', unsupported: [] });
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("the forgeries' problems are evidence only of a run as written", () => {

@@ -1,3 +1,5 @@
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { containerOnlyFeatures, dockerfileEntrypoint, hostRefusal, hostUserNotice, readHealthcheck } from './features.js';
@@ -62,6 +64,19 @@ describe('what the host environment cannot run', () => {
     expect(containerOnlyFeatures(trial)).toHaveLength(2);
     expect(hostRefusal(trial)).toMatch(/^task polar\/healthcheck-service needs a container engine: --environment podman/);
     expect(hostNotices([service!]).join('\n')).toMatch(/needs a container engine/);
+  });
+
+  it("a compose environment is a container's: the host refuses it by name", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-features-compose-'));
+    try {
+      const trial = { name: 'o/compose', dir } as HarborTrial;
+      expect(hostRefusal(trial)).toBeNull();
+      fs.mkdirSync(path.join(dir, 'environment'));
+      fs.writeFileSync(path.join(dir, 'environment', 'docker-compose.yaml'), 'services: {}\n');
+      expect(hostRefusal(trial)).toMatch(/^task o\/compose needs a container engine: .*environment\/docker-compose\.yaml \(the services Harbor runs beside/);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('a task with neither runs on the host', () => {

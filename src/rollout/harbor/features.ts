@@ -89,10 +89,17 @@ export function dockerfileEntrypoint(dockerfile: string): { line: number; value:
  */
 export function containerOnlyFeatures(trial: HarborTrial): string[] {
   const out: string[] = [];
+  if (composeFile(trial.dir)) out.push("environment/docker-compose.yaml (the services Harbor runs beside the agent's container)");
   if (trial.healthcheck) out.push(`[environment.healthcheck] (${JSON.stringify(trial.healthcheck.command)}: a service in the task's image it waits for)`);
   if (trial.entrypoint) out.push(`the image's ENTRYPOINT ${trial.entrypoint} (processes Harbor runs beside the agent)`);
   for (const step of trial.steps ?? []) if (step.healthcheck) out.push(`step ${step.name}'s healthcheck (${JSON.stringify(step.healthcheck.command)})`);
   return out;
+}
+
+/** environment/docker-compose.yaml, where the task has one (Harbor's docker.py:228-230). */
+export function composeFile(dir: string): string | null {
+  const file = path.join(dir, 'environment', 'docker-compose.yaml');
+  return fs.existsSync(file) ? file : null;
 }
 
 /** The host environment's refusal of a task that needs a container, with the way out; null: it can run there. */

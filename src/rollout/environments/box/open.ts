@@ -7,7 +7,7 @@ import type { BoxNetwork, Mount } from '../../boxes/types.js';
 import { logsDir } from '../../harbor/trial.js';
 import { StageError } from '../../stage-error.js';
 import { taskImage } from './images.js';
-import { mainHealthcheck } from './services.js';
+import { boxEnv, mainHealthcheck } from './services.js';
 import type { AgentBox, BoxSample } from './state.js';
 
 /**
@@ -49,7 +49,7 @@ export async function openAgentBox(s: BoxSample, mounts: AgentMounts): Promise<A
       ...mounts.readOnly.map((p): Mount => ({ source: p, dest: p, readOnly: true })),
     ],
     ...(healthcheck ? { healthcheck } : {}),
-    ...(s.plan ? { env: s.plan.main.env } : {}),
+    env: boxEnv(s),
   });
   try {
     await readyForAgent(s, box, mounts);

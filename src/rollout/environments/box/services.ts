@@ -5,6 +5,7 @@ import { loadCompose } from '../../boxes/compose/parse.js';
 import type { ComposePlan } from '../../boxes/compose/plan.js';
 import { startServices } from '../../boxes/compose/run.js';
 import type { Healthcheck } from '../../boxes/types.js';
+import { resolveEnv } from '../../harbor/env.js';
 import { DEFAULT_BUILD_TIMEOUT_SEC } from '../../harbor/toml-fields.js';
 import type { HarborTrial } from '../../harbor/types.js';
 import { StageError } from '../../stage-error.js';
@@ -23,6 +24,7 @@ export function composePlan(trial: HarborTrial, mainImage?: string): ComposePlan
     ...(mainImage !== undefined ? { mainImage } : {}),
     ...(trial.cpus !== undefined ? { cpus: trial.cpus } : {}),
     ...(trial.memoryBytes !== undefined ? { memoryMb: Math.round(trial.memoryBytes / 1024 ** 2) } : {}),
+    ...(trial.environmentEnv ? { taskEnv: trial.environmentEnv } : {}),
   });
   const plan = loadCompose({ environmentDir, vars });
   if (plan) mainOverridesProblem(plan, trial);
@@ -44,6 +46,21 @@ function mainOverridesProblem(plan: ComposePlan, trial: HarborTrial): void {
   if (m.workingDir !== undefined) refuse('working_dir', 'give [environment].workdir in task.toml');
   if (m.user !== undefined) refuse('user', 'give [agent].user in task.toml');
   if (m.healthcheck && trial.healthcheck) refuse('healthcheck', 'task.toml has [environment.healthcheck] too: keep one');
+}
+
+/**
+ * The variables of the task's environment for every command in its box: [environment].env (Harbor
+ * sets them for every command, environments/base.py:218-221; `${VAR}` from this machine, as
+ * utils/env.py:97-127), then what the compose file sets on `main`.
+ */
+export function boxEnv(s: BoxSample): Record<string, string> {
+  let own: Record<string, string> = {};
+  try {
+    own = resolveEnv(s.trial.environmentEnv ?? {}, 'run');
+  } catch (err) {
+    throw new StageError('init', (err as Error).message, { cause: err });
+  }
+  return { ...own, ...(s.plan?.main.env ?? {}) };
 }
 
 /** The healthcheck the agent's box waits for: task.toml's, else the compose file's for `main`. */

@@ -9,7 +9,7 @@ import type { VerifierCommand, VerifierRun } from '../types.js';
 import { nearCap, withCount } from './caps.js';
 import { separateVerifierImage, taskImage } from './images.js';
 import { withTaskMemory } from './open.js';
-import { mainHealthcheck } from './services.js';
+import { boxEnv, mainHealthcheck } from './services.js';
 import type { AgentBox, BoxSample } from './state.js';
 
 /**
@@ -92,7 +92,7 @@ async function verifierBox(s: BoxSample, network: 'host' | 'none'): Promise<Agen
       // A fresh box of the task's image starts its services again: the verifier waits for them as
       // the agent did. Harbor's separate verifier environment gets no healthcheck (trial.py:532-569).
       ...(!separate && healthcheck ? { healthcheck } : {}),
-      ...(!separate && s.plan ? { env: s.plan.main.env } : {}),
+      ...(!separate ? { env: boxEnv(s) } : {}),
     })
     .catch((err: Error) => {
       throw new StageError('post', `could not start the verifier's container: ${err.message}`, { cause: err });
