@@ -154,8 +154,10 @@ describe('engine argv', () => {
     // An empty entrypoint clears the image's.
     const cleared = runArgs({ name: 'n', image: 'i', network: { kind: 'none' }, mounts: [], limits: DEFAULT_LIMITS, cpus: null, entrypoint: [] });
     expect(cleared.slice(cleared.indexOf('--entrypoint'), cleared.indexOf('--entrypoint') + 2)).toEqual(['--entrypoint', '']);
-    expect(networkCreateArgs('polar-s1', true)).toEqual(['network', 'create', '--internal', 'polar-s1']);
-    expect(networkCreateArgs('polar-s1', false)).toEqual(['network', 'create', 'polar-s1']);
+    // podman's networks are isolated from each other only with `isolate` (network-isolation.test.ts).
+    expect(networkCreateArgs('podman', 'polar-s1', true)).toEqual(['network', 'create', '-o', 'isolate=true', '--internal', 'polar-s1']);
+    expect(networkCreateArgs('podman', 'polar-s1', false)).toEqual(['network', 'create', '-o', 'isolate=true', 'polar-s1']);
+    expect(networkCreateArgs('docker', 'polar-s1', false)).toEqual(['network', 'create', 'polar-s1']);
   });
 
   it('refuses a mount path the engine would split, or a relative one', () => {

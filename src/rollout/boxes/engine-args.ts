@@ -127,9 +127,15 @@ export function networkArgs(network: BoxNetwork): string[] {
   return ['--network', network.network, ...network.aliases.flatMap((a) => ['--network-alias', a])];
 }
 
-/** A network of boxes; `--internal`: they reach each other and nothing else. */
-export function networkCreateArgs(name: string, internal: boolean): string[] {
-  return ['network', 'create', ...(internal ? ['--internal'] : []), name];
+/**
+ * A network of boxes; `--internal`: they reach each other and nothing else. podman routes every
+ * bridge network through the host, so a box on one network reached a box on another by its address
+ * (network-isolation.test.ts): its `isolate` option blocks traffic between networks that have it, and
+ * every network polar makes has it. docker isolates user-defined bridge networks from each other
+ * by default.
+ */
+export function networkCreateArgs(engine: Engine, name: string, internal: boolean): string[] {
+  return ['network', 'create', ...(engine === 'podman' ? ['-o', 'isolate=true'] : []), ...(internal ? ['--internal'] : []), name];
 }
 
 /** `-v SRC:DEST[:ro]`; a path with `:` or `,` would be split by the engine, so it is refused. */

@@ -82,7 +82,7 @@ function engineNetworks(engine: Engine): BoxNetworks {
   return {
     async create(id, internal) {
       const name = containerName(id);
-      const r = await runEngine(engine, networkCreateArgs(name, internal));
+      const r = await runEngine(engine, networkCreateArgs(engine, name, internal));
       if (r.code !== 0) throw new StageError('init', `${engine} could not create the network ${name}: ${toolReason(r.stderr) || `exit ${r.code}`}`);
       return name;
     },

@@ -16,6 +16,13 @@ import type { SampleEnvironment } from './types.js';
  * one router suite against each router: the contract is the same whatever runs the sample. A
  * Harbor task from debian:12-slim (the image CI makes offline), with a file in WORKDIR.
  */
+/**
+ * What the agent leaves running writes this long after it ended, and the tests look this long after:
+ * 5 s, so an engine slow under load (seen: a pod's checkpoint past 1 s on a busy machine) is still
+ * in time to stop it, and a process that was not stopped still shows.
+ */
+const LATE_MS = 5_500;
+
 export function describeEnvironment(
   name: string,
   opts: { skip: string | null; bwrap: string | null; open: (deps: EnvironmentDeps, spec: SampleSpec) => SampleEnvironment },
@@ -66,12 +73,12 @@ export function describeEnvironment(
       const env = open();
       try {
         const ws = await env.prepare(Date.now() + 120_000);
-        const end = await agent(env, "echo changed > hello.txt; (setsid sh -c 'sleep 1; echo late > late.txt' > /dev/null 2>&1 &); true");
+        const end = await agent(env, "echo changed > hello.txt; (setsid sh -c 'sleep 5; echo late > late.txt' > /dev/null 2>&1 &); true");
         expect(end.status).toBe('completed');
         const diff = await env.collect();
         expect(diff).toMatch(/\+changed/);
         expect(diff).not.toMatch(/late/);
-        await new Promise((r) => setTimeout(r, 1500));
+        await new Promise((r) => setTimeout(r, LATE_MS));
         expect(fs.existsSync(path.join(ws.dir, 'late.txt'))).toBe(false);
       } finally {
         await env.dispose(false);
@@ -82,9 +89,9 @@ export function describeEnvironment(
       const env = open();
       try {
         const ws = await env.prepare(Date.now() + 120_000);
-        await agent(env, "echo step1 > hello.txt; (setsid sh -c 'sleep 1; echo late > late.txt' > /dev/null 2>&1 &); true");
+        await agent(env, "echo step1 > hello.txt; (setsid sh -c 'sleep 5; echo late > late.txt' > /dev/null 2>&1 &); true");
         expect(await env.checkpoint()).toMatch(/\+step1/);
-        await new Promise((r) => setTimeout(r, 1500));
+        await new Promise((r) => setTimeout(r, LATE_MS));
         // The second step sees the first's files, in the same environment (a container is not replaced).
         const second = await agent(env, 'cat hello.txt > seen.txt; if [ -e late.txt ]; then echo yes > late-seen.txt; fi; echo step2 >> hello.txt');
         expect(second.status).toBe('completed');

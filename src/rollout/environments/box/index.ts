@@ -77,6 +77,7 @@ function newSample(provider: BoxProvider, deps: EnvironmentDeps, spec: SampleSpe
     plan: null,
     services: null,
     workspace: null,
+    networks: new Map(),
     artifacts: {},
   };
 }
@@ -160,6 +161,8 @@ async function dispose(s: BoxSample, keep: boolean): Promise<void> {
   s.agent = null;
   await s.services?.remove();
   s.services = null;
+  for (const name of s.networks.values()) await s.provider.networks?.remove(name);
+  s.networks.clear();
   await fs.rm(`${s.spec.dir}-artifacts`, { recursive: true, force: true });
   if (!keep) await removeWorkspace(s.spec.dir);
 }

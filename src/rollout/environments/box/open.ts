@@ -3,11 +3,11 @@ import path from 'node:path';
 import { PROXY_SOCKET_INSIDE } from '../../../sandbox/args.js';
 import type { SandboxLimits } from '../../../sandbox/index.js';
 import { runtimeMounts } from '../../../sandbox/runtime-mounts.js';
-import type { BoxNetwork, Mount } from '../../boxes/types.js';
+import type { Mount } from '../../boxes/types.js';
 import { logsDir } from '../../harbor/trial.js';
 import { StageError } from '../../stage-error.js';
 import { taskImage } from './images.js';
-import { boxEnv, mainHealthcheck } from './services.js';
+import { boxEnv, boxNetwork, mainHealthcheck } from './services.js';
 import type { AgentBox, BoxSample } from './state.js';
 
 /**
@@ -33,7 +33,7 @@ export async function openAgentBox(s: BoxSample, mounts: AgentMounts): Promise<A
   for (const d of mounts.writable) await fs.mkdir(d.source, { recursive: true, mode: 0o700 });
   const internet = trial.agentNetwork === 'public' || spec.task.network === 'host';
   const healthcheck = mainHealthcheck(s);
-  const network: BoxNetwork = s.services ? s.services.mainNetwork : internet ? { kind: 'internet' } : { kind: 'none' };
+  const network = s.services ? s.services.mainNetwork : await boxNetwork(s, spec.sampleId, internet);
   const box = await provider.start({
     id: spec.sampleId,
     image,

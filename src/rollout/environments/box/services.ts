@@ -4,7 +4,7 @@ import { harborComposeVars } from '../../boxes/compose/interpolate.js';
 import { loadCompose } from '../../boxes/compose/parse.js';
 import type { ComposePlan } from '../../boxes/compose/plan.js';
 import { startServices } from '../../boxes/compose/run.js';
-import type { Healthcheck } from '../../boxes/types.js';
+import type { BoxNetwork, Healthcheck } from '../../boxes/types.js';
 import { resolveEnv } from '../../harbor/env.js';
 import { DEFAULT_BUILD_TIMEOUT_SEC } from '../../harbor/toml-fields.js';
 import type { HarborTrial } from '../../harbor/types.js';
@@ -86,4 +86,21 @@ export async function startTaskServices(s: BoxSample): Promise<SampleServices | 
     throw err instanceof StageError ? err : new StageError('init', err.message, { cause: err });
   });
   return { network: running.network, mainNetwork: running.mainNetwork, box: (name) => running.boxes.get(name), remove: running.remove };
+}
+
+/**
+ * The network of a box with no compose services: with the internet, a network of its own where the
+ * provider can make one (the engine's default network holds every sample there, so one agent reached
+ * its siblings by address); else none (only lo).
+ */
+export async function boxNetwork(s: BoxSample, id: string, internet: boolean): Promise<BoxNetwork> {
+  if (!internet) return { kind: 'none' };
+  const networks = s.provider.networks;
+  if (!networks) return { kind: 'internet' };
+  let name = s.networks.get(id);
+  if (!name) {
+    name = await networks.create(id, false);
+    s.networks.set(id, name);
+  }
+  return { kind: 'attach', network: name, aliases: [] };
 }

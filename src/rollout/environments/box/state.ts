@@ -27,6 +27,8 @@ export interface BoxSample {
   /** The task's compose services (its sidecars), from INIT until dispose. */
   services: SampleServices | null;
   workspace: PreparedWorkspace | null;
+  /** Networks the sample made for its boxes with the internet, by box id; removed at dispose. */
+  networks: Map<string, string>;
   /** Harbor's artifacts, copied out of the agent's box (and its services) at collect, for a separate verifier. */
   artifacts: Record<string, string>;
 }

@@ -1,6 +1,5 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import type { BoxNetwork } from '../../boxes/types.js';
 import { logsDir } from '../../harbor/trial.js';
 import type { SeparateVerifier } from '../../harbor/types.js';
 import { StageError } from '../../stage-error.js';
@@ -9,7 +8,7 @@ import type { VerifierCommand, VerifierRun } from '../types.js';
 import { nearCap, withCount } from './caps.js';
 import { separateVerifierImage, taskImage } from './images.js';
 import { withTaskMemory } from './open.js';
-import { boxEnv, mainHealthcheck } from './services.js';
+import { boxEnv, boxNetwork, mainHealthcheck } from './services.js';
 import type { AgentBox, BoxSample } from './state.js';
 
 /**
@@ -77,7 +76,7 @@ async function verifierBox(s: BoxSample, network: 'host' | 'none'): Promise<Agen
   const own = separate ? await separateSettings(s, separate, image) : { workdir: trial.workdir, memory: trial.memoryBytes, cpus: trial.cpus };
   const services = !separate && s.services;
   const healthcheck = mainHealthcheck(s);
-  const net: BoxNetwork = services ? services.mainNetwork : network === 'host' ? { kind: 'internet' } : { kind: 'none' };
+  const net = services ? services.mainNetwork : await boxNetwork(s, `${s.spec.sampleId}-verify`, network === 'host');
   return s.provider
     .start({
       id: `${s.spec.sampleId}-verify`,
