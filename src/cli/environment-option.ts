@@ -1,6 +1,6 @@
 import { Option } from 'commander';
 import { chooseEnvironment } from '../rollout/environments/choose.js';
-import { ENVIRONMENT_NAMES, type EnvironmentName } from '../rollout/environments/registry.js';
+import { ENVIRONMENT_NAMES, type EnvironmentName } from '../rollout/environments/names.js';
 
 /** `--environment`, as every command that runs Harbor tasks takes it. */
 export function environmentOption(): Option {

@@ -3,7 +3,7 @@ import type { SandboxKind, SandboxLimits } from '../sandbox/index.js';
 import type { SampleOutcome } from '../store/rollouts.js';
 import type { FirstPromptCheck } from './first-prompts.js';
 import type { ThinkingSetting } from '../upstream/sampling-policy.js';
-import type { EnvironmentName } from './environments/registry.js';
+import type { EnvironmentName } from './environments/names.js';
 
 /**
  * Everything a rollout needs to run, and to be resumed from the database alone (stored as the

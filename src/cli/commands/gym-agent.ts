@@ -26,7 +26,7 @@ import { integerArg, numberArg, secondsArg } from '../numbers.js';
 import { action } from '../output.js';
 import { count } from '../plural.js';
 import { environmentNotice } from '../../rollout/environments/choose.js';
-import type { EnvironmentName } from '../../rollout/environments/registry.js';
+import type { EnvironmentName } from '../../rollout/environments/names.js';
 import { environmentOption, harborEnvironment } from '../environment-option.js';
 import { REWARD_RANGE_HELP, rewardKeyArg, rewardRangeArg } from './rollout/flags.js';
 

@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { PolarError } from '../../core/errors.js';
 import { checkTasks } from '../../rollout/checking/check.js';
 import { environmentNotice } from '../../rollout/environments/choose.js';
-import type { EnvironmentName } from '../../rollout/environments/registry.js';
+import type { EnvironmentName } from '../../rollout/environments/names.js';
 import { environmentOption, harborEnvironment } from '../environment-option.js';
 import { invalidTasksText, isHarborPath, readHarborSuite } from '../../rollout/harbor/load.js';
 import { readTaskFile } from '../../rollout/task-file.js';

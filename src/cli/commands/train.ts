@@ -31,7 +31,7 @@ import { count } from '../plural.js';
 import { checkNemoRlCheckout } from '../../train/nemo-rl/check-command.js';
 import { agentBin } from '../../train/agent-bin.js';
 import { parseAgentHost, type RemoteAgent } from '../../train/gym-agent/wiring.js';
-import type { EnvironmentName } from '../../rollout/environments/registry.js';
+import type { EnvironmentName } from '../../rollout/environments/names.js';
 import { environmentOption, harborEnvironment } from '../environment-option.js';
 import { REWARD_RANGE_HELP, rewardKeyArg, rewardRangeArg } from './rollout/flags.js';
 import { thinkingOption } from '../upstream-options.js';

@@ -17,7 +17,7 @@ import { addUpstreamOptions, UPSTREAM_KINDS_HELP, upstreamOptionsFrom, type Upst
 import os from 'node:os';
 import path from 'node:path';
 import { environmentNotice } from '../../rollout/environments/choose.js';
-import type { EnvironmentName } from '../../rollout/environments/registry.js';
+import type { EnvironmentName } from '../../rollout/environments/names.js';
 import { environmentOption, harborEnvironment } from '../environment-option.js';
 
 interface WorkerFlags extends UpstreamFlags, SandboxFlags {

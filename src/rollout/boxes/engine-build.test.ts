@@ -98,6 +98,16 @@ describe('the image build', () => {
     await waitUntil("the build's sleep to be killed", () => !running(), { timeoutMs: 30_000 });
   });
 
+  it("builds a context's other Dockerfile (a compose service's `dockerfile`) as its own image", async () => {
+    const c = context('named', 'ok');
+    fs.writeFileSync(path.join(c, 'Dockerfile.api'), 'FROM debian:12-slim\n');
+    const plain = await buildImage('podman', { kind: 'build', name: 'org/named', context: c, timeoutSec: 60 }, () => {});
+    const named = await buildImage('podman', { kind: 'build', name: 'org/named', context: c, dockerfile: 'Dockerfile.api', timeoutSec: 60 }, () => {});
+    expect(named).toMatch(/^polar-harbor\/org-named:[0-9a-f]{16}$/);
+    expect(named).not.toBe(plain);
+    expect(fs.readFileSync(log, 'utf8')).toContain(`build -t ${named} -f ${path.join(c, 'Dockerfile.api')} ${c}`);
+  });
+
   it('is shared by the samples that wait on it, and reused once built', async () => {
     const c = context('fine', 'ok');
     const tags = await Promise.all([1, 2, 3].map(() => buildImage('podman', { kind: 'build', name: 'org/fine', context: c, timeoutSec: 60 }, () => {})));

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { StageError } from '../stage-error.js';
 import { buildArgs, contextHash, type Engine, imageTag, inspectImageArgs } from './engine-args.js';
 import { runEngine } from './engine-run.js';
@@ -19,7 +20,8 @@ export function buildImage(engine: Engine, source: Extract<ImageSource, { kind: 
   const dockerfile = source.dockerfile ?? 'Dockerfile';
   const hash = contextHash(source.context);
   // The same context with another Dockerfile is another image.
-  const tag = imageTag(source.name, dockerfile === 'Dockerfile' ? hash : `${hash.slice(0, 8)}${contextHash(dockerfile).slice(0, 8)}`);
+  const named = createHash('sha256').update(`${hash}\0${dockerfile}`).digest('hex');
+  const tag = imageTag(source.name, dockerfile === 'Dockerfile' ? hash : named);
   const key = `${engine}\0${tag}`;
   let build = builds.get(key);
   if (!build) {

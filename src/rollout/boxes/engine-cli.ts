@@ -87,7 +87,8 @@ function engineNetworks(engine: Engine): BoxNetworks {
       return name;
     },
     async remove(name) {
-      await runEngine(engine, ['network', 'rm', '-f', name]);
+      // Boxes go first (a network with boxes on it is not removed); docker before 23 has no `-f`.
+      await runEngine(engine, ['network', 'rm', name]);
     },
   };
 }

@@ -1,5 +1,5 @@
 import { composePlan } from '../environments/box/services.js';
-import type { EnvironmentName } from '../environments/registry.js';
+import type { EnvironmentName } from '../environments/names.js';
 import { composeFile } from '../harbor/features.js';
 import type { HarborTrial } from '../harbor/types.js';
 import type { RolloutTask } from '../task-file.js';

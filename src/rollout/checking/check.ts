@@ -170,7 +170,7 @@ export async function checkTasks(
           );
         }
       }
-      // The forgeries' problems too are evidence only of a run as written (verdict.ts settleVerdict).
+      // A forgery that wins is evidence however the task ran: training runs it the same way (verdict.ts settleVerdict).
       const settled = settleVerdict({ ...judged, problems });
       const verdict: Verdict = settled.verdict;
       return {

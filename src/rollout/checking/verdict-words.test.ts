@@ -170,6 +170,14 @@ describe('verdict words', () => {
       expect(v.verdict).toBe('unsupported');
       expect(v.unsupported).toEqual(['docker-compose.yaml: service db: `volumes` is not supported by polar yet']);
       expect(v.problems).toEqual([]);
+      // Compose with [[steps]], or a shared verifier whose network differs from the agent's: refused by name.
+      fs.writeFileSync(path.join(dir, 'environment', 'docker-compose.yaml'), 'services:\n  db:\n    image: postgres:16\n');
+      expect(judgeTask(task({ dir, steps: [step('a', [])] }), run({ reward: 1 }), run(), podman).unsupported).toEqual([
+        'docker-compose.yaml with [[steps]]: a multi-step task with compose services is not supported by polar yet',
+      ]);
+      expect(judgeTask(task({ dir, agentNetwork: 'public', verifierNetwork: 'none' }), run({ reward: 1 }), run(), podman).unsupported[0]).toMatch(
+        /an agent and a shared verifier with different networks are not supported by polar yet/,
+      );
       // A compose file polar runs whole is no gap: the run is evidence.
       fs.writeFileSync(path.join(dir, 'environment', 'docker-compose.yaml'), 'services:\n  db:\n    image: postgres:16\n');
       expect(judgeTask(task({ dir }), run({ reward: 1 }), run(), podman)).toMatchObject({ verdict: 'valid', unsupported: [] });
@@ -178,11 +186,14 @@ describe('verdict words', () => {
     }
   });
 
-  it("the forgeries' problems are evidence only of a run as written", () => {
-    const judged = judgeTask(task({ agentUser: 'agent' }), run({ reward: 1 }), run(), host);
+  it("a forgery that wins is broken however the task ran (training runs it the same way); the oracle's miss is evidence only as written", () => {
+    const judged = judgeTask(task({ agentUser: 'agent' }), missed, run(), host);
     const settled = settleVerdict({ ...judged, problems: [...judged.problems, 'hackable: forge:x earns 1 without solving it'] });
-    expect(settled).toMatchObject({ verdict: 'unverifiable', problems: [] });
-    expect(settled.unverifiable.at(-1)).toBe('seen on a run not as written, so no evidence: hackable: forge:x earns 1 without solving it');
+    expect(settled).toMatchObject({ verdict: 'broken', problems: ['hackable: forge:x earns 1 without solving it'] });
+    expect(settled.unverifiable.some((u) => u.startsWith('seen on a run not as written, so no evidence: '))).toBe(true);
+    const escaped = settleVerdict({ ...judged, problems: ['escapes its group: forge:bomb ends error (x) where it must score 0 (y)'] });
+    expect(escaped.verdict).toBe('broken');
+    expect(settleVerdict({ ...judged }).verdict).toBe('unverifiable');
     const asWritten = judgeTask(task(), run({ reward: 1 }), run(), podman);
     expect(settleVerdict({ ...asWritten, problems: ['hackable: forge:x'] }).verdict).toBe('broken');
   });

@@ -4,6 +4,7 @@ import { topReward } from '../harbor/trial.js';
 import { DEFAULT_REWARD_RANGE, OUT_OF_RANGE, type RewardRange, rangeText } from '../reward-range.js';
 import { notAsWritten } from './as-written.js';
 import { NOT_IMPLEMENTED } from '../multi-step.js';
+import type { EnvironmentName } from '../environments/names.js';
 
 /**
  * A task's verdict in `polar tasks check`, each word meaning one thing. `broken` only where the
@@ -35,7 +36,7 @@ export interface RunEvidence {
 }
 
 export interface VerdictContext {
-  environment: 'host' | 'docker' | 'podman';
+  environment: EnvironmentName;
   /** The verifier's network in this run (rollout/sandboxing.ts verifierNetwork). */
   verifierNetwork: 'host' | 'none';
   /** The rewards the run took (`--reward-range`; absent: [0, 1], reward-range.ts). */
@@ -58,10 +59,17 @@ export interface TaskVerdict {
  * The verdict from all that was found (check.ts adds the forgeries' problems). A task not run as
  * written is never broken: what its runs showed is kept, as said of a run otherwise.
  */
+/** A forgery's problem (check.ts): `hackable: forge:…` or `escapes its group: forge:…`. */
+const isForgery = (p: string): boolean => /^(hackable|escapes its group): forge:/.test(p);
+
 export function settleVerdict(v: Omit<TaskVerdict, 'verdict'>): TaskVerdict {
   if (!v.asWritten) {
-    const seen = v.problems.map((p) => `seen on a run not as written, so no evidence: ${p}`);
-    return { ...v, problems: [], unverifiable: [...v.unverifiable, ...seen], verdict: v.unsupported.length > 0 ? 'unsupported' : 'unverifiable' };
+    // A forgery that won, or a forger that escaped its group, did so the way training runs the task
+    // here too: that stays broken. The rest (the oracle missed, nop earned) is no evidence.
+    const forged = v.problems.filter(isForgery);
+    const seen = v.problems.filter((p) => !isForgery(p)).map((p) => `seen on a run not as written, so no evidence: ${p}`);
+    const rest = { ...v, problems: forged, unverifiable: [...v.unverifiable, ...seen] };
+    return { ...rest, verdict: forged.length > 0 ? 'broken' : v.unsupported.length > 0 ? 'unsupported' : 'unverifiable' };
   }
   const verdict = v.problems.length > 0 ? 'broken' : v.unsupported.length > 0 ? 'unsupported' : v.unverifiable.length > 0 ? 'unverifiable' : 'valid';
   return { ...v, verdict };

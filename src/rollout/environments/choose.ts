@@ -1,6 +1,6 @@
 import { PolarError } from '../../core/errors.js';
 import { BOX_PROVIDERS, type BoxProviderName } from '../boxes/registry.js';
-import type { EnvironmentName } from './registry.js';
+import type { EnvironmentName } from './names.js';
 
 /**
  * Where a Harbor task's trial runs. `host`: polar's sandbox gives the container's paths (rollout/

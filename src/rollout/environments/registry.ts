@@ -3,6 +3,7 @@ import type { BoxProvider } from '../boxes/types.js';
 import { lookingUpInterpreters } from './interpreter.js';
 import { boxEnvironment } from './box/index.js';
 import type { EnvironmentDeps, SampleSpec } from './deps.js';
+import type { EnvironmentName } from './names.js';
 import { hostEnvironment } from './host.js';
 import type { SampleEnvironment } from './types.js';
 
@@ -20,13 +21,7 @@ const ENVIRONMENTS = {
     keyof typeof BOX_PROVIDERS,
     EnvironmentFactory
   >),
-} satisfies Record<string, EnvironmentFactory>;
-
-/** An `--environment` name: `host`, or a box provider's. */
-export type EnvironmentName = keyof typeof ENVIRONMENTS;
-
-/** Every environment's name, `host` first. */
-export const ENVIRONMENT_NAMES = Object.keys(ENVIRONMENTS) as EnvironmentName[];
+} satisfies Record<EnvironmentName, EnvironmentFactory>;
 
 /**
  * The environment a sample of `task` runs in: the rollout's `--environment` for a Harbor task (its

@@ -77,7 +77,7 @@ export function agentMounts(trial: HarborTrial, workspace: string): { cwdInside:
  * container's), and what the host does not reproduce is said once per task (nothing with an engine:
  * the task's own image runs).
  */
-export function harborPreflight(tasks: readonly RolloutTask[], sandbox: 'bwrap' | 'none', environment: 'host' | 'docker' | 'podman' = 'host'): string[] {
+export function harborPreflight(tasks: readonly RolloutTask[], sandbox: 'bwrap' | 'none', environment = 'host'): string[] {
   if (sandbox === 'none' && tasks.some((t) => t.harbor)) {
     throw new PolarError('POLAR_USAGE', "Harbor tasks run in the sandbox, which gives them their container's paths (/app, /tests, /logs); drop --sandbox none");
   }

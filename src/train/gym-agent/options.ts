@@ -7,7 +7,7 @@ import type { SourceAllowList } from './allow-from.js';
 import type { GymRunResult } from './result.js';
 import type { TaskCatalog } from './task.js';
 import type { ThinkingSetting } from '../../upstream/sampling-policy.js';
-import type { EnvironmentName } from '../../rollout/environments/registry.js';
+import type { EnvironmentName } from '../../rollout/environments/names.js';
 
 export interface GymAgentOptions {
   harness: string;

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Command } from 'commander';
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import type { EnvironmentName } from '../../../rollout/environments/registry.js';
+import type { EnvironmentName } from '../../../rollout/environments/names.js';
 import { DEFAULT_LIMITS } from '../../../sandbox/index.js';
 import { sandboxKind } from '../../sandbox-options.js';
 import { addRolloutFlags, givenOn, newArgs, queuedArgs, type RolloutOptions, resumeArgs } from './flags.js';

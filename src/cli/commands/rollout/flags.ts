@@ -7,7 +7,7 @@ import type { RolloutConfig } from '../../../rollout/config.js';
 import { BUILTIN_AGENTS, isBuiltinAgent } from '../../../rollout/agents/builtin.js';
 import { harborPreflight } from '../../../rollout/harbor/trial.js';
 import { FORGERY_NAMES } from '../../../rollout/forgeries/index.js';
-import type { EnvironmentName } from '../../../rollout/environments/registry.js';
+import type { EnvironmentName } from '../../../rollout/environments/names.js';
 import { loadTasks } from '../../../rollout/load-tasks.js';
 import type { RolloutOverrides } from '../../../rollout/resume-config.js';
 import { parseRewardRange } from '../../../rollout/reward-range.js';

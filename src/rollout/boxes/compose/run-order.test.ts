@@ -144,7 +144,7 @@ describe('startServices, with a recording provider', () => {
     await expect(startServices(bare.provider, plan([svc('db')]), opts)).rejects.toThrow('the fake provider cannot make one (no BoxNetworks)');
     const wd = await startServices(fakeProvider({}).provider, plan([svc('db', { workingDir: '/data' })]), opts).catch((e: Error) => e.message);
     expect(wd).toBe(
-      'docker-compose.yaml: service db: `working_dir` is supported by polar only for a one-shot service (another waits for it with service_completed_successfully)',
+      'docker-compose.yaml: service db: `working_dir` is not supported by polar yet on a long-running service (only on a one-shot service, which another waits for with service_completed_successfully)',
     );
     const broken = fakeProvider({}, { failBuild: 'demo-api' });
     await expect(startServices(broken.provider, plan([svc('api', { image: { kind: 'build', context: '/ctx' } })]), opts)).rejects.toThrow(

@@ -48,7 +48,7 @@ export async function startServices(provider: BoxProvider, plan: ComposePlan, op
     if (s.workingDir !== undefined && !oneShots.has(s.name))
       throw refusal(
         `service ${s.name}`,
-        '`working_dir` is supported by polar only for a one-shot service (another waits for it with service_completed_successfully)',
+        '`working_dir` is not supported by polar yet on a long-running service (only on a one-shot service, which another waits for with service_completed_successfully)',
       );
   }
   for (const line of plan.notices) opts.onNotice(line);

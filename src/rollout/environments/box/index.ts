@@ -12,7 +12,7 @@ import type { AgentCommandEnd, AgentCommandOptions, HarnessPlacement, SampleEnvi
 import { checkpoint, collect } from './collect.js';
 import { provisionImages } from './images.js';
 import { type AgentMounts, containerStartingState, openAgentBox } from './open.js';
-import { startTaskServices } from './services.js';
+import { provisionServices, startTaskServices } from './services.js';
 import { addWorkspaceFiles, stepHealthcheck } from './steps.js';
 import { type BoxSample, live } from './state.js';
 import { runVerifier } from './verify.js';
@@ -37,7 +37,10 @@ export function boxEnvironment(provider: BoxProvider) {
     const s = newSample(provider, deps, spec);
     return {
       kind: provider.name,
-      provision: () => provisionImages(s),
+      provision: async () => {
+        await provisionImages(s);
+        await provisionServices(s);
+      },
       prepare: (deadline) => prepare(s, deadline),
       harnessPlacement: () => placement(s),
       runAgentCommand: (command, opts) => agentCommand(s, command, opts),

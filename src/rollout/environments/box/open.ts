@@ -63,9 +63,11 @@ export async function openAgentBox(s: BoxSample, mounts: AgentMounts): Promise<A
 /** /logs made, and where the task names an agent user, the way to polar's mounts and its home opened to it. */
 async function readyForAgent(s: BoxSample, box: AgentBox, mounts: AgentMounts): Promise<void> {
   const user = s.trial.agentUser;
-  // /logs/agent is the agent's to write: its user's when task.toml names one.
-  const owner = user !== undefined ? ' && chown -- "$1" /logs/agent' : '';
-  const mk = await box.sh(`mkdir -p /logs/agent /logs/verifier${owner}`, [user ?? '']);
+  // /logs/agent is the agent's to write: its user's when task.toml names one, else the image's own
+  // user's (an image whose USER is not root), as when that user made it.
+  const owner = user ?? (await imageUser(box));
+  const chown = owner !== null ? ' && chown -- "$1" /logs/agent' : '';
+  const mk = await box.sh(`mkdir -p /logs/agent /logs/verifier${chown}`, [owner ?? '']);
   if (mk.code !== 0) throw new StageError('init', `could not make /logs in the container: ${mk.stderr.trim()}`);
   if (user === undefined) return;
   // What polar mounts sits at its host path, under the image's own folders: a checkout in /root
@@ -79,6 +81,13 @@ async function readyForAgent(s: BoxSample, box: AgentBox, mounts: AgentMounts): 
   // session key still gates every call.
   if (s.deps.proxySocket) await fs.chmod(s.deps.proxySocket, 0o666);
   if (mounts.writable.length > 0) await homeToUser(box, user, mounts.writable);
+}
+
+/** The image's default user as `uid:gid`, or null where it is root (or cannot say). */
+async function imageUser(box: AgentBox): Promise<string | null> {
+  const r = await box.shell('echo "$(id -u):$(id -g)"', {}, 60_000);
+  const ids = r.stdout.trim();
+  return r.code === 0 && /^\d+:\d+$/.test(ids) && ids !== '0:0' ? ids : null;
 }
 
 /** The harness's private home is mounted from the host: the agent's user must own it. */

@@ -76,10 +76,10 @@ async function verifierBox(s: BoxSample, network: 'host' | 'none'): Promise<Agen
   const own = separate ? await separateSettings(s, separate, image) : { workdir: trial.workdir, memory: trial.memoryBytes, cpus: trial.cpus };
   const services = !separate && s.services;
   const healthcheck = mainHealthcheck(s);
-  const net = services ? services.mainNetwork : await boxNetwork(s, `${s.spec.sampleId}-verify`, network === 'host');
+  const net = services ? services.mainNetwork : await boxNetwork(s, `${s.spec.sampleId}.verify`, network === 'host');
   return s.provider
     .start({
-      id: `${s.spec.sampleId}-verify`,
+      id: `${s.spec.sampleId}.verify`,
       image,
       workdir: own.workdir,
       hostname: 'polar-sandbox',
