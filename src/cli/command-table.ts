@@ -104,6 +104,13 @@ export const COMMANDS: readonly CommandEntry[] = [
     load: async () => (await import('./commands/gym-agent.js')).registerGymAgent,
   },
   {
+    name: 'serve',
+    term: 'serve [options]',
+    description:
+      "the rollout service NVIDIA Polar's trainer bridges call (Slime, Miles): POST /rollout/task/submit a TaskRequest, GET /rollout/task/{id} its TaskStatus, the TaskResult POSTed to its callback_url",
+    load: async () => (await import('./commands/serve.js')).registerServe,
+  },
+  {
     name: 'train',
     term: 'train',
     description: 'train with NeMo-RL on a local NVIDIA GPU: GRPO with polar as the NeMo Gym agent, or SFT from accepted rollouts',

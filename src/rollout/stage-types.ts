@@ -46,6 +46,17 @@ export interface StageContext {
   onNotice: (line: string) => void;
   /** Set on Ctrl-C: no new work starts; what runs is recorded as interrupted. */
   stopping: () => boolean;
+  /**
+   * Ends what runs as Ctrl-C would, for this context's samples alone (\`polar serve\`: a task
+   * cancelled, or stopped early once enough sessions are usable); with it \`stopping()\` should say true.
+   */
+  signal?: AbortSignal;
+  /**
+   * One budget for the whole sample from its INIT start (Polar's TaskRequest.timeout_seconds: the
+   * gateway sets the deadline when INIT starts, gateway/node.py:391,1676-1681): preparation and the
+   * agent each get at most what is left of it. Absent: each phase has its own budget only.
+   */
+  sessionBudgetMs?: number;
   /** The harness's version, learned from the first session (undefined until then). */
   harnessVersion?: string | null;
 }
@@ -60,6 +71,8 @@ export interface Prepared {
   agentTimeoutMs: number;
   /** When INIT's preparation began (after the image's build): `total_ms` counts from here. */
   startedAt: number;
+  /** When the sample's one budget runs out (StageContext.sessionBudgetMs); absent: it has none. */
+  deadline?: number;
   timing: Record<string, number>;
   /** Where the sample lives from INIT to its verdict (environments/: the host sandbox or a container). */
   environment: SampleEnvironment;

@@ -49,7 +49,8 @@ export async function initStage(ctx: StageContext, sample: SampleRow): Promise<P
     await environment.provision?.();
     const provisionMs = Date.now() - provisionStart;
     startedAt = Date.now();
-    const workspace = await environment.prepare(startedAt + preparationMs(ctx, task));
+    const deadline = ctx.sessionBudgetMs !== undefined ? startedAt + ctx.sessionBudgetMs : undefined;
+    const workspace = await environment.prepare(Math.min(startedAt + preparationMs(ctx, task), deadline ?? Infinity));
     const timing = { init_ms: Date.now() - startedAt, ...(environment.provision ? { provision_ms: provisionMs } : {}) };
     await ctx.ledger.stage(sample.id, 'ready', timing);
     ctx.emit({ type: 'stage', sampleId: sample.id, taskId: sample.taskId, stage: 'ready' });
@@ -57,7 +58,7 @@ export async function initStage(ctx: StageContext, sample: SampleRow): Promise<P
     // (asyncio.wait_for around agent.run, trial/trial.py:380-387): neither this preparation nor the
     // wait for a run slot is the agent's time.
     const agentTimeoutMs = (task.timeout ?? ctx.config.timeoutSec) * 1000;
-    return { sample, task, sessionId, workspace, agentTimeoutMs, startedAt, timing, environment };
+    return { sample, task, sessionId, workspace, agentTimeoutMs, startedAt, timing, environment, ...(deadline !== undefined ? { deadline } : {}) };
   } catch (err) {
     await environment?.dispose(false);
     await removeWorkspace(dir);
@@ -89,7 +90,9 @@ export async function runStage(ctx: StageContext, p: Prepared): Promise<Ran | nu
   ctx.emit({ type: 'stage', sampleId: p.sample.id, taskId: p.sample.taskId, stage: 'running' });
   const timing = { ...p.timing, ready_ms: readyMs };
   if (p.task.harbor?.steps) return runSteps(ctx, p, timing, stepOps);
-  return runAgent(ctx, p, p.task, timing, p.agentTimeoutMs);
+  // With one budget for the sample, the agent gets what is left of it when that is less than its own.
+  const left = p.deadline !== undefined ? Math.min(p.agentTimeoutMs, p.deadline - Date.now()) : p.agentTimeoutMs;
+  return runAgent(ctx, p, p.task, timing, Math.max(1, left));
 }
 
 /**
@@ -116,6 +119,7 @@ async function runAgent(ctx: StageContext, p: Prepared, task: RolloutTask, timin
       session: p.sessionId,
       ...(ctx.harnessVersion !== undefined ? { harnessVersion: ctx.harnessVersion } : {}),
       timeoutSec: left / 1000,
+      ...(ctx.signal ? { signal: ctx.signal } : {}),
       quiet: true,
       onNotice: ctx.onNotice,
       sandbox: {

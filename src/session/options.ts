@@ -27,6 +27,8 @@ export interface RunHarnessOptions {
   appendOnly?: boolean;
   session?: string;
   timeoutSec?: number;
+  /** Ends the harness as Ctrl-C would; the session ends `aborted` (`polar serve`'s cancel and early stop). */
+  signal?: AbortSignal;
   extraArgs?: readonly string[];
   /** A Node.js binary to run JavaScript harnesses with (its directory goes first on their PATH). */
   nodeBin?: string;

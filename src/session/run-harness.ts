@@ -150,6 +150,7 @@ async function superviseHarness(
       ...(opts.harness.stderrNoise ? { logOnlyStderr: opts.harness.stderrNoise } : {}),
       ...(opts.sandbox ? { logLimitBytes: opts.sandbox.settings.limits.maxFileSizeBytes } : {}),
       ...(opts.timeoutSec ? { timeoutMs: opts.timeoutSec * 1000 } : {}),
+      ...(opts.signal ? { signal: opts.signal } : {}),
     });
   } finally {
     if (progress) clearInterval(progress);

@@ -21,6 +21,8 @@ export interface SpawnOptions {
    * sandbox's RLIMIT_FSIZE: without a cap an agent printing without end fills the disk.
    */
   logLimitBytes?: number;
+  /** Ends the harness as Ctrl-C would (its process group, SIGINT then SIGKILL): `polar serve`'s cancel and early stop. */
+  signal?: AbortSignal;
 }
 
 export interface HarnessExit {
@@ -103,6 +105,9 @@ export async function runHarnessProcess(cmd: CommandLine, opts: SpawnOptions): P
   };
   process.on('SIGINT', onSigint);
   process.on('SIGTERM', onSigint);
+  const onAbort = () => stop('interrupt');
+  if (opts.signal?.aborted) onAbort();
+  else opts.signal?.addEventListener('abort', onAbort, { once: true });
   try {
     const result = await child;
     return { exitCode: exitStatus(result), endedBy };
@@ -110,6 +115,7 @@ export async function runHarnessProcess(cmd: CommandLine, opts: SpawnOptions): P
     if (timer) clearTimeout(timer);
     process.off('SIGINT', onSigint);
     process.off('SIGTERM', onSigint);
+    opts.signal?.removeEventListener('abort', onAbort);
     if (!opts.interactive) killTree('SIGKILL', true); // nothing the run started outlives it
     await new Promise<void>((resolve) => log.end(resolve));
   }

@@ -1,0 +1,168 @@
+import os from 'node:os';
+import path from 'node:path';
+import chalk from 'chalk';
+import type { Command } from 'commander';
+import { PolarError } from '../../core/errors.js';
+import { HttpGuard, isLoopbackHost } from '../../core/http/guard.js';
+import type { RolloutConfig } from '../../rollout/config.js';
+import { environmentNotice } from '../../rollout/environments/choose.js';
+import type { EnvironmentName } from '../../rollout/environments/names.js';
+import { RolloutService } from '../../serve/service.js';
+import { startServeServer } from '../../serve/server.js';
+import { sandboxNotices } from '../../sandbox/index.js';
+import { openStore } from '../../store/open.js';
+import { isPostgresUrl } from '../../store/postgres/url.js';
+import { defaultDbPath } from '../../store/store.js';
+import { sourceAllowList } from '../../train/gym-agent/allow-from.js';
+import { describeSampling, samplingPolicy } from '../../upstream/sampling-policy.js';
+import { environmentOption, harborEnvironment } from '../environment-option.js';
+import { integerArg, secondsArg } from '../numbers.js';
+import { action } from '../output.js';
+import { addSandboxOptions, limitsFrom, readOnlyFrom, sandboxKind, type SandboxFlags } from '../sandbox-options.js';
+import { addUpstreamOptions, upstreamOptionsFrom, type UpstreamFlags } from '../upstream-options.js';
+
+interface ServeOptions extends UpstreamFlags, SandboxFlags {
+  host: string;
+  port: number;
+  allowFrom?: string[];
+  allowHost?: string[];
+  upstream?: string;
+  model?: string;
+  contextWindow?: number;
+  concurrency: number;
+  initWorkers: number;
+  postWorkers: number;
+  timeout: number;
+  db?: string;
+  out?: string;
+  keepWorkspaces?: boolean;
+  keepCompaction?: boolean;
+  harnessBin?: string;
+  node?: string;
+  environment?: EnvironmentName;
+  queue?: string;
+  json?: boolean;
+}
+
+export function registerServe(program: Command): void {
+  const serve = program
+    .command('serve')
+    .description(
+      "the rollout service NVIDIA Polar's trainer bridges call (Slime, Miles): POST /rollout/task/submit a TaskRequest, GET /rollout/task/{id} its TaskStatus, the TaskResult POSTed to its callback_url",
+    )
+    .option('--port <n>', 'port (0: any free port; the printed URL names it)', integerArg('--port', 0, 65535), 18080)
+    .option('--host <host>', 'address to bind; beyond loopback needs --allow-from (the bridges send no token)', '127.0.0.1')
+    .option(
+      '--allow-from <address|subnet|host...>',
+      "answer only calls from these source addresses (and this machine): the trainer's nodes; required to bind beyond loopback",
+    )
+    .option('--allow-host <name...>', 'host names callers may reach the server by, besides its address and loopback names')
+    .option('--upstream <url>', 'inference server base URL (the policy)');
+  addUpstreamOptions(serve)
+    .option('--model <name>', "model to serve every call with (default: the upstream's first)")
+    .option(
+      '--context-window <tokens>',
+      "the served model's context length, as every harness is told it (default: the upstream's max_model_len)",
+      integerArg('--context-window', 1, 100_000_000),
+    )
+    .option('--concurrency <k>', 'harness sessions at once, over all tasks (RUNNING workers)', integerArg('--concurrency', 1, 1024), 4)
+    .option('--init-workers <i>', 'workspaces prepared at once', integerArg('--init-workers', 1, 1024), 2)
+    .option('--post-workers <p>', 'evaluations at once', integerArg('--post-workers', 1, 1024), 2)
+    .option(
+      '--timeout <seconds>',
+      "the agent's own budget, from its start, when a task's metadata.agent_timeout gives none (timeout_seconds bounds the whole session)",
+      secondsArg('--timeout'),
+      1800,
+    )
+    .option('--db <file|url>', 'SQLite file (default: $POLAR_DB, else ./polar.db)')
+    .option('--out <dir>', 'where workspaces are prepared (default: a new temporary folder)')
+    .option('--keep-workspaces', 'keep each workspace after evaluation')
+    .option('--keep-compaction', "leave the harness's own compaction on (default: off, so a session is one append-only trace)")
+    .option('--harness-bin <path>', 'the harness executable (default: node_modules/.bin, then PATH)')
+    .option('--node <path>', 'a Node.js binary for harnesses that need a newer one')
+    .option('--queue <url>', 'coordinate `polar worker`s on other machines through this PostgreSQL queue (not yet: sessions run here)')
+    .addOption(environmentOption())
+    .option('--json', 'print the listening URL as one JSON line');
+  addSandboxOptions(serve).action(action(serveCommand));
+}
+
+async function serveCommand(opts: ServeOptions): Promise<void> {
+  if (opts.queue) throw new PolarError('POLAR_USAGE', '--queue is not built yet: polar serve runs every session on this machine; leave --queue out');
+  if (!opts.upstream) throw new PolarError('POLAR_USAGE', 'polar serve needs the inference server: --upstream URL');
+  const dbPath = opts.db ?? defaultDbPath();
+  if (isPostgresUrl(dbPath)) throw new PolarError('POLAR_USAGE', 'polar serve keeps its store in SQLite (--db FILE); a shared store comes with --queue');
+  const allowFrom = opts.allowFrom?.length ? await sourceAllowList(opts.allowFrom) : null;
+  if (!isLoopbackHost(opts.host) && !allowFrom)
+    throw new PolarError(
+      'POLAR_USAGE',
+      `polar serve: binding ${opts.host} exposes it beyond this machine; pass --allow-from ADDRESS|SUBNET|HOST (the trainer's nodes: Slime's and Miles' bridges send no token)`,
+    );
+  const guard = new HttpGuard({ host: opts.host, allowHosts: opts.allowHost ?? [], allowFrom, what: 'polar serve' });
+  const sandbox = sandboxKind(opts);
+  const environment = harborEnvironment(opts.environment, false);
+  const config = serveConfig(opts, sandbox, environment);
+  const notice = (line: string) => process.stderr.write(`${line}\n`);
+  if (!opts.json) {
+    for (const line of sandboxNotices({ kind: sandbox, bwrap: '', network: opts.network ?? 'proxy-only', limits: limitsFrom(opts), extraReadOnly: [] }))
+      notice(chalk.yellow(`notice: ${line}`));
+    const chosen = environmentNotice(opts.environment, environment);
+    if (chosen) notice(chalk.yellow(`notice: ${chosen}`));
+  }
+  notice(
+    chalk.dim(
+      `notice: ${describeSampling(samplingPolicy('trainer', config.upstream.kind, config.upstream.temperature, config.upstream.topP, config.upstream.thinking))}`,
+    ),
+  );
+  const store = await openStore(dbPath, { onNotice: notice });
+  const service = new RolloutService({
+    store,
+    dbPath: path.resolve(dbPath),
+    config,
+    nodeId: `polar-${os.hostname()}`,
+    ...(process.env.POLAR_UPSTREAM_API_KEY ? { upstreamApiKey: process.env.POLAR_UPSTREAM_API_KEY } : {}),
+    onNotice: notice,
+  });
+  const { server, address } = await startServeServer({ host: opts.host, port: opts.port, guard, service, onNotice: notice });
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  const url = `http://${host}:${address.port}`;
+  if (opts.json) process.stdout.write(`${JSON.stringify({ url, db: dbPath, upstream: opts.upstream, upstreamKind: config.upstream.kind })}\n`);
+  else
+    process.stdout.write(
+      `${chalk.bold('polar serve')} on ${url}: tasks against ${opts.upstream} (${config.upstream.kind}), sandbox ${sandbox}, db ${dbPath}\n`,
+    );
+  await new Promise<void>((resolve) => {
+    process.once('SIGINT', () => resolve());
+    process.once('SIGTERM', () => resolve());
+  });
+  notice('polar serve: stopping: running tasks are cancelled');
+  server.close();
+  server.closeAllConnections();
+  await service.close();
+  await store.closeAsync();
+}
+
+/** polar's side of every served task (the harness and group size come from each TaskRequest). */
+function serveConfig(opts: ServeOptions, sandbox: 'bwrap' | 'none', environment: EnvironmentName): Omit<RolloutConfig, 'harness' | 'samples'> {
+  const upstream = upstreamOptionsFrom(opts);
+  if (upstream.tokenizer && !upstream.tokenizer.startsWith('bundled:')) upstream.tokenizer = path.resolve(upstream.tokenizer);
+  return {
+    ...(opts.harnessBin ? { harnessBin: opts.harnessBin } : {}),
+    ...(opts.node ? { nodeBin: opts.node } : {}),
+    upstream: { url: opts.upstream!, kind: opts.upstreamKind, ...upstream },
+    model: opts.model ?? null,
+    ...(opts.contextWindow ? { contextWindow: opts.contextWindow } : {}),
+    concurrency: opts.concurrency,
+    initWorkers: opts.initWorkers,
+    postWorkers: opts.postWorkers,
+    timeoutSec: opts.timeout,
+    outDir: path.resolve(opts.out ?? path.join(os.tmpdir(), `polar-serve-${process.pid}`)),
+    accept: null,
+    keepWorkspaces: opts.keepWorkspaces === true,
+    sandbox,
+    ...(opts.network ? { network: opts.network } : {}),
+    limits: limitsFrom(opts),
+    ...(opts.sandboxRo?.length ? { sandboxReadOnly: readOnlyFrom(opts) } : {}),
+    ...(environment !== 'host' ? { environment } : {}),
+    ...(opts.keepCompaction ? { compaction: 'harness' as const } : {}),
+  };
+}

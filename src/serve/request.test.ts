@@ -1,0 +1,127 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { parseTaskRequest, type RequestError, type ServedTask } from './request.js';
+
+/**
+ * Every TaskRequest field (Polar's src/polar/rollout/models.py:70-94, pinned in
+ * fixtures/polar-api/contract.json) accepted with its meaning, or refused by name: 422 where Polar's
+ * models reject the body, 400 naming the field where polar does not run it.
+ */
+const BASE = {
+  task_id: 'polar-slime-3-42',
+  instruction: 'Fix the bug.',
+  agent: { harness: 'codex' },
+};
+const ok = (body: unknown): ServedTask => {
+  const r = parseTaskRequest(body, 900);
+  if ('detail' in r) throw new Error(`refused: ${JSON.stringify(r)}`);
+  return r;
+};
+const no = (body: unknown): RequestError => {
+  const r = parseTaskRequest(body, 900);
+  if (!('detail' in r)) throw new Error('accepted');
+  return r as RequestError;
+};
+const locs = (e: RequestError) => e.detail.map((d) => d.loc.join('.'));
+
+describe('TaskRequest fields', () => {
+  it('defaults as Polar defaults them: 1 sample, priority 0, no early stop, 600 s, per_request, no evaluator, no callback', () => {
+    const t = ok(BASE);
+    expect(t).toMatchObject({ taskId: 'polar-slime-3-42', samples: 1, priority: 0, earlyStop: null, budgetMs: 600_000, strategy: 'per-request' });
+    expect(t).toMatchObject({ evaluator: null, callbackUrl: null, metadata: {}, harness: 'codex' });
+    expect(t.task).toMatchObject({ id: 'polar-slime-3-42', prompt: 'Fix the bug.', workspace: { empty: true }, timeout: 900 });
+  });
+  it('task_id and instruction are required strings (422)', () => {
+    expect(locs(no({ ...BASE, task_id: undefined }))).toContain('body.task_id');
+    expect(no({ ...BASE, instruction: 5 }).status).toBe(422);
+  });
+  it('num_samples: the group size, ≥ 1, lax ints as pydantic takes them', () => {
+    expect(ok({ ...BASE, num_samples: 16 }).samples).toBe(16);
+    expect(ok({ ...BASE, num_samples: '2' }).samples).toBe(2);
+    expect(no({ ...BASE, num_samples: 0 }).status).toBe(422);
+  });
+  it('dispatch_priority: 0..100, the order free slots go in', () => {
+    expect(ok({ ...BASE, dispatch_priority: 100 }).priority).toBe(100);
+    expect(locs(no({ ...BASE, dispatch_priority: 101 }))).toEqual(['body.dispatch_priority']);
+  });
+  it('early_stop_min_usable_sessions: at most num_samples', () => {
+    expect(ok({ ...BASE, num_samples: 4, early_stop_min_usable_sessions: 3 }).earlyStop).toBe(3);
+    expect(no({ ...BASE, num_samples: 2, early_stop_min_usable_sessions: 3 }).detail[0]!.msg).toMatch(/cannot exceed num_samples/);
+  });
+  it("timeout_seconds: the session's one budget from INIT, > 0", () => {
+    expect(ok({ ...BASE, timeout_seconds: 2.5 }).budgetMs).toBe(2500);
+    expect(no({ ...BASE, timeout_seconds: 0 }).status).toBe(422);
+  });
+  it("metadata: echoed; agent_timeout is the agent's own budget, a positive number (no coercion)", () => {
+    const t = ok({ ...BASE, metadata: { group_id: 7, policy_version: 3, rollout_step: 3, agent_timeout: 30 } });
+    expect(t.metadata).toEqual({ group_id: 7, policy_version: 3, rollout_step: 3, agent_timeout: 30 });
+    expect(t.task.timeout).toBe(30);
+    expect(no({ ...BASE, metadata: { agent_timeout: '30' } }).detail[0]!.msg).toMatch(/agent_timeout must be a positive finite number/);
+  });
+  it('metadata.eval_sampling_seed_base is refused: sampling is pinned by polar serve', () => {
+    expect(locs(no({ ...BASE, metadata: { eval_sampling_seed_base: 5 } }))).toEqual(['body.metadata.eval_sampling_seed_base']);
+  });
+  it('callback_url: where the TaskResult goes; an http(s) URL', () => {
+    expect(ok({ ...BASE, callback_url: 'http://127.0.0.1:41237/callback/task_result' }).callbackUrl).toBe('http://127.0.0.1:41237/callback/task_result');
+    expect(locs(no({ ...BASE, callback_url: 'file:///etc/passwd' }))).toEqual(['body.callback_url']);
+  });
+  it("agent.harness: Polar's names for polar's harnesses; the rest, import_path and shell refused by name", () => {
+    const names = { claude_code: 'claude-code', codex: 'codex', gemini_cli: 'gemini-cli', qwen_code: 'qwen-code', opencode: 'opencode', pi: 'pi' };
+    for (const [polar, ours] of Object.entries(names)) expect(ok({ ...BASE, agent: { harness: polar } }).harness).toBe(ours);
+    for (const h of ['mini_swe_agent', 'openhands_sdk', 'hermes']) expect(no({ ...BASE, agent: { harness: h } }).detail[0]!.msg).toContain(JSON.stringify(h));
+    expect(locs(no({ ...BASE, agent: { import_path: 'pkg:Harness' } }))).toEqual(['body.agent.import_path']);
+    expect(no({ ...BASE, agent: { harness: 'shell', custom_shell: { command: 'ls' } } }).status).toBe(400);
+    expect(no({ ...BASE, agent: { harness: 'codex', import_path: 'a:b' } }).status).toBe(422);
+  });
+  it('agent.model_name and the codex preset settings are noticed, not applied; other settings, env, MCP, skills refused', () => {
+    const t = ok({ ...BASE, agent: { harness: 'codex', model_name: 'gpt-5.4', settings: { version: '', reasoning_effort: 'xhigh' } } });
+    expect(t.notices.join('\n')).toMatch(/model_name "gpt-5.4" is not used/);
+    expect(t.notices.join('\n')).toMatch(/settings.version is ignored/);
+    expect(locs(no({ ...BASE, agent: { harness: 'codex', settings: { step_limit: 50 } } }))).toEqual(['body.agent.settings.step_limit']);
+    expect(no({ ...BASE, agent: { harness: 'codex', settings: { model_kwargs: { temperature: 0 } } } }).detail[0]!.msg).toMatch(/sampling is pinned/);
+    expect(locs(no({ ...BASE, agent: { harness: 'codex', env: { A: 'b' } } }))).toEqual(['body.agent.env']);
+    expect(locs(no({ ...BASE, agent: { harness: 'codex', skills_path: '/s' } }))).toEqual(['body.agent.skills_path']);
+    expect(locs(no({ ...BASE, agent: { harness: 'codex', mcp_servers: [{ name: 'x', transport: 'stdio', command: 'x' }] } }))).toEqual([
+      'body.agent.mcp_servers',
+    ]);
+  });
+  it("builder: per_request and prefix_merging; prefix_merging's own config noticed; router_policy and a class refused", () => {
+    expect(ok({ ...BASE, builder: { strategy: 'prefix_merging', config: { end_of_turn_token_id: 151645 } } }).strategy).toBe('prefix-merging');
+    expect(ok({ ...BASE, builder: { strategy: 'per_request' } }).strategy).toBe('per-request');
+    expect(locs(no({ ...BASE, builder: { strategy: 'router_policy' } }))).toEqual(['body.builder.strategy']);
+    expect(locs(no({ ...BASE, builder: { strategy: 'per_request', config: { x: 1 } } }))).toEqual(['body.builder.config.x']);
+  });
+  it('evaluator: session_completed runs; test_on_output, harbor and the others are refused by name', () => {
+    expect(ok({ ...BASE, evaluator: { strategy: 'session_completed' } }).evaluator).toBe('session_completed');
+    for (const e of ['test_on_output', 'harbor', 'swebench_harness', 'harbor_rubric', 'spilot_harbor']) {
+      const r = no({ ...BASE, evaluator: { strategy: e, config: { tests_dir: '/t' } } });
+      expect(r.status).toBe(400);
+      expect(locs(r)).toContain('body.evaluator.strategy');
+    }
+    expect(locs(no({ ...BASE, evaluator: { strategy: 'session_completed', refresh_runtime: true } }))).toEqual(['body.evaluator.refresh_runtime']);
+  });
+  it("runtime: null is polar's sandbox with an empty workspace; an image is refused by name", () => {
+    expect(ok({ ...BASE, runtime: null }).task.workspace).toEqual({ empty: true });
+    const r = no({ ...BASE, runtime: { backend: 'apptainer', image: '/images/x.sif' } });
+    expect(locs(r)).toEqual(['body.runtime']);
+    expect(r.detail[0]!.msg).toMatch(/apptainer runtime .*\/images\/x.sif/);
+    expect(no({ ...BASE, runtime: { backend: 'docker', image: '  ' } }).status).toBe(422);
+  });
+  it('every refusal at once, each naming its field', () => {
+    const r = no({ ...BASE, agent: { harness: 'codex', settings: { step_limit: 1 } }, builder: { strategy: 'router_policy' }, runtime: { image: 'x' } });
+    expect(locs(r).sort()).toEqual(['body.agent.settings.step_limit', 'body.builder.strategy', 'body.runtime']);
+  });
+  it("the bridges' own requests: Slime's SWE-Gym template and Miles' body pass Polar's models and are refused only for their runtime and evaluator", () => {
+    for (const file of ['slime-swegym-task-request.json', 'miles-task-request.json']) {
+      const body = JSON.parse(fs.readFileSync(path.resolve(__dirname, '../../fixtures/polar-api', file), 'utf8'));
+      const r = no(body);
+      expect(r.status, file).toBe(400);
+      expect(locs(r), file).toEqual(expect.arrayContaining(['body.runtime', 'body.evaluator.strategy']));
+      // Without them (and the settings polar does not apply), the same request runs.
+      const { runtime: _r, evaluator: _e, ...rest } = body;
+      const t = ok({ ...rest, agent: { harness: body.agent.harness }, evaluator: { strategy: 'session_completed' } });
+      expect(t).toMatchObject({ harness: 'codex', strategy: 'prefix-merging', samples: body.num_samples, callbackUrl: body.callback_url });
+    }
+  });
+});
