@@ -25,6 +25,9 @@ export async function startServeServer(options: {
   port: number;
   guard: HttpGuard;
   service: RolloutService;
+  nodeId: string;
+  /** The URL trainers reach this server at (known once it listens): /nodes names it as the gateway. */
+  publicUrl: () => string;
   onNotice?: (line: string) => void;
 }): Promise<{ server: http.Server; address: AddressInfo }> {
   const { service } = options;
@@ -33,7 +36,16 @@ export async function startServeServer(options: {
     .on('GET', '/rollout/status', () => ({ status: 200, body: service.overview() }))
     .on('POST', '/rollout/task/submit', async (req) => service.submit(parseJsonBody(await readBody(req, MAX_BODY))))
     .on('GET', '/rollout/task/:id', (_req, params) => service.get(params.id!))
-    .on('DELETE', '/rollout/task/:id', (_req, params, query) => service.cancel(params.id!, queryBool(query.get('register_if_missing'))));
+    .on('DELETE', '/rollout/task/:id', (_req, params, query) => service.cancel(params.id!, queryBool(query.get('register_if_missing'))))
+    // Polar's node list and its gateway's inference pause (server.py /nodes; gateway /admin/inference/*):
+    // polar serve is its own one gateway, so Slime's weight-update hook finds it and pauses it.
+    .on('GET', '/nodes', () => ({ status: 200, body: [{ node_id: options.nodeId, gateway_url: options.publicUrl(), healthy: true }] }))
+    .on('POST', '/admin/inference/pause', async (_req, _params, query) => ({
+      status: 200,
+      body: await service.pauseInference(pauseSeconds(query.get('timeout_seconds')) * 1000),
+    }))
+    .on('POST', '/admin/inference/resume', async () => ({ status: 200, body: await service.resumeInference() }))
+    .on('GET', '/admin/inference/status', async () => ({ status: 200, body: await service.inferenceStatus() }));
   const server = http.createServer({ keepAliveTimeout: 75_000 }, (req, res) => {
     void handle(options, router, req, res).catch((err: unknown) => {
       const status = err instanceof PolarError && err.status < 500 ? err.status : 500;
@@ -51,7 +63,8 @@ async function handle(
   res: ServerResponse,
 ): Promise<void> {
   const url = new URL(req.url ?? '/', 'http://polar.invalid');
-  const refusal = options.guard.check(req, { json: req.method === 'POST' });
+  // The pause and resume calls carry no body (Slime sends query parameters only).
+  const refusal = options.guard.check(req, { json: req.method === 'POST' && url.pathname === '/rollout/task/submit' });
   if (refusal) {
     req.resume();
     options.onNotice?.(`polar serve: refused ${req.method} ${url.pathname}: ${refusal.message}`);
@@ -61,7 +74,8 @@ async function handle(
   const route = router.match(req.method ?? 'GET', pathOf(req.url));
   if (!route.found) {
     req.resume();
-    const served = 'GET /health, GET /rollout/status, POST /rollout/task/submit, GET and DELETE /rollout/task/{task_id}';
+    const served =
+      'GET /health, GET /rollout/status, POST /rollout/task/submit, GET and DELETE /rollout/task/{task_id}, GET /nodes, POST /admin/inference/pause and /resume';
     if (route.allowed.length > 0) sendJson(res, 405, { detail: 'Method Not Allowed' }, { allow: route.allowed.join(', ') });
     else sendJson(res, 404, { detail: `Not Found: polar serve answers ${served}` });
     return;
@@ -69,6 +83,12 @@ async function handle(
   const answer = await route.handler(req, route.params, url.searchParams);
   if (req.method !== 'POST') req.resume();
   sendJson(res, answer.status, answer.body);
+}
+
+/** `timeout_seconds` of a pause (Slime sends 300); absent or not a number: 300. */
+function pauseSeconds(v: string | null): number {
+  const n = v === null ? Number.NaN : Number(v);
+  return Number.isFinite(n) && n >= 0 ? Math.min(n, 3600) : 300;
 }
 
 /** FastAPI's bool query parsing: true/1/yes/on (and their false forms). */

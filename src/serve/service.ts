@@ -8,6 +8,7 @@ import { startCapture } from '../rollout/run-rollout.js';
 import { initStage, postStage, runStage, type StageContext } from '../rollout/stages.js';
 import type { SampleRow } from '../store/rollouts.js';
 import type { Store } from '../store/store.js';
+import type { PauseGate } from '../proxy/pause.js';
 import { postCallback } from './callback.js';
 import { parseTaskRequest, type RequestError, type ServedTask } from './request.js';
 import type { Json } from './results.js';
@@ -27,7 +28,7 @@ export interface ServiceOptions {
   onNotice?: (line: string) => void;
 }
 
-export type Answer = { status: number; body: Json };
+export type Answer = { status: number; body: unknown };
 
 /**
  * The rollout service behind `polar serve`: Polar's RolloutManager contract (manager.py) over polar's
@@ -43,6 +44,7 @@ export class RolloutService {
   private readonly slots: { init: Semaphore; run: Semaphore; post: Semaphore };
   private readonly running = new Set<Promise<void>>();
   private closing = false;
+  private paused = false;
 
   constructor(private readonly options: ServiceOptions) {
     const { config } = options;
@@ -114,6 +116,42 @@ export class RolloutService {
       if (r.callback && !r.callback.delivered) out.callbacks_undelivered!++;
     }
     return out;
+  }
+
+  /**
+   * Around a weight update, as Slime's bridge drives Polar's gateway (`POST
+   * /admin/inference/pause?timeout_seconds=N`, then `/resume`; clients.md S7-S9): new model calls
+   * wait at every capture proxy (PauseGate), and the answer comes once those in flight have ended
+   * or N seconds passed. `inflight` is what is still running: the bridge resumes and fails the
+   * update unless it is 0. A harness keeps running while paused; only its model calls wait.
+   */
+  async pauseInference(timeoutMs: number): Promise<{ paused: boolean; inflight: number }> {
+    const gates = await this.gates();
+    this.paused = true;
+    for (const g of gates) g.pause();
+    await Promise.all(gates.map((g) => g.drained(timeoutMs)));
+    return this.inference(gates);
+  }
+
+  async resumeInference(): Promise<{ paused: boolean; inflight: number }> {
+    const gates = await this.gates();
+    this.paused = false;
+    for (const g of gates) g.resume();
+    return this.inference(gates);
+  }
+
+  async inferenceStatus(): Promise<{ paused: boolean; inflight: number }> {
+    return this.inference(await this.gates());
+  }
+
+  private inference(gates: PauseGate[]): { paused: boolean; inflight: number } {
+    return { paused: this.paused, inflight: gates.reduce((n, g) => n + g.inFlight, 0) };
+  }
+
+  /** The pause gates of the capture proxies open now (a proxy opened while paused starts paused: capture()). */
+  private async gates(): Promise<PauseGate[]> {
+    const opened = await Promise.all([...this.captures.values()].map((c) => c.catch(() => null)));
+    return opened.filter((c): c is Capture => c !== null).map((c) => c.proxy.admin.gate);
   }
 
   /** Cancels every running task and waits for them; then closes the capture proxies. */
@@ -208,7 +246,10 @@ export class RolloutService {
     let c = this.captures.get(harness);
     if (!c) {
       const { store, config } = this.options;
-      c = startCapture(store, { ...config, harness, samples: 1 } as RolloutConfig, `serve-${harness}`, this.options.upstreamApiKey);
+      c = startCapture(store, { ...config, harness, samples: 1 } as RolloutConfig, `serve-${harness}`, this.options.upstreamApiKey).then((opened) => {
+        if (this.paused) opened.proxy.admin.gate.pause();
+        return opened;
+      });
       // A capture that failed to open is tried again by the next task, not cached.
       c.catch(() => this.captures.delete(harness));
       this.captures.set(harness, c);

@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMockServer, type MockServer } from '../../src/mock-server/server.js';
+import { Store } from '../../src/store/store.js';
 import { taskResultProblems, taskStatusProblems } from '../../src/serve/contract/polar-models.js';
 import { patient } from '../support/patience.js';
 import { polarCli } from '../support/polar-cli.js';
@@ -62,7 +63,11 @@ afterAll(async () => {
 });
 
 const post = async (body: unknown, headers: Record<string, string> = {}) => {
-  const res = await fetch(`${url}/rollout/task/submit`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  const res = await fetch(`${url}/rollout/task/submit`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
   return { status: res.status, body: (await res.json()) as Json };
 };
 const get = async (id: string) => (await fetch(`${url}/rollout/task/${id}`)).json() as Promise<Json>;
@@ -105,7 +110,11 @@ describe('polar serve: a Slime-bridge-shaped task', () => {
     for (const r of status.results as Json[]) {
       expect(r, JSON.stringify(r.error)).toMatchObject({ status: 'COMPLETED', error: null, task_id: 'polar-swegym-grpo-29-42' });
       expect(r.metadata).toMatchObject({ group_id: 29, policy_version: 3, rollout_step: 3 });
-      expect(r.trajectory).toMatchObject({ status: 'COMPLETED', error: null, metadata: { group_id: 29, policy_version: 3, rollout_step: 3, builder: 'prefix_merging' } });
+      expect(r.trajectory).toMatchObject({
+        status: 'COMPLETED',
+        error: null,
+        metadata: { group_id: 29, policy_version: 3, rollout_step: 3, builder: 'prefix_merging' },
+      });
       expect(r.trajectory.traces).toHaveLength(1);
       const t = r.trajectory.traces[0];
       expect(t.reward).toBe(1);
@@ -152,7 +161,18 @@ describe('polar serve: a Slime-bridge-shaped task', () => {
   });
 });
 
-describe('polar serve: the bridges other calls', () => {
+/** Whether a session of the served task's rollout has its row (runHarness writes it as the harness launches). */
+function harnessStarted(taskId: string): boolean {
+  const store = Store.open(db, { readonly: true });
+  try {
+    const rollout = store.rollouts.list().find((r) => r.config.polar_task_id === taskId);
+    return rollout !== undefined && store.rollouts.samples(rollout.id).some((s) => s.sessionId !== null && store.sessions.get(s.sessionId) !== undefined);
+  } finally {
+    store.close();
+  }
+}
+
+describe("polar serve: the bridges' other calls", () => {
   it('early stop: once one session is usable the rest are cut off, still num_samples results', { timeout: patient(300_000) }, async () => {
     const { status } = await post(slimeRequest('early-stop', { num_samples: 3, early_stop_min_usable_sessions: 1, callback_url: null }));
     expect(status).toBe(200);
@@ -206,6 +226,29 @@ describe('polar serve: the bridges other calls', () => {
     expect((await fetch(`${url}/rollout/task/nope`)).status).toBe(404);
     expect(await (await fetch(`${url}/health`)).json()).toMatchObject({ status: 'ok', nodes: 1 });
     expect(((await (await fetch(`${url}/rollout/status`)).json()) as Json).tasks).toMatchObject({ 'polar-swegym-grpo-29-42': 'completed' });
+  });
+
+  it("pauses model calls around a weight update as Slime's hook does (GET /nodes, the gateway's pause and resume)", { timeout: patient(120_000) }, async () => {
+    const nodes = (await (await fetch(`${url}/nodes`)).json()) as Json[];
+    expect(nodes).toEqual([{ node_id: expect.stringMatching(/^polar-/), gateway_url: url, healthy: true }]);
+    const gateway = nodes[0]!.gateway_url as string;
+    const before = mock.calls.length;
+    try {
+      expect(await (await fetch(`${gateway}/admin/inference/pause?timeout_seconds=30`, { method: 'POST' })).json()).toEqual({ paused: true, inflight: 0 });
+      expect((await post(slimeRequest('while-paused', { num_samples: 1, callback_url: null }))).status).toBe(200);
+      // The harness starts (its session row is written as it launches) and asks for the model within
+      // a second or two; 5 s after its start the call still waits at the proxy, unserved.
+      for (let i = 0; i < 600 && !harnessStarted('while-paused'); i++) await new Promise((r) => setTimeout(r, 100));
+      expect(harnessStarted('while-paused')).toBe(true);
+      await new Promise((r) => setTimeout(r, 5000));
+      expect(mock.calls.length).toBe(before);
+      expect((await get('while-paused')).status).toBe('running');
+    } finally {
+      expect(await (await fetch(`${gateway}/admin/inference/resume`, { method: 'POST' })).json()).toMatchObject({ paused: false });
+    }
+    const s = await settled('while-paused');
+    expect(s.results[0]).toMatchObject({ status: 'COMPLETED' });
+    expect(mock.calls.length).toBeGreaterThan(before);
   });
 
   it("refuses a browser's cross-site request by its Origin", async () => {

@@ -114,17 +114,21 @@ async function serveCommand(opts: ServeOptions): Promise<void> {
     ),
   );
   const store = await openStore(dbPath, { onNotice: notice });
+  const nodeId = `polar-${os.hostname()}`;
   const service = new RolloutService({
     store,
     dbPath: path.resolve(dbPath),
     config,
-    nodeId: `polar-${os.hostname()}`,
+    nodeId,
     ...(process.env.POLAR_UPSTREAM_API_KEY ? { upstreamApiKey: process.env.POLAR_UPSTREAM_API_KEY } : {}),
     onNotice: notice,
   });
-  const { server, address } = await startServeServer({ host: opts.host, port: opts.port, guard, service, onNotice: notice });
-  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
-  const url = `http://${host}:${address.port}`;
+  let url = '';
+  const { server, address } = await startServeServer({ host: opts.host, port: opts.port, guard, service, nodeId, publicUrl: () => url, onNotice: notice });
+  // Bound to every address, the URL others reach it by is this machine's name.
+  const bound = address.address === '0.0.0.0' || address.address === '::' ? os.hostname() : address.address;
+  const host = bound.includes(':') ? `[${bound}]` : bound;
+  url = `http://${host}:${address.port}`;
   if (opts.json) process.stdout.write(`${JSON.stringify({ url, db: dbPath, upstream: opts.upstream, upstreamKind: config.upstream.kind })}\n`);
   else
     process.stdout.write(
