@@ -174,7 +174,9 @@ function harnessStarted(taskId: string): boolean {
 
 describe("polar serve: the bridges' other calls", () => {
   it('early stop: once one session is usable the rest are cut off, still num_samples results', { timeout: patient(300_000) }, async () => {
-    const { status } = await post(slimeRequest('early-stop', { num_samples: 3, early_stop_min_usable_sessions: 1, callback_url: null }));
+    const { status } = await post(
+      slimeRequest('early-stop', { num_samples: 3, early_stop_min_usable_sessions: 1, callback_url: null, builder: { strategy: 'per_request' } }),
+    );
     expect(status).toBe(200);
     const s = await settled('early-stop');
     expect(taskStatusProblems(s, STRICT)).toEqual([]);
@@ -187,7 +189,18 @@ describe("polar serve: the bridges' other calls", () => {
       expect(r.error).toMatch(/minimum usable session count/);
       for (const t of r.trajectory.traces) expect(t.loss_mask.every((m: number) => m === 0)).toBe(true);
     }
-    expect((s.results as Json[]).filter((r) => r.status === 'COMPLETED').length).toBeGreaterThanOrEqual(1);
+    const done = (s.results as Json[]).filter((r) => r.status === 'COMPLETED');
+    expect(done.length).toBeGreaterThanOrEqual(1);
+    // per_request: one trace per model call, every response token sampled (per_request.py:13-46).
+    for (const r of done) {
+      expect(r.trajectory.metadata.builder).toBe('per_request');
+      expect(r.trajectory.traces.length).toBeGreaterThanOrEqual(2);
+      for (const t of r.trajectory.traces) {
+        expect(t.metadata.request_ids).toHaveLength(1);
+        expect(t.loss_mask.every((m: number) => m === 1)).toBe(true);
+        expect(t.reward).toBe(1);
+      }
+    }
   });
 
   it('DELETE cancels a running task: its sessions end, ERROR and masked; a tombstone refuses a later submit', { timeout: patient(120_000) }, async () => {
