@@ -36,6 +36,15 @@ afterAll(() => {
 });
 
 describe('an upstream nobody answers at', () => {
+  it('polar serve: stops before it listens, with the cause (it opens each harness only when its first task comes)', { timeout: patient(60_000) }, async () => {
+    const db = path.join(dir, 'serve.db');
+    const r = await polar(['serve', '--upstream', DEAD, '--port', '0', '--db', db]);
+    expect(r.code, r.stderr).toBe(1);
+    expect(r.stderr).toMatch(CAUSE);
+    expect(r.stdout).not.toMatch(/polar serve on/);
+    expect(fs.existsSync(db)).toBe(false);
+  });
+
   for (const model of [[], ['--model', 'm']]) {
     const named = model.length > 0 ? 'with --model' : 'without --model';
 

@@ -2,6 +2,7 @@ import os from 'node:os';
 import path from 'node:path';
 import chalk from 'chalk';
 import type { Command } from 'commander';
+import { cannotReach, MODELS_TIMEOUT_MS } from '../../capture/open.js';
 import { PolarError } from '../../core/errors.js';
 import { HttpGuard, isLoopbackHost } from '../../core/http/guard.js';
 import type { RolloutConfig } from '../../rollout/config.js';
@@ -14,6 +15,7 @@ import { openStore } from '../../store/open.js';
 import { isPostgresUrl } from '../../store/postgres/url.js';
 import { defaultDbPath } from '../../store/store.js';
 import { sourceAllowList } from '../../train/gym-agent/allow-from.js';
+import { createUpstream } from '../../upstream/create.js';
 import { describeSampling, samplingPolicy } from '../../upstream/sampling-policy.js';
 import { environmentOption, harborEnvironment } from '../environment-option.js';
 import { integerArg, secondsArg } from '../numbers.js';
@@ -113,6 +115,7 @@ async function serveCommand(opts: ServeOptions): Promise<void> {
       `notice: ${describeSampling(samplingPolicy('trainer', config.upstream.kind, config.upstream.temperature, config.upstream.topP, config.upstream.thinking))}`,
     ),
   );
+  await checkUpstream(config, process.env.POLAR_UPSTREAM_API_KEY);
   const store = await openStore(dbPath, { onNotice: notice });
   const nodeId = `polar-${os.hostname()}`;
   const service = new RolloutService({
@@ -143,6 +146,30 @@ async function serveCommand(opts: ServeOptions): Promise<void> {
   server.closeAllConnections();
   await service.close();
   await store.closeAsync();
+}
+
+/**
+ * The upstream, checked once before serving as openCapture checks it for every other command
+ * (issue 40): serve opens each harness's capture only when its first task comes, so a server that
+ * does not answer, or a tokenizer that is not there, would otherwise fail every task later (a
+ * `failed` task stops Slime's training) instead of stopping serve now with the cause.
+ */
+async function checkUpstream(config: Omit<RolloutConfig, 'harness' | 'samples'>, apiKey: string | undefined): Promise<void> {
+  const { url, kind, tokenizer, toolParser } = config.upstream;
+  const upstream = await createUpstream(kind, {
+    baseUrl: url,
+    ...(apiKey ? { apiKey } : {}),
+    ...(tokenizer ? { tokenizer } : {}),
+    ...(toolParser ? { toolParser } : {}),
+  });
+  try {
+    await upstream.models(AbortSignal.timeout(MODELS_TIMEOUT_MS)).catch((err: unknown) => {
+      const unreachable = cannotReach(url, err as Error);
+      if (unreachable) throw unreachable;
+    });
+  } finally {
+    await upstream.close();
+  }
 }
 
 /** polar's side of every served task (the harness and group size come from each TaskRequest). */
