@@ -33,7 +33,7 @@ export async function startServeServer(options: {
   const { service } = options;
   const router = new Router<Handler>()
     .on('GET', '/health', () => ({ status: 200, body: { status: 'ok', nodes: 1, tasks: service.counts() } }))
-    .on('GET', '/rollout/status', () => ({ status: 200, body: service.overview() }))
+    .on('GET', '/rollout/status', async () => ({ status: 200, body: await service.overview() }))
     .on('POST', '/rollout/task/submit', async (req) => service.submit(parseJsonBody(await readBody(req, MAX_BODY))))
     .on('GET', '/rollout/task/:id', (_req, params) => service.get(params.id!))
     .on('DELETE', '/rollout/task/:id', (_req, params, query) => service.cancel(params.id!, queryBool(query.get('register_if_missing'))))
