@@ -40,6 +40,11 @@ export interface RolloutConfig {
   postWorkers: number;
   /** The agent's budget in seconds, from the agent's start, when its task gives none. */
   timeoutSec: number;
+  /**
+   * One budget for a whole sample, preparation and agent, from its INIT's start (ms): Polar's
+   * timeout_seconds, which `polar serve` sets per task (StageContext.sessionBudgetMs); absent: none.
+   */
+  sessionBudgetMs?: number;
   /** Holds workspaces (kept with keepWorkspaces) and evaluators' scratch copies. */
   outDir: string;
   accept: string | null;

@@ -8,6 +8,7 @@ import { agentGymConfig, agentNames, gymRows } from '../../src/train/gym-agent/w
 import type { Yaml } from '../../src/train/yaml.js';
 import { BIN } from './support.js';
 import { patient } from '../support/patience.js';
+import { namespacesUnavailable } from '../support/netns.js';
 import { removeTree } from '../support/remove-tree.js';
 
 /**
@@ -36,18 +37,6 @@ const PORT = 5100;
 const TOKEN_PORT = 5101;
 const NO_DOOR_PORT = 5102;
 const MOCK_PORT = 5103;
-
-/** Why two namespaces cannot be made here, or null. */
-function namespacesUnavailable(): string | null {
-  if (process.platform !== 'linux') return 'network namespaces are Linux only';
-  if (typeof process.getuid === 'function' && process.getuid() !== 0) return 'making network namespaces and a veth pair needs root (ip netns add)';
-  try {
-    execFileSync('ip', ['-V'], { stdio: 'ignore' });
-  } catch {
-    return 'the ip command (iproute2) is not installed';
-  }
-  return null;
-}
 
 const skip = namespacesUnavailable();
 const children: ChildProcess[] = [];

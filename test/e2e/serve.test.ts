@@ -1,7 +1,5 @@
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -11,7 +9,8 @@ import { taskResultProblems, taskStatusProblems } from '../../src/serve/contract
 import { patient } from '../support/patience.js';
 import { polarCli } from '../support/polar-cli.js';
 import { removeTree } from '../support/remove-tree.js';
-import { expectSessionCapturedExactly, startPolarServer, TASK } from './support.js';
+import { callbackListener, type Json, serveClient, slimeRequest } from './serve-support.js';
+import { expectSessionCapturedExactly, startPolarServer } from './support.js';
 
 /**
  * `polar serve` as NVIDIA Polar's trainer bridges drive it (fixtures/polar-api/clients.md): a
@@ -21,34 +20,23 @@ import { expectSessionCapturedExactly, startPolarServer, TASK } from './support.
  * Every answer is checked by Polar's models (polar-models.ts, held to pydantic's verdicts), the
  * traces against `polar export` of the same sessions and the calls against what the server sampled.
  */
-type Json = Record<string, any>;
 const STRICT = { polarEmits: true, publicRelease: true };
 let mock: MockServer;
 let dir: string;
 let url: string;
 let db: string;
 const children: ChildProcess[] = [];
-
-/** The bridge's listener (Slime rollout.py `_start_callback_listener`): POST /callback/task_result; this one fails its first delivery. */
-const callbacks: { status: number; body: Json }[] = [];
-let listener: http.Server;
-let callbackUrl: string;
+let listener: Awaited<ReturnType<typeof callbackListener>>;
+let callbacks: Awaited<ReturnType<typeof callbackListener>>['callbacks'];
+const { post, get, settled } = serveClient(() => url);
+const slime = (taskId: string, extra: Json = {}) => slimeRequest(listener.url, taskId, extra);
 
 beforeAll(async () => {
   mock = await startMockServer();
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-serve-'));
   db = path.join(dir, 'polar.db');
-  listener = http.createServer((req, res) => {
-    let text = '';
-    req.on('data', (d) => (text += d));
-    req.on('end', () => {
-      const status = callbacks.length === 0 ? 503 : 200;
-      callbacks.push({ status, body: JSON.parse(text) as Json });
-      res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ ok: status === 200 }));
-    });
-  });
-  await new Promise<void>((r) => listener.listen(0, '127.0.0.1', r));
-  callbackUrl = `http://127.0.0.1:${(listener.address() as AddressInfo).port}/callback/task_result`;
+  listener = await callbackListener();
+  callbacks = listener.callbacks;
   const args = ['serve', '--port', '0', '--json', '--upstream', mock.url, '--upstream-kind', 'vllm-tito', '--tokenizer', 'bundled:qwen3'];
   const { json } = await startPolarServer([...args, '--db', db, '--out', path.join(dir, 'out'), '--concurrency', '2'], children);
   url = json.url as string;
@@ -57,49 +45,18 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const c of children) c.kill('SIGTERM');
   await new Promise((r) => setTimeout(r, 500));
-  await new Promise<void>((r) => listener?.close(() => r()));
+  await listener?.close();
   await mock?.close();
   removeTree(dir);
-});
-
-const post = async (body: unknown, headers: Record<string, string> = {}) => {
-  const res = await fetch(`${url}/rollout/task/submit`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...headers },
-    body: JSON.stringify(body),
-  });
-  return { status: res.status, body: (await res.json()) as Json };
-};
-const get = async (id: string) => (await fetch(`${url}/rollout/task/${id}`)).json() as Promise<Json>;
-/** Polls as Slime's eval loop does (every 2 s) until the task is no longer running. */
-async function settled(id: string): Promise<Json> {
-  for (;;) {
-    const s = await get(id);
-    if (s.status !== 'running' && s.status !== 'cancelling') return s;
-    await new Promise((r) => setTimeout(r, 1000));
-  }
-}
-
-const slimeRequest = (taskId: string, extra: Json = {}): Json => ({
-  task_id: taskId,
-  instruction: TASK,
-  num_samples: 2,
-  timeout_seconds: 600,
-  agent: { harness: 'codex', model_name: 'gpt-5.4', settings: { version: '' } },
-  builder: { strategy: 'prefix_merging' },
-  evaluator: { strategy: 'session_completed' },
-  metadata: { group_id: 29, policy_version: 3, rollout_step: 3 },
-  callback_url: callbackUrl,
-  ...extra,
 });
 
 describe('polar serve: a Slime-bridge-shaped task', () => {
   let status: Json;
   beforeAll(async () => {
-    const submitted = await post(slimeRequest('polar-swegym-grpo-29-42'));
+    const submitted = await post(slime('polar-swegym-grpo-29-42'));
     expect(submitted).toEqual({ status: 200, body: { task_id: 'polar-swegym-grpo-29-42', status: 'running' } });
     // A second submit of a running id is Polar's 409 (manager.py:163-168).
-    expect((await post(slimeRequest('polar-swegym-grpo-29-42'))).status).toBe(409);
+    expect((await post(slime('polar-swegym-grpo-29-42'))).status).toBe(409);
     status = await settled('polar-swegym-grpo-29-42');
     for (let i = 0; i < 100 && !callbacks.some((c) => c.status === 200); i++) await new Promise((r) => setTimeout(r, 200));
   }, patient(300_000));
@@ -175,7 +132,7 @@ function harnessStarted(taskId: string): boolean {
 describe("polar serve: the bridges' other calls", () => {
   it('early stop: once one session is usable the rest are cut off, still num_samples results', { timeout: patient(300_000) }, async () => {
     const { status } = await post(
-      slimeRequest('early-stop', { num_samples: 3, early_stop_min_usable_sessions: 1, callback_url: null, builder: { strategy: 'per_request' } }),
+      slime('early-stop', { num_samples: 3, early_stop_min_usable_sessions: 1, callback_url: null, builder: { strategy: 'per_request' } }),
     );
     expect(status).toBe(200);
     const s = await settled('early-stop');
@@ -204,7 +161,7 @@ describe("polar serve: the bridges' other calls", () => {
   });
 
   it('DELETE cancels a running task: its sessions end, ERROR and masked; a tombstone refuses a later submit', { timeout: patient(120_000) }, async () => {
-    expect((await post(slimeRequest('to-cancel', { callback_url: null }))).status).toBe(200);
+    expect((await post(slime('to-cancel', { callback_url: null }))).status).toBe(200);
     const res = await fetch(`${url}/rollout/task/to-cancel`, { method: 'DELETE' });
     expect(res.status).toBe(200);
     expect(['cancelling', 'cancelled']).toContain(((await res.json()) as Json).status);
@@ -217,11 +174,11 @@ describe("polar serve: the bridges' other calls", () => {
     expect((await fetch(`${url}/rollout/task/never-submitted`, { method: 'DELETE' })).status).toBe(404);
     const tomb = await fetch(`${url}/rollout/task/never-submitted?register_if_missing=true`, { method: 'DELETE' });
     expect(await tomb.json()).toMatchObject({ task_id: 'never-submitted', status: 'cancelled', total_sessions: 0 });
-    expect((await post(slimeRequest('never-submitted'))).status).toBe(409);
+    expect((await post(slime('never-submitted'))).status).toBe(409);
   });
 
   it('timeout_seconds bounds the whole session: TIMEOUT, its traces masked with reward 0', { timeout: patient(120_000) }, async () => {
-    expect((await post(slimeRequest('too-short', { num_samples: 1, timeout_seconds: 1.5, callback_url: null }))).status).toBe(200);
+    expect((await post(slime('too-short', { num_samples: 1, timeout_seconds: 1.5, callback_url: null }))).status).toBe(200);
     const s = await settled('too-short');
     expect(taskStatusProblems(s, STRICT)).toEqual([]);
     const r = s.results[0] as Json;
@@ -248,7 +205,7 @@ describe("polar serve: the bridges' other calls", () => {
     const before = mock.calls.length;
     try {
       expect(await (await fetch(`${gateway}/admin/inference/pause?timeout_seconds=30`, { method: 'POST' })).json()).toEqual({ paused: true, inflight: 0 });
-      expect((await post(slimeRequest('while-paused', { num_samples: 1, callback_url: null }))).status).toBe(200);
+      expect((await post(slime('while-paused', { num_samples: 1, callback_url: null }))).status).toBe(200);
       // The harness starts (its session row is written as it launches) and asks for the model within
       // a second or two; 5 s after its start the call still waits at the proxy, unserved.
       for (let i = 0; i < 600 && !harnessStarted('while-paused'); i++) await new Promise((r) => setTimeout(r, 100));
@@ -268,7 +225,7 @@ describe("polar serve: the bridges' other calls", () => {
     const res = await fetch(`${url}/rollout/task/submit`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', origin: 'http://evil.example' },
-      body: JSON.stringify(slimeRequest('from-a-page')),
+      body: JSON.stringify(slime('from-a-page')),
     });
     expect(res.status).toBe(403);
     expect((await fetch(`${url}/rollout/task/from-a-page`)).status).toBe(404);

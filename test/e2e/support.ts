@@ -92,8 +92,12 @@ export function spawnPolar(args: string[]) {
  * prints, parsed, once it is listening; rejects with its stderr if it exits first. The child goes into
  * `children`, for the test's cleanup to end.
  */
-export async function startPolarServer(args: string[], children: ChildProcess[]): Promise<{ json: Record<string, unknown>; stderr: () => string }> {
-  const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+export async function startPolarServer(
+  args: string[],
+  children: ChildProcess[],
+  env: NodeJS.ProcessEnv = {},
+): Promise<{ json: Record<string, unknown>; stderr: () => string }> {
+  const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   children.push(child);
   let stderr = '';
   child.stderr!.on('data', (d) => (stderr += d));

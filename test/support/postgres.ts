@@ -23,6 +23,11 @@ export interface TestPostgresOptions {
   nativeDir?: string;
   /** How long a start may take before it fails with the server's last lines (ms). */
   startTimeoutMs?: number;
+  /**
+   * Other machines' way in: the server also listens on `address` (which must exist when it starts)
+   * and admits password logins from `subnet` (CIDR): its URLs with `address` for 127.0.0.1.
+   */
+  network?: { address: string; subnet: string };
 }
 
 const PASSWORD = 'polar-test';
@@ -131,7 +136,7 @@ export async function startTestPostgres(options: TestPostgresOptions = {}): Prom
           '-p',
           String(port),
           '-c',
-          'listen_addresses=127.0.0.1',
+          `listen_addresses=${['127.0.0.1', ...(options.network ? [options.network.address] : [])].join(',')}`,
           '-c',
           `unix_socket_directories=${dataDir}`,
           '-c',
@@ -185,6 +190,7 @@ export async function startTestPostgres(options: TestPostgresOptions = {}): Prom
       user,
     );
     fs.rmSync(pwfile, { force: true });
+    if (options.network) fs.appendFileSync(path.join(dataDir, 'pg_hba.conf'), `host all all ${options.network.subnet} password\n`);
     await start();
   } catch (err) {
     await stop();

@@ -8,11 +8,13 @@ import { HttpGuard, isLoopbackHost } from '../../core/http/guard.js';
 import type { RolloutConfig } from '../../rollout/config.js';
 import { environmentNotice } from '../../rollout/environments/choose.js';
 import type { EnvironmentName } from '../../rollout/environments/names.js';
+import { LocalBackend } from '../../serve/local-backend.js';
+import { QueueBackend } from '../../serve/queue-backend.js';
 import { RolloutService } from '../../serve/service.js';
 import { startServeServer } from '../../serve/server.js';
 import { sandboxNotices } from '../../sandbox/index.js';
 import { openStore } from '../../store/open.js';
-import { isPostgresUrl } from '../../store/postgres/url.js';
+import { isPostgresUrl, redactUrl } from '../../store/postgres/url.js';
 import { defaultDbPath } from '../../store/store.js';
 import { sourceAllowList } from '../../train/gym-agent/allow-from.js';
 import { createUpstream } from '../../upstream/create.js';
@@ -43,6 +45,8 @@ interface ServeOptions extends UpstreamFlags, SandboxFlags {
   node?: string;
   environment?: EnvironmentName;
   queue?: string;
+  retries: number;
+  heartbeat: number;
   json?: boolean;
 }
 
@@ -82,17 +86,37 @@ export function registerServe(program: Command): void {
     .option('--keep-compaction', "leave the harness's own compaction on (default: off, so a session is one append-only trace)")
     .option('--harness-bin <path>', 'the harness executable (default: node_modules/.bin, then PATH)')
     .option('--node <path>', 'a Node.js binary for harnesses that need a newer one')
-    .option('--queue <url>', 'coordinate `polar worker`s on other machines through this PostgreSQL queue (not yet: sessions run here)')
+    .option('--queue <url>', "run every task's sessions on `polar worker`s (any machine) through this PostgreSQL queue and shared store, instead of here")
+    .option(
+      '--retries <n>',
+      'with --queue: times a lost or failed session is handed to another worker before it is given up on',
+      integerArg('--retries', 0, 100),
+      2,
+    )
+    .option(
+      '--heartbeat <seconds>',
+      'with --queue: a worker that has not touched its session for this long has lost it (≥ 10)',
+      integerArg('--heartbeat', 10, 86_400),
+      30,
+    )
     .addOption(environmentOption())
     .option('--json', 'print the listening URL as one JSON line');
   addSandboxOptions(serve).action(action(serveCommand));
 }
 
 async function serveCommand(opts: ServeOptions): Promise<void> {
-  if (opts.queue) throw new PolarError('POLAR_USAGE', '--queue is not built yet: polar serve runs every session on this machine; leave --queue out');
-  if (!opts.upstream) throw new PolarError('POLAR_USAGE', 'polar serve needs the inference server: --upstream URL');
-  const dbPath = opts.db ?? defaultDbPath();
-  if (isPostgresUrl(dbPath)) throw new PolarError('POLAR_USAGE', 'polar serve keeps its store in SQLite (--db FILE); a shared store comes with --queue');
+  if (opts.queue) {
+    if (!isPostgresUrl(opts.queue)) throw new PolarError('POLAR_USAGE', `--queue must be a postgres:// URL (got ${JSON.stringify(opts.queue)})`);
+    if (opts.db && opts.db !== opts.queue)
+      throw new PolarError('POLAR_USAGE', "with --queue the tasks live in the queue's database: drop --db, or make it the --queue URL");
+  } else if (!opts.upstream)
+    throw new PolarError('POLAR_USAGE', 'polar serve needs the inference server: --upstream URL (or --queue URL, for workers that have their own)');
+  const dbPath = opts.queue ?? opts.db ?? defaultDbPath();
+  if (!opts.queue && isPostgresUrl(dbPath))
+    throw new PolarError(
+      'POLAR_USAGE',
+      'polar serve keeps its store in SQLite (--db FILE); a shared store comes with --queue URL, for workers on other machines',
+    );
   const allowFrom = opts.allowFrom?.length ? await sourceAllowList(opts.allowFrom) : null;
   if (!isLoopbackHost(opts.host) && !allowFrom)
     throw new PolarError(
@@ -104,35 +128,45 @@ async function serveCommand(opts: ServeOptions): Promise<void> {
   const environment = harborEnvironment(opts.environment, false);
   const config = serveConfig(opts, sandbox, environment);
   const notice = (line: string) => process.stderr.write(`${line}\n`);
-  if (!opts.json) {
+  if (!opts.json && !opts.queue) {
     for (const line of sandboxNotices({ kind: sandbox, bwrap: '', network: opts.network ?? 'proxy-only', limits: limitsFrom(opts), extraReadOnly: [] }))
       notice(chalk.yellow(`notice: ${line}`));
     const chosen = environmentNotice(opts.environment, environment);
     if (chosen) notice(chalk.yellow(`notice: ${chosen}`));
   }
-  notice(
-    chalk.dim(
-      `notice: ${describeSampling(samplingPolicy('trainer', config.upstream.kind, config.upstream.temperature, config.upstream.topP, config.upstream.thinking))}`,
-    ),
-  );
-  await checkUpstream(config, process.env.POLAR_UPSTREAM_API_KEY);
-  const store = await openStore(dbPath, { onNotice: notice });
+  const apiKey = process.env.POLAR_UPSTREAM_API_KEY;
+  if (!opts.queue) {
+    notice(
+      chalk.dim(
+        `notice: ${describeSampling(samplingPolicy('trainer', config.upstream.kind, config.upstream.temperature, config.upstream.topP, config.upstream.thinking))}`,
+      ),
+    );
+    await checkUpstream(config, apiKey);
+  }
   const nodeId = `polar-${os.hostname()}`;
-  const service = new RolloutService({
-    store,
-    dbPath: path.resolve(dbPath),
-    config,
-    nodeId,
-    ...(process.env.POLAR_UPSTREAM_API_KEY ? { upstreamApiKey: process.env.POLAR_UPSTREAM_API_KEY } : {}),
-    onNotice: notice,
-  });
+  const backend = opts.queue
+    ? await QueueBackend.open({ url: opts.queue, config, settings: { retries: opts.retries, heartbeatSec: opts.heartbeat }, onNotice: notice })
+    : new LocalBackend({
+        store: await openStore(dbPath, { onNotice: notice }),
+        dbPath: path.resolve(dbPath),
+        config,
+        ...(apiKey ? { upstreamApiKey: apiKey } : {}),
+        onNotice: notice,
+      });
+  const service = new RolloutService({ backend, timeoutSec: config.timeoutSec, nodeId, onNotice: notice });
   let url = '';
   const { server, address } = await startServeServer({ host: opts.host, port: opts.port, guard, service, nodeId, publicUrl: () => url, onNotice: notice });
   // Bound to every address, the URL others reach it by is this machine's name.
   const bound = address.address === '0.0.0.0' || address.address === '::' ? os.hostname() : address.address;
   const host = bound.includes(':') ? `[${bound}]` : bound;
   url = `http://${host}:${address.port}`;
-  if (opts.json) process.stdout.write(`${JSON.stringify({ url, db: dbPath, upstream: opts.upstream, upstreamKind: config.upstream.kind })}\n`);
+  const db = redactUrl(dbPath);
+  if (opts.json)
+    process.stdout.write(`${JSON.stringify({ url, db, ...(opts.queue ? { queue: db } : { upstream: opts.upstream, upstreamKind: config.upstream.kind }) })}\n`);
+  else if (opts.queue)
+    process.stdout.write(
+      `${chalk.bold('polar serve')} on ${url}: tasks queued on ${db} for \`polar worker --queue ${db} --harness H --upstream URL\` on each machine\n`,
+    );
   else
     process.stdout.write(
       `${chalk.bold('polar serve')} on ${url}: tasks against ${opts.upstream} (${config.upstream.kind}), sandbox ${sandbox}, db ${dbPath}\n`,
@@ -145,7 +179,7 @@ async function serveCommand(opts: ServeOptions): Promise<void> {
   server.close();
   server.closeAllConnections();
   await service.close();
-  await store.closeAsync();
+  await backend.store.closeAsync();
 }
 
 /**
@@ -179,7 +213,8 @@ function serveConfig(opts: ServeOptions, sandbox: 'bwrap' | 'none', environment:
   return {
     ...(opts.harnessBin ? { harnessBin: opts.harnessBin } : {}),
     ...(opts.node ? { nodeBin: opts.node } : {}),
-    upstream: { url: opts.upstream!, kind: opts.upstreamKind, ...upstream },
+    // With --queue each worker's own --upstream is used; the one given here is only recorded.
+    upstream: { url: opts.upstream ?? '', kind: opts.upstreamKind, ...upstream },
     model: opts.model ?? null,
     ...(opts.contextWindow ? { contextWindow: opts.contextWindow } : {}),
     concurrency: opts.concurrency,

@@ -14,6 +14,8 @@ export interface QueueSettings {
   retries: number;
   /** A worker that has not touched its sample for this long has lost it (s, ≥ 10). */
   heartbeatSec: number;
+  /** The jobs' priority: higher is taken first by a free worker (pg-boss `priority`); `polar serve` passes dispatch_priority. */
+  priority?: number;
 }
 
 /**
@@ -61,7 +63,9 @@ export async function enqueueRollout(
         const db = { executeSql: (text: string, values?: unknown[]) => tx.query(text, values) };
         for (const task of tasks) {
           const evaluatorSec = task.evaluator.type === 'command' ? (task.evaluator.timeout ?? 600) : task.evaluator.type === 'tests' ? 1800 : 0;
-          const expireInSeconds = Math.ceil((task.timeout ?? config.timeoutSec) + evaluatorSec + 300);
+          // A served task's one budget (timeout_seconds) bounds preparation and agent together.
+          const beforePost = config.sessionBudgetMs !== undefined ? config.sessionBudgetMs / 1000 : (task.timeout ?? config.timeoutSec);
+          const expireInSeconds = Math.ceil(beforePost + evaluatorSec + 300);
           for (let i = 0; i < config.samples; i++) {
             const id = sampleId(rolloutId, task.id, i);
             const job: SampleJob = { rolloutId, sampleId: id };
@@ -71,6 +75,7 @@ export async function enqueueRollout(
               retryDelay: 0,
               expireInSeconds,
               heartbeatSeconds: settings.heartbeatSec,
+              ...(settings.priority ? { priority: settings.priority } : {}),
               db,
             });
           }

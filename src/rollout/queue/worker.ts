@@ -108,12 +108,30 @@ async function pollQueue(w: Worker): Promise<number> {
   return ran;
 }
 
-/** One job: the sample through its stages, the job touched meanwhile, then completed or handed back. */
+/** How often a running sample's row is read for an end written elsewhere (a `polar serve` coordinator's cut). */
+const CUT_CHECK_MS = 2000;
+
+/**
+ * One job: the sample through its stages, the job touched meanwhile, then completed or handed back.
+ * A sample that another process ended while it ran (`polar serve` cutting stragglers off at early
+ * stop or on DELETE: cutQueuedSamples) has its harness stopped within CUT_CHECK_MS, as Ctrl-C stops it.
+ */
 async function runJob(w: Worker, job: Job<SampleJob>): Promise<void> {
   const { boss, name } = w;
   const touch = setInterval(() => void boss.touch(name, job).catch(() => undefined), Math.max(1000, ((job.heartbeatSeconds ?? 30) * 1000) / 3));
+  const cut = new AbortController();
+  const watch = setInterval(() => {
+    void getSampleStatus(w.pg, job.data.sampleId)
+      .then((status) => {
+        if (status && isEnded(status) && !cut.signal.aborted) {
+          w.notice(`sample ${job.data.sampleId} was ended elsewhere (${status}); stopping its harness`);
+          cut.abort();
+        }
+      })
+      .catch(() => undefined);
+  }, CUT_CHECK_MS);
   try {
-    const found = await contextFor(w, job.data);
+    const found = await contextFor(w, job.data, cut.signal);
     if (!found) {
       await boss.complete(name, job);
       return;
@@ -130,6 +148,7 @@ async function runJob(w: Worker, job: Job<SampleJob>): Promise<void> {
     await boss.fail(name, job, { reason: (err as Error).message }).catch(() => undefined);
   } finally {
     clearInterval(touch);
+    clearInterval(watch);
   }
 }
 
@@ -138,7 +157,7 @@ function isEnded(status: string): boolean {
 }
 
 /** The sample, its task and its rollout's settings, from the store; null when the sample already ended. */
-async function contextFor(w: Worker, job: SampleJob): Promise<{ ctx: StageContext; sample: SampleRow } | null> {
+async function contextFor(w: Worker, job: SampleJob, cut: AbortSignal): Promise<{ ctx: StageContext; sample: SampleRow } | null> {
   const { opts, pg, capture } = w;
   // Read again while PostgreSQL cannot be reached: a job that fails here is retried only a few
   // times before its sample is given up on, and a busy machine can take longer to connect than the pool waits.
@@ -171,23 +190,27 @@ async function contextFor(w: Worker, job: SampleJob): Promise<{ ctx: StageContex
     tasksDir: rollout.tasksFile ? path.dirname(rollout.tasksFile) : null,
     emit: (e) => opts.onEvent?.({ ...e, rolloutId: job.rolloutId }),
     onNotice: w.notice,
-    stopping: () => opts.signal.aborted,
+    stopping: () => opts.signal.aborted || cut.aborted,
+    signal: cut,
+    ...(config.sessionBudgetMs !== undefined ? { sessionBudgetMs: config.sessionBudgetMs } : {}),
   };
   return { ctx, sample };
 }
 
 /**
  * What a sample takes from its rollout's stored configuration rather than this machine's: its
- * acceptance rule, its budget, its group size, which metric is its reward and whether its harness
+ * acceptance rule, its budgets, its group size, which metric is its reward and whether its harness
  * keeps its compaction. Everything else (harness, upstream, sandbox, where Harbor tasks run) is
  * the worker's own.
  */
 export function storedSettings(
   rollout: RolloutRow,
   local: RolloutConfig,
-): Pick<RolloutConfig, 'accept' | 'timeoutSec' | 'samples' | 'rewardKey' | 'rewardRange' | 'compaction'> {
+): Pick<RolloutConfig, 'accept' | 'timeoutSec' | 'samples' | 'rewardKey' | 'rewardRange' | 'compaction' | 'sessionBudgetMs'> {
   const c = rollout.config;
   return {
+    // A served task's timeout_seconds: one budget from INIT's start, on whichever machine runs it.
+    sessionBudgetMs: typeof c.sessionBudgetMs === 'number' && c.sessionBudgetMs > 0 ? c.sessionBudgetMs : undefined,
     // Whether the harness compacts is what a sample's trace is (one chain, or several): the rollout's (--keep-compaction).
     compaction: c.compaction === 'harness' ? 'harness' : undefined,
     // Which metric is the reward: what the rollout's groups are scored by (--reward-key), on every worker alike.

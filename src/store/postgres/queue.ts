@@ -166,6 +166,45 @@ export async function finishAttempt(pg: Postgres, id: string, attempt: number, e
   });
 }
 
+/**
+ * Ends a queued rollout's samples that have not ended, from outside any worker (`polar serve`
+ * cutting stragglers off at early stop, or cancelling on DELETE): each becomes `error` with
+ * `reason`, fencing its worker (whose later writes name a sample that has ended, and change
+ * nothing; the worker stops its harness when it reads the row: worker.ts). Under the rollout's
+ * lock, as finishAttempt: the group's statistics, and the rollout's end (as `rolloutEnd`) when
+ * these were its last samples.
+ * Returns the samples it ended (one that ended meanwhile by itself is not among them).
+ */
+export async function cutQueuedSamples(
+  pg: Postgres,
+  cut: { rolloutId: string; ids: readonly string[]; reason: string; rolloutEnd: 'completed' | 'interrupted' },
+  stats: GroupStatsFn,
+): Promise<string[]> {
+  const { rolloutId, ids, reason, rolloutEnd } = cut;
+  return pg.transaction(async (tx) => {
+    await tx.query('SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
+    await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`polar-rollout:${rolloutId}`]);
+    const now = Date.now();
+    const { rows } = await tx.query(
+      `UPDATE samples SET status = 'error', error_stage = 'cancel', error = $3, ended_at = $4
+        WHERE rollout_id = $1 AND id = ANY($2::text[]) AND status NOT IN ${FINAL_SQL} RETURNING id, task_id, group_id`,
+      [rolloutId, ids, reason, now],
+    );
+    const groups = new Map<string, GroupKey>();
+    for (const row of rows) {
+      const r = new PgRow(row, 'samples');
+      groups.set(r.text('task_id'), { rolloutId, taskId: r.text('task_id'), groupId: r.text('group_id') });
+    }
+    for (const group of groups.values()) await writeGroupIfComplete(tx, group, stats);
+    await tx.query(
+      `UPDATE rollouts SET status = $3, ended_at = $2
+        WHERE id = $1 AND status = 'running' AND NOT EXISTS (SELECT 1 FROM samples WHERE rollout_id = $1 AND status NOT IN ${FINAL_SQL})`,
+      [rolloutId, now, rolloutEnd],
+    );
+    return rows.map((row) => new PgRow(row, 'samples').text('id'));
+  });
+}
+
 type GroupKey = { rolloutId: string; taskId: string; groupId: string };
 
 async function writeGroupIfComplete(tx: PgQueryable, group: GroupKey, stats: GroupStatsFn): Promise<void> {

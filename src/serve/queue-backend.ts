@@ -1,0 +1,158 @@
+import { PolarError } from '../core/errors.js';
+import type { RolloutConfig } from '../rollout/config.js';
+import { enqueueRollout, interruptAbandoned, type QueueSettings } from '../rollout/queue/enqueue.js';
+import { groupStats } from '../rollout/stats.js';
+import { Postgres, whileUnreachable } from '../store/postgres/client.js';
+import { mirrorPath } from '../store/postgres/journal.js';
+import { syncMirror } from '../store/postgres/mirror.js';
+import { cutQueuedSamples, type SampleProgress, sampleProgress } from '../store/postgres/queue.js';
+import { openStore } from '../store/open.js';
+import { SAMPLE_OUTCOMES } from '../store/rollouts.js';
+import type { Store } from '../store/store.js';
+import type { InferenceState, TaskBackend } from './backend.js';
+import type { ServedTask } from './request.js';
+import type { Cut } from './results.js';
+import type { ServedRun } from './served-run.js';
+
+export interface QueueBackendOptions {
+  /** The shared store and queue: postgres://… */
+  url: string;
+  /** What every served task's rollout stores (the workers take its budgets; their harness, upstream and sandbox are their own). */
+  config: Omit<RolloutConfig, 'harness' | 'samples'>;
+  settings: Omit<QueueSettings, 'priority'>;
+  onNotice?: (line: string) => void;
+}
+
+/** How often a running task's samples are read from PostgreSQL. */
+const POLL_MS = 1000;
+
+/**
+ * A served task's sessions on `polar worker`s anywhere (Polar's gateway nodes): its rollout goes to
+ * the shared store and its samples onto the harness's queue, with dispatch_priority as the jobs'
+ * priority and timeout_seconds as the rollout's session budget, which every worker applies
+ * (worker.ts storedSettings). The coordinator reads each sample's status from PostgreSQL, and the
+ * results from its mirror of the shared store, brought up to date when a sample ends: a worker
+ * writes a sample's end only once its calls are shipped (PgSampleLedger), so an ended sample's
+ * traces are whole. Early stop and DELETE end the samples in PostgreSQL (cutQueuedSamples); a
+ * queued one is never started and a running one's worker stops its harness.
+ */
+export class QueueBackend implements TaskBackend {
+  private readonly pg: Postgres;
+  private readonly mirror: string;
+  private readonly rollouts = new Set<string>();
+  private syncing: Promise<void> | null = null;
+
+  private constructor(
+    private readonly options: QueueBackendOptions,
+    readonly store: Store,
+  ) {
+    this.pg = new Postgres(options.url, { max: 2, applicationName: 'polar-serve' });
+    this.mirror = mirrorPath(options.url);
+  }
+
+  /** Opens the shared store's mirror (PostgreSQL migrated, the mirror pulled up to date). */
+  static async open(options: QueueBackendOptions): Promise<QueueBackend> {
+    const store = await openStore(options.url, { readonly: true, ...(options.onNotice ? { onNotice: options.onNotice } : {}) });
+    return new QueueBackend(options, store);
+  }
+
+  async record(served: ServedTask): Promise<string> {
+    const config = {
+      ...this.options.config,
+      harness: served.harness,
+      samples: served.samples,
+      sessionBudgetMs: served.budgetMs,
+      source: 'serve',
+      polar_task_id: served.taskId,
+    } as RolloutConfig;
+    return enqueueRollout(this.pg, this.options.url, [served.task], null, config, { ...this.options.settings, priority: served.priority });
+  }
+
+  async run(run: ServedRun, ended: (sampleId: string) => void): Promise<void> {
+    const reported = new Set<string>();
+    this.rollouts.add(run.rolloutId);
+    try {
+      for (;;) {
+        // A sample whose every attempt was lost (its retries used up) can no longer end by itself.
+        await interruptAbandoned(this.pg, run.rolloutId, run.served.harness).catch(() => 0);
+        const rows = await whileUnreachable(() => sampleProgress(this.pg, run.rolloutId));
+        const done = rows.filter(hasEnded);
+        const fresh = done.filter((r) => !reported.has(r.id));
+        if (fresh.length > 0) {
+          await this.sync();
+          for (const r of fresh) {
+            reported.add(r.id);
+            ended(r.id);
+          }
+        }
+        if (done.length === rows.length) return;
+        await new Promise((r) => setTimeout(r, POLL_MS));
+      }
+    } finally {
+      this.rollouts.delete(run.rolloutId);
+    }
+  }
+
+  async cut(run: ServedRun, cut: Cut): Promise<void> {
+    run.abort.abort();
+    const open = (await whileUnreachable(() => sampleProgress(this.pg, run.rolloutId))).filter((r) => !hasEnded(r) && !run.cuts.has(r.id)).map((r) => r.id);
+    // Recorded before the write: the poll that sees them ended must find them cut.
+    for (const id of open) run.cuts.set(id, cut);
+    const reason =
+      cut.kind === 'early_stop'
+        ? `cut off: ${cut.usable} of ${cut.threshold} usable sessions reached (early_stop_min_usable_sessions)`
+        : `cancelled: DELETE /rollout/task/${run.served.taskId}`;
+    const rolloutEnd = cut.kind === 'early_stop' ? 'completed' : 'interrupted';
+    const done = new Set(await whileUnreachable(() => cutQueuedSamples(this.pg, { rolloutId: run.rolloutId, ids: open, reason, rolloutEnd }, groupStats)));
+    // One that ended by itself meanwhile keeps its own outcome.
+    for (const id of open) if (!done.has(id)) run.cuts.delete(id);
+  }
+
+  async pending(): Promise<number> {
+    if (this.rollouts.size === 0) return 0;
+    const { rows } = await this.pg.query(`SELECT count(*)::int AS n FROM samples WHERE rollout_id = ANY($1::text[]) AND status = 'queued'`, [
+      [...this.rollouts],
+    ]);
+    return Number((rows[0] as { n: number } | undefined)?.n ?? 0);
+  }
+
+  pause(): Promise<InferenceState> {
+    return Promise.reject(notHere());
+  }
+
+  resume(): Promise<InferenceState> {
+    return Promise.reject(notHere());
+  }
+
+  inference(): Promise<InferenceState> {
+    return Promise.reject(notHere());
+  }
+
+  async close(): Promise<void> {
+    await this.pg.close().catch(() => undefined);
+    this.store.close();
+  }
+
+  /** The mirror pulled up to date; calls at once share one pull. */
+  private sync(): Promise<void> {
+    this.syncing ??= whileUnreachable(() => syncMirror(this.pg, this.mirror))
+      .then(() => undefined)
+      .finally(() => {
+        this.syncing = null;
+      });
+    return this.syncing;
+  }
+}
+
+/** Ended: an outcome, or given up on (interruptAbandoned names why; a Ctrl-C'd worker's sample, interrupted with no error, goes back to the queue). */
+function hasEnded(r: SampleProgress): boolean {
+  return (SAMPLE_OUTCOMES as readonly string[]).includes(r.status) || (r.status === 'interrupted' && r.error !== null);
+}
+
+function notHere(): PolarError {
+  return new PolarError(
+    'POLAR_USAGE',
+    "with --queue the model calls are made at the workers' capture proxies, which polar serve cannot pause yet: pause the inference server itself around a weight update",
+    409,
+  );
+}

@@ -1,0 +1,250 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type MockServer, type MockServerOptions, startMockServer } from '../../src/mock-server/server.js';
+import { taskResultProblems, taskStatusProblems } from '../../src/serve/contract/polar-models.js';
+import { mirrorPath } from '../../src/store/postgres/journal.js';
+import { makeHosts, namespacesUnavailable, type Hosts } from '../support/netns.js';
+import { patient } from '../support/patience.js';
+import { polarCli } from '../support/polar-cli.js';
+import { startTestPostgres, type TestPostgres } from '../support/postgres.js';
+import { removeTree } from '../support/remove-tree.js';
+import { waitUntil } from '../support/wait.js';
+import { callbackListener, type Json, serveClient, slimeRequest } from './serve-support.js';
+import { BIN, expectSessionCapturedExactly, startPolarServer } from './support.js';
+
+/**
+ * `polar serve --queue`: the same Slime-bridge-shaped task as serve.test.ts, its sessions run by two
+ * `polar worker`s on two other machines: network namespaces on a bridge, each with its own
+ * hostname, $HOME and state folder, reaching PostgreSQL and the reference upstream (vllm-tito, the
+ * real Qwen3 tokenizer and template) only at this machine's bridge address; nothing on disk is
+ * shared with the coordinator but the code. The coordinator reads everything from PostgreSQL.
+ */
+const skip = namespacesUnavailable();
+const STRICT = { polarEmits: true, publicRelease: true };
+const TOKEN = 'polar-queue-test-token';
+let hosts: Hosts;
+let server: TestPostgres;
+let mock: MockServer;
+const mockOptions: MockServerOptions = {};
+let dir: string;
+let url: string;
+let serveUrl = '';
+let db: pg.Client;
+const children: ChildProcess[] = [];
+const workerLogs: string[] = [];
+let listener: Awaited<ReturnType<typeof callbackListener>>;
+const { post, settled } = serveClient(() => serveUrl);
+const slime = (taskId: string, extra: Json = {}) => slimeRequest(listener.url, taskId, extra);
+const testEnv = () => ({ ...process.env, NO_COLOR: '1', POLAR_STATE_DIR: path.join(dir, 'test-state') });
+
+beforeAll(async () => {
+  if (skip) return;
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-serve-queue-'));
+  hosts = makeHosts('polar-sq', 211, 2);
+  server = await startTestPostgres({ network: { address: hosts.hub, subnet: hosts.subnet } });
+  url = await server.database('serve_queue');
+  db = new pg.Client({ connectionString: url });
+  await db.connect();
+  Object.assign(mockOptions, { host: hosts.hub, authToken: TOKEN });
+  mock = await startMockServer(mockOptions);
+  listener = await callbackListener();
+  const { json } = await startPolarServer(['serve', '--port', '0', '--json', '--queue', url], children, {
+    POLAR_STATE_DIR: path.join(dir, 'serve-state'),
+  });
+  serveUrl = json.url as string;
+  const hostUrl = url.replace('@127.0.0.1:', `@${hosts.hub}:`);
+  hosts.hosts.forEach((_, i) => {
+    const [cmd, args] = hosts.command(i, [
+      process.execPath,
+      BIN,
+      'worker',
+      '--queue',
+      hostUrl,
+      '--harness',
+      'codex',
+      '--upstream',
+      mock.url,
+      '--upstream-kind',
+      'vllm-tito',
+      '--tokenizer',
+      'bundled:qwen3',
+      '--concurrency',
+      '1',
+      '--out',
+      path.join(dir, `out-${i}`),
+      '--json',
+    ]);
+    const home = path.join(dir, `home-${i}`);
+    fs.mkdirSync(home);
+    const child = spawn(cmd, args, {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, HOME: home, POLAR_STATE_DIR: path.join(dir, `state-${i}`), POLAR_UPSTREAM_API_KEY: TOKEN, NO_COLOR: '1' },
+    });
+    workerLogs[i] = '';
+    child.stdout!.on('data', (d) => (workerLogs[i] += d));
+    child.stderr!.on('data', (d) => (workerLogs[i] += d));
+    children.push(child);
+  });
+  // Both workers are connected (from their own addresses) before the first task is queued, so each takes one session.
+  await waitUntil(
+    'both workers connected to PostgreSQL from their hosts',
+    async () => {
+      const { rows } = await db.query(`SELECT DISTINCT host(client_addr) AS a FROM pg_stat_activity WHERE client_addr IS NOT NULL`);
+      return hosts.hosts.every((h) => rows.some((r) => r.a === h.address));
+    },
+    { everyMs: 200, stopIf: () => (children.some((c) => c.exitCode !== null) ? `a process exited early:\n${workerLogs.join('\n---\n')}` : null) },
+  );
+  await new Promise((r) => setTimeout(r, 3000));
+}, patient(120_000));
+
+afterAll(async () => {
+  for (const c of children) c.kill('SIGTERM');
+  await Promise.all(children.map((c) => (c.exitCode === null && c.signalCode === null ? new Promise((r) => c.once('exit', r)) : null)));
+  await db?.end().catch(() => undefined);
+  await listener?.close();
+  await mock?.close();
+  await server?.close();
+  hosts?.remove();
+  if (dir) removeTree(dir);
+}, patient(60_000));
+
+const samplesOf = async (rolloutId: string) =>
+  (await db.query(`SELECT id, status, worker, error, error_stage FROM samples WHERE rollout_id = $1 ORDER BY sample_index`, [rolloutId])).rows;
+
+describe.skipIf(skip)('polar serve --queue: two workers in two network namespaces', () => {
+  let status: Json;
+  beforeAll(async () => {
+    const submitted = await post(slime('polar-swegym-grpo-29-43'));
+    expect(submitted).toEqual({ status: 200, body: { task_id: 'polar-swegym-grpo-29-43', status: 'running' } });
+    expect((await post(slime('polar-swegym-grpo-29-43'))).status).toBe(409);
+    status = await settled('polar-swegym-grpo-29-43');
+    for (let i = 0; i < 100 && !listener.callbacks.some((c) => c.status === 200); i++) await new Promise((r) => setTimeout(r, 200));
+  }, patient(300_000));
+
+  it('returns 2 COMPLETED sessions, one rewarded trace each, valid by Polar models, run on the two workers', async () => {
+    expect(taskStatusProblems(status, STRICT)).toEqual([]);
+    expect(status).toMatchObject({ task_id: 'polar-swegym-grpo-29-43', status: 'completed', total_sessions: 2, completed_sessions: 2 });
+    for (const r of status.results as Json[]) {
+      expect(r, JSON.stringify(r.error)).toMatchObject({ status: 'COMPLETED', error: null, metadata: { group_id: 29, policy_version: 3, rollout_step: 3 } });
+      expect(r.trajectory.traces).toHaveLength(1);
+      const t = r.trajectory.traces[0];
+      expect(t.reward).toBe(1);
+      expect(t.loss_mask).toContain(1);
+      t.loss_mask.forEach((m: number, i: number) => m === 0 && expect(t.response_logprobs[i]).toBe(0));
+    }
+    const rows = await samplesOf(status.results[0].trajectory.metadata.polar.rollout_id);
+    expect(rows.map((r) => r.status)).toEqual(['completed', 'completed']);
+    // Each session on its own machine: the worker names its host (own hostname) and process.
+    const machines = rows.map((r) => String(r.worker).split('/')[0]).sort();
+    expect(machines).toEqual(hosts.hosts.map((h) => h.name).sort());
+  });
+
+  it("posts the TaskResult to callback_url, trying again after the listener's failure, equal to the poll", () => {
+    expect(listener.callbacks.map((c) => c.status)).toEqual([503, 200]);
+    const body = listener.callbacks[1]!.body;
+    expect(taskResultProblems(body, STRICT)).toEqual([]);
+    expect(body).toEqual({ task_id: status.task_id, status: 'completed', results: status.results, result_paths: [] });
+  });
+
+  it("every call is what the server sampled, and the served traces equal polar export's of the shared store", async () => {
+    const rollout = status.results[0].trajectory.metadata.polar.rollout_id as string;
+    const out = path.join(dir, 'export.jsonl');
+    const exported = await polarCli(['export', '--db', url, '--rollout', rollout, '--strategy', 'prefix-merging', '--out', out], { env: testEnv() });
+    expect(exported.code, exported.stderr).toBe(0);
+    const mirror = mirrorPath(url, testEnv());
+    for (const r of status.results as Json[]) expect(expectSessionCapturedExactly(mirror, r.session_id, mock)).toBeGreaterThanOrEqual(2);
+    const lines = fs
+      .readFileSync(out, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Json);
+    expect(lines).toHaveLength(2);
+    for (const r of status.results as Json[]) {
+      const line = lines.find((l) => l.session_id === r.session_id)!;
+      const t = r.trajectory.traces[0];
+      expect({ p: t.prompt_ids, r: t.response_ids, m: t.loss_mask, l: t.response_logprobs, w: t.reward }).toEqual({
+        p: line.prompt_ids,
+        r: line.response_ids,
+        m: line.loss_mask,
+        l: line.response_logprobs,
+        w: line.reward,
+      });
+    }
+  });
+
+  it('early stop: once one session is usable the rest are cut off on their workers, still num_samples results', { timeout: patient(300_000) }, async () => {
+    expect((await post(slime('queued-early-stop', { num_samples: 3, early_stop_min_usable_sessions: 1, callback_url: null }))).status).toBe(200);
+    const s = await settled('queued-early-stop');
+    expect(taskStatusProblems(s, STRICT)).toEqual([]);
+    expect(s).toMatchObject({ status: 'completed', total_sessions: 3 });
+    expect(s.results).toHaveLength(3);
+    const cut = (s.results as Json[]).filter((r) => r.metadata.early_stop_cancelled === true);
+    expect(cut.length).toBeGreaterThanOrEqual(1);
+    for (const r of cut) {
+      expect(r).toMatchObject({ status: 'ERROR', error: expect.stringMatching(/minimum usable session count/) });
+      for (const t of r.trajectory.traces) expect(t.loss_mask.every((m: number) => m === 0)).toBe(true);
+    }
+    expect((s.results as Json[]).filter((r) => r.status === 'COMPLETED').length).toBeGreaterThanOrEqual(1);
+    // In the shared store the stragglers ended once, cut (a worker that was running one could not end it again).
+    const rows = await samplesOf(s.results[0].trajectory.metadata.polar.rollout_id);
+    const cutRows = rows.filter((r) => r.error_stage === 'cancel');
+    expect(cutRows.map((r) => r.id).sort()).toEqual(cut.map((r) => r.trajectory.metadata.polar.sample_id).sort());
+  });
+
+  it('DELETE while the workers run the sessions: their harnesses are stopped, the task cancelled, the workers go on', {
+    timeout: patient(300_000),
+  }, async () => {
+    // Every model reply now takes a minute: both sessions are mid-call when the task is cancelled.
+    mockOptions.latencyMs = 60_000;
+    try {
+      expect((await post(slime('queued-cancel', { callback_url: null }))).status).toBe(200);
+      let rolloutId = '';
+      await waitUntil('both sessions running on the workers', async () => {
+        const { rows } = await db.query(`SELECT id FROM rollouts WHERE config::jsonb->>'polar_task_id' = 'queued-cancel'`);
+        rolloutId = rows[0]?.id ?? '';
+        return rolloutId !== '' && (await samplesOf(rolloutId)).every((r) => r.status === 'running');
+      });
+      await new Promise((r) => setTimeout(r, 3000));
+      let cutOff = false;
+      void mock.clientGone().then(() => (cutOff = true));
+      const res = await fetch(`${serveUrl}/rollout/task/queued-cancel`, { method: 'DELETE' });
+      expect(res.status).toBe(200);
+      expect(((await res.json()) as Json).status).toBe('cancelling');
+      const s = await settled('queued-cancel');
+      expect(taskStatusProblems(s, STRICT)).toEqual([]);
+      expect(s.status).toBe('cancelled');
+      for (const r of s.results as Json[]) expect(r).toMatchObject({ status: 'ERROR', error: expect.stringMatching(/cancelled/) });
+      // The harnesses' calls, held at the model server, were cut: the workers stopped them.
+      await waitUntil('the held model calls cut off (the workers stopped their harnesses)', () => cutOff, { timeoutMs: 30_000 });
+      await waitUntil('both workers said they stopped a harness', () => workerLogs.every((l) => /was ended elsewhere \(error\); stopping its harness/.test(l)));
+      expect((await samplesOf(rolloutId)).map((r) => [r.status, r.error_stage])).toEqual([
+        ['error', 'cancel'],
+        ['error', 'cancel'],
+      ]);
+    } finally {
+      delete mockOptions.latencyMs;
+    }
+    // The workers are free again and take the next task.
+    expect((await post(slime('after-cancel', { num_samples: 2, callback_url: null }))).status).toBe(200);
+    const after = await settled('after-cancel');
+    expect((after.results as Json[]).map((r) => r.status)).toEqual(['COMPLETED', 'COMPLETED']);
+  });
+});
+
+describe('polar serve --queue: what it refuses', () => {
+  it('a queue that is not PostgreSQL, and a --db other than the queue', async () => {
+    const notPg = await polarCli(['serve', '--port', '0', '--queue', 'queue.db']);
+    expect(notPg.code).toBe(2);
+    expect(notPg.stderr).toMatch(/--queue must be a postgres:\/\/ URL/);
+    const twoStores = await polarCli(['serve', '--port', '0', '--queue', 'postgres://u@127.0.0.1:9/q', '--db', 'polar.db']);
+    expect(twoStores.code).toBe(2);
+    expect(twoStores.stderr).toMatch(/with --queue the tasks live in the queue's database: drop --db/);
+    const noUpstream = await polarCli(['serve', '--port', '0']);
+    expect(noUpstream.code).toBe(2);
+    expect(noUpstream.stderr).toMatch(/--upstream URL \(or --queue URL/);
+  });
+});
