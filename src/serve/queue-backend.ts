@@ -1,8 +1,8 @@
-import { PolarError } from '../core/errors.js';
 import type { RolloutConfig } from '../rollout/config.js';
 import { enqueueRollout, interruptAbandoned, type QueueSettings } from '../rollout/queue/enqueue.js';
 import { groupStats } from '../rollout/stats.js';
 import { Postgres, whileUnreachable } from '../store/postgres/client.js';
+import { inferenceControl, liveWorkers, setInferencePause } from '../store/postgres/inference.js';
 import { mirrorPath } from '../store/postgres/journal.js';
 import { syncMirror } from '../store/postgres/mirror.js';
 import { cutQueuedSamples, type SampleProgress, sampleProgress } from '../store/postgres/queue.js';
@@ -25,6 +25,8 @@ export interface QueueBackendOptions {
 
 /** How often a running task's samples are read from PostgreSQL. */
 const POLL_MS = 1000;
+/** How often a pause reads the workers' word while they drain. */
+const PAUSE_POLL_MS = 200;
 
 /**
  * A served task's sessions on `polar worker`s anywhere (Polar's gateway nodes): its rollout goes to
@@ -116,16 +118,34 @@ export class QueueBackend implements TaskBackend {
     return Number((rows[0] as { n: number } | undefined)?.n ?? 0);
   }
 
-  pause(): Promise<InferenceState> {
-    return Promise.reject(notHere());
+  /**
+   * The fleet paused (setInferencePause: every worker's capture proxy told at once), answered once
+   * every worker alive has applied it with no call left running, or when `timeoutMs` ran out; then
+   * `inflight` counts the calls still running, and at least one for a worker that has not said it
+   * paused, so the bridge does not swap weights under a call it cannot see.
+   */
+  async pause(timeoutMs: number): Promise<InferenceState> {
+    const epoch = await whileUnreachable(() => setInferencePause(this.pg, true));
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const waiting = (await whileUnreachable(() => liveWorkers(this.pg))).filter((w) => !(w.epoch >= epoch && w.paused && w.inflight === 0));
+      if (waiting.length === 0 || Date.now() >= deadline) {
+        for (const w of waiting)
+          this.options.onNotice?.(`inference pause: worker ${w.worker} has ${w.epoch >= epoch ? `${w.inflight} calls in flight` : 'not paused yet'}`);
+        return { paused: true, inflight: waiting.reduce((n, w) => n + (w.epoch >= epoch ? w.inflight : Math.max(1, w.inflight)), 0) };
+      }
+      await new Promise((r) => setTimeout(r, PAUSE_POLL_MS));
+    }
   }
 
-  resume(): Promise<InferenceState> {
-    return Promise.reject(notHere());
+  async resume(): Promise<InferenceState> {
+    await whileUnreachable(() => setInferencePause(this.pg, false));
+    return this.inference();
   }
 
-  inference(): Promise<InferenceState> {
-    return Promise.reject(notHere());
+  async inference(): Promise<InferenceState> {
+    const [control, workers] = await Promise.all([inferenceControl(this.pg), liveWorkers(this.pg)]);
+    return { paused: control.paused, inflight: workers.reduce((n, w) => n + w.inflight, 0) };
   }
 
   async close(): Promise<void> {
@@ -147,12 +167,4 @@ export class QueueBackend implements TaskBackend {
 /** Ended: an outcome, or given up on (interruptAbandoned names why; a Ctrl-C'd worker's sample, interrupted with no error, goes back to the queue). */
 function hasEnded(r: SampleProgress): boolean {
   return (SAMPLE_OUTCOMES as readonly string[]).includes(r.status) || (r.status === 'interrupted' && r.error !== null);
-}
-
-function notHere(): PolarError {
-  return new PolarError(
-    'POLAR_USAGE',
-    "with --queue the model calls are made at the workers' capture proxies, which polar serve cannot pause yet: pause the inference server itself around a weight update",
-    409,
-  );
 }

@@ -37,7 +37,7 @@ let db: pg.Client;
 const children: ChildProcess[] = [];
 const workerLogs: string[] = [];
 let listener: Awaited<ReturnType<typeof callbackListener>>;
-const { post, settled } = serveClient(() => serveUrl);
+const { post, get, settled } = serveClient(() => serveUrl);
 const slime = (taskId: string, extra: Json = {}) => slimeRequest(listener.url, taskId, extra);
 const testEnv = () => ({ ...process.env, NO_COLOR: '1', POLAR_STATE_DIR: path.join(dir, 'test-state') });
 
@@ -193,6 +193,43 @@ describe.skipIf(skip)('polar serve --queue: two workers in two network namespace
     const rows = await samplesOf(s.results[0].trajectory.metadata.polar.rollout_id);
     const cutRows = rows.filter((r) => r.error_stage === 'cancel');
     expect(cutRows.map((r) => r.id).sort()).toEqual(cut.map((r) => r.trajectory.metadata.polar.sample_id).sort());
+  });
+
+  it("pauses every worker's model calls around a weight update as Slime's hook does, waiting for the calls in flight", {
+    timeout: patient(300_000),
+  }, async () => {
+    const nodes = (await (await fetch(`${serveUrl}/nodes`)).json()) as Json[];
+    expect(nodes).toEqual([{ node_id: expect.stringMatching(/^polar-/), gateway_url: serveUrl, healthy: true }]);
+    const gateway = nodes[0]!.gateway_url as string;
+    const pause = async (seconds: number) => (await fetch(`${gateway}/admin/inference/pause?timeout_seconds=${seconds}`, { method: 'POST' })).json();
+    const resume = async () => (await fetch(`${gateway}/admin/inference/resume`, { method: 'POST' })).json();
+    // Each model reply takes 15 s: a session's first call is in flight when the pause comes.
+    mockOptions.latencyMs = 15_000;
+    try {
+      expect((await post(slime('queued-drain', { num_samples: 1, callback_url: null }))).status).toBe(200);
+      await waitUntil('the session running on a worker', async () => {
+        const { rows } = await db.query(
+          `SELECT s.status FROM samples s JOIN rollouts r ON r.id = s.rollout_id WHERE r.config::jsonb->>'polar_task_id' = 'queued-drain'`,
+        );
+        return rows[0]?.status === 'running';
+      });
+      await new Promise((r) => setTimeout(r, 4000));
+      // Not drained within 1 s: the worker says so, and the bridge would not swap weights.
+      expect(await pause(1)).toEqual({ paused: true, inflight: 1 });
+      // Given time, the call ends and the next one waits at the worker's proxy: drained.
+      expect(await pause(60)).toEqual({ paused: true, inflight: 0 });
+      delete mockOptions.latencyMs;
+      const before = mock.calls.length;
+      await new Promise((r) => setTimeout(r, 4000));
+      expect(mock.calls.length).toBe(before);
+      expect(await (await fetch(`${gateway}/admin/inference/status`)).json()).toEqual({ paused: true, inflight: 0 });
+      expect((await get('queued-drain')).status).toBe('running');
+    } finally {
+      delete mockOptions.latencyMs;
+      expect(await resume()).toMatchObject({ paused: false });
+    }
+    const s = await settled('queued-drain');
+    expect(s.results[0]).toMatchObject({ status: 'COMPLETED' });
   });
 
   it('DELETE while the workers run the sessions: their harnesses are stopped, the task cancelled, the workers go on', {

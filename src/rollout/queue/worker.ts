@@ -5,7 +5,7 @@ import { waitFor } from '../../core/wait.js';
 import { Postgres, whileUnreachable } from '../../store/postgres/client.js';
 import { openStore } from '../../store/open.js';
 import { getRollout, getRolloutTask, getSample, getSampleStatus } from '../../store/postgres/queue.js';
-import { type RolloutRow, SAMPLE_OUTCOMES, type SampleRow } from '../../store/rollouts.js';
+import { type RolloutRow, SAMPLE_OUTCOMES, type SampleRow, WORKER } from '../../store/rollouts.js';
 import type { Store } from '../../store/store.js';
 import { parseAccept } from '../accept.js';
 import { parseRewardRange } from '../reward-range.js';
@@ -14,6 +14,7 @@ import { startCapture } from '../run-rollout.js';
 import { initStage, postStage, runStage, type StageContext } from '../stages.js';
 import type { RolloutTask } from '../task-file.js';
 import { ensureQueue, openQueue, queueName, type SampleJob } from './boss.js';
+import { InferenceFollower } from './inference-follower.js';
 import { PgSampleLedger } from './pg-ledger.js';
 
 export interface WorkerOptions {
@@ -46,12 +47,17 @@ export async function runWorker(opts: WorkerOptions): Promise<number> {
   const name = queueName(opts.config.harness);
   let boss: PgBoss | null = null;
   let capture: Capture | null = null;
+  let follower: InferenceFollower | null = null;
   try {
     boss = await openQueue(opts.queueUrl, (err) => notice(`queue: ${err.message}`));
     await ensureQueue(boss, name);
     capture = await startCapture(store, opts.config, `worker-${process.pid}`, opts.upstreamApiKey);
+    // Before the first job: a fleet paused for a weight update holds this worker's calls too.
+    follower = new InferenceFollower(pg, capture.proxy.admin.gate, WORKER, notice);
+    await follower.start();
     return await pollQueue({ opts, store, pg, ledger: workerLedger(pg, store), boss, name, capture, notice });
   } finally {
+    await follower?.close();
     await capture?.proxy.close(5000).catch(() => undefined);
     await capture?.socket?.remove();
     await capture?.upstream.close().catch(() => undefined);

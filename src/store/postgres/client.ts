@@ -30,8 +30,11 @@ export class Postgres {
   /** The URL without its password, for messages. */
   readonly label: string;
 
+  private readonly url: string;
+
   constructor(url: string, options: { max?: number; applicationName?: string } = {}) {
     this.label = redactUrl(url);
+    this.url = url;
     this.pool = new pg.Pool({
       // The password: in the URL, PGPASSWORD, or the password file (password.ts); never from argv of a child.
       connectionString: connectionUrl(url),
@@ -86,6 +89,11 @@ export class Postgres {
       client.off('error', onError);
       client.release(broken);
     }
+  }
+
+  /** A connection of its own, outside the pool (one that LISTENs must stay), named `applicationName`; the caller connects and ends it. */
+  dedicated(applicationName: string): pg.Client {
+    return new pg.Client({ connectionString: connectionUrl(this.url), application_name: applicationName, connectionTimeoutMillis: 5000, types });
   }
 
   async close(): Promise<void> {

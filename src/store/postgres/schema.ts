@@ -208,6 +208,25 @@ export const PG_MIGRATIONS: readonly string[] = [
   // 4: the store's identity, so a reader's mirror (mirror.ts) can tell a database dropped and made
   // again at the same URL, or another server there, from the one it copied.
   `INSERT INTO polar_meta (key, value) VALUES ('store_id', gen_random_uuid()::text) ON CONFLICT (key) DO NOTHING;`,
+  // 5: the fleet's inference pause around a weight update (store/postgres/inference.ts): whether
+  // model calls are held (one row, its epoch counting each change), and what each worker last said
+  // of its capture proxy. Live control, not history: neither shipped nor mirrored (no _xid).
+  `
+  CREATE TABLE inference_pause (
+    scope      TEXT PRIMARY KEY,
+    paused     BOOLEAN NOT NULL,
+    epoch      BIGINT NOT NULL,
+    changed_at BIGINT NOT NULL
+  );
+  CREATE TABLE worker_inference (
+    worker_key  TEXT PRIMARY KEY,
+    worker      TEXT NOT NULL,
+    epoch       BIGINT NOT NULL,
+    paused      BOOLEAN NOT NULL,
+    inflight    INTEGER NOT NULL,
+    reported_at BIGINT NOT NULL
+  );
+  `,
 ];
 
 /** Any number fits: the lock only has to be the same in every polar process. */

@@ -1,0 +1,103 @@
+import type pg from 'pg';
+import { newId } from '../../core/ids.js';
+import type { PauseGate } from '../../proxy/pause.js';
+import type { Postgres } from '../../store/postgres/client.js';
+import { APP_PREFIX, CHANNEL, inferenceControl, reportWorkerInference } from '../../store/postgres/inference.js';
+
+/** How long a worker waits for its calls in flight to end after a pause before it says so anyway. */
+const DRAIN_MS = 15 * 60_000;
+/** After a lost connection (PostgreSQL restarted), the next try. */
+const RECONNECT_MS = 1000;
+
+/**
+ * A worker's side of the fleet's inference pause (store/postgres/inference.ts): on a connection of
+ * its own that LISTENs, named by the worker's key so the coordinator sees it alive, it applies each
+ * pause or resume to its capture proxy's PauseGate and reports the epoch it applied and the calls
+ * still running, again once they have drained. The state is read on connecting, so a worker that
+ * starts (or reconnects) while the fleet is paused holds its calls too. Costs no transaction while
+ * nothing changes.
+ */
+export class InferenceFollower {
+  private readonly key = newId('wrk');
+  private client: pg.Client | null = null;
+  private closed = false;
+  private reconnecting = false;
+  private applied = -1;
+  private chain: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly pg: Postgres,
+    private readonly gate: PauseGate,
+    private readonly worker: string,
+    private readonly notice: (line: string) => void,
+  ) {}
+
+  /** Connects, and keeps reconnecting after a loss until closed; resolves after the first try. */
+  async start(): Promise<void> {
+    await this.connect().catch((err: unknown) => this.lost(err));
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.chain.catch(() => undefined);
+    await this.client?.end().catch(() => undefined);
+    this.client = null;
+  }
+
+  private async connect(): Promise<void> {
+    const client = this.pg.dedicated(`${APP_PREFIX}${this.key}`);
+    client.on('error', (err) => this.lost(err, client));
+    client.on('end', () => this.lost(null, client));
+    client.on('notification', () => this.apply());
+    await client.connect();
+    if (this.closed) {
+      await client.end();
+      return;
+    }
+    // LISTEN before reading: a change that commits between the two is read or notified, never missed.
+    await client.query(`LISTEN ${CHANNEL}`);
+    this.client = client;
+    // Said again on every connection: while it was away, the coordinator may have dropped its row.
+    this.applied = -1;
+    this.apply();
+  }
+
+  private lost(err: unknown, client?: pg.Client): void {
+    // An old connection's last events, or a second event of the same loss (error, then end): nothing to do.
+    if (this.closed || this.reconnecting || (client && this.client && client !== this.client)) return;
+    this.reconnecting = true;
+    if (err) this.notice(`inference pause: lost PostgreSQL (${(err as Error).message}); reconnecting`);
+    this.client = null;
+    setTimeout(() => {
+      this.reconnecting = false;
+      if (!this.closed && !this.client) void this.connect().catch((e: unknown) => this.lost(e));
+    }, RECONNECT_MS).unref();
+  }
+
+  /** Reads the fleet's state and applies it, one change at a time. */
+  private apply(): void {
+    this.chain = this.chain
+      .then(async () => {
+        const client = this.client;
+        if (!client) return;
+        const { paused, epoch } = await inferenceControl(client);
+        if (epoch === this.applied) return;
+        this.applied = epoch;
+        if (paused) this.gate.pause();
+        else this.gate.resume();
+        this.notice(`inference ${paused ? 'paused' : 'resumed'} (epoch ${epoch}): ${this.gate.inFlight} calls in flight`);
+        await this.report(epoch, paused);
+        if (paused && this.gate.inFlight > 0)
+          void this.gate.drained(DRAIN_MS).then(() => {
+            if (this.applied === epoch) void this.report(epoch, paused).catch(() => undefined);
+          });
+      })
+      .catch((err: unknown) => this.notice(`inference pause: ${(err as Error).message}`));
+  }
+
+  private async report(epoch: number, paused: boolean): Promise<void> {
+    const client = this.client;
+    if (!client) return;
+    await reportWorkerInference(client, { workerKey: this.key, worker: this.worker, epoch, paused, inflight: this.gate.inFlight });
+  }
+}
