@@ -132,7 +132,11 @@ async function runAgent(ctx: StageContext, p: Prepared, task: RolloutTask, timin
       sessionMetadata: { rollout_id: ctx.rolloutId, task_id: p.task.id, group_id: p.sample.groupId, sample_index: p.sample.sampleIndex },
     });
     ctx.harnessVersion ??= result.harnessVersion;
-    const runTiming = { ...timing, run_ms: (timing.run_ms ?? 0) + Date.now() - started };
+    const runTiming: Record<string, number> = { ...timing, run_ms: (timing.run_ms ?? 0) + Date.now() - started };
+    // Whose limit ended it: 1 when the agent's own budget was the nearer (Polar's timeout_source
+    // `agent`, gateway/node.py _active_timeout_source: the agent's deadline before the session's; a
+    // tie is the session's), 0 when what was left of the sample's one budget was.
+    if (result.status === 'timeout') runTiming.agent_timeout_own = p.deadline === undefined || started + p.agentTimeoutMs < p.deadline ? 1 : 0;
     if (result.status === 'aborted' && !result.limit) {
       await interrupt(ctx, { ...p, timing: runTiming });
       return null;

@@ -29,9 +29,10 @@ export type Cut = { kind: 'early_stop'; usable: number; threshold: number; elaps
  */
 export function sessionResult(store: Store, served: ServedTask, sample: SampleRow, nodeId: string, cut: Cut | null, submittedAt: number): Json {
   const status = sessionStatus(sample, cut);
-  const error = status === 'COMPLETED' ? null : errorText(sample, cut);
+  const agentTimeout = status === 'TIMEOUT' && isAgentTimeout(served, sample);
+  const error = status === 'COMPLETED' ? null : errorText(sample, cut, agentTimeout);
   const traces = sample.sessionId ? sessionTraces(store, served, sample) : [];
-  const filtered = status === 'COMPLETED' ? traces : traces.map((t) => masked(t, status));
+  const filtered = status === 'COMPLETED' ? traces : traces.map((t) => masked(t, status, error ?? status, agentTimeout));
   const echo = echoed(served.metadata);
   const cutFlags = cut?.kind === 'early_stop' ? earlyStopFlags(cut) : {};
   return {
@@ -49,6 +50,10 @@ export function sessionResult(store: Store, served: ServedTask, sample: SampleRo
         task_metadata: served.metadata,
         ...echo,
         polar: { rollout_id: sample.rolloutId, sample_id: sample.id, sample_index: sample.sampleIndex, outcome: sample.status },
+        // Whose budget ended a timed-out agent, as Polar's gateway records it (_attach_agent_result_metadata).
+        ...(sample.timing.agent_timeout_own !== undefined
+          ? { agent_result: { status: 'timeout', return_code: -1, timeout_source: agentTimeout ? 'agent' : 'session', timeout_stage: 'exec' } }
+          : {}),
         ...cutFlags,
       },
       traces: filtered.map((t) => polarTrace(store, t, served, status)),
@@ -68,10 +73,11 @@ function sessionStatus(sample: SampleRow, cut: Cut | null): SessionStatus {
   return 'ERROR';
 }
 
-function errorText(sample: SampleRow, cut: Cut | null): string {
+function errorText(sample: SampleRow, cut: Cut | null, agentTimeout: boolean): string {
   if (cut?.kind === 'early_stop') return `session cancelled after rollout batch reached its minimum usable session count (${cut.usable}/${cut.threshold})`;
   if (cut?.kind === 'cancelled') return 'session cancelled: the task was cancelled (DELETE /rollout/task/{task_id})';
-  if (sample.status === 'timeout') return sample.error ?? 'the session ran out of its timeout_seconds';
+  // Polar's own words for the two budgets (gateway/node.py _await_with_agent_budget).
+  if (sample.status === 'timeout') return sample.error ?? (agentTimeout ? 'agent execution timeout' : 'session execution timeout');
   if (sample.status === 'failed') return 'the agent exited with a non-zero status';
   return sample.error ?? `the session ended ${sample.status}`;
 }
@@ -104,17 +110,48 @@ export function sessionTraces(store: Store, served: ServedTask, sample: SampleRo
   return out;
 }
 
-function masked(t: Trajectory, status: SessionStatus): Trajectory {
-  return { ...t, loss_mask: t.loss_mask.map(() => 0 as const), reward: 0, metadata: { ...t.metadata, training_filter: trainingFilter(t, status) } };
+/**
+ * Polar's timeout the policy is trained on (gateway/node.py _is_trainable_agent_timeout,
+ * contract.json semantics.mask_noncompleted): the agent ran out of its own budget
+ * (metadata.agent_timeout, from RUN) before the session's; without metadata.agent_timeout Polar has
+ * no agent deadline, and every timeout is the session's.
+ */
+function isAgentTimeout(served: ServedTask, sample: SampleRow): boolean {
+  return served.metadata.agent_timeout !== undefined && served.metadata.agent_timeout !== null && sample.timing.agent_timeout_own === 1;
 }
 
-function trainingFilter(t: Trajectory, status: SessionStatus): Json {
+/**
+ * A trace of a session that is not COMPLETED, as Polar's _mask_noncompleted_trajectory leaves it:
+ * reward 0.0 always; the loss_mask kept only for the agent's own timeout where the trace's policy
+ * data is aligned (tokens, a trainable one, a finite logprob for each), all 0 otherwise;
+ * `training_filter` saying which, with `trainable` only for an agent timeout.
+ */
+function masked(t: Trajectory, status: SessionStatus, detail: string, agentTimeout: boolean): Trajectory {
+  const keep = agentTimeout && aligned(t);
+  const reason = agentTimeout ? (keep ? 'agent_timeout' : 'agent_timeout_unaligned') : status === 'TIMEOUT' ? 'session_timeout' : 'session_error';
   return {
-    masked: true,
-    trainable: false,
-    reason: status === 'TIMEOUT' ? 'session_timeout' : 'session_error',
-    original_reward: t.reward,
+    ...t,
+    loss_mask: keep ? t.loss_mask : t.loss_mask.map(() => 0 as const),
+    reward: 0,
+    metadata: {
+      ...t.metadata,
+      training_filter: { masked: !keep, reason, detail, ...(agentTimeout ? { trainable: keep } : {}), original_reward: t.reward },
+    },
   };
+}
+
+/** Polar's _has_aligned_policy_data: response tokens, a mask and logprobs of their length, a trainable token, every logprob finite. */
+function aligned(t: Trajectory): boolean {
+  const lp = t.response_logprobs;
+  return (
+    t.response_ids.length > 0 &&
+    t.loss_mask.length === t.response_ids.length &&
+    t.loss_mask.includes(1) &&
+    lp !== null &&
+    lp !== undefined &&
+    lp.length === t.response_ids.length &&
+    lp.every((v) => v !== null && Number.isFinite(v))
+  );
 }
 
 /** One trace as Polar's Trace (trajectory/models.py:125-169). Reward: the evaluator's (per-trace, else the sample's); null without an evaluator. */

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startMockServer, type MockServer } from '../../src/mock-server/server.js';
+import { type MockServer, type MockServerOptions, startMockServer } from '../../src/mock-server/server.js';
 import { Store } from '../../src/store/store.js';
 import { taskResultProblems, taskStatusProblems } from '../../src/serve/contract/polar-models.js';
 import { patient } from '../support/patience.js';
@@ -22,6 +22,8 @@ import { expectSessionCapturedExactly, startPolarServer } from './support.js';
  */
 const STRICT = { polarEmits: true, publicRelease: true };
 let mock: MockServer;
+/** The mock's options, read per request: a test may slow its replies down for a while. */
+const mockOptions: MockServerOptions = {};
 let dir: string;
 let url: string;
 let db: string;
@@ -32,7 +34,7 @@ const { post, get, settled } = serveClient(() => url);
 const slime = (taskId: string, extra: Json = {}) => slimeRequest(listener.url, taskId, extra);
 
 beforeAll(async () => {
-  mock = await startMockServer();
+  mock = await startMockServer(mockOptions);
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-serve-'));
   db = path.join(dir, 'polar.db');
   listener = await callbackListener();
@@ -183,7 +185,41 @@ describe("polar serve: the bridges' other calls", () => {
     expect(taskStatusProblems(s, STRICT)).toEqual([]);
     const r = s.results[0] as Json;
     expect(r.status).toBe('TIMEOUT');
-    for (const t of r.trajectory.traces) expect(t).toMatchObject({ reward: 0, metadata: { training_filter: { reason: 'session_timeout' } } });
+    for (const t of r.trajectory.traces) {
+      expect(t).toMatchObject({ reward: 0, metadata: { training_filter: { masked: true, reason: 'session_timeout' } } });
+      expect(t.metadata.training_filter).not.toHaveProperty('trainable');
+      expect(t.loss_mask.every((m: number) => m === 0)).toBe(true);
+    }
+  });
+
+  it("metadata.agent_timeout running out first is Polar's trainable timeout: the mask kept, reward 0", { timeout: patient(120_000) }, async () => {
+    // The first model call is answered at once; every later one takes a minute, so the agent's own
+    // 10 s run out mid-session, long before timeout_seconds.
+    const before = mock.calls.length;
+    Object.defineProperty(mockOptions, 'latencyMs', { configurable: true, get: () => (mock.calls.length > before ? 60_000 : undefined) });
+    try {
+      const request = slime('agent-timeout', { num_samples: 1, timeout_seconds: 600, callback_url: null, metadata: { group_id: 7, agent_timeout: 10 } });
+      expect((await post(request)).status).toBe(200);
+      const s = await settled('agent-timeout');
+      expect(taskStatusProblems(s, STRICT)).toEqual([]);
+      const r = s.results[0] as Json;
+      expect(r).toMatchObject({ status: 'TIMEOUT', error: 'agent execution timeout' });
+      expect(r.trajectory.metadata.agent_result).toEqual({ status: 'timeout', return_code: -1, timeout_source: 'agent', timeout_stage: 'exec' });
+      expect(r.trajectory.traces.length).toBeGreaterThanOrEqual(1);
+      for (const t of r.trajectory.traces) {
+        expect(t.reward).toBe(0);
+        expect(t.loss_mask).toContain(1);
+        expect(t.metadata.training_filter).toEqual({
+          masked: false,
+          reason: 'agent_timeout',
+          detail: 'agent execution timeout',
+          trainable: true,
+          original_reward: 0,
+        });
+      }
+    } finally {
+      delete mockOptions.latencyMs;
+    }
   });
 
   it('answers 422 in FastAPI shape, 400 naming the field, 404 for an unknown task; /health and /rollout/status', async () => {
