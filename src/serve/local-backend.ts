@@ -7,9 +7,11 @@ import type { RolloutConfig } from '../rollout/config.js';
 import { localLedger } from '../rollout/ledger.js';
 import { startCapture } from '../rollout/run-rollout.js';
 import { initStage, postStage, runStage, type StageContext } from '../rollout/stages.js';
+import type { RolloutTask } from '../rollout/task-file.js';
 import type { Store } from '../store/store.js';
 import type { InferenceState, TaskBackend } from './backend.js';
 import type { ServedTask } from './request.js';
+import { unsupported, writeRuntimeTask } from './runtime-task.js';
 import type { Cut } from './results.js';
 import type { ServedRun } from './served-run.js';
 
@@ -32,6 +34,8 @@ export interface LocalBackendOptions {
 export class LocalBackend implements TaskBackend {
   readonly store: Store;
   private readonly captures = new Map<HarnessName, Promise<Capture>>();
+  /** Each running task's polar task (a runtime's: its Harbor folder's), by rollout. */
+  private readonly tasks = new Map<string, RolloutTask>();
   private readonly slots: { init: Semaphore; run: Semaphore; post: Semaphore };
   private paused = false;
 
@@ -44,6 +48,16 @@ export class LocalBackend implements TaskBackend {
   async record(served: ServedTask): Promise<string> {
     const { config } = this.options;
     const rolloutId = newId('srv');
+    let task = served.task;
+    if (served.runtime) {
+      // A runtime's image runs in a box; the host environment has no image to run.
+      if (!config.environment)
+        throw unsupported(
+          ['runtime'],
+          `a runtime image runs in a container: start polar serve with --environment podman (or docker); it runs each session in its sandbox on this machine now`,
+        );
+      task = writeRuntimeTask(served, path.join(config.outDir, 'tasks', rolloutId));
+    }
     this.store.rollouts.create(
       {
         id: rolloutId,
@@ -59,8 +73,9 @@ export class LocalBackend implements TaskBackend {
           unknown
         >,
       },
-      [{ id: served.task.id, json: JSON.stringify(served.task) }],
+      [{ id: task.id, json: JSON.stringify(task) }],
     );
+    this.tasks.set(rolloutId, task);
     return rolloutId;
   }
 
@@ -80,6 +95,8 @@ export class LocalBackend implements TaskBackend {
     } catch (err) {
       this.store.rollouts.end(run.rolloutId, 'failed');
       throw err;
+    } finally {
+      this.tasks.delete(run.rolloutId);
     }
     this.store.rollouts.end(run.rolloutId, run.state === 'cancelling' ? 'interrupted' : 'completed');
   }
@@ -159,7 +176,7 @@ export class LocalBackend implements TaskBackend {
       ledger: localLedger(store),
       dbPath,
       config: { ...config, harness: run.served.harness, samples: run.served.samples, outDir: path.join(config.outDir, run.rolloutId) },
-      tasks: new Map([[run.served.task.id, run.served.task]]),
+      tasks: new Map([[run.served.task.id, this.tasks.get(run.rolloutId) ?? run.served.task]]),
       harness: capture.harness,
       proxyUrl: capture.proxy.url,
       sessionKeys: capture.sessionKeys,

@@ -11,6 +11,7 @@ import { SAMPLE_OUTCOMES } from '../store/rollouts.js';
 import type { Store } from '../store/store.js';
 import type { InferenceState, TaskBackend } from './backend.js';
 import type { ServedTask } from './request.js';
+import { unsupported } from './runtime-task.js';
 import type { Cut } from './results.js';
 import type { ServedRun } from './served-run.js';
 
@@ -59,6 +60,11 @@ export class QueueBackend implements TaskBackend {
   }
 
   async record(served: ServedTask): Promise<string> {
+    if (served.runtime)
+      throw unsupported(
+        ['runtime'],
+        "a runtime's image is built from a folder polar serve writes on this machine, which workers on other machines cannot read yet: serve it without --queue (with --environment podman)",
+      );
     const config = {
       ...this.options.config,
       harness: served.harness,

@@ -92,32 +92,111 @@ describe('TaskRequest fields', () => {
     expect(locs(no({ ...BASE, builder: { strategy: 'router_policy' } }))).toEqual(['body.builder.strategy']);
     expect(locs(no({ ...BASE, builder: { strategy: 'per_request', config: { x: 1 } } }))).toEqual(['body.builder.config.x']);
   });
-  it('evaluator: session_completed runs; test_on_output, harbor and the others are refused by name', () => {
+  it('evaluator: session_completed runs, harbor with a runtime; test_on_output and the others are refused by name', () => {
     expect(ok({ ...BASE, evaluator: { strategy: 'session_completed' } }).evaluator).toBe('session_completed');
     for (const e of ['test_on_output', 'harbor', 'swebench_harness', 'harbor_rubric', 'spilot_harbor']) {
       const r = no({ ...BASE, evaluator: { strategy: e, config: { tests_dir: '/t' } } });
       expect(r.status).toBe(400);
       expect(locs(r)).toContain('body.evaluator.strategy');
     }
+    expect(no({ ...BASE, evaluator: { strategy: 'test_on_output', config: {} } }).detail[0]!.msg).toMatch(/can print itself.*runner's own report/);
     expect(locs(no({ ...BASE, evaluator: { strategy: 'session_completed', refresh_runtime: true } }))).toEqual(['body.evaluator.refresh_runtime']);
   });
-  it("runtime: null is polar's sandbox with an empty workspace; an image is refused by name", () => {
-    expect(ok({ ...BASE, runtime: null }).task.workspace).toEqual({ empty: true });
-    const r = no({ ...BASE, runtime: { backend: 'apptainer', image: '/images/x.sif' } });
-    expect(locs(r)).toEqual(['body.runtime']);
-    expect(r.detail[0]!.msg).toMatch(/apptainer runtime .*\/images\/x.sif/);
+  it("evaluator harbor: tests_dir and verifier_timeout applied, env the verifier's; other layouts and a cost reward refused", () => {
+    const runtime = { image: 'debian:12-slim' };
+    const t = ok({
+      ...BASE,
+      runtime,
+      evaluator: { strategy: 'harbor', config: { tests_dir: '/t', verifier_timeout: 30 }, env: { K: 'v' }, refresh_runtime: true },
+    });
+    expect(t).toMatchObject({ evaluator: 'harbor', harbor: { testsDir: '/t', verifierTimeoutSec: 30, env: { K: 'v' } } });
+    expect(t.notices.join('\n')).toMatch(/refresh_runtime/);
+    expect(
+      ok({ ...BASE, runtime, evaluator: { strategy: 'harbor', config: { tests_dir: '/t', test_command: 'bash /tests/test.sh' } } }).harbor!.verifierTimeoutSec,
+    ).toBe(120);
+    const r = no({
+      ...BASE,
+      runtime,
+      evaluator: { strategy: 'harbor', config: { tests_target: '/x', verifier_dir: '/v', test_command: 'pytest', emit_cost_reward: true, other: 1 } },
+    });
+    expect(locs(r).sort()).toEqual(
+      ['tests_dir', 'tests_target', 'verifier_dir', 'test_command', 'emit_cost_reward', 'other'].map((k) => `body.evaluator.config.${k}`).sort(),
+    );
+  });
+  it("runtime: null is polar's sandbox with an empty workspace; a docker image is the session's container, each field applied or refused", () => {
+    expect(ok({ ...BASE, runtime: null })).toMatchObject({ runtime: null, task: { workspace: { empty: true } } });
+    const t = ok({
+      ...BASE,
+      runtime: {
+        image: ' debian:12-slim ',
+        workdir: '/polar/session/workspace',
+        env: { HOME: '/polar/session/home' },
+        prepare: [
+          { type: 'exec', command: 'mkdir -p w', env: { A: '1' }, max_attempts: 3 },
+          { type: 'exec', command: 'true', cwd: '/' },
+          { type: 'upload_dir', source: '/src', target: '/dst' },
+        ],
+        eval_prepare: [],
+        allow_internet: false,
+        cpus: 2,
+        memory_mb: 2048,
+        storage_mb: 100,
+        network: 'bridge',
+      },
+    });
+    expect(t.runtime).toEqual({
+      image: 'debian:12-slim',
+      workdir: '/polar/session/workspace',
+      env: { HOME: '/polar/session/home' },
+      prepare: [
+        { exec: 'mkdir -p w', cwd: '/polar/session', env: { A: '1' } },
+        { exec: 'true', cwd: '/', env: {} },
+        { upload: '/src', target: '/dst' },
+      ],
+      allowInternet: false,
+      cpus: 2,
+      memoryMb: 2048,
+    });
+    expect(t.notices.join('\n')).toMatch(/storage_mb[\s\S]*network[\s\S]*eval_prepare[\s\S]*max_attempts/);
+    const r = no({
+      ...BASE,
+      runtime: {
+        backend: 'apptainer',
+        image: '/images/x.sif',
+        gpus: 1,
+        direct_exec_init_command: 'x',
+        internet_volumes: ['/a'],
+        import_path: 'm:C',
+        kwargs: { volumes: ['/a:/b'] },
+      },
+    });
+    expect(locs(r).sort()).toEqual(
+      ['backend', 'direct_exec_init_command', 'gpus', 'internet_volumes', 'import_path', 'kwargs.volumes'].map((k) => `body.runtime.${k}`).sort(),
+    );
+    expect(r.detail.find((d) => d.loc.includes('backend'))!.msg).toMatch(/apptainer image is not run/);
     expect(no({ ...BASE, runtime: { backend: 'docker', image: '  ' } }).status).toBe(422);
   });
   it('every refusal at once, each naming its field', () => {
-    const r = no({ ...BASE, agent: { harness: 'codex', settings: { step_limit: 1 } }, builder: { strategy: 'router_policy' }, runtime: { image: 'x' } });
-    expect(locs(r).sort()).toEqual(['body.agent.settings.step_limit', 'body.builder.strategy', 'body.runtime']);
+    const r = no({
+      ...BASE,
+      agent: { harness: 'codex', settings: { step_limit: 1 } },
+      builder: { strategy: 'router_policy' },
+      runtime: { image: 'x', gpus: 1 },
+    });
+    expect(locs(r).sort()).toEqual(['body.agent.settings.step_limit', 'body.builder.strategy', 'body.runtime.gpus']);
   });
-  it("the bridges' own requests: Slime's SWE-Gym template and Miles' body pass Polar's models and are refused only for their runtime and evaluator", () => {
-    for (const file of ['slime-swegym-task-request.json', 'miles-task-request.json']) {
+  it("the bridges' own requests: Slime's SWE-Gym template and Miles' body pass Polar's models and are refused for what polar does not run", () => {
+    const expected: Record<string, string[]> = {
+      // Slime's recipe: an Apptainer .sif with a host folder mounted, graded by swebench_harness.
+      'slime-swegym-task-request.json': ['body.runtime.backend', 'body.runtime.kwargs.volumes', 'body.evaluator.strategy'],
+      // Miles': a docker image, the same mount and grader.
+      'miles-task-request.json': ['body.runtime.kwargs.volumes', 'body.evaluator.strategy'],
+    };
+    for (const [file, refused] of Object.entries(expected)) {
       const body = JSON.parse(fs.readFileSync(path.resolve(__dirname, '../../fixtures/polar-api', file), 'utf8'));
       const r = no(body);
       expect(r.status, file).toBe(400);
-      expect(locs(r), file).toEqual(expect.arrayContaining(['body.runtime', 'body.evaluator.strategy']));
+      expect(locs(r).sort(), file).toEqual(refused.sort());
       // Without them (and the settings polar does not apply), the same request runs.
       const { runtime: _r, evaluator: _e, ...rest } = body;
       const t = ok({ ...rest, agent: { harness: body.agent.harness }, evaluator: { strategy: 'session_completed' } });

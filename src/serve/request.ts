@@ -1,6 +1,7 @@
 import type { HarnessName } from '../harness/types.js';
 import type { RolloutTask } from '../rollout/task-file.js';
 import { laxBool, laxFloat, laxInt, taskRequestProblems } from './contract/polar-models.js';
+import { parseHarborEvaluator, parseRuntime, type ServedHarbor, type ServedRuntime } from './runtime.js';
 
 /**
  * A Polar `TaskRequest` (NVIDIA-NeMo/ProRL-Agent-Server src/polar/rollout/models.py:70-94; every
@@ -28,7 +29,11 @@ export interface ServedTask {
   /** builder.strategy as polar's trajectory strategy. */
   strategy: 'per-request' | 'prefix-merging';
   /** evaluator.strategy; null: no evaluator, traces carry reward null (Polar's default). */
-  evaluator: 'session_completed' | null;
+  evaluator: 'session_completed' | 'harbor' | null;
+  /** The harbor evaluator's settings (with `evaluator: 'harbor'`). */
+  harbor: ServedHarbor | null;
+  /** The container the sessions run in; null: polar's sandbox with an empty workspace (Polar's gateway default runtime). */
+  runtime: ServedRuntime | null;
   callbackUrl: string | null;
   /** The request's metadata, echoed on every result (gateway/node.py:1089; trajectory builders copy group_id, policy_version, rollout_step). */
   metadata: Record<string, unknown>;
@@ -75,8 +80,10 @@ export function parseTaskRequest(body: unknown, defaultTimeoutSec: number): Serv
   const notices: string[] = [];
   const harness = agentHarness(obj(r.agent), refusals, notices);
   const strategy = builderStrategy(r.builder == null ? undefined : obj(r.builder), refusals, notices);
-  const evaluator = evaluatorStrategy(r.evaluator == null ? null : obj(r.evaluator), refusals);
-  runtimeRefusals(r.runtime == null ? null : obj(r.runtime), refusals);
+  const push = (loc: (string | number)[], msg: string) => refusals.push(refuse(loc, msg));
+  const runtime = r.runtime == null ? null : parseRuntime(obj(r.runtime), push, notices);
+  const evaluator = evaluatorStrategy(r.evaluator == null ? null : obj(r.evaluator), r.runtime != null, refusals);
+  const harbor = evaluator === 'harbor' ? parseHarborEvaluator(obj(r.evaluator), push, notices) : null;
   const samples = laxInt(r.num_samples ?? 1)!;
   const metadata = obj(r.metadata);
   if (metadata.eval_sampling_seed_base !== undefined)
@@ -109,6 +116,8 @@ export function parseTaskRequest(body: unknown, defaultTimeoutSec: number): Serv
     budgetMs: laxFloat(r.timeout_seconds ?? 600)! * 1000,
     strategy,
     evaluator,
+    harbor,
+    runtime,
     callbackUrl: r.callback_url == null ? null : String(r.callback_url),
     metadata,
     notices,
@@ -171,16 +180,20 @@ function builderStrategy(builder: Obj | undefined, refusals: RequestError['detai
   return strategy;
 }
 
-function evaluatorStrategy(evaluator: Obj | null | undefined, refusals: RequestError['detail']): ServedTask['evaluator'] {
+function evaluatorStrategy(evaluator: Obj | null | undefined, hasRuntime: boolean, refusals: RequestError['detail']): ServedTask['evaluator'] {
   if (evaluator == null) return null;
   const name = String(evaluator.strategy);
+  if (name === 'harbor') {
+    if (!hasRuntime) refusals.push(refuse(['evaluator', 'strategy'], "harbor grades inside the session's container: give the task a runtime (its image)"));
+    return 'harbor';
+  }
   if (name !== 'session_completed') {
     refusals.push(
       refuse(
         ['evaluator', 'strategy'],
-        name === 'test_on_output' || name === 'harbor'
-          ? `${name} needs a runtime with its repository, which polar serve does not run yet; use session_completed, or polar rollout with a task file`
-          : `polar serve scores with session_completed; ${JSON.stringify(name)} is not run here`,
+        name === 'test_on_output'
+          ? "test_on_output grades the PASSED/FAILED lines a test command prints in the agent's repository, which the agent can print itself; polar grades named tests by the runner's own report: a task file's `tests` evaluator with `runner`, run by polar rollout"
+          : `polar serve scores with session_completed, or harbor with a runtime; ${JSON.stringify(name)} is not run here`,
       ),
     );
     return null;
@@ -189,20 +202,4 @@ function evaluatorStrategy(evaluator: Obj | null | undefined, refusals: RequestE
   if (Object.keys(obj(evaluator.env)).length > 0) refusals.push(refuse(['evaluator', 'env'], 'session_completed runs no command to give variables to'));
   if (laxBool(evaluator.refresh_runtime ?? false)) refusals.push(refuse(['evaluator', 'refresh_runtime'], 'session_completed reads no runtime'));
   return 'session_completed';
-}
-
-/**
- * runtime: polar serve's sessions run in its own sandbox with an empty workspace, the gateway's
- * default runtime in Polar's terms (runtime null, gateway/node.py:423-430). A container image is
- * refused by name: polar runs images for Harbor task folders (`polar rollout --environment
- * podman`), not yet for a request's runtime.
- */
-function runtimeRefusals(runtime: Obj | null | undefined, refusals: RequestError['detail']): void {
-  if (runtime == null) return;
-  refusals.push(
-    refuse(
-      ['runtime'],
-      `a ${String(runtime.backend ?? 'docker')} runtime (image ${JSON.stringify(runtime.image)}) is not run by polar serve yet: leave runtime out (null) for polar's sandbox with an empty workspace`,
-    ),
-  );
 }

@@ -56,6 +56,10 @@ export class RolloutService {
     try {
       rolloutId = await this.backend.record(served);
     } catch (err) {
+      const loc = (err as { loc?: (string | number)[] }).loc;
+      // A request the backend does not run, named by field as request.ts names them.
+      if (err instanceof PolarError && err.status === 400 && loc)
+        return { status: 400, body: { detail: [{ type: 'polar_unsupported', loc: ['body', ...loc], msg: err.message }] } };
       const status = err instanceof PolarError && err.status >= 400 ? err.status : 503;
       return { status, body: { detail: `task ${served.taskId} could not be recorded: ${(err as Error).message}` } };
     } finally {

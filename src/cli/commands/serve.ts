@@ -125,7 +125,8 @@ async function serveCommand(opts: ServeOptions): Promise<void> {
     );
   const guard = new HttpGuard({ host: opts.host, allowHosts: opts.allowHost ?? [], allowFrom, what: 'polar serve' });
   const sandbox = sandboxKind(opts);
-  const environment = harborEnvironment(opts.environment, false);
+  // A request's runtime image runs in a box only where one was asked for (--environment); else every session runs in the sandbox here.
+  const environment = harborEnvironment(opts.environment, opts.environment !== undefined);
   const config = serveConfig(opts, sandbox, environment);
   const notice = (line: string) => process.stderr.write(`${line}\n`);
   if (!opts.json && !opts.queue) {
