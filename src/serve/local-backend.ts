@@ -1,3 +1,4 @@
+import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { newId } from '../core/ids.js';
 import { Semaphore } from '../core/semaphore.js';
@@ -23,6 +24,8 @@ export interface LocalBackendOptions {
   /** polar's side of every task: upstream, sandbox, environment, pools, out dir (the harness and samples come from each request). */
   config: Omit<RolloutConfig, 'harness' | 'samples'>;
   upstreamApiKey?: string;
+  /** `--runtime-files DIR`: the only folder a request's uploads and tests_dir are read from; absent: none are. */
+  runtimeFiles?: string;
   onNotice?: (line: string) => void;
 }
 
@@ -56,7 +59,7 @@ export class LocalBackend implements TaskBackend {
           ['runtime'],
           `a runtime image runs in a container: start polar serve with --environment podman (or docker); it runs each session in its sandbox on this machine now`,
         );
-      task = writeRuntimeTask(served, path.join(config.outDir, 'tasks', rolloutId));
+      task = await writeRuntimeTask(served, this.taskFolder(rolloutId), this.options.runtimeFiles ?? null);
     }
     this.store.rollouts.create(
       {
@@ -97,6 +100,7 @@ export class LocalBackend implements TaskBackend {
       throw err;
     } finally {
       this.tasks.delete(run.rolloutId);
+      await fsp.rm(this.taskFolder(run.rolloutId), { recursive: true, force: true }).catch(() => undefined);
     }
     this.store.rollouts.end(run.rolloutId, run.state === 'cancelling' ? 'interrupted' : 'completed');
   }
@@ -104,6 +108,11 @@ export class LocalBackend implements TaskBackend {
   async cut(run: ServedRun, cut: Cut): Promise<void> {
     for (const s of run.samples()) if (!run.hasResult(s)) run.cuts.set(s.id, cut);
     run.abort.abort();
+  }
+
+  /** Where a runtime's Harbor task folder is written for one task (removed when it ends; its image stays, built once per content). */
+  private taskFolder(rolloutId: string): string {
+    return path.join(this.options.config.outDir, 'tasks', rolloutId);
   }
 
   pending(): number {

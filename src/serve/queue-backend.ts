@@ -2,7 +2,7 @@ import type { RolloutConfig } from '../rollout/config.js';
 import { enqueueRollout, interruptAbandoned, type QueueSettings } from '../rollout/queue/enqueue.js';
 import { groupStats } from '../rollout/stats.js';
 import { Postgres, whileUnreachable } from '../store/postgres/client.js';
-import { inferenceControl, liveWorkers, setInferencePause } from '../store/postgres/inference.js';
+import { inferenceControl, liveWorkers, setInferencePause, workersWithSessions } from '../store/postgres/inference.js';
 import { mirrorPath } from '../store/postgres/journal.js';
 import { syncMirror } from '../store/postgres/mirror.js';
 import { cutQueuedSamples, type SampleProgress, sampleProgress } from '../store/postgres/queue.js';
@@ -56,7 +56,13 @@ export class QueueBackend implements TaskBackend {
   /** Opens the shared store's mirror (PostgreSQL migrated, the mirror pulled up to date). */
   static async open(options: QueueBackendOptions): Promise<QueueBackend> {
     const store = await openStore(options.url, { readonly: true, ...(options.onNotice ? { onNotice: options.onNotice } : {}) });
-    return new QueueBackend(options, store);
+    const backend = new QueueBackend(options, store);
+    // A pause an earlier serve left (it stopped between pause and resume) would hold every worker's calls for good.
+    if ((await inferenceControl(backend.pg).catch(() => ({ paused: false }))).paused) {
+      options.onNotice?.('inference pause: the fleet was left paused (a polar serve stopped before resuming it); resuming it');
+      await setInferencePause(backend.pg, false);
+    }
+    return backend;
   }
 
   async record(served: ServedTask): Promise<string> {
@@ -83,11 +89,12 @@ export class QueueBackend implements TaskBackend {
       for (;;) {
         // A sample whose every attempt was lost (its retries used up) can no longer end by itself.
         await interruptAbandoned(this.pg, run.rolloutId, run.served.harness).catch(() => 0);
-        const rows = await whileUnreachable(() => sampleProgress(this.pg, run.rolloutId));
+        // Workers carry on through an outage, and so does the wait for them.
+        const rows = await whileUnreachable(() => sampleProgress(this.pg, run.rolloutId), Number.POSITIVE_INFINITY);
         const done = rows.filter(hasEnded);
         const fresh = done.filter((r) => !reported.has(r.id));
         if (fresh.length > 0) {
-          await this.sync();
+          await this.sync(Number.POSITIVE_INFINITY);
           for (const r of fresh) {
             reported.add(r.id);
             ended(r.id);
@@ -111,7 +118,14 @@ export class QueueBackend implements TaskBackend {
         ? `cut off: ${cut.usable} of ${cut.threshold} usable sessions reached (early_stop_min_usable_sessions)`
         : `cancelled: DELETE /rollout/task/${run.served.taskId}`;
     const rolloutEnd = cut.kind === 'early_stop' ? 'completed' : 'interrupted';
-    const done = new Set(await whileUnreachable(() => cutQueuedSamples(this.pg, { rolloutId: run.rolloutId, ids: open, reason, rolloutEnd }, groupStats)));
+    let done: Set<string>;
+    try {
+      done = new Set(await whileUnreachable(() => cutQueuedSamples(this.pg, { rolloutId: run.rolloutId, ids: open, reason, rolloutEnd }, groupStats)));
+    } catch (err) {
+      // Not cut: they run on, and end with their own outcomes.
+      for (const id of open) run.cuts.delete(id);
+      throw err;
+    }
     // One that ended by itself meanwhile keeps its own outcome.
     for (const id of open) if (!done.has(id)) run.cuts.delete(id);
   }
@@ -134,11 +148,17 @@ export class QueueBackend implements TaskBackend {
     const epoch = await whileUnreachable(() => setInferencePause(this.pg, true));
     const deadline = Date.now() + timeoutMs;
     for (;;) {
-      const waiting = (await whileUnreachable(() => liveWorkers(this.pg))).filter((w) => !(w.epoch >= epoch && w.paused && w.inflight === 0));
-      if (waiting.length === 0 || Date.now() >= deadline) {
+      const live = await whileUnreachable(() => liveWorkers(this.pg));
+      const waiting = live.filter((w) => !(w.epoch >= epoch && w.paused && w.inflight === 0));
+      // A worker running a session that is not listening (a lost listener, an older polar) cannot be said to have paused.
+      const heard = new Set(live.filter((w) => w.epoch >= epoch && w.paused).map((w) => w.worker));
+      const unheard = (await whileUnreachable(() => workersWithSessions(this.pg))).filter((w) => !heard.has(w));
+      if ((waiting.length === 0 && unheard.length === 0) || Date.now() >= deadline) {
         for (const w of waiting)
           this.options.onNotice?.(`inference pause: worker ${w.worker} has ${w.epoch >= epoch ? `${w.inflight} calls in flight` : 'not paused yet'}`);
-        return { paused: true, inflight: waiting.reduce((n, w) => n + (w.epoch >= epoch ? w.inflight : Math.max(1, w.inflight)), 0) };
+        for (const w of unheard) this.options.onNotice?.(`inference pause: worker ${w} runs a session and has not said it paused`);
+        const unheardOnly = unheard.filter((w) => !waiting.some((x) => x.worker === w)).length;
+        return { paused: true, inflight: waiting.reduce((n, w) => n + (w.epoch >= epoch ? w.inflight : Math.max(1, w.inflight)), 0) + unheardOnly };
       }
       await new Promise((r) => setTimeout(r, PAUSE_POLL_MS));
     }
@@ -160,8 +180,8 @@ export class QueueBackend implements TaskBackend {
   }
 
   /** The mirror pulled up to date; calls at once share one pull. */
-  private sync(): Promise<void> {
-    this.syncing ??= whileUnreachable(() => syncMirror(this.pg, this.mirror))
+  private sync(forMs?: number): Promise<void> {
+    this.syncing ??= whileUnreachable(() => syncMirror(this.pg, this.mirror), forMs)
       .then(() => undefined)
       .finally(() => {
         this.syncing = null;

@@ -176,6 +176,35 @@ describe('TaskRequest fields', () => {
     expect(r.detail.find((d) => d.loc.includes('backend'))!.msg).toMatch(/apptainer image is not run/);
     expect(no({ ...BASE, runtime: { backend: 'docker', image: '  ' } }).status).toBe(422);
   });
+  it("runtime values that would leave their Dockerfile line or name serve's own variables are refused by field", () => {
+    const r = no({
+      ...BASE,
+      runtime: {
+        image: 'debian:12\nRUN curl evil',
+        workdir: '/w/$HOME',
+        env: { 'A B': 'x', OK: 'line\nbreak' },
+        prepare: [
+          { type: 'exec', command: 'true', cwd: 'relative', env: { 'X;rm': '1' } },
+          { type: 'upload_file', source: 'f', target: '/opt/$X' },
+        ],
+      },
+      evaluator: { strategy: 'harbor', config: { tests_dir: 't' }, env: { K: '${PGPASSWORD}' } },
+    });
+    expect(locs(r).sort()).toEqual(
+      [
+        'body.runtime.image',
+        'body.runtime.workdir',
+        'body.runtime.env.A B',
+        'body.runtime.env.OK',
+        'body.runtime.prepare.0.cwd',
+        'body.runtime.prepare.0.env.X;rm',
+        'body.runtime.prepare.1.target',
+        'body.evaluator.env.K',
+      ].sort(),
+    );
+    // A value with $ or quotes is taken literally (runtime-task.ts escapes it), not refused.
+    expect(ok({ ...BASE, runtime: { image: 'reg.io:5000/a/b:1@sha256:00', env: { P: 'pa$$"w\\' } } }).runtime!.env.P).toBe('pa$$"w\\');
+  });
   it('every refusal at once, each naming its field', () => {
     const r = no({
       ...BASE,

@@ -1,10 +1,10 @@
-import fs from 'node:fs';
+import { createHash } from 'node:crypto';
+import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { PolarError } from '../core/errors.js';
 import { invalidTasksText, readHarborSuite } from '../rollout/harbor/load.js';
 import type { RolloutTask } from '../rollout/task-file.js';
 import type { ServedTask } from './request.js';
-import type { ServedRuntime } from './runtime.js';
 
 /**
  * A served task with a runtime, written as the Harbor task folder polar runs in a box (`polar serve
@@ -16,23 +16,38 @@ import type { ServedRuntime } from './runtime.js';
  * built image reproduces for commands that do not read the session's variables); the verifier is
  * polar's Harbor verifier (tests mounted for it alone, rewards read from /logs/verifier).
  */
-export function writeRuntimeTask(served: ServedTask, dir: string): RolloutTask {
+export async function writeRuntimeTask(served: ServedTask, parent: string, filesRoot: string | null): Promise<RolloutTask> {
   const runtime = served.runtime!;
-  fs.rmSync(dir, { recursive: true, force: true });
-  fs.mkdirSync(path.join(dir, 'environment'), { recursive: true });
-  fs.mkdirSync(path.join(dir, 'tests'), { recursive: true });
-  fs.writeFileSync(path.join(dir, 'environment', 'Dockerfile'), dockerfile(runtime, dir));
-  fs.writeFileSync(path.join(dir, 'instruction.md'), `${served.task.prompt}\n`);
-  fs.writeFileSync(path.join(dir, 'task.toml'), taskToml(served));
+  // Named by what it holds: the same runtime is the same Harbor task, whose image is built once.
+  const name = `runtime-${createHash('sha256')
+    .update(JSON.stringify({ runtime, harbor: served.harbor, prompt: served.task.prompt }))
+    .digest('hex')
+    .slice(0, 16)}`;
+  const dir = path.join(parent, name);
+  await fsp.rm(dir, { recursive: true, force: true });
+  await fsp.mkdir(path.join(dir, 'environment'), { recursive: true });
+  await fsp.mkdir(path.join(dir, 'tests'), { recursive: true });
+  const lines = [`FROM ${runtime.image}`];
+  for (const [key, value] of Object.entries(runtime.env)) lines.push(`ENV ${key}="${dockerQuoted(value)}"`);
+  for (const [i, step] of runtime.prepare.entries()) {
+    if ('upload' in step) {
+      const source = await readable(step.upload, filesRoot, ['runtime', 'prepare', i, 'source']);
+      await fsp.cp(source, path.join(dir, 'environment', `upload-${i}`), { recursive: true });
+      lines.push(`COPY ${JSON.stringify([`upload-${i}`, step.target])}`);
+    } else {
+      const env = Object.entries(step.env).map(([k, v]) => `export ${k}=${shellQuote(v)}; `);
+      lines.push(`RUN ${JSON.stringify(['/bin/sh', '-c', `mkdir -p ${shellQuote(step.cwd)} && cd ${shellQuote(step.cwd)} && ${env.join('')}${step.exec}`])}`);
+    }
+  }
+  if (runtime.workdir) lines.push(`WORKDIR ${runtime.workdir}`);
+  await fsp.writeFile(path.join(dir, 'environment', 'Dockerfile'), `${lines.join('\n')}\n`);
+  await fsp.writeFile(path.join(dir, 'instruction.md'), `${served.task.prompt}\n`);
+  await fsp.writeFile(path.join(dir, 'task.toml'), taskToml(served));
   if (served.harbor) {
-    const tests = path.resolve(served.harbor.testsDir);
-    if (!fs.statSync(tests, { throwIfNoEntry: false })?.isDirectory())
-      throw unsupported(
-        ['evaluator', 'config', 'tests_dir'],
-        `${tests} is not a folder on this machine (the harbor evaluator's tests_dir is read where polar serve runs)`,
-      );
-    fs.cpSync(tests, path.join(dir, 'tests'), { recursive: true });
-  } else fs.writeFileSync(path.join(dir, 'tests', 'test.sh'), '#!/bin/sh\n# session_completed scores this task; no test runs.\nexit 0\n');
+    const tests = await readable(served.harbor.testsDir, filesRoot, ['evaluator', 'config', 'tests_dir']);
+    if (!(await fsp.stat(tests)).isDirectory()) throw unsupported(['evaluator', 'config', 'tests_dir'], `${tests} is not a folder`);
+    await fsp.cp(tests, path.join(dir, 'tests'), { recursive: true });
+  } else await fsp.writeFile(path.join(dir, 'tests', 'test.sh'), '#!/bin/sh\n# session_completed scores this task; no test runs.\nexit 0\n');
   const suite = readHarborSuite(dir);
   const loaded = suite.tasks[0];
   if (!loaded) throw unsupported(['runtime'], `the runtime does not make a task polar can run: ${invalidTasksText(suite.invalid)}`);
@@ -46,30 +61,23 @@ export function writeRuntimeTask(served: ServedTask, dir: string): RolloutTask {
   };
 }
 
+/**
+ * A file or folder a request names on this machine, read only under the folder the operator gave
+ * (`polar serve --runtime-files DIR`), links resolved first: whoever may submit a task may not copy
+ * serve's own files (its database, credentials) into an image it then reads.
+ */
+async function readable(named: string, root: string | null, loc: (string | number)[]): Promise<string> {
+  if (root === null) throw unsupported(loc, `${named}: polar serve reads files a request names only under --runtime-files DIR (none was given)`);
+  const real = await fsp.realpath(path.resolve(root, named)).catch(() => null);
+  const top = await fsp.realpath(root);
+  if (real === null) throw unsupported(loc, `${named} is not a folder on this machine (looked for under --runtime-files ${top})`);
+  if (real !== top && !real.startsWith(top + path.sep)) throw unsupported(loc, `${named} is outside --runtime-files ${top}`);
+  return real;
+}
+
 /** A 400 naming the request's field, as request.ts refuses (the service answers it in that shape). */
 export function unsupported(loc: (string | number)[], msg: string): PolarError {
   return Object.assign(new PolarError('POLAR_USAGE', msg, 400), { loc });
-}
-
-/** FROM the image; ENV the runtime's variables; each prepare step in order (an upload a COPY from the folder, an exec a RUN in its cwd with its env); WORKDIR last. */
-function dockerfile(runtime: ServedRuntime, dir: string): string {
-  const lines = [`FROM ${runtime.image}`];
-  for (const [key, value] of Object.entries(runtime.env)) lines.push(`ENV ${key}=${JSON.stringify(value)}`);
-  runtime.prepare.forEach((step, i) => {
-    if ('upload' in step) {
-      const source = path.resolve(step.upload);
-      if (!fs.existsSync(source))
-        throw unsupported(['runtime', 'prepare', i, 'source'], `${source} is not on this machine (an upload's source is read where polar serve runs)`);
-      const name = `upload-${i}`;
-      fs.cpSync(source, path.join(dir, 'environment', name), { recursive: true });
-      lines.push(`COPY ${JSON.stringify([name, step.target])}`);
-    } else {
-      const env = Object.entries(step.env).map(([k, v]) => `export ${k}=${shellQuote(v)}; `);
-      lines.push(`RUN ${JSON.stringify(['/bin/sh', '-c', `mkdir -p ${shellQuote(step.cwd)} && cd ${shellQuote(step.cwd)} && ${env.join('')}${step.exec}`])}`);
-    }
-  });
-  if (runtime.workdir) lines.push(`WORKDIR ${runtime.workdir}`);
-  return `${lines.join('\n')}\n`;
 }
 
 function taskToml(served: ServedTask): string {
@@ -82,6 +90,11 @@ function taskToml(served: ServedTask): string {
   if (runtime.cpus !== undefined) lines.push(`cpus = ${runtime.cpus}`);
   if (runtime.memoryMb !== undefined) lines.push(`memory_mb = ${runtime.memoryMb}`);
   return `${lines.join('\n')}\n`;
+}
+
+/** A value inside a Dockerfile's double quotes, taken literally: Docker unescapes \\ \" and \$ there, and expands $ otherwise. */
+function dockerQuoted(s: string): string {
+  return s.replace(/[\\"$]/g, (c) => `\\${c}`);
 }
 
 function shellQuote(s: string): string {

@@ -36,6 +36,13 @@ const strings = (v: unknown): Record<string, string> => Object.fromEntries(Objec
 
 /** Polar's default cwd for a prepare exec (gateway/node.py:432-495): the session folder. */
 const SESSION_DIR = '/polar/session';
+/** An environment variable's name, as a shell and a Dockerfile take one. */
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** An image reference's characters (name, tag, digest, registry and port). */
+const IMAGE = /^[A-Za-z0-9][A-Za-z0-9._/:@-]*$/;
+/** A path in the image: absolute, no control characters, no `$` (a Dockerfile would expand it). */
+const IMAGE_PATH = /^\/[^\x00-\x1f\x7f$]*$/;
+const CONTROL = /[\x00-\x08\x0a-\x1f\x7f]/;
 
 export function parseRuntime(runtime: Obj, refuse: Refuse, notices: string[]): ServedRuntime | null {
   const before = notices.length;
@@ -64,13 +71,27 @@ export function parseRuntime(runtime: Obj, refuse: Refuse, notices: string[]): S
       `runtime.network ${JSON.stringify(runtime.network)} is not applied: the agent reaches the model through polar's proxy, and the internet as allow_internet says`,
     );
   if (runtime.eval_prepare != null) notices.push("runtime.eval_prepare is not run: polar's verifiers have no second runtime to prepare");
+  // Every value lands in a Dockerfile line or a shell command: names as names, paths as paths, no line breaks.
+  const image = String(runtime.image).trim();
+  if (backend === 'docker' && !IMAGE.test(image)) no(['image'], 'an image reference (name[:tag][@digest]), no spaces or other characters');
+  if (runtime.workdir != null && !IMAGE_PATH.test(String(runtime.workdir).trim()))
+    no(['workdir'], 'an absolute path in the image, without $ or control characters');
+  for (const [k, v] of Object.entries(obj(runtime.env))) {
+    if (!ENV_NAME.test(k)) no(['env', k], 'a variable name: letters, digits and _, not starting with a digit');
+    else if (CONTROL.test(String(v))) no(['env', k], 'a value without line breaks or control characters');
+  }
   const prepare: PrepareStep[] = [];
   (Array.isArray(runtime.prepare) ? runtime.prepare : []).forEach((raw, i) => {
     const a = obj(raw);
     if (a.type === 'exec') {
       if ((laxInt(a.max_attempts ?? 1) ?? 1) > 1) notices.push(`runtime.prepare.${i}.max_attempts is not applied: it runs once, when the image is built`);
+      if (a.cwd != null && !IMAGE_PATH.test(String(a.cwd))) no(['prepare', i, 'cwd'], 'an absolute path in the image, without $ or control characters');
+      for (const k of Object.keys(obj(a.env))) if (!ENV_NAME.test(k)) no(['prepare', i, 'env', k], 'a variable name: letters, digits and _');
       prepare.push({ exec: String(a.command), cwd: a.cwd == null ? SESSION_DIR : String(a.cwd), env: strings(a.env) });
-    } else prepare.push({ upload: String(a.source), target: String(a.target) });
+    } else {
+      if (!IMAGE_PATH.test(String(a.target))) no(['prepare', i, 'target'], 'an absolute path in the image, without $ or control characters');
+      prepare.push({ upload: String(a.source), target: String(a.target) });
+    }
   });
   const cpus = runtime.cpus == null ? undefined : laxInt(runtime.cpus);
   const memoryMb = runtime.memory_mb == null ? undefined : laxInt(runtime.memory_mb);
@@ -79,7 +100,7 @@ export function parseRuntime(runtime: Obj, refuse: Refuse, notices: string[]): S
     return null;
   }
   return {
-    image: String(runtime.image).trim(),
+    image,
     workdir: runtime.workdir == null ? null : String(runtime.workdir).trim(),
     env: strings(runtime.env),
     prepare,
@@ -108,6 +129,16 @@ export function parseHarborEvaluator(evaluator: Obj, refuse: Refuse, notices: st
     notices.push("evaluator.refresh_runtime: the harbor evaluator grades the session's own container, as Polar's does");
   const known = new Set(['tests_dir', 'verifier_timeout', 'emit_cost_reward', 'upload_attempts', 'upload_retry_backoff_seconds', ...Object.keys(fixed)]);
   for (const key of Object.keys(config)) if (!known.has(key)) no(key, `the harbor evaluator takes no setting ${JSON.stringify(key)}`);
+  // Harbor fills ${VAR} in a verifier's env from the serving machine's own (harbor/env.ts): a request may not name polar serve's secrets.
+  for (const [k, v] of Object.entries(obj(evaluator.env))) {
+    if (!ENV_NAME.test(k)) {
+      ok = false;
+      refuse(['evaluator', 'env', k], 'a variable name: letters, digits and _');
+    } else if (String(v).includes('${') || CONTROL.test(String(v))) {
+      ok = false;
+      refuse(['evaluator', 'env', k], "a literal value: ${…} would be filled in from polar serve's own environment");
+    }
+  }
   const timeout = config.verifier_timeout == null ? 120 : laxFloat(config.verifier_timeout);
   if (timeout == null || !(timeout > 0)) no('verifier_timeout', 'seconds, above 0');
   if (!ok) return null;

@@ -20,6 +20,8 @@ export class ServedRun {
   /** The TaskResult posted to callback_url, when it was: what the trainer answered. */
   callback: { delivered: boolean; attempts: number; lastError: string | null } | null = null;
   error: string | null = null;
+  /** A cut (early stop, DELETE) being written: the results wait for it to know which sessions it cut. */
+  cutting: Promise<void> | null = null;
   private final: Json[] | null = null;
 
   constructor(

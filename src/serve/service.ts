@@ -70,6 +70,12 @@ export class RolloutService {
     this.runs.set(served.taskId, run);
     const work = this.execute(run).finally(() => this.running.delete(work));
     this.running.add(work);
+    // A DELETE of this id (its tombstone) or a shutdown while the rollout was being made: it is cancelled at once.
+    const tombstoned = (this.tombstones.get(served.taskId) ?? 0) > Date.now();
+    if (tombstoned || this.closing) {
+      this.tombstones.delete(served.taskId);
+      await this.cancel(served.taskId, false);
+    }
     return { status: 200, body: { task_id: served.taskId, status: 'running' } };
   }
 
@@ -154,6 +160,8 @@ export class RolloutService {
         run.ended.push(sampleId);
         void this.earlyStop(run);
       });
+      // A cut still being written decides which sessions were cut: the results wait for it.
+      await run.cutting;
       run.finish(run.state === 'cancelling' ? 'cancelled' : 'completed');
     } catch (err) {
       // Polar's 'failed': the batch itself could not run (manager.py:214-222), here the harness's capture or the queue.
@@ -187,8 +195,10 @@ export class RolloutService {
 
   /** Cuts the run's samples without a result; a failure to reach the store is said, and the next poll of the backend sees what ended. */
   private async cut(run: ServedRun, cut: Cut): Promise<void> {
-    await this.backend
+    const cutting = this.backend
       .cut(run, cut)
       .catch((err: unknown) => this.options.onNotice?.(`task ${run.served.taskId}: cutting its sessions off failed: ${(err as Error).message}`));
+    run.cutting = cutting;
+    await cutting;
   }
 }

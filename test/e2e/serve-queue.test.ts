@@ -89,21 +89,19 @@ beforeAll(async () => {
     child.stderr!.on('data', (d) => (workerLogs[i] += d));
     children.push(child);
   });
-  // Both workers are connected (from their own addresses) before the first task is queued, so each takes one session.
-  await waitUntil(
-    'both workers connected to PostgreSQL from their hosts',
-    async () => {
-      const { rows } = await db.query(`SELECT DISTINCT host(client_addr) AS a FROM pg_stat_activity WHERE client_addr IS NOT NULL`);
-      return hosts.hosts.every((h) => rows.some((r) => r.a === h.address));
-    },
-    { everyMs: 200, stopIf: () => (children.some((c) => c.exitCode !== null) ? `a process exited early:\n${workerLogs.join('\n---\n')}` : null) },
-  );
-  await new Promise((r) => setTimeout(r, 3000));
+  // Both workers take samples before the first task is queued, so each takes one session.
+  await waitUntil('both workers ready', () => workerLogs.every((l) => /ready for \S+ samples/.test(l)), {
+    everyMs: 200,
+    stopIf: () => (children.some((c) => c.exitCode !== null) ? `a process exited early:\n${workerLogs.join('\n---\n')}` : null),
+  });
+  // Each reached PostgreSQL from its own host's address, not this machine's.
+  const { rows } = await db.query(`SELECT DISTINCT host(client_addr) AS a FROM pg_stat_activity WHERE client_addr IS NOT NULL`);
+  for (const h of hosts.hosts) expect(rows.map((r) => r.a)).toContain(h.address);
 }, patient(120_000));
 
 afterAll(async () => {
   for (const c of children) c.kill('SIGTERM');
-  await Promise.all(children.map((c) => (c.exitCode === null && c.signalCode === null ? new Promise((r) => c.once('exit', r)) : null)));
+  await Promise.all(children.map((c) => exited(c, 20_000)));
   await db?.end().catch(() => undefined);
   await listener?.close();
   await mock?.close();
@@ -111,6 +109,18 @@ afterAll(async () => {
   hosts?.remove();
   if (dir) removeTree(dir);
 }, patient(60_000));
+
+/** Resolves once `c` has exited, killing it after `ms`. */
+function exited(c: ChildProcess, ms: number): Promise<void> {
+  if (c.exitCode !== null || c.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => c.kill('SIGKILL'), ms);
+    c.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}
 
 const samplesOf = async (rolloutId: string) =>
   (await db.query(`SELECT id, status, worker, error, error_stage FROM samples WHERE rollout_id = $1 ORDER BY sample_index`, [rolloutId])).rows;

@@ -36,8 +36,8 @@ beforeAll(async () => {
   mock = await startMockServer();
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-serve-runtime-'));
   db = path.join(dir, 'polar.db');
-  const tests = path.join(dir, 'tests');
-  fs.mkdirSync(tests);
+  const tests = path.join(dir, 'files', 'tests');
+  fs.mkdirSync(tests, { recursive: true });
   // The reward needs the agent's file in the workdir and what the prepare steps put in the image.
   fs.writeFileSync(
     path.join(tests, 'test.sh'),
@@ -48,20 +48,38 @@ beforeAll(async () => {
       '',
     ].join('\n'),
   );
-  fs.writeFileSync(path.join(dir, 'upload.txt'), 'uploaded\n');
+  fs.writeFileSync(path.join(dir, 'files', 'upload.txt'), 'uploaded\n');
+  // What a submitter must not reach: a file of this machine outside --runtime-files.
+  fs.writeFileSync(path.join(dir, 'secret.txt'), 'polar serve secret\n');
   const args = ['serve', '--port', '0', '--json', '--upstream', mock.url, '--upstream-kind', 'vllm-tito', '--tokenizer', 'bundled:qwen3'];
-  const { json } = await startPolarServer([...args, '--db', db, '--out', path.join(dir, 'out'), '--environment', engine!], children);
+  const { json } = await startPolarServer(
+    [...args, '--db', db, '--out', path.join(dir, 'out'), '--environment', engine!, '--runtime-files', path.join(dir, 'files')],
+    children,
+  );
   url = json.url as string;
 }, patient(60_000));
 
 afterAll(async () => {
+  // serve cancels what runs and closes its boxes before it exits: no container is left.
   for (const c of children) c.kill('SIGTERM');
-  await new Promise((r) => setTimeout(r, 500));
+  await Promise.all(
+    children.map(
+      (c) =>
+        new Promise<void>((resolve) => {
+          if (c.exitCode !== null || c.signalCode !== null) return resolve();
+          const timer = setTimeout(resolve, patient(30_000));
+          c.once('exit', () => {
+            clearTimeout(timer);
+            resolve();
+          });
+        }),
+    ),
+  );
   await mock?.close();
   if (dir) removeTree(dir);
 });
 
-const runtimeRequest = (taskId: string, testsDir: string): Json =>
+const runtimeRequest = (taskId: string, testsDir: string, upload = 'upload.txt'): Json =>
   slimeRequest(null, taskId, {
     num_samples: 1,
     runtime: {
@@ -71,7 +89,7 @@ const runtimeRequest = (taskId: string, testsDir: string): Json =>
       env: { GREETING: 'hello' },
       prepare: [
         { type: 'exec', command: 'mkdir -p /polar/session/workspace && echo "seed $GREETING" > /polar/session/workspace/seed.txt' },
-        { type: 'upload_file', source: path.join(dir, 'upload.txt'), target: '/opt/upload.txt' },
+        { type: 'upload_file', source: upload, target: '/opt/upload.txt' },
       ],
       allow_internet: false,
     },
@@ -80,7 +98,7 @@ const runtimeRequest = (taskId: string, testsDir: string): Json =>
 
 describe.skipIf(skip !== null)(`polar serve: a runtime image and the harbor evaluator${skip ? ` (skipped: ${skip})` : ` (${engine})`}`, () => {
   it("runs the session in the image its prepare steps built, graded by the task's tests there", { timeout: patient(300_000) }, async () => {
-    expect((await post(runtimeRequest('in-runtime', path.join(dir, 'tests')))).status).toBe(200);
+    expect((await post(runtimeRequest('in-runtime', 'tests'))).status).toBe(200);
     const s = await settled('in-runtime');
     expect(taskStatusProblems(s, STRICT)).toEqual([]);
     const r = s.results[0] as Json;
@@ -90,9 +108,24 @@ describe.skipIf(skip !== null)(`polar serve: a runtime image and the harbor eval
     expect(expectSessionCapturedExactly(db, r.session_id, mock)).toBeGreaterThanOrEqual(2);
   });
 
-  it('a tests_dir that is not on this machine is refused by name', async () => {
-    const res = await post(runtimeRequest('no-tests', path.join(dir, 'missing')));
-    expect(res.status).toBe(400);
-    expect(res.body.detail[0]).toMatchObject({ loc: ['body', 'evaluator', 'config', 'tests_dir'], msg: expect.stringMatching(/not a folder on this machine/) });
+  it("a request reads files only under --runtime-files: a missing tests_dir, and serve's own files, are refused by name", async () => {
+    const missing = await post(runtimeRequest('no-tests', 'missing'));
+    expect(missing.status).toBe(400);
+    expect(missing.body.detail[0]).toMatchObject({
+      loc: ['body', 'evaluator', 'config', 'tests_dir'],
+      msg: expect.stringMatching(/not a folder on this machine/),
+    });
+    for (const source of [path.join(dir, 'secret.txt'), '../secret.txt', db]) {
+      const outside = await post(runtimeRequest('steal', 'tests', source));
+      expect(outside.status, source).toBe(400);
+      expect(outside.body.detail[0]).toMatchObject({ loc: ['body', 'runtime', 'prepare', 1, 'source'], msg: expect.stringMatching(/outside --runtime-files/) });
+    }
+    fs.symlinkSync(path.join(dir, 'secret.txt'), path.join(dir, 'files', 'link.txt'));
+    expect((await post(runtimeRequest('via-link', 'tests', 'link.txt'))).body.detail[0].msg).toMatch(/outside --runtime-files/);
+    const env = await post({
+      ...runtimeRequest('env', 'tests'),
+      evaluator: { strategy: 'harbor', config: { tests_dir: 'tests' }, env: { K: '${POLAR_UPSTREAM_API_KEY}' } },
+    });
+    expect(env.body.detail[0]).toMatchObject({ loc: ['body', 'evaluator', 'env', 'K'] });
   });
 });

@@ -13,6 +13,8 @@ export function namespacesUnavailable(): string | null {
   return null;
 }
 
+let made = 0;
+
 function ip(...args: string[]): void {
   execFileSync('ip', args, { stdio: ['ignore', 'ignore', 'pipe'] });
 }
@@ -33,13 +35,14 @@ export interface Hosts {
  * `{prefix}-{i}`: their own network (loopback included) and, through `command`, their own hostname.
  */
 export function makeHosts(prefix: string, octet: number, count: number): Hosts {
-  const id = String(process.pid);
+  // The pid names this run's (so a later run can tell them stale), the count this call's.
+  const id = `${process.pid}n${made++ % 10}`;
   const bridge = `pbr${id}`;
   const subnet = `10.${octet}.0.0/24`;
   const hub = `10.${octet}.0.1`;
-  const made: string[] = [];
+  const namespaces: string[] = [];
   const remove = () => {
-    for (const ns of made) {
+    for (const ns of namespaces) {
       try {
         ip('netns', 'del', ns);
       } catch {
@@ -62,7 +65,7 @@ export function makeHosts(prefix: string, octet: number, count: number): Hosts {
       const ns = `${prefix}-${id}-${i}`;
       const [outside, inside] = [`pvo${id}x${i}`, `pvi${id}x${i}`];
       ip('netns', 'add', ns);
-      made.push(ns);
+      namespaces.push(ns);
       ip('link', 'add', outside, 'type', 'veth', 'peer', 'name', inside);
       ip('link', 'set', inside, 'netns', ns);
       ip('link', 'set', outside, 'master', bridge);
@@ -97,7 +100,7 @@ function removeStale(prefix: string): void {
     }
   };
   const namespaces = execFileSync('ip', ['netns', 'list'], { encoding: 'utf8' });
-  for (const m of namespaces.matchAll(new RegExp(`^(${prefix}-(\\d+)-\\d+)`, 'gm'))) if (!alive(m[2]!)) ip('netns', 'del', m[1]!);
+  for (const m of namespaces.matchAll(new RegExp(`^(${prefix}-(\\d+)n\\d+-\\d+)`, 'gm'))) if (!alive(m[2]!)) ip('netns', 'del', m[1]!);
   const links = execFileSync('ip', ['-o', 'link', 'show', 'type', 'bridge'], { encoding: 'utf8' });
-  for (const m of links.matchAll(/^\d+: (pbr(\d+)):/gm)) if (!alive(m[2]!)) ip('link', 'del', m[1]!);
+  for (const m of links.matchAll(/^\d+: (pbr(\d+)n\d+):/gm)) if (!alive(m[2]!)) ip('link', 'del', m[1]!);
 }

@@ -45,6 +45,7 @@ interface ServeOptions extends UpstreamFlags, SandboxFlags {
   node?: string;
   environment?: EnvironmentName;
   queue?: string;
+  runtimeFiles?: string;
   retries: number;
   heartbeat: number;
   json?: boolean;
@@ -100,6 +101,10 @@ export function registerServe(program: Command): void {
       30,
     )
     .addOption(environmentOption())
+    .option(
+      '--runtime-files <dir>',
+      "the one folder a request's runtime uploads and harbor tests_dir are read from (default: none are; a submitter may not copy serve's own files into an image)",
+    )
     .option('--json', 'print the listening URL as one JSON line');
   addSandboxOptions(serve).action(action(serveCommand));
 }
@@ -152,6 +157,7 @@ async function serveCommand(opts: ServeOptions): Promise<void> {
         dbPath: path.resolve(dbPath),
         config,
         ...(apiKey ? { upstreamApiKey: apiKey } : {}),
+        ...(opts.runtimeFiles ? { runtimeFiles: path.resolve(opts.runtimeFiles) } : {}),
         onNotice: notice,
       });
   const service = new RolloutService({ backend, timeoutSec: config.timeoutSec, nodeId, onNotice: notice });

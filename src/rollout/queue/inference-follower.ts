@@ -20,6 +20,7 @@ const RECONNECT_MS = 1000;
 export class InferenceFollower {
   private readonly key = newId('wrk');
   private client: pg.Client | null = null;
+  private connecting: pg.Client | null = null;
   private closed = false;
   private reconnecting = false;
   private applied = -1;
@@ -46,16 +47,25 @@ export class InferenceFollower {
 
   private async connect(): Promise<void> {
     const client = this.pg.dedicated(`${APP_PREFIX}${this.key}`);
+    this.connecting = client;
     client.on('error', (err) => this.lost(err, client));
     client.on('end', () => this.lost(null, client));
     client.on('notification', () => this.apply());
-    await client.connect();
-    if (this.closed) {
-      await client.end();
-      return;
+    try {
+      await client.connect();
+      if (this.closed) {
+        await client.end();
+        return;
+      }
+      // LISTEN before reading: a change that commits between the two is read or notified, never missed.
+      await client.query(`LISTEN ${CHANNEL}`);
+    } catch (err) {
+      // Never left open: a connection that does not listen would still look like a live worker.
+      await client.end().catch(() => undefined);
+      throw err;
+    } finally {
+      if (this.connecting === client) this.connecting = null;
     }
-    // LISTEN before reading: a change that commits between the two is read or notified, never missed.
-    await client.query(`LISTEN ${CHANNEL}`);
     this.client = client;
     // Said again on every connection: while it was away, the coordinator may have dropped its row.
     this.applied = -1;
@@ -63,8 +73,9 @@ export class InferenceFollower {
   }
 
   private lost(err: unknown, client?: pg.Client): void {
-    // An old connection's last events, or a second event of the same loss (error, then end): nothing to do.
-    if (this.closed || this.reconnecting || (client && this.client && client !== this.client)) return;
+    // A second event of the same loss (error, then end), or an old connection's last events: nothing to do.
+    if (this.closed || this.reconnecting) return;
+    if (client && client !== this.client && client !== this.connecting) return;
     this.reconnecting = true;
     if (err) this.notice(`inference pause: lost PostgreSQL (${(err as Error).message}); reconnecting`);
     this.client = null;

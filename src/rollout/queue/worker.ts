@@ -55,6 +55,7 @@ export async function runWorker(opts: WorkerOptions): Promise<number> {
     // Before the first job: a fleet paused for a weight update holds this worker's calls too.
     follower = new InferenceFollower(pg, capture.proxy.admin.gate, WORKER, notice);
     await follower.start();
+    notice(`polar worker ${WORKER}: ready for ${name} samples`);
     return await pollQueue({ opts, store, pg, ledger: workerLedger(pg, store), boss, name, capture, notice });
   } finally {
     await follower?.close();

@@ -93,7 +93,14 @@ export class Postgres {
 
   /** A connection of its own, outside the pool (one that LISTENs must stay), named `applicationName`; the caller connects and ends it. */
   dedicated(applicationName: string): pg.Client {
-    return new pg.Client({ connectionString: connectionUrl(this.url), application_name: applicationName, connectionTimeoutMillis: 5000, types });
+    // Keepalive: a connection that died without a word (a machine cut off) is noticed, not listened on forever.
+    return new pg.Client({
+      connectionString: connectionUrl(this.url),
+      application_name: applicationName,
+      connectionTimeoutMillis: 5000,
+      keepAlive: true,
+      types,
+    });
   }
 
   async close(): Promise<void> {

@@ -65,12 +65,14 @@ export async function liveWorkers(pg: PgQueryable): Promise<WorkerInference[]> {
   const { rows } = await pg.query(
     `SELECT substr(a.application_name, $2) AS worker_key, w.worker, w.epoch, w.paused, w.inflight
        FROM pg_stat_activity a LEFT JOIN worker_inference w ON w.worker_key = substr(a.application_name, $2)
-      WHERE a.application_name LIKE $1`,
+      WHERE a.application_name LIKE $1 AND a.datname = current_database()`,
     [`${APP_PREFIX}%`, APP_PREFIX.length + 1],
   );
-  await pg.query(`DELETE FROM worker_inference w WHERE NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.application_name = $1 || w.worker_key)`, [
-    APP_PREFIX,
-  ]);
+  await pg.query(
+    `DELETE FROM worker_inference w
+      WHERE NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.application_name = $1 || w.worker_key AND a.datname = current_database())`,
+    [APP_PREFIX],
+  );
   return rows.map((row) => {
     const r = new PgRow(row, 'worker_inference');
     const known = row.epoch !== null && row.epoch !== undefined;
@@ -82,4 +84,14 @@ export async function liveWorkers(pg: PgQueryable): Promise<WorkerInference[]> {
       inflight: known ? r.number('inflight') : 0,
     };
   });
+}
+
+/**
+ * Workers that hold a sample at a stage that calls the model (init, ready, running) in this store:
+ * a pause must hear from each, listening or not (an older polar, a lost listener), before it says
+ * nothing is in flight.
+ */
+export async function workersWithSessions(pg: PgQueryable): Promise<string[]> {
+  const { rows } = await pg.query(`SELECT DISTINCT worker FROM samples WHERE status IN ('init', 'ready', 'running') AND worker IS NOT NULL`);
+  return rows.map((row) => new PgRow(row, 'samples').text('worker'));
 }
