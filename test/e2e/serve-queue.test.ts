@@ -242,6 +242,22 @@ describe.skipIf(skip)('polar serve --queue: two workers in two network namespace
     expect(s.results[0]).toMatchObject({ status: 'COMPLETED' });
   });
 
+  it('a worker that holds a session and never said it paused counts as a call in flight', { timeout: patient(60_000) }, async () => {
+    // One that does not listen (a lost listener, an older polar) but runs a session in this store.
+    await db.query(
+      `INSERT INTO samples (id, rollout_id, task_id, sample_index, group_id, status, worker) VALUES ('ghost-s', 'ghost-r', 't', 0, 'g', 'running', 'ghost-host/1')`,
+    );
+    const pause = async (seconds: number) => (await fetch(`${serveUrl}/admin/inference/pause?timeout_seconds=${seconds}`, { method: 'POST' })).json();
+    try {
+      expect(await pause(1)).toEqual({ paused: true, inflight: 1 });
+      await db.query(`DELETE FROM samples WHERE id = 'ghost-s'`);
+      expect(await pause(30)).toEqual({ paused: true, inflight: 0 });
+    } finally {
+      await db.query(`DELETE FROM samples WHERE id = 'ghost-s'`);
+      expect(await (await fetch(`${serveUrl}/admin/inference/resume`, { method: 'POST' })).json()).toMatchObject({ paused: false });
+    }
+  });
+
   it('DELETE while the workers run the sessions: their harnesses are stopped, the task cancelled, the workers go on', {
     timeout: patient(300_000),
   }, async () => {
