@@ -33,6 +33,7 @@ const mockOptions: MockServerOptions = {};
 let dir: string;
 let url: string;
 let serveUrl = '';
+let serveLog: () => string = () => '';
 let db: pg.Client;
 const children: ChildProcess[] = [];
 const workerLogs: string[] = [];
@@ -52,10 +53,11 @@ beforeAll(async () => {
   Object.assign(mockOptions, { host: hosts.hub, authToken: TOKEN });
   mock = await startMockServer(mockOptions);
   listener = await callbackListener();
-  const { json } = await startPolarServer(['serve', '--port', '0', '--json', '--queue', url], children, {
+  const { json, stderr } = await startPolarServer(['serve', '--port', '0', '--json', '--queue', url], children, {
     POLAR_STATE_DIR: path.join(dir, 'serve-state'),
   });
   serveUrl = json.url as string;
+  serveLog = stderr;
   const hostUrl = url.replace('@127.0.0.1:', `@${hosts.hub}:`);
   hosts.hosts.forEach((_, i) => {
     const [cmd, args] = hosts.command(i, [
@@ -213,19 +215,16 @@ describe.skipIf(skip)('polar serve --queue: two workers in two network namespace
     const gateway = nodes[0]!.gateway_url as string;
     const pause = async (seconds: number) => (await fetch(`${gateway}/admin/inference/pause?timeout_seconds=${seconds}`, { method: 'POST' })).json();
     const resume = async () => (await fetch(`${gateway}/admin/inference/resume`, { method: 'POST' })).json();
-    // Each model reply takes 15 s: a session's first call is in flight when the pause comes.
+    // Each model reply takes 15 s: the session's first call is in flight when the pause comes.
     mockOptions.latencyMs = 15_000;
     try {
+      const seen = mock.requestCount();
       expect((await post(slime('queued-drain', { num_samples: 1, callback_url: null }))).status).toBe(200);
-      await waitUntil('the session running on a worker', async () => {
-        const { rows } = await db.query(
-          `SELECT s.status FROM samples s JOIN rollouts r ON r.id = s.rollout_id WHERE r.config::jsonb->>'polar_task_id' = 'queued-drain'`,
-        );
-        return rows[0]?.status === 'running';
-      });
-      await new Promise((r) => setTimeout(r, 4000));
-      // Not drained within 1 s: the worker says so, and the bridge would not swap weights.
-      expect(await pause(1)).toEqual({ paused: true, inflight: 1 });
+      await waitUntil("the session's first model call at the server", () => mock.requestCount() > seen);
+      // Not drained within 1 s: the bridge must not swap weights (a worker not heard from yet counts as one call too).
+      const early = (await pause(1)) as Json;
+      expect(early.paused).toBe(true);
+      expect(early.inflight).toBeGreaterThanOrEqual(1);
       // Given time, the call ends and the next one waits at the worker's proxy: drained.
       expect(await pause(60)).toEqual({ paused: true, inflight: 0 });
       delete mockOptions.latencyMs;
@@ -249,7 +248,10 @@ describe.skipIf(skip)('polar serve --queue: two workers in two network namespace
     );
     const pause = async (seconds: number) => (await fetch(`${serveUrl}/admin/inference/pause?timeout_seconds=${seconds}`, { method: 'POST' })).json();
     try {
-      expect(await pause(1)).toEqual({ paused: true, inflight: 1 });
+      const held = (await pause(1)) as Json;
+      expect(held).toMatchObject({ paused: true });
+      expect(held.inflight).toBeGreaterThanOrEqual(1);
+      expect(serveLog()).toMatch(/worker ghost-host\/1 runs a session and has not said it paused/);
       await db.query(`DELETE FROM samples WHERE id = 'ghost-s'`);
       expect(await pause(30)).toEqual({ paused: true, inflight: 0 });
     } finally {
@@ -264,6 +266,7 @@ describe.skipIf(skip)('polar serve --queue: two workers in two network namespace
     // Every model reply now takes a minute: both sessions are mid-call when the task is cancelled.
     mockOptions.latencyMs = 60_000;
     try {
+      const seen = mock.requestCount();
       expect((await post(slime('queued-cancel', { callback_url: null }))).status).toBe(200);
       let rolloutId = '';
       await waitUntil('both sessions running on the workers', async () => {
@@ -271,7 +274,7 @@ describe.skipIf(skip)('polar serve --queue: two workers in two network namespace
         rolloutId = rows[0]?.id ?? '';
         return rolloutId !== '' && (await samplesOf(rolloutId)).every((r) => r.status === 'running');
       });
-      await new Promise((r) => setTimeout(r, 3000));
+      await waitUntil("both sessions' model calls at the server", () => mock.requestCount() >= seen + 2);
       let cutOff = false;
       void mock.clientGone().then(() => (cutOff = true));
       const res = await fetch(`${serveUrl}/rollout/task/queued-cancel`, { method: 'DELETE' });
