@@ -314,6 +314,9 @@ export function summarize(
       ? ended
       : samples.filter((s) => (SAMPLE_OUTCOMES as readonly string[]).includes(s.status) && s.endedAt !== null && s.endedAt >= since).length;
   const config = row.config as Partial<RolloutConfig>;
+  // A queued rollout's samples ran in each worker's own sandbox, not the coordinator's settings:
+  // what each had is what its session recorded.
+  const queued = typeof row.config.queue === 'object' && row.config.queue !== null;
   const everyHost = config.sandbox === 'none' || config.network === 'host';
   const stored = store.rollouts.tasks(rolloutId).map((t) => JSON.parse(t) as RolloutTask);
   const hostTasks = new Set(stored.filter((t) => t.network === 'host').map((t) => t.id));
@@ -366,8 +369,16 @@ export function summarize(
     sessionsPerMinute: durationMs > 0 ? (endedHere / durationMs) * 60_000 : 0,
     db: dbPath,
     outDir: String(row.config.outDir ?? ''),
-    hostNetwork: samples.filter((s) => (everyHost && !offline.has(s.taskId)) || hostTasks.has(s.taskId)).map((s) => s.id),
+    hostNetwork: (queued ? samples.filter((s) => sessionHadHostNetwork(store, s)) : samples.filter((s) => (everyHost && !offline.has(s.taskId)) || hostTasks.has(s.taskId))).map(
+      (s) => s.id,
+    ),
     ...(checkPrompts ? { firstPromptSplits: [...firstPrompts].filter(([, c]) => c.status === 'split').map(([t]) => t) } : {}),
     ...(masked ? { masked } : {}),
   };
+}
+
+/** Whether a sample's harness had its machine's network, as its session recorded it (run-harness.ts recordSession). */
+function sessionHadHostNetwork(store: Store, sample: SampleRow): boolean {
+  const session = sample.sessionId ? store.sessions.get(sample.sessionId) : undefined;
+  return session?.metadata.network === 'host';
 }
