@@ -369,9 +369,10 @@ export function summarize(
     sessionsPerMinute: durationMs > 0 ? (endedHere / durationMs) * 60_000 : 0,
     db: dbPath,
     outDir: String(row.config.outDir ?? ''),
-    hostNetwork: (queued ? samples.filter((s) => sessionHadHostNetwork(store, s)) : samples.filter((s) => (everyHost && !offline.has(s.taskId)) || hostTasks.has(s.taskId))).map(
-      (s) => s.id,
-    ),
+    hostNetwork: (queued
+      ? samples.filter((s) => sessionHadHostNetwork(store, s))
+      : samples.filter((s) => (everyHost && !offline.has(s.taskId)) || hostTasks.has(s.taskId))
+    ).map((s) => s.id),
     ...(checkPrompts ? { firstPromptSplits: [...firstPrompts].filter(([, c]) => c.status === 'split').map(([t]) => t) } : {}),
     ...(masked ? { masked } : {}),
   };

@@ -19,7 +19,17 @@ function rolloutWith(config: Record<string, unknown>, networks: string[]): { sto
   const id = 'rol_net';
   const task = { id: 't', prompt: 'p', workspace: { empty: true }, evaluator: { type: 'command', command: 'true' } };
   store.rollouts.create(
-    { id, harness: 'custom', upstreamUrl: null, upstreamKind: 'vllm-tito', servedModel: null, samplesPerTask: networks.length, tasksFile: null, accept: null, config },
+    {
+      id,
+      harness: 'custom',
+      upstreamUrl: null,
+      upstreamKind: 'vllm-tito',
+      servedModel: null,
+      samplesPerTask: networks.length,
+      tasksFile: null,
+      accept: null,
+      config,
+    },
     [{ id: 't', json: JSON.stringify(task) }],
   );
   networks.forEach((network, i) => {
