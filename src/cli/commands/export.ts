@@ -2,6 +2,7 @@ import { Option, type Command } from 'commander';
 import { PolarError } from '../../core/errors.js';
 import { defaultDbPath, type Store } from '../../store/store.js';
 import { openStore } from '../../store/open.js';
+import type { ReadScope } from '../../store/open-options.js';
 import { exportLines, type LeftOutKind } from '../../trajectory/export/select.js';
 import { lookupResponse } from '../../proxy/recorded-response.js';
 import { emptyStats } from '../../trajectory/reconstruct.js';
@@ -71,7 +72,7 @@ async function exportData(opts: ExportOptions): Promise<void> {
       "--include-side-calls does not apply to --format nemo-gym: a Gym row is one sample's main trace, which side calls are not part of (--format tokens or sft keeps them)",
     );
   const minReward = opts.minReward ?? null;
-  const store = await openStore(opts.db ?? defaultDbPath(), { readonly: true });
+  const store = await openStore(opts.db ?? defaultDbPath(), { readonly: true, ...readScope(opts) });
   const out = jsonLines(opts.out);
   const lookup = (responseId: string, sessionId: string) => lookupResponse(store, responseId, sessionId);
   const leftOut = new Map<string, number>();
@@ -134,6 +135,16 @@ async function exportData(opts: ExportOptions): Promise<void> {
           : `no call could be trained on (${[...excluded].map(([r, n]) => `${r}: ${n}`).join(', ')})`;
     throw new PolarError('POLAR_EMPTY_EXPORT', `nothing exported: ${why}; see \`polar reconstruct\` for the calls and traces`);
   }
+}
+
+/**
+ * What an export of a shared store pulls from PostgreSQL: the rollout's or the sessions' rows only
+ * (postgres/scoped.ts), not the whole store; with neither flag, everything (the mirror).
+ */
+export function readScope(opts: { session?: string[]; rollout?: string }): { scope?: ReadScope } {
+  if (opts.rollout) return { scope: { rollouts: [opts.rollout] } };
+  if (opts.session) return { scope: { sessions: opts.session } };
+  return {};
 }
 
 /** --session, --rollout: the sessions to export (a rollout's: its samples' final attempts); undefined: all. */

@@ -1,8 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { closeDb, openDb } from '../db.js';
-import type { Postgres } from './client.js';
-import { sharedColumns, SHARED_TABLES } from './tables.js';
+import type { Db } from '../db.js';
+import type { PgQueryable, Postgres } from './client.js';
+import { sharedColumns, SHARED_TABLES, type TableSpec } from './tables.js';
 
 /**
  * Brings a reader's local mirror of the shared store up to date: every row written since its last
@@ -37,36 +38,7 @@ export async function syncMirror(pg: Postgres, file: string): Promise<number> {
       const since = (db.prepare(`SELECT value FROM polar_mirror WHERE key = 'xmin'`).pluck().get() as string | undefined) ?? '0';
       // Rows may arrive before what they reference (each journal ships on its own): no key checks here.
       db.pragma('foreign_keys = OFF');
-      for (const spec of SHARED_TABLES) {
-        const columns = sharedColumns(db, spec.name);
-        const upsert = db.prepare(
-          `INSERT INTO ${spec.name} (${columns.join(', ')}) VALUES (${columns.map(() => '?').join(', ')})
-           ON CONFLICT (${spec.key.join(', ')}) DO UPDATE SET ${columns
-             .filter((c) => !spec.key.includes(c))
-             .map((c) => `${c} = excluded.${c}`)
-             .join(', ')}`,
-        );
-        // Pages in key order, so a large table never sits in memory whole.
-        let after: unknown[] | null = null;
-        for (;;) {
-          const keyList = spec.key.join(', ');
-          const params: unknown[] = [since];
-          let cond = '';
-          if (after) {
-            cond = ` AND (${keyList}) > (${spec.key.map((_, i) => `$${i + 2}`).join(', ')})`;
-            params.push(...after);
-          }
-          const { rows } = await tx.query(`SELECT ${columns.join(', ')} FROM ${spec.name} WHERE _xid >= $1::xid8${cond} ORDER BY ${keyList} LIMIT 500`, params);
-          if (rows.length === 0) break;
-          db.transaction(() => {
-            for (const row of rows) upsert.run(...columns.map((c) => toSqlite(row[c])));
-          })();
-          pulled += rows.length;
-          const last = rows[rows.length - 1]!;
-          after = spec.key.map((k) => last[k]);
-          if (rows.length < 500) break;
-        }
-      }
+      for (const spec of SHARED_TABLES) pulled += await copyRows(tx, db, spec, '_xid >= $1::xid8', [since]);
       const keep = db.prepare(`INSERT INTO polar_mirror (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`);
       keep.run('xmin', xmin);
       keep.run('store_id', storeId);
@@ -79,6 +51,46 @@ export async function syncMirror(pg: Postgres, file: string): Promise<number> {
     }
   }
 }
+
+/**
+ * Copies the rows of `spec` that `where` selects (its parameters from $1) into the same table of a
+ * polar SQLite database, upserted by key: a row read twice is written the same. Pages in key
+ * order, so a large table never sits in memory whole. Rows may arrive before what they reference
+ * (each journal ships on its own): the caller turns SQLite's key checks off. Returns the rows copied.
+ */
+export async function copyRows(tx: PgQueryable, db: Db, spec: TableSpec, where: string, params: readonly unknown[]): Promise<number> {
+  const columns = sharedColumns(db, spec.name);
+  const upsert = db.prepare(
+    `INSERT INTO ${spec.name} (${columns.join(', ')}) VALUES (${columns.map(() => '?').join(', ')})
+     ON CONFLICT (${spec.key.join(', ')}) DO UPDATE SET ${columns
+       .filter((c) => !spec.key.includes(c))
+       .map((c) => `${c} = excluded.${c}`)
+       .join(', ')}`,
+  );
+  const keyList = spec.key.join(', ');
+  let copied = 0;
+  let after: unknown[] | null = null;
+  for (;;) {
+    const values: unknown[] = [...params];
+    let cond = '';
+    if (after) {
+      cond = ` AND (${keyList}) > (${spec.key.map((_, i) => `$${params.length + i + 1}`).join(', ')})`;
+      values.push(...after);
+    }
+    const { rows } = await tx.query(`SELECT ${columns.join(', ')} FROM ${spec.name} WHERE (${where})${cond} ORDER BY ${keyList} LIMIT ${PAGE}`, values);
+    if (rows.length === 0) break;
+    db.transaction(() => {
+      for (const row of rows) upsert.run(...columns.map((c) => toSqlite(row[c])));
+    })();
+    copied += rows.length;
+    const last = rows[rows.length - 1]!;
+    after = spec.key.map((k) => last[k]);
+    if (rows.length < PAGE) break;
+  }
+  return copied;
+}
+
+const PAGE = 500;
 
 function toSqlite(v: unknown): unknown {
   if (v === undefined) return null;

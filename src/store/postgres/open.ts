@@ -4,8 +4,8 @@ import { PolarError } from '../../core/errors.js';
 import type { OpenStoreOptions } from '../open-options.js';
 import { Store } from '../store.js';
 import { Postgres } from './client.js';
-import { journalPath, mirrorPath, prepareJournal } from './journal.js';
-import { syncMirror } from './mirror.js';
+import { journalPath, prepareJournal } from './journal.js';
+import { openSharedReader } from './reader.js';
 import { migratePostgres } from './schema.js';
 import { Shipper } from './ship.js';
 
@@ -17,25 +17,16 @@ import { Shipper } from './ship.js';
  *   `closeAsync()` ships what is left (waiting up to `POLAR_SHIP_TIMEOUT_MS`, 10 s by default, for
  *   an unreachable server; rows it could not ship stay in the journal for the next polar process
  *   on this machine). What a crashed process left is reconciled here, as with a file, and shipped.
- * - reading: a mirror (mirror.ts), pulled up to date first, then read as a local database.
+ * - reading: a local copy pulled up to date first, then read as a local database (reader.ts): this
+ *   machine's mirror of the whole store (mirror.ts), or only the rows a reader names (scoped.ts).
  */
-/** insufficient_privilege, read_only_sql_transaction: a reader that may not migrate. */
-const READ_ONLY_REFUSALS = new Set(['42501', '25006']);
-
 export async function openSharedStore(url: string, options: OpenStoreOptions): Promise<Store> {
   const pg = new Postgres(url);
   try {
     if (options.readonly) {
-      // A reader whose role may not write (or a hot standby) reads what is there: the mirror needs
-      // nothing of a later schema but the store's id, and copes without it.
-      await migratePostgres(pg).catch((err: unknown) => {
-        if (!READ_ONLY_REFUSALS.has((err as { code?: string }).code ?? '')) throw err;
-      });
-      const file = mirrorPath(url);
-      await syncMirror(pg, file);
+      // A local file brought up to date, then read as a local database (reader.ts).
+      const store = await openSharedReader(pg, url, options);
       await pg.close();
-      const store = Store.open(file, { readonly: true });
-      store.label = pg.label;
       return store;
     }
     const file = journalPath(url);

@@ -82,7 +82,8 @@ async function waitForRollout(url: string, rolloutId: string, harness: string, t
     progress?.stop();
     await pg.close();
   }
-  const store = await openStore(url, { readonly: true });
+  // This rollout's rows only (postgres/scoped.ts), not the whole store's.
+  const store = await openStore(url, { readonly: true, scope: { rollouts: [rolloutId] } });
   try {
     return { ...summarize(store, rolloutId, redactUrl(url), Date.now() - started), db: redactUrl(url) };
   } finally {

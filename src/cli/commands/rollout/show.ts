@@ -24,7 +24,8 @@ function firstPromptTag(g: RolloutSummary['groups'][number]): string {
 
 export async function showRollout(id: string, opts: { db?: string; json?: boolean }): Promise<void> {
   const dbPath = opts.db ?? defaultDbPath();
-  const store = await openStore(dbPath, { readonly: true });
+  // Of a shared store, this rollout's rows only: its samples, their sessions and calls (postgres/scoped.ts).
+  const store = await openStore(dbPath, { readonly: true, scope: { rollouts: [id] } });
   try {
     const row = store.rollouts.get(id);
     if (!row) throw new PolarError('POLAR_USAGE', `no rollout ${JSON.stringify(id)} in this database; list them with \`polar rollouts\``);

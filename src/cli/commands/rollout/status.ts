@@ -10,7 +10,8 @@ import { fmt } from './summary.js';
 
 export async function rolloutStatus(id: string, opts: { db?: string; json?: boolean }): Promise<void> {
   const dbPath = opts.db ?? defaultDbPath();
-  const store = await openStore(dbPath, { readonly: true });
+  // Of a shared store, this rollout's rows only, without its calls (postgres/scoped.ts).
+  const store = await openStore(dbPath, { readonly: true, scope: { rollouts: [id], calls: false } });
   try {
     const row = store.rollouts.get(id);
     if (!row) throw new PolarError('POLAR_USAGE', `no rollout ${JSON.stringify(id)} in this database; list them with \`polar rollouts\``);
