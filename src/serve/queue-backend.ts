@@ -5,9 +5,8 @@ import { Postgres, whileUnreachable } from '../store/postgres/client.js';
 import { inferenceControl, liveWorkers, setInferencePause, workersWithSessions } from '../store/postgres/inference.js';
 import { mirrorPath } from '../store/postgres/journal.js';
 import { syncMirror } from '../store/postgres/mirror.js';
-import { cutQueuedSamples, type SampleProgress, sampleProgress } from '../store/postgres/queue.js';
+import { cutQueuedSamples, type SampleProgress, sampleHasEnded, sampleProgress } from '../store/postgres/queue.js';
 import { openStore } from '../store/open.js';
-import { SAMPLE_OUTCOMES } from '../store/rollouts.js';
 import type { Store } from '../store/store.js';
 import type { InferenceState, TaskBackend } from './backend.js';
 import type { ServedTask } from './request.js';
@@ -44,6 +43,8 @@ export class QueueBackend implements TaskBackend {
   private readonly mirror: string;
   private readonly rollouts = new Set<string>();
   private syncing: Promise<void> | null = null;
+  /** Where a PostgreSQL outage is said: one function, so one outage is said once (whileUnreachable). */
+  private readonly log: (line: string) => void;
 
   private constructor(
     private readonly options: QueueBackendOptions,
@@ -51,6 +52,7 @@ export class QueueBackend implements TaskBackend {
   ) {
     this.pg = new Postgres(options.url, { max: 2, applicationName: 'polar-serve' });
     this.mirror = mirrorPath(options.url);
+    this.log = options.onNotice ?? ((line) => process.stderr.write(`polar serve: ${line}\n`));
   }
 
   /** Opens the shared store's mirror (PostgreSQL migrated, the mirror pulled up to date). */
@@ -90,7 +92,7 @@ export class QueueBackend implements TaskBackend {
         // A sample whose every attempt was lost (its retries used up) can no longer end by itself.
         await interruptAbandoned(this.pg, run.rolloutId, run.served.harness).catch(() => 0);
         // Workers carry on through an outage, and so does the wait for them.
-        const rows = await whileUnreachable(() => sampleProgress(this.pg, run.rolloutId), Number.POSITIVE_INFINITY);
+        const rows = await this.retry(() => sampleProgress(this.pg, run.rolloutId), Number.POSITIVE_INFINITY);
         const done = rows.filter(hasEnded);
         const fresh = done.filter((r) => !reported.has(r.id));
         if (fresh.length > 0) {
@@ -110,7 +112,7 @@ export class QueueBackend implements TaskBackend {
 
   async cut(run: ServedRun, cut: Cut): Promise<void> {
     run.abort.abort();
-    const open = (await whileUnreachable(() => sampleProgress(this.pg, run.rolloutId))).filter((r) => !hasEnded(r) && !run.cuts.has(r.id)).map((r) => r.id);
+    const open = (await this.retry(() => sampleProgress(this.pg, run.rolloutId))).filter((r) => !hasEnded(r) && !run.cuts.has(r.id)).map((r) => r.id);
     // Recorded before the write: the poll that sees them ended must find them cut.
     for (const id of open) run.cuts.set(id, cut);
     const reason =
@@ -120,7 +122,7 @@ export class QueueBackend implements TaskBackend {
     const rolloutEnd = cut.kind === 'early_stop' ? 'completed' : 'interrupted';
     let done: Set<string>;
     try {
-      done = new Set(await whileUnreachable(() => cutQueuedSamples(this.pg, { rolloutId: run.rolloutId, ids: open, reason, rolloutEnd }, groupStats)));
+      done = new Set(await this.retry(() => cutQueuedSamples(this.pg, { rolloutId: run.rolloutId, ids: open, reason, rolloutEnd }, groupStats)));
     } catch (err) {
       // Not cut: they run on, and end with their own outcomes.
       for (const id of open) run.cuts.delete(id);
@@ -132,9 +134,9 @@ export class QueueBackend implements TaskBackend {
 
   async pending(): Promise<number> {
     if (this.rollouts.size === 0) return 0;
-    const { rows } = await this.pg.query(`SELECT count(*)::int AS n FROM samples WHERE rollout_id = ANY($1::text[]) AND status = 'queued'`, [
-      [...this.rollouts],
-    ]);
+    const { rows } = await this.retry(() =>
+      this.pg.query(`SELECT count(*)::int AS n FROM samples WHERE rollout_id = ANY($1::text[]) AND status = 'queued'`, [[...this.rollouts]]),
+    );
     return Number((rows[0] as { n: number } | undefined)?.n ?? 0);
   }
 
@@ -145,14 +147,14 @@ export class QueueBackend implements TaskBackend {
    * paused, so the bridge does not swap weights under a call it cannot see.
    */
   async pause(timeoutMs: number): Promise<InferenceState> {
-    const epoch = await whileUnreachable(() => setInferencePause(this.pg, true));
+    const epoch = await this.retry(() => setInferencePause(this.pg, true));
     const deadline = Date.now() + timeoutMs;
     for (;;) {
-      const live = await whileUnreachable(() => liveWorkers(this.pg));
+      const live = await this.retry(() => liveWorkers(this.pg));
       const waiting = live.filter((w) => !(w.epoch >= epoch && w.paused && w.inflight === 0));
       // A worker running a session that is not listening (a lost listener, an older polar) cannot be said to have paused.
       const heard = new Set(live.filter((w) => w.epoch >= epoch && w.paused).map((w) => w.worker));
-      const unheard = (await whileUnreachable(() => workersWithSessions(this.pg))).filter((w) => !heard.has(w));
+      const unheard = (await this.retry(() => workersWithSessions(this.pg))).filter((w) => !heard.has(w));
       if ((waiting.length === 0 && unheard.length === 0) || Date.now() >= deadline) {
         for (const w of waiting)
           this.options.onNotice?.(`inference pause: worker ${w.worker} has ${w.epoch >= epoch ? `${w.inflight} calls in flight` : 'not paused yet'}`);
@@ -165,12 +167,12 @@ export class QueueBackend implements TaskBackend {
   }
 
   async resume(): Promise<InferenceState> {
-    await whileUnreachable(() => setInferencePause(this.pg, false));
+    await this.retry(() => setInferencePause(this.pg, false));
     return this.inference();
   }
 
   async inference(): Promise<InferenceState> {
-    const [control, workers] = await Promise.all([inferenceControl(this.pg), liveWorkers(this.pg)]);
+    const [control, workers] = await this.retry(() => Promise.all([inferenceControl(this.pg), liveWorkers(this.pg)]));
     return { paused: control.paused, inflight: workers.reduce((n, w) => n + w.inflight, 0) };
   }
 
@@ -179,9 +181,17 @@ export class QueueBackend implements TaskBackend {
     this.store.close();
   }
 
+  /**
+   * `fn` through a PostgreSQL restart or failover (whileUnreachable), up to `forMs` (default
+   * POLAR_PG_RETRY_S), the wait said through serve's notices.
+   */
+  private retry<T>(fn: () => Promise<T>, forMs?: number): Promise<T> {
+    return whileUnreachable(fn, forMs, this.log);
+  }
+
   /** The mirror pulled up to date; calls at once share one pull. */
   private sync(forMs?: number): Promise<void> {
-    this.syncing ??= whileUnreachable(() => syncMirror(this.pg, this.mirror), forMs)
+    this.syncing ??= this.retry(() => syncMirror(this.pg, this.mirror), forMs)
       .then(() => undefined)
       .finally(() => {
         this.syncing = null;
@@ -190,7 +200,7 @@ export class QueueBackend implements TaskBackend {
   }
 }
 
-/** Ended: an outcome, or given up on (interruptAbandoned names why; a Ctrl-C'd worker's sample, interrupted with no error, goes back to the queue). */
+/** Ended: an outcome, or given up on (sampleHasEnded: a sample interrupted by Ctrl-C or a lost lease goes back to the queue). */
 function hasEnded(r: SampleProgress): boolean {
-  return (SAMPLE_OUTCOMES as readonly string[]).includes(r.status) || (r.status === 'interrupted' && r.error !== null);
+  return sampleHasEnded(r);
 }

@@ -1,5 +1,5 @@
-import { type Postgres, whileUnreachable } from '../../store/postgres/client.js';
-import { finishAttempt, interruptAttempt, stageAttempt, startAttempt } from '../../store/postgres/queue.js';
+import { type Postgres, pgRetryMs, type RetryLog, whileUnreachable } from '../../store/postgres/client.js';
+import { finishAttempt, interruptAttempt, LEASE_LOST, stageAttempt, startAttempt } from '../../store/postgres/queue.js';
 import { type ACTIVE_STAGES, type SampleEnd, type SampleRow, WORKER } from '../../store/rollouts.js';
 import type { SampleLedger } from '../ledger.js';
 import { groupStats } from '../stats.js';
@@ -10,10 +10,12 @@ import { groupStats } from '../stats.js';
  * write names its attempt: a worker whose lease expired (presumed dead, its sample handed to
  * another) can no longer move or end the sample, so no sample is rewarded twice, even when the
  * first worker was only slow. While PostgreSQL is unreachable each write waits and retries (up to
- * `retryForMs`).
+ * `retryForMs`, POLAR_PG_RETRY_S), saying so through `log`.
  */
 export class PgSampleLedger implements SampleLedger {
   private readonly attempts = new Map<string, number>();
+  /** Samples whose job this worker no longer holds (leaseLost): their interrupt says so. */
+  private readonly lost = new Set<string>();
 
   constructor(
     private readonly pg: Postgres,
@@ -22,8 +24,14 @@ export class PgSampleLedger implements SampleLedger {
      * sees the sample ended (`rollout --wait`, a trainer) finds every call of its session there.
      */
     private readonly beforeEnd: () => Promise<void> = async () => undefined,
-    private readonly retryForMs = 120_000,
+    private readonly retryForMs = pgRetryMs(),
+    private readonly log?: RetryLog,
   ) {}
+
+  /** The queue took `sampleId`'s job from this worker: the harness is being stopped, and its interrupt is recorded as LEASE_LOST. */
+  leaseLost(sampleId: string): void {
+    this.lost.add(sampleId);
+  }
 
   async start(sample: SampleRow, sessionId: string): Promise<number | null> {
     const attempt = await this.retry(() => startAttempt(this.pg, sample.id, sessionId, WORKER, Date.now()));
@@ -43,11 +51,14 @@ export class PgSampleLedger implements SampleLedger {
       return finishAttempt(this.pg, sampleId, this.attempt(sampleId), end, groupStats);
     });
     this.attempts.delete(sampleId);
+    this.lost.delete(sampleId);
     return done;
   }
 
   async interrupt(sampleId: string): Promise<void> {
-    await this.retry(() => interruptAttempt(this.pg, sampleId, this.attempt(sampleId)));
+    const error = this.lost.delete(sampleId) ? LEASE_LOST : null;
+    // Fenced by the attempt: once another worker has started the sample again, this writes nothing.
+    await this.retry(() => interruptAttempt(this.pg, sampleId, this.attempt(sampleId), error));
     this.attempts.delete(sampleId);
   }
 
@@ -57,6 +68,6 @@ export class PgSampleLedger implements SampleLedger {
   }
 
   private retry<T>(fn: () => Promise<T>): Promise<T> {
-    return whileUnreachable(fn, this.retryForMs);
+    return whileUnreachable(fn, this.retryForMs, this.log);
   }
 }

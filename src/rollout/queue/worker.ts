@@ -15,6 +15,7 @@ import { initStage, postStage, runStage, type StageContext } from '../stages.js'
 import type { RolloutTask } from '../task-file.js';
 import { ensureQueue, openQueue, queueName, type SampleJob } from './boss.js';
 import { InferenceFollower } from './inference-follower.js';
+import { holdLease } from './lease.js';
 import { PgSampleLedger } from './pg-ledger.js';
 
 export interface WorkerOptions {
@@ -119,27 +120,45 @@ async function pollQueue(w: Worker): Promise<number> {
 const CUT_CHECK_MS = 2000;
 
 /**
- * One job: the sample through its stages, the job touched meanwhile, then completed or handed back.
+ * One job: the sample through its stages, its lease kept meanwhile (lease.ts: a thread of its own
+ * touches the job, so a busy event loop cannot let it lapse), then completed or handed back.
  * A sample that another process ended while it ran (`polar serve` cutting stragglers off at early
- * stop or on DELETE: cutQueuedSamples) has its harness stopped within CUT_CHECK_MS, as Ctrl-C stops it.
+ * stop or on DELETE: cutQueuedSamples) has its harness stopped within CUT_CHECK_MS, as Ctrl-C stops
+ * it. So does a sample whose lease is lost (the queue expired the job, or another worker holds it):
+ * its session is no longer this worker's to finish, and running it on would only waste it. Its
+ * attempt is recorded `interrupted: lease lost` unless another worker has started it again.
  */
 async function runJob(w: Worker, job: Job<SampleJob>): Promise<void> {
   const { boss, name } = w;
-  const touch = setInterval(() => void boss.touch(name, job).catch(() => undefined), Math.max(1000, ((job.heartbeatSeconds ?? 30) * 1000) / 3));
   const cut = new AbortController();
+  const sampleId = job.data.sampleId;
+  let lost: string | null = null;
+  const release = holdLease(
+    w.opts.queueUrl,
+    { queue: name, id: job.id, attempt: job.retryCount, heartbeatSeconds: job.heartbeatSeconds ?? 30 },
+    (reason) => {
+      lost = reason;
+      w.ledger.leaseLost(sampleId);
+      cut.abort();
+      w.notice(`sample ${sampleId}: lease lost (${reason}); harness stopped`);
+    },
+    (err) => w.notice(`lease thread: ${err.message}`),
+  );
   const watch = setInterval(() => {
-    void getSampleStatus(w.pg, job.data.sampleId)
+    void getSampleStatus(w.pg, sampleId)
       .then((status) => {
         if (status && isEnded(status) && !cut.signal.aborted) {
-          w.notice(`sample ${job.data.sampleId} was ended elsewhere (${status}); stopping its harness`);
+          w.notice(`sample ${sampleId} was ended elsewhere (${status}); stopping its harness`);
           cut.abort();
         }
       })
+      // A missed check is made up by the next; an outage is said by the reads that wait it out.
       .catch(() => undefined);
   }, CUT_CHECK_MS);
   try {
     const found = await contextFor(w, job.data, cut.signal);
     if (!found) {
+      release();
       await boss.complete(name, job);
       return;
     }
@@ -147,14 +166,19 @@ async function runJob(w: Worker, job: Job<SampleJob>): Promise<void> {
     const prepared = await initStage(ctx, sample);
     const ranStage = prepared ? await runStage(ctx, prepared) : null;
     if (ranStage) await postStage(ctx, ranStage);
-    const after = await whileUnreachable(() => getSampleStatus(w.pg, sample.id));
+    // Released before the job is settled: a settled job finds no row to touch, which is no loss.
+    release();
+    // The job is the queue's again (or another worker's): settling it here would fence nothing useful.
+    if (lost !== null) return;
+    const after = await whileUnreachable(() => getSampleStatus(w.pg, sample.id), undefined, w.notice);
     if (after && isEnded(after)) await boss.complete(name, job);
     else await boss.fail(name, job, { reason: `sample ${sample.id} did not end here (${after ?? 'missing'}); handed back to the queue` });
   } catch (err) {
-    w.notice(`sample ${job.data.sampleId}: ${(err as Error).message}`);
-    await boss.fail(name, job, { reason: (err as Error).message }).catch(() => undefined);
+    release();
+    w.notice(`sample ${sampleId}: ${(err as Error).message}`);
+    if (lost === null) await boss.fail(name, job, { reason: (err as Error).message }).catch(() => undefined);
   } finally {
-    clearInterval(touch);
+    release();
     clearInterval(watch);
   }
 }
@@ -168,11 +192,11 @@ async function contextFor(w: Worker, job: SampleJob, cut: AbortSignal): Promise<
   const { opts, pg, capture } = w;
   // Read again while PostgreSQL cannot be reached: a job that fails here is retried only a few
   // times before its sample is given up on, and a busy machine can take longer to connect than the pool waits.
-  const sample = await whileUnreachable(() => getSample(pg, job.sampleId));
+  const sample = await whileUnreachable(() => getSample(pg, job.sampleId), undefined, w.notice);
   if (!sample) throw new PolarError('POLAR_USAGE', `sample ${job.sampleId} is not in the store ${pg.label}: is this worker's --db the rollout's?`);
   if (isEnded(sample.status)) return null;
-  const rollout = await whileUnreachable(() => getRollout(pg, job.rolloutId));
-  const taskText = await whileUnreachable(() => getRolloutTask(pg, job.rolloutId, sample.taskId));
+  const rollout = await whileUnreachable(() => getRollout(pg, job.rolloutId), undefined, w.notice);
+  const taskText = await whileUnreachable(() => getRolloutTask(pg, job.rolloutId, sample.taskId), undefined, w.notice);
   if (!rollout || taskText === undefined)
     throw new PolarError('POLAR_USAGE', `rollout ${job.rolloutId} or its task ${sample.taskId} is not in the store ${pg.label}`);
   const task = JSON.parse(taskText) as RolloutTask;

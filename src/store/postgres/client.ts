@@ -109,26 +109,80 @@ export class Postgres {
 }
 
 /**
- * `fn`, tried again while it fails because PostgreSQL cannot be reached (a restart, or a machine so
- * busy that a connection takes longer than the pool waits), with backoff up to 4 s, for up to
- * `forMs`; any other error, or the last one, is thrown.
+ * How long a reader or writer waits out PostgreSQL being unreachable before it gives up (ms):
+ * `POLAR_PG_RETRY_S`, default 300 s, longer than a restart or a managed failover (30–120 s) takes.
  */
-export async function whileUnreachable<T>(fn: () => Promise<T>, forMs = 120_000): Promise<T> {
+export function pgRetryMs(): number {
+  const v = Number(process.env.POLAR_PG_RETRY_S);
+  return Number.isFinite(v) && v >= 0 && process.env.POLAR_PG_RETRY_S !== '' ? v * 1000 : 300_000;
+}
+
+/** Where a wait is said: stderr unless the caller has its own notice line. */
+export type RetryLog = (line: string) => void;
+const stderrLog: RetryLog = (line) => process.stderr.write(`polar: ${line}\n`);
+
+/**
+ * One outage per process, said once: however many readers and writers wait through it at once,
+ * the first says it started and the first to get through says it is over.
+ */
+let outage: { since: number; said: Set<RetryLog> } | null = null;
+
+/**
+ * `fn`, tried again while it fails because PostgreSQL cannot be reached (a restart, a failover, or
+ * a machine so busy that a connection takes longer than the pool waits), with backoff up to 4 s,
+ * for up to `forMs` (POLAR_PG_RETRY_S); a line goes to `log` when the wait starts and when the
+ * server is back. Any other error is thrown as it is; the last unreachable one, when time is up,
+ * as POLAR_STORE_UNREACHABLE saying what to do.
+ */
+export async function whileUnreachable<T>(fn: () => Promise<T>, forMs = pgRetryMs(), log: RetryLog = stderrLog): Promise<T> {
   const until = Date.now() + forMs;
+  let waited = false;
   for (let wait = 250; ; wait = Math.min(wait * 2, 4000)) {
     try {
-      return await fn();
+      const out = await fn();
+      if (waited && outage) {
+        log(`PostgreSQL is reachable again after ${Math.round((Date.now() - outage.since) / 1000)} s`);
+        outage = null;
+      }
+      return out;
     } catch (err) {
-      if (!isUnreachable(err) || Date.now() + wait > until) throw err;
+      if (!isUnreachable(err)) throw err;
+      if (Date.now() + wait > until) throw givenUp(err, forMs);
+      if (!outage) outage = { since: Date.now(), said: new Set() };
+      if (!outage.said.has(log)) {
+        outage.said.add(log);
+        log(`${(err as Error).message}; waiting for it${Number.isFinite(forMs) ? ` up to ${Math.round(forMs / 1000)} s (POLAR_PG_RETRY_S)` : ''}`);
+      }
+      waited = true;
       await new Promise((r) => setTimeout(r, wait));
     }
   }
 }
 
-/** Errors that mean "the server is not there right now", as opposed to a refused statement. */
+function givenUp(err: unknown, forMs: number): PolarError {
+  const message = (err as Error).message;
+  const waited = forMs > 0 ? ` (waited ${Math.round(forMs / 1000)} s)` : '';
+  return new PolarError(
+    'POLAR_STORE_UNREACHABLE',
+    `${message.startsWith('PostgreSQL') ? message : `PostgreSQL is unreachable: ${message}`}${waited}; start it or check the URL and network, or wait longer with POLAR_PG_RETRY_S=SECONDS`,
+    503,
+    { cause: err },
+  );
+}
+
+/**
+ * Errors that mean "the server is not there right now", as opposed to a refused statement: every
+ * way a restart or failover shows itself to a client. Before: connections refused or reset. During
+ * shutdown: 57P01 (admin_shutdown, "terminating connection due to administrator command") on open
+ * connections, "the database system is shutting down" (57P03) to new ones, and pg's "Connection
+ * terminated unexpectedly" for a socket that closed. While it starts: "the database system is
+ * starting up" (57P03) or "in recovery mode" (57P03 on a promoted standby), "not yet accepting connections".
+ */
 export function isUnreachable(err: unknown): boolean {
-  const e = err as { code?: string; message?: string };
+  const e = err as { code?: string; message?: string; errors?: unknown[] };
   if (e instanceof PolarError) return e.code === 'POLAR_STORE_UNREACHABLE';
+  // Node's connect tries IPv6 and IPv4 addresses of `localhost` and reports both failures at once.
+  if (Array.isArray(e?.errors) && e.errors.length > 0 && e.errors.every(isUnreachable)) return true;
   return (
     [
       'ECONNREFUSED',
@@ -136,7 +190,9 @@ export function isUnreachable(err: unknown): boolean {
       'ETIMEDOUT',
       'EPIPE',
       'ENOTFOUND',
+      'EAI_AGAIN',
       'EHOSTUNREACH',
+      'ENETUNREACH',
       '57P01',
       '57P02',
       '57P03',
@@ -146,7 +202,9 @@ export function isUnreachable(err: unknown): boolean {
       '08001',
       '08004',
     ].includes(e?.code ?? '') ||
-    /Connection terminated|timeout exceeded when trying to connect|the database system is (starting|shutting) up/i.test(e?.message ?? '')
+    /Connection terminated|timeout exceeded when trying to connect|the database system is (starting up|shutting down|in recovery mode|not yet accepting connections)|terminating connection due to administrator command|Client has encountered a connection error/i.test(
+      e?.message ?? '',
+    )
   );
 }
 

@@ -8,6 +8,7 @@ import {
   ROLLOUT_COLUMNS,
   type RolloutRow,
   SAMPLE_COLUMNS,
+  SAMPLE_OUTCOMES,
   SAMPLE_STATUSES,
   type SampleEnd,
   type SampleRow,
@@ -124,9 +125,25 @@ export async function stageAttempt(
   );
 }
 
-/** Leaves an attempt that stopped before it ended for a retry. */
-export async function interruptAttempt(pg: PgQueryable, id: string, attempt: number): Promise<void> {
-  await pg.query(`UPDATE samples SET status = 'interrupted' WHERE id = $1 AND attempt = $2 AND status NOT IN ${FINAL_SQL}`, [id, attempt]);
+/**
+ * Leaves an attempt that stopped before it ended for a retry, with why when it was not Ctrl-C
+ * (LEASE_LOST); an attempt another worker has taken over is left alone.
+ */
+export async function interruptAttempt(pg: PgQueryable, id: string, attempt: number, error: string | null = null): Promise<void> {
+  await pg.query(`UPDATE samples SET status = 'interrupted', error = $3 WHERE id = $1 AND attempt = $2 AND status NOT IN ${FINAL_SQL}`, [id, attempt, error]);
+}
+
+/** The error of an attempt whose worker lost its job's lease (rollout/queue/lease.ts): the queue retries it. */
+export const LEASE_LOST = 'interrupted: lease lost';
+
+/**
+ * Whether a waiting coordinator is done with a sample: it has an outcome, or it was given up on
+ * (interrupted with interruptAbandoned's reason). One interrupted by Ctrl-C (no error) or a lost
+ * lease (LEASE_LOST) is handed back to the queue and runs again.
+ */
+export function sampleHasEnded(s: { status: SampleStatus; error: string | null }): boolean {
+  if ((SAMPLE_OUTCOMES as readonly string[]).includes(s.status)) return true;
+  return s.status === 'interrupted' && s.error !== null && s.error !== LEASE_LOST;
 }
 
 /**
@@ -234,7 +251,8 @@ async function writeGroupIfComplete(tx: PgQueryable, group: GroupKey, stats: Gro
  */
 export async function interruptAbandoned(pg: PgQueryable, rolloutId: string, queueName: string): Promise<number> {
   const { rowCount } = await pg.query(
-    `UPDATE samples SET status = 'interrupted', error = COALESCE(error, 'every attempt was lost or failed (queue retries used up)')
+    `UPDATE samples SET status = 'interrupted',
+            error = CASE WHEN error IS NULL OR error = '${LEASE_LOST}' THEN 'every attempt was lost or failed (queue retries used up)' ELSE error END
       WHERE rollout_id = $1 AND status NOT IN ('completed', 'failed', 'timeout', 'error', 'interrupted')
         AND id IN (SELECT data->>'sampleId' FROM pgboss.job WHERE name = $2 AND state = 'failed' AND data->>'rolloutId' = $1)`,
     [rolloutId, queueName],

@@ -4,7 +4,6 @@ import { summarize } from '../../../rollout/run-rollout.js';
 import { isBuiltinAgent } from '../../../rollout/agents/builtin.js';
 import { compactionNotice } from '../../../rollout/sample-mask.js';
 import { getHarness } from '../../../harness/registry.js';
-import { SAMPLE_OUTCOMES } from '../../../store/rollouts.js';
 import { openStore } from '../../../store/open.js';
 import { redactUrl } from '../../../store/postgres/url.js';
 import { invokedAs, printJson } from '../../output.js';
@@ -52,10 +51,12 @@ export async function queueRollout(opts: RolloutOptions): Promise<void> {
 /**
  * Polls the shared store until every sample has ended (or was given up on), with a progress bar on
  * a terminal: one connection pool for the whole wait and one light query a second (each sample's
- * status); the store itself (its local mirror) is opened once, at the end, for the summary.
+ * status); the store itself (its local mirror) is opened once, at the end, for the summary. A
+ * PostgreSQL restart or failover is waited out (whileUnreachable: a line on stderr when the wait
+ * starts and ends, up to POLAR_PG_RETRY_S), as the workers wait it out: the rollout goes on.
  */
 async function waitForRollout(url: string, rolloutId: string, harness: string, total: number, started: number, json: boolean): Promise<RolloutSummary> {
-  const [{ Postgres }, { interruptAbandoned }, { sampleProgress }] = await Promise.all([
+  const [{ Postgres, whileUnreachable }, { interruptAbandoned }, { sampleHasEnded, sampleProgress }] = await Promise.all([
     import('../../../store/postgres/client.js'),
     import('../../../rollout/queue/enqueue.js'),
     import('../../../store/postgres/queue.js'),
@@ -66,8 +67,9 @@ async function waitForRollout(url: string, rolloutId: string, harness: string, t
   try {
     for (;;) {
       await interruptAbandoned(pg, rolloutId, harness).catch(() => 0);
-      const samples = await sampleProgress(pg, rolloutId);
-      const ended = samples.filter((s) => (SAMPLE_OUTCOMES as readonly string[]).includes(s.status) || s.status === 'interrupted');
+      const samples = await whileUnreachable(() => sampleProgress(pg, rolloutId));
+      // A sample interrupted by a worker's Ctrl-C or lost lease runs again: only one given up on has ended.
+      const ended = samples.filter(sampleHasEnded);
       for (const s of ended) {
         if (reported.has(s.id)) continue;
         reported.add(s.id);
@@ -83,7 +85,7 @@ async function waitForRollout(url: string, rolloutId: string, harness: string, t
     await pg.close();
   }
   // This rollout's rows only (postgres/scoped.ts), not the whole store's.
-  const store = await openStore(url, { readonly: true, scope: { rollouts: [rolloutId] } });
+  const store = await whileUnreachable(() => openStore(url, { readonly: true, scope: { rollouts: [rolloutId] } }));
   try {
     return { ...summarize(store, rolloutId, redactUrl(url), Date.now() - started), db: redactUrl(url) };
   } finally {

@@ -2,16 +2,19 @@ import chalk from 'chalk';
 import { PolarError } from '../../../core/errors.js';
 import { SAMPLE_OUTCOMES } from '../../../store/rollouts.js';
 import { openStore } from '../../../store/open.js';
+import { isPostgresUrl } from '../../../store/postgres/url.js';
 import { defaultDbPath } from '../../../store/store.js';
 import { printJson, table } from '../../output.js';
 import { fmt } from './summary.js';
 
 // `polar rollout status ID`: samples per stage and outcome, and per worker (a queued rollout's are on many machines).
+// On a shared store it waits out a PostgreSQL restart (whileUnreachable), as the rollout it reports on does.
 
 export async function rolloutStatus(id: string, opts: { db?: string; json?: boolean }): Promise<void> {
   const dbPath = opts.db ?? defaultDbPath();
   // Of a shared store, this rollout's rows only, without its calls (postgres/scoped.ts).
-  const store = await openStore(dbPath, { readonly: true, scope: { rollouts: [id], calls: false } });
+  const open = () => openStore(dbPath, { readonly: true, scope: { rollouts: [id], calls: false } });
+  const store = isPostgresUrl(dbPath) ? await (await import('../../../store/postgres/client.js')).whileUnreachable(open) : await open();
   try {
     const row = store.rollouts.get(id);
     if (!row) throw new PolarError('POLAR_USAGE', `no rollout ${JSON.stringify(id)} in this database; list them with \`polar rollouts\``);
