@@ -1,6 +1,8 @@
+import fs from 'node:fs';
 import chalk from 'chalk';
 import type { Command } from 'commander';
 import { PolarError } from '../../core/errors.js';
+import type { Db } from '../../store/db.js';
 import { isPostgresUrl, redactUrl } from '../../store/postgres/url.js';
 import { openStore } from '../../store/open.js';
 import { action, printJson } from '../output.js';
@@ -27,6 +29,24 @@ Example:
 `,
     )
     .action(action(copy));
+  db.command('set-aside')
+    .description("rows of this machine's journal that PostgreSQL refused (a constraint, a missing column), kept here with the error")
+    .requiredOption('--db <url>', 'postgres://… of the shared store')
+    .option('--retry', 'ship them again (after fixing the cause); rows refused again stay set aside')
+    .option('--limit <n>', 'rows to show', '5')
+    .option('--json', 'print JSON')
+    .addHelpText(
+      'after',
+      `
+A row PostgreSQL refuses for a reason of its own would block every row behind it, so the shipper sets
+it aside in the journal (${'$'}POLAR_STATE_DIR/journal-….db) with PostgreSQL's error, and ships the rest.
+Each machine keeps its own: run this on the machine that wrote them.
+Example:
+  polar db set-aside --db postgres://polar@db-host/polar
+  polar db set-aside --db postgres://polar@db-host/polar --retry
+`,
+    )
+    .action(action(setAside));
 }
 
 async function migrate(opts: { db: string; json?: boolean }): Promise<void> {
@@ -90,4 +110,72 @@ async function copy(opts: { from: string; to: string; json?: boolean }): Promise
     bar?.stop();
     await pg.close();
   }
+}
+
+async function setAside(opts: { db: string; retry?: boolean; limit: string; json?: boolean }): Promise<void> {
+  if (!isPostgresUrl(opts.db))
+    throw new PolarError('POLAR_USAGE', `--db must be a postgres:// URL: only a shared store's journal sets rows aside (got ${JSON.stringify(opts.db)})`);
+  const [{ journalPath, requeueSetAside, setAsideRows }, { openDb, closeDb }] = await Promise.all([
+    import('../../store/postgres/journal.js'),
+    import('../../store/db.js'),
+  ]);
+  const file = journalPath(opts.db);
+  const limit = Math.max(0, Number.parseInt(opts.limit, 10) || 0);
+  const out: { ok: true; db: string; journal: string; retried?: number; count: number; rows: unknown[] } = {
+    ok: true,
+    db: redactUrl(opts.db),
+    journal: file,
+    count: 0,
+    rows: [],
+  };
+  if (fs.existsSync(file)) {
+    // reconcileOnly: the journal as it is (no migration, no owner registered), beside the processes using it.
+    const db = openDb(file, { reconcileOnly: true });
+    try {
+      if (opts.retry) out.retried = await shipAgain(db, file, opts.db, requeueSetAside);
+      const aside = setAsideRows(db, limit);
+      out.count = aside.count;
+      out.rows = aside.rows.map((r) => ({ ...r, at: new Date(r.at).toISOString() }));
+    } finally {
+      closeDb(db, { checkpoint: false });
+    }
+  }
+  if (opts.json) {
+    printJson(out);
+    return;
+  }
+  const lines: string[] = [];
+  if (out.retried !== undefined) lines.push(`shipped ${out.retried - out.count} of ${out.retried} set-aside rows again`);
+  if (out.count === 0) lines.push(`${out.db}: no rows set aside in ${file}`);
+  else {
+    lines.push(
+      `${out.db}: ${chalk.bold(String(out.count))} ${out.count === 1 ? 'row' : 'rows'} PostgreSQL refused ${out.count === 1 ? 'is' : 'are'} set aside in ${file}`,
+    );
+    for (const r of out.rows as { tbl: string; key: string; code: string | null; message: string; detail: string | null; at: string }[])
+      lines.push(`  ${r.at}  ${r.tbl} ${r.key}: ${r.code ? `${r.code} ` : ''}${r.message}${r.detail ? ` (${r.detail})` : ''}`);
+    if (out.count > out.rows.length) lines.push(`  … and ${out.count - out.rows.length} more (--limit, --json)`);
+    lines.push(`Fix the cause in PostgreSQL, then ship them again: polar db set-aside --db ${out.db} --retry`);
+  }
+  process.stdout.write(`${lines.join('\n')}\n`);
+}
+
+/** Puts the set-aside rows back in the outbox and ships what is committed; returns how many were put back. */
+async function shipAgain(db: Db, file: string, url: string, requeue: (db: Db) => number): Promise<number> {
+  const n = requeue(db);
+  if (n === 0) return 0;
+  const [{ Postgres }, { Shipper }] = await Promise.all([import('../../store/postgres/client.js'), import('../../store/postgres/ship.js')]);
+  const origin = db.prepare(`SELECT value FROM polar_journal WHERE key = 'origin'`).pluck().get() as string;
+  const pg = new Postgres(url);
+  const shipper = new Shipper(file, pg, origin);
+  try {
+    const left = await shipper.shipCommitted(Number(process.env.POLAR_SHIP_TIMEOUT_MS ?? 10_000));
+    if (left > 0) {
+      const why = shipper.refusal ? `it refuses them: ${shipper.refusal.message}` : 'it could not be reached';
+      process.stderr.write(`${left} rows wait in ${file} for PostgreSQL at ${pg.label} (${why}); the next polar process on this machine ships them\n`);
+    }
+  } finally {
+    await shipper.stop();
+    await pg.close();
+  }
+  return n;
 }

@@ -35,6 +35,7 @@ export function prepareJournal(db: Db): string {
     CREATE TABLE IF NOT EXISTS polar_outbox (seq INTEGER PRIMARY KEY AUTOINCREMENT, tbl TEXT NOT NULL, key TEXT NOT NULL);
     CREATE TABLE IF NOT EXISTS polar_journal (key TEXT PRIMARY KEY, value TEXT NOT NULL);
   `);
+  createSetAside(db);
   for (const spec of SHARED_TABLES) {
     for (const event of ['INSERT', 'UPDATE']) {
       db.exec(`CREATE TRIGGER IF NOT EXISTS polar_ship_${spec.name}_${event.toLowerCase()} AFTER ${event} ON ${spec.name}
@@ -44,4 +45,54 @@ export function prepareJournal(db: Db): string {
   const id = `${os.hostname()}/${randomBytes(6).toString('hex')}`;
   db.prepare(`INSERT OR IGNORE INTO polar_journal (key, value) VALUES ('origin', ?)`).run(id);
   return db.prepare(`SELECT value FROM polar_journal WHERE key = 'origin'`).pluck().get() as string;
+}
+
+/** One row PostgreSQL refused (ship.ts), kept on this machine with the refusal. */
+export interface SetAsideRow {
+  /** The outbox entry it was last shipped from (its order among this journal's writes). */
+  seq: number;
+  /** The shared table and the row's key there (JSON for a composite key, as in the outbox). */
+  tbl: string;
+  key: string;
+  /** PostgreSQL's SQLSTATE, message and detail (null where it gave none). */
+  code: string | null;
+  message: string;
+  detail: string | null;
+  /** When it was set aside (ms since the epoch). */
+  at: number;
+}
+
+/**
+ * Rows PostgreSQL refused for a reason of their own (a constraint, a value out of range, a column
+ * it lacks), set aside so they stop blocking the rows behind them. The row itself stays in its
+ * table here; this holds its key, and the error, until it is shipped again (`polar db set-aside
+ * --retry`) or the journal is removed.
+ */
+export function createSetAside(db: Db): void {
+  // One entry per row: a row refused again (it was written again, or retried) keeps one entry, with the latest error.
+  db.exec(`CREATE TABLE IF NOT EXISTS polar_set_aside (
+    tbl TEXT NOT NULL, key TEXT NOT NULL, seq INTEGER NOT NULL,
+    code TEXT, message TEXT NOT NULL, detail TEXT, at INTEGER NOT NULL, PRIMARY KEY (tbl, key))`);
+}
+
+/** How many rows are set aside in a journal, and the first `limit` of them (oldest first). */
+export function setAsideRows(db: Db, limit = 5): { count: number; rows: SetAsideRow[] } {
+  const exists = db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'polar_set_aside'`).get();
+  if (!exists) return { count: 0, rows: [] };
+  const count = db.prepare(`SELECT COUNT(*) FROM polar_set_aside`).pluck().get() as number;
+  const rows = db.prepare(`SELECT seq, tbl, key, code, message, detail, at FROM polar_set_aside ORDER BY seq LIMIT ?`).all(limit) as SetAsideRow[];
+  return { count, rows };
+}
+
+/**
+ * Puts every set-aside row back in the outbox, behind what is already there, so the next shipping
+ * pass sends it again (as the row is now); returns how many. A row refused again is set aside again.
+ */
+export function requeueSetAside(db: Db): number {
+  createSetAside(db);
+  return db.transaction(() => {
+    const n = db.prepare(`INSERT INTO polar_outbox (tbl, key) SELECT tbl, key FROM polar_set_aside ORDER BY seq`).run().changes;
+    db.prepare(`DELETE FROM polar_set_aside`).run();
+    return n;
+  })();
 }
