@@ -47,12 +47,27 @@ export async function openSharedStore(url: string, options: OpenStoreOptions): P
     const timeout = Number(process.env.POLAR_SHIP_TIMEOUT_MS ?? 10_000);
     store.shipCommitted = async (timeoutMs = timeout) => {
       const left = await shipper.shipCommitted(timeoutMs);
-      if (left > 0) throw new PolarError('POLAR_STORE_UNREACHABLE', `${left} rows are still waiting in ${file} for PostgreSQL at ${pg.label}`, 503);
+      if (left === 0) return;
+      // Refused rather than unreachable: waiting longer will not help, and the error says what will.
+      if (shipper.refusal)
+        throw new PolarError(
+          'POLAR_STORE_WRITE',
+          `${left} rows are still waiting in ${file}: PostgreSQL at ${pg.label} refuses them: ${shipper.refusal.message}`,
+          500,
+        );
+      throw new PolarError('POLAR_STORE_UNREACHABLE', `${left} rows are still waiting in ${file} for PostgreSQL at ${pg.label}`, 503);
     };
     store.beforeClose = async () => {
       const left = await shipper.flush(timeout);
       if (left > 0)
-        options.onNotice?.(`${left} rows are still waiting in ${file} for PostgreSQL at ${pg.label}; the next polar process on this machine ships them`);
+        options.onNotice?.(
+          `${left} rows are still waiting in ${file} for PostgreSQL at ${pg.label}${shipper.refusal ? ` (it refuses them: ${shipper.refusal.message})` : ''}; the next polar process on this machine ships them`,
+        );
+      const aside = shipper.setAsideRows(0).count;
+      if (aside > 0)
+        options.onNotice?.(
+          `${aside} ${aside === 1 ? 'row' : 'rows'} PostgreSQL refused ${aside === 1 ? 'is' : 'are'} set aside in ${file}; see them with \`polar db set-aside --db ${pg.label}\`, and ship them again with --retry once the cause is fixed`,
+        );
       await shipper.stop();
       await pg.close();
     };
