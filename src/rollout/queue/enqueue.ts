@@ -8,6 +8,7 @@ import { sampleId } from '../../store/rollouts.js';
 import type { RolloutConfig } from '../config.js';
 import type { RolloutTask } from '../task-file.js';
 import { ensureQueue, jobId, openQueue, queueName, type SampleJob } from './boss.js';
+import { contentMaxBytes, contentMode, shipTaskContent } from './task-content.js';
 
 export interface QueueSettings {
   /** Times a lost or failed sample is handed to another worker before it is marked interrupted. */
@@ -16,6 +17,8 @@ export interface QueueSettings {
   heartbeatSec: number;
   /** The jobs' priority: higher is taken first by a free worker (pg-boss `priority`); `polar serve` passes dispatch_priority. */
   priority?: number;
+  /** The largest packed task folder sent through the shared store (bytes); default POLAR_CONTENT_MAX_MB's. */
+  contentMaxBytes?: number;
 }
 
 /**
@@ -35,6 +38,15 @@ export async function enqueueRollout(
   await migratePostgres(pg);
   const rolloutId = newId('rol');
   const stored: RolloutConfig = { ...config, outDir: config.outDir ? path.resolve(config.outDir) : '' };
+  // The tasks' folders and local repositories go into the shared store first (issue 43): workers
+  // on other machines do not see this disk. One too big stops here, before anything is queued.
+  const shipped =
+    contentMode() === 'shared'
+      ? tasks
+      : await shipTaskContent(pg, tasks, tasksFile, {
+          maxBytes: settings.contentMaxBytes ?? contentMaxBytes(),
+          notice: (line) => process.stderr.write(`${line}\n`),
+        });
   // The queue first: a queue that cannot be opened leaves nothing behind, and the rollout's rows and
   // its jobs go in one transaction, so a rollout whose samples could not all be queued is never
   // recorded, to be listed and waited on forever (issue 40).
@@ -57,7 +69,7 @@ export async function enqueueRollout(
         config: { ...stored, queue: settings },
         origin: `queue:${os.hostname()}`,
       },
-      tasks.map((task) => ({ id: task.id, json: JSON.stringify(task) })),
+      shipped.map((task) => ({ id: task.id, json: JSON.stringify(task) })),
       async (tx) => {
         // pg-boss writes each job through this transaction's connection.
         const db = { executeSql: (text: string, values?: unknown[]) => tx.query(text, values) };

@@ -12,7 +12,10 @@ import { parseRewardRange } from '../reward-range.js';
 import type { RolloutConfig, RolloutEvent } from '../config.js';
 import { startCapture } from '../run-rollout.js';
 import { initStage, postStage, runStage, type StageContext } from '../stages.js';
-import type { RolloutTask } from '../task-file.js';
+import { stateDir } from '../../store/postgres/url.js';
+import { ContentUnavailable } from '../../store/postgres/content.js';
+import { endWithoutContent, type LocalTask, localTask } from './content-cache.js';
+import { contentMaxBytes, type StoredTask } from './task-content.js';
 import { ensureQueue, openQueue, queueName, type SampleJob } from './boss.js';
 import { InferenceFollower } from './inference-follower.js';
 import { holdLease } from './lease.js';
@@ -199,7 +202,17 @@ async function contextFor(w: Worker, job: SampleJob, cut: AbortSignal): Promise<
   const taskText = await whileUnreachable(() => getRolloutTask(pg, job.rolloutId, sample.taskId), undefined, w.notice);
   if (!rollout || taskText === undefined)
     throw new PolarError('POLAR_USAGE', `rollout ${job.rolloutId} or its task ${sample.taskId} is not in the store ${pg.label}`);
-  const task = JSON.parse(taskText) as RolloutTask;
+  // The task's folders from the shared store, this machine's copy (issue 43): a worker that cannot
+  // have them ends the sample with the reason, as INIT would, instead of failing on a missing path.
+  let local: LocalTask;
+  try {
+    local = await localTask(pg, JSON.parse(taskText) as StoredTask, { stateDir: stateDir(), maxBytes: contentMaxBytes() });
+  } catch (err) {
+    if (!(err instanceof ContentUnavailable)) throw err;
+    await endWithoutContent(w.ledger, sample, err.message, (e) => opts.onEvent?.({ ...e, rolloutId: job.rolloutId }));
+    return null;
+  }
+  const { task } = local;
   const config: RolloutConfig = { ...opts.config, ...storedSettings(rollout, opts.config) };
   const ctx: StageContext = {
     rolloutId: job.rolloutId,
@@ -218,7 +231,9 @@ async function contextFor(w: Worker, job: SampleJob, cut: AbortSignal): Promise<
     sandbox: capture.sandbox,
     proxySocket: capture.socket?.path ?? null,
     secrets: opts.upstreamApiKey ? [opts.upstreamApiKey] : [],
-    tasksDir: rollout.tasksFile ? path.dirname(rollout.tasksFile) : null,
+    // This machine's copy of the task file's folder (null: none of its commands names it); a task
+    // stored without content (a shared disk, an older coordinator) names the coordinator's.
+    tasksDir: local.tasksDir !== undefined ? local.tasksDir : rollout.tasksFile ? path.dirname(rollout.tasksFile) : null,
     emit: (e) => opts.onEvent?.({ ...e, rolloutId: job.rolloutId }),
     onNotice: w.notice,
     stopping: () => opts.signal.aborted || cut.aborted,

@@ -227,6 +227,22 @@ export const PG_MIGRATIONS: readonly string[] = [
     reported_at BIGINT NOT NULL
   );
   `,
+  // 6: content-addressed files (store/postgres/content.ts): the task folders and local git
+  // repositories a queued rollout names, for workers that do not see the coordinator's disk. A
+  // digest's row is written after all its chunks, in one transaction. Neither shipped nor mirrored.
+  `
+  CREATE TABLE polar_content (
+    digest     TEXT PRIMARY KEY,
+    size       BIGINT NOT NULL,
+    created_at BIGINT NOT NULL
+  );
+  CREATE TABLE polar_content_chunks (
+    digest TEXT NOT NULL,
+    seq    INTEGER NOT NULL,
+    bytes  BYTEA NOT NULL,
+    PRIMARY KEY (digest, seq)
+  );
+  `,
 ];
 
 /** Any number fits: the lock only has to be the same in every polar process. */
