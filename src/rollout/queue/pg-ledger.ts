@@ -28,6 +28,24 @@ export class PgSampleLedger implements SampleLedger {
     private readonly log?: RetryLog,
   ) {}
 
+  /** The worker's ledger this run's was made from (forRun), where a lost lease is said. */
+  private parent: PgSampleLedger | null = null;
+
+  /**
+   * A ledger for one run of a sample (one job the worker took), holding that run's attempt only.
+   * One ledger for all of a worker's runs kept one attempt per sample: when the queue handed a
+   * sample whose lease had lapsed back to the same worker, the earlier run wrote as the later
+   * attempt, so it ended the sample with its reward while the sample named the later run's
+   * session, which was then stopped ("ended elsewhere"): a completed, rewarded sample whose
+   * session is `aborted`, left out of every export as partial (issue 43). Now the earlier run's
+   * writes name its own attempt and are fenced. A lost lease said to the worker's ledger reaches its runs.
+   */
+  forRun(): PgSampleLedger {
+    const run = new PgSampleLedger(this.pg, this.beforeEnd, this.retryForMs, this.log);
+    run.parent = this;
+    return run;
+  }
+
   /** The queue took `sampleId`'s job from this worker: the harness is being stopped, and its interrupt is recorded as LEASE_LOST. */
   leaseLost(sampleId: string): void {
     this.lost.add(sampleId);
@@ -52,11 +70,12 @@ export class PgSampleLedger implements SampleLedger {
     });
     this.attempts.delete(sampleId);
     this.lost.delete(sampleId);
+    this.parent?.lost.delete(sampleId);
     return done;
   }
 
   async interrupt(sampleId: string): Promise<void> {
-    const error = this.lost.delete(sampleId) ? LEASE_LOST : null;
+    const error = this.lost.delete(sampleId) || this.parent?.lost.delete(sampleId) ? LEASE_LOST : null;
     // Fenced by the attempt: once another worker has started the sample again, this writes nothing.
     await this.retry(() => interruptAttempt(this.pg, sampleId, this.attempt(sampleId), error));
     this.attempts.delete(sampleId);

@@ -217,7 +217,8 @@ async function contextFor(w: Worker, job: SampleJob, cut: AbortSignal): Promise<
   const ctx: StageContext = {
     rolloutId: job.rolloutId,
     store: w.store,
-    ledger: w.ledger,
+    // This run's own attempt (forRun): the queue may hand a lapsed sample back to this same worker.
+    ledger: w.ledger.forRun(),
     dbPath: opts.dbUrl,
     config,
     tasks: new Map([[task.id, task]]),
