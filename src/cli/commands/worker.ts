@@ -34,6 +34,8 @@ interface WorkerFlags extends UpstreamFlags, SandboxFlags {
   harnessBin?: string;
   node?: string;
   idleExit?: number;
+  pgConnections?: number;
+  listenUrl?: string;
   keepWorkspaces?: boolean;
   environment?: EnvironmentName;
   json?: boolean;
@@ -58,6 +60,15 @@ export function registerWorker(program: Command): void {
     .option('--concurrency <k>', 'samples at once on this machine', integerArg('--concurrency', 1, 1024), 2)
     .option('--timeout <seconds>', "the agent's budget, from its start, when its task gives none", secondsArg('--timeout'), 600)
     .option('--db <url>', 'the shared store (default: the --queue URL)')
+    .option(
+      '--pg-connections <n>',
+      "PostgreSQL connections of this worker's one pool for its store, ledger and queue (default: $POLAR_PG_POOL, else 4); it also holds one LISTEN connection, and a --queue in another database than --db gets a pool of as many again",
+      integerArg('--pg-connections', 1, 1000),
+    )
+    .option(
+      '--listen-url <url>',
+      "postgres://… straight to the store's PostgreSQL for the one connection that LISTENs (fleet pause, jobs queued), when --db/--queue go through PgBouncer in transaction mode (default: $POLAR_LISTEN_URL, else --db)",
+    )
     .option('--out <dir>', 'where workspaces and evaluators work (default: a new temporary folder)');
   addSandboxOptions(worker)
     .option('--command <template>', 'for --harness custom (see polar run --help)')
@@ -72,6 +83,11 @@ export function registerWorker(program: Command): void {
       `
 Start one worker per machine (or several on a big one), all pointed at the same PostgreSQL:
   polar worker --queue postgres://polar@db-host/polar --harness claude-code --upstream http://127.0.0.1:8000 --concurrency 4
+Connections: at most --pg-connections (4) + 1 per worker when --queue and --db are one database
+(2 × --pg-connections + 1 otherwise); idle pool connections close after 30 s. An idle worker
+wakes on a NOTIFY when a rollout is queued, else looks every 30 s at most (POLAR_QUEUE_POLL_MAX_S),
+and expires lost leases every 60 s (POLAR_QUEUE_SUPERVISE_S). Behind PgBouncer (transaction mode),
+give --listen-url a direct URL; without one the worker still runs, but hears no pause or NOTIFY.
 Calls are recorded into this machine's journal first (as fast as a local file) and shipped to the
 shared store in the background; a killed worker's sample goes back to the queue and runs elsewhere.
 ${UPSTREAM_KINDS_HELP}`,
@@ -84,6 +100,12 @@ async function workerCommand(opts: WorkerFlags): Promise<void> {
   const dbUrl = opts.db ?? opts.queue;
   if (!isPostgresUrl(dbUrl))
     throw new PolarError('POLAR_USAGE', '--db for a worker is the shared store: a postgres:// URL that every worker and the rollout use');
+  const listenUrl = opts.listenUrl ?? (process.env.POLAR_LISTEN_URL || undefined);
+  if (listenUrl !== undefined && !isPostgresUrl(listenUrl))
+    throw new PolarError(
+      'POLAR_USAGE',
+      `--listen-url (or POLAR_LISTEN_URL) must be a postgres:// URL straight to the store's PostgreSQL (got ${JSON.stringify(redactUrl(listenUrl))})`,
+    );
   const sandbox = sandboxKind(opts);
   // Like the sandbox, this machine's own: the queue may hand it Harbor tasks at any time.
   const environment = harborEnvironment(opts.environment, true);
@@ -129,6 +151,8 @@ async function workerCommand(opts: WorkerFlags): Promise<void> {
       config,
       ...(process.env.POLAR_UPSTREAM_API_KEY ? { upstreamApiKey: process.env.POLAR_UPSTREAM_API_KEY } : {}),
       idleExitMs: opts.idleExit !== undefined ? opts.idleExit * 1000 : null,
+      ...(opts.pgConnections !== undefined ? { pgConnections: opts.pgConnections } : {}),
+      ...(listenUrl ? { listenUrl } : {}),
       signal: controller.signal,
       onNotice: say,
       onEvent: (e) => {

@@ -1,5 +1,6 @@
 import { PgBoss } from 'pg-boss';
 import { v5 as uuidv5 } from 'uuid';
+import { type Postgres, poolSize } from '../../store/postgres/client.js';
 import { connectionUrl } from '../../store/postgres/password.js';
 
 /**
@@ -33,23 +34,87 @@ export function jobId(sampleId: string): string {
   return uuidv5(bytes.subarray(16), bytes.subarray(0, 16));
 }
 
-/** How often pg-boss looks for expired leases and refreshes its counts (s); `POLAR_QUEUE_SUPERVISE_S`. */
-function superviseSeconds(): number {
+/**
+ * How often a worker looks for lost leases to expire (s): `POLAR_QUEUE_SUPERVISE_S`, default 30.
+ * A sample whose worker died is handed on within its heartbeat plus this interval.
+ */
+export function superviseSeconds(): number {
   const v = Number(process.env.POLAR_QUEUE_SUPERVISE_S);
-  return Number.isFinite(v) && v >= 1 ? v : 5;
+  return Number.isFinite(v) && v >= 1 ? v : 30;
 }
 
-export async function openQueue(url: string, onError?: (err: Error) => void): Promise<PgBoss> {
+export interface QueueOptions {
+  /** Reported lost connections (a restarting server); pg-boss reconnects by itself. */
+  onError?: (err: Error) => void;
+  /**
+   * A pool to run pg-boss's statements on (the worker's one pool for its store and queue, when both
+   * are one database); pg-boss then opens no connection of its own and leaves the pool open at stop.
+   */
+  pool?: Postgres;
+  /** Connections of pg-boss's own pool when no `pool` is given (default: poolSize(), `POLAR_PG_POOL`). */
+  max?: number;
+}
+
+/**
+ * pg-boss with nothing of its own running in the background: no supervision timer (workers expire
+ * lost leases with keepLeases, only while there are leases), no cron (`schedule`), no instance
+ * registry heartbeat, no flow polling (polar queues no job flows), and the queue list refreshed
+ * rarely (a queue missing from it is read on first use). Its statements are plain ones with
+ * transaction-scoped locks, so it works behind PgBouncer in transaction mode.
+ */
+export async function openQueue(url: string, options: QueueOptions = {}): Promise<PgBoss> {
+  const pool = options.pool;
   const boss = new PgBoss({
-    connectionString: connectionUrl(url),
+    ...(pool
+      ? { db: { executeSql: (text: string, values?: unknown[]) => pool.pool.query(text, values) } }
+      : { connectionString: connectionUrl(url), max: options.max ?? poolSize(), application_name: 'polar-queue' }),
+    supervise: false,
+    schedule: false,
+    registerInstance: false,
+    // The claim that gates lease expiry in a supervise() call is stamped at this interval.
     superviseIntervalSeconds: superviseSeconds(),
     monitorIntervalSeconds: superviseSeconds(),
-    application_name: 'polar-queue',
+    flowIntervalSeconds: 3600,
+    queueCacheIntervalSeconds: 600,
   });
-  // pg-boss reports lost connections (a restarting server) as events; it reconnects by itself.
-  boss.on('error', (err) => onError?.(err));
+  boss.on('error', (err) => options.onError?.(err));
   await boss.start();
   return boss;
+}
+
+/** Whether any job of queue `name` is out on a lease now: only then is there a lease to expire. */
+export async function hasLeases(boss: PgBoss, name: string): Promise<boolean> {
+  const { rows } = await boss.getDb().executeSql(`SELECT EXISTS (SELECT 1 FROM pgboss.job WHERE name = $1 AND state = 'active') AS leased`, [name]);
+  return rows[0]?.leased === true;
+}
+
+/**
+ * Expires lost leases of queue `name` (a worker killed or cut off stops heartbeating; its sample is
+ * retried elsewhere) every superviseSeconds(), while any job of it is leased. Every worker does
+ * this (a coordinator may have exited, so workers are the only processes sure to run while jobs
+ * are out), and pg-boss claims each pass in the database, so the fleet makes one expiry pass per
+ * interval however many workers it has. A pass is some 25 statements; with nothing leased a worker
+ * pays one statement per interval instead. Returns what stops it.
+ */
+export function keepLeases(boss: PgBoss, name: string, onError: (err: Error) => void): { stop(): Promise<void> } {
+  let running: Promise<void> | null = null;
+  const timer = setInterval(() => {
+    if (running) return;
+    running = (async () => {
+      if (await hasLeases(boss, name)) await boss.supervise(name);
+    })()
+      .catch((err: unknown) => onError(err as Error))
+      .finally(() => {
+        running = null;
+      });
+  }, superviseSeconds() * 1000);
+  timer.unref();
+  return {
+    async stop() {
+      clearInterval(timer);
+      await running;
+    },
+  };
 }
 
 export async function ensureQueue(boss: PgBoss, name: string): Promise<void> {

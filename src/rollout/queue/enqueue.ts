@@ -9,6 +9,7 @@ import type { RolloutConfig } from '../config.js';
 import type { RolloutTask } from '../task-file.js';
 import { ensureQueue, jobId, openQueue, queueName, type SampleJob } from './boss.js';
 import { contentMaxBytes, contentMode, shipTaskContent } from './task-content.js';
+import { notifyJobsQueued } from './notify.js';
 
 export interface QueueSettings {
   /** Times a lost or failed sample is handed to another worker before it is marked interrupted. */
@@ -92,6 +93,8 @@ export async function enqueueRollout(
             });
           }
         }
+        // Delivered when this commits: idle workers fetch at once instead of at their next poll.
+        await notifyJobsQueued(tx, name);
       },
     );
   } finally {

@@ -3,6 +3,7 @@ import { newId } from '../../core/ids.js';
 import type { PauseGate } from '../../proxy/pause.js';
 import type { Postgres } from '../../store/postgres/client.js';
 import { APP_PREFIX, CHANNEL, inferenceControl, reportWorkerInference } from '../../store/postgres/inference.js';
+import { JOBS_CHANNEL } from './notify.js';
 
 /** How long a worker waits for its calls in flight to end after a pause before it says so anyway. */
 const DRAIN_MS = 15 * 60_000;
@@ -16,6 +17,11 @@ const RECONNECT_MS = 1000;
  * still running, again once they have drained. The state is read on connecting, so a worker that
  * starts (or reconnects) while the fleet is paused holds its calls too. Costs no transaction while
  * nothing changes.
+ *
+ * The same connection hears "jobs queued" (notify.ts) for `onJobs`, so a worker needs one LISTEN
+ * connection, not two; `onJobs(null)` after each (re)connect, since notifications sent while it was
+ * away are lost. It must reach PostgreSQL itself: behind PgBouncer in transaction mode a LISTEN
+ * hears nothing (the worker's --listen-url).
  */
 export class InferenceFollower {
   private readonly key = newId('wrk');
@@ -31,7 +37,13 @@ export class InferenceFollower {
     private readonly gate: PauseGate,
     private readonly worker: string,
     private readonly notice: (line: string) => void,
+    private readonly onJobs?: (queue: string | null) => void,
   ) {}
+
+  /** Whether the connection is up and listening now. */
+  get listening(): boolean {
+    return this.client !== null;
+  }
 
   /** Connects, and keeps reconnecting after a loss until closed; resolves after the first try. */
   async start(): Promise<void> {
@@ -50,7 +62,10 @@ export class InferenceFollower {
     this.connecting = client;
     client.on('error', (err) => this.lost(err, client));
     client.on('end', () => this.lost(null, client));
-    client.on('notification', () => this.apply());
+    client.on('notification', (msg) => {
+      if (msg.channel === JOBS_CHANNEL) this.onJobs?.(msg.payload ?? null);
+      else this.apply();
+    });
     try {
       await client.connect();
       if (this.closed) {
@@ -59,6 +74,7 @@ export class InferenceFollower {
       }
       // LISTEN before reading: a change that commits between the two is read or notified, never missed.
       await client.query(`LISTEN ${CHANNEL}`);
+      if (this.onJobs) await client.query(`LISTEN ${JOBS_CHANNEL}`);
     } catch (err) {
       // Never left open: a connection that does not listen would still look like a live worker.
       await client.end().catch(() => undefined);
@@ -70,6 +86,7 @@ export class InferenceFollower {
     // Said again on every connection: while it was away, the coordinator may have dropped its row.
     this.applied = -1;
     this.apply();
+    this.onJobs?.(null);
   }
 
   private lost(err: unknown, client?: pg.Client): void {

@@ -2,8 +2,8 @@ import path from 'node:path';
 import type { Job, PgBoss } from 'pg-boss';
 import { PolarError } from '../../core/errors.js';
 import { waitFor } from '../../core/wait.js';
-import { Postgres, whileUnreachable } from '../../store/postgres/client.js';
-import { openStore } from '../../store/open.js';
+import { Postgres, poolSize, whileUnreachable } from '../../store/postgres/client.js';
+import { openSharedStore } from '../../store/postgres/open.js';
 import { getRollout, getRolloutTask, getSample, getSampleStatus } from '../../store/postgres/queue.js';
 import { type RolloutRow, SAMPLE_OUTCOMES, type SampleRow, WORKER } from '../../store/rollouts.js';
 import type { Store } from '../../store/store.js';
@@ -16,10 +16,11 @@ import { stateDir } from '../../store/postgres/url.js';
 import { ContentUnavailable } from '../../store/postgres/content.js';
 import { endWithoutContent, type LocalTask, localTask } from './content-cache.js';
 import { contentMaxBytes, type StoredTask } from './task-content.js';
-import { ensureQueue, openQueue, queueName, type SampleJob } from './boss.js';
+import { ensureQueue, keepLeases, openQueue, queueName, type SampleJob } from './boss.js';
 import { InferenceFollower } from './inference-follower.js';
 import { holdLease } from './lease.js';
 import { PgSampleLedger } from './pg-ledger.js';
+import { backOff, POLL_MIN_MS, pollMaxMs, Wake } from './wake.js';
 
 export interface WorkerOptions {
   queueUrl: string;
@@ -30,6 +31,13 @@ export interface WorkerOptions {
   upstreamApiKey?: string;
   /** Exit once the queue has had nothing for this process for this long (ms); null: run until stopped. */
   idleExitMs: number | null;
+  /** Connections of the worker's pool (default: poolSize(), `POLAR_PG_POOL`); a queue in another database gets as many again. */
+  pgConnections?: number;
+  /**
+   * Where the worker's one LISTEN connection goes (default: `dbUrl`): straight to PostgreSQL when
+   * `dbUrl` goes through PgBouncer in transaction mode, where a LISTEN hears nothing.
+   */
+  listenUrl?: string;
   signal: AbortSignal;
   onEvent?: (e: RolloutEvent & { rolloutId: string }) => void;
   onNotice?: (line: string) => void;
@@ -46,29 +54,45 @@ export interface WorkerOptions {
  */
 export async function runWorker(opts: WorkerOptions): Promise<number> {
   const notice = (line: string) => opts.onNotice?.(line);
-  const store = await openStore(opts.dbUrl, { onNotice: notice });
-  const pg = new Postgres(opts.dbUrl);
+  // One pool for the store's shipper, the ledger, the reads and (one database) the queue: a worker
+  // holds at most `pgConnections` connections there, plus its one LISTEN connection.
+  const connections = opts.pgConnections ?? poolSize();
+  const pg = new Postgres(opts.dbUrl, { max: connections });
+  const oneDatabase = opts.queueUrl === opts.dbUrl;
+  const listenUrl = opts.listenUrl ?? opts.dbUrl;
+  const listenPg = listenUrl === opts.dbUrl ? pg : new Postgres(listenUrl, { max: 1 });
   const name = queueName(opts.config.harness);
+  const wake = new Wake();
+  let store: Store | null = null;
   let boss: PgBoss | null = null;
   let capture: Capture | null = null;
   let follower: InferenceFollower | null = null;
+  let leases: { stop(): Promise<void> } | null = null;
   try {
-    boss = await openQueue(opts.queueUrl, (err) => notice(`queue: ${err.message}`));
+    store = await openSharedStore(opts.dbUrl, { onNotice: notice }, pg);
+    boss = await openQueue(opts.queueUrl, { onError: (err) => notice(`queue: ${err.message}`), ...(oneDatabase ? { pool: pg } : { max: connections }) });
     await ensureQueue(boss, name);
+    leases = keepLeases(boss, name, (err) => notice(`queue: ${err.message}`));
     capture = await startCapture(store, opts.config, `worker-${process.pid}`, opts.upstreamApiKey);
-    // Before the first job: a fleet paused for a weight update holds this worker's calls too.
-    follower = new InferenceFollower(pg, capture.proxy.admin.gate, WORKER, notice);
+    // Before the first job: a fleet paused for a weight update holds this worker's calls too. Its
+    // connection also hears "jobs queued" (notify.ts), sent in the queue's database: heard only
+    // when that is the store's, else the worker polls with back-off alone.
+    const onJobs = oneDatabase ? (queue: string | null) => (queue === null || queue === name) && wake.ring() : undefined;
+    follower = new InferenceFollower(listenPg, capture.proxy.admin.gate, WORKER, notice, onJobs);
     await follower.start();
     notice(`polar worker ${WORKER}: ready for ${name} samples`);
-    return await pollQueue({ opts, store, pg, ledger: workerLedger(pg, store), boss, name, capture, notice });
+    return await pollQueue({ opts, store, pg, ledger: workerLedger(pg, store), boss, name, capture, notice }, wake);
   } finally {
     await follower?.close();
     await capture?.proxy.close(5000).catch(() => undefined);
     await capture?.socket?.remove();
     await capture?.upstream.close().catch(() => undefined);
+    await leases?.stop();
     await boss?.stop({ graceful: false, close: true }).catch(() => undefined);
+    // The store ships what is left through the pool, so the pool closes after it.
+    await store?.closeAsync();
     await pg.close().catch(() => undefined);
-    await store.closeAsync();
+    if (listenPg !== pg) await listenPg.close().catch(() => undefined);
   }
 }
 
@@ -94,16 +118,26 @@ interface Worker {
   notice: (line: string) => void;
 }
 
-/** Takes jobs while there is room, until stopped or idle for `idleExitMs`; returns how many it took. */
-async function pollQueue(w: Worker): Promise<number> {
+/**
+ * Takes jobs while there is room, until stopped or idle for `idleExitMs`; returns how many it took.
+ * While full it waits for a sample to end; with room and an empty queue, for a "jobs queued"
+ * notification (`wake`) or a back-off from 0.5 s doubling up to pollMaxMs(), so an idle worker
+ * fetches a couple of times a minute instead of twice a second.
+ */
+async function pollQueue(w: Worker, wake: Wake): Promise<number> {
   const { opts } = w;
   const active = new Set<Promise<void>>();
+  const maxMs = pollMaxMs();
   let ran = 0;
   let idleSince = Date.now();
+  let backoff = POLL_MIN_MS;
   while (!opts.signal.aborted) {
     const free = opts.config.concurrency - active.size;
     let got: Job<SampleJob>[] = [];
-    if (free > 0) got = await w.boss.fetch<SampleJob>(w.name, { batchSize: free }).catch(() => []);
+    if (free > 0) {
+      wake.clear();
+      got = await w.boss.fetch<SampleJob>(w.name, { batchSize: free }).catch(() => []);
+    }
     for (const job of got) {
       ran++;
       const p = runJob(w, job).finally(() => active.delete(p));
@@ -111,9 +145,16 @@ async function pollQueue(w: Worker): Promise<number> {
     }
     if (got.length > 0 || active.size > 0) idleSince = Date.now();
     else if (opts.idleExitMs !== null && Date.now() - idleSince >= opts.idleExitMs) break;
-    if (got.length === 0 || active.size >= opts.config.concurrency) {
-      await waitFor(500, opts.signal, active);
+    if (active.size >= opts.config.concurrency) {
+      // Full: the next fetch is worth making once a sample ends.
+      await waitFor(maxMs, opts.signal, active);
+      continue;
     }
+    const wait = got.length > 0 ? POLL_MIN_MS : backoff;
+    backoff = got.length > 0 ? POLL_MIN_MS : backOff(backoff, maxMs);
+    // An idle worker leaves on time, however long its back-off has grown.
+    const left = opts.idleExitMs !== null && active.size === 0 ? Math.max(0, opts.idleExitMs - (Date.now() - idleSince)) : wait;
+    await wake.wait(Math.min(wait, left), opts.signal);
   }
   await Promise.all(active);
   return ran;

@@ -20,10 +20,29 @@ const types = {
   },
 };
 
+/** Connections a pool opens when its owner does not say (`POLAR_PG_POOL`, default 4). */
+export const DEFAULT_POOL = 4;
+
+/**
+ * This process's pool size: `POLAR_PG_POOL` when it is a whole number from 1 to 1000, else `fallback`.
+ * A bad value is refused by name, so a typo never silently becomes a default.
+ */
+export function poolSize(fallback = DEFAULT_POOL): number {
+  const raw = process.env.POLAR_PG_POOL;
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1 || n > 1000)
+    throw new PolarError('POLAR_USAGE', `POLAR_PG_POOL must be a whole number of connections from 1 to 1000 (got ${JSON.stringify(raw)})`);
+  return n;
+}
+
 /**
  * A connection pool to one PostgreSQL database. Idle connections that the server drops (a restart)
  * are replaced on the next query instead of crashing the process, and every failure to reach the
  * server comes out as POLAR_STORE_UNREACHABLE, so callers can tell "try again later" from a bug.
+ * At most `max` connections (default: poolSize()); idle ones close after 30 s, so an idle process
+ * holds none. Only plain statements and transaction-scoped locks go through it, so it works behind
+ * PgBouncer in transaction mode; a connection that LISTENs is `dedicated` and must reach PostgreSQL itself.
  */
 export class Postgres {
   readonly pool: pg.Pool;
@@ -38,7 +57,7 @@ export class Postgres {
     this.pool = new pg.Pool({
       // The password: in the URL, PGPASSWORD, or the password file (password.ts); never from argv of a child.
       connectionString: connectionUrl(url),
-      max: options.max ?? 4,
+      max: options.max ?? poolSize(),
       connectionTimeoutMillis: 5000,
       idleTimeoutMillis: 30_000,
       application_name: options.applicationName ?? 'polar',

@@ -20,13 +20,21 @@ import { Shipper } from './ship.js';
  * - reading: a local copy pulled up to date first, then read as a local database (reader.ts): this
  *   machine's mirror of the whole store (mirror.ts), or only the rows a reader names (scoped.ts).
  */
-export async function openSharedStore(url: string, options: OpenStoreOptions): Promise<Store> {
-  const pg = new Postgres(url);
+/**
+ * `pool`: a pool the caller owns and closes (a worker's one pool for its store, ledger and queue),
+ * used for migrating and shipping instead of a pool of the store's own; default: a new one of
+ * poolSize() connections (`POLAR_PG_POOL`), closed with the store.
+ */
+export async function openSharedStore(url: string, options: OpenStoreOptions, pool?: Postgres): Promise<Store> {
+  const pg = pool ?? new Postgres(url);
+  const release = async () => {
+    if (!pool) await pg.close();
+  };
   try {
     if (options.readonly) {
       // A local file brought up to date, then read as a local database (reader.ts).
       const store = await openSharedReader(pg, url, options);
-      await pg.close();
+      await release();
       return store;
     }
     const file = journalPath(url);
@@ -69,11 +77,11 @@ export async function openSharedStore(url: string, options: OpenStoreOptions): P
           `${aside} ${aside === 1 ? 'row' : 'rows'} PostgreSQL refused ${aside === 1 ? 'is' : 'are'} set aside in ${file}; see them with \`polar db set-aside --db ${pg.label}\`, and ship them again with --retry once the cause is fixed`,
         );
       await shipper.stop();
-      await pg.close();
+      await release();
     };
     return store;
   } catch (err) {
-    await pg.close().catch(() => undefined);
+    await release().catch(() => undefined);
     throw err;
   }
 }
