@@ -150,11 +150,22 @@ describe('task content through the shared store', () => {
     expect((err as PolarError).code).toBe('POLAR_USAGE');
     expect((err as Error).message).toMatch(
       new RegExp(
-        `^task big-task: its workspace folder ${ws} is too big to send to workers through the shared store \\(.*data\\.bin alone is 3 MiB; the cap is 2 MiB\\)`,
+        `^task big-task's workspace folder ${ws} is too big to send to workers through the shared store \\(.*data\\.bin alone is 3 MiB; the cap is 2 MiB\\)`,
       ),
     );
     expect((err as Error).message).toMatch(/POLAR_CONTENT_MAX_MB/);
     expect((await rows(`SELECT count(*)::int AS n FROM polar_content`))[0]!.n).toBe(before);
+    // The task file's folder, sent for a checker, says so and how to keep it small.
+    const checked = taskFile('big', [
+      { id: 'big-task', prompt: 'p', workspace: { empty: true }, evaluator: { type: 'command', command: 'sh $POLAR_TASKS_DIR/c.sh' } },
+    ]);
+    fs.writeFileSync(path.join(path.dirname(checked.file), 'huge.bin'), Buffer.alloc(3 * MB, 2));
+    const folder = await shipTaskContent(pg, checked.tasks, checked.file, { maxBytes: 2 * MB }).catch((e: unknown) => e);
+    expect((folder as Error).message).toMatch(
+      new RegExp(
+        `^the task file's folder ${path.dirname(checked.file)} is too big .*\\(it travels because an evaluator reads \\$POLAR_TASKS_DIR: keep the task file and its checkers in a folder of their own\\)`,
+      ),
+    );
     // Stored under a larger cap, then fetched by a worker whose cap is lower.
     const [stored] = await shipTaskContent(pg, tasks, file, { maxBytes: 8 * MB });
     const refused = await localTask(pg, stored!, { stateDir: path.join(dir, 'state-big'), maxBytes: 2 * MB }).catch((e: unknown) => e);

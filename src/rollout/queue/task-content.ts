@@ -72,7 +72,7 @@ export function isGitUrl(source: string): boolean {
  * Packs and stores every local folder the tasks name, each once (the same folder for many tasks is
  * one digest), and returns the tasks with `content` set. `tasksFile` is the JSONL file or the Harbor
  * folder the rollout read; the JSONL file's folder travels when an evaluator, setup or solution
- * names it ($POLAR_TASKS_DIR or its path): hidden checkers live there, and nothing else reads it.
+ * names $POLAR_TASKS_DIR: hidden checkers live there, and nothing else reads it.
  * A folder over `maxBytes` is a usage error naming the task and the path, before anything is queued.
  */
 export async function shipTaskContent(
@@ -83,7 +83,7 @@ export async function shipTaskContent(
 ): Promise<StoredTask[]> {
   const tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'polar-pack-'));
   const packed = new Map<string, ContentRef>();
-  const ship = async (task: RolloutTask, what: string, source: string, root = source, sub?: string): Promise<ContentRef> => {
+  const ship = async (task: RolloutTask | null, what: string, source: string, root = source, sub?: string): Promise<ContentRef> => {
     const key = `${root}\0${sub ?? ''}`;
     const known = packed.get(key);
     if (known) return { ...known, source };
@@ -93,9 +93,9 @@ export async function shipTaskContent(
       p = await packTar(root, file, opts.maxBytes);
     } catch (err) {
       if (err instanceof TooBigError) throw tooBig(task, what, source, err.message, opts.maxBytes);
-      throw new PolarError('POLAR_USAGE', `task ${task.id}: cannot pack its ${what} ${source}: ${(err as Error).message}`, undefined, { cause: err });
+      throw new PolarError('POLAR_USAGE', `${whose(task)} ${what} ${source} cannot be packed: ${(err as Error).message}`, undefined, { cause: err });
     }
-    for (const s of p.skipped) opts.notice?.(`notice: task ${task.id}: ${s} is not a file, folder or link; left out of what workers get`);
+    for (const s of p.skipped) opts.notice?.(`notice: ${whose(task)} ${what}: ${s} is not a file, folder or link; left out of what workers get`);
     await putContent(pg, p.digest, file, p.bytes);
     await fs.rm(file, { force: true });
     const ref: ContentRef = { digest: p.digest, bytes: p.bytes, source, ...(sub ? { sub } : {}) };
@@ -105,7 +105,7 @@ export async function shipTaskContent(
   try {
     const tasksDir = tasksFile && isFile(tasksFile) ? path.dirname(path.resolve(tasksFile)) : null;
     let tasksRef: ContentRef | undefined;
-    if (tasksDir && tasks.some((t) => namesTasksDir(t, tasksDir))) tasksRef = await ship(tasks[0]!, "task file's folder", tasksDir);
+    if (tasksDir && tasks.some(namesTasksDir)) tasksRef = await ship(null, "task file's folder", tasksDir);
     const out: StoredTask[] = [];
     for (const task of tasks) {
       const content: TaskContent = tasksRef ? { tasksDir: tasksRef } : {};
@@ -130,10 +130,13 @@ export async function shipTaskContent(
   }
 }
 
-/** Whether a task's commands name the task file's folder: $POLAR_TASKS_DIR, or its path written out. */
-function namesTasksDir(task: RolloutTask, tasksDir: string): boolean {
-  const text = JSON.stringify([task.evaluator, task.setup, task.solution ?? []]);
-  return text.includes('POLAR_TASKS_DIR') || text.includes(tasksDir);
+/**
+ * Whether a task's commands read the task file's folder: they name $POLAR_TASKS_DIR, which a worker
+ * sets to its copy. (A command that writes the coordinator's path out would not find it on a worker
+ * anyway, so a path is no reason to send the folder.)
+ */
+function namesTasksDir(task: RolloutTask): boolean {
+  return JSON.stringify([task.evaluator, task.setup, task.solution ?? []]).includes('POLAR_TASKS_DIR');
 }
 
 /**
@@ -156,11 +159,17 @@ async function gitPayload(source: string, tmp: string, n: number): Promise<{ roo
   return { root: mirror };
 }
 
-function tooBig(task: RolloutTask, what: string, source: string, detail: string, maxBytes: number): PolarError {
+/** "task ID's" for a task's own folder, "the" for the task file's. */
+function whose(task: RolloutTask | null): string {
+  return task ? `task ${task.id}'s` : 'the';
+}
+
+function tooBig(task: RolloutTask | null, what: string, source: string, detail: string, maxBytes: number): PolarError {
   const url = what === 'git repository' ? ' give the repository as a URL each worker clones ({"git": "https://…", "commit": …}),' : '';
+  const own = task ? '' : ' (it travels because an evaluator reads $POLAR_TASKS_DIR: keep the task file and its checkers in a folder of their own)';
   return new PolarError(
     'POLAR_USAGE',
-    `task ${task.id}: its ${what} ${source} is too big to send to workers through the shared store (${detail}; the cap is ${mib(maxBytes)}). ` +
+    `${whose(task)} ${what} ${source} is too big to send to workers through the shared store (${detail}; the cap is ${mib(maxBytes)})${own}. ` +
       `Make it smaller (leave out build outputs, caches, virtual environments),${url} or raise POLAR_CONTENT_MAX_MB; ` +
       'if every worker sees this path (a shared disk), POLAR_QUEUE_CONTENT=shared sends paths instead. Nothing was queued.',
   );
