@@ -1,4 +1,4 @@
-import { SAMPLE_OUTCOMES, type SampleRow } from '../../store/rollouts.js';
+import { SAMPLE_OUTCOMES, type SampleRow, sampleId } from '../../store/rollouts.js';
 import type { Store } from '../../store/store.js';
 import type { ResponseLookup } from '../conversation.js';
 import { OFF_POLICY_PREFIX, reconstruct, type ReconstructStats } from '../reconstruct.js';
@@ -38,6 +38,7 @@ export type LeftOutKind =
   | 'off-policy call'
   | 'replay session'
   | 'partial trace'
+  | 'earlier attempt'
   | 'not accepted'
   | 'unrewarded sample'
   | 'below --min-reward'
@@ -135,12 +136,35 @@ function excludedCall(reason: string): LeftOut {
 
 /** The selection rules every format applies to a trace; null when it is kept. */
 function selectionRule(store: Store, sel: ExportSelection, trace: Trajectory): LeftOut | null {
+  // Sessions named one by one (--session) are exported as asked.
+  const earlier = sel.sessions === undefined ? earlierAttempt(store, trace) : null;
+  if (earlier) return earlier;
   if (trace.partial && !sel.includePartial) return { kind: 'partial trace', leftOut: `partial: session ${trace.status} (--include-partial keeps it)` };
   if (sel.accepted && trace.accepted !== true) return { kind: 'not accepted', leftOut: notAccepted(store, trace) };
   if (sel.minReward !== null && (trace.reward === null || trace.reward < sel.minReward)) {
     return { kind: 'below --min-reward', leftOut: trace.reward === null ? 'no reward (--min-reward)' : `reward below ${sel.minReward} (--min-reward)` };
   }
   return null;
+}
+
+/**
+ * A session that was an earlier attempt of a rollout sample that ran again (a queued sample whose
+ * worker lost its lease, was killed or was cut off; a resumed local rollout): the sample names
+ * another session, so this one carries no reward and is not the sample's trace. It was exported as
+ * a reward-less trace of its own when it ended by itself, or counted as "partial" when it was
+ * stopped, which read as the sample itself left out (issue 43). Said as what it is, and left out.
+ */
+function earlierAttempt(store: Store, trace: Trajectory): LeftOut | null {
+  if (trace.rollout_id !== null) return null; // the attempt its sample names
+  const m = store.sessions.get(trace.session_id)?.metadata;
+  if (typeof m?.rollout_id !== 'string' || typeof m.task_id !== 'string' || typeof m.sample_index !== 'number') return null;
+  const id = sampleId(m.rollout_id, m.task_id, m.sample_index);
+  const sample = store.rollouts.sample(id);
+  if (!sample || sample.sessionId === trace.session_id) return null;
+  return {
+    kind: 'earlier attempt',
+    leftOut: `earlier attempt of sample ${id}, which ran again: its trace is session ${sample.sessionId ?? '(none yet)'}'s (\`polar export --rollout ${m.rollout_id}\` exports each sample's final attempt)`,
+  };
 }
 
 /**
