@@ -141,6 +141,85 @@ describe('an idle worker', () => {
   );
 });
 
+/** Peak client connections to `db` whose application_name is LIKE one of `like`, sampled until `stop()`. */
+function peakConnections(db: string, like: string[]): { stop(): Promise<number> } {
+  let peak = 0;
+  let sampling = true;
+  const loop = (async () => {
+    while (sampling) {
+      const { rows } = await admin.query(
+        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND backend_type = 'client backend' AND application_name LIKE ANY($2::text[])`,
+        [db, like],
+      );
+      peak = Math.max(peak, Number(rows[0]!.n));
+      await sleep(50);
+    }
+  })();
+  return {
+    async stop() {
+      sampling = false;
+      await loop;
+      return peak;
+    },
+  };
+}
+
+function writeTasks(file: string, rewards: Record<string, number>): void {
+  fs.writeFileSync(
+    file,
+    Object.entries(rewards)
+      .map(([id, r]) => JSON.stringify({ id, prompt: `answer:${r}`, workspace: { empty: true }, evaluator: { type: 'command', command: 'cat answer.txt' } }))
+      .join('\n'),
+  );
+}
+
+/** `polar rollout --queue URL --wait` of `tasks`, 2 samples a task, with the tests' agent. */
+function queuedRollout(url: string, tasks: string) {
+  return polarCli(
+    [
+      'rollout',
+      '--queue',
+      url,
+      '--tasks',
+      tasks,
+      ...nodeAgentHarness(path.join(dir, 'agent.mjs')),
+      '--upstream',
+      upstream.url,
+      '--samples',
+      '2',
+      '--wait',
+      '--json',
+    ],
+    { env: env(), timeout: patient(180_000) },
+  );
+}
+
+describe("a busy worker's connections", () => {
+  it(
+    'stay within --pg-connections + 1 LISTEN + 1 heartbeat while it runs a queued rollout',
+    async () => {
+      const url = await server.database('budget');
+      const w = await startWorker('budget', url, ['--pg-connections', '2', '--concurrency', '3']);
+      const peak = peakConnections('budget', ['polar-worker', 'polar-lease', 'polar-inference %']);
+      const tasks = path.join(dir, 'budget-tasks.jsonl');
+      writeTasks(tasks, { a: 1, b: 0.5, c: 0 });
+      let most: number;
+      try {
+        const done = await queuedRollout(url, tasks);
+        expect(done.code, `${done.stderr}\n${w.stderr()}`).toBe(0);
+        expect(JSON.parse(done.stdout)).toMatchObject({ status: 'completed', outcomes: { completed: 6 } });
+      } finally {
+        most = await peak.stop();
+      }
+      // It used to open a pool of 4 for its store, 4 for its ledger and 10 for pg-boss.
+      expect(most).toBeGreaterThanOrEqual(2);
+      expect(most).toBeLessThanOrEqual(2 + 1 + 1);
+      await endChild(w.child);
+    },
+    patient(240_000),
+  );
+});
+
 describe('"jobs queued"', () => {
   it(
     'reaches a listening worker on the connection it holds for the fleet pause, once the transaction that queued them commits',
@@ -194,7 +273,6 @@ describe('"jobs queued"', () => {
     patient(60_000),
   );
 });
-
 describe.skipIf(PGBOUNCER_MISSING !== null)(`through PgBouncer in transaction mode${PGBOUNCER_MISSING ? ` (skipped: ${PGBOUNCER_MISSING})` : ''}`, () => {
   let bouncer: TestPgBouncer | null = null;
   afterAll(async () => {
@@ -210,71 +288,38 @@ describe.skipIf(PGBOUNCER_MISSING !== null)(`through PgBouncer in transaction mo
       const url = bouncer.url(direct);
       const tasks = path.join(dir, 'bounced-tasks.jsonl');
       const rewards: Record<string, number> = { a: 1, b: 0.5, c: 0 };
-      fs.writeFileSync(
-        tasks,
-        Object.entries(rewards)
-          .map(([id, r]) =>
-            JSON.stringify({ id, prompt: `answer:${r}`, workspace: { empty: true }, evaluator: { type: 'command', command: 'cat answer.txt' } }),
-          )
-          .join('\n'),
-      );
+      writeTasks(tasks, rewards);
       // Workers first: they wait for the rollout's NOTIFY on their direct --listen-url.
       const workers = [];
       for (const name of ['b1', 'b2'])
         workers.push(await startWorker(name, url, ['--listen-url', direct, '--pg-connections', '2', '--concurrency', '2'], { POLAR_QUEUE_SUPERVISE_S: '1' }));
-      // One LISTEN connection each, on the server itself (in transaction mode a LISTEN through PgBouncer hears nothing).
-      const listeners = await admin.query(
-        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = 'bounced' AND application_name LIKE 'polar-inference %'`,
-      );
-      expect(listeners.rows[0]!.n).toBe(2);
-      let peak = 0;
-      let sampling = true;
-      const watch = (async () => {
-        while (sampling) {
-          const { rows } = await admin.query(
-            `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = 'bounced' AND backend_type = 'client backend' AND application_name NOT LIKE 'polar-inference %'`,
-          );
-          peak = Math.max(peak, Number(rows[0]!.n));
-          await sleep(50);
-        }
-      })();
+      // Every client of the database, and of those the LISTEN connections: the rest came through PgBouncer.
+      const all = peakConnections('bounced', ['%']);
+      const listening = peakConnections('bounced', ['polar-inference %']);
+      let most = 0;
+      let listeners = 0;
       try {
-        const done = await polarCli(
-          [
-            'rollout',
-            '--queue',
-            url,
-            '--tasks',
-            tasks,
-            ...nodeAgentHarness(path.join(dir, 'agent.mjs')),
-            '--upstream',
-            upstream.url,
-            '--samples',
-            '2',
-            '--wait',
-            '--json',
-          ],
-          { env: env(), timeout: patient(180_000) },
-        );
+        const done = await queuedRollout(url, tasks);
         expect(done.code, `${done.stderr}\n${workers.map((w) => w.stderr()).join('\n')}\n${bouncer.log()}`).toBe(0);
-        const summary = JSON.parse(done.stdout);
-        expect(summary).toMatchObject({ status: 'completed', outcomes: { completed: 6, error: 0, interrupted: 0 } });
-        const direct_ = new pg.Client({ connectionString: direct });
-        await direct_.connect();
-        try {
-          const { rows } = await direct_.query(`SELECT task_id, reward, worker FROM samples ORDER BY id`);
-          expect(rows).toHaveLength(6);
-          for (const r of rows) expect(r.reward).toBe(rewards[String(r.task_id)]);
-        } finally {
-          await direct_.end();
-        }
+        expect(JSON.parse(done.stdout)).toMatchObject({ status: 'completed', outcomes: { completed: 6, error: 0, interrupted: 0 } });
       } finally {
-        sampling = false;
-        await watch;
+        most = await all.stop();
+        listeners = await listening.stop();
       }
-      // Everything but the LISTEN connections went through PgBouncer: never more than its pool.
-      expect(peak).toBeGreaterThan(0);
-      expect(peak).toBeLessThanOrEqual(POOL);
+      const check = new pg.Client({ connectionString: direct });
+      await check.connect();
+      try {
+        const samples = (await check.query(`SELECT task_id, reward FROM samples ORDER BY id`)).rows;
+        expect(samples).toHaveLength(6);
+        for (const r of samples) expect(r.reward).toBe(rewards[String(r.task_id)]);
+      } finally {
+        await check.end();
+      }
+      // One LISTEN connection a worker, on the server itself (through PgBouncer a LISTEN hears nothing);
+      // everything else went through PgBouncer: never more than its pool.
+      expect(listeners).toBe(2);
+      expect(most - listeners).toBeGreaterThan(0);
+      expect(most - listeners).toBeLessThanOrEqual(POOL);
       for (const w of workers) expect(w.stderr()).not.toMatch(/Warning:/);
     },
     patient(240_000),

@@ -62,7 +62,7 @@ export function registerWorker(program: Command): void {
     .option('--db <url>', 'the shared store (default: the --queue URL)')
     .option(
       '--pg-connections <n>',
-      "PostgreSQL connections of this worker's one pool for its store, ledger and queue (default: $POLAR_PG_POOL, else 4); it also holds one LISTEN connection, and a --queue in another database than --db gets a pool of as many again",
+      "PostgreSQL connections of this worker's one pool for its store, ledger and queue (default: $POLAR_PG_POOL, else 4); it also holds one LISTEN connection and, while it runs samples, one heartbeat connection; a --queue in another database than --db gets a pool of as many again",
       integerArg('--pg-connections', 1, 1000),
     )
     .option(
@@ -83,11 +83,12 @@ export function registerWorker(program: Command): void {
       `
 Start one worker per machine (or several on a big one), all pointed at the same PostgreSQL:
   polar worker --queue postgres://polar@db-host/polar --harness claude-code --upstream http://127.0.0.1:8000 --concurrency 4
-Connections: at most --pg-connections (4) + 1 per worker when --queue and --db are one database
-(2 × --pg-connections + 1 otherwise); idle pool connections close after 30 s. An idle worker
-wakes on a NOTIFY when a rollout is queued, else looks every 30 s at most (POLAR_QUEUE_POLL_MAX_S),
-and expires lost leases every 60 s (POLAR_QUEUE_SUPERVISE_S). Behind PgBouncer (transaction mode),
-give --listen-url a direct URL; without one the worker still runs, but hears no pause or NOTIFY.
+Connections to PostgreSQL per worker, at most: --pg-connections (4) + 1 LISTEN + 1 heartbeat while it
+holds samples, when --queue and --db are one database (2 × --pg-connections + 2 otherwise); idle pool
+connections close after 30 s, so an idle worker holds 1. It wakes on a NOTIFY when a rollout is queued,
+else looks every 30 s at most (POLAR_QUEUE_POLL_MAX_S), and expires lost leases every 30 s
+(POLAR_QUEUE_SUPERVISE_S) while any sample is out on a lease. Behind PgBouncer in transaction mode,
+give --listen-url a direct URL: without one the worker still runs, but hears no fleet pause or NOTIFY.
 Calls are recorded into this machine's journal first (as fast as a local file) and shipped to the
 shared store in the background; a killed worker's sample goes back to the queue and runs elsewhere.
 ${UPSTREAM_KINDS_HELP}`,

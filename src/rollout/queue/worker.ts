@@ -57,7 +57,8 @@ export async function runWorker(opts: WorkerOptions): Promise<number> {
   // One pool for the store's shipper, the ledger, the reads and (one database) the queue: a worker
   // holds at most `pgConnections` connections there, plus its one LISTEN connection.
   const connections = opts.pgConnections ?? poolSize();
-  const pg = new Postgres(opts.dbUrl, { max: connections });
+  // Named, so pg_stat_activity tells a worker's connections (and its budget) from a coordinator's.
+  const pg = new Postgres(opts.dbUrl, { max: connections, applicationName: 'polar-worker' });
   const oneDatabase = opts.queueUrl === opts.dbUrl;
   const listenUrl = opts.listenUrl ?? opts.dbUrl;
   const listenPg = listenUrl === opts.dbUrl ? pg : new Postgres(listenUrl, { max: 1 });
