@@ -98,7 +98,10 @@ export function registerServe(program: Command): void {
       '--heartbeat <seconds>',
       'with --queue: a worker that has not touched its session for this long has lost it (≥ 10)',
       integerArg('--heartbeat', 10, 86_400),
-      30,
+      // A lost sample waits a minute for another worker; a PostgreSQL restart of up to 50 s loses no
+      // lease (touched every 10 s: lease.ts BEATS). bench/lease-heartbeat.ts: on the lease thread a
+      // touch came at most 0.5 s late on a 2-core machine at load 35, on the main thread 2.7 s.
+      60,
     )
     .addOption(environmentOption())
     .option(
