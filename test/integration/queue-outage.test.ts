@@ -40,8 +40,8 @@ afterAll(async () => {
 });
 
 /** `polar ARGS` in the background, its output kept as it comes. */
-function polar(args: string[]): { child: ChildProcess; out: () => string; err: () => string; exit: Promise<number | null> } {
-  const child = spawn(process.execPath, [BIN, ...args], { env: env(), stdio: ['ignore', 'pipe', 'pipe'] });
+function polar(args: string[], extraEnv: NodeJS.ProcessEnv = {}): { child: ChildProcess; out: () => string; err: () => string; exit: Promise<number | null> } {
+  const child = spawn(process.execPath, [BIN, ...args], { env: { ...env(), ...extraEnv }, stdio: ['ignore', 'pipe', 'pipe'] });
   children.push(child);
   let out = '';
   let err = '';
@@ -82,7 +82,7 @@ const worker = (url: string, name: string) =>
 
 describe('a queued rollout through a PostgreSQL restart', () => {
   it(
-    'the waiting coordinator says it waits, waits, and exits 0 with every sample completed',
+    'the waiting coordinator says it waits, waits, and exits 0 with every sample completed; rollout status waits too, or says what to do',
     async () => {
       const url = await server.database('restart');
       const rewards: Record<string, number> = { a: 1, b: 0.5 };
@@ -101,7 +101,9 @@ describe('a queued rollout through a PostgreSQL restart', () => {
         '--wait',
         '--json',
       ]);
-      await queuedJobs(url, 'custom', 4, () => (waiting.child.exitCode !== null ? `the rollout exited (${waiting.child.exitCode}): ${waiting.err()} ${waiting.out()}` : null));
+      await queuedJobs(url, 'custom', 4, () =>
+        waiting.child.exitCode !== null ? `the rollout exited (${waiting.child.exitCode}): ${waiting.err()} ${waiting.out()}` : null,
+      );
       const w = worker(url, 'restart');
       const pg = new Postgres(url, { max: 1 });
       try {
@@ -131,6 +133,26 @@ describe('a queued rollout through a PostgreSQL restart', () => {
           ['b', 'completed', 0.5],
           ['b', 'completed', 0.5],
         ]);
+        // `rollout status` on the shared store waits out an outage as well, and says what to do when
+        // it lasts longer than POLAR_PG_RETRY_S.
+        await server.stop();
+        let down = true;
+        try {
+          const impatient = polar(['rollout', 'status', summary.rolloutId, '--db', url, '--json'], { POLAR_PG_RETRY_S: '1' });
+          expect(await impatient.exit).toBe(1);
+          expect(impatient.out() + impatient.err()).toMatch(/POLAR_STORE_UNREACHABLE.*unreachable.*POLAR_PG_RETRY_S=SECONDS/s);
+          const status = polar(['rollout', 'status', summary.rolloutId, '--db', url, '--json']);
+          await waitUntil('rollout status to say it waits for PostgreSQL', () => /waiting for it/.test(status.err()), {
+            stopIf: () => (status.child.exitCode !== null ? `rollout status exited (${status.err()})` : null),
+            everyMs: 100,
+          });
+          await server.start();
+          down = false;
+          expect(await status.exit, status.err()).toBe(0);
+          expect(JSON.parse(status.out())).toMatchObject({ status: 'completed', samples: 4, ended: 4 });
+        } finally {
+          if (down) await server.start();
+        }
       } finally {
         w.child.kill('SIGTERM');
         await w.exit;
@@ -165,7 +187,9 @@ describe('a worker that loses its lease', () => {
         '--wait',
         '--json',
       ]);
-      await queuedJobs(url, 'custom', 1, () => (waiting.child.exitCode !== null ? `the rollout exited (${waiting.child.exitCode}): ${waiting.err()} ${waiting.out()}` : null));
+      await queuedJobs(url, 'custom', 1, () =>
+        waiting.child.exitCode !== null ? `the rollout exited (${waiting.child.exitCode}): ${waiting.err()} ${waiting.out()}` : null,
+      );
       const first = worker(url, 'first');
       const pg = new Postgres(url, { max: 1 });
       const rows = async (sql: string) => (await pg.query(sql).catch(() => ({ rows: [] as Record<string, unknown>[] }))).rows;
