@@ -106,7 +106,10 @@ export interface LoggedCall {
   /** The request body as received. */
   request: Record<string, unknown>;
   promptIds: number[];
+  /** The reply as sampled, logged before its first byte is written: a reply cut on the way is here whole. */
   reply: SampledReply;
+  /** Whether the reply was written to its end; false: the connection closed first (a fault, a client that left); unset while it is being sent. */
+  whole?: boolean;
 }
 
 export interface MockServer {
@@ -312,7 +315,14 @@ function generation(route: Route): MockHandler {
         sendJson(res, 200, value);
       },
       log: (body, promptIds, reply) => {
-        if (options.log !== false) state.calls.push({ path: req.url!, headers: req.headers, body, request, promptIds, reply });
+        if (options.log === false) return;
+        const call: LoggedCall = { path: req.url!, headers: req.headers, body, request, promptIds, reply };
+        state.calls.push(call);
+        // Known only when the response closes: a check that compares stored calls with this log
+        // must not take a reply the client never got whole for one it did.
+        res.once('close', () => {
+          call.whole = res.writableFinished;
+        });
       },
     };
     if (route === 'chat') await chatReply(state, res, request as ChatBody, text, g);

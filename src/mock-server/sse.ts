@@ -47,6 +47,9 @@ export async function writeSse(res: ServerResponse, reply: SseReply, fault: Faul
   let sent = 0;
   for (const event of reply.body) {
     if (fault === 'drop' && sent >= 3) {
+      // After the chunks written so far have left: a response corks its socket until the next
+      // tick, and a socket destroyed before that sends none of them.
+      await new Promise((r) => setImmediate(r));
       res.socket?.destroy();
       return;
     }
