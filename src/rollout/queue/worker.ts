@@ -2,7 +2,7 @@ import path from 'node:path';
 import type { Job, PgBoss } from 'pg-boss';
 import { PolarError } from '../../core/errors.js';
 import { waitFor } from '../../core/wait.js';
-import { Postgres, poolSize, whileUnreachable } from '../../store/postgres/client.js';
+import { isUnreachable, Postgres, poolSize, whileUnreachable } from '../../store/postgres/client.js';
 import { openSharedStore } from '../../store/postgres/open.js';
 import { getRollout, getRolloutTask, getSample, getSampleStatus } from '../../store/postgres/queue.js';
 import { type RolloutRow, SAMPLE_OUTCOMES, type SampleRow, WORKER } from '../../store/rollouts.js';
@@ -137,7 +137,7 @@ async function pollQueue(w: Worker, wake: Wake): Promise<number> {
     let got: Job<SampleJob>[] = [];
     if (free > 0) {
       wake.clear();
-      got = await w.boss.fetch<SampleJob>(w.name, { batchSize: free }).catch(() => []);
+      got = await fetchJobs(w, free);
     }
     for (const job of got) {
       ran++;
@@ -227,6 +227,39 @@ async function runJob(w: Worker, job: Job<SampleJob>): Promise<void> {
     clearInterval(watch);
   }
 }
+
+/** Workers whose last fetch failed because PostgreSQL could not be reached: since when. */
+const fetchOutage = new WeakMap<Worker, number>();
+
+/**
+ * Up to `n` jobs, or none while the queue's database cannot be reached: the loop polls on through
+ * a restart (as the samples' reads and writes wait it out) and says once when it started and once
+ * when it is over. Any other failure is said too, once per message, rather than swallowed.
+ */
+async function fetchJobs(w: Worker, n: number): Promise<Job<SampleJob>[]> {
+  try {
+    const got = await w.boss.fetch<SampleJob>(w.name, { batchSize: n });
+    const since = fetchOutage.get(w);
+    if (since !== undefined) {
+      fetchOutage.delete(w);
+      w.notice(`queue: PostgreSQL is reachable again after ${Math.round((Date.now() - since) / 1000)} s; taking samples`);
+    }
+    return got;
+  } catch (err) {
+    const message = (err as Error).message;
+    if (isUnreachable(err)) {
+      if (!fetchOutage.has(w)) {
+        fetchOutage.set(w, Date.now());
+        w.notice(`queue: PostgreSQL is unreachable (${message}); polling on until it is back`);
+      }
+    } else if (!fetchErrors.has(message)) {
+      fetchErrors.add(message);
+      w.notice(`queue: fetching samples failed: ${message}`);
+    }
+    return [];
+  }
+}
+const fetchErrors = new Set<string>();
 
 function isEnded(status: string): boolean {
   return (SAMPLE_OUTCOMES as readonly string[]).includes(status);
