@@ -141,6 +141,9 @@ describe('rows PostgreSQL refuses', () => {
         expect(second).toContain('1 row PostgreSQL refused is set aside');
         expect(second).toContain(out.rows[0]!.key);
         expect(second).toContain('--retry');
+        const migrate = await polar(['db', 'migrate', '--db', url]);
+        expect(migrate.stdout).toMatch(/1 row of this machine's journal PostgreSQL refused: polar db set-aside --db/);
+        expect(JSON.parse((await polar(['db', 'migrate', '--db', url, '--json'])).stdout)).toMatchObject({ setAside: 1 });
 
         // Retried while the cause is still there: set aside again, nothing lost.
         const early = JSON.parse((await polar(['db', 'set-aside', '--db', url, '--retry', '--json'])).stdout) as { retried: number; count: number };

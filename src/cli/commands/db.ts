@@ -55,7 +55,11 @@ async function migrate(opts: { db: string; json?: boolean }): Promise<void> {
     const pg = new Postgres(opts.db);
     try {
       const version = await migratePostgres(pg);
-      report(opts, { db: pg.label, schemaVersion: version });
+      // What this machine's journal holds back is part of the store's state as seen from here.
+      const aside = (await localSetAside(opts.db, 0)).count;
+      report(opts, { db: pg.label, schemaVersion: version, setAside: aside });
+      if (aside > 0 && !opts.json)
+        process.stdout.write(`${aside} ${aside === 1 ? 'row' : 'rows'} of this machine's journal PostgreSQL refused: polar db set-aside --db ${pg.label}\n`);
     } finally {
       await pg.close();
     }
@@ -69,7 +73,7 @@ async function migrate(opts: { db: string; json?: boolean }): Promise<void> {
   }
 }
 
-function report(opts: { json?: boolean }, out: { db: string; schemaVersion: number }): void {
+function report(opts: { json?: boolean }, out: { db: string; schemaVersion: number; setAside?: number }): void {
   if (opts.json) printJson({ ok: true, ...out });
   else process.stdout.write(`${out.db}: schema version ${out.schemaVersion}, up to date\n`);
 }
@@ -178,4 +182,17 @@ async function shipAgain(db: Db, file: string, url: string, requeue: (db: Db) =>
     await pg.close();
   }
   return n;
+}
+
+/** The rows this machine's journal for `url` has set aside (none when no writer ran here). */
+async function localSetAside(url: string, limit: number): Promise<{ count: number }> {
+  const [{ journalPath, setAsideRows }, { openDb, closeDb }] = await Promise.all([import('../../store/postgres/journal.js'), import('../../store/db.js')]);
+  const file = journalPath(url);
+  if (!fs.existsSync(file)) return { count: 0 };
+  const db = openDb(file, { reconcileOnly: true });
+  try {
+    return { count: setAsideRows(db, limit).count };
+  } finally {
+    closeDb(db, { checkpoint: false });
+  }
 }
