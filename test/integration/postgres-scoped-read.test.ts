@@ -48,8 +48,8 @@ for (let i = 0; i < calls; i++) {
 fs.writeFileSync('answer.txt', /answer:([\\d.]+)/.exec(prompt)[1] + '\\n');
 `;
 
-/** A local rollout recorded into the shared store: 2 tasks × 2 samples, 2 calls each. */
-async function rollout(name: string, answers: [string, string]): Promise<string> {
+/** A local rollout recorded into the shared store: 2 tasks × 2 samples, `calls` calls each. */
+async function rollout(name: string, answers: [string, string], calls = 2): Promise<string> {
   const agent = path.join(dir, 'agent.mjs');
   fs.writeFileSync(agent, AGENT);
   const tasks = path.join(dir, `${name}.jsonl`);
@@ -59,7 +59,7 @@ async function rollout(name: string, answers: [string, string]): Promise<string>
       .map((r, i) =>
         JSON.stringify({
           id: `${name}${i}`,
-          prompt: `calls=2 answer:${r}`,
+          prompt: `calls=${calls} answer:${r}`,
           workspace: { empty: true },
           evaluator: { type: 'command', command: 'cat answer.txt' },
         }),
@@ -94,21 +94,58 @@ async function rowsOf(pg: Postgres, rolloutId: string): Promise<{ sessions: stri
   return { sessions, calls };
 }
 
-/** The pool, with every row PostgreSQL returns to a transaction's statements kept, by the table it names. */
-function counting(pg: Postgres): { pg: Postgres; returned: { sql: string; rows: Record<string, unknown>[] }[] } {
-  const returned: { sql: string; rows: Record<string, unknown>[] }[] = [];
+interface TableReads {
+  seq_scan: number;
+  seq_tup_read: number;
+  idx_tup_fetch: number;
+}
+
+/**
+ * The pool, with every row PostgreSQL returns to a transaction's statements kept, and what the
+ * transaction read of each table (pg_stat_xact_user_tables: rows read by sequential scans and
+ * fetched through indexes, this transaction's alone). Sequential scans are priced out, as a
+ * large store prices them: on tables of a few rows PostgreSQL would scan them whole whatever the
+ * statement, and the test could not tell a lookup from a scan.
+ */
+function counting(pg: Postgres): { pg: Postgres; returned: Record<string, unknown>[][]; reads: Map<string, TableReads> } {
+  const returned: Record<string, unknown>[][] = [];
+  const reads = new Map<string, TableReads>();
   const wrapped = Object.create(pg) as Postgres;
   wrapped.transaction = <T>(fn: (tx: PgQueryable) => Promise<T>) =>
-    pg.transaction((tx) =>
-      fn({
+    pg.transaction(async (tx) => {
+      // A backend's counts reach these views in batches, so what earlier transactions on this
+      // connection read may still be counted in them: what this one read is the difference.
+      const stats = async () =>
+        new Map(
+          (await tx.query(`SELECT relname, seq_scan, seq_tup_read, idx_tup_fetch FROM pg_stat_xact_user_tables`)).rows.map((r) => [
+            String(r.relname),
+            { seq_scan: Number(r.seq_scan), seq_tup_read: Number(r.seq_tup_read), idx_tup_fetch: Number(r.idx_tup_fetch) },
+          ]),
+        );
+      let before = new Map<string, TableReads>();
+      const out = await fn({
         query: async (sql, values) => {
           const r = await tx.query(sql, values);
-          returned.push({ sql, rows: r.rows });
+          // After SET TRANSACTION, which must come first.
+          if (sql.startsWith('SET TRANSACTION')) {
+            await tx.query('SET LOCAL enable_seqscan = off');
+            before = await stats();
+          }
+          returned.push(r.rows);
           return r;
         },
-      }),
-    );
-  return { pg: wrapped, returned };
+      });
+      for (const [table, after] of await stats()) {
+        const was = before.get(table) ?? { seq_scan: 0, seq_tup_read: 0, idx_tup_fetch: 0 };
+        reads.set(table, {
+          seq_scan: after.seq_scan - was.seq_scan,
+          seq_tup_read: after.seq_tup_read - was.seq_tup_read,
+          idx_tup_fetch: after.idx_tup_fetch - was.idx_tup_fetch,
+        });
+      }
+      return out;
+    });
+  return { pg: wrapped, returned, reads };
 }
 
 /** The ids a polar SQLite file holds in one table. */
@@ -147,21 +184,27 @@ describe('a reader that names what it reads', () => {
     "export --rollout A reads only A's rows, and writes what the whole-store mirror's export writes for A",
     async () => {
       const a = await rollout('a', ['1', '0.5']);
-      const b = await rollout('b', ['0', '1']);
+      const b = await rollout('b', ['0', '1'], 6);
       const pg = new Postgres(url);
       try {
         const [ofA, ofB] = [await rowsOf(pg, a), await rowsOf(pg, b)];
         expect(ofA.sessions).toHaveLength(4);
         expect(ofA.calls).toHaveLength(8);
 
-        // What PostgreSQL returned to a scoped read of A: A's rows, each once, and nothing of B's.
+        // What PostgreSQL returned to a scoped read of A: A's rows, and nothing of B's.
         const file = path.join(dir, 'scoped-a.db');
-        const { pg: counted, returned } = counting(pg);
+        const { pg: counted, returned, reads } = counting(pg);
         const copied = await pullScoped(counted, file, { rollouts: [a] });
         expect(copied).toMatchObject({ rollouts: 1, rollout_tasks: 2, samples: 4, groups: 2, sessions: 4, requests: 8, request_bodies: 8, audit: 0 });
-        const text = JSON.stringify(returned.flatMap((r) => r.rows));
+        const text = JSON.stringify(returned.flat());
         for (const id of [b, ...ofB.sessions, ...ofB.calls]) expect(text).not.toContain(id);
-        expect(returned.reduce((n, r) => n + r.rows.length, 0)).toBe(Object.values(copied).reduce((n, c) => n + c, 0));
+        // And what it read: no table scanned, and no more rows fetched than A's (each looked up at
+        // most twice: its key by the index on what names it, then the row by key). B has 24 calls.
+        for (const [table, read] of reads) expect({ table, seq_scan: read.seq_scan }).toEqual({ table, seq_scan: 0 });
+        expect(reads.get('requests')!.idx_tup_fetch).toBeLessThanOrEqual(2 * ofA.calls.length);
+        expect(reads.get('request_bodies')!.idx_tup_fetch).toBeLessThanOrEqual(2 * ofA.calls.length);
+        expect(reads.get('samples')!.idx_tup_fetch).toBeLessThanOrEqual(2 * ofA.sessions.length);
+        expect(ofB.calls.length).toBeGreaterThan(2 * ofA.calls.length);
         expect(idsIn(file, 'sessions')).toEqual(ofA.sessions);
         expect(idsIn(file, 'requests')).toEqual(ofA.calls);
         expect(idsIn(file, 'rollouts')).toEqual([a]);
@@ -181,7 +224,7 @@ describe('a reader that names what it reads', () => {
         // Two traces a session: its two calls' prompts do not extend each other.
         expect(fromMirror).toHaveLength(8);
         expect(lines(scopedOut)).toEqual(fromMirror);
-        expect(lines(allOut).filter((l) => l.rollout_id === b)).toHaveLength(8);
+        expect(lines(allOut).filter((l) => l.rollout_id === b)).toHaveLength(24);
 
         // --session: that session only, with its sample's reward and group.
         const one = path.join(dir, 'one.jsonl');
@@ -245,7 +288,7 @@ describe('a reader that names what it reads', () => {
         const listed = await polar(['sessions', '--db', url, '--json']);
         expect(listed.code, listed.stderr).toBe(0);
         expect((JSON.parse(listed.stdout) as { sessions: unknown[] }).sessions).toHaveLength(8);
-        expect(idsIn(mirrorPath(url, env()), 'requests')).toHaveLength(16 + 1);
+        expect(idsIn(mirrorPath(url, env()), 'requests')).toHaveLength(8 + 24 + 1);
       } finally {
         await pg.close();
       }

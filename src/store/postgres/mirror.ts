@@ -59,14 +59,7 @@ export async function syncMirror(pg: Postgres, file: string): Promise<number> {
  * (each journal ships on its own): the caller turns SQLite's key checks off. Returns the rows copied.
  */
 export async function copyRows(tx: PgQueryable, db: Db, spec: TableSpec, where: string, params: readonly unknown[]): Promise<number> {
-  const columns = sharedColumns(db, spec.name);
-  const upsert = db.prepare(
-    `INSERT INTO ${spec.name} (${columns.join(', ')}) VALUES (${columns.map(() => '?').join(', ')})
-     ON CONFLICT (${spec.key.join(', ')}) DO UPDATE SET ${columns
-       .filter((c) => !spec.key.includes(c))
-       .map((c) => `${c} = excluded.${c}`)
-       .join(', ')}`,
-  );
+  const into = upsertInto(db, spec);
   const keyList = spec.key.join(', ');
   let copied = 0;
   let after: unknown[] | null = null;
@@ -77,17 +70,31 @@ export async function copyRows(tx: PgQueryable, db: Db, spec: TableSpec, where: 
       cond = ` AND (${keyList}) > (${spec.key.map((_, i) => `$${params.length + i + 1}`).join(', ')})`;
       values.push(...after);
     }
-    const { rows } = await tx.query(`SELECT ${columns.join(', ')} FROM ${spec.name} WHERE (${where})${cond} ORDER BY ${keyList} LIMIT ${PAGE}`, values);
+    const { rows } = await tx.query(`SELECT ${into.columns.join(', ')} FROM ${spec.name} WHERE (${where})${cond} ORDER BY ${keyList} LIMIT ${PAGE}`, values);
     if (rows.length === 0) break;
-    db.transaction(() => {
-      for (const row of rows) upsert.run(...columns.map((c) => toSqlite(row[c])));
-    })();
+    into.write(rows);
     copied += rows.length;
     const last = rows[rows.length - 1]!;
     after = spec.key.map((k) => last[k]);
     if (rows.length < PAGE) break;
   }
   return copied;
+}
+
+/** The shared columns of `spec` and a writer that upserts PostgreSQL rows of them by key, in one SQLite transaction. */
+export function upsertInto(db: Db, spec: TableSpec): { columns: string[]; write(rows: readonly Record<string, unknown>[]): void } {
+  const columns = sharedColumns(db, spec.name);
+  const upsert = db.prepare(
+    `INSERT INTO ${spec.name} (${columns.join(', ')}) VALUES (${columns.map(() => '?').join(', ')})
+     ON CONFLICT (${spec.key.join(', ')}) DO UPDATE SET ${columns
+       .filter((c) => !spec.key.includes(c))
+       .map((c) => `${c} = excluded.${c}`)
+       .join(', ')}`,
+  );
+  const write = db.transaction((rows: readonly Record<string, unknown>[]) => {
+    for (const row of rows) upsert.run(...columns.map((c) => toSqlite(row[c])));
+  });
+  return { columns, write: (rows) => write(rows) };
 }
 
 const PAGE = 500;

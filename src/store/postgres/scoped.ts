@@ -2,8 +2,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { closeDb, openDb, type Db } from '../db.js';
 import type { ReadScope } from '../open-options.js';
-import type { Postgres } from './client.js';
-import { copyRows } from './mirror.js';
+import type { PgQueryable, Postgres } from './client.js';
+import { upsertInto } from './mirror.js';
 import { SHARED_TABLES, type TableSpec } from './tables.js';
 
 /**
@@ -34,8 +34,8 @@ export async function pullScoped(pg: Postgres, file: string, scope: ReadScope): 
     db.pragma('foreign_keys = OFF');
     await pg.transaction(async (tx) => {
       await tx.query('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY');
-      const copy = async (table: string, where: string, params: readonly unknown[]) => {
-        counts[table] = (counts[table] ?? 0) + (await copyRows(tx, db, spec(table), where, params));
+      const copy: Copy = async (table, where, params) => {
+        counts[table] = (counts[table] ?? 0) + (await copyScoped(tx, db, spec(table), where, params));
       };
       const named = [...new Set(scope.sessions ?? [])];
       // The samples whose attempts the named sessions are: their rollouts come along (row and groups only).
@@ -52,13 +52,13 @@ export async function pullScoped(pg: Postgres, file: string, scope: ReadScope): 
         await copy('samples', 'rollout_id = ANY($1::text[])', [rollouts]);
       }
       const sessions = [...new Set([...named, ...(db.prepare(`SELECT session_id FROM samples WHERE session_id IS NOT NULL`).pluck().all() as string[])])];
-      if (sessions.length === 0) return;
       // A few sessions at a time: each statement stays a lookup by index however large the rollout.
       for (const batch of chunks(sessions, SESSIONS_PER_STATEMENT)) {
         await copy('sessions', 'id = ANY($1::text[])', [batch]);
         if (scope.calls === false) continue;
         await copy('requests', 'session_id = ANY($1::text[])', [batch]);
-        await copy('request_bodies', 'request_id IN (SELECT id FROM requests WHERE session_id = ANY($1::text[]))', [batch]);
+        const calls = db.prepare(`SELECT id FROM requests WHERE session_id IN (SELECT value FROM json_each(?))`).pluck().all(JSON.stringify(batch)) as string[];
+        await copy('request_bodies', 'request_id = ANY($1::text[])', [calls]);
       }
       if (scope.calls !== false) await copyBases(db, copy);
     });
@@ -74,6 +74,31 @@ export async function pullScoped(pg: Postgres, file: string, scope: ReadScope): 
     }
   }
 }
+
+type Copy = (table: string, where: string, params: readonly unknown[]) => Promise<void>;
+
+/**
+ * Copies the rows `where` selects. A table with a one-column key: the keys first (an index lookup
+ * on what `where` names, no order, no limit), then the rows by key, a page at a time. Paging in key
+ * order as the mirror does (ORDER BY key LIMIT n) let PostgreSQL walk the whole primary key and
+ * filter: a rollout's calls, scattered over the key space, cost a read of every call in the store.
+ * The others (a rollout's tasks and groups, keyed by the rollout first) are read whole.
+ */
+async function copyScoped(tx: PgQueryable, db: Db, table: TableSpec, where: string, params: readonly unknown[]): Promise<number> {
+  const into = upsertInto(db, table);
+  const select = `SELECT ${into.columns.join(', ')} FROM ${table.name}`;
+  if (table.key.length !== 1) {
+    const { rows } = await tx.query(`${select} WHERE ${where}`, params);
+    into.write(rows);
+    return rows.length;
+  }
+  const key = table.key[0]!;
+  const keys = (await tx.query(`SELECT ${key} FROM ${table.name} WHERE ${where}`, params)).rows.map((r) => r[key]);
+  for (const page of chunks(keys, ROWS_PER_PAGE)) into.write((await tx.query(`${select} WHERE ${key} = ANY($1::text[])`, [page])).rows);
+  return keys.length;
+}
+
+const ROWS_PER_PAGE = 500;
 
 /**
  * The calls others are stored against that are not here yet: a delta's base is the same agent's
