@@ -51,7 +51,8 @@ export async function enqueueRollout(
   // The queue first: a queue that cannot be opened leaves nothing behind, and the rollout's rows and
   // its jobs go in one transaction, so a rollout whose samples could not all be queued is never
   // recorded, to be listed and waited on forever (issue 40).
-  const boss = await openQueue(url);
+  // On the coordinator's pool: the jobs go through its transaction anyway (below), so they are in its database.
+  const boss = await openQueue(url, { pool: pg });
   try {
     const name = queueName(config.harness);
     await ensureQueue(boss, name);

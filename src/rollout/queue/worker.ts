@@ -155,7 +155,8 @@ async function pollQueue(w: Worker, wake: Wake): Promise<number> {
     backoff = got.length > 0 ? POLL_MIN_MS : backOff(backoff, maxMs);
     // An idle worker leaves on time, however long its back-off has grown.
     const left = opts.idleExitMs !== null && active.size === 0 ? Math.max(0, opts.idleExitMs - (Date.now() - idleSince)) : wait;
-    await wake.wait(Math.min(wait, left), opts.signal);
+    // A sample ending wakes it too: a sample handed back (failed here) is on the queue again at once.
+    await wake.wait(Math.min(wait, left), opts.signal, active);
   }
   await Promise.all(active);
   return ran;
