@@ -209,6 +209,8 @@ async function runJob(w: Worker, job: Job<SampleJob>): Promise<void> {
       return;
     }
     const { ctx, sample } = found;
+    // Lost before it started: the sample is another worker's now, and an attempt started here would take it from that worker.
+    if (lost !== null) return;
     const prepared = await initStage(ctx, sample);
     const ranStage = prepared ? await runStage(ctx, prepared) : null;
     if (ranStage) await postStage(ctx, ranStage);
