@@ -105,7 +105,7 @@ const ROWS_PER_PAGE = 500;
  * previous call (call-chains.ts), so normally none; but a reference must never dangle, so any
  * that does is fetched by id, until none is left.
  */
-async function copyBases(db: Db, copy: (table: string, where: string, params: readonly unknown[]) => Promise<void>): Promise<void> {
+async function copyBases(db: Db, copy: Copy): Promise<void> {
   const missing = db.prepare(
     `SELECT prompt_base FROM requests WHERE prompt_base IS NOT NULL AND prompt_base NOT IN (SELECT id FROM requests)
      UNION SELECT original_base FROM request_bodies WHERE original_base IS NOT NULL AND original_base NOT IN (SELECT request_id FROM request_bodies)
