@@ -167,6 +167,10 @@ describe.skipIf(skip)('polar serve --queue: two workers in two network namespace
     const out = path.join(dir, 'export.jsonl');
     const exported = await polarCli(['export', '--db', url, '--rollout', rollout, '--strategy', 'prefix-merging', '--out', out], { env: testEnv() });
     expect(exported.code, exported.stderr).toBe(0);
+    // export --rollout reads only that rollout's rows (a scoped read, no mirror): the whole store's
+    // mirror is pulled here, as any unscoped reader pulls it, to check every call against the server's log.
+    const sessions = await polarCli(['sessions', '--db', url, '--json'], { env: testEnv() });
+    expect(sessions.code, sessions.stderr).toBe(0);
     const mirror = mirrorPath(url, testEnv());
     for (const r of status.results as Json[]) expect(expectSessionCapturedExactly(mirror, r.session_id, mock)).toBeGreaterThanOrEqual(2);
     const lines = fs
