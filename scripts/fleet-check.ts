@@ -23,12 +23,15 @@ const { values } = parseArgs({
     concurrency: { type: 'string' },
     lease: { type: 'string' },
     'pg-down': { type: 'string' },
+    supervise: { type: 'string' },
     sleep: { type: 'string' },
     calls: { type: 'string' },
     'no-faults': { type: 'boolean' },
     'shared-disk': { type: 'boolean' },
     'max-connections': { type: 'string' },
     pgbouncer: { type: 'boolean' },
+    'bouncer-pool': { type: 'string' },
+    'pg-pool': { type: 'string' },
     keep: { type: 'boolean' },
     octet: { type: 'string' },
     timeout: { type: 'string' },
@@ -42,8 +45,9 @@ if (values.help) {
   process.stdout.write(
     `usage: npx tsx scripts/fleet-check.ts [--hosts N (${DEFAULTS.hosts})] [--per-host N (${DEFAULTS.perHost})] [--group N (${DEFAULTS.group})]
   [--harbor N (${DEFAULTS.harbor})] [--concurrency N (${DEFAULTS.concurrency})] [--lease S (${DEFAULTS.leaseS})] [--pg-down S (${DEFAULTS.pgDownS})]
+  [--supervise S (0: polar's default)]
   [--sleep S (${DEFAULTS.sleepS})] [--calls N (${DEFAULTS.calls})] [--no-faults] [--shared-disk] [--max-connections N (${DEFAULTS.maxConnections})]
-  [--pgbouncer] [--keep] [--octet N (${DEFAULTS.octet})] [--timeout S (${DEFAULTS.timeoutS})] [--idle-window S (${DEFAULTS.idleWindowS})] [--json]
+  [--pgbouncer] [--bouncer-pool N (${DEFAULTS.bouncerPool})] [--pg-pool N (0: polar's default)] [--keep] [--octet N (${DEFAULTS.octet})] [--timeout S (${DEFAULTS.timeoutS})] [--idle-window S (${DEFAULTS.idleWindowS})] [--json]
 Run as root on Linux after npm run build. Exit 0: every check passed; 1: one failed; 2: it could not run.\n`,
   );
   process.exit(0);
@@ -74,12 +78,15 @@ const run = new FleetRun({
   concurrency: num('concurrency', values.concurrency, DEFAULTS.concurrency),
   leaseS: num('lease', values.lease, DEFAULTS.leaseS),
   pgDownS: num('pg-down', values['pg-down'], DEFAULTS.pgDownS),
+  superviseS: num('supervise', values.supervise, DEFAULTS.superviseS),
   sleepS: num('sleep', values.sleep, DEFAULTS.sleepS),
   calls: num('calls', values.calls, DEFAULTS.calls),
   faults: values['no-faults'] !== true,
   sharedDisk: values['shared-disk'] === true,
   maxConnections: num('max-connections', values['max-connections'], DEFAULTS.maxConnections),
   pgbouncer: values.pgbouncer === true,
+  bouncerPool: num('bouncer-pool', values['bouncer-pool'], DEFAULTS.bouncerPool),
+  pgPool: num('pg-pool', values['pg-pool'], DEFAULTS.pgPool),
   keep: values.keep === true,
   octet: num('octet', values.octet, DEFAULTS.octet),
   timeoutS: num('timeout', values.timeout, DEFAULTS.timeoutS),

@@ -235,3 +235,19 @@ export function workersCheck(
   if (ok) detail.push(`${workers.filter((w) => !w.killed).length} workers alive to the end, each exited 0 when stopped`);
   return { name: 'every worker survived the faults', ok, detail };
 }
+
+/**
+ * Each host within its connection budget: its pool (POLAR_PG_POOL, 4 by default), one LISTEN
+ * connection and one heartbeat connection while it runs samples (`polar worker --help`). Behind
+ * PgBouncer the pooled ones are counted at the relay, the direct ones (LISTEN) in pg_stat_activity;
+ * each host's two peaks are added, which can only overstate it.
+ */
+export function budgetCheck(hosts: { host: number; direct: number; pooled: number }[], budget: number, bouncer: boolean): Check {
+  const over = hosts.filter((h) => h.direct + h.pooled > budget);
+  const most = Math.max(0, ...hosts.map((h) => h.direct + h.pooled));
+  const detail = over.map(
+    (h) => `host ${h.host}: ${h.direct + h.pooled} connections${bouncer ? ` (${h.pooled} through PgBouncer, ${h.direct} direct)` : ''}, budget ${budget}`,
+  );
+  detail.unshift(`most held by one host: ${most}; budget ${budget} (pool + LISTEN + heartbeat)${bouncer ? ', through PgBouncer in transaction mode' : ''}`);
+  return { name: 'every host within its PostgreSQL connection budget', ok: over.length === 0, detail };
+}

@@ -31,6 +31,8 @@ export interface FaultPlan {
   /** Whether the mock server answered a call of this session. */
   answered: (session: string) => boolean;
   pgDownS: number;
+  /** How often the fleet looks for expired leases (POLAR_QUEUE_SUPERVISE_S), seconds. */
+  superviseS: number;
   /** Restarts a killed host's worker (same folders: its journal ships). */
   restart: (index: number) => HostWorker;
   done: () => boolean;
@@ -118,8 +120,9 @@ export async function cutFault(p: FaultPlan, index: number): Promise<FaultRecord
   const cable = cableOf(p.workers()[index]!.name);
   setCable(cable, false);
   const record = { ...hit('cut', running, index), leaseS: lease };
-  // Past the lease and the queue's next look for expired ones (pg-boss supervises every 5 s by default).
-  const downMs = (lease + 10) * 1000;
+  // Well past the lease: the last touch may be a beat (≤ lease/6) before the cut, and only the
+  // next pass for expired leases hands the sample on (every POLAR_QUEUE_SUPERVISE_S, 30 s by default).
+  const downMs = (lease + p.superviseS + 10) * 1000;
   p.log(`fault: host ${index} cut off for ${downMs / 1000} s (lease ${lease} s) running ${record.samples.map((s) => s.id).join(', ')}`);
   await sleep(downMs);
   setCable(cable, true);

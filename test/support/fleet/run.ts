@@ -9,6 +9,7 @@ import { startTestPostgres, type TestPostgres } from '../postgres.js';
 import { removeTree } from '../remove-tree.js';
 import {
   type Check,
+  budgetCheck,
   type CallRow,
   callsCheck,
   type Coordinator,
@@ -25,6 +26,7 @@ import {
 import { cutFault, type FaultPlan, type FaultRecord, killFault, pgRestartFault } from './faults.js';
 import { exited, type HostWorker, spawnHostWorker } from './hosts.js';
 import { Observer } from './observe.js';
+import { type FleetBouncer, startFleetBouncer } from './bouncer.js';
 import { planTasks, writeTasks } from './tasks.js';
 
 /**
@@ -45,6 +47,8 @@ export interface FleetOptions {
   /** The rollout's --heartbeat (the lease), seconds; 0: polar's default. */
   leaseS: number;
   pgDownS: number;
+  /** POLAR_QUEUE_SUPERVISE_S for every process (how often expired leases are looked for); 0: polar's default. */
+  superviseS: number;
   /** Seconds the agent waits after its first call. */
   sleepS: number;
   calls: number;
@@ -54,8 +58,12 @@ export interface FleetOptions {
   sharedDisk: boolean;
   /** PostgreSQL's max_connections (100: a stock server). */
   maxConnections: number;
-  /** PgBouncer in transaction mode in front of PostgreSQL. */
+  /** PgBouncer in transaction mode in front of PostgreSQL (the hosts' LISTEN connection straight to it, POLAR_LISTEN_URL). */
   pgbouncer: boolean;
+  /** PgBouncer's server connections (default_pool_size). */
+  bouncerPool: number;
+  /** Each worker's pool (POLAR_PG_POOL); 0: polar's default (4). */
+  pgPool: number;
   /** Keep the folder (logs, hosts' state) and say where. */
   keep: boolean;
   /** The bridge's subnet 10.OCTET.0.0/24. */
@@ -75,12 +83,15 @@ export const DEFAULTS: Omit<FleetOptions, 'log'> = {
   concurrency: 1,
   leaseS: 0,
   pgDownS: 4,
+  superviseS: 0,
   sleepS: 2,
   calls: 2,
   faults: true,
   sharedDisk: false,
   maxConnections: 100,
   pgbouncer: false,
+  bouncerPool: 20,
+  pgPool: 0,
   keep: false,
   octet: 213,
   timeoutS: 1800,
@@ -116,6 +127,7 @@ export class FleetRun {
   pg: TestPostgres | null = null;
   mock: MockServer | null = null;
   observer: Observer | null = null;
+  bouncer: FleetBouncer | null = null;
   workers: HostWorker[] = [];
   /** Every worker incarnation (a killed host's first one included). */
   incarnations: HostWorker[] = [];
@@ -132,6 +144,7 @@ export class FleetRun {
     for (const w of this.incarnations) if (w.child.exitCode === null && w.child.signalCode === null) w.child.kill('SIGTERM');
     await Promise.all(this.incarnations.map((w) => exited(w, 10_000)));
     await this.observer?.close();
+    await this.bouncer?.close().catch(() => undefined);
     await this.mock?.close().catch(() => undefined);
     await this.pg?.close().catch(() => undefined);
     this.hosts?.remove();
@@ -140,12 +153,6 @@ export class FleetRun {
 
   async run(): Promise<FleetReport> {
     const o = this.o;
-    if (o.pgbouncer) {
-      // TODO(issue 43, item 3): front PostgreSQL with test/support/pgbouncer.ts (transaction mode) once it exists:
-      // the hosts' URL goes to PgBouncer, pg_stat_activity then shows PgBouncer's address, so per-host
-      // connections are read from PgBouncer's SHOW CLIENTS instead.
-      throw new Error('--pgbouncer: test/support/pgbouncer.ts is not wired into the fleet check yet (TODO in test/support/fleet/run.ts)');
-    }
     this.dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polar-fleet-'));
     const coord = path.join(this.dir, 'coord');
     const code = path.join(this.dir, 'code');
@@ -158,7 +165,9 @@ export class FleetRun {
     const hosts = this.hosts;
     this.pg = await startTestPostgres({ network: { address: hosts.hub, subnet: hosts.subnet } });
     const url = await this.pg.database('fleet');
-    const hostUrl = url.replace('@127.0.0.1:', `@${hosts.hub}:`);
+    const directHostUrl = url.replace('@127.0.0.1:', `@${hosts.hub}:`);
+    if (o.pgbouncer) this.bouncer = await startFleetBouncer(url, hosts.hub, o.bouncerPool);
+    const hostUrl = this.bouncer ? this.bouncer.hostUrl(directHostUrl) : directHostUrl;
     this.observer = new Observer(
       url,
       hosts.hosts.map((h) => h.address),
@@ -179,12 +188,16 @@ export class FleetRun {
 
     const harness = ['--harness', 'custom', '--command', `${process.execPath} ${tasks.agent} {prompt}`];
     const upstream = ['--upstream', mock.url, '--upstream-kind', 'vllm-tito', '--tokenizer', 'bundled:qwen3'];
-    const env = { ...process.env, POLAR_UPSTREAM_API_KEY: TOKEN };
+    const env: NodeJS.ProcessEnv = { ...process.env, POLAR_UPSTREAM_API_KEY: TOKEN };
+    if (o.superviseS > 0) env.POLAR_QUEUE_SUPERVISE_S = String(o.superviseS);
+    if (o.pgPool > 0) env.POLAR_PG_POOL = String(o.pgPool);
+    // Behind PgBouncer in transaction mode LISTEN needs PostgreSQL itself: each host's one such connection goes straight there.
+    const hostEnv: NodeJS.ProcessEnv = this.bouncer ? { ...env, POLAR_LISTEN_URL: directHostUrl } : env;
     const startWorker = (i: number) => {
       const hide = [...(o.sharedDisk ? [] : [coord]), ...hosts.hosts.map((_, j) => hostDir(j)).filter((_, j) => j !== i)];
       const argv = [process.execPath, BIN, 'worker', '--queue', hostUrl, ...harness, '--sandbox-ro', code, ...upstream];
       argv.push('--concurrency', String(o.concurrency), '--environment', 'host', '--out', path.join(hostDir(i), 'out'), '--json');
-      const w = spawnHostWorker(hosts, i, hostDir(i), hide, argv, env);
+      const w = spawnHostWorker(hosts, i, hostDir(i), hide, argv, hostEnv);
       this.workers[i] = w;
       this.incarnations.push(w);
       return w;
@@ -203,16 +216,24 @@ export class FleetRun {
     o.log(`fleet: ${o.hosts} workers ready`);
     this.observer.start();
 
+    // The coordinator goes through PgBouncer too, by the relay on the bridge address (this machine's own).
+    const coordUrl = this.bouncer ? this.bouncer.hostUrl(directHostUrl) : url;
     const started = Date.now();
     const coordinators: Coordinator[] = [];
     const coordinate = (what: string, tasksPath: string) =>
       new Promise<void>((resolve) => {
-        const args = ['rollout', '--queue', url, '--tasks', tasksPath, ...harness, ...upstream, '--samples', String(o.group)];
+        const args = ['rollout', '--queue', coordUrl, '--tasks', tasksPath, ...harness, ...upstream, '--samples', String(o.group)];
         if (o.leaseS > 0) args.push('--heartbeat', String(o.leaseS));
         args.push('--environment', 'host', '--wait', '--json');
         const c = spawn(process.execPath, [BIN, ...args], {
           stdio: ['ignore', 'pipe', 'pipe'],
-          env: { ...env, HOME: path.join(coord, 'home'), POLAR_STATE_DIR: path.join(coord, 'state'), NO_COLOR: '1' },
+          env: {
+            ...env,
+            ...(this.bouncer ? { POLAR_LISTEN_URL: url } : {}),
+            HOME: path.join(coord, 'home'),
+            POLAR_STATE_DIR: path.join(coord, 'state'),
+            NO_COLOR: '1',
+          },
         });
         this.coordinators.push(c);
         const rec: Coordinator = { what, code: null, signal: null, stdout: '', stderr: '' };
@@ -238,6 +259,7 @@ export class FleetRun {
         workers: () => this.workers,
         answered: (session) => mock.calls.some((m) => m.headers['x-polar-session'] === session),
         pgDownS: o.pgDownS,
+        superviseS: o.superviseS > 0 ? o.superviseS : Number(process.env.POLAR_QUEUE_SUPERVISE_S) || 30,
         restart: (i) => startWorker(i),
         done: () => finished,
         log: o.log,
@@ -297,6 +319,15 @@ export class FleetRun {
         })),
       ),
       ...(o.faults ? [faultsCheck(faults, rows, hostOf)] : []),
+      budgetCheck(
+        hosts.hosts.map((h, i) => ({
+          host: i,
+          direct: this.observer!.maxConnections.get(h.address) ?? 0,
+          pooled: this.bouncer?.maxByHost.get(h.address) ?? 0,
+        })),
+        (o.pgPool > 0 ? o.pgPool : 4) + 2,
+        this.bouncer !== null,
+      ),
     ];
     const faultOf = (i: number) =>
       faults
@@ -320,7 +351,7 @@ export class FleetRun {
           name: h.name,
           address: h.address,
           fault: faultOf(i),
-          maxConnections: maxConnections.get(h.address) ?? 0,
+          maxConnections: (maxConnections.get(h.address) ?? 0) + (this.bouncer?.maxByHost.get(h.address) ?? 0),
           idleStatementsPerS: idle.perHost.get(h.address) ?? 0,
           ended: rows.filter((r) => r.worker && hostOf(r.worker) === i).length,
         })),
