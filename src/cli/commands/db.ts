@@ -29,6 +29,21 @@ Example:
 `,
     )
     .action(action(copy));
+  db.command('ship')
+    .description("ship what this machine's journal for a shared store still holds to PostgreSQL, and say what is left")
+    .requiredOption('--db <url>', 'postgres://… of the shared store')
+    .option('--json', 'print JSON')
+    .addHelpText(
+      'after',
+      `
+Every writer ships its journal (${'$'}POLAR_STATE_DIR/journal-….db) by itself; this is for a journal no
+writer will open again: a machine that never comes back. Mount its state folder on a machine that is
+there and ship it from that folder (crashed sessions in it are marked interrupted first):
+  POLAR_STATE_DIR=/mnt/lost-host/.local/state/polar polar db ship --db postgres://polar@db-host/polar
+Waits up to POLAR_SHIP_TIMEOUT_MS (default 60 s here) for PostgreSQL.
+`,
+    )
+    .action(action(ship));
   db.command('set-aside')
     .description("rows of this machine's journal that PostgreSQL refused (a constraint, a missing column), kept here with the error")
     .requiredOption('--db <url>', 'postgres://… of the shared store')
@@ -76,6 +91,29 @@ async function migrate(opts: { db: string; json?: boolean }): Promise<void> {
 function report(opts: { json?: boolean }, out: { db: string; schemaVersion: number; setAside?: number }): void {
   if (opts.json) printJson({ ok: true, ...out });
   else process.stdout.write(`${out.db}: schema version ${out.schemaVersion}, up to date\n`);
+}
+
+async function ship(opts: { db: string; json?: boolean }): Promise<void> {
+  if (!isPostgresUrl(opts.db))
+    throw new PolarError('POLAR_USAGE', `--db must be a postgres:// URL: a local file has no journal (got ${JSON.stringify(opts.db)})`);
+  const { journalPath } = await import('../../store/postgres/journal.js');
+  const file = journalPath(opts.db);
+  if (!fs.existsSync(file))
+    throw new PolarError('POLAR_USAGE', `no journal for ${redactUrl(opts.db)} at ${file}: set POLAR_STATE_DIR to the state folder that holds it`);
+  // Opened as a writer: crashed owners' sessions are reconciled, then the shipper runs.
+  const store = await openStore(opts.db, { onNotice: (line) => process.stderr.write(`${line}\n`) });
+  const waiting = () => store.db.prepare(`SELECT COUNT(*) FROM polar_outbox`).pluck().get() as number;
+  const before = waiting();
+  let left = before;
+  try {
+    await store.shipCommitted?.(Number(process.env.POLAR_SHIP_TIMEOUT_MS ?? 60_000)).catch((err: Error) => process.stderr.write(`${err.message}\n`));
+    left = waiting();
+  } finally {
+    await store.closeAsync();
+  }
+  if (opts.json) printJson({ ok: left === 0, db: redactUrl(opts.db), journal: file, shipped: before - left, left });
+  else process.stdout.write(`${redactUrl(opts.db)}: shipped ${before - left} rows of ${file}${left > 0 ? `; ${left} still wait (run it again)` : ''}\n`);
+  if (left > 0) process.exitCode = 1;
 }
 
 async function copy(opts: { from: string; to: string; json?: boolean }): Promise<void> {

@@ -91,6 +91,17 @@ else looks every 30 s at most (POLAR_QUEUE_POLL_MAX_S), and expires lost leases 
 give --listen-url a direct URL: without one the worker still runs, but hears no fleet pause or NOTIFY.
 Calls are recorded into this machine's journal first (as fast as a local file) and shipped to the
 shared store in the background; a killed worker's sample goes back to the queue and runs elsewhere.
+
+Environment:
+  POLAR_STATE_DIR         this machine's state: the journal (journal-<id>.db: calls not yet shipped, and
+                          rows PostgreSQL refused: polar db set-aside) and the task content cache
+                          (content/). One per machine, on a local disk that outlives the worker; default
+                          $XDG_STATE_HOME/polar or ~/.local/state/polar. Rows still in it when the machine
+                          is lost for good stay on its disk: mount its state folder on another
+                          machine and ship them with POLAR_STATE_DIR=<that folder> polar db ship --db URL.
+  POLAR_UPSTREAM_API_KEY  the inference server's key (never stored)
+  POLAR_PG_POOL, POLAR_LISTEN_URL, POLAR_PG_RETRY_S (how long a PostgreSQL restart is waited out, 300),
+  POLAR_CONTENT_MAX_MB (the largest task content this worker fetches, 256)
 ${UPSTREAM_KINDS_HELP}`,
     )
     .action(action(workerCommand));
