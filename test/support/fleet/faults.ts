@@ -28,8 +28,10 @@ export interface FaultPlan {
   pg: TestPostgres;
   observer: Observer;
   workers: () => HostWorker[];
-  /** Whether the mock server answered a call of this session. */
-  answered: (session: string) => boolean;
+  /** How many calls of this session the mock server answered. */
+  answered: (session: string) => number;
+  /** Calls the agent makes in all: a sample with some but fewer answered has its agent mid-run. */
+  calls: number;
   pgDownS: number;
   /** How often the fleet looks for expired leases (POLAR_QUEUE_SUPERVISE_S), seconds. */
   superviseS: number;
@@ -43,12 +45,12 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 type Running = { id: string; session_id: string; attempt: number };
 
-/** Polls until one of `hosts` runs a sample whose session has an answered call; null when the run ended first. */
+/** Polls until one of `hosts` runs a sample whose agent is mid-run (a call answered, not all); null when the run ended first. */
 async function busy(p: FaultPlan, hosts: readonly number[]): Promise<Running[] | null> {
   while (!p.done()) {
     for (const i of hosts) {
       const running = await p.observer.runningOn(p.workers()[i]!.name);
-      if (running.some((r) => p.answered(r.session_id))) return running;
+      if (running.some((r) => p.answered(r.session_id) > 0 && p.answered(r.session_id) < p.calls)) return running;
     }
     await sleep(150);
   }
