@@ -1,6 +1,7 @@
 import { PgBoss } from 'pg-boss';
 import { v5 as uuidv5 } from 'uuid';
 import { type Postgres, poolSize } from '../../store/postgres/client.js';
+import { JOBS_CHANNEL } from './notify.js';
 import { connectionUrl } from '../../store/postgres/password.js';
 
 /**
@@ -101,7 +102,13 @@ export function keepLeases(boss: PgBoss, name: string, onError: (err: Error) => 
   const timer = setInterval(() => {
     if (running) return;
     running = (async () => {
-      if (await hasLeases(boss, name)) await boss.supervise(name);
+      if (!(await hasLeases(boss, name))) return;
+      await boss.supervise(name);
+      // A lease this pass expired put its job back: idle workers sleep until a NOTIFY or their
+      // back-off (up to 30 s), so wake them now, as a queued rollout does.
+      await boss
+        .getDb()
+        .executeSql(`SELECT pg_notify($1, $2) FROM (SELECT 1 FROM pgboss.job WHERE name = $2 AND state = 'retry' LIMIT 1) AS waiting`, [JOBS_CHANNEL, name]);
     })()
       .catch((err: unknown) => onError(err as Error))
       .finally(() => {
