@@ -62,7 +62,7 @@ export function coordinatorCheck(coords: Coordinator[]): Check {
     const good = c.code === 0 && summary?.status === 'completed';
     ok &&= good;
     detail.push(
-      `${c.what}: ${c.signal ? `killed by ${c.signal}` : `exit ${c.code}`}${summary ? `, status ${String(summary.status)}` : ', no JSON summary'}${good ? '' : `; stderr: ${clip(c.stderr.trim().split('\n').slice(-3).join(' | '), 400)}`}`,
+      `${c.what}: ${c.signal ? `killed by ${c.signal}` : `exit ${c.code}`}${summary?.status ? `, status ${String(summary.status)}` : summary?.error ? `, error ${JSON.stringify(summary.error)}` : ', no JSON summary'}${good ? '' : `; stderr: ${clip(c.stderr.trim().split('\n').slice(-3).join(' | '), 400)}`}`,
     );
   }
   return { name: 'coordinator alive, exit 0, rollout completed', ok, detail };
