@@ -300,8 +300,22 @@ function stageFailure(err: unknown, stage: 'init' | 'run' | 'post', startedAt: n
   };
 }
 
-async function finish(ctx: StageContext, sample: SampleRow, end: End): Promise<void> {
-  await ctx.ledger.finish(sample.id, end);
+export async function finish(ctx: Pick<StageContext, 'ledger' | 'emit'>, sample: SampleRow, end: End): Promise<void> {
+  const recorded = await ctx.ledger.finish(sample.id, end);
+  if (!recorded) {
+    // The store refused this end: the sample ended elsewhere or is another attempt's now (a queued
+    // sample whose lease this worker lost while it was scored). Saying `completed` here would
+    // contradict the store, whose end is the one that counts.
+    ctx.emit({
+      type: 'done',
+      sampleId: sample.id,
+      taskId: sample.taskId,
+      outcome: 'interrupted',
+      reward: null,
+      error: `this run's end (${end.status}) was not recorded: the sample ended elsewhere or another attempt holds it`,
+    });
+    return;
+  }
   ctx.emit({ type: 'done', sampleId: sample.id, taskId: sample.taskId, outcome: end.status, reward: end.reward ?? null, error: end.error ?? null });
 }
 

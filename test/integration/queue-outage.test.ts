@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openQueue } from '../../src/rollout/queue/boss.js';
 import { Postgres } from '../../src/store/postgres/client.js';
 import { nodeAgentHarness, POLAR_BIN as BIN } from '../support/polar-cli.js';
 import { queuedJobs, startTestPostgres, type TestPostgres } from '../support/postgres.js';
@@ -279,3 +280,60 @@ for (let i = 0; i < calls; i++) {
 const answer = /answer:([\\d.]+)/.exec(prompt)?.[1];
 if (answer) fs.writeFileSync('answer.txt', answer + '\\n');
 `;
+
+// The fleet check (issue 43) found these two at a worker's start: a host that came back while
+// PostgreSQL was away exited 1 (ECONNREFUSED from pg-boss's start), and workers started at once on
+// a new database raced to create pg-boss's schema (23505 on pg_namespace).
+describe("a worker's start", () => {
+  it(
+    'while PostgreSQL is down waits for it, then takes samples',
+    async () => {
+      const url = await server.database('start-down');
+      const tasks = tasksFile('start-down', { a: 'calls=1 answer:1' });
+      const waiting = polar([
+        'rollout',
+        '--queue',
+        url,
+        '--tasks',
+        tasks,
+        ...nodeAgentHarness(agent),
+        '--upstream',
+        upstream.url,
+        '--samples',
+        '1',
+        '--wait',
+        '--json',
+      ]);
+      await queuedJobs(url, 'custom', 1);
+      await server.stop();
+      let w: ReturnType<typeof worker>;
+      try {
+        w = worker(url, 'start-down');
+        await waitUntil('the worker to say it waits for PostgreSQL', () => /waiting for it up to \d+ s \(POLAR_PG_RETRY_S\)/.test(w.err()), {
+          stopIf: () => (w.child.exitCode !== null ? `the worker exited ${w.child.exitCode}: ${w.err()}` : null),
+          everyMs: 100,
+        });
+      } finally {
+        await server.start();
+      }
+      expect(await waiting.exit, waiting.err()).toBe(0);
+      expect(JSON.parse(waiting.out())).toMatchObject({ status: 'completed', outcomes: { completed: 1 } });
+      expect(w!.err()).toMatch(/ready for polar-samples-custom samples/);
+    },
+    patient(180_000),
+  );
+
+  it(
+    'beside others on a new database: twelve at once each open the queue',
+    async () => {
+      const url = await server.database('start-race');
+      const bosses = await Promise.all(Array.from({ length: 12 }, () => openQueue(url)));
+      try {
+        for (const b of bosses) expect(await b.getQueues()).toBeInstanceOf(Array);
+      } finally {
+        await Promise.all(bosses.map((b) => b.stop({ graceful: false, close: true })));
+      }
+    },
+    patient(60_000),
+  );
+});

@@ -1,6 +1,7 @@
 import { PgBoss } from 'pg-boss';
 import { v5 as uuidv5 } from 'uuid';
-import { type Postgres, poolSize } from '../../store/postgres/client.js';
+import { PolarError } from '../../core/errors.js';
+import { isUnreachable, type Postgres, poolSize, whileUnreachable } from '../../store/postgres/client.js';
 import { JOBS_CHANNEL } from './notify.js';
 import { connectionUrl } from '../../store/postgres/password.js';
 
@@ -63,7 +64,7 @@ export interface QueueOptions {
  * rarely (a queue missing from it is read on first use). Its statements are plain ones with
  * transaction-scoped locks, so it works behind PgBouncer in transaction mode.
  */
-export async function openQueue(url: string, options: QueueOptions = {}): Promise<PgBoss> {
+function newBoss(url: string, options: QueueOptions): PgBoss {
   const pool = options.pool;
   const boss = new PgBoss({
     ...(pool
@@ -79,8 +80,43 @@ export async function openQueue(url: string, options: QueueOptions = {}): Promis
     queueCacheIntervalSeconds: 600,
   });
   boss.on('error', (err) => options.onError?.(err));
-  await boss.start();
   return boss;
+}
+
+/**
+ * pg-boss on the queue's database, started: through a PostgreSQL restart (whileUnreachable: a worker started while the
+ * server is away waits for it instead of exiting), and through another process creating pg-boss's
+ * schema at the same moment (its CREATE SCHEMA races ours on a new database: 23505 on
+ * pg_namespace; the next try finds the schema made). Each try is a new PgBoss: a failed start
+ * leaves one that cannot start again.
+ */
+export async function openQueue(url: string, options: QueueOptions = {}, log?: (line: string) => void): Promise<PgBoss> {
+  for (let raced = 0; ; raced++) {
+    try {
+      return await whileUnreachable(
+        async () => {
+          const boss = newBoss(url, options);
+          try {
+            await boss.start();
+            return boss;
+          } catch (err) {
+            await boss.stop({ graceful: false, close: !options.pool }).catch(() => undefined);
+            throw asUnreachable(err);
+          }
+        },
+        undefined,
+        log,
+      );
+    } catch (err) {
+      if ((err as { code?: string }).code !== '23505' || raced >= 3) throw err;
+    }
+  }
+}
+
+/** pg-boss's own connection errors, as the store's: POLAR_STORE_UNREACHABLE when the server is away. */
+function asUnreachable(err: unknown): unknown {
+  if (!isUnreachable(err)) return err;
+  return new PolarError('POLAR_STORE_UNREACHABLE', `PostgreSQL (the queue) is unreachable: ${(err as Error).message}`, 503, { cause: err });
 }
 
 /** Whether any job of queue `name` is out on a lease now: only then is there a lease to expire. */

@@ -71,8 +71,14 @@ export async function runWorker(opts: WorkerOptions): Promise<number> {
   let leases: { stop(): Promise<void> } | null = null;
   try {
     store = await openSharedStore(opts.dbUrl, { onNotice: notice }, pg);
-    boss = await openQueue(opts.queueUrl, { onError: (err) => notice(`queue: ${err.message}`), ...(oneDatabase ? { pool: pg } : { max: connections }) });
-    await ensureQueue(boss, name);
+    // A worker started while PostgreSQL is away waits for it, as one already running does.
+    boss = await openQueue(
+      opts.queueUrl,
+      { onError: (err) => notice(`queue: ${err.message}`), ...(oneDatabase ? { pool: pg } : { max: connections }) },
+      notice,
+    );
+    const started = boss;
+    await whileUnreachable(() => ensureQueue(started, name), undefined, notice);
     leases = keepLeases(boss, name, (err) => notice(`queue: ${err.message}`));
     capture = await startCapture(store, opts.config, `worker-${process.pid}`, opts.upstreamApiKey);
     // Before the first job: a fleet paused for a weight update holds this worker's calls too. Its

@@ -63,11 +63,15 @@ describe('isUnreachable', () => {
       pgError('ECONNREFUSED', 'connect ECONNREFUSED 127.0.0.1:5432'),
       Object.assign(new AggregateError([pgError('ECONNREFUSED', 'connect ECONNREFUSED ::1:5432'), pgError('ECONNREFUSED', 'x')]), { code: undefined }),
       new Error('Client has encountered a connection error and is not queryable'),
+      // PgBouncer in front of a restarting server (issue 43's fleet check: both coordinators ended on it).
+      pgError('08P01', 'server login has been failing, try again later (server_login_retry)'),
+      pgError('08P01', 'pgbouncer cannot connect to server'),
     ])
       expect(isUnreachable(e), e.message).toBe(true);
     for (const e of [
       pgError('42703', 'column "x" does not exist'),
       pgError('23505', 'duplicate key value violates unique constraint'),
+      pgError('08P01', 'no more connections allowed (max_client_conn)'),
       new PolarError('POLAR_USAGE', 'no such rollout'),
     ])
       expect(isUnreachable(e), e.message).toBe(false);

@@ -220,12 +220,28 @@ export function isUnreachable(err: unknown): boolean {
       '08006',
       '08001',
       '08004',
-    ].includes(e?.code ?? '') ||
-    /Connection terminated|timeout exceeded when trying to connect|the database system is (starting up|shutting down|in recovery mode|not yet accepting connections)|terminating connection due to administrator command|Client has encountered a connection error/i.test(
-      e?.message ?? '',
-    )
+    ].includes(e?.code ?? '') || UNREACHABLE_MESSAGE.test(e?.message ?? '')
   );
 }
+
+/**
+ * What PostgreSQL, pg and PgBouncer say while the server is away. PgBouncer in front of a
+ * restarting server answers its clients itself: "server login has been failing, try again later
+ * (server_login_retry)" or "pgbouncer cannot connect to server" (08P01), until its next login works.
+ */
+const UNREACHABLE_MESSAGE = new RegExp(
+  [
+    'Connection terminated',
+    'timeout exceeded when trying to connect',
+    'the database system is (starting up|shutting down|in recovery mode|not yet accepting connections)',
+    'terminating connection due to administrator command',
+    'Client has encountered a connection error',
+    'server login has been failing',
+    'pgbouncer cannot connect to server',
+    'server_login_retry',
+  ].join('|'),
+  'i',
+);
 
 function asStoreError(err: unknown, label: string): unknown {
   if (err instanceof PolarError) return err;
