@@ -18,6 +18,7 @@ import { startReferenceUpstream, type ReferenceUpstream } from '../support/refer
 import { patient } from '../support/patience.js';
 import { removeTree } from '../support/remove-tree.js';
 import { waitUntil } from '../support/wait.js';
+import { holdJournal } from '../support/journal-lock.js';
 
 /**
  * The shipper against a real PostgreSQL: a row the server refuses for a reason of its own is set
@@ -56,21 +57,6 @@ async function withProxy<T>(url: string, session: string, notices: string[], use
     await up.close();
     await store.closeAsync();
   }
-}
-
-/** Holds the lock the journal's shipper takes, as another process shipping it would, until `release`. */
-async function holdJournal(pg: Postgres, store: Store): Promise<{ release: () => void; done: Promise<void> }> {
-  const origin = store.db.prepare(`SELECT value FROM polar_journal WHERE key = 'origin'`).pluck().get() as string;
-  let release = () => {};
-  let locked!: () => void;
-  const isLocked = new Promise<void>((r) => (locked = r));
-  const done = pg.transaction(async (tx) => {
-    await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`polar-ship:${origin}`]);
-    locked();
-    await new Promise<void>((r) => (release = r));
-  });
-  await isLocked;
-  return { release: () => release(), done };
 }
 
 /** A pool whose transactions are counted: what the shipper costs PostgreSQL. */

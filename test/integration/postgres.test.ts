@@ -34,6 +34,7 @@ import { startReferenceUpstream, type ReferenceUpstream } from '../support/refer
 import { patient } from '../support/patience.js';
 import { removeTree } from '../support/remove-tree.js';
 import { waitUntil } from '../support/wait.js';
+import { holdJournal } from '../support/journal-lock.js';
 
 /**
  * The shared PostgreSQL store and queue, against a real PostgreSQL server started here: the same
@@ -87,24 +88,6 @@ async function withProxy<T>(
     await up.close();
     await store.closeAsync();
   }
-}
-
-/**
- * Holds the lock a journal's shipper takes (ship.ts), as another process shipping the same journal
- * would, until `release`; `done` resolves once it is let go.
- */
-async function holdJournal(pg: Postgres, store: Store): Promise<{ release: () => void; done: Promise<void> }> {
-  const origin = store.db.prepare(`SELECT value FROM polar_journal WHERE key = 'origin'`).pluck().get() as string;
-  let release = () => {};
-  let locked!: () => void;
-  const isLocked = new Promise<void>((r) => (locked = r));
-  const done = pg.transaction(async (tx) => {
-    await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`polar-ship:${origin}`]);
-    locked();
-    await new Promise<void>((r) => (release = r));
-  });
-  await isLocked;
-  return { release: () => release(), done };
 }
 
 /** Every shared table of a polar SQLite database, less per-machine columns, keyed and sorted. */
