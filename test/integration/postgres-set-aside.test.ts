@@ -176,6 +176,17 @@ describe('rows PostgreSQL refuses', () => {
           ['request_bodies', '42703'],
         ]);
         expect(notices.some((l) => /2 rows PostgreSQL refused are set aside/.test(l))).toBe(true);
+        // The column is back and one of the rows is written again: it ships, and is set aside no more.
+        await pg.query(`ALTER TABLE request_bodies ADD COLUMN upstream_request TEXT`);
+        const store = await openStore(url);
+        try {
+          store.db.prepare(`UPDATE request_bodies SET upstream_request = upstream_request WHERE request_id = (SELECT MIN(request_id) FROM request_bodies)`).run();
+          await store.shipCommitted!(patient(60_000));
+        } finally {
+          await store.closeAsync();
+        }
+        expect(await n(`SELECT count(*) AS n FROM request_bodies`)).toBe(1);
+        expect(JSON.parse((await polar(['db', 'set-aside', '--db', url, '--json'])).stdout)).toMatchObject({ count: 1 });
       } finally {
         await pg.close();
       }

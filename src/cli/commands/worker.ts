@@ -85,7 +85,8 @@ Start one worker per machine (or several on a big one), all pointed at the same 
   polar worker --queue postgres://polar@db-host/polar --harness claude-code --upstream http://127.0.0.1:8000 --concurrency 4
 Connections to PostgreSQL per worker, at most: --pg-connections (4) + 1 LISTEN + 1 heartbeat while it
 holds samples, when --queue and --db are one database (2 × --pg-connections + 2 otherwise); idle pool
-connections close after 30 s, so an idle worker holds 1. It wakes on a NOTIFY when a rollout is queued,
+connections close after 30 s, so an idle worker holds 2 at most (its LISTEN, and one pooled connection its
+30 s looks keep open). It wakes on a NOTIFY when a rollout is queued,
 else looks every 30 s at most (POLAR_QUEUE_POLL_MAX_S), and expires lost leases every 30 s
 (POLAR_QUEUE_SUPERVISE_S) while any sample is out on a lease. Behind PgBouncer in transaction mode,
 give --listen-url a direct URL: without one the worker still runs, but hears no fleet pause or NOTIFY.

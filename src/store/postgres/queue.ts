@@ -172,7 +172,15 @@ export async function finishAttempt(pg: Postgres, id: string, attempt: number, e
         WHERE id = $1 AND attempt = $2 AND status NOT IN ${FINAL_SQL}`,
       [id, attempt, v.status, v.errorStage, v.error, v.reward, v.traceRewards, v.evaluator, v.diff, v.accepted, v.timing, Date.now()],
     );
-    if (!changed.rowCount) return false;
+    if (!changed.rowCount) {
+      // This very end may be there already: a try whose COMMIT landed but whose reply was lost (a
+      // restart at that moment) is tried again by the ledger (whileUnreachable). It is recorded.
+      const same = await tx.query(
+        `SELECT 1 FROM samples WHERE id = $1 AND attempt = $2 AND status = $3 AND reward IS NOT DISTINCT FROM $4 AND error IS NOT DISTINCT FROM $5`,
+        [id, attempt, v.status, v.reward, v.error],
+      );
+      return (same.rowCount ?? 0) > 0;
+    }
     await writeGroupIfComplete(tx, group, stats);
     await tx.query(
       `UPDATE rollouts SET status = 'completed', ended_at = $2

@@ -259,8 +259,13 @@ export class Shipper {
     });
     if (!locked || shipped.length === 0) return 0;
     const del = this.db.prepare(`DELETE FROM polar_outbox WHERE seq = ?`);
+    // A row once set aside and since written again has now shipped: it is refused no more.
+    const cleared = this.db.prepare(`DELETE FROM polar_set_aside WHERE tbl = ? AND key = ?`);
     this.db.transaction(() => {
-      for (const e of shipped) del.run(e.seq);
+      for (const e of shipped) {
+        del.run(e.seq);
+        cleared.run(e.tbl, e.key);
+      }
     })();
     return shipped.length;
   }
