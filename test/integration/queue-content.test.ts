@@ -10,6 +10,7 @@ import { type StoredTask, shipTaskContent } from '../../src/rollout/queue/task-c
 import { readTaskFile, type RolloutTask } from '../../src/rollout/task-file.js';
 import { Postgres } from '../../src/store/postgres/client.js';
 import { ContentUnavailable, CHUNK_BYTES } from '../../src/store/postgres/content.js';
+import { nodeAgentHarness, polarCli } from '../support/polar-cli.js';
 import { migratePostgres } from '../../src/store/postgres/schema.js';
 import { patient } from '../support/patience.js';
 import { startTestPostgres, type TestPostgres } from '../support/postgres.js';
@@ -170,7 +171,110 @@ describe('task content through the shared store', () => {
     const [stored] = await shipTaskContent(pg, tasks, file, { maxBytes: 8 * MB });
     const refused = await localTask(pg, stored!, { stateDir: path.join(dir, 'state-big'), maxBytes: 2 * MB }).catch((e: unknown) => e);
     expect((refused as Error).message).toMatch(/is 3\.0 MiB, over this worker's cap of 2\.0 MiB \(POLAR_CONTENT_MAX_MB\)/);
+    // This worker's cap, not the content's fault: thrown as an ordinary error (the job goes back to
+    // the queue for a worker with a larger cap), never ContentUnavailable (which ends the sample).
+    expect(refused).toBeInstanceOf(Error);
+    expect(refused).not.toBeInstanceOf(ContentUnavailable);
+    expect(refused).not.toBeInstanceOf(PolarError);
+    // The same task under a large enough cap is had; its bytes changed in the store end it for every worker.
+    const state = path.join(dir, 'state-big-ok');
+    const had = (await localTask(pg, stored!, { stateDir: state, maxBytes: 8 * MB })).task.workspace as { dir: string };
+    expect(fs.existsSync(path.join(had.dir, 'data.bin'))).toBe(true);
+    await pg.query(`UPDATE polar_content_chunks SET bytes = overlay(bytes placing '\\x41'::bytea from 600 for 1) WHERE digest = $1 AND seq = 0`, [
+      stored!.content!.workspace!.digest,
+    ]);
+    const changed = await localTask(pg, stored!, { stateDir: path.join(dir, 'state-big-2'), maxBytes: 8 * MB }).catch((e: unknown) => e);
+    expect(changed).toBeInstanceOf(ContentUnavailable);
+    expect((changed as Error).message).toMatch(/does not match its digest/);
   });
+
+  it('a tar that cannot unpack on this machine is an ordinary error (handed back), not the content being unavailable', async () => {
+    const ws = path.join(dir, 'ws-notar');
+    fs.mkdirSync(ws);
+    fs.writeFileSync(path.join(ws, 'value.txt'), '1\n');
+    const { file, tasks } = taskFile('notar', [{ id: 'n', prompt: 'p', workspace: { dir: ws }, evaluator }]);
+    const [stored] = await shipTaskContent(pg, tasks, file, { maxBytes: 64 * MB });
+    const state = path.join(dir, 'state-notar');
+    const saved = process.env.PATH;
+    process.env.PATH = path.join(dir, 'no-such-bin');
+    const refused = await localTask(pg, stored!, { stateDir: state, maxBytes: 64 * MB })
+      .catch((e: unknown) => e)
+      .finally(() => {
+        process.env.PATH = saved;
+      });
+    expect(refused).toBeInstanceOf(Error);
+    expect(refused).not.toBeInstanceOf(ContentUnavailable);
+    expect((refused as Error).message).toMatch(new RegExp(`^${ws}: cannot unpack content`));
+    expect(fs.readdirSync(path.join(state, 'content'))).toEqual([]);
+  });
+
+  it("a workspace folder given through a symbolic link packs the folder it points to, not a link to the coordinator's path", async () => {
+    const real = path.join(dir, 'ws-real');
+    fs.mkdirSync(path.join(real, 'sub'), { recursive: true });
+    fs.writeFileSync(path.join(real, 'value.txt'), 'real\n');
+    fs.writeFileSync(path.join(real, 'sub', 'x.txt'), 'x\n');
+    fs.symlinkSync('value.txt', path.join(real, 'inner-link'));
+    const linked = path.join(dir, 'ws-linked');
+    fs.symlinkSync(real, linked);
+    const { file, tasks } = taskFile('linked', [{ id: 'l', prompt: 'p', workspace: { dir: linked }, evaluator }]);
+    const [stored] = await shipTaskContent(pg, tasks, file, { maxBytes: 64 * MB });
+    expect(stored!.content!.workspace).toMatchObject({ source: linked });
+    const local = await localTask(pg, stored!, { stateDir: path.join(dir, 'state-linked'), maxBytes: 64 * MB });
+    const got = (local.task.workspace as { dir: string }).dir;
+    expect(fs.lstatSync(got).isDirectory()).toBe(true);
+    // The target's files, and a link inside it kept a link.
+    expect(tree(got)).toEqual(tree(real));
+    expect(tree(got)['inner-link']).toBe('link value.txt');
+  });
+
+  it("a task file's folder reached through a linked parent travels with its files, and its workspace is a path in it", async () => {
+    const real = path.join(dir, 'ds-real');
+    fs.mkdirSync(path.join(real, 'ws'), { recursive: true });
+    fs.writeFileSync(path.join(real, 'ws', 'value.txt'), '1\n');
+    fs.writeFileSync(path.join(real, 'check.sh'), 'cat value.txt\n');
+    fs.writeFileSync(
+      path.join(real, 't.jsonl'),
+      JSON.stringify({ id: 'd', prompt: 'p', workspace: { dir: 'ws' }, evaluator: { type: 'command', command: 'sh "$POLAR_TASKS_DIR/check.sh"' } }),
+    );
+    // `--tasks data/t.jsonl` where `data -> <real>`.
+    const data = path.join(dir, 'data');
+    fs.symlinkSync(real, data);
+    const file = path.join(data, 't.jsonl');
+    const [stored] = await shipTaskContent(pg, readTaskFile(file), file, { maxBytes: 64 * MB });
+    const { tasksDir, workspace } = stored!.content!;
+    // The workspace is inside the folder already sent: a path in it, not packed again.
+    expect(workspace).toMatchObject({ digest: tasksDir!.digest, sub: 'ws' });
+    const local = await localTask(pg, stored!, { stateDir: path.join(dir, 'state-data'), maxBytes: 64 * MB });
+    expect(fs.lstatSync(local.tasksDir!).isDirectory()).toBe(true);
+    expect(fs.readFileSync(path.join(local.tasksDir!, 'check.sh'), 'utf8')).toBe('cat value.txt\n');
+    expect(fs.readFileSync(path.join((local.task.workspace as { dir: string }).dir, 'value.txt'), 'utf8')).toBe('1\n');
+  });
+
+  it(
+    'a bad POLAR_CONTENT_MAX_MB stops `polar worker` at start, naming the variable (not every job it takes)',
+    async () => {
+      const url = await server.database('content-worker');
+      const r = await polarCli(
+        [
+          'worker',
+          '--queue',
+          url,
+          ...nodeAgentHarness('process.exit(0)'),
+          '--upstream',
+          'http://127.0.0.1:9',
+          '--idle-exit',
+          '1',
+          '--out',
+          path.join(dir, 'w-out'),
+        ],
+        { env: { ...process.env, NO_COLOR: '1', POLAR_STATE_DIR: path.join(dir, 'state-worker'), POLAR_CONTENT_MAX_MB: 'lots' }, timeout: patient(60_000) },
+      );
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stderr).toMatch(/POLAR_CONTENT_MAX_MB must be a size in MiB/);
+      expect(r.stderr).not.toMatch(/ready for/);
+    },
+    patient(90_000),
+  );
 
   it('a local git repository travels with its history (a commit on another branch checks out); a bundle file too; a URL stays a URL', async () => {
     const repo = path.join(dir, 'repo');

@@ -1,10 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import { PolarError } from '../../core/errors.js';
 import { isDir } from '../../core/fs-kind.js';
 import { runCommand } from '../../core/process/command.js';
 import { commandFailure } from '../../core/process/failure.js';
-import { type PgQueryable, whileUnreachable } from '../../store/postgres/client.js';
+import { type PgQueryable, type RetryLog, whileUnreachable } from '../../store/postgres/client.js';
 import { ContentUnavailable, readContent } from '../../store/postgres/content.js';
 import type { HarborTrial } from '../harbor/types.js';
 import { newId } from '../../core/ids.js';
@@ -26,6 +27,8 @@ export interface ContentCache {
   stateDir: string;
   /** The largest content this worker fetches (POLAR_CONTENT_MAX_MB). */
   maxBytes: number;
+  /** Where a PostgreSQL outage during a download is said (the worker's notices; default stderr). */
+  notice?: RetryLog;
 }
 
 /** A task with its paths on this machine, and the task file's folder there (null: not sent; undefined: the task was stored without content). */
@@ -37,7 +40,9 @@ export interface LocalTask {
 /**
  * The task with its workspace, git source and Harbor folder on this machine. A task stored without
  * `content` (a shared disk, or an older coordinator) is returned as it is. Throws ContentUnavailable
- * with the reason when content cannot be had (missing, changed, over the cap, not unpackable).
+ * with the reason when no worker can have the content (missing, changed, a path leaving it); what
+ * only this worker cannot do (over its cap, tar failing, a full disk) is thrown as another error,
+ * so the sample is handed back to the queue.
  */
 export async function localTask(pg: PgQueryable, stored: StoredTask, cache: ContentCache): Promise<LocalTask> {
   const { content, ...task } = stored;
@@ -47,7 +52,8 @@ export async function localTask(pg: PgQueryable, stored: StoredTask, cache: Cont
       return inside(await fetchContent(pg, ref.digest, cache), ref);
     } catch (err) {
       if (err instanceof ContentUnavailable) throw new ContentUnavailable(`${ref.source}: ${err.message}`);
-      throw err;
+      if (err instanceof PolarError) throw err;
+      throw new Error(`${ref.source}: ${(err as Error).message}`, { cause: err });
     }
   };
   const out: RolloutTask = { ...task };
@@ -107,10 +113,11 @@ async function download(pg: PgQueryable, digest: string, dir: string, cache: Con
   const tar = path.join(parent, `${tag}.tar`);
   const tmp = path.join(parent, `${tag}.d`);
   try {
-    await whileUnreachable(() => readContent(pg, digest, tar, cache.maxBytes));
+    await whileUnreachable(() => readContent(pg, digest, tar, cache.maxBytes), undefined, cache.notice);
     await fs.mkdir(tmp);
     const r = await runCommand('tar', ['-x', '--no-same-owner', '-f', tar, '-C', tmp], { timeoutMs: 600_000 });
-    if (r.failed || r.exitCode !== 0) throw new ContentUnavailable(`cannot unpack content sha256:${digest.slice(0, 12)}: ${commandFailure('tar -x', r)}`);
+    // This machine's fault (no tar, a full disk), not the content's: checked by digest, it is whole.
+    if (r.failed || r.exitCode !== 0) throw new Error(`cannot unpack content sha256:${digest.slice(0, 12)}: ${commandFailure('tar -x', r)}`);
     try {
       await fs.rename(tmp, dir);
     } catch (err) {

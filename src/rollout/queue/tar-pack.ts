@@ -12,6 +12,9 @@ import path from 'node:path';
  * Folders, regular files and symbolic links (kept verbatim, as fs.cp copies a workspace) are packed;
  * anything else (a socket, a FIFO) is left out and named in `skipped`. Hard links become copies.
  * Packing stops with TooBigError once the archive passes `maxBytes`, before reading a file that would.
+ * `source` itself is followed when it is a link (a workspace folder given as `data/ws`, `data` a link
+ * to another disk): what is meant is the folder, and a link to the coordinator's path would dangle on
+ * every worker. Links inside it are kept as links.
  */
 export interface Packed {
   digest: string;
@@ -39,9 +42,10 @@ export async function packTar(source: string, out: string, maxBytes: number): Pr
     await file.write(chunk);
   };
   try {
-    const top = await fs.lstat(source);
-    if (top.isDirectory()) await packDir(source, '', write, skipped, maxBytes, () => bytes);
-    else await packEntry(source, path.basename(source), top, write, skipped, maxBytes, () => bytes);
+    const real = await fs.realpath(source);
+    const top = await fs.lstat(real);
+    if (top.isDirectory()) await packDir(real, '', write, skipped, maxBytes, () => bytes);
+    else await packEntry(real, path.basename(source), top, write, skipped, maxBytes, () => bytes);
     await write(Buffer.alloc(BLOCK * 2));
   } finally {
     await file.close();

@@ -103,7 +103,8 @@ export async function shipTaskContent(
     return ref;
   };
   try {
-    const tasksDir = tasksFile && isFile(tasksFile) ? path.dirname(path.resolve(tasksFile)) : null;
+    // Real paths: a task file or workspace reached through a link (`data -> /mnt/ds`) is compared by where it is.
+    const tasksDir = tasksFile && isFile(tasksFile) ? await realPath(path.dirname(path.resolve(tasksFile))) : null;
     let tasksRef: ContentRef | undefined;
     if (tasksDir && tasks.some(namesTasksDir)) tasksRef = await ship(null, "task file's folder", tasksDir);
     const out: StoredTask[] = [];
@@ -112,7 +113,7 @@ export async function shipTaskContent(
       const ws = task.workspace;
       if (task.harbor) content.harbor = await ship(task, 'Harbor task folder', task.harbor.dir);
       else if ('dir' in ws) {
-        const rel = tasksDir ? path.relative(tasksDir, ws.dir) : '..';
+        const rel = tasksDir ? path.relative(tasksDir, await realPath(ws.dir)) : '..';
         // Inside the task file's folder, already packed: the workspace is a path in it.
         content.workspace =
           tasksRef && rel !== '' && !rel.startsWith('..') && !path.isAbsolute(rel)
@@ -128,6 +129,11 @@ export async function shipTaskContent(
   } finally {
     await fs.rm(tmp, { recursive: true, force: true });
   }
+}
+
+/** `p` with its links resolved; as given when it does not exist (packing it then says so). */
+async function realPath(p: string): Promise<string> {
+  return fs.realpath(p).catch(() => path.resolve(p));
 }
 
 /**

@@ -54,6 +54,9 @@ export interface WorkerOptions {
  */
 export async function runWorker(opts: WorkerOptions): Promise<number> {
   const notice = (line: string) => opts.onNotice?.(line);
+  // Read once, before anything starts: a bad POLAR_CONTENT_MAX_MB stops the worker here, by name,
+  // instead of failing every job it takes.
+  const maxBytes = contentMaxBytes();
   // One pool for the store's shipper, the ledger, the reads and (one database) the queue: a worker
   // holds at most `pgConnections` connections there, plus its one LISTEN connection.
   const connections = opts.pgConnections ?? poolSize();
@@ -88,7 +91,7 @@ export async function runWorker(opts: WorkerOptions): Promise<number> {
     follower = new InferenceFollower(listenPg, capture.proxy.admin.gate, WORKER, notice, onJobs);
     await follower.start();
     notice(`polar worker ${WORKER}: ready for ${name} samples`);
-    return await pollQueue({ opts, store, pg, ledger: workerLedger(pg, store), boss, name, capture, notice }, wake);
+    return await pollQueue({ opts, store, pg, ledger: workerLedger(pg, store), boss, name, capture, notice, contentMaxBytes: maxBytes }, wake);
   } finally {
     await follower?.close();
     await capture?.proxy.close(5000).catch(() => undefined);
@@ -123,6 +126,8 @@ interface Worker {
   name: string;
   capture: Capture;
   notice: (line: string) => void;
+  /** POLAR_CONTENT_MAX_MB, read when the worker started. */
+  contentMaxBytes: number;
 }
 
 /**
@@ -286,11 +291,12 @@ async function contextFor(w: Worker, job: SampleJob, cut: AbortSignal): Promise<
   const taskText = await whileUnreachable(() => getRolloutTask(pg, job.rolloutId, sample.taskId), undefined, w.notice);
   if (!rollout || taskText === undefined)
     throw new PolarError('POLAR_USAGE', `rollout ${job.rolloutId} or its task ${sample.taskId} is not in the store ${pg.label}`);
-  // The task's folders from the shared store, this machine's copy (issue 43): a worker that cannot
-  // have them ends the sample with the reason, as INIT would, instead of failing on a missing path.
+  // The task's folders from the shared store, this machine's copy (issue 43): content no worker can
+  // have ends the sample with the reason, as INIT would, instead of failing on a missing path; what
+  // only this worker cannot do (its cap, its disk) is thrown, and the job goes back to the queue.
   let local: LocalTask;
   try {
-    local = await localTask(pg, JSON.parse(taskText) as StoredTask, { stateDir: stateDir(), maxBytes: contentMaxBytes() });
+    local = await localTask(pg, JSON.parse(taskText) as StoredTask, { stateDir: stateDir(), maxBytes: w.contentMaxBytes, notice: w.notice });
   } catch (err) {
     if (!(err instanceof ContentUnavailable)) throw err;
     await endWithoutContent(w.ledger, sample, err.message, (e) => opts.onEvent?.({ ...e, rolloutId: job.rolloutId }));

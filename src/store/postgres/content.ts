@@ -48,21 +48,29 @@ export async function putContent(pg: Postgres, digest: string, file: string, siz
   });
 }
 
-/** Why content could not be read: what a worker says when it fails the sample. */
+/**
+ * Why content cannot be had by any worker (not in the store, or not the bytes its digest names):
+ * what a worker says when it ends the sample. Anything this worker alone cannot do (its own cap,
+ * a full disk) is another error, and the sample goes back to the queue for another worker.
+ */
 export class ContentUnavailable extends Error {
   override name = 'ContentUnavailable';
+}
+
+/** Content larger than this worker's POLAR_CONTENT_MAX_MB: another worker, with a larger cap, may take it. */
+export class ContentOverCap extends Error {
+  override name = 'ContentOverCap';
 }
 
 /**
  * Writes `digest`'s bytes to `file`, chunk by chunk, and checks them against the digest before
  * returning: stored bytes that changed (a row edited, a chunk lost) are refused, never used.
- * Refuses, before reading any chunk, content over `maxBytes`.
+ * Refuses, before reading any chunk, content over `maxBytes` (ContentOverCap).
  */
 export async function readContent(pg: PgQueryable, digest: string, file: string, maxBytes: number): Promise<number> {
   const size = await contentSize(pg, digest);
   if (size === null) throw new ContentUnavailable(`content ${short(digest)} is not in the shared store (enqueued into another database, or deleted)`);
-  if (size > maxBytes)
-    throw new ContentUnavailable(`content ${short(digest)} is ${mb(size)}, over this worker's cap of ${mb(maxBytes)} (POLAR_CONTENT_MAX_MB)`);
+  if (size > maxBytes) throw new ContentOverCap(`content ${short(digest)} is ${mb(size)}, over this worker's cap of ${mb(maxBytes)} (POLAR_CONTENT_MAX_MB)`);
   const hash = createHash('sha256');
   const out = await fs.open(file, 'w');
   let written = 0;
