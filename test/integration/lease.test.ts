@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { Job, PgBoss } from 'pg-boss';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureQueue, openQueue } from '../../src/rollout/queue/boss.js';
-import { LeaseKeeper } from '../../src/rollout/queue/lease.js';
+import { fenceLease, holdLease, type Lease, LeaseKeeper } from '../../src/rollout/queue/lease.js';
 import { PgSampleLedger } from '../../src/rollout/queue/pg-ledger.js';
 import { Postgres } from '../../src/store/postgres/client.js';
 import { getSample, insertQueuedRollout, LEASE_LOST, sampleHasEnded, sampleProgress, startAttempt } from '../../src/store/postgres/queue.js';
@@ -201,6 +201,106 @@ describe("a lost lease's interrupt", () => {
         // And the retry of sample 0 runs from a clean row.
         await second.start((await getSample(pg, 'rol_lease:t:0'))!, 's0b');
         expect(await getSample(pg, 'rol_lease:t:0')).toMatchObject({ status: 'init', error: null, attempt: 2 });
+      } finally {
+        await pg.close();
+      }
+    },
+    patient(60_000),
+  );
+});
+
+/** When the queue's database says the job was last touched (ms since the epoch). */
+async function heartbeatOn(id: string): Promise<number> {
+  const { rows } = await boss.getDb().executeSql('SELECT extract(epoch FROM heartbeat_on) * 1000 AS at FROM pgboss.job WHERE id = $1', [id]);
+  return Number((rows[0] as { at: string }).at);
+}
+
+async function dbNow(): Promise<number> {
+  const { rows } = await boss.getDb().executeSql('SELECT extract(epoch FROM now()) * 1000 AS at');
+  return Number((rows[0] as { at: string }).at);
+}
+
+describe('two runs of one job in one worker (its lease lapsed, the queue handed its retry back)', () => {
+  it(
+    "the earlier run's release, however often it comes, leaves the retry's heartbeat running",
+    async () => {
+      const job = await fetched();
+      const earlier: Lease = { queue: QUEUE, id: job.id, attempt: job.retryCount, heartbeatSeconds: 10 };
+      const lostLater: string[] = [];
+      const releaseEarlier = holdLease(url, earlier, () => undefined);
+      // The queue gives the same job (same id: jobId(sampleId)) as its next attempt to this worker.
+      await boss.getDb().executeSql('UPDATE pgboss.job SET retry_count = retry_count + 1 WHERE id = $1', [job.id]);
+      const releaseLater = holdLease(url, { ...earlier, attempt: job.retryCount + 1 }, (r) => lostLater.push(r));
+      try {
+        // The earlier run stops: released after POSTRUN, in its catch and in finally.
+        releaseEarlier();
+        releaseEarlier();
+        releaseEarlier();
+        const released = await dbNow();
+        await waitUntil('a touch of the retry after the earlier run released', async () => (await heartbeatOn(job.id)) > released, { everyMs: 200 });
+        const first = await heartbeatOn(job.id);
+        await waitUntil('another touch of the retry', async () => (await heartbeatOn(job.id)) > first, { everyMs: 200 });
+        expect(await jobState(job.id)).toMatchObject({ state: 'active', retry_count: job.retryCount + 1 });
+        expect(lostLater).toEqual([]);
+      } finally {
+        releaseLater();
+      }
+    },
+    patient(60_000),
+  );
+});
+
+describe('the fenced touch before an attempt starts (a worker resumed after a stall)', () => {
+  it(
+    'starts no attempt for a job no longer active in its attempt and leaves the sample row untouched; starts one for a job still its own',
+    async () => {
+      const pg = new Postgres(url);
+      try {
+        await migratePostgres(pg);
+        await insertQueuedRollout(
+          pg,
+          {
+            id: 'rol_fence',
+            createdAt: 3000,
+            harness: 'custom',
+            upstreamUrl: null,
+            upstreamKind: 'vllm',
+            servedModel: null,
+            samplesPerTask: 3,
+            tasksFile: null,
+            accept: null,
+            config: {},
+            origin: 'queue:test',
+          },
+          [{ id: 't', json: '{"id":"t"}' }],
+        );
+        const worker = new PgSampleLedger(pg);
+        const cases = [
+          // The queue expired the job while this worker was stopped.
+          [`UPDATE pgboss.job SET state = 'retry' WHERE id = $1`, /the queue marked its job retry/],
+          // Another worker fetched the job's next attempt.
+          [`UPDATE pgboss.job SET retry_count = retry_count + 1 WHERE id = $1`, /another worker runs attempt \d+ of it/],
+        ] as const;
+        for (const [i, [take, said]] of cases.entries()) {
+          const job = await fetched();
+          const lease: Lease = { queue: QUEUE, id: job.id, attempt: job.retryCount, heartbeatSeconds: 10 };
+          await boss.getDb().executeSql(take, [job.id]);
+          let reason: string | null = null;
+          const run = worker.forRun(async () => (reason = await fenceLease(boss.getDb(), lease)));
+          const before = (await getSample(pg, `rol_fence:t:${i}`))!;
+          expect(await run.start(before, `ses_stale_${i}`)).toBeNull();
+          expect(reason).toMatch(said);
+          expect(await getSample(pg, before.id)).toEqual(before);
+          // Its interrupt, if the run made one, finds no attempt of its own to write over.
+          await run.interrupt(before.id);
+          expect(await getSample(pg, before.id)).toEqual(before);
+        }
+        const job = await fetched();
+        const touchedBefore = await heartbeatOn(job.id);
+        const run = worker.forRun(() => fenceLease(boss.getDb(), { queue: QUEUE, id: job.id, attempt: job.retryCount, heartbeatSeconds: 10 }));
+        expect(await run.start((await getSample(pg, 'rol_fence:t:2'))!, 'ses_held')).toBe(1);
+        expect(await heartbeatOn(job.id)).toBeGreaterThan(touchedBefore);
+        expect(await getSample(pg, 'rol_fence:t:2')).toMatchObject({ status: 'init', attempt: 1, sessionId: 'ses_held' });
       } finally {
         await pg.close();
       }

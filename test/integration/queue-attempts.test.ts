@@ -70,8 +70,8 @@ describe('one worker running a sample twice (its lease lapsed and the queue gave
     const sample = (await getSample(pg, 'rol_a:t:1'))!;
     expect(await earlier.start(sample, 'ses_1')).toBe(1);
     expect(await later.start(sample, 'ses_2')).toBe(2);
-    // What the worker's lease thread says reaches the run's ledger; its interrupt names attempt 1, which is gone.
-    worker.leaseLost(sample.id);
+    // What the lease thread says goes to the run's own ledger; its interrupt names attempt 1, which is gone.
+    earlier.leaseLost(sample.id);
     await earlier.interrupt(sample.id);
     expect(await getSample(pg, sample.id)).toMatchObject({ status: 'init', attempt: 2, sessionId: 'ses_2', error: null });
     expect(await later.finish(sample.id, { status: 'completed', reward: 1 })).toBe(true);
@@ -81,18 +81,32 @@ describe('one worker running a sample twice (its lease lapsed and the queue gave
     const again = await insertAgain(pg);
     const run = worker.forRun();
     expect(await run.start(again, 'ses_3')).toBe(1);
-    worker.leaseLost(again.id);
+    run.leaseLost(again.id);
     await run.interrupt(again.id);
     expect(await getSample(pg, again.id)).toMatchObject({ status: 'interrupted', error: LEASE_LOST });
+  });
+
+  it("a run's lost lease is its own: another run of the sample interrupted first records a plain interrupt", async () => {
+    const worker = new PgSampleLedger(pg);
+    const sample = await insertAgain(pg, 'rol_c');
+    const [earlier, later] = [worker.forRun(), worker.forRun()];
+    expect(await earlier.start(sample, 'ses_c1')).toBe(1);
+    // The later run loses its lease; the earlier one is stopped by Ctrl-C and interrupts first.
+    later.leaseLost(sample.id);
+    await earlier.interrupt(sample.id);
+    expect(await getSample(pg, sample.id)).toMatchObject({ status: 'interrupted', error: null });
+    expect(await later.start(sample, 'ses_c2')).toBe(2);
+    await later.interrupt(sample.id);
+    expect(await getSample(pg, sample.id)).toMatchObject({ status: 'interrupted', error: LEASE_LOST, sessionId: 'ses_c2' });
   });
 });
 
 /** A second rollout's one sample, for a run of its own. */
-async function insertAgain(pg: Postgres) {
+async function insertAgain(pg: Postgres, id = 'rol_b') {
   await insertQueuedRollout(
     pg,
     {
-      id: 'rol_b',
+      id,
       createdAt: 2000,
       harness: 'custom',
       upstreamUrl: null,
@@ -106,5 +120,5 @@ async function insertAgain(pg: Postgres) {
     },
     [{ id: 't', json: '{"id":"t"}' }],
   );
-  return (await getSample(pg, 'rol_b:t:0'))!;
+  return (await getSample(pg, `${id}:t:0`))!;
 }

@@ -26,8 +26,17 @@ export interface Lease {
   heartbeatSeconds: number;
 }
 
-type ToThread = { type: 'hold'; lease: Lease } | { type: 'release'; id: string };
-type FromThread = { type: 'lost'; id: string; reason: string };
+/**
+ * A hold's name, here and in the thread: the job and its attempt. pg-boss keeps a job's id for all
+ * its retries (jobId(sampleId) too), so a worker can hold a retry of a job whose earlier run is still
+ * stopping; keyed by id alone, that run's release dropped the retry's heartbeat (issue 43 review).
+ */
+export function leaseKey(lease: Pick<Lease, 'id' | 'attempt'>): string {
+  return `${lease.id}:${lease.attempt}`;
+}
+
+type ToThread = { type: 'hold'; key: string; lease: Lease } | { type: 'release'; key: string };
+type FromThread = { type: 'lost'; key: string; reason: string };
 
 /** The thread's code, CommonJS, with `pg` loaded from this package's own copy (workerData.pg). */
 const THREAD = `
@@ -56,9 +65,9 @@ async function table(c, queue) {
   return schema + '.' + tables.get(queue);
 }
 
-function lost(id, reason) {
-  if (!held.delete(id)) return;
-  parentPort.postMessage({ type: 'lost', id, reason });
+function lost(key, reason) {
+  if (!held.delete(key)) return;
+  parentPort.postMessage({ type: 'lost', key, reason });
 }
 
 async function beat() {
@@ -75,21 +84,21 @@ async function beat() {
       const ids = mine.map((h) => h.lease.id);
       const { rows } = await c.query(
         'UPDATE ' + t + ' SET heartbeat_on = ' + schema + '.job_now() WHERE name = $1 AND id = ANY($2::uuid[]) AND state = ' + "'active'" +
-          " AND (id::text || ':' || retry_count::text) = ANY($3::text[]) RETURNING id",
-        [queue, ids, mine.map((h) => h.lease.id + ':' + h.lease.attempt)],
+          " AND (id::text || ':' || retry_count::text) = ANY($3::text[]) RETURNING id::text || ':' || retry_count::text AS key",
+        [queue, ids, mine.map((h) => h.key)],
       );
-      const touched = new Set(rows.map((r) => r.id));
+      const touched = new Set(rows.map((r) => r.key));
       const at = Date.now();
       for (const h of mine) {
-        if (touched.has(h.lease.id)) {
+        if (touched.has(h.key)) {
           h.ok = at;
           h.next = at + h.every;
           continue;
         }
-        if (!held.has(h.lease.id)) continue;
+        if (held.get(h.key) !== h) continue;
         const { rows: found } = await c.query('SELECT state, retry_count FROM ' + t + ' WHERE id = $1', [h.lease.id]);
         const job = found[0];
-        lost(h.lease.id, !job ? 'its job is gone from the queue'
+        lost(h.key, !job ? 'its job is gone from the queue'
           : job.state === 'active' ? 'another worker runs attempt ' + (job.retry_count + 1) + ' of it'
           : 'the queue ' + (job.state === 'retry' || job.state === 'created' ? 'expired it and hands it to another worker' : 'marked its job ' + job.state) +
             ' (no heartbeat for ' + h.lease.heartbeatSeconds + ' s)');
@@ -101,7 +110,7 @@ async function beat() {
     const at = Date.now();
     for (const h of due) {
       if (at - h.ok >= h.lease.heartbeatSeconds * 1000)
-        lost(h.lease.id, 'no heartbeat for ' + Math.round((at - h.ok) / 1000) + ' s: ' + (err && err.message ? err.message : String(err)));
+        lost(h.key, 'no heartbeat for ' + Math.round((at - h.ok) / 1000) + ' s: ' + (err && err.message ? err.message : String(err)));
       // Tried again each second while the server is away, not every tick: a fleet reconnecting at once is load enough.
       else h.next = at + Math.min(h.every, 1000);
     }
@@ -113,8 +122,8 @@ async function beat() {
 parentPort.on('message', (m) => {
   if (m.type === 'hold') {
     const every = Math.max(1000, (m.lease.heartbeatSeconds * 1000) / workerData.beats);
-    held.set(m.lease.id, { lease: m.lease, every, ok: Date.now(), next: Date.now() + every });
-  } else if (m.type === 'release') held.delete(m.lease ? m.lease.id : m.id);
+    held.set(m.key, { key: m.key, lease: m.lease, every, ok: Date.now(), next: Date.now() + every });
+  } else if (m.type === 'release') held.delete(m.key);
   else if (m.type === 'close') {
     clearInterval(timer);
     const c = client;
@@ -155,8 +164,8 @@ export class LeaseKeeper {
       },
     });
     this.thread.on('message', (m: FromThread) => {
-      const onLost = this.lost.get(m.id);
-      this.lost.delete(m.id);
+      const onLost = this.lost.get(m.key);
+      this.lost.delete(m.key);
       onLost?.(m.reason);
     });
     // A thread that died keeps no lease: its samples stop rather than run on unleased.
@@ -175,12 +184,17 @@ export class LeaseKeeper {
 
   /** Keeps `lease` until the returned function is called; `onLost` once if the queue no longer gives the job to this worker. */
   hold(lease: Lease, onLost: (reason: string) => void): () => void {
-    this.lost.set(lease.id, onLost);
-    this.post({ type: 'hold', lease });
+    const key = leaseKey(lease);
+    // Its own function, so a release can tell its hold from a later one of the same key.
+    const mine = (reason: string) => onLost(reason);
+    this.lost.set(key, mine);
+    this.post({ type: 'hold', key, lease });
+    // Called as often as a run likes (after POSTRUN, on a failure, finally): only its own hold, once.
     return () => {
       // Forgotten here first: a loss the thread finds after the job was settled is no loss.
-      if (!this.lost.delete(lease.id)) return;
-      this.post({ type: 'release', id: lease.id });
+      if (this.lost.get(key) !== mine) return;
+      this.lost.delete(key);
+      this.post({ type: 'release', key });
     };
   }
 
@@ -229,4 +243,33 @@ export function holdLease(url: string, lease: Lease, onLost: (reason: string) =>
     release();
     done();
   };
+}
+
+/** What fenceLease needs of a pg-boss instance: its database (PgBoss.getDb()). */
+export interface QueueDb {
+  executeSql(text: string, values?: unknown[]): Promise<{ rows: unknown[] }>;
+}
+
+/**
+ * One touch of `lease`, now and fenced as the thread's are (the job still \`active\` in this
+ * attempt): null when it held, else why the lease is lost. A worker makes it right before it starts
+ * a sample's attempt: one resumed after a stall (SIGSTOP, a long content download) would otherwise
+ * start attempt N+2 and take the sample from the worker that legitimately holds the job's next
+ * attempt, before its lease thread noticed the loss. (startAttempt itself cannot be fenced by the
+ * job's retryCount: a sample's attempts count starts, and a job run that failed before its start, or
+ * a resume outside the queue, leaves the two apart.)
+ */
+export async function fenceLease(db: QueueDb, lease: Lease, schema = 'pgboss'): Promise<string | null> {
+  const { rows } = await db.executeSql(
+    `UPDATE ${schema}.job SET heartbeat_on = ${schema}.job_now() WHERE name = $1 AND id = $2 AND state = 'active' AND retry_count = $3 RETURNING id`,
+    [lease.queue, lease.id, lease.attempt],
+  );
+  if (rows.length > 0) return null;
+  const found = (await db.executeSql(`SELECT state, retry_count FROM ${schema}.job WHERE name = $1 AND id = $2`, [lease.queue, lease.id])).rows[0] as
+    | { state: string; retry_count: number }
+    | undefined;
+  if (!found) return 'its job is gone from the queue';
+  return found.state === 'active'
+    ? `another worker runs attempt ${found.retry_count + 1} of it`
+    : `the queue marked its job ${found.state} before this attempt started`;
 }

@@ -28,8 +28,8 @@ export class PgSampleLedger implements SampleLedger {
     private readonly log?: RetryLog,
   ) {}
 
-  /** The worker's ledger this run's was made from (forRun), where a lost lease is said. */
-  private parent: PgSampleLedger | null = null;
+  /** Asked right before an attempt starts (forRun): null while the run still holds its job, else why not. */
+  private fence: (() => Promise<string | null>) | null = null;
 
   /**
    * A ledger for one run of a sample (one job the worker took), holding that run's attempt only.
@@ -38,20 +38,29 @@ export class PgSampleLedger implements SampleLedger {
    * attempt, so it ended the sample with its reward while the sample named the later run's
    * session, which was then stopped ("ended elsewhere"): a completed, rewarded sample whose
    * session is `aborted`, left out of every export as partial (issue 43). Now the earlier run's
-   * writes name its own attempt and are fenced. A lost lease said to the worker's ledger reaches its runs.
+   * writes name its own attempt and are fenced. A lost lease is said to the run's ledger, not the
+   * worker's: there, whichever run of the sample interrupted first took it.
+   *
+   * `fence` (lease.ts fenceLease) is asked right before the attempt starts: a run whose job is no
+   * longer its own starts nothing (start answers null) and the sample is left as it was.
    */
-  forRun(): PgSampleLedger {
+  forRun(fence?: () => Promise<string | null>): PgSampleLedger {
     const run = new PgSampleLedger(this.pg, this.beforeEnd, this.retryForMs, this.log);
-    run.parent = this;
+    run.fence = fence ?? null;
     return run;
   }
 
-  /** The queue took `sampleId`'s job from this worker: the harness is being stopped, and its interrupt is recorded as LEASE_LOST. */
+  /** The queue took `sampleId`'s job from this run: the harness is being stopped, and its interrupt is recorded as LEASE_LOST. */
   leaseLost(sampleId: string): void {
     this.lost.add(sampleId);
   }
 
   async start(sample: SampleRow, sessionId: string): Promise<number | null> {
+    const fence = this.fence;
+    if (fence && (await this.retry(fence)) !== null) {
+      this.lost.add(sample.id);
+      return null;
+    }
     const attempt = await this.retry(() => startAttempt(this.pg, sample.id, sessionId, WORKER, Date.now()));
     if (attempt !== null) this.attempts.set(sample.id, attempt);
     return attempt;
@@ -70,12 +79,11 @@ export class PgSampleLedger implements SampleLedger {
     });
     this.attempts.delete(sampleId);
     this.lost.delete(sampleId);
-    this.parent?.lost.delete(sampleId);
     return done;
   }
 
   async interrupt(sampleId: string): Promise<void> {
-    const error = this.lost.delete(sampleId) || this.parent?.lost.delete(sampleId) ? LEASE_LOST : null;
+    const error = this.lost.delete(sampleId) ? LEASE_LOST : null;
     // Fenced by the attempt: once another worker has started the sample again, this writes nothing.
     await this.retry(() => interruptAttempt(this.pg, sampleId, this.attempt(sampleId), error));
     this.attempts.delete(sampleId);

@@ -18,7 +18,7 @@ import { endWithoutContent, type LocalTask, localTask } from './content-cache.js
 import { contentMaxBytes, type StoredTask } from './task-content.js';
 import { ensureQueue, keepLeases, openQueue, queueName, type SampleJob } from './boss.js';
 import { InferenceFollower } from './inference-follower.js';
-import { holdLease } from './lease.js';
+import { fenceLease, holdLease } from './lease.js';
 import { PgSampleLedger } from './pg-ledger.js';
 import { backOff, POLL_MIN_MS, pollMaxMs, Wake } from './wake.js';
 
@@ -190,17 +190,22 @@ async function runJob(w: Worker, job: Job<SampleJob>): Promise<void> {
   const cut = new AbortController();
   const sampleId = job.data.sampleId;
   let lost: string | null = null;
-  const release = holdLease(
-    w.opts.queueUrl,
-    { queue: name, id: job.id, attempt: job.retryCount, heartbeatSeconds: job.heartbeatSeconds ?? 30 },
-    (reason) => {
-      lost = reason;
-      w.ledger.leaseLost(sampleId);
-      cut.abort();
-      w.notice(`sample ${sampleId}: lease lost (${reason}); harness stopped`);
-    },
-    (err) => w.notice(`lease thread: ${err.message}`),
-  );
+  const lease = { queue: name, id: job.id, attempt: job.retryCount, heartbeatSeconds: job.heartbeatSeconds ?? 30 };
+  // This run's own attempt and its own lost-lease mark: the queue may hand a lapsed sample back to this same worker.
+  const ledger = w.ledger.forRun(async () => {
+    // One fenced touch right before the attempt starts (fenceLease): a run resumed after a stall
+    // takes nothing from the worker that holds the job now.
+    const reason = await fenceLease(boss.getDb(), lease);
+    if (reason !== null && lost === null) onLost(`${reason}; its attempt was not started`);
+    return reason;
+  });
+  const onLost = (reason: string) => {
+    lost = reason;
+    ledger.leaseLost(sampleId);
+    cut.abort();
+    w.notice(`sample ${sampleId}: lease lost (${reason}); harness stopped`);
+  };
+  const release = holdLease(w.opts.queueUrl, lease, onLost, (err) => w.notice(`lease thread: ${err.message}`));
   const watch = setInterval(() => {
     void getSampleStatus(w.pg, sampleId)
       .then((status) => {
@@ -213,10 +218,10 @@ async function runJob(w: Worker, job: Job<SampleJob>): Promise<void> {
       .catch(() => undefined);
   }, CUT_CHECK_MS);
   try {
-    const found = await contextFor(w, job.data, cut.signal);
+    const found = await contextFor(w, job.data, ledger, cut.signal);
     if (!found) {
       release();
-      await boss.complete(name, job);
+      if (lost === null) await boss.complete(name, job);
       return;
     }
     const { ctx, sample } = found;
@@ -280,7 +285,7 @@ function isEnded(status: string): boolean {
 }
 
 /** The sample, its task and its rollout's settings, from the store; null when the sample already ended. */
-async function contextFor(w: Worker, job: SampleJob, cut: AbortSignal): Promise<{ ctx: StageContext; sample: SampleRow } | null> {
+async function contextFor(w: Worker, job: SampleJob, ledger: PgSampleLedger, cut: AbortSignal): Promise<{ ctx: StageContext; sample: SampleRow } | null> {
   const { opts, pg, capture } = w;
   // Read again while PostgreSQL cannot be reached: a job that fails here is retried only a few
   // times before its sample is given up on, and a busy machine can take longer to connect than the pool waits.
@@ -299,7 +304,7 @@ async function contextFor(w: Worker, job: SampleJob, cut: AbortSignal): Promise<
     local = await localTask(pg, JSON.parse(taskText) as StoredTask, { stateDir: stateDir(), maxBytes: w.contentMaxBytes, notice: w.notice });
   } catch (err) {
     if (!(err instanceof ContentUnavailable)) throw err;
-    await endWithoutContent(w.ledger, sample, err.message, (e) => opts.onEvent?.({ ...e, rolloutId: job.rolloutId }));
+    await endWithoutContent(ledger, sample, err.message, (e) => opts.onEvent?.({ ...e, rolloutId: job.rolloutId }));
     return null;
   }
   const { task } = local;
@@ -307,8 +312,7 @@ async function contextFor(w: Worker, job: SampleJob, cut: AbortSignal): Promise<
   const ctx: StageContext = {
     rolloutId: job.rolloutId,
     store: w.store,
-    // This run's own attempt (forRun): the queue may hand a lapsed sample back to this same worker.
-    ledger: w.ledger.forRun(),
+    ledger,
     dbPath: opts.dbUrl,
     config,
     tasks: new Map([[task.id, task]]),
