@@ -180,7 +180,9 @@ describe('rows PostgreSQL refuses', () => {
         await pg.query(`ALTER TABLE request_bodies ADD COLUMN upstream_request TEXT`);
         const store = await openStore(url);
         try {
-          store.db.prepare(`UPDATE request_bodies SET upstream_request = upstream_request WHERE request_id = (SELECT MIN(request_id) FROM request_bodies)`).run();
+          store.db
+            .prepare(`UPDATE request_bodies SET upstream_request = upstream_request WHERE request_id = (SELECT MIN(request_id) FROM request_bodies)`)
+            .run();
           await store.shipCommitted!(patient(60_000));
         } finally {
           await store.closeAsync();
